@@ -1,0 +1,220 @@
+/* data.c - synthetic samples and the IDX reader (MNIST, Fashion-MNIST; gzip files as shipped,
+ * or uncompressed). Every file is validated (magic, dimensions, counts, label range) before
+ * training starts. */
+#include "data.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+const char *dataset_default_dir(const char *name)
+{
+    static char buf[256];
+    snprintf(buf, sizeof buf, "/usr/share/datasets/%s", name);
+    return buf;
+}
+
+/* Reads a whole IDX file, gzip or plain (zlib reads both). */
+static uint8_t *read_file(const char *path, size_t *len, char *err, size_t errlen)
+{
+    gzFile f = gzopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "--data-dir: cannot open %s", path);
+        return NULL;
+    }
+    size_t cap = 1 << 20, n = 0;
+    uint8_t *buf = xmalloc(cap);
+    int got;
+    while ((got = gzread(f, buf + n, (unsigned)(cap - n))) > 0) {
+        n += (size_t)got;
+        if (n == cap) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            if (!buf) abort();
+        }
+    }
+    int zerr = 0;
+    const char *msg = gzerror(f, &zerr);
+    gzclose(f);
+    if (got < 0 || (zerr != Z_OK && zerr != Z_BUF_ERROR)) {
+        snprintf(err, errlen, "--data-dir: cannot read %s: %s", path, msg);
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+static uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Finds "<base>.gz" or "<base>" in dir. */
+static int find_file(const char *dir, const char *base, char *path, size_t len)
+{
+    snprintf(path, len, "%s/%s.gz", dir, base);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(path, len, "%s/%s", dir, base);
+        f = fopen(path, "rb");
+    }
+    if (f) fclose(f);
+    return f != NULL;
+}
+
+/* Loads one images+labels pair, checking the IDX headers. */
+static int load_split(const char *dir, const char *prefix, uint8_t **images, uint8_t **labels,
+                      size_t *count, int *h, int *w, char *err, size_t errlen)
+{
+    char ipath[1024], lpath[1024], base[128];
+    snprintf(base, sizeof base, "%s-images-idx3-ubyte", prefix);
+    if (!find_file(dir, base, ipath, sizeof ipath)) {
+        snprintf(err, errlen, "--data-dir: %s has no %s(.gz)", dir, base);
+        return -1;
+    }
+    snprintf(base, sizeof base, "%s-labels-idx1-ubyte", prefix);
+    if (!find_file(dir, base, lpath, sizeof lpath)) {
+        snprintf(err, errlen, "--data-dir: %s has no %s(.gz)", dir, base);
+        return -1;
+    }
+    size_t ilen = 0, llen = 0;
+    uint8_t *ib = read_file(ipath, &ilen, err, errlen);
+    if (!ib) return -1;
+    uint8_t *lb = read_file(lpath, &llen, err, errlen);
+    if (!lb) {
+        free(ib);
+        return -1;
+    }
+    uint32_t n = ilen >= 16 ? be32(ib + 4) : 0, rows = ilen >= 16 ? be32(ib + 8) : 0,
+             cols = ilen >= 16 ? be32(ib + 12) : 0;
+    if (ilen < 16 || be32(ib) != 0x803 || rows == 0 || cols == 0 || rows > 4096 || cols > 4096 ||
+        ilen != 16 + (size_t)n * rows * cols) {
+        snprintf(err, errlen, "--data-dir: %s: not an IDX image file (magic 0x803, n x rows x cols bytes)",
+                 ipath);
+        goto bad;
+    }
+    if (llen < 8 || be32(lb) != 0x801 || be32(lb + 4) != n || llen != 8 + (size_t)n) {
+        snprintf(err, errlen, "--data-dir: %s: not an IDX label file matching %s (%u labels expected)", lpath,
+                 ipath, n);
+        goto bad;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (lb[8 + i] > 9) {
+            snprintf(err, errlen, "--data-dir: %s: label %u of sample %zu is outside 0..9", lpath, lb[8 + i], i);
+            goto bad;
+        }
+    *images = xmalloc((size_t)n * rows * cols);
+    memcpy(*images, ib + 16, (size_t)n * rows * cols);
+    *labels = xmalloc(n);
+    memcpy(*labels, lb + 8, n);
+    *count = n, *h = (int)rows, *w = (int)cols;
+    free(ib), free(lb);
+    return 0;
+bad:
+    free(ib), free(lb);
+    return -1;
+}
+
+int dataset_open(Dataset *ds, const char *name, const char *dir, int c, int h, int w, int classes,
+                 uint64_t seed, char *err, size_t errlen)
+{
+    memset(ds, 0, sizeof *ds);
+    snprintf(ds->name, sizeof ds->name, "%s", name);
+    ds->seed = seed;
+    ds->perm_epoch = -1;
+    if (!strcmp(name, "synthetic")) {
+        ds->c = c, ds->h = h, ds->w = w, ds->classes = classes;
+        ds->sample_size = (size_t)c * h * w;
+        /* A fixed pool, generated once, so the data phase costs a copy as with real data. */
+        ds->pool_n = 256;
+        ds->pool = xmalloc(ds->pool_n * ds->sample_size * sizeof(float));
+        ds->pool_labels = xmalloc(ds->pool_n * sizeof(int32_t));
+        for (size_t i = 0; i < ds->pool_n; i++) {
+            uint64_t key = rng_mix(seed * 0x2545F4914F6CDD1DULL + i) << 20;
+            for (size_t j = 0; j < ds->sample_size; j++)
+                ds->pool[i * ds->sample_size + j] = rng_uniform(key + j);
+            ds->pool_labels[i] = (int32_t)(rng_mix(key ^ 0xabcdefULL) % (uint64_t)classes);
+        }
+        ds->ntrain = ds->pool_n;
+        return 0;
+    }
+    if (!dir || !*dir) dir = dataset_default_dir(name);
+    int th = 0, tw = 0;
+    if (load_split(dir, "train", &ds->train_images, &ds->train_labels, &ds->ntrain, &ds->h, &ds->w,
+                   err, errlen) ||
+        load_split(dir, "t10k", &ds->test_images, &ds->test_labels, &ds->ntest, &th, &tw, err,
+                   errlen)) {
+        dataset_close(ds);
+        return -1;
+    }
+    if (th != ds->h || tw != ds->w) {
+        snprintf(err, errlen, "--data-dir: %s: test images are %dx%d, training images %dx%d", dir,
+                 th, tw, ds->h, ds->w);
+        dataset_close(ds);
+        return -1;
+    }
+    ds->c = 1, ds->classes = 10;
+    ds->sample_size = (size_t)ds->h * ds->w;
+    return 0;
+}
+
+void dataset_close(Dataset *ds)
+{
+    free(ds->train_images), free(ds->train_labels), free(ds->test_images), free(ds->test_labels);
+    free(ds->pool), free(ds->pool_labels), free(ds->perm);
+    memset(ds, 0, sizeof *ds);
+}
+
+/* Position of global sample g in the shuffled order (Fisher-Yates per epoch, seeded). */
+static size_t sample_index(Dataset *ds, int64_t g)
+{
+    if (ds->pool) return (size_t)(g % (int64_t)ds->pool_n);
+    int64_t epoch = g / (int64_t)ds->ntrain;
+    if (epoch != ds->perm_epoch) {
+        if (!ds->perm) ds->perm = xmalloc(ds->ntrain * sizeof(uint32_t));
+        for (size_t i = 0; i < ds->ntrain; i++) ds->perm[i] = (uint32_t)i;
+        uint64_t key = rng_mix(ds->seed ^ (0x0e9c0000ULL + (uint64_t)epoch)) << 24;
+        for (size_t i = ds->ntrain - 1; i > 0; i--) {
+            size_t j = (size_t)(rng_mix(key + i) % (i + 1));
+            uint32_t t = ds->perm[i];
+            ds->perm[i] = ds->perm[j], ds->perm[j] = t;
+        }
+        ds->perm_epoch = epoch;
+    }
+    return ds->perm[g % (int64_t)ds->ntrain];
+}
+
+static void copy_image(const uint8_t *src, size_t n, float *dst)
+{
+    for (size_t j = 0; j < n; j++) dst[j] = (float)src[j] * (1.0f / 255.0f);
+}
+
+void dataset_train_batch(Dataset *ds, int64_t iter, int global_batch, int rank, int nranks,
+                         float *x, int32_t *labels)
+{
+    int n = global_batch / nranks;
+    int64_t first = iter * (int64_t)global_batch + (int64_t)rank * n;
+    for (int i = 0; i < n; i++) {
+        size_t s = sample_index(ds, first + i);
+        float *dst = x + (size_t)i * ds->sample_size;
+        if (ds->pool) {
+            memcpy(dst, ds->pool + s * ds->sample_size, ds->sample_size * sizeof(float));
+            labels[i] = ds->pool_labels[s];
+        } else {
+            copy_image(ds->train_images + s * ds->sample_size, ds->sample_size, dst);
+            labels[i] = ds->train_labels[s];
+        }
+    }
+}
+
+void dataset_test_batch(const Dataset *ds, size_t first, int n, float *x, int32_t *labels)
+{
+    for (int i = 0; i < n; i++) {
+        copy_image(ds->test_images + (first + i) * ds->sample_size, ds->sample_size,
+                   x + (size_t)i * ds->sample_size);
+        labels[i] = ds->test_labels[first + i];
+    }
+}

@@ -1,0 +1,19 @@
+/* iter_fields.c - the table of per-iteration quantities (see recorder.h and
+ * docs/hdf5-layout.md, which documents each row). */
+#include "recorder.h"
+
+#define FIELD(name, units, text) {#name, offsetof(IterRecord, name), units, text}
+
+const IterField ITER_FIELDS[] = {
+    FIELD(start, "s", "iteration start on the aligned clock (s since rank 0's t0)"),
+    FIELD(data, "s", "loading the local batch and uploading it to the device"),
+    FIELD(forward, "s", "forward pass and loss"),
+    FIELD(backward, "s", "backward pass"),
+    FIELD(exchange, "s", "gradient exchange between ranks"),
+    FIELD(update, "s", "optimizer step"),
+    FIELD(total, "s", "iteration start to end of its update"),
+    FIELD(loss, "1", "mean training loss of this rank's local batch"),
+    FIELD(bytes_sent, "bytes", "payload this rank handed to the exchange"),
+    FIELD(record, "s", "recorder's own cost just before this iteration (not part of total)"),
+};
+const int ITER_NFIELDS = (int)(sizeof ITER_FIELDS / sizeof ITER_FIELDS[0]);

@@ -1,0 +1,298 @@
+/* options.c - the option table. One row per option: name, type, where it goes, accepted values
+ * or lower bound, help. getopt_long's table, --help, the printed configuration and the HDF5
+ * /config group are all generated from these rows, so a default can never go stale. */
+#define _GNU_SOURCE
+#include <config.h>
+#include "options.h"
+#include "registry.h"
+#include "util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "unknown"
+#endif
+
+typedef enum { T_INT, T_LONG, T_DOUBLE, T_STRING, T_CHOICE, T_FLAG } OptType;
+
+typedef struct {
+    const char *name;
+    OptType type;
+    size_t offset;       /* into Options */
+    const char *choices; /* T_CHOICE: comma-separated; NULL = ask the registry */
+    double min;          /* numbers: smallest accepted value */
+    const char *help;
+} OptSpec;
+
+#define F(field) offsetof(Options, field)
+static const OptSpec SPECS[] = {
+    {"model", T_CHOICE, F(model), NULL, 0, "network to train"},
+    {"dataset", T_CHOICE, F(dataset), "synthetic,fashion-mnist,mnist", 0,
+     "training data (synthetic: seeded random samples of the model's input shape)"},
+    {"data-dir", T_STRING, F(data_dir), NULL, 0,
+     "folder with the IDX files (default: /usr/share/datasets/<dataset>)"},
+    {"device", T_CHOICE, F(device), NULL, 0, "compute backend"},
+    {"exchange", T_CHOICE, F(exchange), NULL, 0, "gradient exchange strategy"},
+    {"batch", T_INT, F(batch), NULL, 1, "global batch per iteration, split evenly across ranks"},
+    {"iters", T_INT, F(iters), NULL, 1, "measured training iterations"},
+    {"warmup", T_INT, F(warmup), NULL, 0,
+     "warm-up iterations run before the measured ones, recorded and flagged"},
+    {"lr", T_DOUBLE, F(lr), NULL, 0, "learning rate"},
+    {"momentum", T_DOUBLE, F(momentum), NULL, 0, "SGD momentum"},
+    {"weight-decay", T_DOUBLE, F(weight_decay), NULL, 0, "L2 weight decay"},
+    {"seed", T_LONG, F(seed), NULL, 0, "seed for initial parameters, data order and synthetic data"},
+    {"threads", T_INT, F(threads), NULL, 1, "BLAS threads per rank"},
+    {"bucket-mb", T_DOUBLE, F(bucket_mb), NULL, 0.001,
+     "gradient bucket size for the exchange, MiB"},
+    {"ranks-per-node", T_INT, F(ranks_per_node), NULL, 0,
+     "group ranks into nodes of K consecutive ranks (0: detect shared-memory nodes)"},
+    {"eval-every", T_INT, F(eval_every), NULL, 0,
+     "evaluate test accuracy every N iterations (0: only at the end)"},
+    {"flush-every", T_INT, F(flush_every), NULL, 1,
+     "iterations buffered per block written to the HDF5 file"},
+    {"output", T_STRING, F(output), NULL, 0, "HDF5 result file"},
+    {"overwrite", T_FLAG, F(overwrite), NULL, 0, "replace the output file if it exists"},
+    {"tag", T_STRING, F(tag), NULL, 0, "free text stored with the results"},
+    {"save-model", T_STRING, F(save_model), NULL, 0,
+     "write the final parameters to this file (raw float32 after a 64-byte header; \"\": don't)"},
+    {"dry-run", T_FLAG, F(dry_run), NULL, 0,
+     "print the model (layers, shapes, parameters, FLOPs) and exit"},
+};
+#undef F
+#define NSPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
+
+static void set_defaults(Options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->model = "lenet";
+    o->dataset = "fashion-mnist";
+    o->data_dir = "";
+    o->device = "cpu";
+    o->exchange = "sync";
+    o->output = "dtbench.h5";
+    o->tag = "";
+    o->save_model = "";
+    o->batch = 64;
+    o->iters = 100;
+    o->warmup = 10;
+    o->threads = 1;
+    o->flush_every = 50;
+    o->eval_every = 0;
+    o->ranks_per_node = 0;
+    o->lr = 0.01;
+    o->momentum = 0.9;
+    o->weight_decay = 0.0;
+    o->bucket_mb = 25.0;
+    o->seed = 42;
+}
+
+const char *options_choices(const char *key)
+{
+    if (!strcmp(key, "model")) return registry_model_names();
+    if (!strcmp(key, "device")) return registry_backend_names();
+    if (!strcmp(key, "exchange")) return registry_exchange_names();
+    for (int i = 0; i < NSPECS; i++)
+        if (!strcmp(SPECS[i].name, key)) return SPECS[i].choices;
+    return NULL;
+}
+
+static void value_text(const Options *o, const OptSpec *s, char *buf, size_t len)
+{
+    const char *base = (const char *)o + s->offset;
+    switch (s->type) {
+    case T_INT: snprintf(buf, len, "%d", *(const int *)base); break;
+    case T_LONG: snprintf(buf, len, "%ld", *(const long *)base); break;
+    case T_DOUBLE: snprintf(buf, len, "%g", *(const double *)base); break;
+    case T_FLAG: snprintf(buf, len, "%s", *(const int *)base ? "yes" : "no"); break;
+    default: snprintf(buf, len, "%s", *(char *const *)base); break;
+    }
+}
+
+static int in_list(const char *list, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = list; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && !strncmp(p, word, n)) return 1;
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+static void print_help(const Options *defaults)
+{
+    printf("Usage: mpirun -np N dtbench [options]\n"
+           "Trains a network data-parallel on every rank and records per-iteration timings of\n"
+           "every rank into one HDF5 file.\n\nOptions (default in brackets):\n");
+    for (int i = 0; i < NSPECS; i++) {
+        const OptSpec *s = &SPECS[i];
+        char val[256], arg[64] = "";
+        value_text(defaults, s, val, sizeof val);
+        if (s->type == T_CHOICE) snprintf(arg, sizeof arg, " {%s}", options_choices(s->name));
+        else if (s->type != T_FLAG)
+            snprintf(arg, sizeof arg, " %s",
+                     s->type == T_STRING ? "TEXT" : (s->type == T_DOUBLE ? "X" : "N"));
+        printf("  --%s%s\n      %s [%s]\n", s->name, arg, s->help, val);
+    }
+    printf("  --help\n      print this help and exit\n  --version\n      print the version and "
+           "exit\n");
+}
+
+/* Returns NULL when fine, else an error text in err. */
+static const char *set_value(Options *o, const OptSpec *s, const char *arg, char *err, size_t len)
+{
+    char *base = (char *)o + s->offset, *end = NULL;
+    errno = 0;
+    switch (s->type) {
+    case T_INT:
+    case T_LONG: {
+        long v = strtol(arg, &end, 10);
+        if (errno || end == arg || *end || v < (long)s->min || (s->type == T_INT && v > 1 << 30)) {
+            snprintf(err, len, "--%s: '%s' is not accepted: expected an integer >= %ld", s->name,
+                     arg, (long)s->min);
+            return err;
+        }
+        if (s->type == T_INT) *(int *)base = (int)v;
+        else *(long *)base = v;
+        return NULL;
+    }
+    case T_DOUBLE: {
+        double v = strtod(arg, &end);
+        if (errno || end == arg || *end || !isfinite(v) || v < s->min) {
+            snprintf(err, len, "--%s: '%s' is not accepted: expected a number >= %g", s->name, arg,
+                     s->min);
+            return err;
+        }
+        *(double *)base = v;
+        return NULL;
+    }
+    case T_CHOICE: {
+        const char *choices = options_choices(s->name);
+        if (!in_list(choices, arg)) {
+            snprintf(err, len, "--%s: '%s' is not accepted: expected one of %s", s->name, arg,
+                     choices);
+            return err;
+        }
+        *(char **)base = strdup(arg);
+        return NULL;
+    }
+    case T_STRING:
+        if (!strcmp(s->name, "output") && !*arg) {
+            snprintf(err, len, "--output: an empty file name is not accepted");
+            return err;
+        }
+        *(char **)base = strdup(arg);
+        return NULL;
+    case T_FLAG: *(int *)base = 1; return NULL;
+    }
+    return NULL;
+}
+
+void options_parse(int argc, char **argv, Options *o)
+{
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    set_defaults(o);
+    Options defaults = *o;
+
+    struct option longopts[NSPECS + 3];
+    for (int i = 0; i < NSPECS; i++)
+        longopts[i] = (struct option){SPECS[i].name,
+                                      SPECS[i].type == T_FLAG ? no_argument : required_argument,
+                                      NULL, 1000 + i};
+    longopts[NSPECS] = (struct option){"help", no_argument, NULL, 'h'};
+    longopts[NSPECS + 1] = (struct option){"version", no_argument, NULL, 'V'};
+    longopts[NSPECS + 2] = (struct option){0, 0, 0, 0};
+
+    char err[512] = "";
+    int c, bad = 0;
+    opterr = 0; /* we print our own, one line, from one rank */
+    while (!bad && (c = getopt_long(argc, argv, ":hV", longopts, NULL)) != -1) {
+        if (c == 'h' || c == 'V') {
+            if (rank == 0) {
+                if (c == 'h') print_help(&defaults);
+                else printf("dtbench %s\n", PACKAGE_VERSION);
+            }
+            MPI_Finalize();
+            exit(0);
+        } else if (c >= 1000 && c < 1000 + NSPECS) {
+            bad = set_value(o, &SPECS[c - 1000], optarg, err, sizeof err) != NULL;
+        } else if (c == ':') {
+            snprintf(err, sizeof err, "%s: a value is required (see --help)", argv[optind - 1]);
+            bad = 1;
+        } else {
+            snprintf(err, sizeof err, "%s: unknown option (see --help for the accepted options)",
+                     argv[optind - 1]);
+            bad = 1;
+        }
+    }
+    if (!bad && optind < argc) {
+        snprintf(err, sizeof err, "'%s': unexpected argument (options start with --)", argv[optind]);
+        bad = 1;
+    }
+    usage_check_all(!bad, "%s", err);
+}
+
+void options_visit(const Options *o, OptionVisitor fn, void *user)
+{
+    char val[1024];
+    for (int i = 0; i < NSPECS; i++) {
+        value_text(o, &SPECS[i], val, sizeof val);
+        fn(SPECS[i].name, val, user);
+    }
+}
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} StrBuf;
+
+static void sb_add(StrBuf *b, const char *s)
+{
+    size_t n = strlen(s);
+    if (b->len + n + 1 > b->cap) {
+        b->cap = 2 * (b->len + n + 1);
+        b->buf = realloc(b->buf, b->cap);
+        if (!b->buf) abort();
+    }
+    memcpy(b->buf + b->len, s, n + 1);
+    b->len += n;
+}
+
+static void json_string(StrBuf *b, const char *s)
+{
+    char esc[8];
+    sb_add(b, "\"");
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') snprintf(esc, sizeof esc, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20) snprintf(esc, sizeof esc, "\\u%04x", *s);
+        else snprintf(esc, sizeof esc, "%c", *s);
+        sb_add(b, esc);
+    }
+    sb_add(b, "\"");
+}
+
+static void json_member(const char *key, const char *value, void *user)
+{
+    StrBuf *b = user;
+    if (b->len > 1) sb_add(b, ", ");
+    json_string(b, key);
+    sb_add(b, ": ");
+    json_string(b, value);
+}
+
+char *options_to_json(const Options *o)
+{
+    StrBuf b = {0};
+    sb_add(&b, "{");
+    options_visit(o, json_member, &b);
+    sb_add(&b, "}");
+    return b.buf;
+}

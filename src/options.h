@@ -1,0 +1,46 @@
+/* options.h - the resolved run configuration. Every field is set from ONE option table
+ * (options.c): --help prints that table with the defaults, rank 0 prints the resolved values,
+ * and the recorder stores the same key/value pairs in the HDF5 file. */
+#ifndef DTBENCH_OPTIONS_H
+#define DTBENCH_OPTIONS_H
+
+#include <stddef.h>
+
+typedef struct {
+    char *model;    /* lenet | fcn5 | fcn8 */
+    char *dataset;  /* synthetic | fashion-mnist | mnist */
+    char *data_dir; /* "" = the data set's default folder */
+    char *device;   /* cpu (cuda when built with it) */
+    char *exchange; /* sync */
+    char *output;   /* HDF5 result file */
+    char *tag;
+    char *save_model; /* "" = do not save */
+    int batch; /* global batch, split evenly across ranks */
+    int iters; /* measured iterations */
+    int warmup;
+    int threads;
+    int flush_every;
+    int eval_every; /* 0 = only at the end */
+    int ranks_per_node; /* 0 = from MPI_COMM_TYPE_SHARED */
+    double lr, momentum, weight_decay;
+    double bucket_mb;
+    long seed;
+    int overwrite;
+    int dry_run;
+} Options;
+
+/* Parses argv into opts (defaults first). Prints --help / --version on rank 0 and exits 0;
+ * on bad input every rank exits 2 after one line from rank 0. Collective over COMM_WORLD. */
+void options_parse(int argc, char **argv, Options *opts);
+
+/* Calls fn(key, value) for every option in table order with its resolved value as text. */
+typedef void (*OptionVisitor)(const char *key, const char *value, void *user);
+void options_visit(const Options *opts, OptionVisitor fn, void *user);
+
+/* The resolved configuration as a JSON object (malloc'd). */
+char *options_to_json(const Options *opts);
+
+/* Comma-separated accepted values of a choice option, e.g. "lenet,fcn5,fcn8". */
+const char *options_choices(const char *key);
+
+#endif

@@ -1,0 +1,338 @@
+/* recorder_hdf5.c - every rank writes into ONE parallel HDF5 file over MPI-IO.
+ *
+ * Survival of killed jobs (docs/hdf5-layout.md): all groups, datasets and attributes are created
+ * collectively at their final size (contiguous, allocated early, NaN-filled), then the file is
+ * flushed. From then on each rank only writes raw data - its own row, one block of flush_every
+ * iterations at a time, with independent I/O - and then its /ranks/completed entry. Raw writes
+ * go straight to the file through MPI-IO, so a SIGKILL leaves every written block readable. */
+#include "check.h"
+#include "recorder.h"
+#include "util.h"
+
+#include <errno.h>
+#include <hdf5.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define HOST_LEN 64
+
+enum { R_RANK, R_HOST, R_NODE, R_LOCAL, R_PID, R_OFF0, R_OFF1, R_RTT, R_DONE, R_STATUS, R_HASH, R_N };
+static const struct {
+    const char *name, *description;
+} RANK_SETS[R_N] = {
+    {"rank", "MPI rank in COMM_WORLD"},
+    {"host", "host name"},
+    {"node", "node index"},
+    {"local_rank", "rank within its node"},
+    {"pid", "process id"},
+    {"clock_offset_start", "this rank's clock minus rank 0's, s, before the run"},
+    {"clock_offset_end", "this rank's clock minus rank 0's, s, after the run"},
+    {"clock_rtt", "smallest ping-pong round trip when measuring the offset, s"},
+    {"completed", "iterations completed and written (warm-up included)"},
+    {"status", "0 never finished (killed), 1 completed, 2 stopped early by a signal, 3 error"},
+    {"param_hash", "FNV-1a hash of the final parameters (equal on all ranks in sync data parallelism)"},
+};
+
+struct Recorder {
+    MPI_Comm comm;
+    hid_t file;
+    hid_t iter_sets[32]; /* one per ITER_FIELDS row, shape (nranks, iters_total) */
+    hid_t rank_sets[R_N];
+    hid_t eval_sets[4];
+    int rank, nranks, flush_every;
+    int64_t iters_total, next_to_write, completed;
+    IterRecord *buf; /* [flush_every] */
+    int nbuf;
+    double *column;  /* [flush_every] scratch */
+};
+
+/* ---- HDF5 error text for H5_CHECK ---------------------------------------------------------- */
+
+typedef struct {
+    char api[64], desc[400];
+} H5Msg;
+
+static herr_t h5_walk(unsigned n, const H5E_error2_t *e, void *data)
+{
+    H5Msg *m = data;
+    if (n == 0) snprintf(m->api, sizeof m->api, "%s", e->func_name);
+    snprintf(m->desc, sizeof m->desc, "%s", e->desc); /* keep the innermost */
+    return 0;
+}
+
+const char *h5_error_message(void)
+{
+    static char text[512];
+    H5Msg m = {"", "no HDF5 error on the stack"};
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, h5_walk, &m);
+    snprintf(text, sizeof text, "HDF5 %s: %s", m.api, m.desc);
+    return text;
+}
+
+/* ---- small writers ------------------------------------------------------------------------- */
+
+static void attr_text(hid_t loc, const char *name, const char *value)
+{
+    hid_t type = H5_CHECK(H5Tcopy(H5T_C_S1));
+    H5_CHECK(H5Tset_size(type, H5T_VARIABLE));
+    H5_CHECK(H5Tset_cset(type, H5T_CSET_UTF8));
+    hid_t space = H5_CHECK(H5Screate(H5S_SCALAR));
+    hid_t a = H5_CHECK(H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT));
+    H5_CHECK(H5Awrite(a, type, &value));
+    H5Aclose(a), H5Sclose(space), H5Tclose(type);
+}
+
+static void attr_number(hid_t loc, const char *name, hid_t type, const void *value)
+{
+    hid_t space = H5_CHECK(H5Screate(H5S_SCALAR));
+    hid_t a = H5_CHECK(H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT));
+    H5_CHECK(H5Awrite(a, type, value));
+    H5Aclose(a), H5Sclose(space);
+}
+
+static void attr_ll(hid_t loc, const char *name, long long v)
+{
+    attr_number(loc, name, H5T_NATIVE_LLONG, &v);
+}
+
+/* A contiguous dataset allocated and filled at creation, so no metadata changes later. */
+static hid_t create_set(hid_t loc, const char *name, hid_t type, int rank, const hsize_t *dims,
+                        const void *fill)
+{
+    hid_t dcpl = H5_CHECK(H5Pcreate(H5P_DATASET_CREATE));
+    H5_CHECK(H5Pset_layout(dcpl, H5D_CONTIGUOUS));
+    H5_CHECK(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY));
+    H5_CHECK(H5Pset_fill_time(dcpl, H5D_FILL_TIME_ALLOC));
+    H5_CHECK(H5Pset_obj_track_times(dcpl, 0));
+    if (fill) H5_CHECK(H5Pset_fill_value(dcpl, type, fill));
+    hid_t space = H5_CHECK(H5Screate_simple(rank, dims, NULL));
+    hid_t set = H5_CHECK(H5Dcreate2(loc, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT));
+    H5Sclose(space), H5Pclose(dcpl);
+    return set;
+}
+
+/* Independent write of n elements at `start` of a 1-D or 2-D dataset. */
+static void write_at(hid_t set, hid_t memtype, int ndims, const hsize_t *start, hsize_t n,
+                     const void *data)
+{
+    hsize_t count[2] = {1, 1};
+    count[ndims - 1] = n;
+    hid_t fspace = H5_CHECK(H5Dget_space(set));
+    H5_CHECK(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL));
+    hid_t mspace = H5_CHECK(H5Screate_simple(1, &n, NULL));
+    H5_CHECK(H5Dwrite(set, memtype, mspace, fspace, H5P_DEFAULT, data));
+    H5Sclose(mspace), H5Sclose(fspace);
+}
+
+static void write_rank_value(Recorder *r, int which, hid_t memtype, const void *value)
+{
+    hsize_t start = (hsize_t)r->rank;
+    write_at(r->rank_sets[which], memtype, 1, &start, 1, value);
+}
+
+/* ---- create --------------------------------------------------------------------------------- */
+
+/* Rank 0 decides whether the output may be created; every rank gets the verdict. */
+static int output_allowed(const RecorderConfig *c, int rank, char *err, size_t errlen)
+{
+    char msg[512] = "";
+    if (rank == 0) {
+        struct stat st;
+        if (stat(c->path, &st) == 0 && !c->overwrite)
+            snprintf(msg, sizeof msg,
+                     "--output: %s exists; results are never overwritten silently (pass "
+                     "--overwrite to replace it, or choose another file)",
+                     c->path);
+        else if (stat(c->path, &st) == 0 && S_ISDIR(st.st_mode))
+            snprintf(msg, sizeof msg, "--output: %s is a directory; expected a file name", c->path);
+        else {
+            char dir[1024];
+            snprintf(dir, sizeof dir, "%s", c->path);
+            char *slash = strrchr(dir, '/');
+            if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
+            else strcpy(dir, ".");
+            if (access(dir, W_OK | X_OK) != 0)
+                snprintf(msg, sizeof msg, "--output: cannot create %s: folder %s: %s", c->path, dir,
+                         strerror(errno));
+        }
+    }
+    MPI_CHECK(MPI_Bcast(msg, sizeof msg, MPI_CHAR, 0, c->comm));
+    snprintf(err, errlen, "%s", msg);
+    return msg[0] == '\0';
+}
+
+static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen)
+{
+    Recorder *r = xcalloc(1, sizeof *r);
+    r->comm = c->comm;
+    MPI_CHECK(MPI_Comm_rank(c->comm, &r->rank));
+    MPI_CHECK(MPI_Comm_size(c->comm, &r->nranks));
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported by H5_CHECK, once */
+    if (!output_allowed(c, r->rank, err, errlen)) {
+        free(r);
+        return NULL;
+    }
+
+    hid_t fapl = H5_CHECK(H5Pcreate(H5P_FILE_ACCESS));
+    H5_CHECK(H5Pset_fapl_mpio(fapl, c->comm, MPI_INFO_NULL));
+    hid_t file = H5Fcreate(c->path, c->overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
+    int ok = file >= 0, all_ok = 0;
+    MPI_CHECK(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->comm));
+    if (!all_ok) {
+        if (ok) check_fail(__FILE__, __LINE__, "H5Fcreate", "created on some ranks only");
+        snprintf(err, errlen, "--output: cannot create %s: %s", c->path, h5_error_message());
+        free(r);
+        return NULL;
+    }
+    r->file = file;
+    r->flush_every = c->flush_every;
+    r->iters_total = c->iters_total;
+    r->buf = xcalloc((size_t)c->flush_every, sizeof(IterRecord));
+    r->column = xcalloc((size_t)c->flush_every, sizeof(double));
+
+    /* Root attributes. */
+    attr_ll(file, "schema_version", 1);
+    for (int i = 0; i < c->nattrs; i++) {
+        if (c->attrs[i].text) attr_text(file, c->attrs[i].key, c->attrs[i].text);
+        else attr_ll(file, c->attrs[i].key, c->attrs[i].value);
+    }
+    attr_ll(file, "iters_total", c->iters_total);
+    attr_ll(file, "warmup", c->warmup);
+    attr_ll(file, "flush_every", c->flush_every);
+    attr_number(file, "timer_overhead_s", H5T_NATIVE_DOUBLE, &c->timer_overhead);
+    char now[64];
+    dt_iso_time(now, sizeof now);
+    MPI_CHECK(MPI_Bcast(now, sizeof now, MPI_CHAR, 0, c->comm));
+    attr_text(file, "start_time", now);
+
+    hid_t g = H5_CHECK(H5Gcreate2(file, "config", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    for (int i = 0; i < c->nconfig; i++) attr_text(g, c->config[i].key, c->config[i].text);
+    H5Gclose(g);
+
+    /* /iterations */
+    double nan = NAN;
+    hsize_t dims[2] = {(hsize_t)r->nranks, (hsize_t)c->iters_total};
+    g = H5_CHECK(H5Gcreate2(file, "iterations", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    attr_ll(g, "warmup", c->warmup);
+    for (int i = 0; i < ITER_NFIELDS; i++) {
+        r->iter_sets[i] = create_set(g, ITER_FIELDS[i].name, H5T_IEEE_F64LE, 2, dims, &nan);
+        attr_text(r->iter_sets[i], "units", ITER_FIELDS[i].units);
+        attr_text(r->iter_sets[i], "description", ITER_FIELDS[i].description);
+    }
+    H5Gclose(g);
+
+    /* /ranks */
+    hid_t host_type = H5_CHECK(H5Tcopy(H5T_C_S1));
+    H5_CHECK(H5Tset_size(host_type, HOST_LEN));
+    hid_t types[R_N] = {H5T_STD_I32LE,  host_type,      H5T_STD_I32LE,  H5T_STD_I32LE,
+                        H5T_STD_I64LE,  H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE,
+                        H5T_STD_I64LE,  H5T_STD_I32LE,  H5T_STD_U64LE};
+    g = H5_CHECK(H5Gcreate2(file, "ranks", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    for (int i = 0; i < R_N; i++) {
+        const void *fill = H5Tequal(types[i], H5T_IEEE_F64LE) > 0 ? (const void *)&nan : NULL;
+        r->rank_sets[i] = create_set(g, RANK_SETS[i].name, types[i], 1, dims, fill);
+        attr_text(r->rank_sets[i], "description", RANK_SETS[i].description);
+    }
+    H5Gclose(g);
+
+    /* /eval */
+    if (c->n_evals > 0) {
+        static const char *names[4] = {"iteration", "time", "accuracy", "loss"};
+        hsize_t n = (hsize_t)c->n_evals;
+        g = H5_CHECK(H5Gcreate2(file, "eval", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+        for (int i = 0; i < 4; i++) r->eval_sets[i] = create_set(g, names[i], H5T_IEEE_F64LE, 1, &n, &nan);
+        H5Gclose(g);
+    }
+
+    /* This rank's row of /ranks (raw data, independent). */
+    char host[HOST_LEN] = {0};
+    snprintf(host, sizeof host, "%s", c->host);
+    int rank = r->rank;
+    write_rank_value(r, R_RANK, H5T_NATIVE_INT, &rank);
+    write_rank_value(r, R_HOST, host_type, host);
+    write_rank_value(r, R_NODE, H5T_NATIVE_INT, &c->node);
+    write_rank_value(r, R_LOCAL, H5T_NATIVE_INT, &c->local_rank);
+    write_rank_value(r, R_PID, H5T_NATIVE_LLONG, &c->pid);
+    write_rank_value(r, R_OFF0, H5T_NATIVE_DOUBLE, &c->clock_offset_start);
+    write_rank_value(r, R_RTT, H5T_NATIVE_DOUBLE, &c->clock_rtt);
+    H5Tclose(host_type);
+
+    /* Everything that describes the file is now on disk; from here on only raw data. */
+    H5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));
+    return r;
+}
+
+/* ---- per iteration -------------------------------------------------------------------------- */
+
+static void write_block(Recorder *r)
+{
+    if (r->nbuf == 0) return;
+    hsize_t start[2] = {(hsize_t)r->rank, (hsize_t)r->next_to_write};
+    for (int f = 0; f < ITER_NFIELDS; f++) {
+        for (int i = 0; i < r->nbuf; i++)
+            r->column[i] = *(const double *)((const char *)&r->buf[i] + ITER_FIELDS[f].offset);
+        write_at(r->iter_sets[f], H5T_NATIVE_DOUBLE, 2, start, (hsize_t)r->nbuf, r->column);
+    }
+    r->next_to_write += r->nbuf;
+    r->nbuf = 0;
+    /* Only after the block's data: a killed run never claims iterations it did not write. */
+    long long done = r->next_to_write;
+    write_rank_value(r, R_DONE, H5T_NATIVE_LLONG, &done);
+}
+
+static void hdf5_record_iteration(Recorder *r, int64_t iter, const IterRecord *rec)
+{
+    if (iter != r->next_to_write + r->nbuf || iter >= r->iters_total)
+        check_fail(__FILE__, __LINE__, "record_iteration", "iterations must be recorded in order");
+    r->buf[r->nbuf++] = *rec;
+    if (r->nbuf == r->flush_every) write_block(r);
+}
+
+static void hdf5_record_eval(Recorder *r, int index, const EvalRecord *e)
+{
+    hsize_t start = (hsize_t)index;
+    const double v[4] = {e->iteration, e->time, e->accuracy, e->loss};
+    for (int i = 0; i < 4; i++) write_at(r->eval_sets[i], H5T_NATIVE_DOUBLE, 1, &start, 1, &v[i]);
+}
+
+static void hdf5_close(Recorder *r, const RunEnd *end)
+{
+    write_block(r);
+    int st = (int)end->status;
+    unsigned long long hash = end->param_hash;
+    write_rank_value(r, R_STATUS, H5T_NATIVE_INT, &st);
+    write_rank_value(r, R_OFF1, H5T_NATIVE_DOUBLE, &end->clock_offset_end);
+    write_rank_value(r, R_HASH, H5T_NATIVE_ULLONG, &hash);
+
+    /* Collective from here: the end attributes, with rank 0's values. */
+    int worst = st;
+    MPI_CHECK(MPI_Allreduce(&st, &worst, 1, MPI_INT, MPI_MAX, r->comm));
+    char now[64], reason[64];
+    dt_iso_time(now, sizeof now);
+    snprintf(reason, sizeof reason, "%s", end->stop_reason);
+    MPI_CHECK(MPI_Bcast(now, sizeof now, MPI_CHAR, 0, r->comm));
+    MPI_CHECK(MPI_Bcast(reason, sizeof reason, MPI_CHAR, 0, r->comm));
+    attr_text(r->file, "end_time", now);
+    attr_text(r->file, "stop_reason", worst == RUN_FAILED ? "error" : reason);
+    attr_ll(r->file, "finished", 1);
+
+    for (int i = 0; i < ITER_NFIELDS; i++) H5Dclose(r->iter_sets[i]);
+    for (int i = 0; i < R_N; i++) H5Dclose(r->rank_sets[i]);
+    for (int i = 0; i < 4; i++)
+        if (r->eval_sets[i] > 0) H5Dclose(r->eval_sets[i]);
+    H5_CHECK(H5Fclose(r->file));
+    free(r->buf), free(r->column), free(r);
+}
+
+const RecorderOps hdf5_recorder = {
+    .name = "hdf5",
+    .create = hdf5_create,
+    .record_iteration = hdf5_record_iteration,
+    .record_eval = hdf5_record_eval,
+    .close = hdf5_close,
+};

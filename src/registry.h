@@ -1,0 +1,21 @@
+/* registry.h - looks up the pluggable parts by name: compute backends, exchange strategies,
+ * recorders and models. registry.c is the only file with #ifdef HAVE_CUDA and friends. */
+#ifndef DTBENCH_REGISTRY_H
+#define DTBENCH_REGISTRY_H
+
+#include "backend.h"
+#include "exchange.h"
+#include "model.h"
+#include "recorder.h"
+
+const BackendOps *registry_backend(const char *name);
+const ExchangeOps *registry_exchange(const char *name);
+const RecorderOps *registry_recorder(const char *name);
+const ModelDesc *registry_model(const char *name);
+
+/* Comma-separated names, for --help and error messages. */
+const char *registry_backend_names(void);
+const char *registry_exchange_names(void);
+const char *registry_model_names(void);
+
+#endif

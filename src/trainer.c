@@ -1,0 +1,122 @@
+/* trainer.c - the timed loop (see trainer.h). Phase boundaries are marks on the backend's
+ * timeline (slots below); they are read back only after the iteration's update, so reading them
+ * adds nothing to any timed phase. */
+#include "trainer.h"
+#include "check.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { MARK_START, MARK_DATA, MARK_FORWARD, MARK_BACKWARD, MARK_EXCHANGE, MARK_UPDATE };
+
+int trainer_eval_count(const Options *opt, const Dataset *data)
+{
+    if (data->ntest == 0) return 0;
+    int total = opt->warmup + opt->iters, e = opt->eval_every;
+    return e > 0 ? total / e + (total % e != 0) : 1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void trainer_evaluate(Trainer *t, double *accuracy, double *loss)
+{
+    Model *m = t->model;
+    const Dataset *ds = t->data;
+    size_t first = ds->ntest * (size_t)t->topo->rank / (size_t)t->topo->nranks;
+    size_t last = ds->ntest * (size_t)(t->topo->rank + 1) / (size_t)t->topo->nranks;
+    float *x = xmalloc((size_t)m->batch * ds->sample_size * sizeof(float));
+    int32_t *labels = xmalloc((size_t)m->batch * sizeof(int32_t));
+    double sums[2] = {0, 0}; /* correct, loss * samples */
+    for (size_t i = first; i < last; i += (size_t)m->batch) {
+        int n = (int)(last - i < (size_t)m->batch ? last - i : (size_t)m->batch);
+        dataset_test_batch(ds, i, n, x, labels);
+        m->be->upload(m->ctx, m->x, x, (size_t)n * ds->sample_size * sizeof(float));
+        m->be->upload(m->ctx, m->labels, labels, (size_t)n * sizeof(int32_t));
+        int correct = 0;
+        float l = model_forward(m, n, 0, &correct);
+        sums[0] += correct, sums[1] += (double)l * n;
+    }
+    free(x), free(labels);
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    *accuracy = sums[0] / (double)ds->ntest;
+    *loss = sums[1] / (double)ds->ntest;
+}
+
+TrainResult trainer_run(Trainer *t)
+{
+    const Options *o = t->opt;
+    Model *m = t->model;
+    const BackendOps *be = m->be;
+    BackendCtx *ctx = m->ctx;
+    int b = o->batch / t->topo->nranks, nevals = trainer_eval_count(o, t->data), evals = 0;
+    int64_t total = (int64_t)o->warmup + o->iters;
+    float *x = xmalloc((size_t)b * t->data->sample_size * sizeof(float));
+    int32_t *labels = xmalloc((size_t)b * sizeof(int32_t));
+    double *totals = xmalloc((size_t)o->iters * sizeof(double));
+    double record_cost = 0.0;
+    TrainResult res = {0, 0.0, -1.0};
+
+    for (int64_t it = 0; it < total; it++) {
+        IterRecord r;
+        memset(&r, 0, sizeof r);
+        double start = dt_now();
+        be->timer_record(ctx, MARK_START);
+
+        dataset_train_batch(t->data, it, o->batch, t->topo->rank, t->topo->nranks, x, labels);
+        be->upload(ctx, m->x, x, (size_t)b * t->data->sample_size * sizeof(float));
+        be->upload(ctx, m->labels, labels, (size_t)b * sizeof(int32_t));
+        be->timer_record(ctx, MARK_DATA);
+
+        float loss = model_forward(m, b, 1, NULL);
+        be->timer_record(ctx, MARK_FORWARD);
+
+        model_backward(m, b);
+        be->timer_record(ctx, MARK_BACKWARD);
+
+        ExchangeStats xs = {0};
+        int done = t->xops->exchange(t->xstate, m->params, m->grads, &xs);
+        be->timer_record(ctx, MARK_EXCHANGE);
+
+        if (done == EXCHANGE_APPLY_UPDATE) model_sgd(m, (float)o->lr, (float)o->momentum,
+                                                     (float)o->weight_decay);
+        be->timer_record(ctx, MARK_UPDATE);
+
+        /* Outside the timed phases from here on. */
+        r.start = start - t->clock_offset - t->t0;
+        r.data = be->timer_elapsed(ctx, MARK_START, MARK_DATA);
+        r.forward = be->timer_elapsed(ctx, MARK_DATA, MARK_FORWARD);
+        r.backward = be->timer_elapsed(ctx, MARK_FORWARD, MARK_BACKWARD);
+        r.exchange = be->timer_elapsed(ctx, MARK_BACKWARD, MARK_EXCHANGE);
+        r.update = be->timer_elapsed(ctx, MARK_EXCHANGE, MARK_UPDATE);
+        r.total = be->timer_elapsed(ctx, MARK_START, MARK_UPDATE);
+        r.loss = loss;
+        r.bytes_sent = xs.bytes_sent;
+        r.record = record_cost;
+        if (it >= o->warmup) totals[it - o->warmup] = r.total;
+
+        double rec_start = dt_now();
+        t->rops->record_iteration(t->rec, it, &r);
+        record_cost = dt_now() - rec_start;
+        res.iterations = it + 1;
+
+        int eval_due = o->eval_every > 0 ? (it + 1) % o->eval_every == 0 : 0;
+        if (nevals > 0 && evals < nevals && (eval_due || it + 1 == total)) {
+            double acc, eloss;
+            trainer_evaluate(t, &acc, &eloss);
+            EvalRecord e = {(double)(it + 1), dt_now() - t->clock_offset - t->t0, acc, eloss};
+            if (t->topo->rank == 0) t->rops->record_eval(t->rec, evals, &e);
+            evals++;
+            res.last_accuracy = acc;
+        }
+    }
+    t->xops->finish(t->xstate);
+    qsort(totals, (size_t)o->iters, sizeof(double), cmp_double);
+    res.median_total = totals[o->iters / 2];
+    free(x), free(labels), free(totals);
+    return res;
+}

@@ -1,0 +1,97 @@
+/* util.c - clock, host name, allocation, RNG and collective usage errors (see util.h). */
+#define _GNU_SOURCE
+#include "util.h"
+#include "check.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+double dt_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void dt_iso_time(char *buf, size_t len)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+const char *dt_hostname(void)
+{
+    static char host[256];
+    if (!host[0] && gethostname(host, sizeof host - 1) != 0) strcpy(host, "unknown");
+    return host;
+}
+
+int dt_rank(void)
+{
+    int initialized = 0, finalized = 0, rank = -1;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (initialized && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return rank;
+}
+
+_Noreturn void check_fail(const char *file, int line, const char *what, const char *msg)
+{
+    fprintf(stderr, "dtbench: rank %d on %s: %s:%d: %s: %s\n", dt_rank(), dt_hostname(), file, line,
+            what, msg);
+    fflush(stderr);
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
+    exit(1);
+}
+
+void *xmalloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    ALLOC_CHECK(p);
+    return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    ALLOC_CHECK(p);
+    return p;
+}
+
+uint64_t rng_mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+void usage_check_all(int ok, const char *fmt, ...)
+{
+    int rank = 0, nranks = 1;
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &nranks));
+    int mine = ok ? nranks : rank, first_bad = nranks;
+    MPI_CHECK(MPI_Allreduce(&mine, &first_bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    if (first_bad == nranks) return;
+    if (rank == first_bad) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("dtbench: error: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+        fflush(stderr);
+    }
+    MPI_Finalize();
+    exit(2);
+}
