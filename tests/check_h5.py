@@ -1,0 +1,132 @@
+"""check_h5.py - assertions on dtbench result files, for the shell tests.
+
+Usage: check_h5.py CHECK FILE [options]; exit status 0 when the check holds, 1 with a message
+otherwise. Checks follow docs/hdf5-layout.md.
+"""
+import argparse
+import json
+import sys
+
+import h5py
+import numpy as np
+
+PHASES = ["data", "forward", "backward", "exchange", "update", "total"]
+ROOT_ATTRS = ["schema_version", "dtbench_version", "git_commit", "command_line", "config_json",
+              "mpi_library", "hdf5_version", "backend_info", "start_time", "slurm_job_id",
+              "nranks", "nnodes", "iters", "warmup", "iters_total", "batch_global",
+              "batch_per_rank", "model", "dataset", "exchange", "device", "param_count",
+              "flush_every", "timer_overhead_s", "clock_sync_rounds"]
+
+
+def die(msg):
+    print(f"FAIL: {msg}")
+    sys.exit(1)
+
+
+def check_finished(f, a):
+    """A cleanly finished run: every row written, no NaN, every piece of metadata present."""
+    for name in ROOT_ATTRS + ["end_time", "finished", "stop_reason"]:
+        if name not in f.attrs:
+            die(f"root attribute {name} missing")
+    if f.attrs["schema_version"] != 1 or f.attrs["finished"] != 1:
+        die("schema_version / finished")
+    if f.attrs["stop_reason"] != "completed":
+        die(f"stop_reason {f.attrs['stop_reason']}")
+    cfg = json.loads(f.attrs["config_json"])
+    for key in ["model", "batch", "iters", "lr", "exchange", "output"]:
+        if key not in cfg or f["config"].attrs[key] != cfg[key]:
+            die(f"config {key} missing or different in /config")
+    p, n = int(f.attrs["nranks"]), int(f.attrs["iters_total"])
+    if n != f.attrs["iters"] + f.attrs["warmup"]:
+        die("iters_total != iters + warmup")
+    if a.ranks is not None and p != a.ranks:
+        die(f"nranks {p}, expected {a.ranks}")
+    if a.iters is not None and n != a.iters:
+        die(f"iters_total {n}, expected {a.iters}")
+    for name in PHASES + ["start", "loss", "bytes_sent", "record"]:
+        d = f["iterations"][name]
+        if d.shape != (p, n):
+            die(f"/iterations/{name} shape {d.shape}, expected {(p, n)}")
+        if np.isnan(d[:]).any():
+            die(f"/iterations/{name} has missing values")
+        if "units" not in d.attrs or "description" not in d.attrs:
+            die(f"/iterations/{name} lacks units/description")
+    it = f["iterations"]
+    if (it["total"][:] <= 0).any():
+        die("non-positive iteration time")
+    parts = sum(it[k][:] for k in PHASES[:-1])
+    if (parts > it["total"][:] * (1 + 1e-9) + 1e-9).any():
+        die("phases add up to more than the total")
+    start = it["start"][:]
+    if (np.diff(start, axis=1) <= 0).any():
+        die("iteration start times do not increase")
+    # The aligned clock: rank r's iteration i starts close to rank 0's (sync exchange).
+    if p > 1 and f.attrs["exchange"] == "sync":
+        spread = np.max(np.abs(start - start[0]), axis=0)
+        if np.median(spread) > np.median(it["total"][:]):
+            die(f"aligned start times differ by {np.median(spread)} s between ranks")
+    r = f["ranks"]
+    if not (r["completed"][:] == n).all() or not (r["status"][:] == 1).all():
+        die(f"completed {r['completed'][:]} status {r['status'][:]}")
+    if sorted(r["rank"][:]) != list(range(p)) or (r["pid"][:] <= 0).any():
+        die("rank table")
+    if not all(h for h in r["host"][:]):
+        die("empty host name")
+    for name in ["clock_offset_start", "clock_offset_end", "clock_rtt"]:
+        if not np.isfinite(r[name][:]).all():
+            die(f"/ranks/{name} not finite")
+    if r["clock_offset_start"][0] != 0:
+        die("rank 0's clock offset is not 0")
+    if p > 1 and f.attrs["exchange"] == "sync" and len(set(r["param_hash"][:])) != 1:
+        die(f"ranks hold different parameters: {r['param_hash'][:]}")
+    if p > 1 and not (it["bytes_sent"][:] == 4 * f.attrs["param_count"]).all():
+        die("bytes_sent is not the gradient size")
+    print(f"ok: {a.file}: {p} ranks x {n} iterations, complete, metadata present")
+
+
+def check_killed(f, a):
+    """A run killed mid-way: readable, marked unfinished, every recorded block intact."""
+    if "finished" in f.attrs or "end_time" in f.attrs:
+        die("killed run is marked finished")
+    n = int(f.attrs["iters_total"])
+    done = f["ranks/completed"][:]
+    every = int(f.attrs["flush_every"])
+    if (done < a.min_completed).any() or (done >= n).any():
+        die(f"completed {done}: expected >= {a.min_completed} and < {n}")
+    if (done % every).any():
+        die(f"completed {done} is not a whole number of {every}-iteration blocks")
+    if (f["ranks/status"][:] != 0).any():
+        die("status of a killed rank is not 0")
+    for name in PHASES + ["loss", "start"]:
+        d = f["iterations"][name][:]
+        for rank, k in enumerate(done):
+            if np.isnan(d[rank, :k]).any():
+                die(f"/iterations/{name} rank {rank}: missing values before {k}")
+    print(f"ok: {a.file}: killed run readable, completed {list(done)} of {n}")
+
+
+def check_accuracy(f, a):
+    acc = f["eval/accuracy"][:]
+    if np.isnan(acc).any():
+        die(f"evaluations missing: {acc}")
+    if acc[-1] < a.min_accuracy:
+        die(f"final test accuracy {acc[-1]:.4f} < {a.min_accuracy}")
+    print(f"ok: {a.file}: test accuracy {acc[-1]:.4f} >= {a.min_accuracy} "
+          f"after {int(f['eval/iteration'][-1])} iterations")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("check", choices=["finished", "killed", "accuracy"])
+    ap.add_argument("file")
+    ap.add_argument("--ranks", type=int)
+    ap.add_argument("--iters", type=int, help="expected iters_total")
+    ap.add_argument("--min-completed", type=int, default=1)
+    ap.add_argument("--min-accuracy", type=float, default=0.8)
+    a = ap.parse_args()
+    with h5py.File(a.file, "r") as f:
+        {"finished": check_finished, "killed": check_killed, "accuracy": check_accuracy}[a.check](f, a)
+
+
+if __name__ == "__main__":
+    main()

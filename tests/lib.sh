@@ -1,0 +1,46 @@
+# lib.sh - shared set-up for dtbench's shell tests (sourced). Runs Open MPI as on a cluster node
+# on this small machine: as root, oversubscribed, yielding when idle (otherwise oversubscribed
+# ranks busy-poll), with a private session folder per test, removed on exit.
+set -eu
+
+: "${DTBENCH:=$(pwd)/src/dtbench}"
+: "${MPIRUN:=mpirun}"
+: "${TESTS_SRCDIR:=$(cd "$(dirname "$0")" && pwd)}"
+: "${PYTHON:=python3}"
+ANALYSIS_DIR=$(cd "$TESTS_SRCDIR/../analysis" && pwd)
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1
+export HDF5_USE_FILE_LOCKING=FALSE
+# Fashion-MNIST as shipped by Debian's dataset-fashion-mnist.
+FMNIST_DIR=${FMNIST_DIR:-/usr/share/datasets/fashion-mnist}
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/dtbench-test.XXXXXX")
+export OMPI_MCA_orte_tmpdir_base="$WORK/ompi" OMPI_MCA_btl_vader_backing_directory="$WORK/ompi"
+mkdir -p "$WORK/ompi"
+trap 'rm -rf "$WORK"' EXIT
+
+# run_np N ARGS... : dtbench on N ranks, with a time limit so that no test can hang.
+run_np() {
+    local n=$1
+    shift
+    timeout -k 5 "${RUN_TIMEOUT:-300}" "$MPIRUN" -np "$n" "$DTBENCH" "$@"
+}
+
+# h5 PYTHON-CODE FILE... : runs a Python check with h5py; the files are sys.argv[1:].
+h5check() {
+    "$PYTHON" "$TESTS_SRCDIR/check_h5.py" "$@"
+}
+
+analyze() {
+    PYTHONPATH="$ANALYSIS_DIR${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m dtbench_analysis "$@"
+}
+
+fail() {
+    echo "FAIL: $*"
+    exit 1
+}
+
+pass() {
+    echo "ok: $*"
+}

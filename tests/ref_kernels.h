@@ -1,0 +1,47 @@
+/* ref_kernels.h - naive reference kernels for the backend tests (tests/test_kernels.c).
+ *
+ * Written independently of the backends and as plainly as possible: direct nested loops over the
+ * definitions, double accumulators, no BLAS, no im2col. Slow on purpose; only for small shapes.
+ * Same shape structs and layouts as backend.h (float32, NCHW, row-major). Outputs are overwritten.
+ */
+#ifndef DTBENCH_REF_KERNELS_H
+#define DTBENCH_REF_KERNELS_H
+
+#include "backend.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* y[n,out] = x[n,in] W[out,in]^T + b[out] */
+void ref_fc_forward(const FcShape *s, const float *x, const float *w, const float *b, float *y);
+/* dw[out,in] = dy^T x, db[out] = sum over n of dy, dx[n,in] = dy W (dx may be NULL) */
+void ref_fc_backward(const FcShape *s, const float *x, const float *w, const float *dy, float *dx,
+                     float *dw, float *db);
+
+/* y[n,co,oh,ow] = b[co] + sum_{ci,ki,kj} W[co,ci,ki,kj] x[n,ci,oh*stride-pad+ki,ow*stride-pad+kj]
+ * (terms outside the image are zero) */
+void ref_conv_forward(const ConvShape *s, const float *x, const float *w, const float *b, float *y);
+/* dw[co,ci,ki,kj], db[co], dx[n,ci,h,w] (dx may be NULL) of the convolution above */
+void ref_conv_backward(const ConvShape *s, const float *x, const float *w, const float *dy,
+                       float *dx, float *dw, float *db);
+
+/* y = max over each window; argmax = ih*w_in + iw of the first maximum in row-major window order */
+void ref_maxpool_forward(const PoolShape *s, const float *x, float *y, int32_t *argmax);
+/* dx[n,c,h_in,w_in]: each dy goes to the position of its window's maximum, found again from x */
+void ref_maxpool_backward(const PoolShape *s, const float *x, const float *dy, float *dx);
+
+void ref_relu_forward(size_t n, const float *x, float *y);
+/* dx = dy where x > 0 (x: the forward input), else 0 */
+void ref_relu_backward(size_t n, const float *x, const float *dy, float *dx);
+
+/* mean over rows of -log softmax(logits)[label]; dlogits = (softmax - onehot)/n (may be NULL);
+ * *correct = rows whose first maximum is at the label */
+double ref_softmax_xent(int n, int c, const float *logits, const int32_t *labels, float *dlogits,
+                        int *correct);
+
+/* one PyTorch SGD step: g' = g + wd p; v = momentum v + g'; p = p - lr v
+ * (momentum == 0: p = p - lr g', v untouched and may be NULL) */
+void ref_sgd_update(size_t n, float *p, const float *g, float *v, float lr, float momentum,
+                    float weight_decay);
+
+#endif
