@@ -1,0 +1,45 @@
+"""Command line entry point ``dtbench-analyze COMMAND ...``.
+
+Each command lives in its own module exposing ``add_parser(subparsers)``, which registers a
+sub-parser whose ``func(args, report_error) -> int`` does the work. Unreadable input files are
+reported as one line on stderr (``dtbench-analyze: FILE: why``) and give exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import List, Optional
+
+from . import __version__, summary
+
+PROG = "dtbench-analyze"
+COMMANDS = (summary,)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Analyse dtbench HDF5 result files.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for module in COMMANDS:
+        module.add_parser(sub)
+    return parser
+
+
+def report_error(message: str) -> None:
+    """One line on stderr, prefixed with the program name."""
+    print(f"{PROG}: {' '.join(message.split())}", file=sys.stderr)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args, report_error)
+    except BrokenPipeError:  # e.g. piped into head
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

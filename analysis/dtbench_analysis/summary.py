@@ -1,0 +1,198 @@
+"""The ``summary`` command: one run's factors, phase times, throughput and health at a glance.
+
+``summarize(run)`` builds a JSON-ready dict (times in ms); ``format_text`` renders the same dict for
+people, so the text and ``--json`` outputs always agree.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from . import metrics
+from .runfile import PHASES, STATUS_NAMES, Run, RunFileError, load_run
+
+MS = 1e3
+
+DEFINITIONS = {
+    "phases": "over all ranks x measured iterations (warm-up and unwritten iterations excluded); "
+              "percentiles by linear interpolation",
+    "throughput": "batch_global / median over iterations of the critical path "
+                  "(critical path = max over ranks of total, iterations measured by every rank)",
+    "exchange_share": "median over iterations of (sum over ranks of exchange) / "
+                      "(sum over ranks of total), iterations measured by every rank",
+    "slowest_rank": "rank with the highest median total, vs the median of the per-rank medians",
+}
+
+
+def _ms(seconds: Optional[float]) -> Optional[float]:
+    return None if seconds is None else seconds * MS
+
+
+def summarize(run: Run) -> Dict[str, object]:
+    """Everything ``summary`` reports, as a JSON-serialisable dict (times in ms)."""
+    measured = run.ranks["measured"].to_numpy()
+    phases = {p: {k: (v if k == "n" or v is None else v * MS)
+                  for k, v in metrics.distribution(run.measured(p)).items()} for p in PHASES}
+    tp = metrics.throughput(run)
+    share = metrics.exchange_share(run)
+    slow = metrics.slowest_rank(run)
+    record = metrics.distribution(run.measured("record"))
+    sent = metrics.distribution(run.measured("bytes_sent"))
+    return {
+        "file": run.path,
+        "complete": run.is_complete,
+        "incomplete": run.completeness_note(),
+        "finished": run.finished,
+        "stop_reason": run.stop_reason,
+        "start_time": run.attrs.get("start_time"),
+        "end_time": run.attrs.get("end_time"),
+        "factors": run.factors,
+        "iterations": {
+            "configured": run.iters,
+            "warmup_excluded": run.warmup,
+            "iters_total": run.iters_total,
+            "measured_per_rank_min": int(measured.min()) if measured.size else 0,
+            "measured_per_rank_max": int(measured.max()) if measured.size else 0,
+            "measured_by_all_ranks": int(run.measured_by_all.sum()),
+        },
+        "ranks": [{"rank": int(r), "host": str(h), "completed": int(c), "measured": int(m),
+                   "status": int(s), "status_name": STATUS_NAMES.get(int(s), "unknown")}
+                  for r, h, c, m, s in zip(run.ranks["rank"], run.ranks["host"],
+                                           run.ranks["completed"], measured, run.ranks["status"])],
+        "phases_ms": phases,
+        "throughput": {"samples_per_s": tp["samples_per_s"],
+                       "critical_path_median_ms": _ms(tp["critical_path_median_s"]),
+                       "iterations": tp["iterations"]},
+        "exchange_share": share,
+        "slowest_rank": None if slow is None else {
+            "rank": slow["rank"], "host": slow["host"],
+            "median_total_ms": _ms(slow["median_total_s"]),
+            "median_of_ranks_ms": _ms(slow["median_of_ranks_s"]), "ratio": slow["ratio"]},
+        "bytes_sent_median": sent["median"],
+        "final_eval": metrics.final_eval(run),
+        "recorder": {"record_median_ms": _ms(record["median"]),
+                     "record_mean_ms": _ms(record["mean"]),
+                     "timer_overhead_s": run.attrs.get("timer_overhead_s")},
+        "definitions": DEFINITIONS,
+    }
+
+
+def _num(value: Optional[float], fmt: str = ".3f") -> str:
+    return "n/a" if value is None or not np.isfinite(value) else format(value, fmt)
+
+
+def _duration(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return "n/a"
+    for unit, scale in (("s", 1.0), ("ms", 1e3), ("us", 1e6)):
+        if abs(seconds) >= 1.0 / scale:
+            return f"{seconds * scale:.3g} {unit}"
+    return f"{seconds * 1e9:.3g} ns"
+
+
+def _bytes(value: Optional[float]) -> str:
+    if value is None:
+        return "n/a"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:.0f} B"
+
+
+def format_text(s: Dict[str, object]) -> str:
+    """Render a ``summarize`` dict as the human-readable summary."""
+    f, it = s["factors"], s["iterations"]
+    lines: List[str] = [f"== {s['file']}"]
+    if s["incomplete"]:
+        lines.append(f"INCOMPLETE: {s['incomplete']}")
+        lines.append("  (statistics below use only the iterations each rank completed)")
+    lines.append("  " + "  ".join(f"{k}={f[k]}" for k in ("model", "dataset", "exchange",
+                                                          "device", "tag")))
+    lines.append(f"  nranks={f['nranks']}  nnodes={f['nnodes']}  batch_global={f['batch_global']}"
+                 f"  batch_per_rank={f['batch_per_rank']}")
+    lo, hi = it["measured_per_rank_min"], it["measured_per_rank_max"]
+    got = f"{lo}" if lo == hi else f"{lo}-{hi}"
+    lines.append(f"  iterations measured: {got} per rank (configured {it['configured']}); "
+                 f"the first {it['warmup_excluded']} warm-up iterations are excluded "
+                 f"from all statistics")
+    lines.append("")
+    n = s["phases_ms"]["total"]["n"]
+    lines.append(f"  {'phase (ms)':<12}{'median':>10}{'p5':>10}{'p95':>10}{'mean':>10}"
+                 f"   over {n} rank-iterations")
+    for phase in PHASES:
+        row = s["phases_ms"][phase]
+        lines.append(f"  {phase:<12}" + "".join(f"{_num(row[k]):>10}"
+                                                for k in ("median", "p5", "p95", "mean")))
+    lines.append("")
+    tp = s["throughput"]
+    lines.append(f"  throughput: {_num(tp['samples_per_s'], '.1f')} samples/s = batch_global / "
+                 f"median critical path {_num(tp['critical_path_median_ms'])} ms "
+                 f"(critical path = max over ranks of total per iteration; "
+                 f"{tp['iterations']} iterations measured by every rank)")
+    share = s["exchange_share"]["median"]
+    lines.append(f"  exchange share: {_num(None if share is None else share * 100, '.1f')}% "
+                 f"(median over iterations of sum-over-ranks exchange / sum-over-ranks total)")
+    slow = s["slowest_rank"]
+    if slow:
+        pct = "" if slow["ratio"] is None else f" ({(slow['ratio'] - 1) * 100:+.1f}%)"
+        lines.append(f"  slowest rank: {slow['rank']} on {slow['host']}, median total "
+                     f"{_num(slow['median_total_ms'])} ms vs {_num(slow['median_of_ranks_ms'])} ms"
+                     f" median of all ranks' medians{pct}")
+    else:
+        lines.append("  slowest rank: n/a (no measured iterations)")
+    lines.append(f"  exchange payload: {_bytes(s['bytes_sent_median'])} per rank per iteration "
+                 f"(median bytes_sent)")
+    ev = s["final_eval"]
+    if ev:
+        loss = "" if ev["loss"] is None else f", loss {ev['loss']:.4g}"
+        lines.append(f"  final evaluation: accuracy {ev['accuracy']:.4f} after iteration "
+                     f"{ev['iteration']}{loss}")
+    else:
+        lines.append("  final evaluation: none recorded")
+    rec = s["recorder"]
+    lines.append(f"  recorder cost: median record {_num(rec['record_median_ms'], '.4f')} ms, "
+                 f"mean {_num(rec['record_mean_ms'], '.4f')} ms per iteration (not in total); "
+                 f"timer overhead {_duration(rec['timer_overhead_s'])} per timestamp")
+    return "\n".join(lines)
+
+
+def _json_safe(value):
+    """NaN/inf -> None, recursively, so the output is strict JSON."""
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("summary", help="factors, phase times, throughput of each run",
+                              description="Summarise dtbench result files.")
+    p.add_argument("files", nargs="+", metavar="FILE.h5")
+    p.add_argument("--json", action="store_true",
+                   help="print a JSON object (an array of them for several files)")
+    p.set_defaults(func=run_command)
+
+
+def run_command(args, report_error) -> int:
+    """Summarise each file; report_error(msg) is called for each unreadable one. Returns the
+    exit status: 0, or 2 when any file could not be read (the others are still summarised)."""
+    results, status = [], 0
+    for path in args.files:
+        try:
+            results.append(summarize(load_run(path)))
+        except RunFileError as e:
+            report_error(str(e))
+            status = 2
+    if args.json:
+        if results or len(args.files) > 1:
+            payload = results[0] if len(args.files) == 1 else results
+            print(json.dumps(_json_safe(payload), indent=2, allow_nan=False))
+    elif results:
+        print("\n\n".join(format_text(r) for r in results))
+    return status

@@ -1,0 +1,153 @@
+"""Tests of the numbers reported by summary (dtbench_analysis.metrics / summary)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import synthetic as syn
+from dtbench_analysis import load_run, metrics
+from dtbench_analysis.summary import format_text, summarize
+
+approx = pytest.approx
+
+
+def test_phase_table_complete(complete_file):
+    s = summarize(load_run(complete_file))
+    ph = s["phases_ms"]
+    # 3 ranks at 40 ms, rank 2 at 80 ms, 10 measured iterations each; warm-up (4001 ms) excluded
+    assert ph["total"] == {"n": 40, "median": approx(40), "p5": approx(40), "p95": approx(80),
+                           "mean": approx(50)}
+    assert ph["backward"]["median"] == approx(20) and ph["backward"]["mean"] == approx(30)
+    assert ph["backward"]["p95"] == approx(60)
+    for phase in ("data", "forward", "exchange", "update"):
+        ms = syn.PHASE_MS[phase]
+        assert ph[phase] == {"n": 40, "median": approx(ms), "p5": approx(ms),
+                             "p95": approx(ms), "mean": approx(ms)}
+
+
+def test_percentiles_interpolate(write):
+    """Distinct values: data of rank r, measured iteration k (0-based) is 10 r + k + 1 ms, so the
+    40 pooled measured values are 1..40 ms."""
+    data = np.full((4, 12), 5.0)                                    # warm-up: 5 s, excluded
+    data[:, 2:] = (10 * np.arange(4)[:, None] + np.arange(1, 11)[None, :]) / 1e3
+    ph = summarize(load_run(write(overrides={"data": data})))["phases_ms"]["data"]
+    # linear interpolation at positions q * 39 of the sorted values 1..40
+    assert ph["median"] == approx(20.5) and ph["mean"] == approx(20.5)
+    assert ph["p5"] == approx(1 + 0.05 * 39) and ph["p95"] == approx(1 + 0.95 * 39)
+
+
+def test_throughput_uses_critical_path(complete_file):
+    tp = summarize(load_run(complete_file))["throughput"]
+    assert tp["critical_path_median_ms"] == approx(80)
+    assert tp["samples_per_s"] == approx(syn.BATCH_GLOBAL / 0.080)    # 800
+    assert tp["iterations"] == 10
+
+
+def test_throughput_rotating_straggler(write):
+    """Each iteration a different rank is slow: every rank's median is 40 ms, but every
+    iteration's critical path is 80 ms, so the throughput is 64 / 0.080."""
+    total = np.full((4, 12), syn.TOTAL_MS / 1e3)
+    for i in range(12):
+        total[i % 4, i] = syn.SLOW_TOTAL_MS / 1e3
+    run = load_run(write(slow_rank=None, overrides={"total": total}))
+    assert metrics.throughput(run)["samples_per_s"] == approx(800)
+    assert metrics.per_rank_median(run, "total").tolist() == approx([0.040] * 4)
+
+
+def test_exchange_share(complete_file):
+    share = summarize(load_run(complete_file))["exchange_share"]
+    # per iteration: 4 * 5 ms / (3 * 40 + 80) ms = 0.1 (a mean of per-rank ratios would be 0.109)
+    assert share == {"median": approx(0.1), "iterations": 10}
+
+
+def test_slowest_rank(complete_file):
+    slow = summarize(load_run(complete_file))["slowest_rank"]
+    assert slow == {"rank": 2, "host": "node1", "median_total_ms": approx(80),
+                    "median_of_ranks_ms": approx(40), "ratio": approx(2.0)}
+
+
+def test_slowest_rank_other_position(write):
+    total = np.full((4, 12), syn.TOTAL_MS / 1e3)
+    total[0, :] = 0.050
+    total[3, 5:] = 0.100       # rank 3 slow in 7 of 10 measured iterations
+    slow = metrics.slowest_rank(load_run(write(slow_rank=None, overrides={"total": total})))
+    assert slow["rank"] == 3 and slow["median_total_s"] == approx(0.100)
+    assert slow["median_of_ranks_s"] == approx(0.045)   # medians 50, 40, 40, 100 ms
+
+
+def test_final_eval_and_recorder(complete_file):
+    s = summarize(load_run(complete_file))
+    assert s["final_eval"] == {"accuracy": 0.9, "iteration": 12, "loss": 0.5}
+    # record: 0.1 ms, 5 ms on block writes (3 of the 10 measured iterations): median 0.1 ms
+    assert s["recorder"]["record_median_ms"] == approx(syn.RECORD_MS)
+    assert s["recorder"]["record_mean_ms"] == approx((7 * syn.RECORD_MS + 3 * syn.RECORD_FLUSH_MS)
+                                                     / 10)
+    assert s["recorder"]["timer_overhead_s"] == approx(syn.TIMER_OVERHEAD_S)
+    assert s["bytes_sent_median"] == approx(syn.BYTES_SENT)
+
+
+def test_no_eval(write):
+    s = summarize(load_run(write(evals=[])))
+    assert s["final_eval"] is None
+    assert "final evaluation: none recorded" in format_text(s)
+
+
+def test_killed_run_statistics(killed_file):
+    s = summarize(load_run(killed_file))
+    assert not s["complete"] and s["incomplete"].startswith("run did not finish (killed?)")
+    it = s["iterations"]
+    assert (it["measured_per_rank_min"], it["measured_per_rank_max"]) == (2, 6)
+    assert it["measured_by_all_ranks"] == 2
+    # 20 measured cells: 6 of rank 2 at 80 ms, 14 at 40 ms; rank 1's garbage block ignored
+    total = s["phases_ms"]["total"]
+    assert total["n"] == 20 and total["median"] == approx(40)
+    assert total["mean"] == approx((6 * 80 + 14 * 40) / 20)
+    assert total["p95"] == approx(80)
+    assert s["throughput"]["samples_per_s"] == approx(800)
+    assert s["throughput"]["iterations"] == 2
+    assert s["exchange_share"]["median"] == approx(0.1)
+    assert s["slowest_rank"]["rank"] == 2
+    assert s["final_eval"]["iteration"] == 6          # only the evaluation before the kill
+    assert [r["completed"] for r in s["ranks"]] == [8, 4, 8, 8]
+    assert [r["status"] for r in s["ranks"]] == [0, 0, 0, 0]
+
+
+def test_killed_during_warmup(write):
+    """Nothing measured yet: no crash, no numpy warnings, values are None."""
+    path = write(killed=True, completed=[1, 2, 0, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = summarize(load_run(path))
+        text = format_text(s)
+    assert s["phases_ms"]["total"] == {"n": 0, "median": None, "p5": None, "p95": None,
+                                       "mean": None}
+    assert s["throughput"]["samples_per_s"] is None
+    assert s["exchange_share"]["median"] is None and s["slowest_rank"] is None
+    assert "rank 2 after 0/12" in s["incomplete"]
+    assert "throughput: n/a" in text
+
+
+def test_text_output(complete_file):
+    text = format_text(summarize(load_run(complete_file)))
+    lines = text.splitlines()
+    assert not any(line.startswith("INCOMPLETE") for line in lines)
+    assert "model=mlp  dataset=synthetic  exchange=sync  device=cpu  tag=test" in text
+    assert "nranks=4  nnodes=2  batch_global=64" in text
+    assert "iterations measured: 10 per rank (configured 10); the first 2 warm-up iterations " \
+           "are excluded from all statistics" in text
+    row = next(line for line in lines if line.split()[:1] == ["total"])
+    assert row.split() == ["total", "40.000", "40.000", "80.000", "50.000"]
+    assert "throughput: 800.0 samples/s" in text and "max over ranks of total" in text
+    assert "exchange share: 10.0%" in text
+    assert "slowest rank: 2 on node1, median total 80.000 ms vs 40.000 ms" in text
+    assert "(+100.0%)" in text
+    assert "accuracy 0.9000 after iteration 12" in text
+    assert "median record 0.1000 ms" in text and "timer overhead 25 ns" in text
+
+
+def test_text_output_incomplete(killed_file):
+    lines = format_text(summarize(load_run(killed_file))).splitlines()
+    assert lines[1] == ("INCOMPLETE: run did not finish (killed?); ranks 0,2-3 stopped after "
+                        "8/12 iterations, rank 1 after 4/12")
+    assert any("iterations measured: 2-6 per rank (configured 10)" in line for line in lines)
