@@ -41,6 +41,7 @@ typedef struct {
     int threads;     /* BLAS / OpenMP threads per rank (CPU) */
     int local_rank;  /* rank within the node: picks the GPU */
     int gpus_per_node;
+    int verbose;     /* set on one rank: the backend may print warnings about its set-up */
 } BackendConfig;
 
 typedef struct BackendOps {
@@ -105,5 +106,7 @@ typedef struct BackendOps {
 } BackendOps;
 
 #define BACKEND_TIMER_SLOTS 16
+
+extern const BackendOps cpu_backend; /* kernels/cpu.c, always built */
 
 #endif

@@ -126,7 +126,7 @@ int main(int argc, char **argv)
     usage_check_all(data_ok, "%s", err);
 
     BackendCtx *ctx = NULL;
-    BackendConfig bcfg = {opt.threads, topo.local_rank, 0};
+    BackendConfig bcfg = {opt.threads, topo.local_rank, 0, topo.rank == 0};
     if (be->init(&bcfg, &ctx) != 0)
         check_fail(__FILE__, __LINE__, "backend init", opt.device);
     Model model;

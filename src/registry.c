@@ -6,7 +6,6 @@
 
 #include <string.h>
 
-extern const BackendOps cpu_backend; /* kernels/cpu.c */
 
 extern const ExchangeOps sync_exchange; /* comm/sync.c */
 

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const BackendOps cpu_backend;
 
 static const BackendOps *B = &cpu_backend;
 static BackendCtx *ctx;
@@ -66,7 +65,8 @@ static double dot(const float *a, const float *b, size_t n) {
 }
 
 /* A layer under test: loss() runs the forward on the current inputs and returns L;
- * valid(), when set, says whether the last two forwards took the same branch (no kink crossed). */
+ * same_branch(), when set, says whether the last two forwards (the one after mark() and the
+ * latest) took the same branch, i.e. no kink was crossed. */
 typedef struct Probe {
     double (*loss)(struct Probe *);
     int (*same_branch)(struct Probe *); /* may be NULL */

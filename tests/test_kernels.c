@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const BackendOps cpu_backend;
 
 static const BackendOps *B = &cpu_backend;
 static BackendCtx *ctx;
