@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# setup.sh - brings a fresh Debian machine (or cluster node, as root) to a built dtbench:
+#   1. installs the Debian packages that are missing,
+#   2. makes a Python virtual environment .venv (seeing the system's packages) with h5py, numpy,
+#      pandas, matplotlib, pytest and the analysis package (dtbench-analyze), editable,
+#   3. builds dtbench in the source tree (autoreconf, configure, make).
+# Idempotent: a second run only rebuilds what changed. CONFIGURE_FLAGS passes extra configure
+# options (e.g. --without-cuda).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEB_PACKAGES="libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libopenblas-dev zlib1g-dev
+  autoconf automake libtool pkg-config make gcc python3 python3-venv dataset-fashion-mnist"
+PY_PACKAGES="h5py numpy pandas matplotlib pytest"
+
+missing=""
+for p in $DEB_PACKAGES; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "setup: installing Debian packages:$missing"
+    SUDO=""
+    [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+    echo "setup: creating .venv"
+    python3 -m venv --system-site-packages .venv
+fi
+if ! .venv/bin/python -c "import h5py, numpy, pandas, matplotlib, pytest, dtbench_analysis" 2>/dev/null; then
+    echo "setup: installing Python packages into .venv"
+    .venv/bin/python -m pip install -q --disable-pip-version-check $PY_PACKAGES
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e analysis
+fi
+
+if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt Makefile.in ]; then
+    echo "setup: autoreconf"
+    autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
+fi
+if [ ! -f Makefile ] || [ configure -nt config.status ] || [ -n "${CONFIGURE_FLAGS:-}" ]; then
+    echo "setup: configure ${CONFIGURE_FLAGS:-}"
+    ./configure PYTHON="$PWD/.venv/bin/python" ${CONFIGURE_FLAGS:-} >config.out 2>&1 || {
+        cat config.out
+        exit 1
+    }
+    sed -n '/configuration summary/,$p' config.out
+fi
+echo "setup: make"
+make -j"$(nproc)" >make.out 2>&1 || {
+    tail -40 make.out
+    exit 1
+}
+echo "setup: dtbench built: $PWD/src/dtbench"

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# test.sh - sets everything up (scripts/setup.sh) and runs the whole test suite:
+#   make check      C kernel/model tests and the MPI + HDF5 shell tests (2 and 4 ranks)
+#   pytest          the analysis package (analysis/tests)
+#   make distcheck  the release tarball, configured --without-cuda (so CI builds both the tree's
+#                   configuration and the CPU-only one), builds and passes the quick tests
+#                   (with --full: all tests)
+# and ends with one line "N passed, N failed, N skipped" over all of them.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
+
+passed=0 failed=0 skipped=0
+count() { # count NAME STATUS
+    case $2 in
+    pass) passed=$((passed + 1)) ;;
+    skip) skipped=$((skipped + 1)) ;;
+    *) failed=$((failed + 1)); echo "FAILED: $1" ;;
+    esac
+}
+
+echo "== make check"
+make -j2 check >check.out 2>&1
+grep -E '^(PASS|FAIL|SKIP|XFAIL|XPASS|ERROR):' check.out
+for t in $(sed -n 's/^PASS: //p' check.out); do count "$t" pass; done
+for t in $(sed -n 's/^SKIP: //p' check.out); do count "$t" skip; done
+for t in $(sed -nE 's/^(FAIL|XPASS|ERROR): //p' check.out); do
+    count "$t" fail
+    cat "$t.log" 2>/dev/null | tail -30
+done
+grep -q '^# TOTAL' check.out || count "make check (did not run: see check.out)" fail
+
+echo "== pytest analysis/tests"
+.venv/bin/python -m pytest -q -p no:cacheprovider analysis/tests --junitxml=pytest.xml | tail -3
+read -r py_tests py_fail py_err py_skip < <(.venv/bin/python - <<'PY'
+import xml.etree.ElementTree as ET
+try:
+    root = ET.parse("pytest.xml").getroot()
+    s = root if root.tag == "testsuite" else root.find("testsuite")
+    print(s.get("tests"), s.get("failures"), s.get("errors"), s.get("skipped"))
+except Exception:
+    print(0, 1, 0, 0)
+PY
+)
+passed=$((passed + py_tests - py_fail - py_err - py_skip))
+failed=$((failed + py_fail + py_err))
+skipped=$((skipped + py_skip))
+[ "$py_tests" -gt 0 ] || count "pytest ran no test" fail
+
+echo "== make distcheck"
+quick="tests/test_kernels tests/test_gradcheck tests/test_model tests/test_cli.sh tests/test_bad_input.sh"
+[ "${1:-}" = "--full" ] && quick=""
+if make distcheck ${quick:+TESTS="$quick"} >distcheck.out 2>&1; then
+    count "make distcheck" pass
+else
+    tail -30 distcheck.out
+    count "make distcheck" fail
+fi
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]
