@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""PyTorch peer of dtbench: the same networks, trained the same way, timed per step.
+
+Run it with the interpreter that imports torch (on Debian: /usr/bin/python3 with
+python3-torch; the pyenv python3 first on PATH has no torch):
+
+    /usr/bin/python3 bench/torch_peer.py --model lenet --iters 50 --warmup 5 --threads 1
+
+Prints one JSON object on stdout (diagnostics go to stderr).
+
+What one timed step includes (compare with dtbench's /iterations/total, which covers its
+data, forward, backward, exchange and update phases of one iteration):
+  1. fetching the batch: the inputs and labels of the step are copied out of a pool of
+     synthetic samples generated before the run (dtbench's data phase loads the batch into
+     its input buffer; generating random numbers is kept out of both timed loops' cost here);
+  2. optimizer.zero_grad();
+  3. forward pass and nn.CrossEntropyLoss (softmax cross-entropy, mean over the batch);
+  4. backward pass;
+  5. optimizer.step() (SGD, momentum 0.9, lr 0.01, no weight decay).
+Nothing else (no printing, no loss.item() sync) is inside the timed region: loss values are
+read after the clock stops.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+
+MODELS = ("lenet", "fcn5", "fcn8")
+EXPECTED_PARAMS = {"lenet": 431080, "fcn5": 117997696, "fcn8": 130586752}
+FCN_DIM = 26752      # input features and classes of fcn5/fcn8
+FCN_HIDDEN = 2048
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model", choices=MODELS, required=True)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--iters", type=int, default=50, help="measured steps")
+    p.add_argument("--warmup", type=int, default=5, help="untimed steps before the measured ones")
+    p.add_argument("--threads", type=int, default=1,
+                   help="intra-op threads: torch.set_num_threads and the OMP/OpenBLAS/MKL "
+                        "thread variables (set before torch is imported)")
+    p.add_argument("--pool-batches", type=int, default=4,
+                   help="distinct pre-generated batches the steps cycle through (default 4)")
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--zero-grad", choices=("none", "zero"), default="none",
+                   help="optimizer.zero_grad(set_to_none=True) ('none', PyTorch 2.x default and "
+                        "the faster one) or set_to_none=False ('zero', fills the gradients with 0)")
+    p.add_argument("--no-mkldnn", action="store_true",
+                   help="disable oneDNN (torch.backends.mkldnn) so convolutions take the "
+                        "im2col + BLAS path, like dtbench")
+    p.add_argument("--no-times", action="store_true",
+                   help="leave the per-step times list out of the JSON")
+    a = p.parse_args(argv)
+    if a.batch < 1 or a.iters < 1 or a.warmup < 0 or a.threads < 1 or a.pool_batches < 1:
+        p.error("batch, iters, threads, pool-batches must be >= 1 and warmup >= 0")
+    return a
+
+
+ARGS = parse_args()
+
+# Thread pools read these when their library is loaded: set them before importing torch.
+# (torch.set_num_threads alone does not reach OpenBLAS's own pthread pool in Debian's build.)
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_v] = str(ARGS.threads)
+
+import torch                      # noqa: E402
+import torch.nn as nn             # noqa: E402
+
+
+def build(model):
+    if model == "lenet":
+        # Caffe examples/mnist/lenet_train_test.prototxt: no ReLU after the convolutions.
+        return nn.Sequential(
+            nn.Conv2d(1, 20, kernel_size=5, stride=1, padding=0),   # 1x28x28 -> 20x24x24
+            nn.MaxPool2d(kernel_size=2, stride=2),                  # -> 20x12x12
+            nn.Conv2d(20, 50, kernel_size=5, stride=1, padding=0),  # -> 50x8x8
+            nn.MaxPool2d(kernel_size=2, stride=2),                  # -> 50x4x4
+            nn.Flatten(),                                           # -> 800
+            nn.Linear(800, 500),
+            nn.ReLU(inplace=True),
+            nn.Linear(500, 10),
+        ), (1, 28, 28), 10
+    hidden = {"fcn5": 3, "fcn8": 6}[model]
+    layers, d = [], FCN_DIM
+    for _ in range(hidden):
+        layers += [nn.Linear(d, FCN_HIDDEN), nn.ReLU(inplace=True)]
+        d = FCN_HIDDEN
+    layers.append(nn.Linear(d, FCN_DIM))                            # no ReLU on the output
+    return nn.Sequential(*layers), (FCN_DIM,), FCN_DIM
+
+
+def percentile(sorted_xs, q):
+    """Linear interpolation between closest ranks (numpy's default), q in [0, 100]."""
+    n = len(sorted_xs)
+    if n == 1:
+        return sorted_xs[0]
+    pos = (n - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, n - 1)
+    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
+
+
+def blas_info():
+    """The BLAS shared object actually mapped into this process, and its thread count."""
+    libs = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.split()[-1] if len(line.split()) >= 6 else ""
+                base = os.path.basename(path).lower()
+                if any(k in base for k in ("blas", "mkl_rt", "libmkl", "blis")) and path not in libs:
+                    libs.append(path)
+    except OSError:
+        pass
+    ob = {}
+    for path in libs:
+        if "openblas" in os.path.basename(path).lower():
+            try:
+                import ctypes
+                lib = ctypes.CDLL(path)
+                ob["threads"] = int(lib.openblas_get_num_threads())
+                lib.openblas_get_corename.restype = ctypes.c_char_p
+                lib.openblas_get_config.restype = ctypes.c_char_p
+                # the kernel set OpenBLAS picked for this CPU (DYNAMIC_ARCH builds fall back to
+                # Prescott on CPUs they do not know; OPENBLAS_CORETYPE overrides it)
+                ob["corename"] = lib.openblas_get_corename().decode()
+                ob["config"] = lib.openblas_get_config().decode()
+            except (OSError, AttributeError):
+                pass
+            break
+    return libs, ob
+
+
+def main():
+    a = ARGS
+    torch.set_num_threads(a.threads)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:
+        pass
+    if a.no_mkldnn:
+        torch.backends.mkldnn.enabled = False
+    torch.manual_seed(a.seed)
+
+    net, in_shape, classes = build(a.model)
+    net = net.float().train()
+    nparams = sum(p.numel() for p in net.parameters())
+    assert nparams == EXPECTED_PARAMS[a.model], (a.model, nparams, EXPECTED_PARAMS[a.model])
+
+    loss_fn = nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(net.parameters(), lr=a.lr, momentum=a.momentum)
+    set_to_none = a.zero_grad == "none"
+
+    # Synthetic data, generated once before the run (not timed): a pool of samples that the
+    # steps cycle through. Inputs uniform in [0,1), labels uniform over the classes.
+    pool_n = a.pool_batches * a.batch
+    pool_x = torch.rand((pool_n,) + in_shape, dtype=torch.float32)
+    pool_y = torch.randint(0, classes, (pool_n,), dtype=torch.int64)
+
+    total = a.warmup + a.iters
+    times, losses = [], []
+    for it in range(total):
+        s = (it % a.pool_batches) * a.batch
+        t0 = time.perf_counter()
+        # fetch the batch: a copy into fresh tensors, like loading a batch into an input buffer
+        x = pool_x[s:s + a.batch].clone()
+        y = pool_y[s:s + a.batch].clone()
+        opt.zero_grad(set_to_none=set_to_none)
+        out = net(x)
+        loss = loss_fn(out, y)
+        loss.backward()
+        opt.step()
+        t1 = time.perf_counter()
+        losses.append(loss.detach())
+        if it >= a.warmup:
+            times.append(t1 - t0)
+
+    losses = [float(l) for l in losses]
+    if any(l != l for l in losses):
+        print("torch_peer: warning: NaN loss", file=sys.stderr)
+    st = sorted(times)
+    libs, ob = blas_info()
+    cfg = torch.__config__.show().strip().splitlines()
+    blas_line = next((l.strip() for l in cfg if "BLAS_INFO" in l), "")
+    blas_setting = ""
+    for part in blas_line.split(","):
+        if "BLAS_INFO" in part and "LAPACK" not in part:
+            blas_setting = part.split(":", 1)[-1].strip()
+            break
+    result = {
+        "tool": "torch_peer",
+        "model": a.model,
+        "threads": a.threads,
+        "batch": a.batch,
+        "iters": a.iters,
+        "warmup": a.warmup,
+        "param_count": nparams,
+        "median_s": percentile(st, 50),
+        "p5_s": percentile(st, 5),
+        "p95_s": percentile(st, 95),
+        "mean_s": sum(st) / len(st),
+        "min_s": st[0],
+        "max_s": st[-1],
+        "loss_first": losses[0],
+        "loss_last": losses[-1],
+        "torch_version": torch.__version__,
+        # the build summary lines (compiler, oneDNN, OpenMP, CPU capability), without the long
+        # compiler-flag line
+        "torch_config": "; ".join(l.strip().lstrip("- ") for l in cfg[1:]
+                                  if l.strip() and "Build settings" not in l),
+        "torch_blas_setting": blas_setting,
+        "blas_libraries": libs,
+        "openblas_threads": ob.get("threads"),
+        "openblas_corename": ob.get("corename"),
+        "openblas_config": ob.get("config"),
+        "openblas_coretype_env": os.environ.get("OPENBLAS_CORETYPE"),
+        "torch_threads": torch.get_num_threads(),
+        "mkldnn_enabled": bool(torch.backends.mkldnn.enabled and torch.backends.mkldnn.is_available()),
+        "zero_grad_set_to_none": set_to_none,
+        "python": sys.executable,
+        "step_includes": "batch copy from pre-generated pool + zero_grad + forward + "
+                         "CrossEntropyLoss + backward + SGD(momentum) step",
+    }
+    if not a.no_times:
+        result["step_times_s"] = times
+    json.dump(result, sys.stdout)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()

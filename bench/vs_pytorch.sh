@@ -1,0 +1,323 @@
+#!/usr/bin/env bash
+# dtbench vs PyTorch on the same machine, in the same run: one MPI rank of dtbench and the
+# PyTorch peer (bench/torch_peer.py) train the same network on synthetic data with the same
+# batch, threads, optimizer and loss; their median time per training step is compared.
+#
+# Run from the build tree (where src/dtbench is), e.g.
+#   /work/main/bench/vs_pytorch.sh                         # lenet and fcn5, 1 thread
+#   bench/vs_pytorch.sh --models "lenet fcn5 fcn8" --threads "1 2" --dtbench build/src/dtbench
+#   bench/vs_pytorch.sh --parse run1.h5 [run2.h5 ...]      # only print the median total of files
+# See bench/README.md, or --help.
+#
+# What each side's time per step includes:
+#   dtbench : the HDF5 /iterations/total of each measured iteration, i.e. from the iteration's
+#             start to the end of its update: data (loading the synthetic batch into the input
+#             buffer), forward + loss, backward, exchange (trivial with 1 rank), update (SGD with
+#             momentum), plus the gaps between them. The recorder's own cost is not in it.
+#   pytorch : time.perf_counter around: copying the step's batch out of a pool of synthetic
+#             samples generated before the run, zero_grad, forward, CrossEntropyLoss, backward,
+#             optimizer.step (SGD with momentum). Generating random data is outside both.
+# Rounds alternate (dtbench, torch, dtbench, torch, ...) so that neither side always runs on a
+# warmer or cooler machine; each side's median is taken over its measured steps of all rounds.
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PEER="$SCRIPT_DIR/torch_peer.py"
+
+DTBENCH=src/dtbench
+MODELS="lenet fcn5"
+THREADS="1"
+BATCH=64
+ROUNDS=2
+MPIRUN=mpirun
+MPIRUN_ARGS=""
+DTBENCH_ARGS=""
+TORCH_ARGS=""
+TORCH_PYTHON=""
+H5_PYTHON=""
+KEEP=0
+CORETYPE=""
+STRICT=0
+TOLERANCE=0
+declare -A ITERS=([lenet]=200 [fcn5]=10 [fcn8]=10)
+declare -A WARMUP=([lenet]=20 [fcn5]=3 [fcn8]=3)
+PARSE_FILES=()
+
+usage() {
+    cat <<EOF
+usage: $0 [options]
+       $0 --parse FILE.h5 [FILE.h5 ...]   (print the median measured 'total' of dtbench files)
+
+  --dtbench PATH        dtbench binary (default: $DTBENCH, relative to the current directory)
+  --models "LIST"       models among lenet fcn5 fcn8 (default: "$MODELS")
+  --threads "LIST"      thread counts (default: "$THREADS")
+  --batch N             batch size of both sides (default: $BATCH)
+  --rounds N            alternating rounds per side (default: $ROUNDS)
+  --iters MODEL=N       measured iterations of MODEL (defaults: lenet=200 fcn5=10 fcn8=10)
+  --warmup MODEL=N      warm-up iterations of MODEL (defaults: lenet=20 fcn5=3 fcn8=3)
+  --lenet-iters N, --lenet-warmup N, --fcn5-iters N, ... : same as above
+  --mpirun CMD          mpirun to use (default: mpirun)
+  --mpirun-args "ARGS"  extra mpirun arguments
+  --dtbench-args "ARGS" extra dtbench arguments
+  --torch-args "ARGS"   extra torch_peer.py arguments (e.g. --no-mkldnn)
+  --torch-python PATH   interpreter with torch (default: first of /usr/bin/python3, python3,
+                        python that imports torch)
+  --h5-python PATH      interpreter with h5py + numpy (default: first of python3,
+                        /usr/bin/python3 that imports them)
+  --openblas-coretype NAME  set OPENBLAS_CORETYPE=NAME for both sides (e.g. SkylakeX): OpenBLAS
+                        builds with DYNAMIC_ARCH fall back to slow Prescott kernels on CPUs they
+                        do not recognise (default: unset, the library's own detection)
+  --tolerance PCT       count dtbench as "not slower" when within PCT % of PyTorch (default 0)
+  --strict              exit with status 1 when dtbench is slower for some model
+  --keep                keep the temporary folder with the h5 files, JSON and logs
+EOF
+}
+
+die() { echo "vs_pytorch: error: $*" >&2; exit 2; }
+log() { echo "vs_pytorch: $*" >&2; }
+
+set_count() {  # set_count ITERS|WARMUP MODEL=N
+    local arr=$1 kv=$2
+    [[ $kv =~ ^(lenet|fcn5|fcn8)=([0-9]+)$ ]] || die "bad $arr value '$kv' (want MODEL=N)"
+    if [[ $arr == ITERS ]]; then ITERS[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
+    else WARMUP[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}; fi
+}
+
+while (($#)); do
+    case $1 in
+        --dtbench) DTBENCH=$2; shift 2 ;;
+        --models) MODELS=$2; shift 2 ;;
+        --threads) THREADS=$2; shift 2 ;;
+        --batch) BATCH=$2; shift 2 ;;
+        --rounds) ROUNDS=$2; shift 2 ;;
+        --iters) set_count ITERS "$2"; shift 2 ;;
+        --warmup) set_count WARMUP "$2"; shift 2 ;;
+        --lenet-iters|--fcn5-iters|--fcn8-iters)
+            m=${1#--}; set_count ITERS "${m%-iters}=$2"; shift 2 ;;
+        --lenet-warmup|--fcn5-warmup|--fcn8-warmup)
+            m=${1#--}; set_count WARMUP "${m%-warmup}=$2"; shift 2 ;;
+        --mpirun) MPIRUN=$2; shift 2 ;;
+        --mpirun-args) MPIRUN_ARGS=$2; shift 2 ;;
+        --dtbench-args) DTBENCH_ARGS=$2; shift 2 ;;
+        --torch-args) TORCH_ARGS=$2; shift 2 ;;
+        --torch-python) TORCH_PYTHON=$2; shift 2 ;;
+        --h5-python) H5_PYTHON=$2; shift 2 ;;
+        --tolerance) TOLERANCE=$2; shift 2 ;;
+        --openblas-coretype) CORETYPE=$2; shift 2 ;;
+        --strict) STRICT=1; shift ;;
+        --keep) KEEP=1; shift ;;
+        --parse) shift; PARSE_FILES=("$@"); (($#)) || die "--parse needs files"; break ;;
+        -h|--help) usage; exit 0 ;;
+        *) usage >&2; die "unknown option '$1'" ;;
+    esac
+done
+
+for v in BATCH ROUNDS; do
+    [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "--${v,,} must be a positive integer"
+done
+[[ $TOLERANCE =~ ^[0-9]+([.][0-9]+)?$ ]] || die "--tolerance must be a number"
+
+# ---------------------------------------------------------------- interpreters
+find_python() {  # find_python "import mods" candidates...
+    local code=$1; shift
+    local c
+    for c in "$@"; do
+        [[ -n $c ]] || continue
+        command -v "$c" >/dev/null 2>&1 || continue
+        if "$c" -c "$code" >/dev/null 2>&1; then command -v "$c"; return 0; fi
+    done
+    return 1
+}
+
+if [[ -n $H5_PYTHON ]]; then
+    "$H5_PYTHON" -c "import h5py, numpy" 2>/dev/null || die "$H5_PYTHON cannot import h5py and numpy"
+else
+    H5_PYTHON=$(find_python "import h5py, numpy" python3 /usr/bin/python3 python) \
+        || die "no python3 with h5py and numpy found (use --h5-python)"
+fi
+
+# ---------------------------------------------------------------- statistics helpers
+# h5_stats FILE...   -> prints "median_s count": dtbench's /iterations/total over the measured
+# iterations of every rank of every file (rank r: columns warmup .. completed[r]-1, NaNs
+# dropped), following docs/hdf5-layout.md. Warnings (killed run, stop_reason) go to stderr.
+# EXPECT_MODEL / EXPECT_BATCH in the environment are checked against the file's attributes.
+h5_stats() {
+    "$H5_PYTHON" - "$@" <<'PYEOF'
+import os, sys
+import h5py, numpy as np
+
+def s(v):
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+vals = []
+for fn in sys.argv[1:]:
+    with h5py.File(fn, "r") as f:
+        a = f.attrs
+        w = int(a["warmup"]) if "warmup" in a else int(f["/iterations"].attrs["warmup"])
+        tot = f["/iterations/total"]
+        nranks, ncols = tot.shape
+        comp = f["/ranks/completed"][:] if "/ranks/completed" in f else np.full(nranks, ncols)
+        for r in range(nranks):
+            end = min(int(comp[r]), ncols)
+            row = np.asarray(tot[r, w:end], dtype=np.float64) if end > w else np.empty(0)
+            vals.append(row[np.isfinite(row)])
+        if "finished" not in a:
+            print(f"vs_pytorch: warning: {fn}: no 'finished' attribute (run killed?)", file=sys.stderr)
+        if "stop_reason" in a and s(a["stop_reason"]) != "completed":
+            print(f"vs_pytorch: warning: {fn}: stop_reason={s(a['stop_reason'])}", file=sys.stderr)
+        em, eb = os.environ.get("EXPECT_MODEL"), os.environ.get("EXPECT_BATCH")
+        if em and "model" in a and s(a["model"]) != em:
+            sys.exit(f"vs_pytorch: {fn}: model is {s(a['model'])}, expected {em}")
+        if eb and "batch_per_rank" in a and int(a["batch_per_rank"]) != int(eb):
+            sys.exit(f"vs_pytorch: {fn}: batch_per_rank is {int(a['batch_per_rank'])}, expected {eb}")
+v = np.concatenate(vals) if vals else np.empty(0)
+if v.size == 0:
+    sys.exit("vs_pytorch: no measured iteration in " + " ".join(sys.argv[1:]))
+print(f"{np.median(v):.9g} {v.size}")
+PYEOF
+}
+
+# json_stats FILE... -> "median_s count" over the step_times_s of torch_peer JSON outputs
+json_stats() {
+    "$H5_PYTHON" - "$@" <<'PYEOF'
+import json, sys
+import numpy as np
+v = []
+for fn in sys.argv[1:]:
+    with open(fn) as f:
+        v += json.load(f)["step_times_s"]
+if not v:
+    sys.exit("vs_pytorch: no torch step times in " + " ".join(sys.argv[1:]))
+print(f"{np.median(v):.9g} {len(v)}")
+PYEOF
+}
+
+if ((${#PARSE_FILES[@]})); then
+    for f in "${PARSE_FILES[@]}"; do [[ -f $f ]] || die "no file $f"; done
+    for f in "${PARSE_FILES[@]}"; do
+        read -r med n < <(h5_stats "$f") || exit 1
+        printf '%s: median total %.3f ms over %d measured iterations\n' "$f" "$(awk -v x="$med" 'BEGIN{print x*1000}')" "$n"
+    done
+    if ((${#PARSE_FILES[@]} > 1)); then
+        read -r med n < <(h5_stats "${PARSE_FILES[@]}") || exit 1
+        printf 'all files: median total %.3f ms over %d measured iterations\n' "$(awk -v x="$med" 'BEGIN{print x*1000}')" "$n"
+    fi
+    exit 0
+fi
+
+# ---------------------------------------------------------------- checks
+[[ -x $DTBENCH ]] || die "dtbench binary '$DTBENCH' not found or not executable (use --dtbench PATH)"
+[[ -f $PEER ]] || die "$PEER not found"
+command -v "$MPIRUN" >/dev/null || die "mpirun '$MPIRUN' not found (use --mpirun)"
+if [[ -n $TORCH_PYTHON ]]; then
+    "$TORCH_PYTHON" -c "import torch" 2>/dev/null || die "$TORCH_PYTHON cannot import torch"
+else
+    TORCH_PYTHON=$(find_python "import torch" /usr/bin/python3 python3 python) \
+        || die "no python with torch found (Debian: apt-get install python3-torch; or --torch-python)"
+fi
+for m in $MODELS; do
+    [[ $m == lenet || $m == fcn5 || $m == fcn8 ]] || die "unknown model '$m'"
+    [[ ${ITERS[$m]} -ge 1 ]] || die "iterations of $m must be >= 1"
+done
+for t in $THREADS; do [[ $t =~ ^[1-9][0-9]*$ ]] || die "bad thread count '$t'"; done
+
+MPI=("$MPIRUN" -np 1)
+if "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
+    # no core binding: with several threads, Open MPI's default bind-to-core (np <= 2) would
+    # squeeze every dtbench thread onto one core while the PyTorch peer is not bound at all
+    MPI+=(--oversubscribe --bind-to none -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS)
+    if [[ -n $CORETYPE ]]; then MPI+=(-x OPENBLAS_CORETYPE); fi
+    if [[ $(id -u) -eq 0 ]]; then MPI+=(--allow-run-as-root); fi
+fi
+# shellcheck disable=SC2206
+MPI+=($MPIRUN_ARGS)
+
+if [[ -n $CORETYPE ]]; then export OPENBLAS_CORETYPE=$CORETYPE; fi
+
+TMPDIR_RUN=$(mktemp -d "${TMPDIR:-/tmp}/vs_pytorch.XXXXXX")
+# shellcheck disable=SC2317  # called by the EXIT trap
+cleanup() {
+    if ((KEEP)); then log "kept $TMPDIR_RUN"; else rm -rf "$TMPDIR_RUN"; fi
+}
+trap cleanup EXIT
+
+log "dtbench: $DTBENCH"
+log "torch:   $TORCH_PYTHON $PEER ($("$TORCH_PYTHON" -c 'import torch; print("torch", torch.__version__)'))"
+log "h5py:    $H5_PYTHON"
+log "cpus:    $(nproc) online; models: $MODELS; threads: $THREADS; batch $BATCH; rounds $ROUNDS"
+loadavg() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo "?"; }
+if awk -v l="$(loadavg)" 'BEGIN{exit !(l+0 > 0.5)}'; then
+    log "warning: load average $(loadavg) before starting: other work shares the CPUs, timings will be noisy"
+fi
+
+run_dtbench() {  # model threads round -> writes $TMPDIR_RUN/dt_<m>_<t>_<r>.h5
+    local m=$1 t=$2 r=$3
+    local out="$TMPDIR_RUN/dt_${m}_t${t}_r${r}.h5" lg="$TMPDIR_RUN/dt_${m}_t${t}_r${r}.log"
+    # shellcheck disable=SC2086
+    if ! OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t "${MPI[@]}" "$DTBENCH" --model "$m" \
+            --dataset synthetic --batch "$BATCH" --iters "${ITERS[$m]}" --warmup "${WARMUP[$m]}" \
+            --threads "$t" --output "$out" --overwrite $DTBENCH_ARGS >"$lg" 2>&1; then
+        tail -n 30 "$lg" >&2
+        die "dtbench failed ($m, $t threads, round $r); log above"
+    fi
+    [[ -f $out ]] || die "dtbench wrote no $out"
+}
+
+run_torch() {  # model threads round -> writes $TMPDIR_RUN/pt_<m>_<t>_<r>.json
+    local m=$1 t=$2 r=$3
+    local out="$TMPDIR_RUN/pt_${m}_t${t}_r${r}.json" lg="$TMPDIR_RUN/pt_${m}_t${t}_r${r}.log"
+    # shellcheck disable=SC2086
+    if ! OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t "$TORCH_PYTHON" "$PEER" --model "$m" \
+            --batch "$BATCH" --iters "${ITERS[$m]}" --warmup "${WARMUP[$m]}" --threads "$t" \
+            $TORCH_ARGS >"$out" 2>"$lg"; then
+        cat "$lg" >&2
+        die "torch peer failed ($m, $t threads, round $r)"
+    fi
+}
+
+ms() { awk -v x="$1" 'BEGIN{printf "%.3f", x*1000}'; }
+
+ROWS=()
+declare -A VERDICT=()
+for m in $MODELS; do
+    for t in $THREADS; do
+        dt_files=() pt_files=()
+        for ((r = 1; r <= ROUNDS; r++)); do
+            log "$m, $t thread(s), round $r/$ROUNDS: dtbench (${ITERS[$m]} iters + ${WARMUP[$m]} warm-up; load $(loadavg))"
+            run_dtbench "$m" "$t" "$r"
+            f="$TMPDIR_RUN/dt_${m}_t${t}_r${r}.h5"; dt_files+=("$f")
+            read -r med n < <(EXPECT_MODEL=$m EXPECT_BATCH=$BATCH h5_stats "$f")
+            log "    dtbench median $(ms "$med") ms/step ($n steps)"
+            log "$m, $t thread(s), round $r/$ROUNDS: pytorch (load $(loadavg))"
+            run_torch "$m" "$t" "$r"
+            f="$TMPDIR_RUN/pt_${m}_t${t}_r${r}.json"; pt_files+=("$f")
+            read -r med n < <(json_stats "$f")
+            log "    pytorch median $(ms "$med") ms/step ($n steps)"
+            if ((r == 1)); then  # which BLAS kernels each side got
+                log "    dtbench BLAS: $("$H5_PYTHON" -c 'import h5py, sys; v = h5py.File(sys.argv[1], "r").attrs.get("backend_info", "?"); print(v.decode() if isinstance(v, bytes) else v)' "${dt_files[0]}")"
+                log "    pytorch BLAS: $("$H5_PYTHON" -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d.get("openblas_config") or d.get("blas_libraries"), "| corename", d.get("openblas_corename"), "| threads", d.get("openblas_threads"), "| oneDNN", d.get("mkldnn_enabled"))' "$f")"
+            fi
+        done
+        read -r dt_med dt_n < <(EXPECT_MODEL=$m EXPECT_BATCH=$BATCH h5_stats "${dt_files[@]}")
+        read -r pt_med pt_n < <(json_stats "${pt_files[@]}")
+        log "$m, $t thread(s): pooled medians over $dt_n dtbench and $pt_n pytorch steps"
+        ratio=$(awk -v p="$pt_med" -v d="$dt_med" 'BEGIN{printf "%.3f", p/d}')
+        ok=$(awk -v r="$ratio" -v tol="$TOLERANCE" 'BEGIN{print (r >= 1 - tol/100) ? "yes" : "no"}')
+        ROWS+=("$(printf '%-6s %7s %16s %16s %15s' "$m" "$t" "$(ms "$dt_med")" "$(ms "$pt_med")" "$ratio")")
+        if [[ -z ${VERDICT[$m]:-} || $ok == no ]]; then VERDICT[$m]=$ok; fi
+    done
+done
+
+echo
+echo "dtbench (1 MPI rank) vs PyTorch $("$TORCH_PYTHON" -c 'import torch; print(torch.__version__)'), batch $BATCH, median time per training step over $ROUNDS rounds"
+printf '%-6s %7s %16s %16s %15s\n' model threads "dtbench ms/step" "pytorch ms/step" "pytorch/dtbench"
+for row in "${ROWS[@]}"; do echo "$row"; done
+echo "(ratio > 1: dtbench is faster; < 1: PyTorch is faster)"
+echo
+status=0
+for m in $MODELS; do
+    echo "$m (threads $THREADS): dtbench not slower than PyTorch: ${VERDICT[$m]}"
+    [[ ${VERDICT[$m]} == yes ]] || status=1
+done
+((STRICT)) && exit $status
+exit 0
