@@ -13,6 +13,7 @@
 
 #include <mpi.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     MPI_Comm comm;         /* the ranks that exchange (COMM_WORLD in data parallelism) */
@@ -23,10 +24,16 @@ typedef struct {
     BackendCtx *ctx;
 } ExchangeConfig;
 
-/* What one iteration's exchange did, stored per iteration by the recorder. */
+/* One iteration's exchange: what the driver tells the strategy, and what the strategy reports
+ * (stored per iteration by the recorder). */
 typedef struct {
+    /* in */
+    int64_t iteration;
+    int stop_requested; /* this rank was asked to stop (SIGTERM / SIGUSR1) */
+    /* out */
+    int stop;          /* the ranks agreed to stop after this iteration (same on all of them) */
     double bytes_sent; /* payload handed to the transport by this rank */
-} ExchangeStats;
+} ExchangeStep;
 
 enum { EXCHANGE_APPLY_UPDATE = 0, EXCHANGE_PARAMS_UPDATED = 1 };
 
@@ -35,8 +42,11 @@ typedef struct ExchangeState ExchangeState;
 typedef struct ExchangeOps {
     const char *name;
     ExchangeState *(*create)(const ExchangeConfig *cfg);
-    /* Collective among cfg->comm. Returns EXCHANGE_APPLY_UPDATE or EXCHANGE_PARAMS_UPDATED. */
-    int (*exchange)(ExchangeState *st, float *params, float *grads, ExchangeStats *stats);
+    /* Returns EXCHANGE_APPLY_UPDATE or EXCHANGE_PARAMS_UPDATED. Every strategy also carries the
+     * stop vote: when any rank reports stop_requested, all ranks must end up with step->stop set
+     * after the same iteration (synchronous strategies) or drain and finish without waiting for
+     * each other (asynchronous ones), so that the collective close of the file never hangs. */
+    int (*exchange)(ExchangeState *st, float *params, float *grads, ExchangeStep *step);
     /* Completes anything still in flight; every rank calls it once after the last iteration. */
     void (*finish)(ExchangeState *st);
     void (*destroy)(ExchangeState *st);

@@ -21,10 +21,14 @@ static ExchangeState *sync_create(const ExchangeConfig *cfg)
     return st;
 }
 
-static int sync_average(ExchangeState *st, float *params, float *grads, ExchangeStats *stats)
+static int sync_average(ExchangeState *st, float *params, float *grads, ExchangeStep *step)
 {
     (void)params;
     size_t n = st->cfg.nparams, bucket = st->cfg.bucket_floats;
+    /* The stop vote travels beside the gradients: one int, MAX over the ranks. */
+    MPI_Request vote;
+    int stop_local = step->stop_requested, stop_any = stop_local;
+    MPI_CHECK(MPI_Iallreduce(&stop_local, &stop_any, 1, MPI_INT, MPI_MAX, st->cfg.comm, &vote));
     if (st->nranks > 1)
         for (size_t off = 0; off < n; off += bucket) {
             size_t count = n - off < bucket ? n - off : bucket; /* grads[off .. off+count) */
@@ -34,7 +38,9 @@ static int sync_average(ExchangeState *st, float *params, float *grads, Exchange
     float scale = 1.0f / (float)st->nranks;
     if (st->nranks > 1)
         for (size_t i = 0; i < n; i++) grads[i] *= scale;
-    stats->bytes_sent = st->nranks > 1 ? (double)n * sizeof(float) : 0.0;
+    MPI_CHECK(MPI_Wait(&vote, MPI_STATUS_IGNORE));
+    step->stop = stop_any;
+    step->bytes_sent = st->nranks > 1 ? (double)n * sizeof(float) : 0.0;
     return EXCHANGE_APPLY_UPDATE;
 }
 

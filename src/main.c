@@ -6,6 +6,7 @@
 #include "clocksync.h"
 #include "options.h"
 #include "registry.h"
+#include "signals.h"
 #include "trainer.h"
 #include "util.h"
 
@@ -82,6 +83,7 @@ int main(int argc, char **argv)
 {
     MPI_CHECK(MPI_Init(&argc, &argv));
     MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    signals_install();
     Options opt;
     options_parse(argc, argv, &opt);
 
@@ -116,9 +118,19 @@ int main(int argc, char **argv)
         return 0;
     }
 
+    /* Results: rank 0 looks at the paths before any work is done. */
+    char err[1024] = "";
+    const char *problem = NULL;
+    if (topo.rank == 0) {
+        problem = output_path_problem("--output", opt.output, opt.overwrite, err, sizeof err);
+        if (!problem && opt.save_model[0])
+            problem = output_path_problem("--save-model", opt.save_model, opt.overwrite, err,
+                                          sizeof err);
+    }
+    usage_check_all(problem == NULL, "%s", err);
+
     /* Data (every rank reads; a missing or malformed file is bad input). */
     Dataset data;
-    char err[1024] = "";
     int c, h, w, k;
     nominal_shape(opt.dataset, md, &c, &h, &w, &k);
     int data_ok = dataset_open(&data, opt.dataset, opt.data_dir, c, h, w, k, (uint64_t)opt.seed,
@@ -211,13 +223,6 @@ int main(int argc, char **argv)
         .clock_offset_start = off.offset,
         .clock_rtt = off.rtt,
     };
-    if (opt.save_model[0] && topo.rank == 0 && !opt.overwrite && access(opt.save_model, F_OK) == 0)
-        snprintf(err, sizeof err,
-                 "--save-model: %s exists; results are never overwritten silently (pass "
-                 "--overwrite to replace it)",
-                 opt.save_model);
-    else err[0] = '\0';
-    usage_check_all(err[0] == '\0', "%s", err);
     Recorder *rec = rops->create(&rcfg, err, sizeof err);
     usage_check_all(rec != NULL, "%s", err);
 
@@ -225,7 +230,8 @@ int main(int argc, char **argv)
     TrainResult res = trainer_run(&tr);
 
     ClockOffset off_end = clocksync_measure(MPI_COMM_WORLD, CLOCK_SYNC_ROUNDS);
-    RunEnd end = {RUN_COMPLETED, "completed", off_end.offset, model_param_hash(&model)};
+    RunEnd end = {res.stopped ? RUN_STOPPED : RUN_COMPLETED, res.stopped ? "signal" : "completed",
+                  off_end.offset, model_param_hash(&model)};
     rops->close(rec, &end);
     if (opt.save_model[0] && topo.rank == 0 && model_save(&model, opt.save_model) != 0)
         fprintf(stderr, "dtbench: rank 0: cannot write --save-model %s: %s\n", opt.save_model,
@@ -233,7 +239,11 @@ int main(int argc, char **argv)
 
     double worst = res.median_total;
     MPI_CHECK(MPI_Reduce(&res.median_total, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
-    if (topo.rank == 0) {
+    if (topo.rank == 0 && res.stopped)
+        printf("stopped early (signal) after %lld of %lld iterations; the file is closed and "
+               "marked stop_reason=signal\n",
+               (long long)res.iterations, (long long)rcfg.iters_total);
+    if (topo.rank == 0 && res.iterations > opt.warmup) {
         printf("done: %lld iterations (%d warm-up); median iteration %.3f ms (slowest rank), "
                "%.1f samples/s",
                (long long)res.iterations, opt.warmup, worst * 1e3, opt.batch / worst);

@@ -74,7 +74,9 @@ typedef struct Recorder Recorder;
 
 typedef struct RecorderOps {
     const char *name;
-    /* Collective. Creates the output with every dataset at its final size. Returns NULL with a
+    /* Collective. Creates the output with every dataset at its final size; never replaces an
+     * existing file unless cfg->overwrite (the driver has checked the path, see
+     * output_path_problem, but creation is exclusive all the same). Returns NULL with a
      * one-line reason in err if the output cannot be created (same verdict on every rank). */
     Recorder *(*create)(const RecorderConfig *cfg, char *err, size_t errlen);
     /* Buffers iteration `iter`; writes the block when flush_every iterations are buffered.

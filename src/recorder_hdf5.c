@@ -9,14 +9,11 @@
 #include "recorder.h"
 #include "util.h"
 
-#include <errno.h>
 #include <hdf5.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define HOST_LEN 64
 
@@ -136,35 +133,6 @@ static void write_rank_value(Recorder *r, int which, hid_t memtype, const void *
 
 /* ---- create --------------------------------------------------------------------------------- */
 
-/* Rank 0 decides whether the output may be created; every rank gets the verdict. */
-static int output_allowed(const RecorderConfig *c, int rank, char *err, size_t errlen)
-{
-    char msg[512] = "";
-    if (rank == 0) {
-        struct stat st;
-        if (stat(c->path, &st) == 0 && !c->overwrite)
-            snprintf(msg, sizeof msg,
-                     "--output: %s exists; results are never overwritten silently (pass "
-                     "--overwrite to replace it, or choose another file)",
-                     c->path);
-        else if (stat(c->path, &st) == 0 && S_ISDIR(st.st_mode))
-            snprintf(msg, sizeof msg, "--output: %s is a directory; expected a file name", c->path);
-        else {
-            char dir[1024];
-            snprintf(dir, sizeof dir, "%s", c->path);
-            char *slash = strrchr(dir, '/');
-            if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
-            else strcpy(dir, ".");
-            if (access(dir, W_OK | X_OK) != 0)
-                snprintf(msg, sizeof msg, "--output: cannot create %s: folder %s: %s", c->path, dir,
-                         strerror(errno));
-        }
-    }
-    MPI_CHECK(MPI_Bcast(msg, sizeof msg, MPI_CHAR, 0, c->comm));
-    snprintf(err, errlen, "%s", msg);
-    return msg[0] == '\0';
-}
-
 static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen)
 {
     Recorder *r = xcalloc(1, sizeof *r);
@@ -172,10 +140,6 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen)
     MPI_CHECK(MPI_Comm_rank(c->comm, &r->rank));
     MPI_CHECK(MPI_Comm_size(c->comm, &r->nranks));
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported by H5_CHECK, once */
-    if (!output_allowed(c, r->rank, err, errlen)) {
-        free(r);
-        return NULL;
-    }
 
     hid_t fapl = H5_CHECK(H5Pcreate(H5P_FILE_ACCESS));
     H5_CHECK(H5Pset_fapl_mpio(fapl, c->comm, MPI_INFO_NULL));

@@ -3,6 +3,7 @@
  * adds nothing to any timed phase. */
 #include "trainer.h"
 #include "check.h"
+#include "signals.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -59,7 +60,7 @@ TrainResult trainer_run(Trainer *t)
     int32_t *labels = xmalloc((size_t)b * sizeof(int32_t));
     double *totals = xmalloc((size_t)o->iters * sizeof(double));
     double record_cost = 0.0;
-    TrainResult res = {0, 0.0, -1.0};
+    TrainResult res = {.last_accuracy = -1.0};
 
     for (int64_t it = 0; it < total; it++) {
         IterRecord r;
@@ -78,7 +79,7 @@ TrainResult trainer_run(Trainer *t)
         model_backward(m, b);
         be->timer_record(ctx, MARK_BACKWARD);
 
-        ExchangeStats xs = {0};
+        ExchangeStep xs = {.iteration = it, .stop_requested = signals_stop_requested() != 0};
         int done = t->xops->exchange(t->xstate, m->params, m->grads, &xs);
         be->timer_record(ctx, MARK_EXCHANGE);
 
@@ -103,6 +104,10 @@ TrainResult trainer_run(Trainer *t)
         t->rops->record_iteration(t->rec, it, &r);
         record_cost = dt_now() - rec_start;
         res.iterations = it + 1;
+        if (xs.stop) { /* every rank agreed: stop after this iteration, skip evaluations */
+            res.stopped = 1;
+            break;
+        }
 
         int eval_due = o->eval_every > 0 ? (it + 1) % o->eval_every == 0 : 0;
         if (nevals > 0 && evals < nevals && (eval_due || it + 1 == total)) {
@@ -115,8 +120,11 @@ TrainResult trainer_run(Trainer *t)
         }
     }
     t->xops->finish(t->xstate);
-    qsort(totals, (size_t)o->iters, sizeof(double), cmp_double);
-    res.median_total = totals[o->iters / 2];
+    int64_t measured = res.iterations - o->warmup;
+    if (measured > 0) {
+        qsort(totals, (size_t)measured, sizeof(double), cmp_double);
+        res.median_total = totals[measured / 2];
+    }
     free(x), free(labels), free(totals);
     return res;
 }

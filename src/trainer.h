@@ -1,6 +1,7 @@
 /* trainer.h - the timed training loop: data, forward, backward, exchange, update per iteration,
  * each phase timed on the backend's timeline; records handed to the recorder between iterations;
- * test-set evaluations outside the timed phases. */
+ * test-set evaluations outside the timed phases. A stop request (signals.h) ends the loop after
+ * the iteration in which the ranks agreed on it. */
 #ifndef DTBENCH_TRAINER_H
 #define DTBENCH_TRAINER_H
 
@@ -26,6 +27,7 @@ typedef struct {
 
 typedef struct {
     int64_t iterations;     /* completed */
+    int stopped;            /* stopped early: a rank received SIGTERM / SIGUSR1 */
     double median_total;    /* this rank, measured iterations, s */
     double last_accuracy;   /* -1 when never evaluated */
 } TrainResult;

@@ -3,10 +3,12 @@
 #include "util.h"
 #include "check.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -73,6 +75,34 @@ uint64_t rng_mix(uint64_t x)
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
     return x ^ (x >> 31);
+}
+
+const char *output_path_problem(const char *option, const char *path, int overwrite, char *err,
+                                size_t len)
+{
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            snprintf(err, len, "%s: %s is a directory; expected a file name", option, path);
+        else if (!overwrite)
+            snprintf(err, len,
+                     "%s: %s exists; results are never overwritten silently (pass --overwrite to "
+                     "replace it, or choose another file)",
+                     option, path);
+        else return NULL;
+        return err;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
+    else strcpy(dir, ".");
+    if (access(dir, W_OK | X_OK) != 0) {
+        snprintf(err, len, "%s: cannot create %s: folder %s: %s", option, path, dir,
+                 strerror(errno));
+        return err;
+    }
+    return NULL;
 }
 
 void usage_check_all(int ok, const char *fmt, ...)

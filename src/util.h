@@ -25,6 +25,11 @@ static inline float rng_uniform(uint64_t key) /* [0,1) */
     return (float)(rng_mix(key) >> 40) * (1.0f / 16777216.0f);
 }
 
+/* Why `path` may not be used for new results (it exists and overwrite is off, it is a folder,
+ * its folder is not writable), as one line naming `option`; NULL if it may. */
+const char *output_path_problem(const char *option, const char *path, int overwrite, char *err,
+                                size_t len);
+
 /* Bad input: every rank calls this with its own verdict (ok != 0 means fine). If any rank
  * reports a problem, the lowest such rank prints its message on stderr as one line
  * "dtbench: error: MSG", and every rank exits with status 2 after MPI_Finalize. */

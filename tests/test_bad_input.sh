@@ -64,6 +64,9 @@ set -e
 grep -q "^dtbench: error: --output: exists.h5 exists; .*--overwrite" err.txt || fail "existing output message: $(cat err.txt)"
 [ "$(cat exists.h5)" = "earlier results" ] || fail "existing output was modified"
 pass "existing output kept, exit 2"
+echo "earlier parameters" >exists.params
+expect_bad 2 "--save-model: exists.params exists; .*--overwrite" --dataset synthetic --iters 1 $O --save-model exists.params
+[ "$(cat exists.params)" = "earlier parameters" ] || fail "existing --save-model file was modified"
 expect_bad 2 "--output: cannot create /nonexistent-dir/x.h5" --dataset synthetic --iters 1 --output /nonexistent-dir/x.h5
 expect_bad 2 "--output: an empty file name is not accepted" --output ""
 # --overwrite really replaces it.

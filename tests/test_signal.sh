@@ -1,0 +1,61 @@
+# test_signal.sh - a graceful stop: SIGTERM to mpirun (what Slurm's time limit and scancel do)
+# or SIGUSR1 to ONE rank makes every rank stop after the same iteration, write what it has and
+# close the file, marked stop_reason=signal and status 2 on every rank.
+. "$(dirname "$0")/lib.sh"
+
+# start_run FILE : a long run in the background; waits until 2 blocks are in the file.
+start_run() {
+    # timeout (not a shell function) is the background job, so $job's SIGTERM reaches mpirun.
+    timeout -k 5 300 "$MPIRUN" -np 2 "$DTBENCH" --model lenet --dataset synthetic --batch 8 \
+        --iters 1000000 --warmup 2 --flush-every 5 --output "$1" >"$1.log" 2>&1 &
+    job=$!
+    "$PYTHON" - "$1" <<'PY' || { kill -9 $job; fail "run did not start writing"; }
+import sys, time, h5py
+deadline = time.time() + 120
+while time.time() < deadline:
+    try:
+        with h5py.File(sys.argv[1], "r") as f:
+            if (f["ranks/completed"][:] >= 10).all():
+                sys.exit(0)
+    except (OSError, KeyError):
+        pass
+    time.sleep(0.2)
+sys.exit(1)
+PY
+}
+
+check_stopped() {
+    "$PYTHON" - "$1" <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    assert f.attrs["finished"] == 1 and f.attrs["stop_reason"] == "signal", dict(f.attrs)
+    assert (f["ranks/status"][:] == 2).all(), f["ranks/status"][:]
+    done = f["ranks/completed"][:]
+    assert len(set(done)) == 1 and 10 <= done[0] < f.attrs["iters_total"], done
+    total = f["iterations/total"][:]
+    assert not np.isnan(total[:, :done[0]]).any() and np.isnan(total[:, done[0]:]).all()
+    assert len(set(f["ranks/param_hash"][:])) == 1
+print(f"ok: {sys.argv[1]}: stopped early after {done[0]} iterations on every rank, closed cleanly")
+PY
+}
+
+# 1. SIGTERM to mpirun: it forwards the signal to the ranks.
+start_run "$WORK/term.h5"
+t0=$(date +%s.%N)
+kill -TERM $job
+set +e; wait $job; set -e
+elapsed=$(echo "$(date +%s.%N) - $t0" | bc)
+check_stopped "$WORK/term.h5"
+grep -q "stopped early (signal)" "$WORK/term.h5.log" || fail "rank 0 did not report the early stop"
+# Generous bound (a loaded CI machine): it catches a hang, the figure itself is printed.
+[ "$(echo "$elapsed < 10" | bc)" = 1 ] || fail "took $elapsed s from SIGTERM to exit"
+pass "SIGTERM to mpirun: every rank stopped and the file was closed in $elapsed s"
+
+# 2. SIGUSR1 to rank 1 only: the stop vote reaches rank 0 too.
+start_run "$WORK/usr1.h5"
+pid1=$("$PYTHON" -c "import h5py,sys; print(h5py.File(sys.argv[1],'r')['ranks/pid'][1])" "$WORK/usr1.h5")
+kill -USR1 "$pid1"
+set +e; wait $job; rc=$?; set -e
+[ "$rc" = 0 ] || fail "run stopped by SIGUSR1 exited $rc"
+check_stopped "$WORK/usr1.h5"
+pass "SIGUSR1 to one rank: all ranks stopped after the same iteration, exit 0"
