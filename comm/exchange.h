@@ -1,10 +1,14 @@
-/* exchange.h - the gradient-exchange seam: one const struct of function pointers per strategy
- * (comm/sync.c now; asynchronous, mixed and hierarchical strategies plug in the same way).
+/* exchange.h - the gradient-exchange seam: one const struct of function pointers per strategy,
+ * one file each in comm/: sync.c (allreduce every iteration), ssp.c (stale-synchronous
+ * allreduce), async_ps.c (Downpour parameter server), mixed.c (sync inside a node, asynchronous
+ * elastic averaging across nodes).
  *
  * After the backward pass the driver hands the strategy the rank's parameters and gradients
  * (one contiguous buffer each, on the backend's device). The strategy either leaves averaged
- * gradients for the local optimizer step (EXCHANGE_APPLY_UPDATE: synchronous data parallelism)
- * or updates the parameters itself (EXCHANGE_PARAMS_UPDATED: e.g. a parameter server). */
+ * gradients for the local optimizer step (EXCHANGE_APPLY_UPDATE) or has brought the parameters
+ * up to date itself (EXCHANGE_PARAMS_UPDATED), using the optimizer settings in its config.
+ * Some strategies dedicate ranks to serving (parameter servers): those ranks call serve()
+ * instead of training. */
 #ifndef DTBENCH_EXCHANGE_H
 #define DTBENCH_EXCHANGE_H
 
@@ -16,12 +20,17 @@
 #include <stdint.h>
 
 typedef struct {
-    MPI_Comm comm;         /* the ranks that exchange (COMM_WORLD in data parallelism) */
-    const Topology *topo;  /* nodes and local ranks */
-    size_t nparams;        /* floats in params and grads */
-    size_t bucket_floats;  /* gradients per message (from --bucket-mb) */
+    MPI_Comm comm;        /* the ranks that exchange (COMM_WORLD in data parallelism) */
+    const Topology *topo; /* nodes and local ranks (node_comm / leader_comm) */
+    size_t nparams;       /* floats in params and grads */
+    size_t bucket_floats; /* gradients per message (from --bucket-mb) */
     const BackendOps *be;
     BackendCtx *ctx;
+    /* The optimizer, for strategies that apply updates themselves (same SGD as the driver's). */
+    float lr, momentum, weight_decay;
+    float *velocity; /* [nparams] the model's momentum buffer */
+    /* Strategy settings (--staleness, --ps-ranks, --sync-period). */
+    int staleness, ps_ranks, sync_period;
 } ExchangeConfig;
 
 /* One iteration's exchange: what the driver tells the strategy, and what the strategy reports
@@ -29,26 +38,47 @@ typedef struct {
 typedef struct {
     /* in */
     int64_t iteration;
-    int stop_requested; /* this rank was asked to stop (SIGTERM / SIGUSR1) */
+    int stop_requested; /* this rank was asked to stop (SIGTERM / SIGUSR1 / target accuracy) */
     /* out */
-    int stop;          /* the ranks agreed to stop after this iteration (same on all of them) */
+    int stop;          /* this rank stops after this iteration (see `exchange` below) */
     double bytes_sent; /* payload handed to the transport by this rank */
+    double bytes_recv; /* payload received by this rank */
+    double staleness;  /* parameter versions between the parameters the gradient was computed on
+                          and those it was applied to (0: synchronous) */
+    double version;    /* version of the parameters this rank holds after the exchange */
+    double wait;       /* s of the exchange spent waiting for other ranks (arrival imbalance,
+                          a staleness bound, a busy server), the rest being transfer */
 } ExchangeStep;
 
 enum { EXCHANGE_APPLY_UPDATE = 0, EXCHANGE_PARAMS_UPDATED = 1 };
+enum { EXCHANGE_WORKER = 0, EXCHANGE_SERVER = 1 };
 
 typedef struct ExchangeState ExchangeState;
 
 typedef struct ExchangeOps {
     const char *name;
-    ExchangeState *(*create)(const ExchangeConfig *cfg);
-    /* Returns EXCHANGE_APPLY_UPDATE or EXCHANGE_PARAMS_UPDATED. Every strategy also carries the
-     * stop vote: when any rank reports stop_requested, all ranks must end up with step->stop set
-     * after the same iteration (synchronous strategies) or drain and finish without waiting for
-     * each other (asynchronous ones), so that the collective close of the file never hangs. */
+    /* 1: all ranks run the same iteration at the same time (sync, ssp): evaluations can be
+     * sharded over the ranks and a stop decided by all of them at once. 0: ranks drift apart
+     * (async, mixed): the first worker evaluates alone. */
+    int lockstep;
+    /* Collective over cfg->comm. Returns NULL with a one-line reason in err when the settings
+     * do not fit the job (e.g. more parameter servers than ranks allow). */
+    ExchangeState *(*create)(const ExchangeConfig *cfg, char *err, size_t errlen);
+    /* EXCHANGE_WORKER or EXCHANGE_SERVER; workers train, servers call serve(). index/count:
+     * this worker's place among the workers (data are sharded over workers only). */
+    int (*role)(ExchangeState *st, int *worker_index, int *worker_count);
+    /* Workers, once per iteration. Returns EXCHANGE_APPLY_UPDATE or EXCHANGE_PARAMS_UPDATED.
+     * The stop vote: when any rank reports stop_requested, every worker must eventually see
+     * step->stop (synchronous strategies: all after the same iteration; asynchronous ones: each
+     * after its next exchange), so that no rank waits forever for another. */
     int (*exchange)(ExchangeState *st, float *params, float *grads, ExchangeStep *step);
-    /* Completes anything still in flight; every rank calls it once after the last iteration. */
-    void (*finish)(ExchangeState *st);
+    /* Servers: serve until every worker has finished. NULL for strategies without servers. */
+    void (*serve)(ExchangeState *st, float *params);
+    /* Every rank, once, after its last iteration (or serve): completes what is in flight so
+     * that no update is lost, and leaves every rank with the same final parameters. */
+    void (*finish)(ExchangeState *st, float *params);
+    /* Updates this rank pushed and applied (counted, to check that each is applied once). */
+    void (*counts)(ExchangeState *st, int64_t *pushed, int64_t *applied);
     void (*destroy)(ExchangeState *st);
 } ExchangeOps;
 

@@ -38,10 +38,10 @@ typedef struct {
 typedef struct BackendCtx BackendCtx; /* opaque, one per rank */
 
 typedef struct {
-    int threads;     /* BLAS / OpenMP threads per rank (CPU) */
-    int local_rank;  /* rank within the node: picks the GPU */
+    int threads;    /* BLAS / OpenMP threads per rank (CPU) */
+    int local_rank; /* rank within the node: picks the GPU */
     int gpus_per_node;
-    int verbose;     /* set on one rank: the backend may print warnings about its set-up */
+    int verbose; /* set on one rank: the backend may print warnings about its set-up */
 } BackendConfig;
 
 typedef struct BackendOps {
@@ -89,8 +89,8 @@ typedef struct BackendOps {
     /* Softmax cross-entropy, mean over the batch.
      * logits[n,c], labels[n] -> returns the mean loss; dlogits[n,c] = (softmax - onehot)/n
      * (dlogits may be NULL for evaluation); *correct counts argmax == label. */
-    float (*softmax_xent)(BackendCtx *ctx, int n, int c, const float *logits,
-                          const int32_t *labels, float *dlogits, int *correct);
+    float (*softmax_xent)(BackendCtx *ctx, int n, int c, const float *logits, const int32_t *labels,
+                          float *dlogits, int *correct);
 
     /* SGD with momentum and weight decay (PyTorch semantics), over n parameters:
      *   g' = g + wd*p;  v = momentum*v + g';  p -= lr*v        (v unused when momentum == 0) */

@@ -93,8 +93,8 @@ static void warn_generic_kernels(void) {
     const char *core = openblas_get_corename();
     if (!core || strcasecmp(core, "prescott") != 0) return;
     const char *better = __builtin_cpu_supports("avx512f") ? "SkylakeX"
-                         : __builtin_cpu_supports("avx2") ? "Haswell"
-                                                          : NULL;
+                         : __builtin_cpu_supports("avx2")  ? "Haswell"
+                                                           : NULL;
     if (better)
         fprintf(stderr,
                 "dtbench: warning: OpenBLAS does not know this CPU and uses its generic Prescott "

@@ -5,8 +5,7 @@
 #include "check.h"
 #include "util.h"
 
-ClockOffset clocksync_measure(MPI_Comm comm, int rounds)
-{
+ClockOffset clocksync_measure(MPI_Comm comm, int rounds) {
     int rank, nranks;
     MPI_CHECK(MPI_Comm_rank(comm, &rank));
     MPI_CHECK(MPI_Comm_size(comm, &nranks));

@@ -9,16 +9,14 @@
 #include <string.h>
 #include <zlib.h>
 
-const char *dataset_default_dir(const char *name)
-{
+const char *dataset_default_dir(const char *name) {
     static char buf[256];
     snprintf(buf, sizeof buf, "/usr/share/datasets/%s", name);
     return buf;
 }
 
 /* Reads a whole IDX file, gzip or plain (zlib reads both). */
-static uint8_t *read_file(const char *path, size_t *len, char *err, size_t errlen)
-{
+static uint8_t *read_file(const char *path, size_t *len, char *err, size_t errlen) {
     gzFile f = gzopen(path, "rb");
     if (!f) {
         snprintf(err, errlen, "--data-dir: cannot open %s", path);
@@ -47,14 +45,12 @@ static uint8_t *read_file(const char *path, size_t *len, char *err, size_t errle
     return buf;
 }
 
-static uint32_t be32(const uint8_t *p)
-{
+static uint32_t be32(const uint8_t *p) {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 /* Finds "<base>.gz" or "<base>" in dir. */
-static int find_file(const char *dir, const char *base, char *path, size_t len)
-{
+static int find_file(const char *dir, const char *base, char *path, size_t len) {
     snprintf(path, len, "%s/%s.gz", dir, base);
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -67,8 +63,7 @@ static int find_file(const char *dir, const char *base, char *path, size_t len)
 
 /* Loads one images+labels pair, checking the IDX headers. */
 static int load_split(const char *dir, const char *prefix, uint8_t **images, uint8_t **labels,
-                      size_t *count, int *h, int *w, char *err, size_t errlen)
-{
+                      size_t *count, int *h, int *w, char *err, size_t errlen) {
     char ipath[1024], lpath[1024], base[128];
     snprintf(base, sizeof base, "%s-images-idx3-ubyte", prefix);
     if (!find_file(dir, base, ipath, sizeof ipath)) {
@@ -92,18 +87,21 @@ static int load_split(const char *dir, const char *prefix, uint8_t **images, uin
              cols = ilen >= 16 ? be32(ib + 12) : 0;
     if (ilen < 16 || be32(ib) != 0x803 || rows == 0 || cols == 0 || rows > 4096 || cols > 4096 ||
         ilen != 16 + (size_t)n * rows * cols) {
-        snprintf(err, errlen, "--data-dir: %s: not an IDX image file (magic 0x803, n x rows x cols bytes)",
+        snprintf(err, errlen,
+                 "--data-dir: %s: not an IDX image file (magic 0x803, n x rows x cols bytes)",
                  ipath);
         goto bad;
     }
     if (llen < 8 || be32(lb) != 0x801 || be32(lb + 4) != n || llen != 8 + (size_t)n) {
-        snprintf(err, errlen, "--data-dir: %s: not an IDX label file matching %s (%u labels expected)", lpath,
+        snprintf(err, errlen,
+                 "--data-dir: %s: not an IDX label file matching %s (%u labels expected)", lpath,
                  ipath, n);
         goto bad;
     }
     for (size_t i = 0; i < n; i++)
         if (lb[8 + i] > 9) {
-            snprintf(err, errlen, "--data-dir: %s: label %u of sample %zu is outside 0..9", lpath, lb[8 + i], i);
+            snprintf(err, errlen, "--data-dir: %s: label %u of sample %zu is outside 0..9", lpath,
+                     lb[8 + i], i);
             goto bad;
         }
     *images = xmalloc((size_t)n * rows * cols);
@@ -119,8 +117,7 @@ bad:
 }
 
 int dataset_open(Dataset *ds, const char *name, const char *dir, int c, int h, int w, int classes,
-                 uint64_t seed, char *err, size_t errlen)
-{
+                 uint64_t seed, char *err, size_t errlen) {
     memset(ds, 0, sizeof *ds);
     snprintf(ds->name, sizeof ds->name, "%s", name);
     ds->seed = seed;
@@ -161,21 +158,20 @@ int dataset_open(Dataset *ds, const char *name, const char *dir, int c, int h, i
     return 0;
 }
 
-void dataset_close(Dataset *ds)
-{
+void dataset_close(Dataset *ds) {
     free(ds->train_images), free(ds->train_labels), free(ds->test_images), free(ds->test_labels);
     free(ds->pool), free(ds->pool_labels), free(ds->perm);
     memset(ds, 0, sizeof *ds);
 }
 
 /* Position of global sample g in the shuffled order (Fisher-Yates per epoch, seeded). */
-static size_t sample_index(Dataset *ds, int64_t g)
-{
+static size_t sample_index(Dataset *ds, int64_t g) {
     if (ds->pool) return (size_t)(g % (int64_t)ds->pool_n);
     int64_t epoch = g / (int64_t)ds->ntrain;
     if (epoch != ds->perm_epoch) {
         if (!ds->perm) ds->perm = xmalloc(ds->ntrain * sizeof(uint32_t));
-        for (size_t i = 0; i < ds->ntrain; i++) ds->perm[i] = (uint32_t)i;
+        for (size_t i = 0; i < ds->ntrain; i++)
+            ds->perm[i] = (uint32_t)i;
         uint64_t key = rng_mix(ds->seed ^ (0x0e9c0000ULL + (uint64_t)epoch)) << 24;
         for (size_t i = ds->ntrain - 1; i > 0; i--) {
             size_t j = (size_t)(rng_mix(key + i) % (i + 1));
@@ -187,14 +183,13 @@ static size_t sample_index(Dataset *ds, int64_t g)
     return ds->perm[g % (int64_t)ds->ntrain];
 }
 
-static void copy_image(const uint8_t *src, size_t n, float *dst)
-{
-    for (size_t j = 0; j < n; j++) dst[j] = (float)src[j] * (1.0f / 255.0f);
+static void copy_image(const uint8_t *src, size_t n, float *dst) {
+    for (size_t j = 0; j < n; j++)
+        dst[j] = (float)src[j] * (1.0f / 255.0f);
 }
 
 void dataset_train_batch(Dataset *ds, int64_t iter, int global_batch, int rank, int nranks,
-                         float *x, int32_t *labels)
-{
+                         float *x, int32_t *labels) {
     int n = global_batch / nranks;
     int64_t first = iter * (int64_t)global_batch + (int64_t)rank * n;
     for (int i = 0; i < n; i++) {
@@ -210,8 +205,7 @@ void dataset_train_batch(Dataset *ds, int64_t iter, int global_batch, int rank, 
     }
 }
 
-void dataset_test_batch(const Dataset *ds, size_t first, int n, float *x, int32_t *labels)
-{
+void dataset_test_batch(const Dataset *ds, size_t first, int n, float *x, int32_t *labels) {
     for (int i = 0; i < n; i++) {
         copy_image(ds->test_images + (first + i) * ds->sample_size, ds->sample_size,
                    x + (size_t)i * ds->sample_size);

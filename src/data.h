@@ -17,11 +17,11 @@ typedef struct {
     /* Real data: uint8 images [n, c*h*w] and labels [n]. Synthetic: a pool of float samples. */
     size_t ntrain, ntest;
     uint8_t *train_images, *train_labels, *test_images, *test_labels;
-    float *pool;      /* synthetic: [pool_n, sample_size] in [0,1) */
+    float *pool; /* synthetic: [pool_n, sample_size] in [0,1) */
     int32_t *pool_labels;
     size_t pool_n;
     uint64_t seed;
-    uint32_t *perm;   /* current epoch's order of the training samples */
+    uint32_t *perm; /* current epoch's order of the training samples */
     int64_t perm_epoch;
 } Dataset;
 

@@ -2,7 +2,8 @@
  * docs/hdf5-layout.md, which documents each row). */
 #include "recorder.h"
 
-#define FIELD(name, units, text) {#name, offsetof(IterRecord, name), units, text}
+#define FIELD(name, units, text)                                                                   \
+    { #name, offsetof(IterRecord, name), units, text }
 
 const IterField ITER_FIELDS[] = {
     FIELD(start, "s", "iteration start on the aligned clock (s since rank 0's t0)"),
@@ -14,6 +15,12 @@ const IterField ITER_FIELDS[] = {
     FIELD(total, "s", "iteration start to end of its update"),
     FIELD(loss, "1", "mean training loss of this rank's local batch"),
     FIELD(bytes_sent, "bytes", "payload this rank handed to the exchange"),
+    FIELD(bytes_recv, "bytes", "payload this rank received from the exchange"),
+    FIELD(staleness, "1",
+          "versions between the parameters a gradient was computed on and those it was applied to"),
+    FIELD(version, "1", "version of the parameters this rank holds after the exchange"),
+    FIELD(exchange_wait, "s", "part of exchange spent waiting for other ranks"),
+    FIELD(straggler_delay, "s", "injected delay (--straggler), included in backward"),
     FIELD(record, "s", "recorder's own cost just before this iteration (not part of total)"),
 };
 const int ITER_NFIELDS = (int)(sizeof ITER_FIELDS / sizeof ITER_FIELDS[0]);

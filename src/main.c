@@ -7,11 +7,13 @@
 #include "options.h"
 #include "registry.h"
 #include "signals.h"
+#include "straggler.h"
 #include "trainer.h"
 #include "util.h"
 
 #include <errno.h>
 #include <hdf5.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +25,7 @@
 
 #define CLOCK_SYNC_ROUNDS 20
 
-static void print_option(const char *key, const char *value, void *user)
-{
+static void print_option(const char *key, const char *value, void *user) {
     (void)user;
     printf("  %-16s %s\n", key, value);
 }
@@ -34,15 +35,13 @@ typedef struct {
     int n;
 } ConfigRows;
 
-static void collect_option(const char *key, const char *value, void *user)
-{
+static void collect_option(const char *key, const char *value, void *user) {
     ConfigRows *c = user;
-    c->rows[c->n++] = (RunAttr){strdup(key), strdup(value), 0};
+    c->rows[c->n++] = (RunAttr)RUN_TEXT(strdup(key), strdup(value));
 }
 
 /* Median cost of one phase mark on the backend's timeline. */
-static double timer_overhead(const BackendOps *be, BackendCtx *ctx)
-{
+static double timer_overhead(const BackendOps *be, BackendCtx *ctx) {
     enum { N = 1001 };
     static double cost[N];
     for (int i = 0; i < N; i++) {
@@ -58,10 +57,10 @@ static double timer_overhead(const BackendOps *be, BackendCtx *ctx)
     return cost[N / 2];
 }
 
-static char *join_args(int argc, char **argv)
-{
+static char *join_args(int argc, char **argv) {
     size_t len = 1;
-    for (int i = 0; i < argc; i++) len += strlen(argv[i]) + 1;
+    for (int i = 0; i < argc; i++)
+        len += strlen(argv[i]) + 1;
     char *s = xcalloc(len, 1);
     for (int i = 0; i < argc; i++) {
         if (i) strcat(s, " ");
@@ -72,15 +71,14 @@ static char *join_args(int argc, char **argv)
 
 /* Input shape of a data set without reading it (for --dry-run and validation). */
 static void nominal_shape(const char *dataset, const ModelDesc *md, int *c, int *h, int *w,
-                          int *classes)
-{
-    if (!strcmp(dataset, "synthetic")) *c = md->in_c, *h = md->in_h, *w = md->in_w,
-                                       *classes = md->classes;
-    else *c = 1, *h = 28, *w = 28, *classes = 10;
+                          int *classes) {
+    if (!strcmp(dataset, "synthetic"))
+        *c = md->in_c, *h = md->in_h, *w = md->in_w, *classes = md->classes;
+    else
+        *c = 1, *h = 28, *w = 28, *classes = 10;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     MPI_CHECK(MPI_Init(&argc, &argv));
     MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     signals_install();
@@ -94,14 +92,28 @@ int main(int argc, char **argv)
     const ExchangeOps *xops = registry_exchange(opt.exchange);
     const RecorderOps *rops = registry_recorder("hdf5");
 
-    usage_check_all(opt.batch % topo.nranks == 0,
-                    "--batch: %d is not accepted with %d ranks: the global batch must be a "
-                    "multiple of the number of ranks",
-                    opt.batch, topo.nranks);
     usage_check_all(opt.ranks_per_node == 0 || topo.nranks % opt.ranks_per_node == 0,
                     "--ranks-per-node: %d does not divide the %d ranks", opt.ranks_per_node,
                     topo.nranks);
-    int b = opt.batch / topo.nranks;
+    /* Workers train; with --exchange async the last --ps-ranks ranks serve parameters. */
+    int nworkers = !strcmp(opt.exchange, "async") ? topo.nranks - opt.ps_ranks : topo.nranks;
+    usage_check_all(nworkers >= 1,
+                    "--ps-ranks: %d is not accepted with %d ranks for --exchange async: expected 1 "
+                    "to %d (the other ranks are workers)",
+                    opt.ps_ranks, topo.nranks, topo.nranks - 1);
+    usage_check_all(opt.batch % nworkers == 0,
+                    "--batch: %d is not accepted with %d %s: the global batch must be a "
+                    "multiple of the number of %s",
+                    opt.batch, nworkers, nworkers == topo.nranks ? "ranks" : "workers",
+                    nworkers == topo.nranks ? "ranks" : "workers (ranks minus --ps-ranks)");
+    Straggler straggler;
+    char serr[256] = "";
+    int straggler_ok =
+        straggler_parse(opt.straggler, topo.nranks, &straggler, serr, sizeof serr) == 0;
+    usage_check_all(straggler_ok, "%s", serr);
+    straggler.random_p = opt.straggler_random;
+    straggler.seed = (uint64_t)opt.seed;
+    int b = opt.batch / nworkers;
 
     if (opt.dry_run) {
         if (topo.rank == 0) {
@@ -124,8 +136,8 @@ int main(int argc, char **argv)
     if (topo.rank == 0) {
         problem = output_path_problem("--output", opt.output, opt.overwrite, err, sizeof err);
         if (!problem && opt.save_model[0])
-            problem = output_path_problem("--save-model", opt.save_model, opt.overwrite, err,
-                                          sizeof err);
+            problem =
+                output_path_problem("--save-model", opt.save_model, opt.overwrite, err, sizeof err);
     }
     usage_check_all(problem == NULL, "%s", err);
 
@@ -139,15 +151,30 @@ int main(int argc, char **argv)
 
     BackendCtx *ctx = NULL;
     BackendConfig bcfg = {opt.threads, topo.local_rank, 0, topo.rank == 0};
-    if (be->init(&bcfg, &ctx) != 0)
-        check_fail(__FILE__, __LINE__, "backend init", opt.device);
+    if (be->init(&bcfg, &ctx) != 0) check_fail(__FILE__, __LINE__, "backend init", opt.device);
     Model model;
     model_build(&model, md, data.c, data.h, data.w, data.classes, b, be, ctx, (uint64_t)opt.seed);
 
-    ExchangeConfig xcfg = {MPI_COMM_WORLD, &topo, model.nparams, 0, be, ctx};
     double bucket = opt.bucket_mb * 1048576.0 / sizeof(float);
-    xcfg.bucket_floats = bucket < 1 ? 1 : (bucket > 1 << 30 ? (size_t)1 << 30 : (size_t)bucket);
-    ExchangeState *xstate = xops->create(&xcfg);
+    ExchangeConfig xcfg = {
+        .comm = MPI_COMM_WORLD,
+        .topo = &topo,
+        .nparams = model.nparams,
+        .bucket_floats = bucket < 1 ? 1 : (bucket > 1 << 30 ? (size_t)1 << 30 : (size_t)bucket),
+        .be = be,
+        .ctx = ctx,
+        .lr = (float)opt.lr,
+        .momentum = (float)opt.momentum,
+        .weight_decay = (float)opt.weight_decay,
+        .velocity = model.momentum,
+        .staleness = opt.staleness,
+        .ps_ranks = opt.ps_ranks,
+        .sync_period = opt.sync_period,
+    };
+    ExchangeState *xstate = xops->create(&xcfg, err, sizeof err);
+    usage_check_all(xstate != NULL, "%s", err);
+    int worker_index = 0, worker_count = 1;
+    int role = xops->role(xstate, &worker_index, &worker_count);
 
     char backend_info[512] = "", mpi_lib[MPI_MAX_LIBRARY_VERSION_STRING] = "", hdf5_ver[64];
     be->describe(ctx, backend_info, sizeof backend_info);
@@ -179,26 +206,32 @@ int main(int argc, char **argv)
     char *cmdline = join_args(argc, argv), *config_json = options_to_json(&opt);
     const char *slurm = getenv("SLURM_JOB_ID");
     RunAttr attrs[] = {
-        {"dtbench_version", PACKAGE_VERSION, 0},
-        {"git_commit", DTBENCH_GIT_COMMIT, 0},
-        {"command_line", cmdline, 0},
-        {"config_json", config_json, 0},
-        {"mpi_library", mpi_lib, 0},
-        {"hdf5_version", hdf5_ver, 0},
-        {"backend_info", backend_info, 0},
-        {"slurm_job_id", slurm ? slurm : "", 0},
-        {"model", opt.model, 0},
-        {"dataset", opt.dataset, 0},
-        {"exchange", opt.exchange, 0},
-        {"device", opt.device, 0},
-        {"tag", opt.tag, 0},
-        {"nranks", NULL, topo.nranks},
-        {"nnodes", NULL, topo.nnodes},
-        {"iters", NULL, opt.iters},
-        {"batch_global", NULL, opt.batch},
-        {"batch_per_rank", NULL, b},
-        {"param_count", NULL, (long long)model.nparams},
-        {"clock_sync_rounds", NULL, CLOCK_SYNC_ROUNDS},
+        RUN_TEXT("dtbench_version", PACKAGE_VERSION),
+        RUN_TEXT("git_commit", DTBENCH_GIT_COMMIT),
+        RUN_TEXT("command_line", cmdline),
+        RUN_TEXT("config_json", config_json),
+        RUN_TEXT("mpi_library", mpi_lib),
+        RUN_TEXT("hdf5_version", hdf5_ver),
+        RUN_TEXT("backend_info", backend_info),
+        RUN_TEXT("slurm_job_id", slurm ? slurm : ""),
+        RUN_TEXT("model", opt.model),
+        RUN_TEXT("dataset", opt.dataset),
+        RUN_TEXT("exchange", opt.exchange),
+        RUN_TEXT("device", opt.device),
+        RUN_TEXT("tag", opt.tag),
+        RUN_INT("nranks", topo.nranks),
+        RUN_INT("nnodes", topo.nnodes),
+        RUN_INT("iters", opt.iters),
+        RUN_INT("batch_global", opt.batch),
+        RUN_INT("batch_per_rank", b),
+        RUN_INT("param_count", (long long)model.nparams),
+        RUN_INT("clock_sync_rounds", CLOCK_SYNC_ROUNDS),
+        RUN_INT("nworkers", nworkers),
+        RUN_INT("staleness_bound", opt.staleness),
+        RUN_INT("ps_ranks", !strcmp(opt.exchange, "async") ? opt.ps_ranks : 0),
+        RUN_INT("sync_period", opt.sync_period),
+        RUN_TEXT("straggler", opt.straggler),
+        RUN_REAL("target_accuracy", opt.target_acc > 0 ? opt.target_acc : NAN),
     };
     RunAttr config_rows[64];
     ConfigRows cr = {config_rows, 0};
@@ -219,6 +252,7 @@ int main(int argc, char **argv)
         .host = dt_hostname(),
         .node = topo.node,
         .local_rank = topo.local_rank,
+        .role = role,
         .pid = (long long)getpid(),
         .clock_offset_start = off.offset,
         .clock_rtt = off.rtt,
@@ -226,12 +260,29 @@ int main(int argc, char **argv)
     Recorder *rec = rops->create(&rcfg, err, sizeof err);
     usage_check_all(rec != NULL, "%s", err);
 
-    Trainer tr = {&opt, &topo, &data, &model, xops, xstate, rops, rec, off.offset, t0};
-    TrainResult res = trainer_run(&tr);
+    Trainer tr = {&opt, &topo,      &data, &model,       xops,         xstate,   rops,
+                  rec,  off.offset, t0,    worker_index, worker_count, straggler};
+    TrainResult res = {.last_accuracy = -1.0};
+    if (role == EXCHANGE_SERVER) {
+        xops->serve(xstate, model.params);
+        xops->finish(xstate, model.params);
+    } else {
+        res = trainer_run(&tr);
+    }
+    int64_t pushed = 0, applied = 0;
+    xops->counts(xstate, &pushed, &applied);
 
     ClockOffset off_end = clocksync_measure(MPI_COMM_WORLD, CLOCK_SYNC_ROUNDS);
-    RunEnd end = {res.stopped ? RUN_STOPPED : RUN_COMPLETED, res.stopped ? "signal" : "completed",
-                  off_end.offset, model_param_hash(&model)};
+    /* One verdict for the run: stopped early on any rank (servers included) means on all. */
+    int why = res.target_reached ? 2 : (res.stopped ? 1 : 0), why_all = why;
+    MPI_CHECK(MPI_Allreduce(&why, &why_all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    int early = why_all > 0;
+    RunEnd end = {early ? RUN_STOPPED : RUN_COMPLETED,
+                  why_all == 2 ? "target" : (why_all == 1 ? "signal" : "completed"),
+                  off_end.offset,
+                  model_param_hash(&model),
+                  pushed,
+                  applied};
     rops->close(rec, &end);
     if (opt.save_model[0] && topo.rank == 0 && model_save(&model, opt.save_model) != 0)
         fprintf(stderr, "dtbench: rank 0: cannot write --save-model %s: %s\n", opt.save_model,
@@ -239,10 +290,11 @@ int main(int argc, char **argv)
 
     double worst = res.median_total;
     MPI_CHECK(MPI_Reduce(&res.median_total, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
-    if (topo.rank == 0 && res.stopped)
-        printf("stopped early (signal) after %lld of %lld iterations; the file is closed and "
-               "marked stop_reason=signal\n",
-               (long long)res.iterations, (long long)rcfg.iters_total);
+    if (topo.rank == 0 && early)
+        printf("stopped early (%s) after %lld of %lld iterations; the file is closed and "
+               "marked stop_reason=%s\n",
+               end.stop_reason, (long long)res.iterations, (long long)rcfg.iters_total,
+               end.stop_reason);
     if (topo.rank == 0 && res.iterations > opt.warmup) {
         printf("done: %lld iterations (%d warm-up); median iteration %.3f ms (slowest rank), "
                "%.1f samples/s",
@@ -255,7 +307,8 @@ int main(int argc, char **argv)
     model_free(&model);
     be->finalize(ctx);
     dataset_close(&data);
-    for (int i = 0; i < cr.n; i++) free((char *)config_rows[i].key), free((char *)config_rows[i].text);
+    for (int i = 0; i < cr.n; i++)
+        free((char *)config_rows[i].key), free((char *)config_rows[i].text);
     free(cmdline), free(config_json);
     topology_free(&topo);
     MPI_Finalize();

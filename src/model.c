@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-void model_plan(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes, int batch)
-{
+void model_plan(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes,
+                int batch) {
     memset(m, 0, sizeof *m);
     m->desc = d;
     m->nlayers = d->nlayers;
@@ -57,23 +57,19 @@ void model_plan(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int 
     m->nparams = off;
 }
 
-static ConvShape conv_shape(const Layer *L, int n)
-{
-    return (ConvShape){n,        L->in_c,     L->in_h,  L->in_w,  L->out_c,
-                       L->d.k,   L->d.stride, L->d.pad, L->out_h, L->out_w};
+static ConvShape conv_shape(const Layer *L, int n) {
+    return (ConvShape){n,      L->in_c,     L->in_h,  L->in_w,  L->out_c,
+                       L->d.k, L->d.stride, L->d.pad, L->out_h, L->out_w};
 }
-static PoolShape pool_shape(const Layer *L, int n)
-{
+static PoolShape pool_shape(const Layer *L, int n) {
     return (PoolShape){n, L->in_c, L->in_h, L->in_w, L->d.k, L->d.stride, L->out_h, L->out_w};
 }
-static FcShape fc_shape(const Layer *L, int n)
-{
+static FcShape fc_shape(const Layer *L, int n) {
     return (FcShape){n, (int)L->in_size, L->out_c};
 }
 
 /* Xavier-uniform weights, zero biases, from a counter-based RNG: identical on every rank. */
-static void init_params(Model *m, uint64_t seed)
-{
+static void init_params(Model *m, uint64_t seed) {
     float *host = xmalloc(m->nparams * sizeof(float));
     for (int i = 0; i < m->nlayers; i++) {
         const Layer *L = &m->layers[i];
@@ -91,9 +87,8 @@ static void init_params(Model *m, uint64_t seed)
     free(host);
 }
 
-void model_build(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes,
-                 int batch, const BackendOps *be, BackendCtx *ctx, uint64_t seed)
-{
+void model_build(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes, int batch,
+                 const BackendOps *be, BackendCtx *ctx, uint64_t seed) {
     model_plan(m, d, in_c, in_h, in_w, classes, batch);
     m->be = be, m->ctx = ctx;
     size_t pbytes = m->nparams * sizeof(float);
@@ -119,8 +114,7 @@ void model_build(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int
     init_params(m, seed);
 }
 
-void model_free(Model *m)
-{
+void model_free(Model *m) {
     if (m->be) {
         BackendCtx *c = m->ctx;
         for (int i = 0; i < m->nlayers; i++) {
@@ -136,8 +130,7 @@ void model_free(Model *m)
     memset(m, 0, sizeof *m);
 }
 
-float model_forward(Model *m, int n, int train, int *correct)
-{
+float model_forward(Model *m, int n, int train, int *correct) {
     const BackendOps *be = m->be;
     const float *x = m->x;
     for (int i = 0; i < m->nlayers; i++) {
@@ -159,20 +152,21 @@ float model_forward(Model *m, int n, int train, int *correct)
             be->fc_forward(m->ctx, &s, x, w, b, L->y);
             break;
         }
-        case LAYER_RELU: be->relu_forward(m->ctx, (size_t)n * L->in_size, x, L->y); break;
+        case LAYER_RELU:
+            be->relu_forward(m->ctx, (size_t)n * L->in_size, x, L->y);
+            break;
         }
         x = L->y;
     }
     Layer *last = &m->layers[m->nlayers - 1];
     int ok = 0;
-    float loss = be->softmax_xent(m->ctx, n, m->classes, last->y, m->labels,
-                                  train ? last->dy : NULL, &ok);
+    float loss =
+        be->softmax_xent(m->ctx, n, m->classes, last->y, m->labels, train ? last->dy : NULL, &ok);
     if (correct) *correct = ok;
     return loss;
 }
 
-void model_backward(Model *m, int n)
-{
+void model_backward(Model *m, int n) {
     const BackendOps *be = m->be;
     for (int i = m->nlayers - 1; i >= 0; i--) {
         Layer *L = &m->layers[i];
@@ -203,27 +197,24 @@ void model_backward(Model *m, int n)
     }
 }
 
-void model_sgd(Model *m, float lr, float momentum, float weight_decay)
-{
+void model_sgd(Model *m, float lr, float momentum, float weight_decay) {
     m->be->sgd_update(m->ctx, m->nparams, m->params, m->grads, m->momentum, lr, momentum,
                       weight_decay);
 }
 
-double model_flops_per_sample(const Model *m)
-{
+double model_flops_per_sample(const Model *m) {
     double f = 0;
-    for (int i = 0; i < m->nlayers; i++) f += m->layers[i].flops;
+    for (int i = 0; i < m->nlayers; i++)
+        f += m->layers[i].flops;
     return f;
 }
 
-static const char *kind_name(LayerKind k)
-{
+static const char *kind_name(LayerKind k) {
     static const char *names[] = {"conv", "maxpool", "fc", "relu"};
     return names[k];
 }
 
-void model_print(const Model *m, FILE *out)
-{
+void model_print(const Model *m, FILE *out) {
     fprintf(out, "model %s: %s, input [%d,%d,%d], %d classes\n", m->desc->name, m->desc->about,
             m->in_c, m->in_h, m->in_w, m->classes);
     fprintf(out, "  %-8s %-8s %-16s %14s %16s\n", "layer", "type", "output [c,h,w]", "parameters",
@@ -242,25 +233,23 @@ void model_print(const Model *m, FILE *out)
             f, f / 1e9, 3 * f / 1e9);
 }
 
-static float *params_on_host(const Model *m)
-{
+static float *params_on_host(const Model *m) {
     float *host = xmalloc(m->nparams * sizeof(float));
     m->be->download(m->ctx, host, m->params, m->nparams * sizeof(float));
     return host;
 }
 
-uint64_t model_param_hash(const Model *m)
-{
+uint64_t model_param_hash(const Model *m) {
     float *host = params_on_host(m);
     const unsigned char *p = (const unsigned char *)host;
     uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < m->nparams * sizeof(float); i++) h = (h ^ p[i]) * 0x100000001b3ULL;
+    for (size_t i = 0; i < m->nparams * sizeof(float); i++)
+        h = (h ^ p[i]) * 0x100000001b3ULL;
     free(host);
     return h;
 }
 
-int model_save(const Model *m, const char *path)
-{
+int model_save(const Model *m, const char *path) {
     unsigned char header[64] = "DTBMODEL";
     uint64_t version = 1, n = m->nparams;
     memcpy(header + 8, &version, 8);

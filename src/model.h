@@ -33,9 +33,9 @@ typedef struct ModelDesc {
 
 typedef struct {
     LayerDesc d;
-    int in_c, in_h, in_w;    /* per-sample input  [c,h,w] */
-    int out_c, out_h, out_w; /* per-sample output [c,h,w] */
-    size_t in_size, out_size;   /* elements per sample */
+    int in_c, in_h, in_w;         /* per-sample input  [c,h,w] */
+    int out_c, out_h, out_w;      /* per-sample output [c,h,w] */
+    size_t in_size, out_size;     /* elements per sample */
     size_t w_off, b_off, nparams; /* into the parameter buffer */
     double flops;                 /* forward FLOPs per sample */
     float *y, *dy;                /* [batch, out_size] on the device */
@@ -61,8 +61,8 @@ typedef struct {
 /* Infers shapes and sizes only (no allocation; be may be NULL): for --dry-run and tests. */
 void model_plan(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes, int batch);
 /* model_plan + allocation on the backend + seeded parameter initialisation. */
-void model_build(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes,
-                 int batch, const BackendOps *be, BackendCtx *ctx, uint64_t seed);
+void model_build(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes, int batch,
+                 const BackendOps *be, BackendCtx *ctx, uint64_t seed);
 void model_free(Model *m);
 
 /* Forward pass on the first n <= batch samples of m->x / m->labels, then the loss.

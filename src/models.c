@@ -8,22 +8,29 @@
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static const LayerDesc LENET[] = {
-    {LAYER_CONV, "conv1", 20, 5, 1, 0},  /* [20,24,24] */
-    {LAYER_MAXPOOL, "pool1", 0, 2, 2, 0}, /* [20,12,12] */
-    {LAYER_CONV, "conv2", 50, 5, 1, 0},  /* [50,8,8]   */
-    {LAYER_MAXPOOL, "pool2", 0, 2, 2, 0}, /* [50,4,4]   */
-    {LAYER_FC, "ip1", 500, 0, 0, 0},     /* [500]      */
-    {LAYER_RELU, "relu1", 0, 0, 0, 0},
-    {LAYER_FC, "ip2", 0, 0, 0, 0}, /* [classes] */
+    {LAYER_CONV, "conv1", 20, 5, 1, 0},                                  /* [20,24,24] */
+    {LAYER_MAXPOOL, "pool1", 0, 2, 2, 0},                                /* [20,12,12] */
+    {LAYER_CONV, "conv2", 50, 5, 1, 0},                                  /* [50,8,8]   */
+    {LAYER_MAXPOOL, "pool2", 0, 2, 2, 0},                                /* [50,4,4]   */
+    {LAYER_FC, "ip1", 500, 0, 0, 0},                                     /* [500]      */
+    {LAYER_RELU, "relu1", 0, 0, 0, 0},    {LAYER_FC, "ip2", 0, 0, 0, 0}, /* [classes] */
 };
-const ModelDesc model_lenet = {"lenet", "LeNet (Caffe MNIST example)", 1, 28, 28, 10,
-                               COUNT(LENET), LENET};
+const ModelDesc model_lenet = {"lenet", "LeNet (Caffe MNIST example)", 1, 28, 28, 10, COUNT(LENET),
+                               LENET};
 
-#define HIDDEN(i) {LAYER_FC, "fc" #i, 2048, 0, 0, 0}, {LAYER_RELU, "relu" #i, 0, 0, 0, 0}
+#define HIDDEN(i)                                                                                  \
+    {LAYER_FC, "fc" #i, 2048, 0, 0, 0}, {                                                          \
+        LAYER_RELU, "relu" #i, 0, 0, 0, 0                                                          \
+    }
 
 static const LayerDesc FCN5[] = {HIDDEN(1), HIDDEN(2), HIDDEN(3), {LAYER_FC, "fc4", 0, 0, 0, 0}};
 const ModelDesc model_fcn5 = {"fcn5", "FCN-5 (DLBench)", 26752, 1, 1, 26752, COUNT(FCN5), FCN5};
 
-static const LayerDesc FCN8[] = {HIDDEN(1), HIDDEN(2), HIDDEN(3), HIDDEN(4),
-                                 HIDDEN(5), HIDDEN(6), {LAYER_FC, "fc7", 0, 0, 0, 0}};
+static const LayerDesc FCN8[] = {HIDDEN(1),
+                                 HIDDEN(2),
+                                 HIDDEN(3),
+                                 HIDDEN(4),
+                                 HIDDEN(5),
+                                 HIDDEN(6),
+                                 {LAYER_FC, "fc7", 0, 0, 0, 0}};
 const ModelDesc model_fcn8 = {"fcn8", "FCN-8 (DLBench)", 26752, 1, 1, 26752, COUNT(FCN8), FCN8};

@@ -27,48 +27,62 @@ typedef struct {
     size_t offset;       /* into Options */
     const char *choices; /* T_CHOICE: comma-separated; NULL = ask the registry */
     double min;          /* numbers: smallest accepted value */
+    double max;          /* numbers: largest accepted value (0: no limit) */
     const char *help;
 } OptSpec;
 
 #define F(field) offsetof(Options, field)
 static const OptSpec SPECS[] = {
-    {"model", T_CHOICE, F(model), NULL, 0, "network to train"},
-    {"dataset", T_CHOICE, F(dataset), "synthetic,fashion-mnist,mnist", 0,
+    {"model", T_CHOICE, F(model), NULL, 0, 0, "network to train"},
+    {"dataset", T_CHOICE, F(dataset), "synthetic,fashion-mnist,mnist", 0, 0,
      "training data (synthetic: seeded random samples of the model's input shape)"},
-    {"data-dir", T_STRING, F(data_dir), NULL, 0,
+    {"data-dir", T_STRING, F(data_dir), NULL, 0, 0,
      "folder with the IDX files (default: /usr/share/datasets/<dataset>)"},
-    {"device", T_CHOICE, F(device), NULL, 0, "compute backend"},
-    {"exchange", T_CHOICE, F(exchange), NULL, 0, "gradient exchange strategy"},
-    {"batch", T_INT, F(batch), NULL, 1, "global batch per iteration, split evenly across ranks"},
-    {"iters", T_INT, F(iters), NULL, 1, "measured training iterations"},
-    {"warmup", T_INT, F(warmup), NULL, 0,
+    {"device", T_CHOICE, F(device), NULL, 0, 0, "compute backend"},
+    {"exchange", T_CHOICE, F(exchange), NULL, 0, 0, "gradient exchange strategy"},
+    {"batch", T_INT, F(batch), NULL, 1, 0, "global batch per iteration, split evenly across ranks"},
+    {"iters", T_INT, F(iters), NULL, 1, 0, "measured training iterations"},
+    {"warmup", T_INT, F(warmup), NULL, 0, 0,
      "warm-up iterations run before the measured ones, recorded and flagged"},
-    {"lr", T_DOUBLE, F(lr), NULL, 0, "learning rate"},
-    {"momentum", T_DOUBLE, F(momentum), NULL, 0, "SGD momentum"},
-    {"weight-decay", T_DOUBLE, F(weight_decay), NULL, 0, "L2 weight decay"},
-    {"seed", T_LONG, F(seed), NULL, 0, "seed for initial parameters, data order and synthetic data"},
-    {"threads", T_INT, F(threads), NULL, 1, "BLAS threads per rank"},
-    {"bucket-mb", T_DOUBLE, F(bucket_mb), NULL, 0.001,
+    {"lr", T_DOUBLE, F(lr), NULL, 0, 0, "learning rate"},
+    {"momentum", T_DOUBLE, F(momentum), NULL, 0, 0, "SGD momentum"},
+    {"weight-decay", T_DOUBLE, F(weight_decay), NULL, 0, 0, "L2 weight decay"},
+    {"seed", T_LONG, F(seed), NULL, 0, 0,
+     "seed for initial parameters, data order and synthetic data"},
+    {"threads", T_INT, F(threads), NULL, 1, 0, "BLAS threads per rank"},
+    {"bucket-mb", T_DOUBLE, F(bucket_mb), NULL, 0.001, 0,
      "gradient bucket size for the exchange, MiB"},
-    {"ranks-per-node", T_INT, F(ranks_per_node), NULL, 0,
+    {"ps-ranks", T_INT, F(ps_ranks), NULL, 1, 0,
+     "async: ranks that serve parameters (the last ones); the others train"},
+    {"staleness", T_INT, F(staleness), NULL, 0, 0,
+     "async: a worker gets parameters only when every worker has pushed at least its own count "
+     "minus S gradients; ssp: the allreduce of iteration t is applied at t+S"},
+    {"sync-period", T_INT, F(sync_period), NULL, 1, 0,
+     "mixed: iterations between asynchronous exchanges of node leaders"},
+    {"straggler", T_STRING, F(straggler), NULL, 0, 0,
+     "slow one rank: RANK:FACTOR (compute x FACTOR) or RANK:+MS (\"\": none)"},
+    {"straggler-random", T_DOUBLE, F(straggler_random), NULL, 0, 1,
+     "probability per rank and iteration of a hiccup (compute x 3)"},
+    {"target-acc", T_DOUBLE, F(target_acc), NULL, 0, 1,
+     "stop when the test accuracy reaches this (0: never); see --eval-every"},
+    {"ranks-per-node", T_INT, F(ranks_per_node), NULL, 0, 0,
      "group ranks into nodes of K consecutive ranks (0: detect shared-memory nodes)"},
-    {"eval-every", T_INT, F(eval_every), NULL, 0,
+    {"eval-every", T_INT, F(eval_every), NULL, 0, 0,
      "evaluate test accuracy every N iterations (0: only at the end)"},
-    {"flush-every", T_INT, F(flush_every), NULL, 1,
+    {"flush-every", T_INT, F(flush_every), NULL, 1, 0,
      "iterations buffered per block written to the HDF5 file"},
-    {"output", T_STRING, F(output), NULL, 0, "HDF5 result file"},
-    {"overwrite", T_FLAG, F(overwrite), NULL, 0, "replace the output file if it exists"},
-    {"tag", T_STRING, F(tag), NULL, 0, "free text stored with the results"},
-    {"save-model", T_STRING, F(save_model), NULL, 0,
+    {"output", T_STRING, F(output), NULL, 0, 0, "HDF5 result file"},
+    {"overwrite", T_FLAG, F(overwrite), NULL, 0, 0, "replace the output file if it exists"},
+    {"tag", T_STRING, F(tag), NULL, 0, 0, "free text stored with the results"},
+    {"save-model", T_STRING, F(save_model), NULL, 0, 0,
      "write the final parameters to this file (raw float32 after a 64-byte header; \"\": don't)"},
-    {"dry-run", T_FLAG, F(dry_run), NULL, 0,
+    {"dry-run", T_FLAG, F(dry_run), NULL, 0, 0,
      "print the model (layers, shapes, parameters, FLOPs) and exit"},
 };
 #undef F
 #define NSPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
 
-static void set_defaults(Options *o)
-{
+static void set_defaults(Options *o) {
     memset(o, 0, sizeof *o);
     o->model = "lenet";
     o->dataset = "fashion-mnist";
@@ -85,6 +99,12 @@ static void set_defaults(Options *o)
     o->flush_every = 50;
     o->eval_every = 0;
     o->ranks_per_node = 0;
+    o->ps_ranks = 1;
+    o->staleness = 1;
+    o->sync_period = 2;
+    o->straggler = "";
+    o->straggler_random = 0.0;
+    o->target_acc = 0.0;
     o->lr = 0.01;
     o->momentum = 0.9;
     o->weight_decay = 0.0;
@@ -92,8 +112,7 @@ static void set_defaults(Options *o)
     o->seed = 42;
 }
 
-const char *options_choices(const char *key)
-{
+const char *options_choices(const char *key) {
     if (!strcmp(key, "model")) return registry_model_names();
     if (!strcmp(key, "device")) return registry_backend_names();
     if (!strcmp(key, "exchange")) return registry_exchange_names();
@@ -102,20 +121,28 @@ const char *options_choices(const char *key)
     return NULL;
 }
 
-static void value_text(const Options *o, const OptSpec *s, char *buf, size_t len)
-{
+static void value_text(const Options *o, const OptSpec *s, char *buf, size_t len) {
     const char *base = (const char *)o + s->offset;
     switch (s->type) {
-    case T_INT: snprintf(buf, len, "%d", *(const int *)base); break;
-    case T_LONG: snprintf(buf, len, "%ld", *(const long *)base); break;
-    case T_DOUBLE: snprintf(buf, len, "%g", *(const double *)base); break;
-    case T_FLAG: snprintf(buf, len, "%s", *(const int *)base ? "yes" : "no"); break;
-    default: snprintf(buf, len, "%s", *(char *const *)base); break;
+    case T_INT:
+        snprintf(buf, len, "%d", *(const int *)base);
+        break;
+    case T_LONG:
+        snprintf(buf, len, "%ld", *(const long *)base);
+        break;
+    case T_DOUBLE:
+        snprintf(buf, len, "%g", *(const double *)base);
+        break;
+    case T_FLAG:
+        snprintf(buf, len, "%s", *(const int *)base ? "yes" : "no");
+        break;
+    default:
+        snprintf(buf, len, "%s", *(char *const *)base);
+        break;
     }
 }
 
-static int in_list(const char *list, const char *word)
-{
+static int in_list(const char *list, const char *word) {
     size_t n = strlen(word);
     for (const char *p = list; p && *p;) {
         const char *end = strchr(p, ',');
@@ -126,8 +153,7 @@ static int in_list(const char *list, const char *word)
     return 0;
 }
 
-static void print_help(const Options *defaults)
-{
+static void print_help(const Options *defaults) {
     printf("Usage: mpirun -np N dtbench [options]\n"
            "Trains a network data-parallel on every rank and records per-iteration timings of\n"
            "every rank into one HDF5 file.\n\nOptions (default in brackets):\n");
@@ -135,7 +161,8 @@ static void print_help(const Options *defaults)
         const OptSpec *s = &SPECS[i];
         char val[256], arg[64] = "";
         value_text(defaults, s, val, sizeof val);
-        if (s->type == T_CHOICE) snprintf(arg, sizeof arg, " {%s}", options_choices(s->name));
+        if (s->type == T_CHOICE)
+            snprintf(arg, sizeof arg, " {%s}", options_choices(s->name));
         else if (s->type != T_FLAG)
             snprintf(arg, sizeof arg, " %s",
                      s->type == T_STRING ? "TEXT" : (s->type == T_DOUBLE ? "X" : "N"));
@@ -146,28 +173,35 @@ static void print_help(const Options *defaults)
 }
 
 /* Returns NULL when fine, else an error text in err. */
-static const char *set_value(Options *o, const OptSpec *s, const char *arg, char *err, size_t len)
-{
+static const char *set_value(Options *o, const OptSpec *s, const char *arg, char *err, size_t len) {
     char *base = (char *)o + s->offset, *end = NULL;
     errno = 0;
     switch (s->type) {
     case T_INT:
     case T_LONG: {
         long v = strtol(arg, &end, 10);
-        if (errno || end == arg || *end || v < (long)s->min || (s->type == T_INT && v > 1 << 30)) {
+        if (errno || end == arg || *end || v < (long)s->min || (s->type == T_INT && v > 1 << 30) ||
+            (s->max > 0 && v > (long)s->max)) {
             snprintf(err, len, "--%s: '%s' is not accepted: expected an integer >= %ld", s->name,
                      arg, (long)s->min);
             return err;
         }
-        if (s->type == T_INT) *(int *)base = (int)v;
-        else *(long *)base = v;
+        if (s->type == T_INT)
+            *(int *)base = (int)v;
+        else
+            *(long *)base = v;
         return NULL;
     }
     case T_DOUBLE: {
         double v = strtod(arg, &end);
-        if (errno || end == arg || *end || !isfinite(v) || v < s->min) {
-            snprintf(err, len, "--%s: '%s' is not accepted: expected a number >= %g", s->name, arg,
-                     s->min);
+        if (errno || end == arg || *end || !isfinite(v) || v < s->min ||
+            (s->max > 0 && v > s->max)) {
+            if (s->max > 0)
+                snprintf(err, len, "--%s: '%s' is not accepted: expected a number from %g to %g",
+                         s->name, arg, s->min, s->max);
+            else
+                snprintf(err, len, "--%s: '%s' is not accepted: expected a number >= %g", s->name,
+                         arg, s->min);
             return err;
         }
         *(double *)base = v;
@@ -190,13 +224,14 @@ static const char *set_value(Options *o, const OptSpec *s, const char *arg, char
         }
         *(char **)base = strdup(arg);
         return NULL;
-    case T_FLAG: *(int *)base = 1; return NULL;
+    case T_FLAG:
+        *(int *)base = 1;
+        return NULL;
     }
     return NULL;
 }
 
-void options_parse(int argc, char **argv, Options *o)
-{
+void options_parse(int argc, char **argv, Options *o) {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     set_defaults(o);
@@ -217,8 +252,10 @@ void options_parse(int argc, char **argv, Options *o)
     while (!bad && (c = getopt_long(argc, argv, ":hV", longopts, NULL)) != -1) {
         if (c == 'h' || c == 'V') {
             if (rank == 0) {
-                if (c == 'h') print_help(&defaults);
-                else printf("dtbench %s\n", PACKAGE_VERSION);
+                if (c == 'h')
+                    print_help(&defaults);
+                else
+                    printf("dtbench %s\n", PACKAGE_VERSION);
             }
             MPI_Finalize();
             exit(0);
@@ -234,14 +271,14 @@ void options_parse(int argc, char **argv, Options *o)
         }
     }
     if (!bad && optind < argc) {
-        snprintf(err, sizeof err, "'%s': unexpected argument (options start with --)", argv[optind]);
+        snprintf(err, sizeof err, "'%s': unexpected argument (options start with --)",
+                 argv[optind]);
         bad = 1;
     }
     usage_check_all(!bad, "%s", err);
 }
 
-void options_visit(const Options *o, OptionVisitor fn, void *user)
-{
+void options_visit(const Options *o, OptionVisitor fn, void *user) {
     char val[1024];
     for (int i = 0; i < NSPECS; i++) {
         value_text(o, &SPECS[i], val, sizeof val);
@@ -254,8 +291,7 @@ typedef struct {
     size_t len, cap;
 } StrBuf;
 
-static void sb_add(StrBuf *b, const char *s)
-{
+static void sb_add(StrBuf *b, const char *s) {
     size_t n = strlen(s);
     if (b->len + n + 1 > b->cap) {
         b->cap = 2 * (b->len + n + 1);
@@ -266,21 +302,22 @@ static void sb_add(StrBuf *b, const char *s)
     b->len += n;
 }
 
-static void json_string(StrBuf *b, const char *s)
-{
+static void json_string(StrBuf *b, const char *s) {
     char esc[8];
     sb_add(b, "\"");
     for (; *s; s++) {
-        if (*s == '"' || *s == '\\') snprintf(esc, sizeof esc, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20) snprintf(esc, sizeof esc, "\\u%04x", *s);
-        else snprintf(esc, sizeof esc, "%c", *s);
+        if (*s == '"' || *s == '\\')
+            snprintf(esc, sizeof esc, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            snprintf(esc, sizeof esc, "\\u%04x", *s);
+        else
+            snprintf(esc, sizeof esc, "%c", *s);
         sb_add(b, esc);
     }
     sb_add(b, "\"");
 }
 
-static void json_member(const char *key, const char *value, void *user)
-{
+static void json_member(const char *key, const char *value, void *user) {
     StrBuf *b = user;
     if (b->len > 1) sb_add(b, ", ");
     json_string(b, key);
@@ -288,8 +325,7 @@ static void json_member(const char *key, const char *value, void *user)
     json_string(b, value);
 }
 
-char *options_to_json(const Options *o)
-{
+char *options_to_json(const Options *o) {
     StrBuf b = {0};
     sb_add(&b, "{");
     options_visit(o, json_member, &b);

@@ -15,13 +15,19 @@ typedef struct {
     char *output;   /* HDF5 result file */
     char *tag;
     char *save_model; /* "" = do not save */
-    int batch; /* global batch, split evenly across ranks */
-    int iters; /* measured iterations */
+    int batch;        /* global batch, split evenly across ranks */
+    int iters;        /* measured iterations */
     int warmup;
     int threads;
     int flush_every;
-    int eval_every; /* 0 = only at the end */
+    int eval_every;     /* 0 = only at the end */
     int ranks_per_node; /* 0 = from MPI_COMM_TYPE_SHARED */
+    int ps_ranks;       /* async: parameter-server ranks */
+    int staleness;      /* async: clock bound; ssp: delay of the allreduce */
+    int sync_period;    /* mixed: iterations between exchanges across nodes */
+    char *straggler;    /* "RANK:FACTOR" or "RANK:+MS", "" = none */
+    double straggler_random;
+    double target_acc; /* 0 = none */
     double lr, momentum, weight_decay;
     double bucket_mb;
     long seed;

@@ -15,8 +15,11 @@ typedef struct {
     double start; /* aligned clock, s since rank 0's t0 */
     double data, forward, backward, exchange, update, total; /* s */
     double loss;
-    double bytes_sent;
-    double record; /* the recorder's own cost just before this iteration, s */
+    double bytes_sent, bytes_recv;
+    double staleness, version; /* see ExchangeStep */
+    double exchange_wait;      /* s of `exchange` spent waiting for other ranks */
+    double straggler_delay;    /* s of injected delay (--straggler), inside `backward` */
+    double record;             /* the recorder's own cost just before this iteration, s */
 } IterRecord;
 
 typedef struct {
@@ -36,9 +39,17 @@ typedef struct {
 /* Key/value pairs stored as root attributes (strings or integers) and in /config. */
 typedef struct {
     const char *key;
-    const char *text; /* NULL for an integer */
+    const char *text; /* NULL for a number */
     long long value;
+    int is_real; /* the number is `real`, not `value` */
+    double real;
 } RunAttr;
+#define RUN_TEXT(key, text)                                                                        \
+    { key, text, 0, 0, 0.0 }
+#define RUN_INT(key, value)                                                                        \
+    { key, NULL, value, 0, 0.0 }
+#define RUN_REAL(key, value)                                                                       \
+    { key, NULL, 0, 1, value }
 
 typedef struct {
     const char *path;
@@ -56,6 +67,7 @@ typedef struct {
     /* this rank's row of /ranks */
     const char *host;
     int node, local_rank;
+    int role; /* EXCHANGE_WORKER (0) or EXCHANGE_SERVER (1) */
     long long pid;
     double clock_offset_start, clock_rtt;
 } RecorderConfig;
@@ -65,9 +77,11 @@ typedef enum { RUN_RUNNING = 0, RUN_COMPLETED = 1, RUN_STOPPED = 2, RUN_FAILED =
 /* How this rank ended, written at close. */
 typedef struct {
     RunStatus status;
-    const char *stop_reason;   /* completed | signal | error */
-    double clock_offset_end;   /* clock offset to rank 0 measured after the run */
-    uint64_t param_hash;       /* FNV-1a of the final parameters' bytes */
+    const char *stop_reason; /* completed | signal | error */
+    double clock_offset_end; /* clock offset to rank 0 measured after the run */
+    uint64_t param_hash;     /* FNV-1a of the final parameters' bytes */
+    int64_t updates_pushed;  /* gradient updates this rank sent to the exchange */
+    int64_t updates_applied; /* updates this rank applied (servers: pushes it applied) */
 } RunEnd;
 
 typedef struct Recorder Recorder;

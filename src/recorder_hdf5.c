@@ -17,7 +17,23 @@
 
 #define HOST_LEN 64
 
-enum { R_RANK, R_HOST, R_NODE, R_LOCAL, R_PID, R_OFF0, R_OFF1, R_RTT, R_DONE, R_STATUS, R_HASH, R_N };
+enum {
+    R_RANK,
+    R_HOST,
+    R_NODE,
+    R_LOCAL,
+    R_PID,
+    R_OFF0,
+    R_OFF1,
+    R_RTT,
+    R_DONE,
+    R_STATUS,
+    R_HASH,
+    R_ROLE,
+    R_PUSHED,
+    R_APPLIED,
+    R_N
+};
 static const struct {
     const char *name, *description;
 } RANK_SETS[R_N] = {
@@ -31,7 +47,11 @@ static const struct {
     {"clock_rtt", "smallest ping-pong round trip when measuring the offset, s"},
     {"completed", "iterations completed and written (warm-up included)"},
     {"status", "0 never finished (killed), 1 completed, 2 stopped early by a signal, 3 error"},
-    {"param_hash", "FNV-1a hash of the final parameters (equal on all ranks in sync data parallelism)"},
+    {"param_hash",
+     "FNV-1a hash of the final parameters (equal on all ranks in sync data parallelism)"},
+    {"role", "0 worker (trains), 1 parameter server (serves, no iterations)"},
+    {"updates_pushed", "gradient updates this rank sent to the exchange"},
+    {"updates_applied", "updates this rank applied (a server: the pushes it applied)"},
 };
 
 struct Recorder {
@@ -44,7 +64,7 @@ struct Recorder {
     int64_t iters_total, next_to_write, completed;
     IterRecord *buf; /* [flush_every] */
     int nbuf;
-    double *column;  /* [flush_every] scratch */
+    double *column; /* [flush_every] scratch */
 };
 
 /* ---- HDF5 error text for H5_CHECK ---------------------------------------------------------- */
@@ -53,16 +73,14 @@ typedef struct {
     char api[64], desc[400];
 } H5Msg;
 
-static herr_t h5_walk(unsigned n, const H5E_error2_t *e, void *data)
-{
+static herr_t h5_walk(unsigned n, const H5E_error2_t *e, void *data) {
     H5Msg *m = data;
     if (n == 0) snprintf(m->api, sizeof m->api, "%s", e->func_name);
     snprintf(m->desc, sizeof m->desc, "%s", e->desc); /* keep the innermost */
     return 0;
 }
 
-const char *h5_error_message(void)
-{
+const char *h5_error_message(void) {
     static char text[512];
     H5Msg m = {"", "no HDF5 error on the stack"};
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, h5_walk, &m);
@@ -72,8 +90,7 @@ const char *h5_error_message(void)
 
 /* ---- small writers ------------------------------------------------------------------------- */
 
-static void attr_text(hid_t loc, const char *name, const char *value)
-{
+static void attr_text(hid_t loc, const char *name, const char *value) {
     hid_t type = H5_CHECK(H5Tcopy(H5T_C_S1));
     H5_CHECK(H5Tset_size(type, H5T_VARIABLE));
     H5_CHECK(H5Tset_cset(type, H5T_CSET_UTF8));
@@ -83,23 +100,20 @@ static void attr_text(hid_t loc, const char *name, const char *value)
     H5Aclose(a), H5Sclose(space), H5Tclose(type);
 }
 
-static void attr_number(hid_t loc, const char *name, hid_t type, const void *value)
-{
+static void attr_number(hid_t loc, const char *name, hid_t type, const void *value) {
     hid_t space = H5_CHECK(H5Screate(H5S_SCALAR));
     hid_t a = H5_CHECK(H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT));
     H5_CHECK(H5Awrite(a, type, value));
     H5Aclose(a), H5Sclose(space);
 }
 
-static void attr_ll(hid_t loc, const char *name, long long v)
-{
+static void attr_ll(hid_t loc, const char *name, long long v) {
     attr_number(loc, name, H5T_NATIVE_LLONG, &v);
 }
 
 /* A contiguous dataset allocated and filled at creation, so no metadata changes later. */
 static hid_t create_set(hid_t loc, const char *name, hid_t type, int rank, const hsize_t *dims,
-                        const void *fill)
-{
+                        const void *fill) {
     hid_t dcpl = H5_CHECK(H5Pcreate(H5P_DATASET_CREATE));
     H5_CHECK(H5Pset_layout(dcpl, H5D_CONTIGUOUS));
     H5_CHECK(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY));
@@ -114,8 +128,7 @@ static hid_t create_set(hid_t loc, const char *name, hid_t type, int rank, const
 
 /* Independent write of n elements at `start` of a 1-D or 2-D dataset. */
 static void write_at(hid_t set, hid_t memtype, int ndims, const hsize_t *start, hsize_t n,
-                     const void *data)
-{
+                     const void *data) {
     hsize_t count[2] = {1, 1};
     count[ndims - 1] = n;
     hid_t fspace = H5_CHECK(H5Dget_space(set));
@@ -125,16 +138,14 @@ static void write_at(hid_t set, hid_t memtype, int ndims, const hsize_t *start, 
     H5Sclose(mspace), H5Sclose(fspace);
 }
 
-static void write_rank_value(Recorder *r, int which, hid_t memtype, const void *value)
-{
+static void write_rank_value(Recorder *r, int which, hid_t memtype, const void *value) {
     hsize_t start = (hsize_t)r->rank;
     write_at(r->rank_sets[which], memtype, 1, &start, 1, value);
 }
 
 /* ---- create --------------------------------------------------------------------------------- */
 
-static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen)
-{
+static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) {
     Recorder *r = xcalloc(1, sizeof *r);
     r->comm = c->comm;
     MPI_CHECK(MPI_Comm_rank(c->comm, &r->rank));
@@ -162,8 +173,12 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen)
     /* Root attributes. */
     attr_ll(file, "schema_version", 1);
     for (int i = 0; i < c->nattrs; i++) {
-        if (c->attrs[i].text) attr_text(file, c->attrs[i].key, c->attrs[i].text);
-        else attr_ll(file, c->attrs[i].key, c->attrs[i].value);
+        if (c->attrs[i].text)
+            attr_text(file, c->attrs[i].key, c->attrs[i].text);
+        else if (c->attrs[i].is_real)
+            attr_number(file, c->attrs[i].key, H5T_NATIVE_DOUBLE, &c->attrs[i].real);
+        else
+            attr_ll(file, c->attrs[i].key, c->attrs[i].value);
     }
     attr_ll(file, "iters_total", c->iters_total);
     attr_ll(file, "warmup", c->warmup);
@@ -175,7 +190,8 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen)
     attr_text(file, "start_time", now);
 
     hid_t g = H5_CHECK(H5Gcreate2(file, "config", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-    for (int i = 0; i < c->nconfig; i++) attr_text(g, c->config[i].key, c->config[i].text);
+    for (int i = 0; i < c->nconfig; i++)
+        attr_text(g, c->config[i].key, c->config[i].text);
     H5Gclose(g);
 
     /* /iterations */
@@ -193,9 +209,10 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen)
     /* /ranks */
     hid_t host_type = H5_CHECK(H5Tcopy(H5T_C_S1));
     H5_CHECK(H5Tset_size(host_type, HOST_LEN));
-    hid_t types[R_N] = {H5T_STD_I32LE,  host_type,      H5T_STD_I32LE,  H5T_STD_I32LE,
-                        H5T_STD_I64LE,  H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE,
-                        H5T_STD_I64LE,  H5T_STD_I32LE,  H5T_STD_U64LE};
+    hid_t types[R_N] = {H5T_STD_I32LE, host_type,      H5T_STD_I32LE,  H5T_STD_I32LE,
+                        H5T_STD_I64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE,
+                        H5T_STD_I64LE, H5T_STD_I32LE,  H5T_STD_U64LE,  H5T_STD_I32LE,
+                        H5T_STD_I64LE, H5T_STD_I64LE};
     g = H5_CHECK(H5Gcreate2(file, "ranks", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     for (int i = 0; i < R_N; i++) {
         const void *fill = H5Tequal(types[i], H5T_IEEE_F64LE) > 0 ? (const void *)&nan : NULL;
@@ -209,7 +226,8 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen)
         static const char *names[4] = {"iteration", "time", "accuracy", "loss"};
         hsize_t n = (hsize_t)c->n_evals;
         g = H5_CHECK(H5Gcreate2(file, "eval", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-        for (int i = 0; i < 4; i++) r->eval_sets[i] = create_set(g, names[i], H5T_IEEE_F64LE, 1, &n, &nan);
+        for (int i = 0; i < 4; i++)
+            r->eval_sets[i] = create_set(g, names[i], H5T_IEEE_F64LE, 1, &n, &nan);
         H5Gclose(g);
     }
 
@@ -221,6 +239,7 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen)
     write_rank_value(r, R_HOST, host_type, host);
     write_rank_value(r, R_NODE, H5T_NATIVE_INT, &c->node);
     write_rank_value(r, R_LOCAL, H5T_NATIVE_INT, &c->local_rank);
+    write_rank_value(r, R_ROLE, H5T_NATIVE_INT, &c->role);
     write_rank_value(r, R_PID, H5T_NATIVE_LLONG, &c->pid);
     write_rank_value(r, R_OFF0, H5T_NATIVE_DOUBLE, &c->clock_offset_start);
     write_rank_value(r, R_RTT, H5T_NATIVE_DOUBLE, &c->clock_rtt);
@@ -233,8 +252,7 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen)
 
 /* ---- per iteration -------------------------------------------------------------------------- */
 
-static void write_block(Recorder *r)
-{
+static void write_block(Recorder *r) {
     if (r->nbuf == 0) return;
     hsize_t start[2] = {(hsize_t)r->rank, (hsize_t)r->next_to_write};
     for (int f = 0; f < ITER_NFIELDS; f++) {
@@ -249,29 +267,30 @@ static void write_block(Recorder *r)
     write_rank_value(r, R_DONE, H5T_NATIVE_LLONG, &done);
 }
 
-static void hdf5_record_iteration(Recorder *r, int64_t iter, const IterRecord *rec)
-{
+static void hdf5_record_iteration(Recorder *r, int64_t iter, const IterRecord *rec) {
     if (iter != r->next_to_write + r->nbuf || iter >= r->iters_total)
         check_fail(__FILE__, __LINE__, "record_iteration", "iterations must be recorded in order");
     r->buf[r->nbuf++] = *rec;
     if (r->nbuf == r->flush_every) write_block(r);
 }
 
-static void hdf5_record_eval(Recorder *r, int index, const EvalRecord *e)
-{
+static void hdf5_record_eval(Recorder *r, int index, const EvalRecord *e) {
     hsize_t start = (hsize_t)index;
     const double v[4] = {e->iteration, e->time, e->accuracy, e->loss};
-    for (int i = 0; i < 4; i++) write_at(r->eval_sets[i], H5T_NATIVE_DOUBLE, 1, &start, 1, &v[i]);
+    for (int i = 0; i < 4; i++)
+        write_at(r->eval_sets[i], H5T_NATIVE_DOUBLE, 1, &start, 1, &v[i]);
 }
 
-static void hdf5_close(Recorder *r, const RunEnd *end)
-{
+static void hdf5_close(Recorder *r, const RunEnd *end) {
     write_block(r);
     int st = (int)end->status;
     unsigned long long hash = end->param_hash;
     write_rank_value(r, R_STATUS, H5T_NATIVE_INT, &st);
     write_rank_value(r, R_OFF1, H5T_NATIVE_DOUBLE, &end->clock_offset_end);
     write_rank_value(r, R_HASH, H5T_NATIVE_ULLONG, &hash);
+    long long pushed = end->updates_pushed, applied = end->updates_applied;
+    write_rank_value(r, R_PUSHED, H5T_NATIVE_LLONG, &pushed);
+    write_rank_value(r, R_APPLIED, H5T_NATIVE_LLONG, &applied);
 
     /* Collective from here: the end attributes, with rank 0's values. */
     int worst = st;
@@ -285,8 +304,10 @@ static void hdf5_close(Recorder *r, const RunEnd *end)
     attr_text(r->file, "stop_reason", worst == RUN_FAILED ? "error" : reason);
     attr_ll(r->file, "finished", 1);
 
-    for (int i = 0; i < ITER_NFIELDS; i++) H5Dclose(r->iter_sets[i]);
-    for (int i = 0; i < R_N; i++) H5Dclose(r->rank_sets[i]);
+    for (int i = 0; i < ITER_NFIELDS; i++)
+        H5Dclose(r->iter_sets[i]);
+    for (int i = 0; i < R_N; i++)
+        H5Dclose(r->rank_sets[i]);
     for (int i = 0; i < 4; i++)
         if (r->eval_sets[i] > 0) H5Dclose(r->eval_sets[i]);
     H5_CHECK(H5Fclose(r->file));

@@ -7,13 +7,11 @@
 
 static volatile sig_atomic_t received = 0;
 
-static void on_signal(int sig)
-{
+static void on_signal(int sig) {
     received = sig;
 }
 
-void signals_install(void)
-{
+void signals_install(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -23,7 +21,6 @@ void signals_install(void)
     sigaction(SIGUSR1, &sa, NULL);
 }
 
-int signals_stop_requested(void)
-{
+int signals_stop_requested(void) {
     return received;
 }

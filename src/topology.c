@@ -2,8 +2,7 @@
 #include "topology.h"
 #include "check.h"
 
-void topology_init(Topology *t, int ranks_per_node)
-{
+void topology_init(Topology *t, int ranks_per_node) {
     MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &t->rank));
     MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &t->nranks));
     if (ranks_per_node > 0)
@@ -26,8 +25,7 @@ void topology_init(Topology *t, int ranks_per_node)
     t->node = node;
 }
 
-void topology_free(Topology *t)
-{
+void topology_free(Topology *t) {
     if (t->leader_comm != MPI_COMM_NULL) MPI_Comm_free(&t->leader_comm);
     MPI_Comm_free(&t->node_comm);
 }

@@ -7,7 +7,7 @@
 
 typedef struct {
     int rank, nranks;
-    int node, nnodes;     /* this rank's node index, node count */
+    int node, nnodes; /* this rank's node index, node count */
     int local_rank, local_size;
     MPI_Comm node_comm;   /* ranks of this node */
     MPI_Comm leader_comm; /* local rank 0 of every node (MPI_COMM_NULL elsewhere) */

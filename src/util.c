@@ -12,30 +12,26 @@
 #include <time.h>
 #include <unistd.h>
 
-double dt_now(void)
-{
+double dt_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void dt_iso_time(char *buf, size_t len)
-{
+void dt_iso_time(char *buf, size_t len) {
     time_t t = time(NULL);
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-const char *dt_hostname(void)
-{
+const char *dt_hostname(void) {
     static char host[256];
     if (!host[0] && gethostname(host, sizeof host - 1) != 0) strcpy(host, "unknown");
     return host;
 }
 
-int dt_rank(void)
-{
+int dt_rank(void) {
     int initialized = 0, finalized = 0, rank = -1;
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
@@ -43,8 +39,7 @@ int dt_rank(void)
     return rank;
 }
 
-_Noreturn void check_fail(const char *file, int line, const char *what, const char *msg)
-{
+_Noreturn void check_fail(const char *file, int line, const char *what, const char *msg) {
     fprintf(stderr, "dtbench: rank %d on %s: %s:%d: %s: %s\n", dt_rank(), dt_hostname(), file, line,
             what, msg);
     fflush(stderr);
@@ -55,22 +50,19 @@ _Noreturn void check_fail(const char *file, int line, const char *what, const ch
     exit(1);
 }
 
-void *xmalloc(size_t bytes)
-{
+void *xmalloc(size_t bytes) {
     void *p = malloc(bytes ? bytes : 1);
     ALLOC_CHECK(p);
     return p;
 }
 
-void *xcalloc(size_t n, size_t size)
-{
+void *xcalloc(size_t n, size_t size) {
     void *p = calloc(n ? n : 1, size ? size : 1);
     ALLOC_CHECK(p);
     return p;
 }
 
-uint64_t rng_mix(uint64_t x)
-{
+uint64_t rng_mix(uint64_t x) {
     x += 0x9e3779b97f4a7c15ULL;
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
@@ -78,8 +70,7 @@ uint64_t rng_mix(uint64_t x)
 }
 
 const char *output_path_problem(const char *option, const char *path, int overwrite, char *err,
-                                size_t len)
-{
+                                size_t len) {
     struct stat st;
     if (stat(path, &st) == 0) {
         if (S_ISDIR(st.st_mode))
@@ -89,14 +80,17 @@ const char *output_path_problem(const char *option, const char *path, int overwr
                      "%s: %s exists; results are never overwritten silently (pass --overwrite to "
                      "replace it, or choose another file)",
                      option, path);
-        else return NULL;
+        else
+            return NULL;
         return err;
     }
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
-    if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
-    else strcpy(dir, ".");
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    else
+        strcpy(dir, ".");
     if (access(dir, W_OK | X_OK) != 0) {
         snprintf(err, len, "%s: cannot create %s: folder %s: %s", option, path, dir,
                  strerror(errno));
@@ -105,8 +99,7 @@ const char *output_path_problem(const char *option, const char *path, int overwr
     return NULL;
 }
 
-void usage_check_all(int ok, const char *fmt, ...)
-{
+void usage_check_all(int ok, const char *fmt, ...) {
     int rank = 0, nranks = 1;
     MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &nranks));

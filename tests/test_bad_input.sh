@@ -8,6 +8,9 @@ expect_bad() {
     local n=$1 pattern=$2
     shift 2
     set +e
+    local args=() a
+    for a in "$@"; do if [ "$a" = --np4 ]; then n=4; else args+=("$a"); fi; done
+    set -- "${args[@]}"
     if [ "$n" = 0 ]; then "$DTBENCH" "$@" >out.txt 2>err.txt; else run_np "$n" "$@" >out.txt 2>err.txt; fi
     local rc=$?
     set -e
@@ -28,7 +31,7 @@ O="--output bad.h5"
 expect_bad 0 "--model: 'resnet9' is not accepted: expected one of lenet,fcn5,fcn8" --model resnet9 $O
 expect_bad 2 "--model: 'resnet9' is not accepted: expected one of lenet,fcn5,fcn8" --model resnet9 $O
 expect_bad 0 "--dataset: 'cifar' is not accepted: expected one of synthetic,fashion-mnist,mnist" --dataset cifar $O
-expect_bad 0 "--exchange: 'allgather' is not accepted: expected one of sync" --exchange allgather $O
+expect_bad 0 "--exchange: 'allgather' is not accepted: expected one of sync,async,ssp,mixed" --exchange allgather $O
 expect_bad 0 "--device: 'tpu' is not accepted" --device tpu $O
 expect_bad 0 "--bogus: unknown option" --bogus $O
 expect_bad 0 "--iters: a value is required" $O --iters
@@ -43,6 +46,13 @@ expect_bad 0 "--bucket-mb: 'x' is not accepted" --bucket-mb x $O
 expect_bad 0 "unexpected argument" stray $O
 expect_bad 2 "--batch: 63 is not accepted with 2 ranks" --batch 63 $O
 expect_bad 2 "--ranks-per-node: 3 does not divide the 2 ranks" --ranks-per-node 3 $O
+expect_bad 2 "--ps-ranks: 2 is not accepted with 2 ranks for --exchange async: expected 1 to 1" --exchange async --ps-ranks 2 $O
+expect_bad 2 "--batch: 64 is not accepted with 3 workers" --exchange async --ps-ranks 1 --batch 64 $O --np4
+expect_bad 0 "--straggler: '3' is not accepted: expected RANK:FACTOR" --straggler 3 $O
+expect_bad 0 "--straggler: '1:0.5' is not accepted" --straggler 1:0.5 $O
+expect_bad 2 "--straggler: rank 5 is not accepted: the job has ranks 0 to 1" --straggler 5:2 $O
+expect_bad 0 "--target-acc: '1.5' is not accepted: expected a number from 0 to 1" --target-acc 1.5 $O
+expect_bad 0 "--staleness: '-1' is not accepted: expected an integer >= 0" --staleness -1 $O
 
 # Data: a missing folder, a missing file, a malformed file.
 expect_bad 2 "--data-dir: /nonexistent/fmnist has no train-images-idx3-ubyte" --data-dir /nonexistent/fmnist $O

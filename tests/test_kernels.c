@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 static const BackendOps *B = &cpu_backend;
 static BackendCtx *ctx;
 static int failures;

@@ -26,8 +26,7 @@ static int failures = 0;
         }                                                                                          \
     } while (0)
 
-static void test_counts(void)
-{
+static void test_counts(void) {
     struct {
         const ModelDesc *d;
         int c, h, w, k;
@@ -48,8 +47,8 @@ static void test_counts(void)
     }
     Model m;
     model_plan(&m, &model_lenet, 1, 28, 28, 10, 8);
-    int shapes[][3] = {{20, 24, 24}, {20, 12, 12}, {50, 8, 8}, {50, 4, 4}, {500, 1, 1},
-                       {500, 1, 1},  {10, 1, 1}};
+    int shapes[][3] = {{20, 24, 24}, {20, 12, 12}, {50, 8, 8}, {50, 4, 4},
+                       {500, 1, 1},  {500, 1, 1},  {10, 1, 1}};
     for (int i = 0; i < m.nlayers; i++)
         EXPECT(m.layers[i].out_c == shapes[i][0] && m.layers[i].out_h == shapes[i][1] &&
                    m.layers[i].out_w == shapes[i][2],
@@ -62,10 +61,10 @@ static void test_counts(void)
 
 /* The whole network's gradient computed by chaining the naive reference kernels of
  * tests/ref_kernels.c over the model's layer table: independent of model.c's forward/backward. */
-static void reference_gradients(const Model *m, int n, float *grads)
-{
+static void reference_gradients(const Model *m, int n, float *grads) {
     int L = m->nlayers;
-    float **act = calloc((size_t)L + 1, sizeof(float *)), **dact = calloc((size_t)L + 1, sizeof(float *));
+    float **act = calloc((size_t)L + 1, sizeof(float *)),
+          **dact = calloc((size_t)L + 1, sizeof(float *));
     act[0] = m->x;
     for (int i = 0; i < L; i++) {
         const Layer *l = &m->layers[i];
@@ -73,7 +72,8 @@ static void reference_gradients(const Model *m, int n, float *grads)
         dact[i + 1] = calloc((size_t)n * l->out_size, sizeof(float));
         const float *w = m->params + l->w_off, *b = m->params + l->b_off;
         if (l->d.kind == LAYER_CONV) {
-            ConvShape s = {n, l->in_c, l->in_h, l->in_w, l->out_c, l->d.k, l->d.stride, l->d.pad, l->out_h, l->out_w};
+            ConvShape s = {n,      l->in_c,     l->in_h,  l->in_w,  l->out_c,
+                           l->d.k, l->d.stride, l->d.pad, l->out_h, l->out_w};
             ref_conv_forward(&s, act[i], w, b, act[i + 1]);
         } else if (l->d.kind == LAYER_MAXPOOL) {
             PoolShape s = {n, l->in_c, l->in_h, l->in_w, l->d.k, l->d.stride, l->out_h, l->out_w};
@@ -93,7 +93,8 @@ static void reference_gradients(const Model *m, int n, float *grads)
         const float *w = m->params + l->w_off;
         float *dx = i ? dact[i] : NULL, *dw = grads + l->w_off, *db = grads + l->b_off;
         if (l->d.kind == LAYER_CONV) {
-            ConvShape s = {n, l->in_c, l->in_h, l->in_w, l->out_c, l->d.k, l->d.stride, l->d.pad, l->out_h, l->out_w};
+            ConvShape s = {n,      l->in_c,     l->in_h,  l->in_w,  l->out_c,
+                           l->d.k, l->d.stride, l->d.pad, l->out_h, l->out_w};
             ref_conv_backward(&s, act[i], w, dact[i + 1], dx, dw, db);
         } else if (l->d.kind == LAYER_MAXPOOL) {
             PoolShape s = {n, l->in_c, l->in_h, l->in_w, l->d.k, l->d.stride, l->out_h, l->out_w};
@@ -105,22 +106,23 @@ static void reference_gradients(const Model *m, int n, float *grads)
             ref_relu_backward((size_t)n * l->in_size, act[i], dact[i + 1], dx);
         }
     }
-    for (int i = 1; i <= L; i++) free(act[i]), free(dact[i]);
+    for (int i = 1; i <= L; i++)
+        free(act[i]), free(dact[i]);
     free(act), free(dact);
 }
 
-static Model make_model(const ModelDesc *d, int n, BackendCtx *ctx)
-{
+static Model make_model(const ModelDesc *d, int n, BackendCtx *ctx) {
     Model m;
     model_build(&m, d, 1, 28, 28, 10, n, &cpu_backend, ctx, 7);
-    for (int i = 0; i < n * 784; i++) m.x[i] = (float)((i * 7919) % 1000) / 1000.0f;
-    for (int i = 0; i < n; i++) m.labels[i] = (i * 3) % 10;
+    for (int i = 0; i < n * 784; i++)
+        m.x[i] = (float)((i * 7919) % 1000) / 1000.0f;
+    for (int i = 0; i < n; i++)
+        m.labels[i] = (i * 3) % 10;
     return m;
 }
 
 /* LeNet: model_forward + model_backward against the reference chain, every parameter. */
-static void test_model_vs_reference(BackendCtx *ctx)
-{
+static void test_model_vs_reference(BackendCtx *ctx) {
     const int n = 3;
     Model m = make_model(&model_lenet, n, ctx);
     model_forward(&m, n, 1, NULL);
@@ -143,8 +145,7 @@ static void test_model_vs_reference(BackendCtx *ctx)
 
 /* FCN-5 on MNIST-shaped input: analytic gradients against central finite differences of the
  * loss (no pooling ties; ReLU kinks are rare at these magnitudes). */
-static void test_model_finite_differences(BackendCtx *ctx)
-{
+static void test_model_finite_differences(BackendCtx *ctx) {
     const int n = 3;
     Model m = make_model(&model_fcn5, n, ctx);
     model_forward(&m, n, 1, NULL);
@@ -156,8 +157,9 @@ static void test_model_finite_differences(BackendCtx *ctx)
         if (!L->nparams) continue;
         for (int j = 0; j < 12; j++) {
             /* the gradient is 0 for weights of always-zero inputs: pick entries that matter */
-            size_t idx = j < 6 ? L->b_off + (size_t)((j * 2654435761u) % (unsigned)L->out_c)
-                               : L->w_off + (size_t)((j * 2654435761u) % (L->nparams - (size_t)L->out_c));
+            size_t idx =
+                j < 6 ? L->b_off + (size_t)((j * 2654435761u) % (unsigned)L->out_c)
+                      : L->w_off + (size_t)((j * 2654435761u) % (L->nparams - (size_t)L->out_c));
             float keep = m.params[idx], an = m.grads[idx];
             const float eps = 1e-3f; /* 1e-2 steps cross ReLU kinks */
             m.params[idx] = keep + eps;
@@ -169,7 +171,8 @@ static void test_model_finite_differences(BackendCtx *ctx)
             double err = fabs(fd - an) / (fabs(fd) + fabs(an) + 1e-3);
             if (err > worst) worst = err;
             if (err > 2e-2 && fabs(fd - an) > 3e-4) {
-                printf("  %s param %zu: analytic %.6g, finite difference %.6g\n", L->d.name, idx, an, fd);
+                printf("  %s param %zu: analytic %.6g, finite difference %.6g\n", L->d.name, idx,
+                       an, fd);
                 bad++;
             }
             checked++;
@@ -182,8 +185,7 @@ static void test_model_finite_differences(BackendCtx *ctx)
     model_free(&m);
 }
 
-static void test_sharding(void)
-{
+static void test_sharding(void) {
     Dataset ds;
     char err[256];
     if (dataset_open(&ds, "synthetic", "", 1, 28, 28, 10, 5, err, sizeof err) != 0) {
@@ -209,8 +211,7 @@ static void test_sharding(void)
     dataset_close(&ds);
 }
 
-int main(void)
-{
+int main(void) {
     BackendConfig cfg = {1, 0, 0};
     BackendCtx *ctx;
     cpu_backend.init(&cfg, &ctx);

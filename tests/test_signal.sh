@@ -3,19 +3,22 @@
 # close the file, marked stop_reason=signal and status 2 on every rank.
 . "$(dirname "$0")/lib.sh"
 
-# start_run FILE : a long run in the background; waits until 2 blocks are in the file.
+# start_run FILE [NP [ARGS]] : a long run in the background; waits until 2 blocks are written.
 start_run() {
+    local out=$1 np=${2:-2}
+    shift $(($# < 2 ? $# : 2))
     # timeout (not a shell function) is the background job, so $job's SIGTERM reaches mpirun.
-    timeout -k 5 300 "$MPIRUN" -np 2 "$DTBENCH" --model lenet --dataset synthetic --batch 8 \
-        --iters 1000000 --warmup 2 --flush-every 5 --output "$1" >"$1.log" 2>&1 &
+    timeout -k 5 300 "$MPIRUN" -np "$np" "$DTBENCH" --model lenet --dataset synthetic --batch 12 \
+        --iters 1000000 --warmup 2 --flush-every 5 --output "$out" "$@" >"$out.log" 2>&1 &
     job=$!
-    "$PYTHON" - "$1" <<'PY' || { kill -9 $job; fail "run did not start writing"; }
+    "$PYTHON" - "$out" <<'PY' || { kill -9 $job; fail "run did not start writing"; }
 import sys, time, h5py
 deadline = time.time() + 120
 while time.time() < deadline:
     try:
         with h5py.File(sys.argv[1], "r") as f:
-            if (f["ranks/completed"][:] >= 10).all():
+            done = f["ranks/completed"][:][f["ranks/role"][:] == 0]
+            if (done >= 10).all():
                 sys.exit(0)
     except (OSError, KeyError):
         pass
@@ -59,3 +62,21 @@ set +e; wait $job; rc=$?; set -e
 [ "$rc" = 0 ] || fail "run stopped by SIGUSR1 exited $rc"
 check_stopped "$WORK/usr1.h5"
 pass "SIGUSR1 to one rank: all ranks stopped after the same iteration, exit 0"
+
+# 3. Every other strategy, 4 ranks: SIGTERM to mpirun ends the run without a hang, each rank
+#    closes the file as stopped early, and all end with one model (servers and rings drained).
+for spec in "ssp:--staleness 2" "async:--ps-ranks 1 --staleness 3" "mixed:--ranks-per-node 2"; do
+    x=${spec%%:*}
+    start_run "$WORK/$x.h5" 4 --exchange $x ${spec#*:}
+    kill -TERM $job
+    set +e; wait $job; set -e
+    "$PYTHON" - "$WORK/$x.h5" "$x" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    assert f.attrs["finished"] == 1 and f.attrs["stop_reason"] == "signal", dict(f.attrs)
+    assert (f["ranks/status"][:] == 2).all(), f["ranks/status"][:]
+    assert len(set(f["ranks/param_hash"][:])) == 1, f["ranks/param_hash"][:]
+    done = f["ranks/completed"][:]
+print(f"ok: {sys.argv[2]}: SIGTERM stopped every rank (completed {list(done)}), one final model")
+PY
+done

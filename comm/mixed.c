@@ -1,0 +1,189 @@
+/* mixed.c - mixed-asynchronous exchange (--exchange mixed --sync-period P): synchronous inside a
+ * node, asynchronous across nodes.
+ *
+ * Inside a node (Topology.node_comm, from MPI_COMM_TYPE_SHARED or --ranks-per-node) the ranks
+ * average their gradients every iteration, as in sync, and so hold identical parameters.
+ * Across nodes the leaders (local rank 0) do asynchronous elastic averaging on a ring, with no
+ * global barrier: every P iterations a leader sends its parameters to the next node's leader
+ * (nonblocking; skipped if its previous message is still in flight) and, if parameters from the
+ * previous leader have arrived, moves halfway towards them: x = x + alpha (x_prev - x), alpha 1/2.
+ * It then broadcasts the result inside its node. Nobody waits for another node; a slow node only
+ * means its neighbour blends older parameters (recorded as staleness, in iterations: the
+ * receiver's iteration minus the sender's; negative when the sender is ahead).
+ * A stop request is voted inside the node every iteration and carried to the next node in the
+ * ring messages. finish(): leaders receive every message still addressed to them (counts are
+ * exchanged), then all nodes average their parameters once, so every rank ends with one model. */
+#include "check.h"
+#include "exchange.h"
+#include "exchange_util.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { TAG_RING = 7201 };
+
+typedef struct {
+    int64_t iteration;
+    int32_t stop;
+    int32_t pad;
+} RingHeader;
+
+struct ExchangeState {
+    ExchangeConfig cfg;
+    MPI_Comm node, leaders; /* leaders: MPI_COMM_NULL on other ranks */
+    int local_size, nleaders, leader_rank, next, prev;
+    char *sendbuf, *recvbuf; /* header + params */
+    MPI_Request send_req, recv_req;
+    int64_t sent, received, updates;
+    int stop_heard;
+};
+
+static size_t msg_bytes(const ExchangeState *st) {
+    return sizeof(RingHeader) + st->cfg.nparams * sizeof(float);
+}
+
+static ExchangeState *mixed_create(const ExchangeConfig *cfg, char *err, size_t errlen) {
+    (void)err, (void)errlen;
+    ExchangeState *st = xcalloc(1, sizeof *st);
+    st->cfg = *cfg;
+    st->node = cfg->topo->node_comm;
+    st->leaders = cfg->topo->leader_comm;
+    st->local_size = cfg->topo->local_size;
+    st->send_req = st->recv_req = MPI_REQUEST_NULL;
+    if (st->leaders != MPI_COMM_NULL) {
+        MPI_CHECK(MPI_Comm_size(st->leaders, &st->nleaders));
+        MPI_CHECK(MPI_Comm_rank(st->leaders, &st->leader_rank));
+        st->next = (st->leader_rank + 1) % st->nleaders;
+        st->prev = (st->leader_rank + st->nleaders - 1) % st->nleaders;
+        if (st->nleaders > 1) {
+            st->sendbuf = xmalloc(msg_bytes(st));
+            st->recvbuf = xmalloc(msg_bytes(st));
+            MPI_CHECK(MPI_Irecv(st->recvbuf, (int)msg_bytes(st), MPI_BYTE, st->prev, TAG_RING,
+                                st->leaders, &st->recv_req));
+        }
+    }
+    return st;
+}
+
+static int mixed_role(ExchangeState *st, int *index, int *count) {
+    MPI_CHECK(MPI_Comm_rank(st->cfg.comm, index));
+    MPI_CHECK(MPI_Comm_size(st->cfg.comm, count));
+    return EXCHANGE_WORKER;
+}
+
+/* Blends a received message into params; returns its staleness in iterations. */
+static double blend(ExchangeState *st, float *params, int64_t now) {
+    RingHeader h;
+    memcpy(&h, st->recvbuf, sizeof h);
+    const float *theirs = (const float *)(st->recvbuf + sizeof h);
+    for (size_t i = 0; i < st->cfg.nparams; i++)
+        params[i] += 0.5f * (theirs[i] - params[i]);
+    st->stop_heard |= h.stop;
+    st->received++;
+    return (double)(now - h.iteration);
+}
+
+/* Leader: the ring step. Returns 1 if params changed. */
+static int ring_step(ExchangeState *st, float *params, ExchangeStep *step, int stop_local) {
+    int changed = 0, flag = 0;
+    /* Send ours, unless the previous message is still on its way. */
+    MPI_CHECK(MPI_Test(&st->send_req, &flag, MPI_STATUS_IGNORE));
+    if (flag) {
+        RingHeader h = {step->iteration, stop_local || st->stop_heard, 0};
+        memcpy(st->sendbuf, &h, sizeof h);
+        memcpy(st->sendbuf + sizeof h, params, st->cfg.nparams * sizeof(float));
+        MPI_CHECK(MPI_Isend(st->sendbuf, (int)msg_bytes(st), MPI_BYTE, st->next, TAG_RING,
+                            st->leaders, &st->send_req));
+        st->sent++;
+        step->bytes_sent += (double)st->cfg.nparams * sizeof(float);
+    }
+    /* Blend what has arrived (the newest of what is there), then listen again. */
+    MPI_CHECK(MPI_Test(&st->recv_req, &flag, MPI_STATUS_IGNORE));
+    while (flag) {
+        step->staleness = blend(st, params, step->iteration);
+        step->bytes_recv += (double)st->cfg.nparams * sizeof(float);
+        changed = 1;
+        MPI_CHECK(MPI_Irecv(st->recvbuf, (int)msg_bytes(st), MPI_BYTE, st->prev, TAG_RING,
+                            st->leaders, &st->recv_req));
+        MPI_CHECK(MPI_Test(&st->recv_req, &flag, MPI_STATUS_IGNORE));
+    }
+    return changed;
+}
+
+static int mixed_step(ExchangeState *st, float *params, float *grads, ExchangeStep *step) {
+    const ExchangeConfig *c = &st->cfg;
+    step->bytes_sent = step->bytes_recv = 0, step->staleness = 0;
+    /* Inside the node: the stop vote (which also measures the arrival imbalance), then the
+     * gradient average. A stop heard from another node counts as this leader's own request. */
+    int mine = step->stop_requested || st->stop_heard;
+    step->wait = exchange_vote(st->node, mine, &step->stop);
+    exchange_average(st->node, st->local_size, grads, c->nparams, c->bucket_floats);
+    if (st->local_size > 1)
+        step->bytes_sent = step->bytes_recv = (double)c->nparams * sizeof(float);
+
+    /* Across nodes, every P iterations: the parameters to be updated are this iteration's
+     * starting point, so the blend happens before the local optimizer step. */
+    int period = c->sync_period > 0 ? c->sync_period : 1;
+    if (c->topo->nnodes > 1) { /* the same decision on every rank of every node */
+        if ((step->iteration + 1) % period == 0) {
+            int changed = st->leaders != MPI_COMM_NULL && st->nleaders > 1
+                              ? ring_step(st, params, step, step->stop)
+                              : 0;
+            MPI_CHECK(MPI_Bcast(&changed, 1, MPI_INT, 0, st->node));
+            if (changed) MPI_CHECK(MPI_Bcast(params, (int)c->nparams, MPI_FLOAT, 0, st->node));
+        }
+    }
+    step->version = (double)++st->updates;
+    return EXCHANGE_APPLY_UPDATE;
+}
+
+static void mixed_finish(ExchangeState *st, float *params) {
+    const ExchangeConfig *c = &st->cfg;
+    if (st->leaders != MPI_COMM_NULL && st->nleaders > 1) {
+        /* Receive everything still addressed to us: the previous leader says how much it sent. */
+        int64_t *sent = xcalloc((size_t)st->nleaders, sizeof(int64_t));
+        MPI_CHECK(MPI_Allgather(&st->sent, 1, MPI_INT64_T, sent, 1, MPI_INT64_T, st->leaders));
+        while (st->received < sent[st->prev]) {
+            MPI_CHECK(MPI_Wait(&st->recv_req, MPI_STATUS_IGNORE));
+            st->received++; /* drained, not blended: the final average below supersedes it */
+            if (st->received < sent[st->prev])
+                MPI_CHECK(MPI_Irecv(st->recvbuf, (int)msg_bytes(st), MPI_BYTE, st->prev, TAG_RING,
+                                    st->leaders, &st->recv_req));
+        }
+        if (st->recv_req != MPI_REQUEST_NULL) {
+            MPI_CHECK(MPI_Cancel(&st->recv_req));
+            MPI_CHECK(MPI_Wait(&st->recv_req, MPI_STATUS_IGNORE));
+        }
+        MPI_CHECK(MPI_Wait(&st->send_req, MPI_STATUS_IGNORE));
+        free(sent);
+        /* One model: the average of the nodes' parameters. */
+        MPI_CHECK(
+            MPI_Allreduce(MPI_IN_PLACE, params, (int)c->nparams, MPI_FLOAT, MPI_SUM, st->leaders));
+        float scale = 1.0f / (float)st->nleaders;
+        for (size_t i = 0; i < c->nparams; i++)
+            params[i] *= scale;
+    }
+    MPI_CHECK(MPI_Bcast(params, (int)c->nparams, MPI_FLOAT, 0, st->node));
+}
+
+static void mixed_counts(ExchangeState *st, int64_t *pushed, int64_t *applied) {
+    *pushed = st->sent;
+    *applied = st->received;
+}
+
+static void mixed_destroy(ExchangeState *st) {
+    free(st->sendbuf), free(st->recvbuf), free(st);
+}
+
+const ExchangeOps mixed_exchange = {
+    .name = "mixed",
+    .lockstep = 0,
+    .create = mixed_create,
+    .role = mixed_role,
+    .exchange = mixed_step,
+    .serve = NULL,
+    .finish = mixed_finish,
+    .counts = mixed_counts,
+    .destroy = mixed_destroy,
+};
