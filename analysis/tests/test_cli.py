@@ -64,12 +64,14 @@ def test_json_null_when_nothing_measured(capsys, write):
 def bad_files(tmp_path, write):
     text = tmp_path / "notes.txt"
     text.write_text("not hdf5\n")
+    empty = tmp_path / "empty"
+    empty.mkdir(exist_ok=True)
     return {
         "missing": str(tmp_path / "absent.h5"),
         "not hdf5": str(text),
         "schema 2": write(schema_version=2),
         "no schema": write(drop=["schema_version"]),
-        "directory": str(tmp_path),
+        "directory": str(empty),
     }
 
 
@@ -88,7 +90,8 @@ def test_error_messages(capsys, tmp_path, write):
     files = bad_files(tmp_path, write)
     expected = {"missing": "no such file", "not hdf5": "not an HDF5 file",
                 "schema 2": "unsupported schema_version 2",
-                "no schema": "not a dtbench result file", "directory": "not a regular file"}
+                "no schema": "not a dtbench result file",
+                "directory": "directory holds no *.h5 result file"}
     for kind, words in expected.items():
         _, _, err = run_main(capsys, "summary", files[kind])
         assert words in err, kind
