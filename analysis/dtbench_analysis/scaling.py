@@ -247,15 +247,16 @@ def run_command(args, report_error) -> int:
     if status:
         return status
     result = find_series(runs, args.unit, args.ignore, args.confidence)
+    if args.plot and not result["series"]:
+        report_error(f"--plot {args.plot}: nothing to plot: no scaling series (runs at two "
+                     f"or more scales with the same global or per-rank batch)")
+        return 2
     if args.json:
         print(jsonout.dumps(result))
     else:
         print(format_text(result, runs, args.unit, args.confidence))
     if args.plot:
-        if not result["series"]:
-            report_error(f"--plot {args.plot}: nothing to plot: no scaling series (runs at two "
-                         f"or more scales with the same global or per-rank batch)")
-            return 2
         from .plotting import save_png
         save_png(figure(result, args.unit), args.plot)
+        print(f"wrote {args.plot}")
     return 0
