@@ -20,6 +20,7 @@ import os
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
+import pandas as pd
 
 from . import configs, conventions, inputs, jsonout, metrics, outputs, stats
 from .runfile import Run
@@ -190,9 +191,8 @@ def figure(runs: Sequence[Run], result: Dict[str, object]):
         name = f"{label}: {os.path.basename(run.path)}"
         if not run.is_complete:
             name += INCOMPLETE_NOTE
-        with np.errstate(all="ignore"):
-            end = np.nanmax(run.iterations["start"] + run.iterations["total"], axis=0)
-            loss = np.nanmean(run.iterations["loss"], axis=0)
+        end = pd.DataFrame(run.iterations["start"] + run.iterations["total"]).max().to_numpy()
+        loss = pd.DataFrame(run.iterations["loss"]).mean().to_numpy()
         ok = np.isfinite(end) & np.isfinite(loss)
         ax_l.plot(end[ok], loss[ok], style, color=color, label=name, lw=1.2)
         ev = run.eval[np.isfinite(run.eval["accuracy"].to_numpy(dtype=float))]

@@ -15,7 +15,6 @@ from typing import Dict, List, Optional
 
 import numpy as np
 import pandas as pd
-from scipy.integrate import trapezoid
 
 from .runfile import Run
 
@@ -49,6 +48,7 @@ def rank_energy(run: Run, row: int) -> Optional[Dict[str, float]]:
     inside = (t > lo) & (t < hi)
     tt = np.concatenate(([lo], t[inside], [hi]))
     pp = np.concatenate(([np.interp(lo, t, p)], p[inside], [np.interp(hi, t, p)]))
+    from scipy.integrate import trapezoid
     covered_energy = float(trapezoid(pp, tt))
     mean_power = covered_energy / (hi - lo)
     return {"energy_j": mean_power * (t1 - t0), "mean_power_w": mean_power,

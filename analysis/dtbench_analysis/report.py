@@ -14,7 +14,6 @@ import os
 from typing import List, Sequence
 
 from . import compare, configs, conventions, inputs, outputs, scaling, stragglers, summary
-from .plotting import data_uri, png_bytes
 from .runfile import Run
 
 CSS = """
@@ -37,6 +36,7 @@ def _e(text) -> str:
 
 
 def _img(fig, ident: str, alt: str) -> str:
+    from .plotting import data_uri, png_bytes
     return f'<p><img id="{_e(ident)}" class="figure" alt="{_e(alt)}" ' \
            f'src="{data_uri(png_bytes(fig))}"></p>'
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Dict, Optional
 
 import numpy as np
-from scipy import stats as sps
 
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_ALPHA = 0.05
@@ -34,6 +33,7 @@ def median_ci(values, confidence: float = DEFAULT_CONFIDENCE) -> Dict[str, Optio
     if x.size == 0:
         return out
     out["median"] = float(np.median(x))
+    from scipy import stats as sps      # imported on use: keeps the command line quick to start
     ci = sps.quantile_test(x, q=out["median"], p=0.5).confidence_interval(confidence)
     if np.isfinite(ci.low) and np.isfinite(ci.high):
         out["lo"], out["hi"] = float(ci.low), float(ci.high)
@@ -52,6 +52,7 @@ def compare_samples(a, b, alpha: float = DEFAULT_ALPHA) -> Dict[str, Optional[fl
                                        "alpha": alpha, "significant": None}
     if xa.size == 0 or xb.size == 0:
         return out
+    from scipy import stats as sps
     res = sps.mannwhitneyu(xb, xa, alternative="two-sided")
     u, p = float(res.statistic), float(res.pvalue)
     ma = float(np.median(xa))
