@@ -25,6 +25,10 @@ def check_output(path: str, option: str, suffixes: Sequence[str], overwrite: boo
     """None when ``path`` may be written, else a one-line message naming the option and file."""
     if not path:
         return f"{option}: empty file name"
+    real = os.path.realpath(path)
+    for item in inputs:
+        if os.path.realpath(item) == real:
+            return f"{option} {path}: is one of the input files"
     lower = path.lower()
     if suffixes and not any(lower.endswith(s) for s in suffixes):
         return f"{option} {path}: accepted: a file name ending in {' or '.join(suffixes)}"
@@ -33,10 +37,6 @@ def check_output(path: str, option: str, suffixes: Sequence[str], overwrite: boo
         return f"{option} {path}: folder {folder} does not exist"
     if os.path.isdir(path):
         return f"{option} {path}: is a directory, expected a file name"
-    real = os.path.realpath(path)
-    for item in inputs:
-        if os.path.realpath(item) == real:
-            return f"{option} {path}: is one of the input files"
     if os.path.exists(path) and not overwrite:
         return f"{option} {path}: exists (add --overwrite to replace it)"
     return None
