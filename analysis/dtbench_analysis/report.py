@@ -41,7 +41,23 @@ def _img(fig, ident: str, alt: str) -> str:
            f'src="{data_uri(png_bytes(fig))}"></p>'
 
 
-def _runs_table(runs: Sequence[Run], sums) -> str:
+BADGE = '<span class="badge">INCOMPLETE</span>'
+
+
+def display_names(runs: Sequence[Run]) -> dict:
+    """path -> the path relative to the folder common to all runs (unambiguous and short)."""
+    if not runs:
+        return {}
+    folders = [os.path.dirname(os.path.abspath(r.path)) for r in runs]
+    common = os.path.commonpath(folders)
+    return {r.path: os.path.relpath(os.path.abspath(r.path), common) for r in runs}
+
+
+def _heading(run: Run, names) -> str:
+    return f"<h3>{_e(names[run.path])}{'' if run.is_complete else ' ' + BADGE}</h3>"
+
+
+def _runs_table(runs: Sequence[Run], sums, names) -> str:
     head = ["file", "status", "model", "dataset", "exchange", "ranks", "nodes", "batch",
             "measured iters/rank", "median iteration ms", "samples/s", "exchange share"]
     rows = ["<table id=\"runs-table\"><tr>" +
@@ -50,13 +66,12 @@ def _runs_table(runs: Sequence[Run], sums) -> str:
     for run, s in zip(runs, sums):
         f, it = s["factors"], s["iterations"]
         lo, hi = it["measured_per_rank_min"], it["measured_per_rank_max"]
-        status = "complete" if run.is_complete else \
-            f'<span class="badge">INCOMPLETE</span> {_e(run.completeness_note())}'
+        status = "complete" if run.is_complete else f"{BADGE} {_e(run.completeness_note())}"
         cp = s["throughput"]["critical_path_median_ms"]
         med = cp if cp is not None else s["phases_ms"]["total"]["median"]
         tp = s["throughput"]["samples_per_s"]
         share = s["exchange_share"]["median"]
-        cells = [f'<td class="l">{_e(os.path.basename(run.path))}</td>',
+        cells = [f'<td class="l">{_e(names[run.path])}</td>',
                  f'<td class="l">{status}</td>'] + \
             [f'<td class="l">{_e(f[k])}</td>' for k in ("model", "dataset", "exchange")] + \
             [f"<td>{_e(v)}</td>" for v in (f["nranks"], f["nnodes"], f["batch_global"],
@@ -73,6 +88,7 @@ def build(runs: Sequence[Run], sources: Sequence[str], ignore: Sequence[str] = (
           target=None, title: str = "dtbench report") -> str:
     """The whole HTML page as a string."""
     sums = [summary.summarize(r) for r in runs]
+    names = display_names(runs)
     parts: List[str] = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{_e(title)}</title><style>{CSS}</style></head><body>",
@@ -89,17 +105,15 @@ def build(runs: Sequence[Run], sources: Sequence[str], ignore: Sequence[str] = (
         '<p><a href="#runs">runs</a> · <a href="#summaries">summaries</a> · '
         '<a href="#scaling">scaling</a> · <a href="#stragglers">stragglers</a> · '
         '<a href="#comparison">comparison</a></p>',
-        '<section id="runs"><h2>Runs</h2>', _runs_table(runs, sums)]
+        '<section id="runs"><h2>Runs</h2>', _runs_table(runs, sums, names)]
     incomplete = conventions.incomplete_lines(runs)
     if incomplete:
         parts.append("<p>" + "<br>".join(_e(x) for x in incomplete) + "</p>")
     parts.append("</section>")
 
     parts.append('<section id="summaries"><h2>Summaries</h2>')
-    for s in sums:
-        parts.append(f"<h3>{_e(os.path.basename(s['file']))}"
-                     f"{'' if s['complete'] else ' <span class=badge>INCOMPLETE</span>'}</h3>"
-                     f"<pre>{_e(summary.format_text(s))}</pre>")
+    for run, s in zip(runs, sums):
+        parts.append(_heading(run, names) + f"<pre>{_e(summary.format_text(s))}</pre>")
     parts.append("</section>")
 
     parts.append('<section id="scaling"><h2>Scaling</h2>')
@@ -118,8 +132,7 @@ def build(runs: Sequence[Run], sources: Sequence[str], ignore: Sequence[str] = (
         parts.append('<p class="note">Every run has a single rank.</p>')
     for run in multi:
         a = stragglers.analyse(run)
-        parts.append(f"<h3>{_e(os.path.basename(run.path))}</h3>"
-                     f"<p>{_e(stragglers.verdict(a))}</p>"
+        parts.append(_heading(run, names) + f"<p>{_e(stragglers.verdict(a))}</p>"
                      f"<pre>{_e(stragglers.format_text(a, run, top=8))}</pre>")
     parts.append("</section>")
 
