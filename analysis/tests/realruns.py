@@ -28,6 +28,8 @@ def dtbench_path() -> Optional[str]:
 def skip_reason() -> Optional[str]:
     """Why the real-program tests cannot run here, or None."""
     if dtbench_path() is None:
+        if os.environ.get("DTBENCH"):
+            return f"DTBENCH={os.environ['DTBENCH']} is not an executable file"
         return (f"dtbench is not built: no executable {os.path.join(REPO, 'src', 'dtbench')} "
                 f"and DTBENCH is not set (run scripts/setup.sh)")
     if shutil.which(os.environ.get("MPIRUN", "mpirun")) is None:
