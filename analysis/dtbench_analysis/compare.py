@@ -110,7 +110,8 @@ def _ms(x) -> str:
 def format_text(result: Dict[str, object], runs: Sequence[Run]) -> str:
     groups = result["groups"]
     conf = result["confidence"]
-    lines = [f"compare: {len(runs)} runs in {len(groups)} configurations "
+    lines = [f"compare: {conventions.plural(len(runs), 'run')} in "
+             f"{conventions.plural(len(groups), 'configuration')} "
              f"(repeats of a configuration pooled)",
              "  common configuration: " + configs.describe(result["common"]),
              f"  time per iteration: lockstep runs (sync, ssp): "

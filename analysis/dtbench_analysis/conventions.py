@@ -41,5 +41,10 @@ def incomplete_lines(runs: Sequence[Run]) -> List[str]:
             for r in runs if not r.is_complete]
 
 
+def plural(n: int, word: str) -> str:
+    """'1 run', '3 runs'."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def repeats_statement(n: int) -> str:
     return f"{n} repeat{'s' if n != 1 else ''} pooled" if n > 1 else "1 run (no repeats)"

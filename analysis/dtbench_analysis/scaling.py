@@ -112,7 +112,7 @@ def _f(value, fmt=".3f", scale=1.0) -> str:
 def format_text(result: Dict[str, object], runs: Sequence[Run], unit: str,
                 confidence: float) -> str:
     lockstep = all(r.lockstep for r in runs)
-    lines = [f"scaling: {len(runs)} runs, {len(result['series'])} series "
+    lines = [f"scaling: {conventions.plural(len(runs), 'run')}, {len(result['series'])} series "
              f"(scale p = {unit})",
              f"  time per iteration: median over iterations of the "
              f"{metrics.ITERATION_TIME_METHOD[True] if lockstep else 'per-iteration time'}; "
