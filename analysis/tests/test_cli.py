@@ -130,3 +130,35 @@ def test_console_script(killed_file):
                           text=True, timeout=120, env=dict(os.environ))
     assert proc.returncode == 0, proc.stderr
     assert any(line.startswith("INCOMPLETE: ") for line in proc.stdout.splitlines())
+
+
+def test_directory_input(capsys, write, tmp_path):
+    """A directory stands for every *.h5 under it, recursively, sorted; a file named twice is
+    read once; other files are left alone."""
+    top = tmp_path / "results"
+    (top / "b").mkdir(parents=True)
+    a = shutil.copy(write(), top / "z.h5")
+    b = shutil.copy(write(killed=True, completed=[8] * 4), top / "b" / "a.h5")
+    (top / "notes.txt").write_text("not a result\n")
+    status, out, err = run_main(capsys, "summary", str(top), str(a))
+    assert status == 0 and err == ""
+    assert [line for line in out.splitlines() if line.startswith("== ")] == \
+        [f"== {b}", f"== {a}"]
+
+
+@pytest.mark.parametrize("command", ["scaling", "stragglers", "compare"])
+def test_bad_input_any_command(capsys, tmp_path, complete_file, command):
+    missing = str(tmp_path / "absent.h5")
+    status, out, err = run_main(capsys, command, complete_file, missing)
+    assert status == 2 and out == ""
+    assert err == f"dtbench-analyze: {missing}: no such file\n"
+
+
+def test_usage_error_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["scaling", "x.h5", "--unit", "cores"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.endswith("\n")
+    assert err.startswith("dtbench-analyze scaling: argument --unit: invalid choice: 'cores'")
+    assert "ranks" in err and "nodes" in err                       # what is accepted
