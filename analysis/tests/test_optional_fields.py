@@ -83,3 +83,15 @@ def test_configuration_includes_new_factors(async_file):
     c = configuration(load_run(async_file))
     assert c["exchange"] == "async" and c["parallel"] == "data" and c["stages"] == "1"
     assert c["target_accuracy"] == "0.6" and "seed" not in c and "iters" not in c
+
+
+def test_run_killed_during_warmup_everywhere(capsys, write, complete_file, tmp_path):
+    """Nothing measured: every command still answers (n/a), without numpy warnings."""
+    early = write(killed=True, completed=[1, 2, 0, 1], tag="early")
+    for argv in (["summary"], ["stragglers"], ["scaling"], ["compare"],
+                 ["timeline", "--iters", "0:3", "-o", str(tmp_path / "t.png")],
+                 ["export", "-o", str(tmp_path / "t.csv")],
+                 ["report", "-o", str(tmp_path / "r.html")]):
+        assert main([argv[0], complete_file, early] + argv[1:]) == 0, argv
+    out = capsys.readouterr().out
+    assert "rank 2 after 0/12" in out
