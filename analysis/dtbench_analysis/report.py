@@ -25,7 +25,7 @@ th { background: #f3f3f3; } td.l, th.l { text-align: left; }
 tr.incomplete td { background: #fff3e0; }
 .badge { background: #e65100; color: white; border-radius: 3px; padding: 0 0.4em;
          font-size: 0.8em; }
-pre { background: #f8f8f8; padding: 0.6em; overflow-x: auto; font-size: 0.8em; }
+pre { background: #f8f8f8; padding: 0.6em; white-space: pre-wrap; font-size: 0.8em; }
 img { max-width: 100%; border: 1px solid #eee; }
 .note { color: #555; font-size: 0.9em; }
 """
