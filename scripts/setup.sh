@@ -2,7 +2,8 @@
 # setup.sh - brings a fresh Debian machine (or cluster node, as root) to a built dtbench:
 #   1. installs the Debian packages that are missing,
 #   2. makes a Python virtual environment .venv (seeing the system's packages) with h5py, numpy,
-#      pandas, matplotlib, pytest and the analysis package (dtbench-analyze), editable,
+#      pandas, matplotlib, scipy, pyarrow, pytest and the analysis package (dtbench-analyze),
+#      editable (chromium, a Debian package, renders the HTML report in its test),
 #   3. builds dtbench in the source tree (autoreconf, configure, make).
 # Idempotent: a second run only rebuilds what changed. CONFIGURE_FLAGS passes extra configure
 # options (e.g. --without-cuda).
@@ -10,8 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEB_PACKAGES="libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libopenblas-dev zlib1g-dev
-  autoconf automake libtool pkg-config make gcc python3 python3-venv dataset-fashion-mnist"
-PY_PACKAGES="h5py numpy pandas matplotlib pytest"
+  autoconf automake libtool pkg-config make gcc python3 python3-venv dataset-fashion-mnist chromium"
+PY_PACKAGES="h5py numpy pandas matplotlib scipy pyarrow pytest"
 
 missing=""
 for p in $DEB_PACKAGES; do
@@ -29,7 +30,7 @@ if [ ! -x .venv/bin/python ]; then
     echo "setup: creating .venv"
     python3 -m venv --system-site-packages .venv
 fi
-if ! .venv/bin/python -c "import h5py, numpy, pandas, matplotlib, pytest, dtbench_analysis" 2>/dev/null; then
+if ! .venv/bin/python -c "import h5py, numpy, pandas, matplotlib, scipy, pyarrow, pytest, dtbench_analysis" 2>/dev/null; then
     echo "setup: installing Python packages into .venv"
     .venv/bin/python -m pip install -q --disable-pip-version-check $PY_PACKAGES
     .venv/bin/python -m pip install -q --disable-pip-version-check -e analysis

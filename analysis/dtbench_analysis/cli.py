@@ -1,8 +1,9 @@
 """Command line entry point ``dtbench-analyze COMMAND ...``.
 
 Each command lives in its own module exposing ``add_parser(subparsers)``, which registers a
-sub-parser whose ``func(args, report_error) -> int`` does the work. Unreadable input files are
-reported as one line on stderr (``dtbench-analyze: FILE: why``) and give exit status 2.
+sub-parser whose ``func(args, report_error) -> int`` does the work. Unreadable input files and bad
+option values are reported as one line on stderr (``dtbench-analyze: FILE: why`` or
+``dtbench-analyze COMMAND: argument --opt: why``) and give exit status 2.
 """
 
 from __future__ import annotations
@@ -11,14 +12,23 @@ import argparse
 import sys
 from typing import List, Optional
 
-from . import __version__, summary
+from . import (__version__, compare, export, report, scaling, stragglers, summary,
+               timeline)
 
 PROG = "dtbench-analyze"
-COMMANDS = (summary,)
+COMMANDS = (summary, scaling, stragglers, timeline, compare, export, report)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line on stderr (no usage dump), status 2.
+    Sub-parsers inherit the class (argparse creates them with ``type(parent)``)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Analyse dtbench HDF5 result files.")
+    parser = OneLineParser(prog=PROG, description="Analyse dtbench HDF5 result files.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True

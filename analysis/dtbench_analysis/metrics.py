@@ -3,6 +3,9 @@
 All of them use measured cells only (completed, non-warm-up: ``Run.measured``). Quantities that
 combine ranks within an iteration (critical path, exchange share) use only the iterations that
 every rank measured (``Run.measured_by_all``), so a rank that stopped early cannot bias them.
+Runs whose ranks do not advance in lockstep (``async``, ``mixed`` exchange: ``Run.lockstep`` is
+False) have no per-iteration critical path: their time per iteration is every rank's own
+``total`` and their throughput the sum of the ranks' own rates.
 Percentiles are numpy/pandas' default (linear interpolation). Times are in seconds here.
 """
 
@@ -47,24 +50,127 @@ def critical_path(run: Run) -> np.ndarray:
     return run.measured("total")[:, run.measured_by_all].max(axis=0)
 
 
+def iteration_times(run: Run) -> np.ndarray:
+    """The run's time-per-iteration sample (s): the critical path of each iteration measured by
+    every rank (lockstep runs), else every rank's measured ``total`` pooled."""
+    if run.lockstep:
+        return critical_path(run)
+    total = run.measured("total")
+    return total[np.isfinite(total)]
+
+
+ITERATION_TIME_METHOD = {
+    True: "critical path: max over ranks of total, per iteration measured by every rank",
+    False: "each rank's own total, pooled over ranks (ranks do not advance in lockstep)",
+}
+
+
 def throughput(run: Run) -> Dict[str, object]:
-    """Samples/s = batch_global / median over iterations of the critical path."""
-    path = critical_path(run)
-    median = float(np.median(path)) if path.size else None
+    """Samples/s. Lockstep runs: batch_global / median over iterations of the critical path.
+    Others: sum over ranks of batch_per_rank / median of the rank's own total (ranks without a
+    measured iteration, e.g. parameter servers, contribute nothing)."""
+    if run.lockstep:
+        path = critical_path(run)
+        median = float(np.median(path)) if path.size else None
+        return {
+            "samples_per_s": run.batch_global / median if median else None,
+            "critical_path_median_s": median,
+            "iterations": int(path.size),
+            "method": "batch_global / median critical path",
+        }
+    medians = per_rank_median(run, "total").dropna()
+    per_rank = int(run.attrs.get("batch_per_rank") or run.batch_global // max(1, run.nranks))
+    rate = float((per_rank / medians[medians > 0]).sum()) if not medians.empty else None
     return {
-        "samples_per_s": run.batch_global / median if median else None,
-        "critical_path_median_s": median,
-        "iterations": int(path.size),
+        "samples_per_s": rate or None,
+        "critical_path_median_s": None,
+        "iterations": int(np.isfinite(run.measured("total")).sum()),
+        "method": "sum over ranks of batch_per_rank / median total of the rank",
     }
 
 
+def iteration_columns(run: Run) -> np.ndarray:
+    """Iterations used by cross-rank ratios: measured by every rank (lockstep), else by any."""
+    return run.measured_by_all if run.lockstep else run.measured_mask.any(axis=0)
+
+
 def exchange_share(run: Run) -> Dict[str, object]:
-    """Median over iterations measured by every rank of
+    """Median over iterations measured by every rank (any rank, for non-lockstep runs) of
     sum over ranks of ``exchange`` / sum over ranks of ``total``."""
-    cols = run.measured_by_all
-    ratio = run.measured("exchange")[:, cols].sum(axis=0) / run.measured("total")[:, cols].sum(axis=0)
+    ratio = exchange_share_per_iteration(run)
     return {"median": float(np.median(ratio)) if ratio.size else None,
             "iterations": int(ratio.size)}
+
+
+def exchange_share_per_iteration(run: Run) -> np.ndarray:
+    """Per iteration (see ``exchange_share``): sum over ranks of exchange / of total."""
+    cols = iteration_columns(run)
+    exch = np.nansum(run.measured("exchange")[:, cols], axis=0)
+    total = np.nansum(run.measured("total")[:, cols], axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = exch / total
+    return ratio[np.isfinite(ratio)]
+
+
+def waiting(run: Run) -> np.ndarray:
+    """(nranks, iters_total) s each rank spent waiting for others in an iteration: the recorded
+    ``exchange_wait`` when the file has it, else the whole ``exchange`` (an upper bound)."""
+    return run.measured("exchange_wait" if run.has("exchange_wait") else "exchange")
+
+
+def busy(run: Run) -> np.ndarray:
+    """(nranks, iters_total) s of each iteration not spent waiting for other ranks:
+    ``total - exchange_wait`` when recorded, else ``total - exchange`` (compute, data, update)."""
+    return run.measured("total") - waiting(run)
+
+
+def per_rank_table(run: Run) -> pd.DataFrame:
+    """One row per rank: rank, host, node, measured, and the median (and p95 of total) of its
+    measured iterations, in seconds: total, busy (total minus waiting), exchange, and the
+    optional ``exchange_wait``/``staleness`` when recorded."""
+    cols = {
+        "total_median": run.measured("total"),
+        "busy_median": busy(run),
+        "exchange_median": run.measured("exchange"),
+    }
+    if run.has("exchange_wait"):
+        cols["wait_median"] = run.measured("exchange_wait")
+    if run.has("staleness"):
+        cols["staleness_median"] = run.measured("staleness")
+    out = run.ranks[["rank", "host", "node", "measured"]].copy().reset_index(drop=True)
+    with np.errstate(all="ignore"):
+        for name, values in cols.items():
+            out[name] = pd.DataFrame(values.T).median(axis=0, skipna=True).to_numpy()
+        out["total_p95"] = pd.DataFrame(run.measured("total").T).quantile(0.95).to_numpy()
+    return out
+
+
+def staleness_distribution(values) -> Optional[Dict[str, object]]:
+    """Staleness values (NaN ignored): n, median, p95, max and the count of each value."""
+    v = pd.Series(np.asarray(values, dtype=np.float64).ravel()).dropna()
+    if v.empty:
+        return None
+    counts = v.round().astype(np.int64).value_counts().sort_index()
+    return {"n": int(v.size), "median": float(v.median()), "p95": float(v.quantile(0.95)),
+            "max": float(v.max()), "counts": {int(k): int(c) for k, c in counts.items()}}
+
+
+def time_to_target(run: Run, target: Optional[float]) -> Optional[Dict[str, object]]:
+    """The first evaluation whose accuracy reaches ``target``: iterations completed then (warm-up
+    included, as recorded in /eval) and aligned time since the run's start (s). None when no
+    target is known; ``reached`` False when no evaluation reached it."""
+    if target is None:
+        return None
+    ev = run.eval[np.isfinite(run.eval["accuracy"].to_numpy(dtype=np.float64))]
+    hit = ev[ev["accuracy"].to_numpy(dtype=np.float64) >= target]
+    if hit.empty:
+        best = float(ev["accuracy"].max()) if not ev.empty else None
+        return {"target": target, "reached": False, "iteration": None, "time_s": None,
+                "best_accuracy": best, "evaluations": int(len(ev))}
+    first = hit.iloc[0]
+    return {"target": target, "reached": True, "iteration": int(first["iteration"]),
+            "time_s": float(first["time"]), "best_accuracy": float(ev["accuracy"].max()),
+            "evaluations": int(len(ev))}
 
 
 def slowest_rank(run: Run) -> Optional[Dict[str, object]]:

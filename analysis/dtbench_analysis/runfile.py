@@ -38,6 +38,14 @@ RANK_FIELDS = (
     "clock_rtt", "completed", "status",
 )
 EVAL_FIELDS = ("iteration", "time", "accuracy", "loss")
+#: Optional per-iteration datasets written by newer dtbench versions (used when present).
+OPTIONAL_ITERATION_FIELDS = ("staleness", "version", "bytes_recv", "exchange_wait",
+                             "straggler_delay", "exchange_hidden")
+#: Optional sampler datasets of /samples, shape (nranks, capacity); /ranks/samples_written says
+#: how many entries of each row are valid.
+SAMPLE_FIELDS = ("time", "power_w", "memory_mib", "utilization")
+#: Exchange strategies whose ranks advance in lockstep (an iteration ends for all ranks together).
+LOCKSTEP_EXCHANGES = ("sync", "ssp")
 #: Meaning of /ranks/status values.
 STATUS_NAMES = {0: "not finished", 1: "completed", 2: "stopped by signal", 3: "error"}
 #: The main factors of a run (root attributes), as shown by every command.
@@ -118,6 +126,9 @@ class Run:
     descriptions: Dict[str, str] = field(default_factory=dict)
     #: evaluations actually written (rows with a finite ``iteration``), columns EVAL_FIELDS
     eval: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(EVAL_FIELDS)))
+    #: /samples datasets present (SAMPLE_FIELDS), (nranks, capacity) float64, NaN beyond
+    #: ``/ranks/samples_written`` of each row; empty when the run had no sampler
+    samples: Dict[str, np.ndarray] = field(default_factory=dict)
 
     # ---- scalar properties -------------------------------------------------------------------
     @property
@@ -169,6 +180,32 @@ class Run:
     def status(self) -> np.ndarray:
         """Per rank: 0 not finished, 1 completed, 2 stopped by signal, 3 error."""
         return self.ranks["status"].to_numpy()
+
+    @property
+    def exchange(self) -> str:
+        """The exchange strategy (root attribute ``exchange``; ``sync`` when absent)."""
+        return str(self.attrs.get("exchange") or "sync")
+
+    @property
+    def lockstep(self) -> bool:
+        """True when all ranks finish an iteration together (``sync``, ``ssp``), so the max
+        over ranks of an iteration's time is its critical path. ``async`` and ``mixed`` ranks
+        advance independently."""
+        return self.exchange in LOCKSTEP_EXCHANGES
+
+    @property
+    def target_accuracy(self) -> Optional[float]:
+        """Root attribute ``target_accuracy``; None when absent or NaN."""
+        value = self.attrs.get("target_accuracy")
+        try:
+            value = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return None
+        return value if np.isfinite(value) else None
+
+    def has(self, name: str) -> bool:
+        """Whether the per-iteration field ``name`` was loaded (optional fields may be absent)."""
+        return name in self.iterations
 
     @property
     def factors(self) -> Dict[str, object]:
@@ -346,6 +383,8 @@ def load_run(path, fields: Optional[Sequence[str]] = None) -> Run:
             units[name] = _decode(ds.attrs.get("units", ""))
             descriptions[name] = _decode(ds.attrs.get("description", ""))
 
+        samples = _read_samples(f, path, nranks)
+
         eval_df = pd.DataFrame(columns=list(EVAL_FIELDS), dtype=np.float64)
         if "eval" in f:
             cols = {n: f["eval"][n][()].astype(np.float64) for n in EVAL_FIELDS if n in f["eval"]}
@@ -355,4 +394,26 @@ def load_run(path, fields: Optional[Sequence[str]] = None) -> Run:
 
     return Run(path=path, attrs=attrs, config=config, config_attrs=config_attrs, ranks=ranks_df,
                iterations=iterations, valid=valid, units=units, descriptions=descriptions,
-               eval=eval_df)
+               eval=eval_df, samples=samples)
+
+
+def _read_samples(f: h5py.File, path: str, nranks: int) -> Dict[str, np.ndarray]:
+    """The optional /samples group (GPU/CPU sampler): each SAMPLE_FIELDS dataset present, rows
+    cut to ``/ranks/samples_written`` (NaN beyond). Empty when there is no sampler."""
+    if "samples" not in f or "samples_written" not in f["ranks"]:
+        return {}
+    written = f["ranks"]["samples_written"][()].astype(np.int64)
+    if written.shape != (nranks,):
+        raise RunFileError(f"{path}: /ranks/samples_written has shape {written.shape}, "
+                           f"expected ({nranks},)")
+    out = {}
+    for name in SAMPLE_FIELDS:
+        if name not in f["samples"]:
+            continue
+        data = f["samples"][name][()].astype(np.float64)
+        if data.ndim != 2 or data.shape[0] != nranks:
+            raise RunFileError(f"{path}: /samples/{name} has shape {data.shape}, "
+                               f"expected ({nranks}, capacity)")
+        keep = np.arange(data.shape[1])[None, :] < np.clip(written, 0, data.shape[1])[:, None]
+        out[name] = np.where(keep, data, np.nan)
+    return out

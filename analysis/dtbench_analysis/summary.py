@@ -1,18 +1,19 @@
 """The ``summary`` command: one run's factors, phase times, throughput and health at a glance.
 
 ``summarize(run)`` builds a JSON-ready dict (times in ms); ``format_text`` renders the same dict for
-people, so the text and ``--json`` outputs always agree.
+people, so the text and ``--json`` outputs always agree. Besides the pooled phase statistics it
+gives per-rank statistics (median and p95 of total, median busy and exchange time per rank) and,
+when the run sampled power (/samples), energy per sample (energy.py).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Dict, List, Optional
 
 import numpy as np
 
-from . import metrics
-from .runfile import PHASES, STATUS_NAMES, Run, RunFileError, load_run
+from . import energy, inputs, jsonout, metrics
+from .runfile import PHASES, STATUS_NAMES, Run
 
 MS = 1e3
 
@@ -24,7 +25,16 @@ DEFINITIONS = {
     "exchange_share": "median over iterations of (sum over ranks of exchange) / "
                       "(sum over ranks of total), iterations measured by every rank",
     "slowest_rank": "rank with the highest median total, vs the median of the per-rank medians",
+    "per_rank": "per rank, over its measured iterations: median and p95 of total, median of busy "
+                "(total minus exchange_wait when recorded, else minus exchange) and of exchange",
+    "energy": "integral of sampled power over each rank's measured iterations (trapezoid rule), "
+              "summed over ranks, / samples those ranks processed (batch_per_rank each)",
 }
+
+#: per-rank columns of metrics.per_rank_table in seconds (reported in ms, suffix _ms)
+TIME_COLUMNS = ("total_median", "total_p95", "busy_median", "exchange_median", "wait_median")
+#: per-rank table rows printed in the text output; the JSON output has every rank
+MAX_RANK_ROWS = 16
 
 
 def _ms(seconds: Optional[float]) -> Optional[float]:
@@ -40,6 +50,22 @@ def summarize(run: Run) -> Dict[str, object]:
     share = metrics.exchange_share(run)
     slow = metrics.slowest_rank(run)
     record = metrics.distribution(run.measured("record"))
+    table = metrics.per_rank_table(run)
+    for key, values in energy.sampler_per_rank(run).items():
+        table[key] = values
+    per_rank = []
+    for row in table.to_dict("records"):
+        entry = {"rank": int(row["rank"]), "host": str(row["host"]), "node": int(row["node"]),
+                 "measured": int(row["measured"])}
+        for k, v in row.items():
+            if k in entry:
+                continue
+            v = None if v is None or not np.isfinite(v) else float(v)
+            if k in TIME_COLUMNS:
+                entry[k + "_ms"] = None if v is None else v * MS
+            else:
+                entry[k] = v
+        per_rank.append(entry)
     sent = metrics.distribution(run.measured("bytes_sent"))
     return {
         "file": run.path,
@@ -65,13 +91,15 @@ def summarize(run: Run) -> Dict[str, object]:
         "phases_ms": phases,
         "throughput": {"samples_per_s": tp["samples_per_s"],
                        "critical_path_median_ms": _ms(tp["critical_path_median_s"]),
-                       "iterations": tp["iterations"]},
+                       "iterations": tp["iterations"], "method": tp["method"]},
         "exchange_share": share,
         "slowest_rank": None if slow is None else {
             "rank": slow["rank"], "host": slow["host"],
             "median_total_ms": _ms(slow["median_total_s"]),
             "median_of_ranks_ms": _ms(slow["median_of_ranks_s"]), "ratio": slow["ratio"]},
         "bytes_sent_median": sent["median"],
+        "per_rank": per_rank,
+        "energy": energy.energy_summary(run),
         "final_eval": metrics.final_eval(run),
         "recorder": {"record_median_ms": _ms(record["median"]),
                      "record_mean_ms": _ms(record["mean"]),
@@ -126,12 +154,18 @@ def format_text(s: Dict[str, object]) -> str:
         row = s["phases_ms"][phase]
         lines.append(f"  {phase:<12}" + "".join(f"{_num(row[k]):>10}"
                                                 for k in ("median", "p5", "p95", "mean")))
+    lines += _per_rank_lines(s)
     lines.append("")
     tp = s["throughput"]
-    lines.append(f"  throughput: {_num(tp['samples_per_s'], '.1f')} samples/s = batch_global / "
-                 f"median critical path {_num(tp['critical_path_median_ms'])} ms "
-                 f"(critical path = max over ranks of total per iteration; "
-                 f"{tp['iterations']} iterations measured by every rank)")
+    if tp["critical_path_median_ms"] is not None or tp["samples_per_s"] is None:
+        lines.append(f"  throughput: {_num(tp['samples_per_s'], '.1f')} samples/s = batch_global"
+                     f" / median critical path {_num(tp['critical_path_median_ms'])} ms "
+                     f"(critical path = max over ranks of total per iteration; "
+                     f"{tp['iterations']} iterations measured by every rank)")
+    else:
+        lines.append(f"  throughput: {_num(tp['samples_per_s'], '.1f')} samples/s = "
+                     f"{tp['method']} (exchange={f['exchange']}: ranks do not advance in "
+                     f"lockstep)")
     share = s["exchange_share"]["median"]
     lines.append(f"  exchange share: {_num(None if share is None else share * 100, '.1f')}% "
                  f"(median over iterations of sum-over-ranks exchange / sum-over-ranks total)")
@@ -152,6 +186,16 @@ def format_text(s: Dict[str, object]) -> str:
                      f"{ev['iteration']}{loss}")
     else:
         lines.append("  final evaluation: none recorded")
+    en = s["energy"]
+    if en:
+        part = "" if en["ranks_sampled"] == en["nranks"] else \
+            f" ({en['ranks_sampled']} of {en['nranks']} ranks sampled)"
+        cover = "" if en["min_coverage"] >= 0.999 else \
+            f"; samples cover only {en['min_coverage']:.0%} of a rank's measured time, " \
+            f"extrapolated at its mean power"
+        lines.append(f"  energy: {_num(en['joules_per_sample'], '.4g')} J per sample = "
+                     f"{_num(en['energy_j'], '.4g')} J over {en['samples']} samples in the "
+                     f"measured iterations{part}{cover}")
     rec = s["recorder"]
     lines.append(f"  recorder cost: median record {_num(rec['record_median_ms'], '.4f')} ms, "
                  f"mean {_num(rec['record_mean_ms'], '.4f')} ms per iteration (not in total); "
@@ -159,21 +203,39 @@ def format_text(s: Dict[str, object]) -> str:
     return "\n".join(lines)
 
 
-def _json_safe(value):
-    """NaN/inf -> None, recursively, so the output is strict JSON."""
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value
+def _per_rank_lines(s: Dict[str, object]) -> List[str]:
+    """The per-rank table (at most MAX_RANK_ROWS rows: the slowest first when cut)."""
+    rows = s["per_rank"]
+    if len(rows) < 2:
+        return []
+    extra = [k for k in ("wait_median_ms", "staleness_median", "power_median_w",
+                         "memory_max_mib", "utilization_median") if k in rows[0]]
+    heads = {"wait_median_ms": "wait ms", "staleness_median": "stale",
+             "power_median_w": "power W", "memory_max_mib": "mem MiB",
+             "utilization_median": "util"}
+    shown = rows
+    note = ""
+    if len(rows) > MAX_RANK_ROWS:
+        shown = sorted(rows, key=lambda r: -(r["total_median_ms"] or 0))[:MAX_RANK_ROWS]
+        note = f"  ... {len(rows) - MAX_RANK_ROWS} more ranks (the slowest shown; --json: all)"
+    out = ["", f"  per rank (ms, over each rank's measured iterations; busy = total minus "
+               f"{'exchange_wait' if 'wait_median_ms' in rows[0] else 'exchange'}):",
+           f"  {'rank':>5} {'node':>5} {'host':<14}{'iters':>6}{'total med':>11}{'total p95':>11}"
+           f"{'busy med':>10}{'exch med':>10}" + "".join(f"{heads[k]:>10}" for k in extra)]
+    for r in shown:
+        out.append(f"  {r['rank']:>5} {r['node']:>5} {r['host'][:13]:<14}{r['measured']:>6}"
+                   f"{_num(r['total_median_ms']):>11}{_num(r['total_p95_ms']):>11}"
+                   f"{_num(r['busy_median_ms']):>10}{_num(r['exchange_median_ms']):>10}" +
+                   "".join(f"{_num(r[k], '.1f'):>10}" for k in extra))
+    if note:
+        out.append(note)
+    return out
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("summary", help="factors, phase times, throughput of each run",
                               description="Summarise dtbench result files.")
-    p.add_argument("files", nargs="+", metavar="FILE.h5")
+    inputs.add_inputs(p)
     p.add_argument("--json", action="store_true",
                    help="print a JSON object (an array of them for several files)")
     p.set_defaults(func=run_command)
@@ -182,17 +244,13 @@ def add_parser(subparsers) -> None:
 def run_command(args, report_error) -> int:
     """Summarise each file; report_error(msg) is called for each unreadable one. Returns the
     exit status: 0, or 2 when any file could not be read (the others are still summarised)."""
-    results, status = [], 0
-    for path in args.files:
-        try:
-            results.append(summarize(load_run(path)))
-        except RunFileError as e:
-            report_error(str(e))
-            status = 2
+    runs, status = inputs.load_all(args.inputs, report_error)
+    results = [summarize(r) for r in runs]
+    several = len(inputs.expand(args.inputs)[0]) > 1
     if args.json:
-        if results or len(args.files) > 1:
-            payload = results[0] if len(args.files) == 1 else results
-            print(json.dumps(_json_safe(payload), indent=2, allow_nan=False))
+        if results or several:
+            payload = results if several else results[0]
+            print(jsonout.dumps(payload))
     elif results:
         print("\n\n".join(format_text(r) for r in results))
     return status

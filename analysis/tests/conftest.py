@@ -1,9 +1,14 @@
-"""Fixtures: synthetic result files written per docs/hdf5-layout.md (see synthetic.py)."""
+"""Fixtures: synthetic result files written per docs/hdf5-layout.md (see synthetic.py), files of
+the real dtbench (realruns.py, skipped when it is not built) and headless Chromium (browser.py)."""
 
 import itertools
+import os
+import shutil
 
 import pytest
 
+import browser
+import realruns
 import synthetic
 
 KILLED_COMPLETED = [8, 4, 8, 8]     # of iters_total 12 (warm-up 2, flush_every 4)
@@ -29,3 +34,38 @@ def complete_file(write):
 def killed_file(write):
     """Same run killed: completed 8,4,8,8 of 12; rank 1 has an unrecorded block of garbage."""
     return write(killed=True, completed=KILLED_COMPLETED, unrecorded=(1,))
+
+
+@pytest.fixture(scope="session")
+def real_runs(tmp_path_factory):
+    """Result files of the real dtbench (LeNet, synthetic data; seconds in all):
+    r1 (1 rank, batch 16), r2 (2 ranks, batch 16: strong scaling of r1), r2w (2 ranks, batch 32:
+    weak scaling of r1), all 8 measured iterations after 2 warm-up, and killed (2 ranks, flush
+    every 5 iterations, SIGKILLed once each rank wrote 12). Skipped when dtbench is not built."""
+    reason = realruns.skip_reason()
+    if reason:
+        pytest.skip(reason)
+    work = str(tmp_path_factory.mktemp("real"))
+    results = os.path.join(work, "results")
+    os.makedirs(results)
+    common = ["--iters", "8", "--warmup", "2"]
+    runs = {
+        "r1": realruns.run(results, 1, "r1.h5", "--batch", "16", *common),
+        "r2": realruns.run(results, 2, "r2.h5", "--batch", "16", *common),
+        "r2w": realruns.run(results, 2, "r2w.h5", "--batch", "32", *common),
+        "killed": realruns.killed(results, 2, "killed.h5", 12, "--batch", "8", "--warmup", "2",
+                                  "--flush-every", "5"),
+    }
+    shutil.rmtree(os.path.join(results, "ompi"), ignore_errors=True)
+    runs["dir"] = results
+    return runs
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Path of headless Chromium; skips the test when it is not installed."""
+    path = browser.chromium()
+    if path is None:
+        pytest.skip("chromium is not installed (Debian package chromium; scripts/setup.sh "
+                    "installs it)")
+    return path

@@ -11,6 +11,11 @@ The default run has known values so tests can assert exact numbers:
 A killed run (``killed=True``) has no finished/end_time/stop_reason attributes, status 0, NaN
 beyond ``completed`` and, for ranks given in ``unrecorded``, finite garbage in a block written
 after ``completed`` (its completion was never recorded), which a reader must ignore.
+
+Newer, optional content: ``overrides`` may add per-iteration fields that are not in the default
+set (staleness, exchange_wait, straggler_delay, ...); ``samples`` writes a /samples group and
+/ranks/samples_written; ``attrs`` adds or replaces root attributes (e.g. target_accuracy);
+``config`` adds or replaces options in config_json and /config (e.g. seed, tag).
 """
 
 from __future__ import annotations
@@ -64,7 +69,11 @@ def write_run(path, *, nranks: int = 4, nnodes: int = 2, warmup: int = 2, iters:
               slow_rank: Optional[int] = SLOW_RANK,
               overrides: Optional[Dict[str, np.ndarray]] = None,
               evals: Optional[Sequence[tuple]] = None, schema_version=1,
-              drop: Sequence[str] = ()) -> str:
+              drop: Sequence[str] = (), batch_global: int = BATCH_GLOBAL,
+              exchange: str = "sync", tag: str = "test", config: Optional[Dict] = None,
+              attrs: Optional[Dict] = None,
+              samples: Optional[Dict[str, np.ndarray]] = None,
+              samples_written: Optional[Sequence[int]] = None) -> str:
     """Write one result file; returns its path as str. ``overrides`` replaces whole
     (nranks, iters_total) arrays (seconds); ``evals`` is a list of (iteration, accuracy, loss)
     (default: three evaluations, the last at iters_total with accuracy 0.9; one slot left NaN);
@@ -80,9 +89,10 @@ def write_run(path, *, nranks: int = 4, nnodes: int = 2, warmup: int = 2, iters:
                  (iters_total, 0.9, 0.5)]
     if killed:   # evaluations after the stop never happened
         evals = [e for e in evals if e[0] <= completed.max()]
-    config = {"model": "mlp", "dataset": "synthetic", "exchange": "sync", "device": "cpu",
-              "iters": iters, "warmup": warmup, "batch": BATCH_GLOBAL, "lr": 0.1,
-              "flush_every": flush_every}
+    config = dict({"model": "mlp", "dataset": "synthetic", "exchange": exchange,
+                   "device": "cpu", "iters": iters, "warmup": warmup, "batch": batch_global,
+                   "lr": 0.1, "flush_every": flush_every, "tag": tag, "seed": 42},
+                  **(config or {}))
 
     with h5py.File(path, "w") as f:
         a = f.attrs
@@ -102,15 +112,17 @@ def write_run(path, *, nranks: int = 4, nnodes: int = 2, warmup: int = 2, iters:
         a["nranks"], a["nnodes"] = np.int32(nranks), np.int32(nnodes)
         a["iters"], a["warmup"], a["iters_total"] = np.int32(iters), np.int32(warmup), \
             np.int32(iters_total)
-        a["batch_global"] = np.int32(BATCH_GLOBAL)
-        a["batch_per_rank"] = np.int32(BATCH_GLOBAL // nranks)
+        a["batch_global"] = np.int32(batch_global)
+        a["batch_per_rank"] = np.int32(batch_global // nranks)
         # fixed-length strings, as a C writer may produce them
         a["model"], a["dataset"] = np.bytes_(b"mlp"), np.bytes_(b"synthetic")
-        a["exchange"], a["device"], a["tag"] = "sync", "cpu", "test"
+        a["exchange"], a["device"], a["tag"] = exchange, "cpu", tag
         a["param_count"] = np.int64(1_000_000)
         a["flush_every"] = np.int32(flush_every)
         a["timer_overhead_s"] = np.float64(TIMER_OVERHEAD_S)
         a["clock_sync_rounds"] = np.int32(10)
+        for k, v in (attrs or {}).items():
+            a[k] = v
 
         cfg = f.create_group("config")
         for k, v in config.items():
@@ -142,6 +154,14 @@ def write_run(path, *, nranks: int = 4, nnodes: int = 2, warmup: int = 2, iters:
             ds = g.create_dataset(name, data=out)
             ds.attrs["units"] = UNITS.get(name, "")
             ds.attrs["description"] = f"synthetic {name}"
+
+        if samples is not None:
+            sg = f.create_group("samples")
+            for k, v in samples.items():
+                sg[k] = np.asarray(v, dtype=np.float64)
+            cap = next(iter(samples.values())).shape[1]
+            r["samples_written"] = np.array([cap] * nranks if samples_written is None
+                                            else samples_written, dtype=np.int64)
 
         e = f.create_group("eval")
         n_evals = len(evals) + 1

@@ -64,12 +64,14 @@ def test_json_null_when_nothing_measured(capsys, write):
 def bad_files(tmp_path, write):
     text = tmp_path / "notes.txt"
     text.write_text("not hdf5\n")
+    empty = tmp_path / "empty"
+    empty.mkdir(exist_ok=True)
     return {
         "missing": str(tmp_path / "absent.h5"),
         "not hdf5": str(text),
         "schema 2": write(schema_version=2),
         "no schema": write(drop=["schema_version"]),
-        "directory": str(tmp_path),
+        "directory": str(empty),
     }
 
 
@@ -88,7 +90,8 @@ def test_error_messages(capsys, tmp_path, write):
     files = bad_files(tmp_path, write)
     expected = {"missing": "no such file", "not hdf5": "not an HDF5 file",
                 "schema 2": "unsupported schema_version 2",
-                "no schema": "not a dtbench result file", "directory": "not a regular file"}
+                "no schema": "not a dtbench result file",
+                "directory": "directory holds no *.h5 result file"}
     for kind, words in expected.items():
         _, _, err = run_main(capsys, "summary", files[kind])
         assert words in err, kind
@@ -127,3 +130,35 @@ def test_console_script(killed_file):
                           text=True, timeout=120, env=dict(os.environ))
     assert proc.returncode == 0, proc.stderr
     assert any(line.startswith("INCOMPLETE: ") for line in proc.stdout.splitlines())
+
+
+def test_directory_input(capsys, write, tmp_path):
+    """A directory stands for every *.h5 under it, recursively, sorted; a file named twice is
+    read once; other files are left alone."""
+    top = tmp_path / "results"
+    (top / "b").mkdir(parents=True)
+    a = shutil.copy(write(), top / "z.h5")
+    b = shutil.copy(write(killed=True, completed=[8] * 4), top / "b" / "a.h5")
+    (top / "notes.txt").write_text("not a result\n")
+    status, out, err = run_main(capsys, "summary", str(top), str(a))
+    assert status == 0 and err == ""
+    assert [line for line in out.splitlines() if line.startswith("== ")] == \
+        [f"== {b}", f"== {a}"]
+
+
+@pytest.mark.parametrize("command", ["scaling", "stragglers", "compare"])
+def test_bad_input_any_command(capsys, tmp_path, complete_file, command):
+    missing = str(tmp_path / "absent.h5")
+    status, out, err = run_main(capsys, command, complete_file, missing)
+    assert status == 2 and out == ""
+    assert err == f"dtbench-analyze: {missing}: no such file\n"
+
+
+def test_usage_error_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["scaling", "x.h5", "--unit", "cores"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.endswith("\n")
+    assert err.startswith("dtbench-analyze scaling: argument --unit: invalid choice: 'cores'")
+    assert "ranks" in err and "nodes" in err                       # what is accepted

@@ -151,3 +151,72 @@ def test_text_output_incomplete(killed_file):
     assert lines[1] == ("INCOMPLETE: run did not finish (killed?); ranks 0,2-3 stopped after "
                         "8/12 iterations, rank 1 after 4/12")
     assert any("iterations measured: 2-6 per rank (configured 10)" in line for line in lines)
+
+
+# ---- per-rank statistics and energy (issue 7) ---------------------------------------------
+def sampled(write, power=None, written=None, **kw):
+    """The default run with a sampler: 240 samples per rank every 50 ms from t = 0 (the measured
+    iterations span 10.002 .. 10.402 s, rank 2 .. 10.802 s), 100 W unless ``power`` is given."""
+    t = np.tile(np.arange(240) * 0.05, (4, 1))
+    p = np.full((4, 240), 100.0) if power is None else power(t)
+    mem = np.tile(np.arange(240, dtype=float), (4, 1))
+    util = np.full((4, 240), 0.5)
+    return write(samples={"time": t, "power_w": p, "memory_mib": mem, "utilization": util},
+                 samples_written=written, **kw)
+
+
+def test_per_rank_statistics(complete_file):
+    s = summarize(load_run(complete_file))
+    rows = {r["rank"]: r for r in s["per_rank"]}
+    assert rows[2]["total_median_ms"] == approx(80) and rows[0]["total_median_ms"] == approx(40)
+    assert rows[2]["busy_median_ms"] == approx(75)          # total - exchange (5 ms)
+    assert rows[1]["exchange_median_ms"] == approx(5) and rows[3]["total_p95_ms"] == approx(40)
+    assert rows[2]["node"] == 1 and rows[2]["measured"] == 10
+    text = format_text(s)
+    assert "per rank (ms, over each rank's measured iterations; busy = total minus exchange)" \
+        in text
+    row = next(line.split() for line in text.splitlines() if line.split()[:3] == ["2", "1",
+                                                                                   "node1"])
+    assert row[3:8] == ["10", "80.000", "80.000", "75.000", "5.000"]
+    assert s["energy"] is None and "energy:" not in text
+
+
+def test_per_rank_killed(killed_file):
+    rows = summarize(load_run(killed_file))["per_rank"]
+    assert [r["measured"] for r in rows] == [6, 2, 6, 6]
+    assert rows[1]["total_median_ms"] == approx(40)          # garbage block ignored
+
+
+def test_energy_per_sample(write):
+    s = summarize(load_run(sampled(write)))
+    e = s["energy"]
+    # 100 W over 0.4 s (ranks 0, 1, 3) and 0.8 s (rank 2) = 200 J; 4 x 10 x 16 samples
+    assert e["energy_j"] == approx(200.0) and e["samples"] == 640
+    assert e["joules_per_sample"] == approx(200.0 / 640) and e["ranks_sampled"] == 4
+    assert e["min_coverage"] == approx(1.0)
+    rows = {r["rank"]: r for r in s["per_rank"]}
+    assert rows[0]["power_median_w"] == 100.0 and rows[0]["memory_max_mib"] == 239.0
+    assert rows[0]["utilization_median"] == 0.5
+    text = format_text(s)
+    assert "energy: 0.3125 J per sample = 200 J over 640 samples in the measured iterations" \
+        in text
+    assert "power W" in text and "mem MiB" in text
+
+
+def test_energy_integrates_varying_power(write):
+    """Linear power 50 + 10 t W: the trapezoid rule is exact; rank 0 over [10.002, 10.402] s."""
+    run = load_run(sampled(write, power=lambda t: 50.0 + 10.0 * t))
+    from dtbench_analysis.energy import rank_energy
+    a, b = 10.002, 10.402
+    assert rank_energy(run, 0)["energy_j"] == approx(50 * (b - a) + 5 * (b * b - a * a))
+
+
+def test_energy_partial_and_missing_samples(write):
+    """Rank 0's samples stop at 10.2 s (half its span); rank 1 has none in its span."""
+    e = summarize(load_run(sampled(write, written=[205, 150, 240, 240])))["energy"]
+    assert e["ranks_sampled"] == 3 and e["nranks"] == 4
+    assert e["min_coverage"] == approx((10.2 - 10.002) / 0.4)
+    assert e["energy_j"] == approx(40 + 80 + 40)             # mean power x span
+    assert e["samples"] == 3 * 160
+    text = format_text(summarize(load_run(sampled(write, written=[205, 150, 240, 240]))))
+    assert "(3 of 4 ranks sampled)" in text and "samples cover only 50%" in text

@@ -1,0 +1,44 @@
+"""Matplotlib on the Agg backend (no display needed) and figure output as PNG.
+
+Import pyplot from here (``from .plotting import plt``) so the backend is set before pyplot is
+first imported. Figures are written atomically (see outputs.py) or returned as PNG bytes for the
+HTML report.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from .outputs import write_bytes  # noqa: E402
+
+__all__ = ["plt", "png_bytes", "save_png", "data_uri", "INCOMPLETE_NOTE"]
+
+DPI = 110
+#: appended to a title or legend entry of an incomplete run
+INCOMPLETE_NOTE = " [INCOMPLETE]"
+
+
+def png_bytes(fig) -> bytes:
+    """Render ``fig`` to PNG and close it."""
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    return buf.getvalue()
+
+
+def save_png(fig, path: str) -> None:
+    """Write ``fig`` as a PNG file at ``path`` (atomically) and close it."""
+    write_bytes(path, png_bytes(fig))
+
+
+def data_uri(png: bytes) -> str:
+    """``data:image/png;base64,...`` for an <img src> in a self-contained HTML page."""
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")

@@ -1,0 +1,61 @@
+"""Renders an HTML page in headless Chromium (Debian package ``chromium``) and reports what a
+reader would see: every image with its decoded size (or ``broken``), load errors, console
+messages, and a screenshot.
+
+The page itself is not changed: a copy gets two small scripts, one at the start of <head> that
+records error events (a broken image fires one), one that after the load event writes the images'
+state into an attribute of <body>, which ``--dump-dom`` then shows.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+from typing import Dict, Optional
+
+FIRST = ("<script>window.__errs=[];addEventListener('error',function(e){"
+         "__errs.push((e.target&&e.target.tagName)||String(e.message));},true);</script>")
+LAST = ("<script>addEventListener('load',function(){var im=[].map.call(document.images,"
+        "function(i){return {id:i.id,width:(i.complete&&i.naturalWidth)||0,"
+        "height:i.naturalHeight||0};});document.body.setAttribute('data-check',"
+        "JSON.stringify({images:im,errors:__errs,title:document.title}));});</script>")
+
+
+def chromium() -> Optional[str]:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def _run(args, timeout=90) -> subprocess.CompletedProcess:
+    base = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+            "--enable-logging=stderr", "--v=0", "--virtual-time-budget=10000"]
+    return subprocess.run(base + args, capture_output=True, text=True, timeout=timeout)
+
+
+def render(page: str, workdir: str) -> Dict[str, object]:
+    """Open ``page`` (an HTML file): {"images": [{id, width, height}], "errors": [...],
+    "console": [console lines from Chromium's log], "title": str, "screenshot": path}."""
+    text = open(page, encoding="utf-8").read()
+    probe = os.path.join(workdir, "probe.html")
+    with open(probe, "w", encoding="utf-8") as f:
+        f.write(text.replace("<head>", "<head>" + FIRST, 1).replace("</body>", LAST + "</body>"))
+    dom = _run(["--dump-dom", "file://" + os.path.abspath(probe)])
+    m = re.search(r'data-check="([^"]*)"', dom.stdout)
+    if not m:
+        raise AssertionError(f"Chromium did not render the page (rc {dom.returncode}): "
+                             f"{dom.stderr[-2000:]}")
+    result = json.loads(html.unescape(m.group(1)))
+    result["console"] = [line for line in dom.stderr.splitlines()
+                         if "CONSOLE" in line or "Uncaught" in line or
+                         "Failed to load resource" in line]
+    shot = os.path.join(workdir, "screenshot.png")
+    _run(["--window-size=1280,2000", f"--screenshot={shot}", "file://" + os.path.abspath(page)])
+    result["screenshot"] = shot if os.path.exists(shot) else None
+    return result

@@ -1,0 +1,97 @@
+"""The analysis commands on files written by the real dtbench (fixture ``real_runs``: 1 and 2
+ranks, a few iterations, and a run SIGKILLed mid-way). Skipped, with the reason, when dtbench is
+not built."""
+
+import json
+import re
+
+import pandas as pd
+import pytest
+
+import browser
+import realruns
+from dtbench_analysis import load_run
+from dtbench_analysis.cli import main
+
+
+def run_json(capsys, *argv):
+    assert main(list(argv) + ["--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_summary_of_real_runs(capsys, real_runs):
+    s = run_json(capsys, "summary", real_runs["r2"])
+    assert s["complete"] and s["factors"]["nranks"] == 2 and s["factors"]["model"] == "lenet"
+    assert s["iterations"]["measured_by_all_ranks"] == 8
+    assert s["phases_ms"]["total"]["n"] == 16
+    assert [r["rank"] for r in s["per_rank"]] == [0, 1]
+    assert all(r["total_median_ms"] > 0 for r in s["per_rank"])
+    assert s["energy"] is None          # the CPU build samples no power
+
+
+def test_killed_run_reported_with_its_counts(capsys, real_runs, tmp_path):
+    path = real_runs["killed"]
+    done = realruns.completed(path)
+    assert (done >= 12).all() and (done % 5 == 0).all()      # whole blocks of flush_every 5
+    run = load_run(path)
+    assert not run.is_complete and list(run.completed) == list(done)
+    s = run_json(capsys, "summary", path)
+    assert s["incomplete"].startswith("run did not finish (killed?)")
+    for rank, n in enumerate(done):
+        assert f"{n}/100002" in s["incomplete"]
+        assert s["per_rank"][rank]["measured"] == n - 2        # warm-up 2 excluded
+    assert s["iterations"]["measured_by_all_ranks"] == min(done) - 2
+    assert main(["summary", path]) == 0
+    assert re.search(r"^INCOMPLETE: run did not finish", capsys.readouterr().out, re.M)
+
+    table_path = str(tmp_path / "killed.csv")
+    assert main(["export", path, "-o", table_path]) == 0
+    capsys.readouterr()
+    table = pd.read_csv(table_path)
+    assert len(table) == sum(n - 2 for n in done) * 6 and not table["run_complete"].any()
+    assert table.groupby("rank")["iteration"].max().tolist() == [n - 1 for n in done]
+
+
+def test_scaling_of_real_runs(capsys, real_runs):
+    result = run_json(capsys, "scaling", real_runs["dir"])
+    kinds = {s["kind"]: s for s in result["series"]}
+    assert set(kinds) == {"strong", "weak"}
+    assert kinds["strong"]["base"]["files"] == [real_runs["r1"]]
+    assert [q["ranks"] for q in kinds["strong"]["points"]] == [1, 2]
+    assert kinds["weak"]["points"][1]["files"] == [real_runs["r2w"]]
+    for s in result["series"]:
+        q = s["points"][1]
+        assert q["speedup"] == pytest.approx(q["throughput"] / s["base"]["throughput"])
+        assert q["efficiency"] == pytest.approx(q["speedup"] / 2)
+    # the killed run (batch 8, flush every 5) has no partner scale: listed, marked incomplete
+    assert [q["incomplete"] for q in result["unmatched"]] == [[real_runs["killed"]]]
+    assert main(["scaling", real_runs["dir"]]) == 0
+    assert "* INCOMPLETE killed.h5" in capsys.readouterr().out
+
+
+def test_stragglers_and_timeline_of_real_run(capsys, real_runs, tmp_path):
+    a = run_json(capsys, "stragglers", real_runs["r2"])
+    assert a["iterations"] == 8 and {r["rank"] for r in a["ranks"]} == {0, 1}
+    assert sum(r["slowest_count"] for r in a["ranks"]) <= 8
+    assert set(a["imbalance"]) >= {"total", "exchange", "busy"}
+    out = tmp_path / "t.png"
+    assert main(["timeline", real_runs["killed"], "--iters", "0:12", "-o", str(out)]) == 0
+    assert "INCOMPLETE" in capsys.readouterr().out and out.stat().st_size > 1000
+
+
+def test_compare_real_runs(capsys, real_runs, tmp_path):
+    c = run_json(capsys, "compare", real_runs["r1"], real_runs["r2"])
+    labels = [g["label"] for g in c["groups"]]
+    assert labels == ["nranks=1", "nranks=2"]           # the only factor that differs
+    test = c["groups"][1]["test"]
+    assert 0.0 <= test["p"] <= 1.0 and test["n_a"] == 8 and test["n_b"] == 8
+
+
+def test_report_of_real_runs_renders(capsys, real_runs, tmp_path, chromium):
+    out = tmp_path / "report.html"
+    assert main(["report", real_runs["dir"], "-o", str(out)]) == 0
+    assert "4 runs, 1 incomplete, 2 figures" in capsys.readouterr().out
+    seen = browser.render(str(out), str(tmp_path))
+    assert seen["errors"] == [] and seen["console"] == []
+    assert sorted(i["id"] for i in seen["images"] if i["width"] > 0) == ["fig-progress",
+                                                                         "fig-scaling"]
