@@ -37,6 +37,9 @@ RANK_FIELDS = (
     "rank", "host", "node", "local_rank", "pid", "clock_offset_start", "clock_offset_end",
     "clock_rtt", "completed", "status",
 )
+#: Optional per-rank datasets (used when present): role 0 worker / 1 parameter server, the
+#: update counts of the exchange, and the hash of the final parameters.
+OPTIONAL_RANK_FIELDS = ("role", "updates_pushed", "updates_applied", "param_hash")
 EVAL_FIELDS = ("iteration", "time", "accuracy", "loss")
 #: Optional per-iteration datasets written by newer dtbench versions (used when present).
 OPTIONAL_ITERATION_FIELDS = ("staleness", "version", "bytes_recv", "exchange_wait",
@@ -47,7 +50,7 @@ SAMPLE_FIELDS = ("time", "power_w", "memory_mib", "utilization")
 #: Exchange strategies whose ranks advance in lockstep (an iteration ends for all ranks together).
 LOCKSTEP_EXCHANGES = ("sync", "ssp")
 #: Meaning of /ranks/status values.
-STATUS_NAMES = {0: "not finished", 1: "completed", 2: "stopped by signal", 3: "error"}
+STATUS_NAMES = {0: "not finished", 1: "completed", 2: "stopped early", 3: "error"}
 #: The main factors of a run (root attributes), as shown by every command.
 FACTOR_ATTRS = ("model", "dataset", "exchange", "device", "tag",
                 "nranks", "nnodes", "batch_global", "batch_per_rank")
@@ -178,7 +181,7 @@ class Run:
 
     @property
     def status(self) -> np.ndarray:
-        """Per rank: 0 not finished, 1 completed, 2 stopped by signal, 3 error."""
+        """Per rank: 0 not finished, 1 completed, 2 stopped early (signal or target accuracy: see stop_reason), 3 error."""
         return self.ranks["status"].to_numpy()
 
     @property
@@ -212,16 +215,27 @@ class Run:
         """The main factors of the run (FACTOR_ATTRS), None where an attribute is missing."""
         return {k: self.attrs.get(k) for k in FACTOR_ATTRS}
 
+    @property
+    def trains(self) -> np.ndarray:
+        """Per rank: True for ranks that run iterations. Parameter servers (``/ranks/role`` 1,
+        ``--exchange async``) serve and have no iterations; files without ``role`` train."""
+        if "role" not in self.ranks:
+            return np.ones(len(self.ranks), dtype=bool)
+        return self.ranks["role"].to_numpy() != 1
+
     # ---- completeness ------------------------------------------------------------------------
     @property
     def is_complete(self) -> bool:
-        """Finished cleanly, every rank has status 1 and completed all ``iters_total``."""
+        """Finished cleanly, every rank has status 1 and every training rank completed all
+        ``iters_total`` iterations."""
         return (self.finished and bool(np.all(self.status == 1))
-                and bool(np.all(self.completed >= self.iters_total)))
+                and bool(np.all(self.completed[self.trains] >= self.iters_total)))
 
     def incomplete_ranks(self) -> pd.DataFrame:
-        """Rows of ``ranks`` that did not complete every iteration or whose status is not 1."""
-        bad = (self.ranks["completed"] < self.iters_total) | (self.ranks["status"] != 1)
+        """Rows of ``ranks`` whose status is not 1, or that train and did not complete every
+        iteration (parameter servers have no iterations to complete)."""
+        short = (self.ranks["completed"] < self.iters_total) & self.trains
+        bad = short | (self.ranks["status"] != 1)
         return self.ranks[bad]
 
     def completeness_note(self, max_groups: int = 8) -> Optional[str]:
@@ -234,6 +248,8 @@ class Run:
             why = "run did not finish (killed?)"
         elif self.stop_reason == "signal":
             why = "run stopped early by a signal (stop_reason=signal)"
+        elif self.stop_reason == "target":
+            why = "run stopped early: the target accuracy was reached (stop_reason=target)"
         elif self.stop_reason == "error":
             why = "run ended with an error (stop_reason=error)"
         else:
@@ -361,6 +377,9 @@ def load_run(path, fields: Optional[Sequence[str]] = None) -> Run:
                 raise RunFileError(f"{path}: /ranks/{name} has shape {data.shape}, "
                                    f"expected ({nranks},)")
             ranks[name] = _decode_strings(data)
+        for name in OPTIONAL_RANK_FIELDS:
+            if name in ranks_group and ranks_group[name].shape == (nranks,):
+                ranks[name] = ranks_group[name][()]
         ranks_df = pd.DataFrame(ranks)
         completed = np.clip(ranks_df["completed"].to_numpy().astype(np.int64), 0, iters_total)
         valid = np.arange(iters_total)[None, :] < completed[:, None]

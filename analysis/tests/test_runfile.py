@@ -85,7 +85,7 @@ def test_note_signal_and_error(write):
     assert run.finished and not run.is_complete
     assert run.completeness_note() == (
         "run stopped early by a signal (stop_reason=signal); ranks 0-3 stopped after 8/12 "
-        "iterations (status 2: stopped by signal)")
+        "iterations (status 2: stopped early)")
     run = load_run(write(status=[1, 1, 3, 1], stop_reason="error"))
     assert not run.is_complete
     assert list(run.incomplete_ranks()["rank"]) == [2]
@@ -177,3 +177,24 @@ def test_killed_while_closing(write):
     assert run.incomplete_ranks().empty
     assert run.completeness_note() == ("run did not finish (killed?); every rank completed "
                                        "12/12 iterations")
+
+
+def test_parameter_servers_are_not_incomplete_ranks(tmp_path):
+    """An async run's parameter servers (/ranks/role 1) have no iterations: a finished run with
+    every worker complete is complete, and a worker that fell short is still reported."""
+    import h5py
+    from dtbench_analysis.runfile import load_run
+
+    path = tmp_path / "ps.h5"
+    syn.write_run(path, nranks=3, nnodes=1, iters=6, warmup=1, slow_rank=None)
+    with h5py.File(path, "a") as f:
+        f["ranks"].create_dataset("role", data=np.array([0, 0, 1], dtype=np.int32))
+        f["ranks/completed"][2] = 0
+        f.attrs["exchange"] = "async"
+    run = load_run(str(path))
+    assert run.is_complete and run.completeness_note() is None
+    assert list(run.trains) == [True, True, False]
+    with h5py.File(path, "a") as f:
+        f["ranks/completed"][1] = 3
+    run = load_run(str(path))
+    assert not run.is_complete and list(run.incomplete_ranks()["rank"]) == [1]
