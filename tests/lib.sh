@@ -11,6 +11,9 @@ ANALYSIS_DIR=$(cd "$TESTS_SRCDIR/../analysis" && pwd)
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1
+# mpirun forwards SIGTERM to the ranks, then SIGKILLs them after this many seconds (1 by default in
+# Open MPI 4): a loaded 2-core machine needs more for the ranks to finish and close the file.
+export OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-3}
 export HDF5_USE_FILE_LOCKING=FALSE
 # OpenBLAS older than the CPU falls back to generic SSE3 kernels (dtbench warns): the tests pick
 # the vector kernels the CPU has, which makes them ~3x faster here. A value set by the user wins.
