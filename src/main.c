@@ -282,7 +282,8 @@ int main(int argc, char **argv) {
                   off_end.offset,
                   model_param_hash(&model),
                   pushed,
-                  applied};
+                  applied,
+                  signals_time()};
     rops->close(rec, &end);
     if (opt.save_model[0] && topo.rank == 0 && model_save(&model, opt.save_model) != 0)
         fprintf(stderr, "dtbench: rank 0: cannot write --save-model %s: %s\n", opt.save_model,

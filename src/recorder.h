@@ -82,6 +82,7 @@ typedef struct {
     uint64_t param_hash;     /* FNV-1a of the final parameters' bytes */
     int64_t updates_pushed;  /* gradient updates this rank sent to the exchange */
     int64_t updates_applied; /* updates this rank applied (servers: pushes it applied) */
+    double signal_time;      /* dt_now() when this rank got SIGTERM/SIGUSR1, 0 if it did not */
 } RunEnd;
 
 typedef struct Recorder Recorder;

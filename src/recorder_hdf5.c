@@ -302,6 +302,11 @@ static void hdf5_close(Recorder *r, const RunEnd *end) {
     MPI_CHECK(MPI_Bcast(reason, sizeof reason, MPI_CHAR, 0, r->comm));
     attr_text(r->file, "end_time", now);
     attr_text(r->file, "stop_reason", worst == RUN_FAILED ? "error" : reason);
+    /* From a rank's signal to the file's last write: the max over ranks that got one. */
+    double latency = end->signal_time > 0 ? dt_now() - end->signal_time : 0.0, worst_latency = 0;
+    MPI_CHECK(MPI_Allreduce(&latency, &worst_latency, 1, MPI_DOUBLE, MPI_MAX, r->comm));
+    if (worst_latency > 0)
+        attr_number(r->file, "stop_latency_s", H5T_NATIVE_DOUBLE, &worst_latency);
     attr_ll(r->file, "finished", 1);
 
     for (int i = 0; i < ITER_NFIELDS; i++)

@@ -6,5 +6,6 @@
 
 void signals_install(void);
 int signals_stop_requested(void); /* the signal number received, 0 if none */
+double signals_time(void);        /* CLOCK_MONOTONIC seconds of the first one, 0 if none */
 
 #endif
