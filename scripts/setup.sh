@@ -10,7 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEB_PACKAGES="libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libopenblas-dev zlib1g-dev
-  autoconf automake libtool pkg-config make gcc python3 python3-venv dataset-fashion-mnist"
+  autoconf automake libtool pkg-config make gcc python3 python3-venv dataset-fashion-mnist
+  slurm-wlm munge iproute2 util-linux"
 PY_PACKAGES="h5py numpy pandas matplotlib pytest"
 
 missing=""
@@ -22,7 +23,7 @@ if [ -n "$missing" ]; then
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO=sudo
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq $missing >/dev/null
 fi
 
 if [ ! -x .venv/bin/python ]; then

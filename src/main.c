@@ -178,6 +178,8 @@ int main(int argc, char **argv)
     /* The result file. */
     char *cmdline = join_args(argc, argv), *config_json = options_to_json(&opt);
     const char *slurm = getenv("SLURM_JOB_ID");
+    /* The batch template (slurm/) and dtbench-campaign set DTBENCH_SUBMIT_LINE. */
+    const char *nodelist = getenv("SLURM_JOB_NODELIST"), *submit = getenv("DTBENCH_SUBMIT_LINE");
     RunAttr attrs[] = {
         {"dtbench_version", PACKAGE_VERSION, 0},
         {"git_commit", DTBENCH_GIT_COMMIT, 0},
@@ -187,6 +189,8 @@ int main(int argc, char **argv)
         {"hdf5_version", hdf5_ver, 0},
         {"backend_info", backend_info, 0},
         {"slurm_job_id", slurm ? slurm : "", 0},
+        {"slurm_nodelist", nodelist ? nodelist : "", 0},
+        {"submit_line", submit ? submit : "", 0},
         {"model", opt.model, 0},
         {"dataset", opt.dataset, 0},
         {"exchange", opt.exchange, 0},
