@@ -2,7 +2,8 @@
 # setup.sh - brings a fresh Debian machine (or cluster node, as root) to a built dtbench:
 #   1. installs the Debian packages that are missing,
 #   2. makes a Python virtual environment .venv (seeing the system's packages) with h5py, numpy,
-#      pandas, matplotlib, pytest and the analysis package (dtbench-analyze), editable,
+#      pandas, matplotlib, pytest, the analysis package (dtbench-analyze) and the campaign tool
+#      (dtbench-campaign, jobs/), both editable,
 #   3. builds dtbench in the source tree (autoreconf, configure, make).
 # Idempotent: a second run only rebuilds what changed. CONFIGURE_FLAGS passes extra configure
 # options (e.g. --without-cuda).
@@ -34,6 +35,11 @@ if ! .venv/bin/python -c "import h5py, numpy, pandas, matplotlib, pytest, dtbenc
     echo "setup: installing Python packages into .venv"
     .venv/bin/python -m pip install -q --disable-pip-version-check $PY_PACKAGES
     .venv/bin/python -m pip install -q --disable-pip-version-check -e analysis
+fi
+# The campaign tool (jobs/): .venv/bin/dtbench-campaign.
+if ! .venv/bin/python -c "import dtbench_campaign" 2>/dev/null; then
+    echo "setup: installing dtbench-campaign into .venv"
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e jobs
 fi
 
 if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt Makefile.in ]; then
