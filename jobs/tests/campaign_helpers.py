@@ -43,6 +43,10 @@ HELP = textwrap.dedent("""\
           BLAS threads per rank [1]
       --bucket-mb X
           gradient bucket size for the exchange, MiB [25]
+      --seed N
+          seed for initial parameters, data order and synthetic data [42]
+      --flush-every N
+          iterations buffered per block written to the HDF5 file [50]
       --ranks-per-node N
           group ranks into nodes of K consecutive ranks (0: detect shared-memory nodes) [0]
       --output TEXT

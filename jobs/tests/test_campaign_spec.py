@@ -145,3 +145,25 @@ def test_cli_missing_dtbench(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("DTBENCH", "/nonexistent/dtbench")
     assert cli.main(["plan", spec]) == 2
     assert "DTBENCH: '/nonexistent/dtbench' is not an executable program" in capsys.readouterr().err
+
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+REAL_DTBENCH = os.environ.get("DTBENCH") or os.path.join(os.path.dirname(EXAMPLES), "..", "src", "dtbench")
+
+
+@pytest.mark.parametrize("name", sorted(os.listdir(EXAMPLES)))
+def test_examples_are_valid_campaigns(name, tmp_path):
+    from dtbench_campaign import plan
+    spec = load(os.path.join(EXAMPLES, name), cwd=str(tmp_path))
+    runs = plan.expand(spec)
+    plan.check_runs(runs)
+    dtoptions.check(spec.options, dtoptions.parse_help(HELP))  # the options of the merged dtbench
+    assert len(runs) >= 4, (name, len(runs))
+
+
+@pytest.mark.parametrize("name", ["lenet-smoke.toml", "cpu-threads-sweep.toml"])
+def test_cpu_examples_are_accepted_by_this_dtbench(name, tmp_path):
+    if not os.access(REAL_DTBENCH, os.X_OK):
+        pytest.skip("dtbench is not built")
+    spec = load(os.path.join(EXAMPLES, name), cwd=str(tmp_path))
+    dtoptions.check(spec.options, dtoptions.query_help(REAL_DTBENCH))
