@@ -18,6 +18,8 @@ VC_NODES=""
 VC_NET=10.77.0
 mkdir -p "$VC"
 trap 'vc_down; rm -rf "$WORK"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # Namespaces left by a test run that was killed outright (its shell's pid is gone).
 for ns in $(ip netns list 2>/dev/null | sed -n 's/^dtb\([0-9][0-9]*\)[a-z].*/&/p' | cut -d' ' -f1); do
@@ -27,7 +29,7 @@ for ns in $(ip netns list 2>/dev/null | sed -n 's/^dtb\([0-9][0-9]*\)[a-z].*/&/p
     ip netns del "$ns" 2>/dev/null || true
 done
 
-# vc_require_root_tools [slurm] : skip (exit 77) when this machine cannot host the cluster.
+# vc_require [PROGRAM...] : skip (exit 77) when this machine cannot host the cluster.
 vc_require() {
     [ "$(id -u)" = 0 ] || { echo "SKIP: needs root for network namespaces"; exit 77; }
     for t in ip nsenter unshare "$@"; do
@@ -89,8 +91,6 @@ vc_slurm_up() {
     timeout 20 mungekey -c -k "$VC/munge/key" >/dev/null 2>&1 || timeout 20 mungekey -c -f -k "$VC/munge/key"
     timeout 20 munged --socket="$VC/munge/sock" --key-file="$VC/munge/key" \
         --pid-file="$VC/munge/pid" --log-file="$VC/munge/log" --seed-file="$VC/munge/seed" --force
-    local first=${VC_NODES%% *} last
-    last=$(echo $VC_NODES | awk '{print $NF}')
     {
         echo "# slurm.conf for a throw-away test cluster (tests/vcluster.sh)"
         echo "ClusterName=dtbtest$$"
@@ -123,9 +123,8 @@ vc_slurm_up() {
         for node in $VC_NODES; do
             echo "NodeName=$node NodeAddr=$(vc_addr "$node") NodeHostname=$node CPUs=${VC_CPUS:-2} State=UNKNOWN"
         done
-        echo "PartitionName=test Nodes=$first-$last Default=YES MaxTime=INFINITE State=UP"
+        echo "PartitionName=test Nodes=$(echo $VC_NODES | tr ' ' ',') Default=YES MaxTime=INFINITE State=UP"
     } >"$VC/slurm.conf"
-    sed -i "s/Nodes=$first-$last/Nodes=$(echo $VC_NODES | tr ' ' ',')/" "$VC/slurm.conf"
     export SLURM_CONF=$VC/slurm.conf
     VC_TIMEOUT=20 vc_on ctl slurmctld -f "$SLURM_CONF"
     for node in $VC_NODES; do

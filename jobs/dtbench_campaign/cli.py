@@ -1,4 +1,5 @@
-"""Command line ``dtbench-campaign COMMAND SPEC.toml``: plan, submit, status, cancel, collect, local.
+"""Command line ``dtbench-campaign COMMAND SPEC.toml``: plan, submit, status, cancel, collect,
+local.
 
 Bad specs and bad arguments are reported as one line on stderr naming the key and the accepted
 values, with exit status 2, before anything is written or submitted. A Slurm command that fails
@@ -107,17 +108,22 @@ def cmd_plan(args) -> int:
     attempts = {r.id: plan.next_attempt(known, r.id) for r in runs}
     say(f"campaign {spec.name}: {len(runs)} runs; results in {spec.output}")
     if args.local:
-        hosts = local_mod.read_hostfile(args.hostfile or spec.hostfile) if (args.hostfile or spec.hostfile) else None
+        hostfile = args.hostfile or spec.hostfile
+        hosts = local_mod.read_hostfile(hostfile) if hostfile else None
         extra = shlex.split(args.mpirun_args or "")
         for r in runs:
             out = plan.result_base(spec, r.id, attempts[r.id]) + ".h5"
-            say(f"{r.id}: {shlex.join(local_mod.mpirun_command(spec, r, dtbench, out, hosts, extra))}")
+            cmd = local_mod.mpirun_command(spec, r, dtbench, out, hosts, extra)
+            say(f"{r.id}: {shlex.join(cmd)}")
         return 0
     template = plan.find_template(spec)
-    jobs = plan.group_jobs(spec, runs, attempts, slurm.max_array_size() if slurm.available() else 1001)
+    max_array = slurm.max_array_size() if slurm.available() else 1001
+    jobs = plan.group_jobs(spec, runs, attempts, max_array)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for i, job in enumerate(jobs):
-        task_file = os.path.join(plan.slurm_dir(spec), f"{stamp}-{job.name}.tasks") if job.array else None
+        task_file = None
+        if job.array:
+            task_file = os.path.join(plan.slurm_dir(spec), f"{stamp}-{job.name}.tasks")
         dep = "afterany:<previous job>" if spec.chain and i else None
         cmd = plan.sbatch_command(spec, job, template, dtbench, task_file, dep)
         kind = f"array of {len(job.runs)} runs" if job.array else "1 run"
@@ -190,7 +196,8 @@ def _print_table(rows: List[status_mod.RunStatus]) -> None:
     say(f"{'RUN':<{width}}  {'TRY':>3}  {'JOB':<10}  {'STATE':<13}  {'ITERS':>11}  DETAIL")
     for r in rows:
         iters = "" if r.iterations is None else f"{r.iterations}/{r.iters_total}"
-        say(f"{r.run:<{width}}  {r.attempt or '':>3}  {r.job:<10}  {r.state:<13}  {iters:>11}  {r.detail}")
+        say(f"{r.run:<{width}}  {r.attempt or '':>3}  {r.job:<10}  {r.state:<13}  {iters:>11}  "
+            f"{r.detail}")
 
 
 def cmd_status(args) -> int:
@@ -204,8 +211,9 @@ def cmd_status(args) -> int:
     counts = {}
     for r in rows:
         counts[r.state] = counts.get(r.state, 0) + 1
+    order = sorted(counts.items(), key=lambda x: status_mod.STATES.index(x[0]))
     say(f"{len(rows)} {'attempts' if args.all_attempts else 'runs'}: "
-        + ", ".join(f"{n} {s}" for s, n in sorted(counts.items(), key=lambda x: status_mod.STATES.index(x[0]))))
+        + ", ".join(f"{n} {s}" for s, n in order))
     return 0
 
 
@@ -224,7 +232,8 @@ def cmd_cancel(args) -> int:
             error(f"scancel {r.job} ({r.run}): {problem}")
             failed += 1
         else:
-            say(f"{r.run}: job {r.job} {'asked to stop after its current iteration' if graceful else 'cancelled'}")
+            what = "asked to stop after its current iteration" if graceful else "cancelled"
+            say(f"{r.run}: job {r.job} {what}")
     return 1 if failed else 0
 
 
@@ -249,7 +258,8 @@ def cmd_local(args) -> int:
     known = plan.known_attempts(spec)
     attempts = {r.id: plan.next_attempt(known, r.id) for r in todo}
     # Every command is built (and so checked) before the first run starts.
-    cmds = {r.id: local_mod.mpirun_command(spec, r, dtbench, plan.result_base(spec, r.id, attempts[r.id]) + ".h5",
+    cmds = {r.id: local_mod.mpirun_command(spec, r, dtbench,
+                                           plan.result_base(spec, r.id, attempts[r.id]) + ".h5",
                                            hosts, extra) for r in todo}
     if len(todo) < len(runs):
         say(f"{len(runs) - len(todo)} runs already have results or are running: left alone")
@@ -271,6 +281,9 @@ def cmd_local(args) -> int:
         for s, h in old.items():
             signal.signal(s, h)
     return 1 if failed else 0
+
+
+NO_CHECK = "do not ask dtbench to check the options"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -295,17 +308,20 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--local", action="store_true", help="show the mpirun commands of `local`")
     c.add_argument("--hostfile", help="with --local: Open MPI hostfile")
     c.add_argument("--mpirun-args", help="with --local: extra mpirun arguments (one string)")
-    c.add_argument("--no-check", action="store_true", help="do not ask dtbench to check the options")
+    c.add_argument("--no-check", action="store_true", help=NO_CHECK)
     c = add("submit", cmd_submit, "submit the runs that have not been submitted yet")
     c.add_argument("--retry", action="store_true",
                    help="also resubmit runs whose newest attempt ended without completing "
                         "(into new files)")
-    c.add_argument("--after", metavar="JOBID", help="every job waits for this one (afterany); with resources.chain only the first")
-    c.add_argument("--no-check", action="store_true", help="do not ask dtbench to check the options")
-    c = add("status", cmd_status, "state of every run (Slurm when it knows the job, else the files)")
+    c.add_argument("--after", metavar="JOBID",
+                   help="every job waits for this one (afterany); with resources.chain the first")
+    c.add_argument("--no-check", action="store_true", help=NO_CHECK)
+    c = add("status", cmd_status,
+            "state of every run (Slurm when it knows the job, else the files)")
     c.add_argument("--json", action="store_true", help="print JSON")
     c.add_argument("--all-attempts", action="store_true", help="every attempt, not only the newest")
-    c = add("cancel", cmd_cancel, "stop running jobs after their current iteration, drop pending ones")
+    c = add("cancel", cmd_cancel,
+            "stop running jobs after their current iteration, drop pending ones")
     c.add_argument("--now", action="store_true", help="plain scancel (SIGTERM to everything)")
     c = add("collect", cmd_collect, "gather one result file per run and index.csv into a folder")
     c.add_argument("--to", metavar="DIR", help="folder (default: OUTPUT/collected)")
@@ -315,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--mpirun-args", help="extra mpirun arguments (one string)")
     c.add_argument("--retry", action="store_true", help="also rerun runs that did not complete")
     c.add_argument("--no-time-limit", action="store_true", help="ignore resources.time")
-    c.add_argument("--no-check", action="store_true", help="do not ask dtbench to check the options")
+    c.add_argument("--no-check", action="store_true", help=NO_CHECK)
     return p
 
 

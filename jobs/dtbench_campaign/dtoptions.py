@@ -35,7 +35,8 @@ class Option:
 
 
 def parse_help(text: str) -> Dict[str, Option]:
-    """Options from ``dtbench --help``: lines ``  --name {a,b}``, ``  --name N|X|TEXT``, ``  --name``."""
+    """Options from ``dtbench --help``: lines ``  --name {a,b}``, ``  --name N|X|TEXT``,
+    ``  --name`` (a flag)."""
     opts: Dict[str, Option] = {}
     for line in text.splitlines():
         m = HELP_LINE.match(line)

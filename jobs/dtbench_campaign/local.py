@@ -100,7 +100,8 @@ def run_one(spec: Spec, run: plan.Run, attempt: int, cmd: List[str], stop: _Stop
             request = ("USR1", "time_limit")
         if request:
             signal_time = time.time()
-            _note(state, signal=request[0], signal_time=f"{signal_time:.6f}", stop_request=request[1])
+            _note(state, signal=request[0], signal_time=f"{signal_time:.6f}",
+                  stop_request=request[1])
             say(f"{run.id}: SIG{request[0]} ({request[1]}): asking dtbench to stop after the "
                 "current iteration")
             p.send_signal(signal.SIGUSR1)  # mpirun passes SIGUSR1 on to every rank

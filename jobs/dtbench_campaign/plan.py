@@ -6,7 +6,8 @@ Result layout under the campaign's output folder:
     runs/RUN.aK.h5     result file of attempt K of run RUN (.out: its output, .state: the job's
                        own record, written by slurm/dtbench.sbatch or by `local`)
     slurm/             task files of job arrays, and Slurm's own output files
-    submissions.jsonl  one line per submitted job: job id, array index -> run and attempt, submit line
+    submissions.jsonl  one line per submitted job: job id, array index -> run and attempt,
+                       submit line
 A new attempt always gets new files: nothing is ever written over an earlier result.
 """
 
@@ -115,8 +116,9 @@ def expand(spec: Spec) -> List[Run]:
                         {k: point[k] for k, _ in dims}))
     unused = [i for i in range(len(spec.excludes)) if i not in used_excludes]
     if unused:
-        raise SpecError(f"exclude[{unused[0]}]: {spec.excludes[unused[0]]} matches no run; accepted: "
-                        "values that occur in the sweep")
+        i = unused[0]
+        raise SpecError(f"exclude[{i}]: {spec.excludes[i]} matches no run; accepted: values that "
+                        "occur in the sweep")
     if not runs:
         raise SpecError("exclude: every run is excluded; accepted: exclusions that leave runs")
     return runs
@@ -129,7 +131,7 @@ def check_runs(runs: List[Run]) -> None:
         b = r.options.get("batch")
         if isinstance(b, int) and not isinstance(b, bool) and b % r.ranks:
             raise SpecError(f"options.batch: {b} is not accepted for run {r.id} ({r.ranks} ranks); "
-                            "accepted: a multiple of nodes x tasks_per_node (or use batch_per_rank)")
+                            "accepted: a multiple of nodes x tasks_per_node (or batch_per_rank)")
 
 
 # ---- files ---------------------------------------------------------------------------------------
@@ -173,7 +175,7 @@ def attempts_on_disk(spec: Spec) -> Dict[str, List[int]]:
 
 
 def known_attempts(spec: Spec, log: Optional[List[Dict[str, Any]]] = None) -> Dict[str, List[int]]:
-    """Attempts of every run, from the submissions log and from the files (either may be missing)."""
+    """Attempts of every run, from the submissions log and the files (either may be missing)."""
     found = {k: set(v) for k, v in attempts_on_disk(spec).items()}
     for rec in (read_log(spec) if log is None else log):
         for t in rec.get("tasks", []):
@@ -195,7 +197,9 @@ def group_jobs(spec: Spec, runs: List[Run], attempts: Dict[str, int], max_array:
     jobs: List[Job] = []
     per_array = max(1, max_array)
     for (n, t, g, launcher), members in groups.items():
-        name = f"{spec.name}-n{n}x{t}" + (f"g{g}" if g else "") + (f"-{launcher}" if len(spec.launchers) > 1 else "")
+        name = f"{spec.name}-n{n}x{t}" + (f"g{g}" if g else "")
+        if len(spec.launchers) > 1:
+            name += f"-{launcher}"
         if spec.array and max_array > 1 and len(members) > 1:
             for i in range(0, len(members), per_array):
                 chunk = members[i:i + per_array]

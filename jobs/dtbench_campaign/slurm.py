@@ -65,7 +65,8 @@ def _parse_rows(text: str) -> Dict[str, Tuple[str, str]]:
     for line in text.splitlines():
         parts = line.strip().split("|")
         if len(parts) >= 2 and parts[0]:
-            rows[parts[0]] = (parts[1].split()[0] if parts[1] else "", parts[2] if len(parts) > 2 else "")
+            state = parts[1].split()[0] if parts[1] else ""  # "CANCELLED by 0" -> CANCELLED
+            rows[parts[0]] = (state, parts[2] if len(parts) > 2 else "")
     return rows
 
 

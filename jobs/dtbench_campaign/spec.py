@@ -140,6 +140,10 @@ def _bool(key: str, v: Any) -> bool:
     return v
 
 
+def _opt_str(camp: Dict[str, Any], key: str) -> Optional[str]:
+    return _str(f"campaign.{key}", camp[key], CAMPAIGN_KEYS[key]) if key in camp else None
+
+
 def _check_keys(table: str, data: Dict[str, Any], accepted: Dict[str, str]) -> None:
     for k in data:
         if k not in accepted:
@@ -161,8 +165,8 @@ def load(path: str, cwd: Optional[str] = None) -> Spec:
 def from_dict(data: Dict[str, Any], path: str = "<spec>", cwd: Optional[str] = None) -> Spec:
     for t, v in data.items():
         if t not in TABLES:
-            raise SpecError(f"{t}: unknown table; accepted: {', '.join('[' + k + ']' for k in TABLES)}"
-                            " ([[exclude]] for a list)")
+            tables = ", ".join("[" + k + "]" for k in TABLES)
+            raise SpecError(f"{t}: unknown table; accepted: {tables} ([[exclude]] for a list)")
         if t == "exclude":
             if not isinstance(v, list):
                 raise SpecError("exclude: write it as [[exclude]] tables (a list of tables)")
@@ -170,7 +174,7 @@ def from_dict(data: Dict[str, Any], path: str = "<spec>", cwd: Optional[str] = N
             raise SpecError(f"{t}: must be a table [{t}]")
     camp = data.get("campaign")
     if camp is None:
-        raise SpecError("campaign: missing; accepted: a [campaign] table with at least name = \"...\"")
+        raise SpecError('campaign: missing; accepted: a [campaign] table with name = "..."')
     _check_keys("campaign", camp, CAMPAIGN_KEYS)
     res = data.get("resources", {})
     _check_keys("resources", res, RESOURCE_KEYS)
@@ -181,18 +185,21 @@ def from_dict(data: Dict[str, Any], path: str = "<spec>", cwd: Optional[str] = N
         raise SpecError("campaign.name: missing; accepted: " + CAMPAIGN_KEYS["name"])
     name = _str("campaign.name", camp["name"], CAMPAIGN_KEYS["name"])
     if not NAME_RE.match(name):
-        raise SpecError(f"campaign.name: {name!r} is not accepted; accepted: {CAMPAIGN_KEYS['name']}")
+        raise SpecError(f"campaign.name: {name!r} is not accepted; accepted: "
+                        f"{CAMPAIGN_KEYS['name']}")
     base = cwd or os.getcwd()
     out = _str("campaign.output", camp.get("output", os.path.join("results", name)),
                CAMPAIGN_KEYS["output"])
     launchers = camp.get("launcher", "srun")
     launchers = launchers if isinstance(launchers, list) else [launchers]
-    if not launchers or any(x not in LAUNCHERS for x in launchers) or len(set(launchers)) != len(launchers):
+    if (not launchers or any(x not in LAUNCHERS for x in launchers)
+            or len(set(launchers)) != len(launchers)):
         raise SpecError(f"campaign.launcher: {camp.get('launcher')!r} is not accepted; accepted: "
                         f"{', '.join(LAUNCHERS)} or a list of them")
     repeats = camp.get("repeats", 1)
     if not _is_int(repeats) or repeats < 1:
-        raise SpecError(f"campaign.repeats: {repeats!r} is not accepted; accepted: a positive integer")
+        raise SpecError(f"campaign.repeats: {repeats!r} is not accepted; accepted: a positive "
+                        "integer")
 
     time = _str("resources.time", res.get("time", "00:30:00"), RESOURCE_KEYS["time"])
     secs = time_seconds(time)
@@ -201,7 +208,8 @@ def from_dict(data: Dict[str, Any], path: str = "<spec>", cwd: Optional[str] = N
                         "(more than zero)")
     sig = res.get("signal_before", 120)
     if not _is_int(sig) or sig < 1 or sig > 65535:
-        raise SpecError(f"resources.signal_before: {sig!r} is not accepted; accepted: seconds, 1 to 65535")
+        raise SpecError(f"resources.signal_before: {sig!r} is not accepted; accepted: seconds, "
+                        "1 to 65535")
 
     options = data.get("options", {})
     opts: Dict[str, List[Any]] = {}
@@ -211,8 +219,8 @@ def from_dict(data: Dict[str, Any], path: str = "<spec>", cwd: Optional[str] = N
             raise SpecError(f"options.{k}: an empty list; accepted: a value or a non-empty list")
         for x in values:
             if isinstance(x, (dict, list)):
-                raise SpecError(f"options.{k}: {x!r} is not accepted; accepted: a string, number or "
-                                "boolean, or a list of them")
+                raise SpecError(f"options.{k}: {x!r} is not accepted; accepted: a string, number "
+                                "or boolean, or a list of them")
         if len(set(map(repr, values))) != len(values):
             raise SpecError(f"options.{k}: {values} lists a value twice; accepted: distinct values")
         opts[k] = values
@@ -237,8 +245,8 @@ def from_dict(data: Dict[str, Any], path: str = "<spec>", cwd: Optional[str] = N
         name=name,
         description=_str("campaign.description", camp.get("description", ""), "free text"),
         output=os.path.abspath(os.path.join(base, out)),
-        dtbench=_str("campaign.dtbench", camp["dtbench"], CAMPAIGN_KEYS["dtbench"]) if "dtbench" in camp else None,
-        template=_str("campaign.template", camp["template"], CAMPAIGN_KEYS["template"]) if "template" in camp else None,
+        dtbench=_opt_str(camp, "dtbench"),
+        template=_opt_str(camp, "template"),
         launchers=launchers,
         repeats=repeats,
         nodes=_int_list("resources.nodes", res.get("nodes", 1), 1),

@@ -58,7 +58,7 @@ def read_state_file(path: str) -> Dict[str, str]:
 
 
 def read_result(path: str) -> Optional[Dict[str, Any]]:
-    """What status needs from a result file; None when there is none, {'error': ...} if unreadable."""
+    """What status needs from a result file: None without one, {'error': ...} if unreadable."""
     if not os.path.exists(path):
         return None
     try:
@@ -100,7 +100,8 @@ def resolve(res: Optional[Dict[str, Any]], st: Dict[str, str], sched: str) -> tu
         if res["finished"] and res["stop_reason"] == "signal":
             why = _reason_text(st.get("stop_request", ""), sched)
             secs = st.get("stop_seconds")
-            return "stopped early", f"{why}; file closed" + (f", launcher exited {secs} s after the signal" if secs else "")
+            after = f", launcher exited {secs} s after the signal" if secs else ""
+            return "stopped early", f"{why}; file closed{after}"
         if res["finished"]:
             return "failed", f"dtbench stopped with stop_reason={res['stop_reason'] or '?'}"
         # A file that was never closed: killed.
@@ -185,5 +186,6 @@ def attempt_status(spec: Spec, run_id: str, attempt: int, job: str,
             st["exit_code"] = "? (the local run was killed)"
     state, detail = resolve(res, st, s)
     ok = res is not None and "error" not in res
-    return RunStatus(run_id, attempt, job, state, detail, res.get("completed") if ok else None,
-                     res.get("iters_total") if ok else None, base + ".h5" if res is not None else "")
+    return RunStatus(run_id, attempt, job, state, detail,
+                     res.get("completed") if ok else None, res.get("iters_total") if ok else None,
+                     base + ".h5" if res is not None else "")
