@@ -31,13 +31,16 @@ if [ ! -x .venv/bin/python ]; then
     echo "setup: creating .venv"
     python3 -m venv --system-site-packages .venv
 fi
-if ! .venv/bin/python -c "import h5py, numpy, pandas, matplotlib, pytest, dtbench_analysis" 2>/dev/null; then
+# The packages must come from this tree: .venv also sees the system's site-packages, where
+# another checkout may have installed them.
+from_here() { .venv/bin/python -c "import os, $1; assert $1.__file__.startswith(os.getcwd() + '/')" 2>/dev/null; }
+if ! .venv/bin/python -c "import h5py, numpy, pandas, matplotlib, pytest" 2>/dev/null || ! from_here dtbench_analysis; then
     echo "setup: installing Python packages into .venv"
     .venv/bin/python -m pip install -q --disable-pip-version-check $PY_PACKAGES
     .venv/bin/python -m pip install -q --disable-pip-version-check -e analysis
 fi
 # The campaign tool (jobs/): .venv/bin/dtbench-campaign.
-if ! .venv/bin/python -c "import dtbench_campaign" 2>/dev/null; then
+if ! from_here dtbench_campaign; then
     echo "setup: installing dtbench-campaign into .venv"
     .venv/bin/python -m pip install -q --disable-pip-version-check -e jobs
 fi

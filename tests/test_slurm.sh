@@ -30,10 +30,14 @@ wait_jobs() {
     done
 }
 
-# Exchange strategies: sync always; mixed when this build of dtbench offers it.
+# Exchange strategies: sync always; mixed when this build of dtbench offers it. Once mixed is
+# merged, REQUIRE_MIXED=1 makes its absence a failure instead of a note.
+REQUIRE_MIXED=${REQUIRE_MIXED:-0}
 exchanges='"sync"'
 if "$DTBENCH" --help | grep -q -- '--exchange {.*mixed'; then
     exchanges='"sync", "mixed"'
+elif [ "$REQUIRE_MIXED" = 1 ]; then
+    fail "this dtbench has no --exchange mixed (REQUIRE_MIXED=1)"
 else
     echo "note: this dtbench has no --exchange mixed yet: the campaign covers sync only"
 fi
