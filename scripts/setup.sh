@@ -2,8 +2,9 @@
 # setup.sh - brings a fresh Debian machine (or cluster node, as root) to a built dtbench:
 #   1. installs the Debian packages that are missing,
 #   2. makes a Python virtual environment .venv (seeing the system's packages) with h5py, numpy,
-#      pandas, matplotlib, scipy, pyarrow, pytest and the analysis package (dtbench-analyze),
-#      editable (chromium, a Debian package, renders the HTML report in its test),
+#      pandas, matplotlib, scipy, pyarrow, pytest, the analysis package (dtbench-analyze) and
+#      the campaign tool (dtbench-campaign, jobs/), both editable (chromium, a Debian
+#      package, renders the HTML report in its test),
 #   3. builds dtbench in the source tree (autoreconf, configure, make).
 # Idempotent: a second run only rebuilds what changed. CONFIGURE_FLAGS passes extra configure
 # options (e.g. --without-cuda).
@@ -11,7 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEB_PACKAGES="libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libopenblas-dev zlib1g-dev
-  autoconf automake libtool pkg-config make gcc python3 python3-venv dataset-fashion-mnist chromium"
+  autoconf automake libtool pkg-config make gcc python3 python3-venv dataset-fashion-mnist chromium
+  slurm-wlm munge iproute2 util-linux"
 PY_PACKAGES="h5py numpy pandas matplotlib scipy pyarrow pytest"
 
 missing=""
@@ -23,17 +25,25 @@ if [ -n "$missing" ]; then
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO=sudo
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq $missing >/dev/null
 fi
 
 if [ ! -x .venv/bin/python ]; then
     echo "setup: creating .venv"
     python3 -m venv --system-site-packages .venv
 fi
-if ! .venv/bin/python -c "import h5py, numpy, pandas, matplotlib, scipy, pyarrow, pytest, dtbench_analysis" 2>/dev/null; then
+# The packages must come from this tree: .venv also sees the system's site-packages, where
+# another checkout may have installed them.
+from_here() { .venv/bin/python -c "import os, $1; assert $1.__file__.startswith(os.getcwd() + '/')" 2>/dev/null; }
+if ! .venv/bin/python -c "import h5py, numpy, pandas, matplotlib, scipy, pyarrow, pytest" 2>/dev/null || ! from_here dtbench_analysis; then
     echo "setup: installing Python packages into .venv"
     .venv/bin/python -m pip install -q --disable-pip-version-check $PY_PACKAGES
     .venv/bin/python -m pip install -q --disable-pip-version-check -e analysis
+fi
+# The campaign tool (jobs/): .venv/bin/dtbench-campaign.
+if ! from_here dtbench_campaign; then
+    echo "setup: installing dtbench-campaign into .venv"
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e jobs
 fi
 
 if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt Makefile.in ]; then

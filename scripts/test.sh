@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test.sh - sets everything up (scripts/setup.sh) and runs the whole test suite:
 #   make check      C kernel/model tests and the MPI + HDF5 shell tests (2 and 4 ranks)
-#   pytest          the analysis package (analysis/tests)
+#   pytest          the analysis package (analysis/tests) and the campaign tool (jobs/tests)
 #   make distcheck  the release tarball, configured --without-cuda (so CI builds both the tree's
 #                   configuration and the CPU-only one), builds and passes the quick tests
 #                   (with --full: all tests)
@@ -30,8 +30,8 @@ for t in $(sed -nE 's/^(FAIL|XPASS|ERROR): //p' check.out); do
 done
 grep -q '^# TOTAL' check.out || count "make check (did not run: see check.out)" fail
 
-echo "== pytest analysis/tests"
-.venv/bin/python -m pytest -q -p no:cacheprovider analysis/tests --junitxml=pytest.xml | tail -3
+echo "== pytest analysis/tests jobs/tests"
+.venv/bin/python -m pytest -q -p no:cacheprovider analysis/tests jobs/tests --junitxml=pytest.xml | tail -3
 read -r py_tests py_fail py_err py_skip < <(.venv/bin/python - <<'PY'
 import xml.etree.ElementTree as ET
 try:

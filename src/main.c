@@ -205,6 +205,8 @@ int main(int argc, char **argv) {
     /* The result file. */
     char *cmdline = join_args(argc, argv), *config_json = options_to_json(&opt);
     const char *slurm = getenv("SLURM_JOB_ID");
+    /* The batch template (slurm/) and dtbench-campaign set DTBENCH_SUBMIT_LINE. */
+    const char *nodelist = getenv("SLURM_JOB_NODELIST"), *submit = getenv("DTBENCH_SUBMIT_LINE");
     RunAttr attrs[] = {
         RUN_TEXT("dtbench_version", PACKAGE_VERSION),
         RUN_TEXT("git_commit", DTBENCH_GIT_COMMIT),
@@ -214,6 +216,8 @@ int main(int argc, char **argv) {
         RUN_TEXT("hdf5_version", hdf5_ver),
         RUN_TEXT("backend_info", backend_info),
         RUN_TEXT("slurm_job_id", slurm ? slurm : ""),
+        RUN_TEXT("slurm_nodelist", nodelist ? nodelist : ""),
+        RUN_TEXT("submit_line", submit ? submit : ""),
         RUN_TEXT("model", opt.model),
         RUN_TEXT("dataset", opt.dataset),
         RUN_TEXT("exchange", opt.exchange),

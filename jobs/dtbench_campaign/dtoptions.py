@@ -1,0 +1,139 @@
+"""dtbench's own options, learnt from the program: ``dtbench --help`` gives every option with its
+kind and accepted choices, ``dtbench --dry-run`` says whether one run's options are accepted.
+Nothing about dtbench's options is written down here, so the campaign tool follows dtbench as it
+grows (new models, exchange strategies, devices).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+from .spec import BATCH_PER_RANK, SpecError
+
+# Options the campaign tool sets itself, and why a spec may not.
+RESERVED = {
+    "output": "results go to campaign.output, one file per run",
+    "overwrite": "a campaign never overwrites a result",
+    "dry-run": "runs are real",
+    "help": "not an option for a run",
+    "version": "not an option for a run",
+}
+
+HELP_LINE = re.compile(r"^  --([a-z0-9][a-z0-9-]*)(?: (\{[^}]*\}|TEXT|N|X))?\s*$")
+
+
+@dataclass
+class Option:
+    name: str
+    kind: str  # choice, text, int, float, flag
+    choices: Tuple[str, ...] = ()
+
+
+def parse_help(text: str) -> Dict[str, Option]:
+    """Options from ``dtbench --help``: lines ``  --name {a,b}``, ``  --name N|X|TEXT``,
+    ``  --name`` (a flag)."""
+    opts: Dict[str, Option] = {}
+    for line in text.splitlines():
+        m = HELP_LINE.match(line)
+        if not m:
+            continue
+        name, arg = m.group(1), m.group(2)
+        if arg is None:
+            opts[name] = Option(name, "flag")
+        elif arg.startswith("{"):
+            opts[name] = Option(name, "choice", tuple(c for c in arg[1:-1].split(",") if c))
+        else:
+            opts[name] = Option(name, {"TEXT": "text", "N": "int", "X": "float"}[arg])
+    return opts
+
+
+def find_dtbench(configured: Optional[str]) -> str:
+    """The dtbench program: campaign.dtbench, else $DTBENCH, else PATH, else the source tree's."""
+    tree = os.path.join(os.path.dirname(__file__), "..", "..", "src", "dtbench")
+    for cand, where in ((configured, "campaign.dtbench"), (os.environ.get("DTBENCH"), "DTBENCH"),
+                        (shutil.which("dtbench"), "PATH"), (os.path.abspath(tree), "source tree")):
+        if not cand:
+            continue
+        path = shutil.which(cand) if os.sep not in cand else cand
+        if path and os.access(path, os.X_OK):
+            return os.path.abspath(path)
+        if where in ("campaign.dtbench", "DTBENCH"):
+            raise SpecError(f"{where}: {cand!r} is not an executable program; accepted: the path "
+                            "of a built dtbench")
+    raise SpecError("campaign.dtbench: no dtbench found; accepted: a path in campaign.dtbench or "
+                    "$DTBENCH, or dtbench on PATH")
+
+
+def _run(cmd: List[str], timeout: int = 60) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    # A singleton MPI process as root (the tests, containers) needs Open MPI's consent.
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
+                          stdin=subprocess.DEVNULL)
+
+
+def query_help(dtbench: str) -> Dict[str, Option]:
+    try:
+        p = _run([dtbench, "--help"])
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise SpecError(f"campaign.dtbench: {dtbench} --help failed: {e}") from None
+    opts = parse_help(p.stdout)
+    if p.returncode != 0 or not opts:
+        raise SpecError(f"campaign.dtbench: {dtbench} --help did not list its options "
+                        f"(exit {p.returncode}: {p.stderr.strip()[:200]})")
+    return opts
+
+
+def option_args(name: str, value: Any) -> List[str]:
+    """Command-line words for one option value (flags: true -> --name, false -> nothing)."""
+    if isinstance(value, bool):
+        return [f"--{name}"] if value else []
+    return [f"--{name}", str(value)]
+
+
+def check(options: Dict[str, List[Any]], known: Dict[str, Option]) -> None:
+    """Every key is a dtbench option and every value of the right kind and among its choices."""
+    for key, values in options.items():
+        if key == BATCH_PER_RANK:
+            continue
+        if key in RESERVED:
+            raise SpecError(f"options.{key}: set by dtbench-campaign ({RESERVED[key]}); remove it")
+        opt = known.get(key)
+        if opt is None:
+            names = ", ".join(k for k in known if k not in RESERVED)
+            raise SpecError(f"options.{key}: not a dtbench option; accepted: {names}")
+        for v in values:
+            ok = {
+                "flag": isinstance(v, bool),
+                "int": isinstance(v, int) and not isinstance(v, bool),
+                "float": isinstance(v, (int, float)) and not isinstance(v, bool),
+                "text": isinstance(v, (str, int, float)) and not isinstance(v, bool),
+                "choice": isinstance(v, str) and v in opt.choices,
+            }[opt.kind]
+            if not ok:
+                accepted = {
+                    "flag": "true or false",
+                    "int": "an integer",
+                    "float": "a number",
+                    "text": "a string",
+                    "choice": ", ".join(opt.choices) + " (from dtbench --help)",
+                }[opt.kind]
+                raise SpecError(f"options.{key}: {v!r} is not accepted; accepted: {accepted}")
+
+
+def dry_run(dtbench: str, args: List[str]) -> Optional[str]:
+    """None when ``dtbench --dry-run ARGS`` accepts the options, else dtbench's message."""
+    try:
+        p = _run([dtbench, "--dry-run", *args])
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"dtbench --dry-run failed: {e}"
+    if p.returncode == 0:
+        return None
+    lines = [x for x in (p.stderr + p.stdout).splitlines() if x.strip()]
+    return lines[0].strip() if lines else f"exit status {p.returncode}"

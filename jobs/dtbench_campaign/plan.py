@@ -1,0 +1,268 @@
+"""Planning: a checked spec becomes the list of runs (the sweep, minus exclusions, times repeats),
+each with a stable name, its dtbench options and, per attempt, its own result files; runs are
+grouped into Slurm jobs (one array per node count) with the exact sbatch command.
+
+Result layout under the campaign's output folder:
+    runs/RUN.aK.h5     result file of attempt K of run RUN (.out: its output, .state: the job's
+                       own record, written by slurm/dtbench.sbatch or by `local`)
+    slurm/             task files of job arrays, and Slurm's own output files
+    submissions.jsonl  one line per submitted job: job id, array index -> run and attempt,
+                       submit line
+A new attempt always gets new files: nothing is ever written over an earlier result.
+"""
+
+from __future__ import annotations
+
+import glob
+import itertools
+import json
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Optional
+
+from . import dtoptions
+from .spec import BATCH_PER_RANK, Spec, SpecError
+
+SAFE = re.compile(r"[^A-Za-z0-9.+-]+")
+ATTEMPT_RE = re.compile(r"^(?P<run>.+)\.a(?P<attempt>\d+)\.(?:h5|state|out)$")
+
+
+@dataclass
+class Run:
+    id: str
+    nodes: int
+    tasks_per_node: int
+    gpus_per_node: int
+    launcher: str
+    repeat: int
+    options: Dict[str, Any]  # dtbench option -> value, in the spec's order
+    factors: Dict[str, Any] = field(default_factory=dict)  # every key of the sweep -> value
+
+    @property
+    def ranks(self) -> int:
+        return self.nodes * self.tasks_per_node
+
+    def dtbench_args(self) -> List[str]:
+        args: List[str] = []
+        for k, v in self.options.items():
+            args += dtoptions.option_args(k, v)
+        return args
+
+
+@dataclass
+class Job:
+    """One sbatch submission: a single run or an array of runs with the same resources."""
+    name: str
+    runs: List[Run]
+    attempts: List[int]
+    array: bool
+
+
+def _label(v: Any) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return SAFE.sub("-", str(v)).strip("-") or "x"
+
+
+def _matches(ex: Dict[str, Any], point: Dict[str, Any]) -> bool:
+    for k, want in ex.items():
+        got = point.get(k)
+        wants = want if isinstance(want, list) else [want]
+        if got not in wants:
+            return False
+    return True
+
+
+def expand(spec: Spec) -> List[Run]:
+    """Every run of the campaign, in a stable order (nodes outermost, repeats innermost)."""
+    dims: List[tuple] = [("nodes", spec.nodes), ("tasks_per_node", spec.tasks_per_node),
+                         ("gpus_per_node", spec.gpus_per_node), ("launcher", spec.launchers)]
+    dims += [(k, v) for k, v in spec.options.items()]
+    dims.append(("repeat", list(range(spec.repeats))))
+    swept = [k for k, v in dims if len(v) > 1]
+    runs: List[Run] = []
+    seen: Dict[str, Dict[str, Any]] = {}
+    used_excludes = set()
+    for combo in itertools.product(*(v for _, v in dims)):
+        point = dict(zip((k for k, _ in dims), combo))
+        hit = [i for i, ex in enumerate(spec.excludes) if _matches(ex, point)]
+        if hit:
+            used_excludes.update(hit)
+            continue
+        options = {}
+        for k in spec.options:
+            if k == BATCH_PER_RANK:
+                options["batch"] = point[k] * point["nodes"] * point["tasks_per_node"]
+            else:
+                options[k] = point[k]
+        parts = [f"n{point['nodes']}x{point['tasks_per_node']}"]
+        if "gpus_per_node" in swept or point["gpus_per_node"]:
+            parts.append(f"g{point['gpus_per_node']}")
+        for k in swept:
+            if k in ("nodes", "tasks_per_node", "gpus_per_node", "repeat"):
+                continue
+            parts.append(_label(point[k]) if k == "launcher" else f"{k}-{_label(point[k])}")
+        if spec.repeats > 1:
+            parts.append(f"r{point['repeat']}")
+        rid = "_".join(parts)
+        if rid in seen:
+            raise SpecError(f"options: the runs {seen[rid]} and {point} get the same name {rid!r}; "
+                            "accepted: values that differ in letters, digits, '.', '+' or '-'")
+        seen[rid] = point
+        runs.append(Run(rid, point["nodes"], point["tasks_per_node"], point["gpus_per_node"],
+                        point["launcher"], point["repeat"], options,
+                        {k: point[k] for k, _ in dims}))
+    unused = [i for i in range(len(spec.excludes)) if i not in used_excludes]
+    if unused:
+        i = unused[0]
+        raise SpecError(f"exclude[{i}]: {spec.excludes[i]} matches no run; accepted: values that "
+                        "occur in the sweep")
+    if not runs:
+        raise SpecError("exclude: every run is excluded; accepted: exclusions that leave runs")
+    return runs
+
+
+def check_runs(runs: List[Run]) -> None:
+    """Rules that dtbench applies only once it knows the number of ranks (so --dry-run on one
+    process cannot see them): the global batch is split evenly across the ranks."""
+    for r in runs:
+        b = r.options.get("batch")
+        if isinstance(b, int) and not isinstance(b, bool) and b % r.ranks:
+            raise SpecError(f"options.batch: {b} is not accepted for run {r.id} ({r.ranks} ranks); "
+                            "accepted: a multiple of nodes x tasks_per_node (or batch_per_rank)")
+
+
+# ---- files ---------------------------------------------------------------------------------------
+def runs_dir(spec: Spec) -> str:
+    return os.path.join(spec.output, "runs")
+
+
+def slurm_dir(spec: Spec) -> str:
+    return os.path.join(spec.output, "slurm")
+
+
+def log_path(spec: Spec) -> str:
+    return os.path.join(spec.output, "submissions.jsonl")
+
+
+def result_base(spec: Spec, run_id: str, attempt: int) -> str:
+    return os.path.join(runs_dir(spec), f"{run_id}.a{attempt}")
+
+
+def read_log(spec: Spec) -> List[Dict[str, Any]]:
+    try:
+        with open(log_path(spec)) as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def append_log(spec: Spec, record: Dict[str, Any]) -> None:
+    os.makedirs(spec.output, exist_ok=True)
+    with open(log_path(spec), "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def attempts_on_disk(spec: Spec) -> Dict[str, List[int]]:
+    found: Dict[str, set] = {}
+    for p in glob.glob(os.path.join(runs_dir(spec), "*.a*.*")):
+        m = ATTEMPT_RE.match(os.path.basename(p))
+        if m:
+            found.setdefault(m.group("run"), set()).add(int(m.group("attempt")))
+    return {k: sorted(v) for k, v in found.items()}
+
+
+def known_attempts(spec: Spec, log: Optional[List[Dict[str, Any]]] = None) -> Dict[str, List[int]]:
+    """Attempts of every run, from the submissions log and the files (either may be missing)."""
+    found = {k: set(v) for k, v in attempts_on_disk(spec).items()}
+    for rec in (read_log(spec) if log is None else log):
+        for t in rec.get("tasks", []):
+            found.setdefault(t["run"], set()).add(int(t["attempt"]))
+    return {k: sorted(v) for k, v in found.items()}
+
+
+def next_attempt(known: Dict[str, List[int]], run_id: str) -> int:
+    return max(known.get(run_id, [0])) + 1
+
+
+# ---- jobs and commands ---------------------------------------------------------------------------
+def group_jobs(spec: Spec, runs: List[Run], attempts: Dict[str, int], max_array: int) -> List[Job]:
+    """One job array per (nodes, tasks per node, GPUs, launcher), split where Slurm's MaxArraySize
+    says so; one job per run when arrays are off (resources.array = false) or not allowed."""
+    groups: Dict[tuple, List[Run]] = {}
+    for r in runs:
+        groups.setdefault((r.nodes, r.tasks_per_node, r.gpus_per_node, r.launcher), []).append(r)
+    jobs: List[Job] = []
+    per_array = max(1, max_array)
+    for (n, t, g, launcher), members in groups.items():
+        name = f"{spec.name}-n{n}x{t}" + (f"g{g}" if g else "")
+        if len(spec.launchers) > 1:
+            name += f"-{launcher}"
+        if spec.array and max_array > 1 and len(members) > 1:
+            for i in range(0, len(members), per_array):
+                chunk = members[i:i + per_array]
+                jobs.append(Job(name, chunk, [attempts[r.id] for r in chunk], len(chunk) > 1))
+        else:
+            jobs.extend(Job(name, [r], [attempts[r.id]], False) for r in members)
+    return jobs
+
+
+def launcher_command(spec: Spec, run: Run, dtbench: str, output: str) -> List[str]:
+    """What slurm/dtbench.sbatch runs for this run (shown by `plan`)."""
+    head = ["srun", "--mpi=pmix", "--kill-on-bad-exit=1"] if run.launcher == "srun" else ["mpirun"]
+    return head + spec.launcher_args + [dtbench] + run.dtbench_args() + ["--output", output]
+
+
+def job_env(spec: Spec, job: Job, dtbench: str) -> Dict[str, str]:
+    env = {"DTBENCH": dtbench, "DTBENCH_LAUNCHER": job.runs[0].launcher}
+    if spec.launcher_args:
+        env["DTBENCH_LAUNCH_ARGS"] = " ".join(spec.launcher_args)
+    return env
+
+
+def sbatch_command(spec: Spec, job: Job, template: str, dtbench: str, task_file: Optional[str],
+                   dependency: Optional[str] = None) -> List[str]:
+    r = job.runs[0]
+    cmd = ["sbatch", "--parsable", f"--job-name={job.name}", f"--nodes={r.nodes}",
+           f"--ntasks-per-node={r.tasks_per_node}"]
+    if r.gpus_per_node:
+        cmd.append(f"--gpus-per-node={r.gpus_per_node}")
+    cmd += [f"--time={spec.time}", f"--signal=B:USR1@{spec.signal_before}", "--no-requeue"]
+    if spec.partition:
+        cmd.append(f"--partition={spec.partition}")
+    if spec.account:
+        cmd.append(f"--account={spec.account}")
+    pattern = "%x-%A_%a.out" if job.array else "%x-%j.out"
+    cmd.append(f"--output={os.path.join(slurm_dir(spec), pattern)}")
+    if dependency:
+        cmd.append(f"--dependency={dependency}")
+    cmd += spec.sbatch_args
+    if job.array:
+        cmd += [f"--array=0-{len(job.runs) - 1}", template, "--task-file", task_file or "TASKFILE"]
+    else:
+        out = result_base(spec, r.id, job.attempts[0]) + ".h5"
+        cmd += [template] + r.dtbench_args() + ["--output", out]
+    return cmd
+
+
+def task_lines(spec: Spec, job: Job) -> List[str]:
+    """Lines of an array's task file: line i = shell-quoted dtbench options of array task i."""
+    return [shlex.join(r.dtbench_args() + ["--output", result_base(spec, r.id, a) + ".h5"])
+            for r, a in zip(job.runs, job.attempts)]
+
+
+def submit_line(env: Dict[str, str], cmd: Iterable[str]) -> str:
+    return " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + shlex.join(cmd)
+
+
+def find_template(spec: Spec) -> str:
+    cand = spec.template or os.environ.get("DTBENCH_SBATCH_TEMPLATE") or os.path.join(
+        os.path.dirname(__file__), "..", "..", "slurm", "dtbench.sbatch")
+    path = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(spec.path)), cand)
+                           if spec.template else cand)
+    if not os.path.isfile(path):
+        raise SpecError(f"campaign.template: {path} does not exist; accepted: the path of "
+                        "slurm/dtbench.sbatch (or set DTBENCH_SBATCH_TEMPLATE)")
+    return path

@@ -1,0 +1,281 @@
+"""Campaign specs: reading a TOML file (``tomllib``) into a checked ``Spec``.
+
+Every problem is raised as ``SpecError`` with one line that names the key (``resources.nodes``,
+``options.exchange``) and the accepted values; nothing is planned or submitted before the whole
+spec is valid. The dtbench options themselves are checked against the program (``dtoptions``),
+not against a list kept here. The format is described in jobs/README.md.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+LAUNCHERS = ("srun", "mpirun")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# Slurm's time formats: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS
+TIME_RE = re.compile(r"^(?:(\d+)-(\d+)(?::(\d+)(?::(\d+))?)?|(\d+)(?::(\d+)(?::(\d+))?)?)$")
+TIME_FORMATS = "MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS"
+
+# Keys of each table: name -> short description of the accepted values (used in error messages).
+CAMPAIGN_KEYS = {
+    "name": "a name of letters, digits, '.', '_' and '-'",
+    "description": "free text",
+    "output": "a folder for the campaign's results (default results/NAME)",
+    "dtbench": "the dtbench program (default: $DTBENCH, dtbench on PATH, the source tree's)",
+    "template": "the sbatch template (default: slurm/dtbench.sbatch of the source tree)",
+    "launcher": "srun or mpirun, or a list of both",
+    "repeats": "a positive integer",
+}
+RESOURCE_KEYS = {
+    "nodes": "a positive integer or a list of them",
+    "tasks_per_node": "a positive integer or a list of them",
+    "gpus_per_node": "a non-negative integer or a list of them",
+    "time": f"a Slurm time limit ({TIME_FORMATS})",
+    "signal_before": "seconds before the time limit at which dtbench is asked to stop (1 to 65535)",
+    "partition": "a Slurm partition name",
+    "account": "a Slurm account name",
+    "array": "true (one job array per node count) or false (one job per run)",
+    "chain": "true (each job waits for the previous one: afterany) or false",
+    "sbatch_args": "a list of extra sbatch arguments",
+    "launcher_args": "a list of extra srun/mpirun arguments",
+}
+LOCAL_KEYS = {
+    "hostfile": "an Open MPI hostfile (one host per line)",
+    "mpirun_args": "a list of extra mpirun arguments",
+}
+TABLES = {
+    "campaign": CAMPAIGN_KEYS,
+    "resources": RESOURCE_KEYS,
+    "options": None,  # dtbench options, checked against the program
+    "exclude": None,  # array of tables
+    "local": LOCAL_KEYS,
+}
+# Keys that may be swept (lists) besides the dtbench options.
+SWEPT_RESOURCES = ("nodes", "tasks_per_node", "gpus_per_node")
+# Not a dtbench option: the per-rank batch, turned into --batch = value x ranks (weak scaling).
+BATCH_PER_RANK = "batch_per_rank"
+
+
+class SpecError(Exception):
+    """A problem with the spec: one line, naming the key and what is accepted."""
+
+
+@dataclass
+class Spec:
+    path: str
+    name: str
+    description: str
+    output: str  # absolute
+    dtbench: Optional[str]
+    template: Optional[str]
+    launchers: List[str]
+    repeats: int
+    nodes: List[int]
+    tasks_per_node: List[int]
+    gpus_per_node: List[int]
+    time: str
+    time_seconds: int
+    signal_before: int
+    partition: str
+    account: str
+    array: bool
+    chain: bool
+    sbatch_args: List[str]
+    launcher_args: List[str]
+    options: Dict[str, List[Any]]  # dtbench option -> values (a single value is a 1-list)
+    excludes: List[Dict[str, Any]] = field(default_factory=list)
+    hostfile: Optional[str] = None
+    mpirun_args: List[str] = field(default_factory=list)
+
+
+def time_seconds(text: str) -> Optional[int]:
+    """Seconds in a Slurm time limit, or None when the text is not one."""
+    m = TIME_RE.match(text)
+    if not m:
+        return None
+    d, dh, dm, ds, mm, ms, hs = m.groups()
+    if d is not None:
+        return int(d) * 86400 + int(dh) * 3600 + int(dm or 0) * 60 + int(ds or 0)
+    if hs is not None:  # HH:MM:SS
+        return int(mm) * 3600 + int(ms) * 60 + int(hs)
+    return int(mm) * 60 + int(ms or 0)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _int_list(key: str, v: Any, minimum: int) -> List[int]:
+    values = v if isinstance(v, list) else [v]
+    what = "a positive integer" if minimum == 1 else "a non-negative integer"
+    if not values:
+        raise SpecError(f"{key}: an empty list; accepted: {what} or a non-empty list of them")
+    for x in values:
+        if not _is_int(x) or x < minimum:
+            raise SpecError(f"{key}: {x!r} is not accepted; accepted: {what} or a list of them")
+    if len(set(values)) != len(values):
+        raise SpecError(f"{key}: {values} lists a value twice; accepted: distinct values")
+    return values
+
+
+def _str(key: str, v: Any, what: str) -> str:
+    if not isinstance(v, str):
+        raise SpecError(f"{key}: {v!r} is not accepted; accepted: {what}")
+    return v
+
+
+def _str_list(key: str, v: Any) -> List[str]:
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise SpecError(f"{key}: {v!r} is not accepted; accepted: a list of strings")
+    return list(v)
+
+
+def _bool(key: str, v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise SpecError(f"{key}: {v!r} is not accepted; accepted: true or false")
+    return v
+
+
+def _opt_str(camp: Dict[str, Any], key: str) -> Optional[str]:
+    return _str(f"campaign.{key}", camp[key], CAMPAIGN_KEYS[key]) if key in camp else None
+
+
+def _check_keys(table: str, data: Dict[str, Any], accepted: Dict[str, str]) -> None:
+    for k in data:
+        if k not in accepted:
+            raise SpecError(f"{table}.{k}: unknown key; accepted: {', '.join(accepted)}")
+
+
+def load(path: str, cwd: Optional[str] = None) -> Spec:
+    """Reads and checks the spec's structure and types (dtbench options: see dtoptions.check)."""
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as e:
+        raise SpecError(f"cannot read the spec: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(f"not valid TOML: {e}") from None
+    return from_dict(data, path, cwd)
+
+
+def from_dict(data: Dict[str, Any], path: str = "<spec>", cwd: Optional[str] = None) -> Spec:
+    for t, v in data.items():
+        if t not in TABLES:
+            tables = ", ".join("[" + k + "]" for k in TABLES)
+            raise SpecError(f"{t}: unknown table; accepted: {tables} ([[exclude]] for a list)")
+        if t == "exclude":
+            if not isinstance(v, list):
+                raise SpecError("exclude: write it as [[exclude]] tables (a list of tables)")
+        elif not isinstance(v, dict):
+            raise SpecError(f"{t}: must be a table [{t}]")
+    camp = data.get("campaign")
+    if camp is None:
+        raise SpecError('campaign: missing; accepted: a [campaign] table with name = "..."')
+    _check_keys("campaign", camp, CAMPAIGN_KEYS)
+    res = data.get("resources", {})
+    _check_keys("resources", res, RESOURCE_KEYS)
+    loc = data.get("local", {})
+    _check_keys("local", loc, LOCAL_KEYS)
+
+    if "name" not in camp:
+        raise SpecError("campaign.name: missing; accepted: " + CAMPAIGN_KEYS["name"])
+    name = _str("campaign.name", camp["name"], CAMPAIGN_KEYS["name"])
+    if not NAME_RE.match(name):
+        raise SpecError(f"campaign.name: {name!r} is not accepted; accepted: "
+                        f"{CAMPAIGN_KEYS['name']}")
+    base = cwd or os.getcwd()
+    out = _str("campaign.output", camp.get("output", os.path.join("results", name)),
+               CAMPAIGN_KEYS["output"])
+    launchers = camp.get("launcher", "srun")
+    launchers = launchers if isinstance(launchers, list) else [launchers]
+    if (not launchers or any(x not in LAUNCHERS for x in launchers)
+            or len(set(launchers)) != len(launchers)):
+        raise SpecError(f"campaign.launcher: {camp.get('launcher')!r} is not accepted; accepted: "
+                        f"{', '.join(LAUNCHERS)} or a list of them")
+    repeats = camp.get("repeats", 1)
+    if not _is_int(repeats) or repeats < 1:
+        raise SpecError(f"campaign.repeats: {repeats!r} is not accepted; accepted: a positive "
+                        "integer")
+
+    time = _str("resources.time", res.get("time", "00:30:00"), RESOURCE_KEYS["time"])
+    secs = time_seconds(time)
+    if secs is None or secs <= 0:
+        raise SpecError(f"resources.time: {time!r} is not accepted; accepted: {TIME_FORMATS} "
+                        "(more than zero)")
+    sig = res.get("signal_before", 120)
+    if not _is_int(sig) or sig < 1 or sig > 65535:
+        raise SpecError(f"resources.signal_before: {sig!r} is not accepted; accepted: seconds, "
+                        "1 to 65535")
+
+    options = data.get("options", {})
+    opts: Dict[str, List[Any]] = {}
+    for k, v in options.items():
+        values = v if isinstance(v, list) else [v]
+        if not values:
+            raise SpecError(f"options.{k}: an empty list; accepted: a value or a non-empty list")
+        for x in values:
+            if isinstance(x, (dict, list)):
+                raise SpecError(f"options.{k}: {x!r} is not accepted; accepted: a string, number "
+                                "or boolean, or a list of them")
+        if len(set(map(repr, values))) != len(values):
+            raise SpecError(f"options.{k}: {values} lists a value twice; accepted: distinct values")
+        opts[k] = values
+
+    excludes = []
+    swept_keys = set(SWEPT_RESOURCES) | {"launcher", "repeat"} | set(opts)
+    for i, ex in enumerate(data.get("exclude", [])):
+        if not isinstance(ex, dict) or not ex:
+            raise SpecError(f"exclude[{i}]: must be a non-empty table of key = value")
+        for k in ex:
+            if k not in swept_keys:
+                raise SpecError(f"exclude[{i}].{k}: not a key of this campaign; accepted: "
+                                f"{', '.join(sorted(swept_keys))}")
+        excludes.append(dict(ex))
+
+    hostfile = loc.get("hostfile")
+    if hostfile is not None:
+        hostfile = os.path.join(os.path.dirname(os.path.abspath(path)),
+                                _str("local.hostfile", hostfile, LOCAL_KEYS["hostfile"]))
+    spec = Spec(
+        path=path,
+        name=name,
+        description=_str("campaign.description", camp.get("description", ""), "free text"),
+        output=os.path.abspath(os.path.join(base, out)),
+        dtbench=_opt_str(camp, "dtbench"),
+        template=_opt_str(camp, "template"),
+        launchers=launchers,
+        repeats=repeats,
+        nodes=_int_list("resources.nodes", res.get("nodes", 1), 1),
+        tasks_per_node=_int_list("resources.tasks_per_node", res.get("tasks_per_node", 1), 1),
+        gpus_per_node=_int_list("resources.gpus_per_node", res.get("gpus_per_node", 0), 0),
+        time=time,
+        time_seconds=secs,
+        signal_before=sig,
+        partition=_str("resources.partition", res.get("partition", ""), RESOURCE_KEYS["partition"]),
+        account=_str("resources.account", res.get("account", ""), RESOURCE_KEYS["account"]),
+        array=_bool("resources.array", res.get("array", True)),
+        chain=_bool("resources.chain", res.get("chain", False)),
+        sbatch_args=_str_list("resources.sbatch_args", res.get("sbatch_args", [])),
+        launcher_args=_str_list("resources.launcher_args", res.get("launcher_args", [])),
+        options=opts,
+        excludes=excludes,
+        hostfile=hostfile,
+        mpirun_args=_str_list("local.mpirun_args", loc.get("mpirun_args", [])),
+    )
+    if BATCH_PER_RANK in opts and "batch" in opts:
+        raise SpecError(f"options.{BATCH_PER_RANK}: given together with options.batch; accepted: "
+                        "one of them (batch = global batch, batch_per_rank = batch x ranks)")
+    if BATCH_PER_RANK in opts:
+        _int_list(f"options.{BATCH_PER_RANK}", opts[BATCH_PER_RANK], 1)
+    for k in ("sbatch_args",):
+        for a in getattr(spec, k):
+            for bad in ("--array", "--output", "--error", "--nodes", "--ntasks-per-node", "-N",
+                        "--time", "-t", "--signal", "--dependency", "-d", "-o", "-e", "-a"):
+                if a == bad or a.startswith(bad + "="):
+                    raise SpecError(f"resources.sbatch_args: {a!r} is set by dtbench-campaign; "
+                                    "accepted: other sbatch arguments (use resources.* keys)")
+    return spec

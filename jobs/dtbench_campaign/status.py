@@ -1,0 +1,191 @@
+"""The state of every run of a campaign, from Slurm (squeue, sacct) when it still knows the job,
+and from the run's own files otherwise: the HDF5 result file (finished, stop_reason, iterations
+completed) and the .state record the batch template or `local` wrote (signal, exit code).
+
+States: not submitted, pending, running, completed, stopped early (the file is closed and holds
+every completed iteration; the reason says time limit, cancelled or signal), timed out (killed at
+the time limit before the file was closed), cancelled (before it wrote anything), failed, unknown.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, List, Optional
+
+os.environ.setdefault("HDF5_USE_FILE_LOCKING", "FALSE")  # read files that jobs are writing
+
+from . import plan, slurm  # noqa: E402
+from .spec import Spec  # noqa: E402
+
+STATES = ("not submitted", "pending", "running", "completed", "stopped early", "timed out",
+          "cancelled", "failed", "unknown")
+ENDED_OK = ("completed",)
+RETRY = ("stopped early", "timed out", "cancelled", "failed", "unknown")
+QUEUED = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD",
+          "SUSPENDED", "STOPPED"}
+ACTIVE = {"RUNNING", "COMPLETING", "SIGNALING", "STAGE_OUT", "RESIZING"}
+
+
+@dataclass
+class RunStatus:
+    run: str
+    attempt: int
+    job: str  # Slurm job id (ID or ID_TASK), "local", or ""
+    state: str
+    detail: str
+    iterations: Optional[int]  # completed iterations in the file (every rank), warm-up included
+    iters_total: Optional[int]
+    file: str  # the result file ("" when none)
+
+    def as_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+def read_state_file(path: str) -> Dict[str, str]:
+    """key=value lines; a later line wins."""
+    out: Dict[str, str] = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                k, sep, v = line.rstrip("\n").partition("=")
+                if sep:
+                    out[k.strip()] = v.strip()
+    except OSError:
+        pass
+    return out
+
+
+def read_result(path: str) -> Optional[Dict[str, Any]]:
+    """What status needs from a result file: None without one, {'error': ...} if unreadable."""
+    if not os.path.exists(path):
+        return None
+    try:
+        import h5py
+        with h5py.File(path, "r") as f:
+            a = f.attrs
+            done = f["ranks/completed"][:] if "ranks/completed" in f else []
+            return {
+                "finished": int(a["finished"]) if "finished" in a else 0,
+                "stop_reason": str(a["stop_reason"]) if "stop_reason" in a else "",
+                "iters_total": int(a["iters_total"]) if "iters_total" in a else None,
+                "completed": int(min(done)) if len(done) else 0,
+            }
+    except Exception as e:  # a file being created, or truncated by a crash
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def _reason_text(stop_request: str, sched: str) -> str:
+    if stop_request == "time_limit" or sched == "TIMEOUT":
+        return "time limit"
+    if stop_request == "cancelled" or sched.startswith("CANCELLED"):
+        return "cancelled"
+    return "signal"
+
+
+def resolve(res: Optional[Dict[str, Any]], st: Dict[str, str], sched: str) -> tuple:
+    """(state, detail) of one attempt from its result file, its .state record and Slurm's state
+    ('' when Slurm does not know the job)."""
+    if sched in QUEUED:
+        return "pending", sched.lower()
+    if sched in ACTIVE:
+        return "running", (f"{res['completed']} iterations written" if res and "completed" in res
+                           else "starting")
+    if res is not None and "error" in res:
+        return "failed", f"result file unreadable ({res['error'][:80]})"
+    if res is not None:
+        if res["finished"] and res["stop_reason"] == "completed":
+            return "completed", ""
+        if res["finished"] and res["stop_reason"] == "signal":
+            why = _reason_text(st.get("stop_request", ""), sched)
+            secs = st.get("stop_seconds")
+            after = f", launcher exited {secs} s after the signal" if secs else ""
+            return "stopped early", f"{why}; file closed{after}"
+        if res["finished"]:
+            return "failed", f"dtbench stopped with stop_reason={res['stop_reason'] or '?'}"
+        # A file that was never closed: killed.
+        if sched == "TIMEOUT" or st.get("stop_request") == "time_limit":
+            return "timed out", f"killed at the time limit; {res['completed']} iterations kept"
+        if sched.startswith("CANCELLED"):
+            return "cancelled", f"killed; {res['completed']} iterations kept"
+        if "exit_code" not in st and not sched:
+            return "unknown", (f"file not closed, {res['completed']} iterations kept; Slurm does "
+                               "not know the job (any more)")
+        code = st.get("exit_code", "?")
+        return "failed", f"killed or crashed (exit {code}); {res['completed']} iterations kept"
+    # No result file.
+    if sched == "TIMEOUT":
+        return "timed out", "no result file"
+    if sched.startswith("CANCELLED"):
+        return "cancelled", "before any result was written"
+    if sched:
+        return "failed", f"Slurm state {sched}, no result file"
+    if "exit_code" in st:
+        return "failed", f"exit {st['exit_code']}, no result file"
+    return "unknown", "no result file and Slurm does not know the job"
+
+
+def _alive(pid: str) -> bool:
+    """Whether the `local` process that wrote a .state file still runs (same machine)."""
+    try:
+        os.kill(int(pid), 0)
+        return True
+    except PermissionError:
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def job_keys(log: List[Dict[str, Any]]) -> Dict[tuple, str]:
+    """(run, attempt) -> Slurm job key ('ID' for single jobs, 'ID_INDEX' for array tasks)."""
+    keys = {}
+    for rec in log:
+        for t in rec.get("tasks", []):
+            job = rec.get("job_id", "")
+            if rec.get("array"):
+                job = f"{job}_{t['index']}"
+            keys[(t["run"], int(t["attempt"]))] = job
+    return keys
+
+
+def campaign_status(spec: Spec, runs: List[plan.Run], query_slurm: bool = True,
+                    all_attempts: bool = False) -> List[RunStatus]:
+    """The newest attempt of every run (every attempt with all_attempts), in the runs' order."""
+    log = plan.read_log(spec)
+    attempts = plan.known_attempts(spec, log)
+    keys = job_keys(log)
+    wanted = {r.id: (attempts[r.id] if all_attempts else attempts[r.id][-1:])
+              for r in runs if r.id in attempts}
+    slurm_jobs = {keys[(rid, a)] for rid, lst in wanted.items() for a in lst
+                  if keys.get((rid, a), "local") not in ("local", "")}
+    sched: Dict[str, tuple] = {}
+    if query_slurm and slurm_jobs:
+        sched.update(slurm.acct_states(j.split("_")[0] for j in slurm_jobs))
+        sched.update(slurm.queue_states(j.split("_")[0] for j in slurm_jobs))  # newer than sacct
+    out = []
+    for r in runs:
+        if r.id not in wanted:
+            out.append(RunStatus(r.id, 0, "", "not submitted", "", None, None, ""))
+            continue
+        for a in wanted[r.id]:
+            out.append(attempt_status(spec, r.id, a, keys.get((r.id, a), ""), sched))
+    return out
+
+
+def attempt_status(spec: Spec, run_id: str, attempt: int, job: str,
+                   sched: Dict[str, tuple]) -> RunStatus:
+    base = plan.result_base(spec, run_id, attempt)
+    res = read_result(base + ".h5")
+    st = read_state_file(base + ".state")
+    s = sched.get(job, ("", ""))[0] if job and job != "local" else ""
+    if job == "local" and "exit_code" not in st and st.get("host") == socket.gethostname():
+        if _alive(st.get("pid", "")):
+            s = "RUNNING"
+        else:
+            st["exit_code"] = "? (the local run was killed)"
+    state, detail = resolve(res, st, s)
+    ok = res is not None and "error" not in res
+    return RunStatus(run_id, attempt, job, state, detail,
+                     res.get("completed") if ok else None, res.get("iters_total") if ok else None,
+                     base + ".h5" if res is not None else "")

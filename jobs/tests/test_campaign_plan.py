@@ -1,0 +1,215 @@
+"""Planning and submitting without Slurm: the sweep, run names, exclusions, weak scaling, job
+arrays per node count, the exact sbatch commands, task files, attempts that never reuse a file,
+and `submit` against fake sbatch/squeue/scontrol programs."""
+
+import json
+import os
+import shlex
+
+import pytest
+
+from campaign_helpers import BASIC, fake_dtbench, fake_program, result_file, state_file, write_spec
+from dtbench_campaign import cli, plan
+from dtbench_campaign.spec import SpecError, load
+
+
+def _spec(tmp_path, text=BASIC):
+    return load(write_spec(tmp_path, text), cwd=str(tmp_path))
+
+
+def test_sweep_order_and_names(tmp_path):
+    runs = plan.expand(_spec(tmp_path))
+    assert [r.id for r in runs] == ["n1x2_exchange-sync", "n1x2_exchange-mixed",
+                                    "n2x2_exchange-sync", "n2x2_exchange-mixed"]
+    r = runs[3]
+    assert (r.nodes, r.tasks_per_node, r.ranks) == (2, 2, 4)
+    assert r.dtbench_args() == ["--model", "lenet", "--exchange", "mixed", "--batch", "64", "--iters", "10"]
+    assert r.factors["exchange"] == "mixed" and r.factors["nodes"] == 2
+
+
+def test_repeats_launchers_gpus_in_names(tmp_path):
+    text = BASIC.replace('name = "t"', 'name = "t"\nrepeats = 2\nlauncher = ["srun", "mpirun"]') \
+                .replace("tasks_per_node = 2", "tasks_per_node = 2\ngpus_per_node = 4")
+    ids = [r.id for r in plan.expand(_spec(tmp_path, text))]
+    assert len(ids) == 2 * 2 * 2 * 2 and len(set(ids)) == len(ids)
+    assert ids[0] == "n1x2_g4_srun_exchange-sync_r0" and ids[1] == "n1x2_g4_srun_exchange-sync_r1"
+
+
+def test_exclude_and_unused_exclude(tmp_path):
+    text = BASIC + '\n[[exclude]]\nnodes = 1\nexchange = "mixed"\n'
+    assert [r.id for r in plan.expand(_spec(tmp_path, text))] == [
+        "n1x2_exchange-sync", "n2x2_exchange-sync", "n2x2_exchange-mixed"]
+    text = BASIC + '\n[[exclude]]\nnodes = 4\n'
+    with pytest.raises(SpecError, match=r"exclude\[0\]: \{'nodes': 4\} matches no run"):
+        plan.expand(_spec(tmp_path, text))
+
+
+def test_batch_per_rank_scales_the_global_batch(tmp_path):
+    text = BASIC.replace("batch = 64", "batch_per_rank = 32")
+    runs = plan.expand(_spec(tmp_path, text))
+    assert {r.id: r.options["batch"] for r in runs}["n2x2_exchange-sync"] == 128
+    assert "batch_per_rank" not in runs[0].options
+    plan.check_runs(runs)
+
+
+def test_batch_must_divide_across_ranks(tmp_path):
+    runs = plan.expand(_spec(tmp_path, BASIC.replace("batch = 64", "batch = 6").replace("[1, 2]", "[2, 1]")))
+    with pytest.raises(SpecError, match=r"options.batch: 6 is not accepted for run n2x2_exchange-sync \(4 ranks\)"):
+        plan.check_runs(runs)
+
+
+def test_colliding_names_are_refused(tmp_path):
+    text = BASIC.replace('["sync", "mixed"]', '["a b", "a-b"]')
+    with pytest.raises(SpecError, match="get the same name"):
+        plan.expand(_spec(tmp_path, text))
+
+
+def _jobs(spec, max_array=1001):
+    runs = plan.expand(spec)
+    return plan.group_jobs(spec, runs, {r.id: 1 for r in runs}, max_array)
+
+
+def test_one_array_per_node_count(tmp_path):
+    jobs = _jobs(_spec(tmp_path))
+    assert [(j.runs[0].nodes, len(j.runs), j.array) for j in jobs] == [(1, 2, True), (2, 2, True)]
+
+
+def test_arrays_split_at_max_array_size_or_off(tmp_path):
+    text = BASIC.replace('["sync", "mixed"]', '["sync", "mixed", "async"]')
+    text = text.replace('name = "t"', 'name = "t"\nrepeats = 2')
+    spec = _spec(tmp_path, text)
+    assert [len(j.runs) for j in _jobs(spec, max_array=4)] == [4, 2, 4, 2]
+    assert all(not j.array for j in _jobs(spec, max_array=0)) and len(_jobs(spec, 0)) == 12
+    spec.array = False
+    assert len(_jobs(spec)) == 12
+
+
+def test_sbatch_command_of_an_array(tmp_path):
+    text = BASIC.replace("[resources]", '[resources]\npartition = "gpu"\naccount = "p1"\ntime = "1-00:00"\n'
+                                        'signal_before = 300\nsbatch_args = ["--exclusive"]\n'
+                                        "gpus_per_node = 4")
+    spec = _spec(tmp_path, text)
+    job = _jobs(spec)[1]
+    cmd = plan.sbatch_command(spec, job, "/t/dtbench.sbatch", "/bin/dtbench", "/f.tasks", "afterany:7")
+    assert cmd[:2] == ["sbatch", "--parsable"]
+    for arg in ("--job-name=t-n2x2g4", "--nodes=2", "--ntasks-per-node=2", "--gpus-per-node=4",
+                "--time=1-00:00", "--signal=B:USR1@300", "--partition=gpu", "--account=p1",
+                "--dependency=afterany:7", "--exclusive", "--array=0-1", "--no-requeue"):
+        assert arg in cmd, arg
+    assert f"--output={spec.output}/slurm/%x-%A_%a.out" in cmd
+    assert cmd[-3:] == ["/t/dtbench.sbatch", "--task-file", "/f.tasks"]
+    lines = plan.task_lines(spec, job)
+    assert len(lines) == 2
+    words = shlex.split(lines[1])
+    assert words[:6] == ["--model", "lenet", "--exchange", "mixed", "--batch", "64"]
+    assert words[-2:] == ["--output", f"{spec.output}/runs/n2x2_g4_exchange-mixed.a1.h5"]
+
+
+def test_sbatch_command_of_a_single_run(tmp_path):
+    spec = _spec(tmp_path)
+    spec.array = False
+    job = _jobs(spec)[0]
+    cmd = plan.sbatch_command(spec, job, "/t/dtbench.sbatch", "/bin/dtbench", None)
+    assert "--gpus-per-node=0" not in " ".join(cmd) and not any(a.startswith("--array") for a in cmd)
+    assert cmd[cmd.index("/t/dtbench.sbatch") + 1:] == job.runs[0].dtbench_args() + [
+        "--output", f"{spec.output}/runs/n1x2_exchange-sync.a1.h5"]
+    env = plan.job_env(spec, job, "/bin/dtbench")
+    assert plan.submit_line(env, cmd).startswith("DTBENCH=/bin/dtbench DTBENCH_LAUNCHER=srun sbatch ")
+
+
+def test_attempts_come_from_files_and_log(tmp_path):
+    spec = _spec(tmp_path)
+    assert plan.next_attempt(plan.known_attempts(spec), "n1x2_exchange-sync") == 1
+    result_file(plan.result_base(spec, "n1x2_exchange-sync", 1) + ".h5", True, "completed", 12, 12)
+    plan.append_log(spec, {"job_id": "9", "array": False,
+                           "tasks": [{"index": 0, "run": "n2x2_exchange-sync", "attempt": 3}]})
+    known = plan.known_attempts(spec)
+    assert plan.next_attempt(known, "n1x2_exchange-sync") == 2
+    assert plan.next_attempt(known, "n2x2_exchange-sync") == 4
+
+
+# ---- submit with fake Slurm commands --------------------------------------------------------------
+@pytest.fixture
+def fake_slurm(tmp_path, monkeypatch):
+    calls = os.path.join(str(tmp_path), "sbatch-calls.jsonl")
+    fake_program(tmp_path, "sbatch", f"""\
+        n=$(($(cat {calls} 2>/dev/null | wc -l) + 100))
+        python3 -c 'import json,os,sys; print(json.dumps({{"argv": sys.argv[1:], "submit_line": os.environ.get("DTBENCH_SUBMIT_LINE"), "log": os.environ.get("DTBENCH_LOG"), "launcher": os.environ.get("DTBENCH_LAUNCHER")}}))' "$@" >>{calls}
+        echo "$n"
+        """)
+    fake_program(tmp_path, "squeue", "exit 0\n")
+    fake_program(tmp_path, "scontrol", 'echo "MaxArraySize            = 1001"\n')
+    monkeypatch.setenv("PATH", os.path.join(str(tmp_path), "bin") + os.pathsep + os.environ["PATH"])
+    monkeypatch.setenv("DTBENCH", fake_dtbench(tmp_path))
+    monkeypatch.chdir(tmp_path)
+
+    def read():
+        with open(calls) as f:
+            return [json.loads(line) for line in f]
+    return read
+
+
+def test_submit_arrays_then_nothing_then_retry(tmp_path, fake_slurm, capsys):
+    spec_path = write_spec(tmp_path, BASIC)
+    assert cli.main(["submit", spec_path]) == 0
+    calls = fake_slurm()
+    assert len(calls) == 2 and all("--array=0-1" in c["argv"] for c in calls)
+    assert calls[0]["log"] == "auto" and calls[0]["launcher"] == "srun"
+    assert calls[0]["submit_line"].startswith("DTBENCH=")
+    assert calls[0]["submit_line"].endswith(" sbatch " + shlex.join(calls[0]["argv"]))
+    task_file = calls[1]["argv"][-1]
+    with open(task_file) as f:
+        assert [shlex.split(x)[-1].rsplit("/", 1)[1] for x in f.read().splitlines()] == [
+            "n2x2_exchange-sync.a1.h5", "n2x2_exchange-mixed.a1.h5"]
+    spec = load(spec_path)
+    log = plan.read_log(spec)
+    assert [r["job_id"] for r in log] == ["100", "101"] and log[1]["tasks"][1]["run"] == "n2x2_exchange-mixed"
+
+    capsys.readouterr()
+    assert cli.main(["submit", spec_path]) == 0
+    assert "nothing to submit" in capsys.readouterr().out and len(fake_slurm()) == 2
+
+    # Attempt 1 of one run completed, of another stopped early at its time limit: --retry
+    # resubmits only the second, into attempt 2, leaving attempt 1's files alone.
+    done = plan.result_base(spec, "n1x2_exchange-sync", 1)
+    cut = plan.result_base(spec, "n1x2_exchange-mixed", 1)
+    result_file(done + ".h5", True, "completed", 12, 12)
+    result_file(cut + ".h5", True, "signal", 5, 12)
+    state_file(cut + ".state", job_id="1", start="1", stop_request="time_limit", exit_code=0)
+    before = open(cut + ".h5", "rb").read()
+    assert cli.main(["submit", spec_path, "--retry", "--only", "n1x2*"]) == 0
+    calls = fake_slurm()
+    assert len(calls) == 3
+    argv = calls[2]["argv"]
+    assert "--array=0-0" not in argv and not any(a.startswith("--array") for a in argv)
+    assert argv[-1] == plan.result_base(spec, "n1x2_exchange-mixed", 2) + ".h5"
+    assert open(cut + ".h5", "rb").read() == before
+
+
+def test_submit_chain_and_after(tmp_path, fake_slurm):
+    spec_path = write_spec(tmp_path, BASIC.replace("tasks_per_node = 2", "tasks_per_node = 2\nchain = true"))
+    assert cli.main(["submit", spec_path, "--after", "42"]) == 0
+    deps = [[a for a in c["argv"] if a.startswith("--dependency")] for c in fake_slurm()]
+    assert deps == [["--dependency=afterany:42"], ["--dependency=afterany:100"]]
+
+
+def test_plan_prints_every_run_with_its_command(tmp_path, fake_slurm, capsys):
+    spec_path = write_spec(tmp_path, BASIC)
+    assert cli.main(["plan", spec_path]) == 0
+    out = capsys.readouterr().out
+    assert out.count("sbatch --parsable") == 2 and "--array=0-1" in out
+    for rid in ("n1x2_exchange-sync", "n1x2_exchange-mixed", "n2x2_exchange-sync", "n2x2_exchange-mixed"):
+        assert f"{rid}: srun --mpi=pmix" in out
+    assert not os.path.exists(os.path.join(str(tmp_path), "OUT")), "plan wrote files"
+    assert cli.main(["plan", spec_path, "--local"]) == 0
+    out = capsys.readouterr().out
+    assert "n2x2_exchange-mixed: mpirun -np 4 " in out and "--ranks-per-node 2" in out
+
+
+def test_local_hostfile_too_small_is_refused_before_running(tmp_path, fake_slurm, capsys):
+    spec_path = write_spec(tmp_path, BASIC)
+    hosts = write_spec(tmp_path, "a slots=2\n", "hosts")
+    assert cli.main(["local", spec_path, "--hostfile", hosts]) == 2
+    err = capsys.readouterr().err
+    assert "--hostfile: run n2x2_exchange-sync needs 2 hosts, the hostfile lists 1 (a)" in err
+    assert not os.path.exists(os.path.join(str(tmp_path), "OUT", "runs"))
