@@ -6,6 +6,10 @@
 
 #include <string.h>
 
+#if defined(HAVE_CUDA) && defined(HAVE_CUDNN)
+#include "cuda.h" /* defines: cuda_backend */
+#define DTBENCH_CUDA_BACKEND 1
+#endif
 
 extern const ExchangeOps sync_exchange; /* comm/sync.c */
 
@@ -13,7 +17,12 @@ extern const RecorderOps hdf5_recorder; /* src/recorder_hdf5.c */
 
 extern const ModelDesc model_lenet, model_fcn5, model_fcn8; /* src/models.c */
 
-static const BackendOps *const BACKENDS[] = {&cpu_backend};
+static const BackendOps *const BACKENDS[] = {
+    &cpu_backend,
+#ifdef DTBENCH_CUDA_BACKEND
+    &cuda_backend,
+#endif
+};
 static const ExchangeOps *const EXCHANGES[] = {&sync_exchange};
 static const RecorderOps *const RECORDERS[] = {&hdf5_recorder};
 static const ModelDesc *const MODELS[] = {&model_lenet, &model_fcn5, &model_fcn8};
