@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "topology.h"
+#include "transport.h"
 
 #include <mpi.h>
 #include <stddef.h>
@@ -22,6 +23,8 @@ typedef struct {
     size_t bucket_floats;  /* gradients per message (from --bucket-mb) */
     const BackendOps *be;
     BackendCtx *ctx;
+    const TransportOps *transport; /* --transport (NULL: mpi) */
+    int overlap;                   /* --overlap: buckets start while backward still runs */
 } ExchangeConfig;
 
 /* One iteration's exchange: what the driver tells the strategy, and what the strategy reports
@@ -33,6 +36,7 @@ typedef struct {
     /* out */
     int stop;          /* the ranks agreed to stop after this iteration (same on all of them) */
     double bytes_sent; /* payload handed to the transport by this rank */
+    double hidden;     /* exchange work done while backward still ran, s (set by report()) */
 } ExchangeStep;
 
 enum { EXCHANGE_APPLY_UPDATE = 0, EXCHANGE_PARAMS_UPDATED = 1 };
@@ -50,6 +54,13 @@ typedef struct ExchangeOps {
     /* Completes anything still in flight; every rank calls it once after the last iteration. */
     void (*finish)(ExchangeState *st);
     void (*destroy)(ExchangeState *st);
+    /* Optional (NULL when the strategy has no use for them). */
+    /* During backward: grads[first .. nparams) are final (model_backward_hook); a strategy that
+     * overlaps may start exchanging them. */
+    void (*grads_ready)(ExchangeState *st, float *grads, size_t first);
+    /* After the iteration, outside the timed phases (may wait for the device): fills what is
+     * measured on the device's timeline (step->hidden). */
+    void (*report)(ExchangeState *st, ExchangeStep *step);
 } ExchangeOps;
 
 #endif

@@ -117,6 +117,8 @@ AC_DEFUN([DTBENCH_CHECK_CUDA], [
   AM_CONDITIONAL([HAVE_CUDNN], [test $dtbench_have_cudnn = yes])
   AM_CONDITIONAL([HAVE_NCCL], [test $dtbench_have_nccl = yes])
   AM_CONDITIONAL([BUILD_CUDA_BACKEND], [test $dtbench_have_cuda = yes && test $dtbench_have_cudnn = yes])
+  AM_CONDITIONAL([BUILD_NCCL_TRANSPORT],
+    [test $dtbench_have_cuda = yes && test $dtbench_have_cudnn = yes && test $dtbench_have_nccl = yes])
   AC_SUBST([CUDA_CPPFLAGS])
   AC_SUBST([CUDA_LDFLAGS])
   AC_SUBST([CUDA_LIBS])

@@ -15,5 +15,7 @@ const IterField ITER_FIELDS[] = {
     FIELD(loss, "1", "mean training loss of this rank's local batch"),
     FIELD(bytes_sent, "bytes", "payload this rank handed to the exchange"),
     FIELD(record, "s", "recorder's own cost just before this iteration (not part of total)"),
+    FIELD(exchange_hidden, "s",
+          "exchange work done while backward still ran (--overlap; not part of exchange)"),
 };
 const int ITER_NFIELDS = (int)(sizeof ITER_FIELDS / sizeof ITER_FIELDS[0]);

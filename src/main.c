@@ -92,6 +92,7 @@ int main(int argc, char **argv)
     const ModelDesc *md = registry_model(opt.model);
     const BackendOps *be = registry_backend(opt.device);
     const ExchangeOps *xops = registry_exchange(opt.exchange);
+    const TransportOps *tops = registry_transport(opt.transport);
     const RecorderOps *rops = registry_recorder("hdf5");
 
     usage_check_all(opt.batch % topo.nranks == 0,
@@ -101,6 +102,11 @@ int main(int argc, char **argv)
     usage_check_all(opt.ranks_per_node == 0 || topo.nranks % opt.ranks_per_node == 0,
                     "--ranks-per-node: %d does not divide the %d ranks", opt.ranks_per_node,
                     topo.nranks);
+    usage_check_all(strcmp(opt.transport, "nccl") != 0 || be->device_memory,
+                    "--transport nccl: NCCL averages GPU buffers; it needs --device cuda (with "
+                    "--device %s use mpi or hier)", opt.device);
+    usage_check_all(!opt.overlap || xops->grads_ready != NULL,
+                    "--overlap: the %s exchange cannot start buckets during backward", opt.exchange);
     int b = opt.batch / topo.nranks;
 
     if (opt.dry_run) {
@@ -138,13 +144,13 @@ int main(int argc, char **argv)
     usage_check_all(data_ok, "%s", err);
 
     BackendCtx *ctx = NULL;
-    BackendConfig bcfg = {opt.threads, topo.local_rank, 0, topo.rank == 0};
+    BackendConfig bcfg = {opt.threads, topo.local_rank, opt.gpus_per_node, topo.rank == 0};
     if (be->init(&bcfg, &ctx) != 0)
         check_fail(__FILE__, __LINE__, "backend init", opt.device);
     Model model;
     model_build(&model, md, data.c, data.h, data.w, data.classes, b, be, ctx, (uint64_t)opt.seed);
 
-    ExchangeConfig xcfg = {MPI_COMM_WORLD, &topo, model.nparams, 0, be, ctx};
+    ExchangeConfig xcfg = {MPI_COMM_WORLD, &topo, model.nparams, 0, be, ctx, tops, opt.overlap};
     double bucket = opt.bucket_mb * 1048576.0 / sizeof(float);
     xcfg.bucket_floats = bucket < 1 ? 1 : (bucket > 1 << 30 ? (size_t)1 << 30 : (size_t)bucket);
     ExchangeState *xstate = xops->create(&xcfg);
@@ -190,6 +196,7 @@ int main(int argc, char **argv)
         {"model", opt.model, 0},
         {"dataset", opt.dataset, 0},
         {"exchange", opt.exchange, 0},
+        {"transport", opt.transport, 0},
         {"device", opt.device, 0},
         {"tag", opt.tag, 0},
         {"nranks", NULL, topo.nranks},

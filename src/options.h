@@ -12,6 +12,7 @@ typedef struct {
     char *data_dir; /* "" = the data set's default folder */
     char *device;   /* cpu (cuda when built with it) */
     char *exchange; /* sync */
+    char *transport; /* mpi | nccl | hier */
     char *output;   /* HDF5 result file */
     char *tag;
     char *save_model; /* "" = do not save */
@@ -22,6 +23,10 @@ typedef struct {
     int flush_every;
     int eval_every; /* 0 = only at the end */
     int ranks_per_node; /* 0 = from MPI_COMM_TYPE_SHARED */
+    int gpus_per_node;  /* 0 = every visible GPU */
+    int overlap;        /* exchange buckets while backward runs */
+    double sample_hz;   /* sampler rate, 0 = off */
+    double sample_max_s; /* sampler capacity in seconds of run */
     double lr, momentum, weight_decay;
     double bucket_mb;
     long seed;

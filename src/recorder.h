@@ -17,6 +17,7 @@ typedef struct {
     double loss;
     double bytes_sent;
     double record; /* the recorder's own cost just before this iteration, s */
+    double exchange_hidden; /* exchange work that ran while backward still ran (--overlap), s */
 } IterRecord;
 
 typedef struct {

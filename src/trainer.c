@@ -18,6 +18,13 @@ int trainer_eval_count(const Options *opt, const Dataset *data)
     return e > 0 ? total / e + (total % e != 0) : 1;
 }
 
+/* model_backward_hook's callback: hands the final gradients to an overlapping exchange. */
+static void grads_ready(void *user, size_t first)
+{
+    Trainer *t = user;
+    t->xops->grads_ready(t->xstate, t->model->grads, first);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -76,7 +83,8 @@ TrainResult trainer_run(Trainer *t)
         model_forward_queue(m, b, 1); /* the loss is read after the update */
         be->timer_record(ctx, MARK_FORWARD);
 
-        model_backward(m, b);
+        if (o->overlap && t->xops->grads_ready) model_backward_hook(m, b, grads_ready, t);
+        else model_backward(m, b);
         be->timer_record(ctx, MARK_BACKWARD);
 
         ExchangeStep xs = {.iteration = it, .stop_requested = signals_stop_requested() != 0};
@@ -95,6 +103,8 @@ TrainResult trainer_run(Trainer *t)
         r.exchange = be->timer_elapsed(ctx, MARK_BACKWARD, MARK_EXCHANGE);
         r.update = be->timer_elapsed(ctx, MARK_EXCHANGE, MARK_UPDATE);
         r.total = be->timer_elapsed(ctx, MARK_START, MARK_UPDATE);
+        if (t->xops->report) t->xops->report(t->xstate, &xs);
+        r.exchange_hidden = xs.hidden;
         r.loss = model_read_loss(m, NULL);
         r.bytes_sent = xs.bytes_sent;
         r.record = record_cost;
