@@ -4,14 +4,17 @@
 #include <config.h>
 #include "check.h"
 #include "clocksync.h"
+#include "nvml.h"
 #include "options.h"
 #include "registry.h"
+#include "sampler.h"
 #include "signals.h"
 #include "trainer.h"
 #include "util.h"
 
 #include <errno.h>
 #include <hdf5.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +110,9 @@ int main(int argc, char **argv)
                     "--device %s use mpi or hier)", opt.device);
     usage_check_all(!opt.overlap || xops->grads_ready != NULL,
                     "--overlap: the %s exchange cannot start buckets during backward", opt.exchange);
+    usage_check_all(opt.sample_hz * opt.sample_max_s <= 1e7,
+                    "--sample-hz %g with --sample-max-s %g: more than 10 million samples per rank",
+                    opt.sample_hz, opt.sample_max_s);
     int b = opt.batch / topo.nranks;
 
     if (opt.dry_run) {
@@ -181,6 +187,34 @@ int main(int argc, char **argv)
     double t0 = dt_now();
     MPI_CHECK(MPI_Bcast(&t0, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
 
+    /* What this rank runs on (/ranks/device_* and versions), and the sampler (/samples). */
+    DeviceInfo dev;
+    registry_device_info(be, ctx, &dev);
+    if (be->device_memory) nvml_driver_version(dev.driver_version, sizeof dev.driver_version);
+    Sampler *sampler = NULL;
+    int64_t sample_cap = 0;
+    if (opt.sample_hz > 0) {
+        char note[320];
+        sample_cap = (int64_t)ceil(opt.sample_hz * opt.sample_max_s);
+        sampler = sampler_create(opt.sample_hz, sample_cap, be->device_memory ? dev.pci_bus_id : NULL,
+                                 off.offset, t0, note, sizeof note);
+        if (note[0] && topo.local_rank == 0)
+            fprintf(stderr, "dtbench: warning: node %d: no GPU sampling (%s); /samples holds the "
+                            "process's CPU use and resident memory instead\n", topo.node, note);
+    }
+    RunAttr rank_text[] = {
+        {"device_name", dev.name, 0},
+        {"device_uuid", dev.uuid, 0},
+        {"device_pci_bus_id", dev.pci_bus_id, 0},
+        {"driver_version", dev.driver_version, 0},
+        {"cuda_runtime_version", dev.cuda_runtime, 0},
+        {"cuda_driver_api_version", dev.cuda_driver_api, 0},
+        {"cudnn_version", dev.cudnn, 0},
+        {"cublas_version", dev.cublas, 0},
+        {"nccl_version", dev.nccl, 0},
+        {"sample_source", sampler ? sampler_source(sampler) : "", 0},
+    };
+
     /* The result file. */
     char *cmdline = join_args(argc, argv), *config_json = options_to_json(&opt);
     const char *slurm = getenv("SLURM_JOB_ID");
@@ -229,17 +263,31 @@ int main(int argc, char **argv)
         .pid = (long long)getpid(),
         .clock_offset_start = off.offset,
         .clock_rtt = off.rtt,
+        .rank_text = rank_text,
+        .nrank_text = (int)(sizeof rank_text / sizeof rank_text[0]),
+        .sample_capacity = sample_cap,
+        .sample_hz = opt.sample_hz,
+        .sample_pull = sampler ? sampler_pull : NULL,
+        .sample_user = sampler,
     };
     Recorder *rec = rops->create(&rcfg, err, sizeof err);
     usage_check_all(rec != NULL, "%s", err);
 
     Trainer tr = {&opt, &topo, &data, &model, xops, xstate, rops, rec, off.offset, t0};
+    if (sampler) sampler_start(sampler);
     TrainResult res = trainer_run(&tr);
+    if (sampler) sampler_stop(sampler); /* close() writes what it took */
 
     ClockOffset off_end = clocksync_measure(MPI_COMM_WORLD, CLOCK_SYNC_ROUNDS);
     RunEnd end = {res.stopped ? RUN_STOPPED : RUN_COMPLETED, res.stopped ? "signal" : "completed",
                   off_end.offset, model_param_hash(&model)};
     rops->close(rec, &end);
+    if (sampler && sampler_dropped(sampler) > 0)
+        fprintf(stderr, "dtbench: warning: rank %d: /samples was full after %lld samples "
+                        "(--sample-max-s %g); %lld later samples were not recorded\n", topo.rank,
+                (long long)sampler_taken(sampler), opt.sample_max_s,
+                (long long)sampler_dropped(sampler));
+    sampler_free(sampler);
     if (opt.save_model[0] && topo.rank == 0 && model_save(&model, opt.save_model) != 0)
         fprintf(stderr, "dtbench: rank 0: cannot write --save-model %s: %s\n", opt.save_model,
                 strerror(errno));
