@@ -24,12 +24,12 @@ enum { OP_ALLREDUCE, OP_REDUCE_SCATTER, OP_ALLGATHER, OP_LOCAL };
 typedef struct {
     MPI_Request req; /* MPI_REQUEST_NULL: nothing in flight (local operations) */
     int kind;
-    float *buf;      /* the caller's buffer (device or host memory) */
-    float *data;     /* what MPI works on: buf itself, or the host copy */
-    size_t n;        /* floats of the result (allreduce: n; reduce-scatter: shard; all-gather: all) */
+    float *buf;  /* the caller's buffer (device or host memory) */
+    float *data; /* what MPI works on: buf itself, or the host copy */
+    size_t n;    /* floats of the result (allreduce: n; reduce-scatter: shard; all-gather: all) */
     float scale;
     double t_issue, t_done;
-    float *stage;    /* host copy for device memory, kept for the slot */
+    float *stage; /* host copy for device memory, kept for the slot */
     size_t stage_cap;
 } Op;
 
@@ -44,8 +44,7 @@ struct Coll {
     int bwd_marked;
 };
 
-static Coll *mpi_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, int device_memory)
-{
+static Coll *mpi_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, int device_memory) {
     Coll *c = xcalloc(1, sizeof *c);
     MPI_CHECK(MPI_Comm_dup(comm, &c->comm));
     MPI_CHECK(MPI_Comm_rank(c->comm, &c->rank));
@@ -54,21 +53,27 @@ static Coll *mpi_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, in
     return c;
 }
 
-static void mpi_destroy(Coll *c)
-{
-    for (int i = 0; i < c->cap; i++) free(c->ops[i].stage);
+static void mpi_destroy(Coll *c) {
+    for (int i = 0; i < c->cap; i++)
+        free(c->ops[i].stage);
     free(c->ops);
     MPI_Comm_free(&c->comm);
     free(c);
 }
 
-static int mpi_rank(Coll *c) { return c->rank; }
-static int mpi_size(Coll *c) { return c->size; }
-static int mpi_on_device(Coll *c) { (void)c; return 0; }
+static int mpi_rank(Coll *c) {
+    return c->rank;
+}
+static int mpi_size(Coll *c) {
+    return c->size;
+}
+static int mpi_on_device(Coll *c) {
+    (void)c;
+    return 0;
+}
 
 /* A new operation slot; its staging buffer holds at least `stage_floats` when device memory. */
-static Op *new_op(Coll *c, int kind, float *buf, size_t n, float scale, size_t stage_floats)
-{
+static Op *new_op(Coll *c, int kind, float *buf, size_t n, float scale, size_t stage_floats) {
     if (c->nops == c->cap) {
         int cap = c->cap ? 2 * c->cap : 16;
         c->ops = realloc(c->ops, (size_t)cap * sizeof(Op));
@@ -90,17 +95,18 @@ static Op *new_op(Coll *c, int kind, float *buf, size_t n, float scale, size_t s
     return op;
 }
 
-static int ticket_of(Coll *c, const Op *op) { return (int)(op - c->ops); }
+static int ticket_of(Coll *c, const Op *op) {
+    return (int)(op - c->ops);
+}
 
-static void scale_host(float *x, size_t n, float s)
-{
+static void scale_host(float *x, size_t n, float s) {
     if (s != 1.0f)
-        for (size_t i = 0; i < n; i++) x[i] *= s;
+        for (size_t i = 0; i < n; i++)
+            x[i] *= s;
 }
 
 /* What happens when op's MPI request has completed. */
-static void complete(Coll *c, Op *op)
-{
+static void complete(Coll *c, Op *op) {
     op->t_done = dt_now();
     size_t bytes = op->n * sizeof(float);
     switch (op->kind) {
@@ -112,28 +118,29 @@ static void complete(Coll *c, Op *op)
         float *block = op->data;
         scale_host(block, op->n, op->scale);
         size_t at = (size_t)c->rank * op->n;
-        if (c->device) c->be->upload(c->ctx, op->buf + at, block, bytes);
-        else if (at) memmove(op->buf + at, block, bytes);
+        if (c->device)
+            c->be->upload(c->ctx, op->buf + at, block, bytes);
+        else if (at)
+            memmove(op->buf + at, block, bytes);
         break;
     }
     case OP_ALLGATHER:
         if (c->device) c->be->upload(c->ctx, op->buf, op->data, bytes);
         break;
-    default: break;
+    default:
+        break;
     }
 }
 
-static int mpi_allreduce(Coll *c, float *buf, size_t n, float scale)
-{
+static int mpi_allreduce(Coll *c, float *buf, size_t n, float scale) {
     Op *op = new_op(c, OP_ALLREDUCE, buf, n, scale, n);
     if (c->device) c->be->download(c->ctx, op->data, buf, n * sizeof(float));
-    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, op->data, (int)n, MPI_FLOAT, MPI_SUM, c->comm,
-                             &op->req));
+    MPI_CHECK(
+        MPI_Iallreduce(MPI_IN_PLACE, op->data, (int)n, MPI_FLOAT, MPI_SUM, c->comm, &op->req));
     return ticket_of(c, op);
 }
 
-static int mpi_reduce_scatter(Coll *c, float *buf, size_t shard, float scale)
-{
+static int mpi_reduce_scatter(Coll *c, float *buf, size_t shard, float scale) {
     size_t all = shard * (size_t)c->size;
     Op *op = new_op(c, OP_REDUCE_SCATTER, buf, shard, scale, all);
     if (c->device) c->be->download(c->ctx, op->data, buf, all * sizeof(float));
@@ -142,8 +149,7 @@ static int mpi_reduce_scatter(Coll *c, float *buf, size_t shard, float scale)
     return ticket_of(c, op);
 }
 
-static int mpi_allgather(Coll *c, float *buf, size_t shard)
-{
+static int mpi_allgather(Coll *c, float *buf, size_t shard) {
     size_t all = shard * (size_t)c->size, at = (size_t)c->rank * shard;
     Op *op = new_op(c, OP_ALLGATHER, buf, all, 1.0f, all);
     if (c->device) c->be->download(c->ctx, op->data + at, buf + at, shard * sizeof(float));
@@ -154,24 +160,25 @@ static int mpi_allgather(Coll *c, float *buf, size_t shard)
 
 /* Local moves complete at once (device memory: through the backend, which orders them on the
  * compute stream). */
-static int mpi_to_host(Coll *c, float *host, const float *buf, size_t n)
-{
+static int mpi_to_host(Coll *c, float *host, const float *buf, size_t n) {
     Op *op = new_op(c, OP_LOCAL, (float *)buf, n, 1.0f, 0);
-    if (c->device) c->be->download(c->ctx, host, buf, n * sizeof(float));
-    else if (host != buf) memcpy(host, buf, n * sizeof(float));
+    if (c->device)
+        c->be->download(c->ctx, host, buf, n * sizeof(float));
+    else if (host != buf)
+        memcpy(host, buf, n * sizeof(float));
     return ticket_of(c, op);
 }
 
-static int mpi_from_host(Coll *c, float *buf, const float *host, size_t n)
-{
+static int mpi_from_host(Coll *c, float *buf, const float *host, size_t n) {
     Op *op = new_op(c, OP_LOCAL, buf, n, 1.0f, 0);
-    if (c->device) c->be->upload(c->ctx, buf, host, n * sizeof(float));
-    else if (host != buf) memcpy(buf, host, n * sizeof(float));
+    if (c->device)
+        c->be->upload(c->ctx, buf, host, n * sizeof(float));
+    else if (host != buf)
+        memcpy(buf, host, n * sizeof(float));
     return ticket_of(c, op);
 }
 
-static int mpi_copy(Coll *c, float *dst, const float *src, size_t n)
-{
+static int mpi_copy(Coll *c, float *dst, const float *src, size_t n) {
     Op *op = new_op(c, OP_LOCAL, dst, n, 1.0f, n);
     if (c->device) {
         c->be->download(c->ctx, op->stage, src, n * sizeof(float));
@@ -182,32 +189,29 @@ static int mpi_copy(Coll *c, float *dst, const float *src, size_t n)
     return ticket_of(c, op);
 }
 
-static float *mpi_host_alloc(Coll *c, size_t n)
-{
+static float *mpi_host_alloc(Coll *c, size_t n) {
     (void)c;
     return xcalloc(n ? n : 1, sizeof(float));
 }
 
-static void mpi_host_free(Coll *c, float *p)
-{
+static void mpi_host_free(Coll *c, float *p) {
     (void)c;
     free(p);
 }
 
-static float *mpi_buf_alloc(Coll *c, size_t n)
-{
+static float *mpi_buf_alloc(Coll *c, size_t n) {
     if (c->device) return c->be->alloc(c->ctx, (n ? n : 1) * sizeof(float)); /* zeroed */
     return xcalloc(n ? n : 1, sizeof(float));
 }
 
-static void mpi_buf_free(Coll *c, float *p)
-{
-    if (c->device) c->be->free(c->ctx, p);
-    else free(p);
+static void mpi_buf_free(Coll *c, float *p) {
+    if (c->device)
+        c->be->free(c->ctx, p);
+    else
+        free(p);
 }
 
-static int mpi_done(Coll *c, int ticket)
-{
+static int mpi_done(Coll *c, int ticket) {
     while (c->completed <= ticket && c->completed < c->nops) {
         Op *op = &c->ops[c->completed];
         int flag = 1;
@@ -219,8 +223,7 @@ static int mpi_done(Coll *c, int ticket)
     return 1;
 }
 
-static void mpi_wait(Coll *c, int ticket)
-{
+static void mpi_wait(Coll *c, int ticket) {
     while (c->completed <= ticket && c->completed < c->nops) {
         Op *op = &c->ops[c->completed];
         if (op->req != MPI_REQUEST_NULL) MPI_CHECK(MPI_Wait(&op->req, MPI_STATUS_IGNORE));
@@ -231,19 +234,21 @@ static void mpi_wait(Coll *c, int ticket)
 
 /* Host memory is written synchronously by the CPU backend, and device memory is downloaded
  * through the compute stream: nothing to order. */
-static void mpi_after_compute(Coll *c) { (void)c; }
-static void mpi_before_compute(Coll *c) { (void)c; }
+static void mpi_after_compute(Coll *c) {
+    (void)c;
+}
+static void mpi_before_compute(Coll *c) {
+    (void)c;
+}
 
-static void mpi_mark_backward_end(Coll *c)
-{
+static void mpi_mark_backward_end(Coll *c) {
     c->bwd_end = dt_now();
     c->bwd_marked = 1;
 }
 
 /* Union of the operations' [issue, completion] intervals before the end of backward. Intervals
  * are in issue order, so one sweep suffices. */
-static double mpi_hidden(Coll *c)
-{
+static double mpi_hidden(Coll *c) {
     if (c->nops) mpi_wait(c, c->nops - 1);
     double sum = 0.0, covered = -1e300;
     for (int i = 0; i < c->nops && c->bwd_marked; i++) {

@@ -42,8 +42,7 @@ struct Coll {
     int have_origin, bwd_marked;
 };
 
-static Coll *nccl_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, int device_memory)
-{
+static Coll *nccl_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, int device_memory) {
     (void)device_memory; /* always device memory */
     Coll *c = xcalloc(1, sizeof *c);
     MPI_CHECK(MPI_Comm_rank(comm, &c->rank));
@@ -63,8 +62,7 @@ static Coll *nccl_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, i
     return c;
 }
 
-static void nccl_destroy(Coll *c)
-{
+static void nccl_destroy(Coll *c) {
     CUDA_CHECK(cudaStreamSynchronize(c->stream));
     NCCL_CHECK(ncclCommDestroy(c->nccl));
     for (int i = 0; i < c->cap; i++) {
@@ -78,13 +76,19 @@ static void nccl_destroy(Coll *c)
     free(c);
 }
 
-static int nccl_rank(Coll *c) { return c->rank; }
-static int nccl_size(Coll *c) { return c->size; }
-static int nccl_on_device(Coll *c) { (void)c; return 1; }
+static int nccl_rank(Coll *c) {
+    return c->rank;
+}
+static int nccl_size(Coll *c) {
+    return c->size;
+}
+static int nccl_on_device(Coll *c) {
+    (void)c;
+    return 1;
+}
 
 /* Records the start event of a new operation; end_op() records its end and returns its ticket. */
-static void begin_op(Coll *c)
-{
+static void begin_op(Coll *c) {
     if (c->nops == c->cap) {
         int cap = c->cap ? 2 * c->cap : 16;
         c->ops = realloc(c->ops, (size_t)cap * sizeof(OpEvents));
@@ -98,27 +102,24 @@ static void begin_op(Coll *c)
     CUDA_CHECK(cudaEventRecord(c->ops[c->nops].start, c->stream));
 }
 
-static int end_op(Coll *c)
-{
+static int end_op(Coll *c) {
     CUDA_CHECK(cudaEventRecord(c->ops[c->nops].end, c->stream));
     return c->nops++;
 }
 
 /* The reduction for "scale times the sum"; *made is set when it must be destroyed after use. */
-static ncclRedOp_t reduction(Coll *c, float scale, int *made)
-{
+static ncclRedOp_t reduction(Coll *c, float scale, int *made) {
     *made = 0;
     if (scale == 1.0f) return ncclSum;
     if (scale == 1.0f / (float)c->size) return ncclAvg;
     ncclRedOp_t op;
-    NCCL_CHECK(ncclRedOpCreatePreMulSum(&op, &scale, ncclFloat32, ncclScalarHostImmediate,
-                                        c->nccl));
+    NCCL_CHECK(
+        ncclRedOpCreatePreMulSum(&op, &scale, ncclFloat32, ncclScalarHostImmediate, c->nccl));
     *made = 1;
     return op;
 }
 
-static int nccl_allreduce(Coll *c, float *buf, size_t n, float scale)
-{
+static int nccl_allreduce(Coll *c, float *buf, size_t n, float scale) {
     int made;
     ncclRedOp_t op = reduction(c, scale, &made);
     begin_op(c);
@@ -128,8 +129,7 @@ static int nccl_allreduce(Coll *c, float *buf, size_t n, float scale)
 }
 
 /* In place as NCCL defines it: the result lands at buf + rank*shard. */
-static int nccl_reduce_scatter(Coll *c, float *buf, size_t shard, float scale)
-{
+static int nccl_reduce_scatter(Coll *c, float *buf, size_t shard, float scale) {
     int made;
     ncclRedOp_t op = reduction(c, scale, &made);
     begin_op(c);
@@ -139,38 +139,32 @@ static int nccl_reduce_scatter(Coll *c, float *buf, size_t shard, float scale)
     return end_op(c);
 }
 
-static int nccl_allgather(Coll *c, float *buf, size_t shard)
-{
+static int nccl_allgather(Coll *c, float *buf, size_t shard) {
     begin_op(c);
-    NCCL_CHECK(ncclAllGather(buf + (size_t)c->rank * shard, buf, shard, ncclFloat32, c->nccl,
-                             c->stream));
+    NCCL_CHECK(
+        ncclAllGather(buf + (size_t)c->rank * shard, buf, shard, ncclFloat32, c->nccl, c->stream));
     return end_op(c);
 }
 
-static int memcpy_op(Coll *c, void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
-{
+static int memcpy_op(Coll *c, void *dst, const void *src, size_t n, enum cudaMemcpyKind kind) {
     begin_op(c);
     if (n) CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), kind, c->stream));
     return end_op(c);
 }
 
-static int nccl_to_host(Coll *c, float *host, const float *buf, size_t n)
-{
+static int nccl_to_host(Coll *c, float *host, const float *buf, size_t n) {
     return memcpy_op(c, host, buf, n, cudaMemcpyDeviceToHost);
 }
 
-static int nccl_from_host(Coll *c, float *buf, const float *host, size_t n)
-{
+static int nccl_from_host(Coll *c, float *buf, const float *host, size_t n) {
     return memcpy_op(c, buf, host, n, cudaMemcpyHostToDevice);
 }
 
-static int nccl_copy(Coll *c, float *dst, const float *src, size_t n)
-{
+static int nccl_copy(Coll *c, float *dst, const float *src, size_t n) {
     return memcpy_op(c, dst, src, n, cudaMemcpyDeviceToDevice);
 }
 
-static float *nccl_host_alloc(Coll *c, size_t n)
-{
+static float *nccl_host_alloc(Coll *c, size_t n) {
     (void)c;
     float *p = NULL;
     CUDA_CHECK(cudaMallocHost((void **)&p, (n ? n : 1) * sizeof(float))); /* pinned: async DMA */
@@ -178,29 +172,25 @@ static float *nccl_host_alloc(Coll *c, size_t n)
     return p;
 }
 
-static void nccl_host_free(Coll *c, float *p)
-{
+static void nccl_host_free(Coll *c, float *p) {
     (void)c;
     CUDA_CHECK(cudaFreeHost(p));
 }
 
 /* Zeroed on this Coll's stream, so the zeros are in place before its next operation. */
-static float *nccl_buf_alloc(Coll *c, size_t n)
-{
+static float *nccl_buf_alloc(Coll *c, size_t n) {
     float *p = NULL;
     CUDA_CHECK(cudaMalloc((void **)&p, (n ? n : 1) * sizeof(float)));
     CUDA_CHECK(cudaMemsetAsync(p, 0, (n ? n : 1) * sizeof(float), c->stream));
     return p;
 }
 
-static void nccl_buf_free(Coll *c, float *p)
-{
+static void nccl_buf_free(Coll *c, float *p) {
     (void)c;
     CUDA_CHECK(cudaFree(p));
 }
 
-static int nccl_done(Coll *c, int ticket)
-{
+static int nccl_done(Coll *c, int ticket) {
     if (ticket < 0 || ticket >= c->nops) return 1;
     cudaError_t e = cudaEventQuery(c->ops[ticket].end);
     if (e == cudaErrorNotReady) {
@@ -211,44 +201,38 @@ static int nccl_done(Coll *c, int ticket)
     return 1;
 }
 
-static void nccl_wait(Coll *c, int ticket)
-{
+static void nccl_wait(Coll *c, int ticket) {
     if (ticket >= c->nops) ticket = c->nops - 1;
     if (ticket >= 0) CUDA_CHECK(cudaEventSynchronize(c->ops[ticket].end));
 }
 
 /* The iteration's time origin, recorded on the compute stream before anything it measures. */
-static void need_origin(Coll *c)
-{
+static void need_origin(Coll *c) {
     if (!c->have_origin) {
         CUDA_CHECK(cudaEventRecord(c->origin, c->compute));
         c->have_origin = 1;
     }
 }
 
-static void nccl_after_compute(Coll *c)
-{
+static void nccl_after_compute(Coll *c) {
     need_origin(c);
     CUDA_CHECK(cudaEventRecord(c->gate, c->compute));
     CUDA_CHECK(cudaStreamWaitEvent(c->stream, c->gate, 0));
 }
 
-static void nccl_before_compute(Coll *c)
-{
+static void nccl_before_compute(Coll *c) {
     CUDA_CHECK(cudaEventRecord(c->join, c->stream));
     CUDA_CHECK(cudaStreamWaitEvent(c->compute, c->join, 0));
 }
 
-static void nccl_mark_backward_end(Coll *c)
-{
+static void nccl_mark_backward_end(Coll *c) {
     need_origin(c);
     CUDA_CHECK(cudaEventRecord(c->bwd, c->compute));
     c->bwd_marked = 1;
 }
 
 /* Seconds from the iteration's origin to event e (which comes after it). */
-static double since_origin(Coll *c, cudaEvent_t e)
-{
+static double since_origin(Coll *c, cudaEvent_t e) {
     float ms = 0.0f;
     CUDA_CHECK(cudaEventElapsedTime(&ms, c->origin, e));
     return 1e-3 * (double)ms;
@@ -256,8 +240,7 @@ static double since_origin(Coll *c, cudaEvent_t e)
 
 /* Operations run one after another on this stream: the union of their intervals before the end
  * of backward is the sum of each one's part before it. */
-static double nccl_hidden(Coll *c)
-{
+static double nccl_hidden(Coll *c) {
     double sum = 0.0;
     if (c->nops && c->have_origin && c->bwd_marked) {
         CUDA_CHECK(cudaEventSynchronize(c->ops[c->nops - 1].end));

@@ -8,10 +8,10 @@
 
 /* One piece of a bucket: the whole bucket (flat), its main part, or its tail (hierarchical). */
 typedef struct {
-    float *work;    /* where the collectives run: the caller's buffer, or the tail scratch */
-    float *dst;     /* tail: the caller's floats the scratch stands for */
-    size_t count;   /* the caller's floats in this piece */
-    size_t shard;   /* floats per intra rank (hierarchical) */
+    float *work;  /* where the collectives run: the caller's buffer, or the tail scratch */
+    float *dst;   /* tail: the caller's floats the scratch stands for */
+    size_t count; /* the caller's floats in this piece */
+    size_t shard; /* floats per intra rank (hierarchical) */
     int tail;
     int ready;      /* intra ticket after which step 2 may be posted */
     int top_ticket; /* step 2 (flat: the allreduce) */
@@ -29,14 +29,13 @@ struct Pipeline {
     float scale;     /* 1/P */
     Piece *pieces;
     int npieces, cap;
-    int top_next;    /* next piece whose step 2 is to be posted */
-    int finished;    /* finish() ran: the next start() begins an iteration */
-    int measured;    /* hidden() ran since finish() */
+    int top_next; /* next piece whose step 2 is to be posted */
+    int finished; /* finish() ran: the next start() begins an iteration */
+    int measured; /* hidden() ran since finish() */
 };
 
 Pipeline *pipeline_create(const CollOps *intra_ops, Coll *intra, const CollOps *top_ops, Coll *top,
-                          int staged, int nranks)
-{
+                          int staged, int nranks) {
     Pipeline *p = xcalloc(1, sizeof *p);
     p->io = intra_ops, p->intra = intra, p->to = top_ops, p->top = top, p->staged = staged;
     p->L = intra ? intra_ops->size(intra) : 1;
@@ -47,8 +46,7 @@ Pipeline *pipeline_create(const CollOps *intra_ops, Coll *intra, const CollOps *
     return p;
 }
 
-static Piece *new_piece(Pipeline *p)
-{
+static Piece *new_piece(Pipeline *p) {
     if (p->npieces == p->cap) {
         int cap = p->cap ? 2 * p->cap : 16;
         p->pieces = realloc(p->pieces, (size_t)cap * sizeof(Piece));
@@ -60,8 +58,7 @@ static Piece *new_piece(Pipeline *p)
 }
 
 /* Step 1 of a hierarchical piece, and the copy of its shard to the host when staged. */
-static void start_piece(Pipeline *p, Piece *pc)
-{
+static void start_piece(Pipeline *p, Piece *pc) {
     const CollOps *io = p->io;
     float *mine = pc->work + (size_t)p->lrank * pc->shard;
     if (pc->tail) io->copy(p->intra, pc->work, pc->dst, pc->count);
@@ -76,8 +73,7 @@ static void start_piece(Pipeline *p, Piece *pc)
     }
 }
 
-static void add_hier_piece(Pipeline *p, float *buf, size_t count, int tail)
-{
+static void add_hier_piece(Pipeline *p, float *buf, size_t count, int tail) {
     Piece *pc = new_piece(p);
     pc->tail = tail, pc->count = count, pc->dst = buf;
     pc->shard = tail ? 1 : count / (size_t)p->L;
@@ -90,8 +86,7 @@ static void add_hier_piece(Pipeline *p, float *buf, size_t count, int tail)
     start_piece(p, pc);
 }
 
-void pipeline_start(Pipeline *p, float *buf, size_t n)
-{
+void pipeline_start(Pipeline *p, float *buf, size_t n) {
     if (p->finished) { /* a new iteration */
         if (!p->measured) pipeline_hidden(p);
         p->npieces = p->top_next = 0;
@@ -114,14 +109,12 @@ void pipeline_start(Pipeline *p, float *buf, size_t n)
 }
 
 /* Step 2 of piece i (its step 1 is complete). */
-static void post_top(Pipeline *p, Piece *pc)
-{
+static void post_top(Pipeline *p, Piece *pc) {
     float *data = p->staged ? pc->host : pc->work + (size_t)p->lrank * pc->shard;
     pc->top_ticket = p->to->allreduce(p->top, data, pc->shard, p->scale);
 }
 
-void pipeline_progress(Pipeline *p)
-{
+void pipeline_progress(Pipeline *p) {
     if (!p->intra || p->npieces == 0) return;
     if (p->N == 1) { /* no step 2: let MPI progress the steps 1 */
         p->top_next = p->npieces;
@@ -134,8 +127,7 @@ void pipeline_progress(Pipeline *p)
         (void)p->to->done(p->top, p->pieces[p->top_next - 1].top_ticket);
 }
 
-void pipeline_backward_done(Pipeline *p)
-{
+void pipeline_backward_done(Pipeline *p) {
     if (p->finished) { /* no bucket started during backward: a new iteration starts here */
         if (!p->measured) pipeline_hidden(p);
         p->npieces = p->top_next = 0;
@@ -145,10 +137,10 @@ void pipeline_backward_done(Pipeline *p)
     p->to->mark_backward_end(p->top);
 }
 
-void pipeline_finish(Pipeline *p)
-{
+void pipeline_finish(Pipeline *p) {
     if (!p->intra) {
-        for (int i = 0; i < p->npieces; i++) p->to->wait(p->top, p->pieces[i].top_ticket);
+        for (int i = 0; i < p->npieces; i++)
+            p->to->wait(p->top, p->pieces[i].top_ticket);
         p->to->before_compute(p->top);
         p->finished = 1, p->measured = 0;
         return;
@@ -184,16 +176,14 @@ void pipeline_finish(Pipeline *p)
     p->finished = 1, p->measured = 0;
 }
 
-double pipeline_hidden(Pipeline *p)
-{
+double pipeline_hidden(Pipeline *p) {
     double h = p->to->hidden(p->top);
     if (p->intra) h += p->io->hidden(p->intra);
     p->measured = 1;
     return h;
 }
 
-void pipeline_destroy(Pipeline *p)
-{
+void pipeline_destroy(Pipeline *p) {
     if (!p) return;
     for (int i = 0; i < p->cap; i++) {
         if (p->pieces[i].scratch) p->io->buf_free(p->intra, p->pieces[i].scratch);

@@ -16,8 +16,7 @@ struct Transport {
     Pipeline *pipe;
 };
 
-static Transport *hier_create(const TransportConfig *cfg)
-{
+static Transport *hier_create(const TransportConfig *cfg) {
     const Topology *topo = cfg->topo;
     int sizes[2] = {topo->local_size, -topo->local_size}, nranks;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, cfg->comm));
@@ -42,14 +41,23 @@ static Transport *hier_create(const TransportConfig *cfg)
     return t;
 }
 
-static void hier_start(Transport *t, float *buf, size_t n) { pipeline_start(t->pipe, buf, n); }
-static void hier_progress(Transport *t) { pipeline_progress(t->pipe); }
-static void hier_backward_done(Transport *t) { pipeline_backward_done(t->pipe); }
-static void hier_finish(Transport *t) { pipeline_finish(t->pipe); }
-static double hier_hidden(Transport *t) { return pipeline_hidden(t->pipe); }
+static void hier_start(Transport *t, float *buf, size_t n) {
+    pipeline_start(t->pipe, buf, n);
+}
+static void hier_progress(Transport *t) {
+    pipeline_progress(t->pipe);
+}
+static void hier_backward_done(Transport *t) {
+    pipeline_backward_done(t->pipe);
+}
+static void hier_finish(Transport *t) {
+    pipeline_finish(t->pipe);
+}
+static double hier_hidden(Transport *t) {
+    return pipeline_hidden(t->pipe);
+}
 
-static void hier_destroy(Transport *t)
-{
+static void hier_destroy(Transport *t) {
     pipeline_destroy(t->pipe);
     free(t);
 }

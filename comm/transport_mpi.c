@@ -11,8 +11,7 @@ struct Transport {
     Pipeline *pipe;
 };
 
-static Transport *mpi_t_create(const TransportConfig *cfg)
-{
+static Transport *mpi_t_create(const TransportConfig *cfg) {
     Transport *t = xcalloc(1, sizeof *t);
     int nranks;
     MPI_Comm_size(cfg->comm, &nranks);
@@ -21,14 +20,23 @@ static Transport *mpi_t_create(const TransportConfig *cfg)
     return t;
 }
 
-static void mpi_t_start(Transport *t, float *buf, size_t n) { pipeline_start(t->pipe, buf, n); }
-static void mpi_t_progress(Transport *t) { pipeline_progress(t->pipe); }
-static void mpi_t_backward_done(Transport *t) { pipeline_backward_done(t->pipe); }
-static void mpi_t_finish(Transport *t) { pipeline_finish(t->pipe); }
-static double mpi_t_hidden(Transport *t) { return pipeline_hidden(t->pipe); }
+static void mpi_t_start(Transport *t, float *buf, size_t n) {
+    pipeline_start(t->pipe, buf, n);
+}
+static void mpi_t_progress(Transport *t) {
+    pipeline_progress(t->pipe);
+}
+static void mpi_t_backward_done(Transport *t) {
+    pipeline_backward_done(t->pipe);
+}
+static void mpi_t_finish(Transport *t) {
+    pipeline_finish(t->pipe);
+}
+static double mpi_t_hidden(Transport *t) {
+    return pipeline_hidden(t->pipe);
+}
 
-static void mpi_t_destroy(Transport *t)
-{
+static void mpi_t_destroy(Transport *t) {
     pipeline_destroy(t->pipe);
     free(t);
 }

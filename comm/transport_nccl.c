@@ -15,8 +15,7 @@ struct Transport {
     Pipeline *pipe;
 };
 
-static Transport *nccl_t_create(const TransportConfig *cfg)
-{
+static Transport *nccl_t_create(const TransportConfig *cfg) {
     usage_check_all(cfg->be->device_memory, "--transport nccl: needs --device cuda");
     int nranks;
     MPI_CHECK(MPI_Comm_size(cfg->comm, &nranks));
@@ -26,14 +25,23 @@ static Transport *nccl_t_create(const TransportConfig *cfg)
     return t;
 }
 
-static void nccl_t_start(Transport *t, float *buf, size_t n) { pipeline_start(t->pipe, buf, n); }
-static void nccl_t_progress(Transport *t) { pipeline_progress(t->pipe); }
-static void nccl_t_backward_done(Transport *t) { pipeline_backward_done(t->pipe); }
-static void nccl_t_finish(Transport *t) { pipeline_finish(t->pipe); }
-static double nccl_t_hidden(Transport *t) { return pipeline_hidden(t->pipe); }
+static void nccl_t_start(Transport *t, float *buf, size_t n) {
+    pipeline_start(t->pipe, buf, n);
+}
+static void nccl_t_progress(Transport *t) {
+    pipeline_progress(t->pipe);
+}
+static void nccl_t_backward_done(Transport *t) {
+    pipeline_backward_done(t->pipe);
+}
+static void nccl_t_finish(Transport *t) {
+    pipeline_finish(t->pipe);
+}
+static double nccl_t_hidden(Transport *t) {
+    return pipeline_hidden(t->pipe);
+}
 
-static void nccl_t_destroy(Transport *t)
-{
+static void nccl_t_destroy(Transport *t) {
     pipeline_destroy(t->pipe);
     free(t);
 }

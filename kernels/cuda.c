@@ -33,8 +33,8 @@
 #include <nccl.h>
 #endif
 
-#define CONV_PLANS 32                      /* cached convolution shapes */
-#define CONV_WS_LIMIT ((size_t)512 << 20)  /* largest workspace an algorithm may ask for */
+#define CONV_PLANS    32                  /* cached convolution shapes */
+#define CONV_WS_LIMIT ((size_t)512 << 20) /* largest workspace an algorithm may ask for */
 
 /* cuDNN descriptors and chosen algorithms of one convolution shape. */
 typedef struct {
@@ -57,8 +57,8 @@ struct BackendCtx {
     cudnnHandle_t cudnn;
     cudaEvent_t marks[BACKEND_TIMER_SLOTS];
     ConvPlan plans[CONV_PLANS];
-    int next_plan;     /* round-robin replacement when all are used */
-    size_t ws_granted; /* largest workspace conv_workspace_bytes has returned */
+    int next_plan;                  /* round-robin replacement when all are used */
+    size_t ws_granted;              /* largest workspace conv_workspace_bytes has returned */
     cudnnTensorDescriptor_t ta, tb; /* pooling and ReLU, set per call */
     cudnnPoolingDescriptor_t pool;
     cudnnActivationDescriptor_t relu;
@@ -69,8 +69,7 @@ struct BackendCtx {
 
 static const float ONE = 1.0f, ZERO = 0.0f;
 
-int cuda_device_count(void)
-{
+int cuda_device_count(void) {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) {
         (void)cudaGetLastError(); /* clear the sticky "no driver" / "no device" error */
@@ -79,20 +78,17 @@ int cuda_device_count(void)
     return n;
 }
 
-cudaStream_t cuda_backend_stream(BackendCtx *ctx)
-{
+cudaStream_t cuda_backend_stream(BackendCtx *ctx) {
     return ctx->stream;
 }
 
-int cuda_backend_device(BackendCtx *ctx)
-{
+int cuda_backend_device(BackendCtx *ctx) {
     return ctx->device;
 }
 
 /* ---- lifetime ------------------------------------------------------------------------------ */
 
-static int cuda_init(const BackendConfig *cfg, BackendCtx **out)
-{
+static int cuda_init(const BackendConfig *cfg, BackendCtx **out) {
     if (!out) return -1;
     *out = NULL;
     int count = cuda_device_count(), local = cfg ? cfg->local_rank : 0;
@@ -108,8 +104,10 @@ static int cuda_init(const BackendConfig *cfg, BackendCtx **out)
         return -1;
     }
     if (local == per_node) /* the first rank that shares a GPU says so, once per node */
-        fprintf(stderr, "dtbench: warning: more ranks on this node than GPUs (%d): local rank %d "
-                        "shares GPU %d with local rank 0\n", per_node, local, local % per_node);
+        fprintf(stderr,
+                "dtbench: warning: more ranks on this node than GPUs (%d): local rank %d "
+                "shares GPU %d with local rank 0\n",
+                per_node, local, local % per_node);
 
     BackendCtx *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return -1;
@@ -121,7 +119,8 @@ static int cuda_init(const BackendConfig *cfg, BackendCtx **out)
     CUBLAS_CHECK(cublasSetMathMode(ctx->cublas, CUBLAS_DEFAULT_MATH)); /* fp32: no TF32 */
     CUDNN_CHECK(cudnnCreate(&ctx->cudnn));
     CUDNN_CHECK(cudnnSetStream(ctx->cudnn, ctx->stream));
-    for (int i = 0; i < BACKEND_TIMER_SLOTS; i++) CUDA_CHECK(cudaEventCreate(&ctx->marks[i]));
+    for (int i = 0; i < BACKEND_TIMER_SLOTS; i++)
+        CUDA_CHECK(cudaEventCreate(&ctx->marks[i]));
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&ctx->ta));
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&ctx->tb));
     CUDNN_CHECK(cudnnCreatePoolingDescriptor(&ctx->pool));
@@ -132,8 +131,7 @@ static int cuda_init(const BackendConfig *cfg, BackendCtx **out)
     return 0;
 }
 
-static void plan_destroy(ConvPlan *p)
-{
+static void plan_destroy(ConvPlan *p) {
     if (!p->used) return;
     cudnnDestroyTensorDescriptor(p->x);
     cudnnDestroyTensorDescriptor(p->y);
@@ -143,18 +141,19 @@ static void plan_destroy(ConvPlan *p)
     p->used = 0;
 }
 
-static void cuda_finalize(BackendCtx *ctx)
-{
+static void cuda_finalize(BackendCtx *ctx) {
     if (!ctx) return;
     CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
-    for (int i = 0; i < CONV_PLANS; i++) plan_destroy(&ctx->plans[i]);
+    for (int i = 0; i < CONV_PLANS; i++)
+        plan_destroy(&ctx->plans[i]);
     cudnnDestroyTensorDescriptor(ctx->ta);
     cudnnDestroyTensorDescriptor(ctx->tb);
     cudnnDestroyPoolingDescriptor(ctx->pool);
     cudnnDestroyActivationDescriptor(ctx->relu);
     if (ctx->row_loss) cudaFree(ctx->row_loss);
     if (ctx->row_hit) cudaFree(ctx->row_hit);
-    for (int i = 0; i < BACKEND_TIMER_SLOTS; i++) cudaEventDestroy(ctx->marks[i]);
+    for (int i = 0; i < BACKEND_TIMER_SLOTS; i++)
+        cudaEventDestroy(ctx->marks[i]);
     cudnnDestroy(ctx->cudnn);
     cublasDestroy(ctx->cublas);
     cudaStreamDestroy(ctx->stream);
@@ -162,13 +161,11 @@ static void cuda_finalize(BackendCtx *ctx)
 }
 
 /* "major.minor.patch" of a library version number major*10000 + minor*100 + patch. */
-static void version_text(char *buf, size_t len, long v)
-{
+static void version_text(char *buf, size_t len, long v) {
     snprintf(buf, len, "%ld.%ld.%ld", v / 10000, v / 100 % 100, v % 100);
 }
 
-void cuda_device_info(BackendCtx *ctx, DeviceInfo *info)
-{
+void cuda_device_info(BackendCtx *ctx, DeviceInfo *info) {
     memset(info, 0, sizeof *info);
     struct cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, ctx->device));
@@ -183,8 +180,7 @@ void cuda_device_info(BackendCtx *ctx, DeviceInfo *info)
     CUDA_CHECK(cudaRuntimeGetVersion(&v));
     snprintf(info->cuda_runtime, sizeof info->cuda_runtime, "%d.%d", v / 1000, v % 1000 / 10);
     CUDA_CHECK(cudaDriverGetVersion(&v));
-    snprintf(info->cuda_driver_api, sizeof info->cuda_driver_api, "%d.%d", v / 1000,
-             v % 1000 / 10);
+    snprintf(info->cuda_driver_api, sizeof info->cuda_driver_api, "%d.%d", v / 1000, v % 1000 / 10);
     version_text(info->cudnn, sizeof info->cudnn, (long)cudnnGetVersion());
     int major = 0, minor = 0, patch = 0;
     CUBLAS_CHECK(cublasGetProperty(MAJOR_VERSION, &major));
@@ -197,20 +193,19 @@ void cuda_device_info(BackendCtx *ctx, DeviceInfo *info)
 #endif
 }
 
-static void cuda_describe(BackendCtx *ctx, char *buf, size_t len)
-{
+static void cuda_describe(BackendCtx *ctx, char *buf, size_t len) {
     if (!buf || len == 0) return;
     DeviceInfo d;
     cuda_device_info(ctx, &d);
-    snprintf(buf, len, "GPU %d: %s (%s, %s); CUDA runtime %s, driver API %s; cuBLAS %s; cuDNN %s%s%s",
-             ctx->device, d.name, d.pci_bus_id, d.uuid, d.cuda_runtime, d.cuda_driver_api,
-             d.cublas, d.cudnn, d.nccl[0] ? "; NCCL " : "", d.nccl);
+    snprintf(buf, len,
+             "GPU %d: %s (%s, %s); CUDA runtime %s, driver API %s; cuBLAS %s; cuDNN %s%s%s",
+             ctx->device, d.name, d.pci_bus_id, d.uuid, d.cuda_runtime, d.cuda_driver_api, d.cublas,
+             d.cudnn, d.nccl[0] ? "; NCCL " : "", d.nccl);
 }
 
 /* ---- memory -------------------------------------------------------------------------------- */
 
-static void *cuda_alloc(BackendCtx *ctx, size_t bytes)
-{
+static void *cuda_alloc(BackendCtx *ctx, size_t bytes) {
     void *p = NULL;
     if (bytes == 0) bytes = 256;
     CUDA_CHECK(cudaMalloc(&p, bytes));
@@ -218,43 +213,37 @@ static void *cuda_alloc(BackendCtx *ctx, size_t bytes)
     return p;
 }
 
-static void cuda_free(BackendCtx *ctx, void *p)
-{
+static void cuda_free(BackendCtx *ctx, void *p) {
     (void)ctx;
     if (p) CUDA_CHECK(cudaFree(p)); /* cudaFree waits for the device */
 }
 
 /* Host to device, on the compute stream: ordered after queued kernels that read dst. From pageable
  * memory the call returns once the source is staged, so the caller may reuse it at once. */
-static void cuda_upload(BackendCtx *ctx, void *dst_dev, const void *src_host, size_t bytes)
-{
-    if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst_dev, src_host, bytes, cudaMemcpyHostToDevice,
-                                          ctx->stream));
+static void cuda_upload(BackendCtx *ctx, void *dst_dev, const void *src_host, size_t bytes) {
+    if (bytes)
+        CUDA_CHECK(cudaMemcpyAsync(dst_dev, src_host, bytes, cudaMemcpyHostToDevice, ctx->stream));
 }
 
 /* Device to host: waits for the queued work that produces src, then for the copy. */
-static void cuda_download(BackendCtx *ctx, void *dst_host, const void *src_dev, size_t bytes)
-{
-    if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst_host, src_dev, bytes, cudaMemcpyDeviceToHost,
-                                          ctx->stream));
+static void cuda_download(BackendCtx *ctx, void *dst_host, const void *src_dev, size_t bytes) {
+    if (bytes)
+        CUDA_CHECK(cudaMemcpyAsync(dst_host, src_dev, bytes, cudaMemcpyDeviceToHost, ctx->stream));
     CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
 }
 
-static void cuda_zero(BackendCtx *ctx, void *p, size_t bytes)
-{
+static void cuda_zero(BackendCtx *ctx, void *p, size_t bytes) {
     if (bytes) CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, ctx->stream));
 }
 
-static void cuda_synchronize(BackendCtx *ctx)
-{
+static void cuda_synchronize(BackendCtx *ctx) {
     CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
 }
 
 /* ---- fully connected ----------------------------------------------------------------------- */
 
 /* C = op(A) op(B) (+ beta C), column-major, as planned in cuda_plan.c */
-static void gemm(BackendCtx *ctx, ColGemm g, const float *a, const float *b, float beta, float *c)
-{
+static void gemm(BackendCtx *ctx, ColGemm g, const float *a, const float *b, float beta, float *c) {
     CUBLAS_CHECK(cublasSgemm(ctx->cublas, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
                              g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.m, g.n, g.k, &ONE, a, g.lda,
                              b, g.ldb, &beta, c, g.ldc));
@@ -262,8 +251,7 @@ static void gemm(BackendCtx *ctx, ColGemm g, const float *a, const float *b, flo
 
 /* y[n,out] = x[n,in] W[out,in]^T + b[out] */
 static void cuda_fc_forward(BackendCtx *ctx, const FcShape *s, const float *x, const float *w,
-                            const float *b, float *y)
-{
+                            const float *b, float *y) {
     const int n = s->batch, in = s->in, out = s->out;
     if (n <= 0 || out <= 0) return;
     if (in <= 0) /* empty product: y = b */
@@ -275,8 +263,7 @@ static void cuda_fc_forward(BackendCtx *ctx, const FcShape *s, const float *x, c
 
 /* dW = dy^T x, db = column sums of dy, dx = dy W (skipped when dx == NULL); dW, db overwritten */
 static void cuda_fc_backward(BackendCtx *ctx, const FcShape *s, const float *x, const float *w,
-                             const float *dy, float *dx, float *dw, float *db)
-{
+                             const float *dy, float *dx, float *dw, float *db) {
     const int n = s->batch, in = s->in, out = s->out;
     if (out <= 0) {
         if (dx && n > 0 && in > 0) cuda_zero(ctx, dx, (size_t)n * in * sizeof(float));
@@ -294,21 +281,19 @@ static void cuda_fc_backward(BackendCtx *ctx, const FcShape *s, const float *x, 
 
 /* ---- convolution (cuDNN) ------------------------------------------------------------------- */
 
-static void set_nchw(cudnnTensorDescriptor_t d, int n, int c, int h, int w)
-{
+static void set_nchw(cudnnTensorDescriptor_t d, int n, int c, int h, int w) {
     CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
 }
 
 /* Chooses the forward, backward-data and backward-filter algorithms of plan p from cuDNN's
  * heuristics, each within `limit` bytes of workspace, and records their workspaces. */
-static void plan_algorithms(BackendCtx *ctx, ConvPlan *p, size_t limit)
-{
+static void plan_algorithms(BackendCtx *ctx, ConvPlan *p, size_t limit) {
     AlgoPerf ap[16];
     int got = 0, i;
 
     cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(ctx->cudnn, p->x, p->w, p->conv, p->y,
-                                                       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fwd));
+    CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+        ctx->cudnn, p->x, p->w, p->conv, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fwd));
     for (i = 0; i < got; i++)
         ap[i] = (AlgoPerf){fwd[i].algo, fwd[i].status == CUDNN_STATUS_SUCCESS,
                            fwd[i].mathType == CUDNN_FMA_MATH, fwd[i].memory};
@@ -351,8 +336,7 @@ static void plan_algorithms(BackendCtx *ctx, ConvPlan *p, size_t limit)
 /* The plan of shape s, made on first use. A shape first seen here (not through
  * conv_workspace_bytes, e.g. the smaller last batch of an evaluation) gets algorithms that fit in
  * the largest workspace handed out so far, which the caller's work buffer holds. */
-static ConvPlan *conv_plan(BackendCtx *ctx, const ConvShape *s, size_t limit)
-{
+static ConvPlan *conv_plan(BackendCtx *ctx, const ConvShape *s, size_t limit) {
     for (int i = 0; i < CONV_PLANS; i++)
         if (ctx->plans[i].used && !memcmp(&ctx->plans[i].s, s, sizeof *s)) return &ctx->plans[i];
     ConvPlan *p = &ctx->plans[ctx->next_plan];
@@ -371,8 +355,8 @@ static ConvPlan *conv_plan(BackendCtx *ctx, const ConvShape *s, size_t limit)
     set_nchw(p->b, 1, s->c_out, 1, 1);
     CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s->c_out,
                                            s->c_in, s->k, s->k));
-    CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p->conv, s->pad, s->pad, s->stride, s->stride, 1,
-                                                1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p->conv, s->pad, s->pad, s->stride, s->stride, 1, 1,
+                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     int n, c, h, w; /* cuDNN's output shape must be the one the model planned */
     CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &n, &c, &h, &w));
     if (n != s->batch || c != s->c_out || h != s->h_out || w != s->w_out) {
@@ -385,16 +369,14 @@ static ConvPlan *conv_plan(BackendCtx *ctx, const ConvShape *s, size_t limit)
     return p;
 }
 
-static size_t conv_ws(const ConvPlan *p)
-{
+static size_t conv_ws(const ConvPlan *p) {
     size_t ws = p->fwd_ws;
     if (p->bwd_data_ws > ws) ws = p->bwd_data_ws;
     if (p->bwd_filter_ws > ws) ws = p->bwd_filter_ws;
     return ws;
 }
 
-static size_t cuda_conv_workspace_bytes(BackendCtx *ctx, const ConvShape *s)
-{
+static size_t cuda_conv_workspace_bytes(BackendCtx *ctx, const ConvShape *s) {
     if (s->batch <= 0 || s->c_out <= 0 || s->c_in <= 0) return 0;
     size_t ws = conv_ws(conv_plan(ctx, s, CONV_WS_LIMIT));
     if (ws > ctx->ws_granted) ctx->ws_granted = ws;
@@ -402,8 +384,7 @@ static size_t cuda_conv_workspace_bytes(BackendCtx *ctx, const ConvShape *s)
 }
 
 static void cuda_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
-                              const float *b, float *y, void *work)
-{
+                              const float *b, float *y, void *work) {
     if (s->batch <= 0 || s->c_out <= 0) return;
     ConvPlan *p = conv_plan(ctx, s, ctx->ws_granted);
     CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->fwd_math));
@@ -413,8 +394,7 @@ static void cuda_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *
 }
 
 static void cuda_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
-                               const float *dy, float *dx, float *dw, float *db, void *work)
-{
+                               const float *dy, float *dx, float *dw, float *db, void *work) {
     if (s->batch <= 0 || s->c_out <= 0) {
         if (s->c_out > 0) { /* no samples: zero gradients */
             cuda_zero(ctx, db, (size_t)s->c_out * sizeof(float));
@@ -438,8 +418,7 @@ static void cuda_conv_backward(BackendCtx *ctx, const ConvShape *s, const float 
 
 /* ---- max pooling (cuDNN) ------------------------------------------------------------------- */
 
-static void pool_descriptors(BackendCtx *ctx, const PoolShape *s)
-{
+static void pool_descriptors(BackendCtx *ctx, const PoolShape *s) {
     set_nchw(ctx->ta, s->batch, s->c, s->h_in, s->w_in);
     set_nchw(ctx->tb, s->batch, s->c, s->h_out, s->w_out);
     CUDNN_CHECK(cudnnSetPooling2dDescriptor(ctx->pool, CUDNN_POOLING_MAX_DETERMINISTIC,
@@ -449,8 +428,7 @@ static void pool_descriptors(BackendCtx *ctx, const PoolShape *s)
 
 /* y = window maxima; argmax is not used on the GPU (see backend.h) */
 static void cuda_maxpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y,
-                                 int32_t *argmax)
-{
+                                 int32_t *argmax) {
     (void)argmax;
     if (s->batch <= 0 || s->c <= 0) return;
     pool_descriptors(ctx, s);
@@ -459,8 +437,7 @@ static void cuda_maxpool_forward(BackendCtx *ctx, const PoolShape *s, const floa
 
 static void cuda_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const float *x,
                                   const float *y, const int32_t *argmax, const float *dy,
-                                  float *dx)
-{
+                                  float *dx) {
     (void)argmax;
     if (s->batch <= 0 || s->c <= 0) return;
     pool_descriptors(ctx, s);
@@ -472,8 +449,7 @@ static void cuda_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const flo
 
 #define RELU_CHUNK ((size_t)1 << 30) /* elements per cuDNN call (its sizes are int) */
 
-static void cuda_relu_forward(BackendCtx *ctx, size_t n, const float *x, float *y)
-{
+static void cuda_relu_forward(BackendCtx *ctx, size_t n, const float *x, float *y) {
     for (size_t off = 0; off < n; off += RELU_CHUNK) {
         size_t m = n - off < RELU_CHUNK ? n - off : RELU_CHUNK;
         set_nchw(ctx->ta, 1, 1, 1, (int)m);
@@ -485,8 +461,7 @@ static void cuda_relu_forward(BackendCtx *ctx, size_t n, const float *x, float *
 /* dx = dy where y > 0. cuDNN's ReLU backward takes the forward input x as well; y stands in for
  * it, since y = max(x, 0) is positive exactly where x is. */
 static void cuda_relu_backward(BackendCtx *ctx, size_t n, const float *y, const float *dy,
-                               float *dx)
-{
+                               float *dx) {
     for (size_t off = 0; off < n; off += RELU_CHUNK) {
         size_t m = n - off < RELU_CHUNK ? n - off : RELU_CHUNK;
         set_nchw(ctx->ta, 1, 1, 1, (int)m);
@@ -498,8 +473,7 @@ static void cuda_relu_backward(BackendCtx *ctx, size_t n, const float *y, const 
 /* ---- softmax cross-entropy and SGD (our kernels) ------------------------------------------- */
 
 static void cuda_softmax_xent(BackendCtx *ctx, int n, int c, const float *logits,
-                              const int32_t *labels, float *dlogits, float *stats)
-{
+                              const int32_t *labels, float *dlogits, float *stats) {
     if (n > ctx->xent_cap) { /* first call with this batch size: not in the timed loop */
         CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
         if (ctx->row_loss) CUDA_CHECK(cudaFree(ctx->row_loss));
@@ -512,23 +486,20 @@ static void cuda_softmax_xent(BackendCtx *ctx, int n, int c, const float *logits
                                 ctx->row_hit));
 }
 
-static void cuda_sgd_update(BackendCtx *ctx, size_t n, float *p, const float *g, float *v,
-                            float lr, float momentum, float weight_decay)
-{
+static void cuda_sgd_update(BackendCtx *ctx, size_t n, float *p, const float *g, float *v, float lr,
+                            float momentum, float weight_decay) {
     CUDA_CHECK(dtk_sgd_update(ctx->stream, n, p, g, v, lr, momentum, weight_decay));
 }
 
 /* ---- phase timer (CUDA events on the compute stream) --------------------------------------- */
 
-static void cuda_timer_record(BackendCtx *ctx, int slot)
-{
+static void cuda_timer_record(BackendCtx *ctx, int slot) {
     if (slot < 0 || slot >= BACKEND_TIMER_SLOTS) return;
     CUDA_CHECK(cudaEventRecord(ctx->marks[slot], ctx->stream));
 }
 
 /* Seconds from mark a to mark b (recorded before b on the same stream); waits for b. */
-static double cuda_timer_elapsed(BackendCtx *ctx, int slot_a, int slot_b)
-{
+static double cuda_timer_elapsed(BackendCtx *ctx, int slot_a, int slot_b) {
     if (slot_a < 0 || slot_a >= BACKEND_TIMER_SLOTS || slot_b < 0 || slot_b >= BACKEND_TIMER_SLOTS)
         return NAN;
     float ms = 0.0f;

@@ -61,7 +61,7 @@
             const char *nccl_check_last_ = ncclGetLastError(NULL);                                 \
             snprintf(nccl_check_msg_, sizeof nccl_check_msg_, "NCCL: result %d: %s%s%s",           \
                      (int)nccl_check_rc_, ncclGetErrorString(nccl_check_rc_),                      \
-                     nccl_check_last_ && *nccl_check_last_ ? ": " : "",                            \
+                     nccl_check_last_ &&*nccl_check_last_ ? ": " : "",                             \
                      nccl_check_last_ ? nccl_check_last_ : "");                                    \
             check_fail(__FILE__, __LINE__, #call, nccl_check_msg_);                                \
         }                                                                                          \

@@ -22,8 +22,8 @@ cudaError_t dtk_bias_grad(cudaStream_t stream, int n, int out, const float *dy, 
  * stats[0] = mean loss, stats[1] = correct predictions. Scratch: row_loss[n] (double) and
  * row_hit[n] (int) of device memory, n <= their capacity. */
 cudaError_t dtk_softmax_xent(cudaStream_t stream, int n, int c, const float *logits,
-                             const int32_t *labels, float *dlogits, float *stats,
-                             double *row_loss, int *row_hit);
+                             const int32_t *labels, float *dlogits, float *stats, double *row_loss,
+                             int *row_hit);
 
 /* PyTorch SGD over n parameters (backend.h): g' = g + wd*p; v = momentum*v + g'; p -= lr*v
  * (momentum == 0: p -= lr*g', v untouched) */

@@ -20,8 +20,8 @@ typedef struct {
     int lda, ldb, ldc;
 } ColGemm;
 
-/* The three GEMMs of a fully connected layer (derivations in cuda_plan.c). Operands: forward A = W, B = x, C = y; weight gradient A = x, B = dy, C = dW;
- * input gradient A = W, B = dy, C = dx. */
+/* The three GEMMs of a fully connected layer (derivations in cuda_plan.c). Operands: forward A = W,
+ * B = x, C = y; weight gradient A = x, B = dy, C = dW; input gradient A = W, B = dy, C = dx. */
 ColGemm fc_forward_gemm(const FcShape *s);
 ColGemm fc_dweight_gemm(const FcShape *s);
 ColGemm fc_dinput_gemm(const FcShape *s);

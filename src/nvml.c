@@ -41,15 +41,13 @@ struct NvmlGpu {
 
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void *sym(const char *name)
-{
+static void *sym(const char *name) {
     void *p = dlsym(N.lib, name);
     if (!p && !N.why[0]) snprintf(N.why, sizeof N.why, "libnvidia-ml.so.1 lacks %s", name);
     return p;
 }
 
-int nvml_open(char *err, size_t len)
-{
+int nvml_open(char *err, size_t len) {
     pthread_mutex_lock(&open_lock);
     if (N.status == 0) {
         N.status = -1;
@@ -65,14 +63,17 @@ int nvml_open(char *err, size_t len)
             N.by_pci = (nvmlReturn_t(*)(const char *, nvmlDevice_t *))sym(
                 "nvmlDeviceGetHandleByPciBusId_v2");
             N.power = (nvmlReturn_t(*)(nvmlDevice_t, unsigned int *))sym("nvmlDeviceGetPowerUsage");
-            N.memory = (nvmlReturn_t(*)(nvmlDevice_t, nvmlMemory_t *))sym("nvmlDeviceGetMemoryInfo");
+            N.memory =
+                (nvmlReturn_t(*)(nvmlDevice_t, nvmlMemory_t *))sym("nvmlDeviceGetMemoryInfo");
             N.utilization = (nvmlReturn_t(*)(nvmlDevice_t, nvmlUtilization_t *))sym(
                 "nvmlDeviceGetUtilizationRates");
             if (N.init && N.error_string && N.driver_version && N.by_pci && N.power && N.memory &&
                 N.utilization) {
                 nvmlReturn_t r = N.init();
-                if (r == 0) N.status = 1;
-                else snprintf(N.why, sizeof N.why, "nvmlInit: %s", N.error_string(r));
+                if (r == 0)
+                    N.status = 1;
+                else
+                    snprintf(N.why, sizeof N.why, "nvmlInit: %s", N.error_string(r));
             }
         }
     }
@@ -82,8 +83,7 @@ int nvml_open(char *err, size_t len)
     return ok ? 0 : -1;
 }
 
-NvmlGpu *nvml_gpu(const char *pci_bus_id, char *err, size_t len)
-{
+NvmlGpu *nvml_gpu(const char *pci_bus_id, char *err, size_t len) {
     if (nvml_open(err, len) != 0) return NULL;
     nvmlDevice_t dev;
     nvmlReturn_t r = N.by_pci(pci_bus_id, &dev);
@@ -98,8 +98,7 @@ NvmlGpu *nvml_gpu(const char *pci_bus_id, char *err, size_t len)
     return g;
 }
 
-int nvml_read(NvmlGpu *gpu, double *power_w, double *memory_mib, double *utilization)
-{
+int nvml_read(NvmlGpu *gpu, double *power_w, double *memory_mib, double *utilization) {
     unsigned int mw = 0;
     nvmlMemory_t mem;
     nvmlUtilization_t u;
@@ -111,8 +110,7 @@ int nvml_read(NvmlGpu *gpu, double *power_w, double *memory_mib, double *utiliza
     return got ? 0 : -1;
 }
 
-void nvml_driver_version(char *buf, size_t len)
-{
+void nvml_driver_version(char *buf, size_t len) {
     char v[96] = "";
     if (len == 0) return;
     buf[0] = '\0';

@@ -30,15 +30,13 @@ struct Sampler {
     int running, stop;
 };
 
-double sampler_cpu_seconds(void)
-{
+double sampler_cpu_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-double sampler_resident_mib(void)
-{
+double sampler_resident_mib(void) {
     long size = 0, resident = 0;
     FILE *f = fopen("/proc/self/statm", "r");
     if (!f) return NAN;
@@ -48,8 +46,7 @@ double sampler_resident_mib(void)
 }
 
 Sampler *sampler_create(double hz, int64_t capacity, const char *gpu_pci_bus_id,
-                        double clock_offset, double t0, char *note, size_t notelen)
-{
+                        double clock_offset, double t0, char *note, size_t notelen) {
     Sampler *s = xcalloc(1, sizeof *s);
     s->period = 1.0 / hz, s->offset = clock_offset, s->t0 = t0;
     s->capacity = capacity > 0 ? capacity : 1;
@@ -71,13 +68,11 @@ Sampler *sampler_create(double hz, int64_t capacity, const char *gpu_pci_bus_id,
     return s;
 }
 
-const char *sampler_source(const Sampler *s)
-{
+const char *sampler_source(const Sampler *s) {
     return s->gpu ? "nvml" : "procfs";
 }
 
-static void take(Sampler *s)
-{
+static void take(Sampler *s) {
     SampleRecord r;
     double now = dt_now();
     r.time = now - s->offset - s->t0;
@@ -99,8 +94,7 @@ static void take(Sampler *s)
     atomic_store_explicit(&s->count, i + 1, memory_order_release);
 }
 
-static void *loop(void *arg)
-{
+static void *loop(void *arg) {
     Sampler *s = arg;
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
@@ -120,18 +114,18 @@ static void *loop(void *arg)
     return NULL;
 }
 
-void sampler_start(Sampler *s)
-{
+void sampler_start(Sampler *s) {
     if (s->running) return;
     s->last_cpu = sampler_cpu_seconds();
     s->last_wall = dt_now();
     s->stop = 0;
-    if (pthread_create(&s->thread, NULL, loop, s) == 0) s->running = 1;
-    else fprintf(stderr, "dtbench: warning: rank %d: cannot start the sampler thread\n", dt_rank());
+    if (pthread_create(&s->thread, NULL, loop, s) == 0)
+        s->running = 1;
+    else
+        fprintf(stderr, "dtbench: warning: rank %d: cannot start the sampler thread\n", dt_rank());
 }
 
-void sampler_stop(Sampler *s)
-{
+void sampler_stop(Sampler *s) {
     if (!s->running) return;
     pthread_mutex_lock(&s->lock);
     s->stop = 1;
@@ -141,8 +135,7 @@ void sampler_stop(Sampler *s)
     s->running = 0;
 }
 
-int sampler_pull(void *sampler, SampleRecord *out, int max)
-{
+int sampler_pull(void *sampler, SampleRecord *out, int max) {
     Sampler *s = sampler;
     int64_t avail = atomic_load_explicit(&s->count, memory_order_acquire) - s->pulled;
     int n = avail < max ? (int)avail : max;
@@ -151,18 +144,15 @@ int sampler_pull(void *sampler, SampleRecord *out, int max)
     return n > 0 ? n : 0;
 }
 
-int64_t sampler_taken(const Sampler *s)
-{
+int64_t sampler_taken(const Sampler *s) {
     return atomic_load(&((Sampler *)s)->count);
 }
 
-int64_t sampler_dropped(const Sampler *s)
-{
+int64_t sampler_dropped(const Sampler *s) {
     return atomic_load(&((Sampler *)s)->dropped);
 }
 
-void sampler_free(Sampler *s)
-{
+void sampler_free(Sampler *s) {
     if (!s) return;
     sampler_stop(s);
     pthread_cond_destroy(&s->wake);

@@ -28,7 +28,8 @@ const char *sampler_source(const Sampler *s); /* "nvml" or "procfs" */
 /* Starts the thread (first sample at once) / stops it and waits for it (no sample after). */
 void sampler_start(Sampler *s);
 void sampler_stop(Sampler *s);
-/* Copies up to max samples not pulled yet into out; returns how many. Any thread but the sampler's. */
+/* Copies up to max samples not pulled yet into out; returns how many. Any thread but the sampler's.
+ */
 int sampler_pull(void *sampler, SampleRecord *out, int max);
 int64_t sampler_taken(const Sampler *s);   /* samples kept so far */
 int64_t sampler_dropped(const Sampler *s); /* samples not kept because the buffer was full */

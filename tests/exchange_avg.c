@@ -24,13 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int k_of(int rank, size_t i, int it)
-{
+static int k_of(int rank, size_t i, int it) {
     return (int)(rng_mix(((uint64_t)it << 48) ^ ((uint64_t)rank << 36) ^ i) % 2048) - 1024;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     MPI_CHECK(MPI_Init(&argc, &argv));
     MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     if (argc < 3) {
@@ -41,11 +39,16 @@ int main(int argc, char **argv)
     int rpn = atoi(argv[2]), overlap = 0, iters = 3;
     size_t nparams = 10007, bucket = 1000;
     for (int a = 3; a < argc; a++) {
-        if (!strcmp(argv[a], "--overlap")) overlap = 1;
-        else if (!strcmp(argv[a], "--device") && a + 1 < argc) device = argv[++a];
-        else if (!strcmp(argv[a], "--nparams") && a + 1 < argc) nparams = strtoul(argv[++a], 0, 10);
-        else if (!strcmp(argv[a], "--bucket") && a + 1 < argc) bucket = strtoul(argv[++a], 0, 10);
-        else if (!strcmp(argv[a], "--iters") && a + 1 < argc) iters = atoi(argv[++a]);
+        if (!strcmp(argv[a], "--overlap"))
+            overlap = 1;
+        else if (!strcmp(argv[a], "--device") && a + 1 < argc)
+            device = argv[++a];
+        else if (!strcmp(argv[a], "--nparams") && a + 1 < argc)
+            nparams = strtoul(argv[++a], 0, 10);
+        else if (!strcmp(argv[a], "--bucket") && a + 1 < argc)
+            bucket = strtoul(argv[++a], 0, 10);
+        else if (!strcmp(argv[a], "--iters") && a + 1 < argc)
+            iters = atoi(argv[++a]);
     }
 
     Topology topo;
@@ -58,8 +61,7 @@ int main(int argc, char **argv)
     int ok_here = be && tp && be->init(&bcfg, &ctx) == 0, ok_all = 0;
     MPI_CHECK(MPI_Allreduce(&ok_here, &ok_all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
     if (!ok_all) {
-        if (me == 0)
-            printf("SKIP: device %s / transport %s not available here\n", device, tname);
+        if (me == 0) printf("SKIP: device %s / transport %s not available here\n", device, tname);
         MPI_Finalize();
         return 77;
     }
@@ -75,7 +77,8 @@ int main(int argc, char **argv)
     for (int it = 0; it < iters; it++) {
         for (size_t i = 0; i < nparams; i++) {
             long sum = 0;
-            for (int r = 0; r < P; r++) sum += k_of(r, i, it);
+            for (int r = 0; r < P; r++)
+                sum += k_of(r, i, it);
             host[i] = (float)k_of(me, i, it) / 1024.0f;
             want[i] = (float)((double)sum / 1024.0 / P);
         }
@@ -98,8 +101,8 @@ int main(int argc, char **argv)
             if (!(d <= worst)) worst = d;
         }
         int stop_ok = step.stop == (it == iters - 1);
-        int hidden_ok = isfinite(step.hidden) && step.hidden >= 0.0 && (overlap || P == 1 ||
-                                                                         step.hidden == 0.0);
+        int hidden_ok = isfinite(step.hidden) && step.hidden >= 0.0 &&
+                        (overlap || P == 1 || step.hidden == 0.0);
         int mine = bad != 0 || !stop_ok || !hidden_ok || rc != EXCHANGE_APPLY_UPDATE;
         double worst_all = 0.0;
         int bad_all = 0;
@@ -109,9 +112,8 @@ int main(int argc, char **argv)
         if (me == 0)
             printf("%s: %s on %d ranks as %d node(s) of %d, %zu floats in buckets of %zu%s, "
                    "iteration %d: max |avg - exact| %.3g (tolerance %g); stop %d; hidden %.3g s\n",
-                   bad_all ? "FAIL" : "ok", tname, P, topo.nnodes, topo.local_size, nparams,
-                   bucket, overlap ? ", overlapped" : "", it, worst_all, tol, step.stop,
-                   step.hidden);
+                   bad_all ? "FAIL" : "ok", tname, P, topo.nnodes, topo.local_size, nparams, bucket,
+                   overlap ? ", overlapped" : "", it, worst_all, tol, step.stop, step.hidden);
         if (bad && bad_all)
             fprintf(stderr, "rank %d: %zu of %zu values wrong, stop %d, hidden %g\n", me, bad,
                     nparams, step.stop, step.hidden);

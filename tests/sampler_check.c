@@ -17,14 +17,12 @@
 
 static int failures;
 
-static void expect(const char *what, int ok)
-{
+static void expect(const char *what, int ok) {
     printf("%s: %s\n", what, ok ? "ok" : "FAIL");
     failures += !ok;
 }
 
-static double mean_util(const SampleRecord *s, int n, double from, double to)
-{
+static double mean_util(const SampleRecord *s, int n, double from, double to) {
     double sum = 0;
     int k = 0;
     for (int i = 1; i < n; i++) /* sample i covers (time[i-1], time[i]] */
@@ -32,14 +30,12 @@ static double mean_util(const SampleRecord *s, int n, double from, double to)
     return k ? sum / k : NAN;
 }
 
-static int cmp(const void *a, const void *b)
-{
+static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-int main(void)
-{
+int main(void) {
     const double offset = 0.25, t0 = dt_now() - 100.0; /* times near 100 - 0.25 s */
     char note[256];
     Sampler *s = sampler_create(20.0, 1000, NULL, offset, t0, note, sizeof note);
@@ -48,7 +44,8 @@ int main(void)
     sampler_start(s);
     double a = dt_now() - offset - t0;
     volatile double x = 0; /* burn */
-    while (dt_now() - offset - t0 < a + 0.6) x += sqrt(x + 1.0);
+    while (dt_now() - offset - t0 < a + 0.6)
+        x += sqrt(x + 1.0);
     double b = dt_now() - offset - t0;
     struct timespec nap = {0, 600000000};
     nanosleep(&nap, NULL);
@@ -56,7 +53,8 @@ int main(void)
     size_t big = (size_t)64 << 20;
     char *volatile touched = malloc(big); /* volatile: the stores must happen */
     memset(touched, 1, big);
-    for (size_t i = 0; i < big; i += 4096) touched[i] = (char)i;
+    for (size_t i = 0; i < big; i += 4096)
+        touched[i] = (char)i;
     nap.tv_nsec = 200000000;
     nanosleep(&nap, NULL);
     sampler_stop(s);
@@ -66,7 +64,8 @@ int main(void)
     printf("%d samples; burn %.2f-%.2f s, sleep -%.2f s\n", n, a, b, c);
     expect("about 20 samples per second", n >= 20 && n <= 40);
     double gaps[1000];
-    for (int i = 1; i < n; i++) gaps[i - 1] = buf[i].time - buf[i - 1].time;
+    for (int i = 1; i < n; i++)
+        gaps[i - 1] = buf[i].time - buf[i - 1].time;
     qsort(gaps, (size_t)(n - 1), sizeof(double), cmp);
     printf("median gap %.4f s\n", gaps[(n - 1) / 2]);
     expect("samples 50 ms apart (median within 25 ms)", fabs(gaps[(n - 1) / 2] - 0.05) < 0.025);

@@ -27,8 +27,7 @@ static BackendCtx *ctx;
 static int failures;
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
-static float uniform(float lo, float hi)
-{
+static float uniform(float lo, float hi) {
     uint64_t x = rng_state;
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     rng_state = x;
@@ -38,7 +37,8 @@ static float uniform(float lo, float hi)
 static float *host(size_t n, float lo, float hi) /* host array, uniform in [lo, hi) */
 {
     float *p = malloc((n ? n : 1) * sizeof(float));
-    for (size_t i = 0; i < n; i++) p[i] = uniform(lo, hi);
+    for (size_t i = 0; i < n; i++)
+        p[i] = uniform(lo, hi);
     return p;
 }
 
@@ -52,7 +52,8 @@ static void *dev_copy(const void *h, size_t bytes) /* device copy of a host arra
 static float *dev_nan(size_t n) /* device array of NaN */
 {
     float *h = malloc((n ? n : 1) * sizeof(float));
-    for (size_t i = 0; i < n; i++) h[i] = NAN;
+    for (size_t i = 0; i < n; i++)
+        h[i] = NAN;
     float *d = dev_copy(h, n * sizeof(float));
     free(h);
     return d;
@@ -67,8 +68,7 @@ static float *fetch(const float *d, size_t n) /* host copy of a device array */
 
 /* Compares the device array got[n] with the host reference ref[n]. */
 static void check(const char *kernel, const char *shape, const float *got_dev, const float *ref,
-                  size_t n, double rtol, double floor)
-{
+                  size_t n, double rtol, double floor) {
     float *got = fetch(got_dev, n);
     double worst = 0.0;
     int ok = 1;
@@ -85,14 +85,14 @@ static void check(const char *kernel, const char *shape, const float *got_dev, c
 
 /* ---- fully connected ---- */
 
-static void test_fc(int n, int in, int out)
-{
+static void test_fc(int n, int in, int out) {
     FcShape s = {n, in, out};
     char shape[64];
     snprintf(shape, sizeof shape, "n=%d in=%d out=%d", n, in, out);
     size_t nx = (size_t)n * in, nw = (size_t)out * in, ny = (size_t)n * out;
     float *x = host(nx, -1, 1), *w = host(nw, -1, 1), *b = host(out, -1, 1), *dy = host(ny, -1, 1);
-    float *ry = malloc(ny * 4), *rdx = malloc(nx * 4), *rdw = malloc(nw * 4), *rdb = malloc(out * 4);
+    float *ry = malloc(ny * 4), *rdx = malloc(nx * 4), *rdw = malloc(nw * 4),
+          *rdb = malloc(out * 4);
     float *dx_ = dev_copy(x, nx * 4), *dw_ = dev_copy(w, nw * 4), *db_ = dev_copy(b, out * 4);
     float *ddy = dev_copy(dy, ny * 4), *y = dev_nan(ny), *gx = dev_nan(nx), *gw = dev_nan(nw),
           *gb = dev_nan(out);
@@ -109,22 +109,31 @@ static void test_fc(int n, int in, int out)
     check("fc_backward(dx=NULL) dw", shape, gw, rdw, nw, 1e-4, 1.0);
 
     void *devs[] = {dx_, dw_, db_, ddy, y, gx, gw, gb};
-    for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++) B->free(ctx, devs[i]);
+    for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++)
+        B->free(ctx, devs[i]);
     free(x), free(w), free(b), free(dy), free(ry), free(rdx), free(rdw), free(rdb);
 }
 
 /* ---- convolution ---- */
 
-static void test_conv(int n, int c_in, int h, int w_in, int c_out, int k, int stride, int pad)
-{
-    ConvShape s = {n, c_in, h, w_in, c_out, k, stride, pad, (h + 2 * pad - k) / stride + 1,
+static void test_conv(int n, int c_in, int h, int w_in, int c_out, int k, int stride, int pad) {
+    ConvShape s = {n,
+                   c_in,
+                   h,
+                   w_in,
+                   c_out,
+                   k,
+                   stride,
+                   pad,
+                   (h + 2 * pad - k) / stride + 1,
                    (w_in + 2 * pad - k) / stride + 1};
     char shape[128];
     snprintf(shape, sizeof shape, "n=%d c_in=%d %dx%d c_out=%d k=%d stride=%d pad=%d", n, c_in, h,
              w_in, c_out, k, stride, pad);
     size_t nx = (size_t)n * c_in * h * w_in, nw = (size_t)c_out * c_in * k * k;
     size_t ny = (size_t)n * c_out * s.h_out * s.w_out;
-    float *x = host(nx, -1, 1), *w = host(nw, -1, 1), *b = host(c_out, -1, 1), *dy = host(ny, -1, 1);
+    float *x = host(nx, -1, 1), *w = host(nw, -1, 1), *b = host(c_out, -1, 1),
+          *dy = host(ny, -1, 1);
     float *ry = malloc(ny * 4), *rdx = malloc(nx * 4), *rdw = malloc(nw * 4),
           *rdb = malloc(c_out * 4);
     size_t wsb = B->conv_workspace_bytes(ctx, &s);
@@ -150,15 +159,15 @@ static void test_conv(int n, int c_in, int h, int w_in, int c_out, int k, int st
 
 /* ---- max pooling (distinct inputs: a shuffled ramp, so no window has a tie) ---- */
 
-static void test_maxpool(int n, int c, int h, int w_in, int k, int stride)
-{
+static void test_maxpool(int n, int c, int h, int w_in, int k, int stride) {
     PoolShape s = {n, c, h, w_in, k, stride, (h - k) / stride + 1, (w_in - k) / stride + 1};
     char shape[96];
     snprintf(shape, sizeof shape, "n=%d c=%d %dx%d k=%d stride=%d", n, c, h, w_in, k, stride);
     size_t nx = (size_t)n * c * h * w_in, ny = (size_t)n * c * s.h_out * s.w_out;
     float *x = malloc(nx * 4), *dy = host(ny, -1, 1), *ry = malloc(ny * 4), *rdx = malloc(nx * 4);
     int32_t *ram = malloc(ny * 4);
-    for (size_t i = 0; i < nx; i++) x[i] = 0.01f * (float)i;
+    for (size_t i = 0; i < nx; i++)
+        x[i] = 0.01f * (float)i;
     for (size_t i = nx - 1; i > 0; i--) {
         size_t j = (size_t)((uniform(0, 1) * 0.999999f) * (float)(i + 1));
         float t = x[i];
@@ -181,12 +190,12 @@ static void test_maxpool(int n, int c, int h, int w_in, int k, int stride)
 
 /* ---- ReLU (with exact zeros, and in place) ---- */
 
-static void test_relu(size_t n)
-{
+static void test_relu(size_t n) {
     char shape[64];
     snprintf(shape, sizeof shape, "n=%zu", n);
     float *x = host(n, -1, 1), *dy = host(n, -1, 1), *ry = malloc(n * 4), *rdx = malloc(n * 4);
-    for (size_t i = 0; i < n; i += 7) x[i] = 0.0f;
+    for (size_t i = 0; i < n; i += 7)
+        x[i] = 0.0f;
     ref_relu_forward(n, x, ry);
     ref_relu_backward(n, x, dy, rdx);
     float *dx_ = dev_copy(x, n * 4), *ddy = dev_copy(dy, n * 4), *y = dev_nan(n), *gx = dev_nan(n);
@@ -206,8 +215,7 @@ static void test_relu(size_t n)
 
 /* ---- softmax cross-entropy ---- */
 
-static void test_xent(int n, int c, float scale)
-{
+static void test_xent(int n, int c, float scale) {
     char shape[96];
     snprintf(shape, sizeof shape, "n=%d c=%d |logits|<=%g", n, c, scale);
     size_t nz = (size_t)n * c;
@@ -236,8 +244,7 @@ static void test_xent(int n, int c, float scale)
 
 /* ---- SGD ---- */
 
-static void test_sgd(size_t n, float lr, float momentum, float wd, int steps)
-{
+static void test_sgd(size_t n, float lr, float momentum, float wd, int steps) {
     char shape[96];
     snprintf(shape, sizeof shape, "n=%zu lr=%g momentum=%g wd=%g steps=%d", n, lr, momentum, wd,
              steps);
@@ -255,12 +262,12 @@ static void test_sgd(size_t n, float lr, float momentum, float wd, int steps)
 
 /* ---- phase timer ---- */
 
-static void test_timer(void)
-{
+static void test_timer(void) {
     size_t n = (size_t)1 << 22;
     float *a = B->alloc(ctx, n * 4), *b = B->alloc(ctx, n * 4);
     B->timer_record(ctx, 0);
-    for (int i = 0; i < 20; i++) B->relu_forward(ctx, n, a, b);
+    for (int i = 0; i < 20; i++)
+        B->relu_forward(ctx, n, a, b);
     B->timer_record(ctx, 1);
     double t = B->timer_elapsed(ctx, 0, 1);
     int ok = t > 0 && t < 10;
@@ -270,8 +277,7 @@ static void test_timer(void)
     B->free(ctx, a), B->free(ctx, b);
 }
 
-int main(void)
-{
+int main(void) {
     int gpus = cuda_device_count();
     if (gpus == 0) {
         printf("SKIP: no CUDA device visible\n");
@@ -285,19 +291,19 @@ int main(void)
 
     test_fc(3, 7, 5);
     test_fc(1, 33, 17);
-    test_fc(64, 800, 500);  /* LeNet ip1 */
+    test_fc(64, 800, 500);   /* LeNet ip1 */
     test_fc(64, 2048, 2048); /* FCN-5 hidden layer */
 
     /*        n  c_in h  w  c_out k stride pad */
     test_conv(2, 3, 7, 6, 4, 3, 2, 1);
     test_conv(2, 2, 8, 8, 3, 5, 1, 0);
     test_conv(1, 2, 9, 7, 3, 4, 3, 2);
-    test_conv(2, 4, 5, 5, 3, 1, 1, 0);    /* pointwise */
-    test_conv(64, 1, 28, 28, 20, 5, 1, 0); /* LeNet conv1 */
+    test_conv(2, 4, 5, 5, 3, 1, 1, 0);      /* pointwise */
+    test_conv(64, 1, 28, 28, 20, 5, 1, 0);  /* LeNet conv1 */
     test_conv(64, 20, 12, 12, 50, 5, 1, 0); /* LeNet conv2 */
 
     test_maxpool(2, 3, 8, 8, 2, 2);
-    test_maxpool(1, 2, 9, 7, 3, 2); /* overlapping windows */
+    test_maxpool(1, 2, 9, 7, 3, 2);     /* overlapping windows */
     test_maxpool(64, 20, 24, 24, 2, 2); /* LeNet pool1 */
 
     test_relu(1000);

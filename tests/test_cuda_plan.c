@@ -20,32 +20,29 @@
 static int failures;
 static uint64_t rng_state = 0x853c49e6748fea9bull;
 
-static float uniform(void)
-{
+static float uniform(void) {
     uint64_t x = rng_state;
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     rng_state = x;
     return (float)((x >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
 }
 
-static float *filled(size_t n)
-{
+static float *filled(size_t n) {
     float *p = malloc((n ? n : 1) * sizeof(float));
-    for (size_t i = 0; i < n; i++) p[i] = uniform();
+    for (size_t i = 0; i < n; i++)
+        p[i] = uniform();
     return p;
 }
 
 /* C = op(A) op(B) as cuBLAS would compute it */
-static void run(ColGemm g, const float *a, const float *b, float *c)
-{
+static void run(ColGemm g, const float *a, const float *b, float *c) {
     cblas_sgemm(CblasColMajor, g.trans_a ? CblasTrans : CblasNoTrans,
                 g.trans_b ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, 1.0f, a, g.lda, b, g.ldb,
                 0.0f, c, g.ldc);
 }
 
 static void compare(const char *what, const FcShape *s, const float *got, const float *ref,
-                    size_t n)
-{
+                    size_t n) {
     double worst = 0;
     int ok = 1;
     for (size_t i = 0; i < n; i++) {
@@ -58,8 +55,7 @@ static void compare(const char *what, const FcShape *s, const float *got, const 
     failures += !ok;
 }
 
-static void test_fc(int n, int in, int out)
-{
+static void test_fc(int n, int in, int out) {
     FcShape s = {n, in, out};
     size_t nx = (size_t)n * in, nw = (size_t)out * in, ny = (size_t)n * out;
     float *x = filled(nx), *w = filled(nw), *dy = filled(ny);
@@ -69,7 +65,7 @@ static void test_fc(int n, int in, int out)
 
     ref_fc_forward(&s, x, w, NULL, ry);
     ref_fc_backward(&s, x, w, dy, rdx, rdw, rdb);
-    run(fc_forward_gemm(&s), w, x, y);  /* A = W, B = x, C = y */
+    run(fc_forward_gemm(&s), w, x, y);   /* A = W, B = x, C = y */
     run(fc_dweight_gemm(&s), x, dy, dw); /* A = x, B = dy, C = dW */
     run(fc_dinput_gemm(&s), w, dy, dx);  /* A = W, B = dy, C = dx */
     compare("fc_forward_gemm", &s, y, ry, ny);
@@ -79,24 +75,22 @@ static void test_fc(int n, int in, int out)
     free(rdb);
 }
 
-static void expect_pick(const char *what, const AlgoPerf *p, int count, size_t limit, int want)
-{
+static void expect_pick(const char *what, const AlgoPerf *p, int count, size_t limit, int want) {
     int got = pick_algo(p, count, limit);
     printf("pick_algo %s: %d (expected %d) %s\n", what, got, want, got == want ? "ok" : "FAIL");
     failures += got != want;
 }
 
-int main(void)
-{
-    test_fc(3, 7, 5);    /* odd sizes: every leading dimension differs */
-    test_fc(1, 33, 17);  /* batch 1 */
-    test_fc(16, 5, 64);  /* more outputs than inputs */
+int main(void) {
+    test_fc(3, 7, 5);     /* odd sizes: every leading dimension differs */
+    test_fc(1, 33, 17);   /* batch 1 */
+    test_fc(16, 5, 64);   /* more outputs than inputs */
     test_fc(64, 500, 10); /* LeNet's last layer at batch 64 */
     test_fc(4, 800, 500); /* LeNet's ip1 */
 
     const AlgoPerf ranked[] = {
-        {.algo = 7, .ok = 1, .strict_fp32 = 0, .memory = 0},      /* TF32 */
-        {.algo = 6, .ok = 0, .strict_fp32 = 1, .memory = 0},      /* not supported */
+        {.algo = 7, .ok = 1, .strict_fp32 = 0, .memory = 0},       /* TF32 */
+        {.algo = 6, .ok = 0, .strict_fp32 = 1, .memory = 0},       /* not supported */
         {.algo = 5, .ok = 1, .strict_fp32 = 1, .memory = 1 << 20}, /* needs 1 MiB */
         {.algo = 1, .ok = 1, .strict_fp32 = 1, .memory = 0},
     };
