@@ -115,7 +115,11 @@ static void post_top(Pipeline *p, Piece *pc) {
 }
 
 void pipeline_progress(Pipeline *p) {
-    if (!p->intra || p->npieces == 0) return;
+    if (p->npieces == 0) return;
+    if (!p->intra) { /* flat: let MPI progress the allreduces (NCCL: a cheap event query) */
+        (void)p->to->done(p->top, p->pieces[p->npieces - 1].top_ticket);
+        return;
+    }
     if (p->N == 1) { /* no step 2: let MPI progress the steps 1 */
         p->top_next = p->npieces;
         (void)p->io->done(p->intra, p->pieces[p->npieces - 1].ready);
@@ -138,9 +142,10 @@ void pipeline_backward_done(Pipeline *p) {
 }
 
 void pipeline_finish(Pipeline *p) {
-    if (!p->intra) {
-        for (int i = 0; i < p->npieces; i++)
-            p->to->wait(p->top, p->pieces[i].top_ticket);
+    if (!p->intra) { /* host: wait (and scale); device: the compute stream will wait */
+        if (!p->to->on_device(p->top))
+            for (int i = 0; i < p->npieces; i++)
+                p->to->wait(p->top, p->pieces[i].top_ticket);
         p->to->before_compute(p->top);
         p->finished = 1, p->measured = 0;
         return;
