@@ -292,6 +292,7 @@ static void plan_algorithms(BackendCtx *ctx, ConvPlan *p, size_t limit) {
     int got = 0, i;
 
     cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, CUDNN_FMA_MATH)); /* ask for strict fp32 */
     CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
         ctx->cudnn, p->x, p->w, p->conv, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fwd));
     for (i = 0; i < got; i++)

@@ -53,7 +53,7 @@ static const OptSpec SPECS[] = {
     {"sample-hz", T_DOUBLE, F(sample_hz), NULL, 0,
      "samples per second of GPU power, memory and utilisation (CPU runs: the process's CPU "
      "utilisation and resident memory), stored in /samples (0: no sampling)"},
-    {"sample-max-s", T_DOUBLE, F(sample_max_s), NULL, 1,
+    {"sample-max-s", T_DOUBLE, F(sample_max_s), NULL, 0.01,
      "seconds of run the /samples datasets hold; sampling stops when they are full"},
     {"batch", T_INT, F(batch), NULL, 1, "global batch per iteration, split evenly across ranks"},
     {"iters", T_INT, F(iters), NULL, 1, "measured training iterations"},
