@@ -19,6 +19,13 @@ data, forward, backward, exchange and update phases of one iteration):
   5. optimizer.step() (SGD, momentum 0.9, lr 0.01, no weight decay).
 Nothing else (no printing, no loss.item() sync) is inside the timed region: loss values are
 read after the clock stops.
+
+--device cuda: the network and optimizer live on the GPU; the pool stays in (pageable) host
+memory and step 1 copies the batch to the GPU, as dtbench uploads its batch in its data phase.
+The clock is read after torch.cuda.synchronize() on both sides of the step, so a step ends when
+its update has run on the GPU (dtbench: its update's CUDA event). Strict fp32 as dtbench: TF32
+is switched off for cuDNN convolutions and cuBLAS matmuls (PyTorch allows it for convolutions by
+default); cudnn.benchmark stays off (heuristic algorithm choice, like dtbench).
 """
 import argparse
 import json
@@ -53,6 +60,8 @@ def parse_args(argv=None):
     p.add_argument("--no-mkldnn", action="store_true",
                    help="disable oneDNN (torch.backends.mkldnn) so convolutions take the "
                         "im2col + BLAS path, like dtbench")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where the network trains (cuda: the current GPU, strict fp32)")
     p.add_argument("--no-times", action="store_true",
                    help="leave the per-step times list out of the JSON")
     a = p.parse_args(argv)
@@ -147,8 +156,16 @@ def main():
         torch.backends.mkldnn.enabled = False
     torch.manual_seed(a.seed)
 
+    dev = torch.device(a.device)
+    cuda = a.device == "cuda"
+    if cuda:
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.benchmark = False
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+
     net, in_shape, classes = build(a.model)
-    net = net.float().train()
+    net = net.float().to(dev).train()
     nparams = sum(p.numel() for p in net.parameters())
     assert nparams == EXPECTED_PARAMS[a.model], (a.model, nparams, EXPECTED_PARAMS[a.model])
 
@@ -166,15 +183,22 @@ def main():
     times, losses = [], []
     for it in range(total):
         s = (it % a.pool_batches) * a.batch
+        sync()
         t0 = time.perf_counter()
         # fetch the batch: a copy into fresh tensors, like loading a batch into an input buffer
-        x = pool_x[s:s + a.batch].clone()
-        y = pool_y[s:s + a.batch].clone()
+        # (on the GPU: the copy to the device)
+        if cuda:
+            x = pool_x[s:s + a.batch].to(dev)
+            y = pool_y[s:s + a.batch].to(dev)
+        else:
+            x = pool_x[s:s + a.batch].clone()
+            y = pool_y[s:s + a.batch].clone()
         opt.zero_grad(set_to_none=set_to_none)
         out = net(x)
         loss = loss_fn(out, y)
         loss.backward()
         opt.step()
+        sync()
         t1 = time.perf_counter()
         losses.append(loss.detach())
         if it >= a.warmup:
@@ -222,9 +246,17 @@ def main():
         "torch_threads": torch.get_num_threads(),
         "mkldnn_enabled": bool(torch.backends.mkldnn.enabled and torch.backends.mkldnn.is_available()),
         "zero_grad_set_to_none": set_to_none,
+        "device": a.device,
+        "gpu": torch.cuda.get_device_name() if cuda else None,
+        "cuda_version": torch.version.cuda if cuda else None,
+        "cudnn_version": torch.backends.cudnn.version() if cuda else None,
+        "tf32": (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+                if cuda else None,
         "python": sys.executable,
-        "step_includes": "batch copy from pre-generated pool + zero_grad + forward + "
-                         "CrossEntropyLoss + backward + SGD(momentum) step",
+        "step_includes": ("batch copy from pre-generated pool" + (" to the GPU" if cuda else "")
+                          + " + zero_grad + forward + CrossEntropyLoss + backward + "
+                          "SGD(momentum) step" + (", between torch.cuda.synchronize()" if cuda
+                                                  else "")),
     }
     if not a.no_times:
         result["step_times_s"] = times

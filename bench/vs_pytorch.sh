@@ -25,6 +25,7 @@ SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PEER="$SCRIPT_DIR/torch_peer.py"
 
 DTBENCH=src/dtbench
+DEVICE=cpu
 MODELS="lenet fcn5"
 THREADS="1"
 BATCH=64
@@ -49,6 +50,9 @@ usage: $0 [options]
        $0 --parse FILE.h5 [FILE.h5 ...]   (print the median measured 'total' of dtbench files)
 
   --dtbench PATH        dtbench binary (default: $DTBENCH, relative to the current directory)
+  --device cpu|cuda     where both sides train (default: $DEVICE); cuda: one GPU, strict fp32
+                        on both sides (torch_peer.py switches TF32 off), threads still apply
+                        to the host side
   --models "LIST"       models among lenet fcn5 fcn8 (default: "$MODELS")
   --threads "LIST"      thread counts (default: "$THREADS")
   --batch N             batch size of both sides (default: $BATCH)
@@ -96,6 +100,7 @@ while (($#)); do
             m=${1#--}; set_count ITERS "${m%-iters}=$2"; shift 2 ;;
         --lenet-warmup|--fcn5-warmup|--fcn8-warmup)
             m=${1#--}; set_count WARMUP "${m%-warmup}=$2"; shift 2 ;;
+        --device) DEVICE=$2; shift 2 ;;
         --mpirun) MPIRUN=$2; shift 2 ;;
         --mpirun-args) MPIRUN_ARGS=$2; shift 2 ;;
         --dtbench-args) DTBENCH_ARGS=$2; shift 2 ;;
@@ -112,6 +117,7 @@ while (($#)); do
     esac
 done
 
+[[ $DEVICE == cpu || $DEVICE == cuda ]] || die "--device must be cpu or cuda"
 for v in BATCH ROUNDS; do
     [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "--${v,,} must be a positive integer"
 done
@@ -256,7 +262,7 @@ run_dtbench() {  # model threads round -> writes $TMPDIR_RUN/dt_<m>_<t>_<r>.h5
     # shellcheck disable=SC2086
     if ! OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t "${MPI[@]}" "$DTBENCH" --model "$m" \
             --dataset synthetic --batch "$BATCH" --iters "${ITERS[$m]}" --warmup "${WARMUP[$m]}" \
-            --threads "$t" --output "$out" --overwrite $DTBENCH_ARGS >"$lg" 2>&1; then
+            --threads "$t" --device "$DEVICE" --output "$out" --overwrite $DTBENCH_ARGS >"$lg" 2>&1; then
         tail -n 30 "$lg" >&2
         die "dtbench failed ($m, $t threads, round $r); log above"
     fi
@@ -269,7 +275,7 @@ run_torch() {  # model threads round -> writes $TMPDIR_RUN/pt_<m>_<t>_<r>.json
     # shellcheck disable=SC2086
     if ! OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t "$TORCH_PYTHON" "$PEER" --model "$m" \
             --batch "$BATCH" --iters "${ITERS[$m]}" --warmup "${WARMUP[$m]}" --threads "$t" \
-            $TORCH_ARGS >"$out" 2>"$lg"; then
+            --device "$DEVICE" $TORCH_ARGS >"$out" 2>"$lg"; then
         cat "$lg" >&2
         die "torch peer failed ($m, $t threads, round $r)"
     fi
@@ -309,7 +315,7 @@ for m in $MODELS; do
 done
 
 echo
-echo "dtbench (1 MPI rank) vs PyTorch $("$TORCH_PYTHON" -c 'import torch; print(torch.__version__)'), batch $BATCH, median time per training step over $ROUNDS rounds"
+echo "[$DEVICE] dtbench (1 MPI rank) vs PyTorch $("$TORCH_PYTHON" -c 'import torch; print(torch.__version__)'), batch $BATCH, median time per training step over $ROUNDS rounds"
 printf '%-6s %7s %16s %16s %15s\n' model threads "dtbench ms/step" "pytorch ms/step" "pytorch/dtbench"
 for row in "${ROWS[@]}"; do echo "$row"; done
 echo "(ratio > 1: dtbench is faster; < 1: PyTorch is faster)"

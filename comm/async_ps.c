@@ -236,6 +236,7 @@ static void ps_destroy(ExchangeState *st) {
 const ExchangeOps async_exchange = {
     .name = "async",
     .lockstep = 0,
+    .device_ok = 0,
     .create = ps_create,
     .role = ps_role,
     .exchange = ps_exchange,

@@ -14,6 +14,7 @@
 
 #include "backend.h"
 #include "topology.h"
+#include "transport.h"
 
 #include <mpi.h>
 #include <stddef.h>
@@ -26,6 +27,8 @@ typedef struct {
     size_t bucket_floats; /* gradients per message (from --bucket-mb) */
     const BackendOps *be;
     BackendCtx *ctx;
+    const TransportOps *transport; /* --transport (NULL: mpi), for the gradient average */
+    int overlap;                   /* --overlap: buckets start while backward still runs */
     /* The optimizer, for strategies that apply updates themselves (same SGD as the driver's). */
     float lr, momentum, weight_decay;
     float *velocity; /* [nparams] the model's momentum buffer */
@@ -48,6 +51,7 @@ typedef struct {
     double version;    /* version of the parameters this rank holds after the exchange */
     double wait;       /* s of the exchange spent waiting for other ranks (arrival imbalance,
                           a staleness bound, a busy server), the rest being transfer */
+    double hidden;     /* exchange work done while backward still ran, s (set by report()) */
 } ExchangeStep;
 
 enum { EXCHANGE_APPLY_UPDATE = 0, EXCHANGE_PARAMS_UPDATED = 1 };
@@ -61,6 +65,9 @@ typedef struct ExchangeOps {
      * sharded over the ranks and a stop decided by all of them at once. 0: ranks drift apart
      * (async, mixed): the first worker evaluates alone. */
     int lockstep;
+    /* 1: works on device memory (BackendOps.device_memory) through its transport; 0: the
+     * strategy reads and writes parameters and gradients on the host (CPU backend only). */
+    int device_ok;
     /* Collective over cfg->comm. Returns NULL with a one-line reason in err when the settings
      * do not fit the job (e.g. more parameter servers than ranks allow). */
     ExchangeState *(*create)(const ExchangeConfig *cfg, char *err, size_t errlen);
@@ -79,6 +86,13 @@ typedef struct ExchangeOps {
     void (*finish)(ExchangeState *st, float *params);
     /* Updates this rank pushed and applied (counted, to check that each is applied once). */
     void (*counts)(ExchangeState *st, int64_t *pushed, int64_t *applied);
+    /* Optional (NULL when the strategy has no use for them). During backward:
+     * grads[first .. nparams) are final (model_backward_hook); an overlapping strategy may start
+     * exchanging them. */
+    void (*grads_ready)(ExchangeState *st, float *grads, size_t first);
+    /* After the iteration, outside the timed phases (may wait for the device): fills what is
+     * measured on the device's timeline (step->hidden). */
+    void (*report)(ExchangeState *st, ExchangeStep *step);
     void (*destroy)(ExchangeState *st);
 } ExchangeOps;
 

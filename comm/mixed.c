@@ -179,6 +179,7 @@ static void mixed_destroy(ExchangeState *st) {
 const ExchangeOps mixed_exchange = {
     .name = "mixed",
     .lockstep = 0,
+    .device_ok = 0,
     .create = mixed_create,
     .role = mixed_role,
     .exchange = mixed_step,

@@ -141,6 +141,7 @@ static void ssp_destroy(ExchangeState *st) {
 const ExchangeOps ssp_exchange = {
     .name = "ssp",
     .lockstep = 1,
+    .device_ok = 0,
     .create = ssp_create,
     .role = ssp_role,
     .exchange = ssp_step,

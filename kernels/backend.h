@@ -46,6 +46,10 @@ typedef struct {
 
 typedef struct BackendOps {
     const char *name; /* "cpu", "cuda" */
+    /* 0: alloc() returns host memory the caller may read and write directly (CPU); 1: device
+     * memory, reached only through upload/download and the kernels (CUDA). Exchange transports
+     * that work on host memory stage device buffers through the host when this is set. */
+    int device_memory;
 
     int (*init)(const BackendConfig *cfg, BackendCtx **out); /* 0 on success */
     void (*finalize)(BackendCtx *ctx);
@@ -75,22 +79,27 @@ typedef struct BackendOps {
     void (*conv_backward)(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
                           const float *dy, float *dx, float *dw, float *db, void *work);
 
-    /* Max pooling. argmax[n*c*h_out*w_out] holds the flat input index of each maximum
-     * (within its n,c plane); backward scatters dy into dx (dx is overwritten). */
+    /* Max pooling. argmax[n*c*h_out*w_out] is the backend's record of each window's maximum: the
+     * CPU backend stores the flat input index (within its n,c plane) and scatters dy through it;
+     * the CUDA backend leaves it untouched, since cuDNN finds the maxima again from the forward
+     * input x and output y, which backward therefore also receives. dx is overwritten. */
     void (*maxpool_forward)(BackendCtx *ctx, const PoolShape *s, const float *x, float *y,
                             int32_t *argmax);
-    void (*maxpool_backward)(BackendCtx *ctx, const PoolShape *s, const int32_t *argmax,
-                             const float *dy, float *dx);
+    void (*maxpool_backward)(BackendCtx *ctx, const PoolShape *s, const float *x, const float *y,
+                             const int32_t *argmax, const float *dy, float *dx);
 
     /* ReLU over n elements; backward uses the output y (y > 0 passes the gradient). */
     void (*relu_forward)(BackendCtx *ctx, size_t n, const float *x, float *y);
     void (*relu_backward)(BackendCtx *ctx, size_t n, const float *y, const float *dy, float *dx);
 
     /* Softmax cross-entropy, mean over the batch.
-     * logits[n,c], labels[n] -> returns the mean loss; dlogits[n,c] = (softmax - onehot)/n
-     * (dlogits may be NULL for evaluation); *correct counts argmax == label. */
-    float (*softmax_xent)(BackendCtx *ctx, int n, int c, const float *logits, const int32_t *labels,
-                          float *dlogits, int *correct);
+     * logits[n,c], labels[n] -> stats[0] = the mean loss, stats[1] = the number of rows whose
+     * argmax is the label (exact in float up to 2^24); dlogits[n,c] = (softmax - onehot)/n
+     * (dlogits may be NULL for evaluation). stats is backend memory (2 floats): the result stays
+     * on the device, queued like any kernel, and is read with download() when it is needed, so
+     * a training step never waits for its loss (see model_read_loss). */
+    void (*softmax_xent)(BackendCtx *ctx, int n, int c, const float *logits, const int32_t *labels,
+                         float *dlogits, float *stats);
 
     /* SGD with momentum and weight decay (PyTorch semantics), over n parameters:
      *   g' = g + wd*p;  v = momentum*v + g';  p -= lr*v        (v unused when momentum == 0) */

@@ -378,9 +378,10 @@ static void cpu_maxpool_forward(BackendCtx *ctx, const PoolShape *s, const float
 }
 
 /* dx[n,c,h_in,w_in] = 0, then dx[plane][argmax] += dy (overlapping windows may share a maximum) */
-static void cpu_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const int32_t *argmax,
-                                 const float *dy, float *dx) {
-    (void)ctx;
+static void cpu_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const float *x,
+                                 const float *y, const int32_t *argmax, const float *dy,
+                                 float *dx) {
+    (void)ctx, (void)x, (void)y; /* the argmax of the forward pass is enough */
     const size_t in_plane = (size_t)s->h_in * s->w_in, out_plane = (size_t)s->h_out * s->w_out;
     const size_t planes = (size_t)s->batch * s->c;
 
@@ -431,11 +432,12 @@ static void cpu_relu_backward(BackendCtx *ctx, size_t n, const float *y, const f
 
 /* ---- softmax cross-entropy ----------------------------------------------------------------- */
 
-/* logits[n,c], labels[n] -> mean loss; dlogits[n,c] = (softmax - onehot)/n unless NULL.
+/* logits[n,c], labels[n] -> stats = {mean loss, correct}; dlogits[n,c] = (softmax - onehot)/n
+ * unless NULL.
  * Per row: m = max z, S = sum exp(z - m), loss = log S - (z_label - m). A label outside [0, c)
  * gives a NaN loss and no one-hot term (never an out-of-bounds access). */
-static float cpu_softmax_xent(BackendCtx *ctx, int n, int c, const float *logits,
-                              const int32_t *labels, float *dlogits, int *correct) {
+static void cpu_softmax_xent(BackendCtx *ctx, int n, int c, const float *logits,
+                             const int32_t *labels, float *dlogits, float *stats) {
     (void)ctx;
     double total = 0.0;
     int hits = 0;
@@ -473,8 +475,8 @@ static float cpu_softmax_xent(BackendCtx *ctx, int n, int c, const float *logits
         else
             total = NAN;
     }
-    if (correct) *correct = hits;
-    return n > 0 ? (float)(total / n) : 0.0f;
+    stats[0] = n > 0 ? (float)(total / n) : 0.0f;
+    stats[1] = (float)hits;
 }
 
 /* ---- SGD ----------------------------------------------------------------------------------- */

@@ -3,8 +3,12 @@
 # default "check": use it when found, otherwise disable it and say so; "yes" or a PATH: fail
 # when it is not usable; "no": disabled. CUDA is looked for at PATH, then through pkg-config
 # (cudart), then in /usr/local/cuda. Sets CUDA_CPPFLAGS, CUDA_LDFLAGS, CUDA_LIBS, NVCC,
-# CUDNN_LIBS, NCCL_LIBS, HAVE_CUDA / HAVE_CUDNN / HAVE_NCCL (defines and conditionals) and the
-# *_summary lines printed at the end of configure.
+# NVCCFLAGS, CUDNN_LIBS, NCCL_LIBS, HAVE_CUDA / HAVE_CUDNN / HAVE_NCCL (defines and
+# conditionals), the conditional BUILD_CUDA_BACKEND (CUDA and cuDNN: the backend needs both) and
+# the *_summary lines printed at the end of configure. NVML is not linked: dtbench loads
+# libnvidia-ml.so.1 at run time (it ships with the driver, not the toolkit; configure.ac checks
+# for dlopen). CUDA_ARCHS (default "80 90 100") picks the GPU architectures nvcc compiles for; PTX of
+# the newest is embedded too, so later GPUs JIT-compile it.
 AC_DEFUN([DTBENCH_CHECK_CUDA], [
   AC_ARG_WITH([cuda], [AS_HELP_STRING([--with-cuda@<:@=PATH@:>@], [CUDA toolkit (default: check)])],
               [], [with_cuda=check])
@@ -13,11 +17,14 @@ AC_DEFUN([DTBENCH_CHECK_CUDA], [
   AC_ARG_WITH([nccl], [AS_HELP_STRING([--with-nccl@<:@=PATH@:>@], [NCCL (default: check)])],
               [], [with_nccl=check])
   AC_ARG_VAR([NVCC], [CUDA compiler])
+  AC_ARG_VAR([NVCCFLAGS], [flags for nvcc (default: -O2 -std=c++17 and -gencode for CUDA_ARCHS)])
+  AC_ARG_VAR([CUDA_ARCHS], [GPU architectures to compile for, e.g. "80 90" (default: 80 90 100)])
 
   dtbench_have_cuda=no; dtbench_have_cudnn=no; dtbench_have_nccl=no
   dtbench_cuda_summary="disabled (--without-cuda)"
   dtbench_cudnn_summary="disabled"; dtbench_nccl_summary="disabled"
   dtbench_extra_backends=""
+  dtbench_extra_transports=""
   CUDA_CPPFLAGS=""; CUDA_LDFLAGS=""; CUDA_LIBS=""; CUDNN_LIBS=""; NCCL_LIBS=""
 
   AS_IF([test "x$with_cuda" != xno], [
@@ -46,8 +53,20 @@ AC_DEFUN([DTBENCH_CHECK_CUDA], [
       [AC_CHECK_LIB([cublas], [cublasCreate_v2], [], [dtbench_cuda_ok="no libcublas"])])
     AS_IF([test "$dtbench_cuda_ok" = yes], [
       dtbench_have_cuda=yes
-      CUDA_LIBS="-lcublas -lcudart"
+      # nvcc's host stubs need the C++ runtime when mpicc links
+      CUDA_LIBS="-lcublas -lcudart -lstdc++"
       dtbench_cuda_summary="yes ($NVCC, $dtbench_cuda_home)"
+      : ${CUDA_ARCHS="80 90 100"}
+      AS_IF([test -z "$NVCCFLAGS"], [
+        NVCCFLAGS="-O2 -std=c++17 -Werror all-warnings"
+        dtbench_last_arch=""
+        for dtbench_arch in $CUDA_ARCHS; do
+          NVCCFLAGS="$NVCCFLAGS -gencode arch=compute_$dtbench_arch,code=sm_$dtbench_arch"
+          dtbench_last_arch=$dtbench_arch
+        done
+        AS_IF([test -n "$dtbench_last_arch"],
+          [NVCCFLAGS="$NVCCFLAGS -gencode arch=compute_$dtbench_last_arch,code=compute_$dtbench_last_arch"])
+      ])
       # cuDNN >= 9
       AS_IF([test "x$with_cudnn" != xno], [
         AS_CASE([$with_cudnn], [yes|check], [], [CPPFLAGS="$CPPFLAGS -I$with_cudnn/include"
@@ -84,15 +103,26 @@ AC_DEFUN([DTBENCH_CHECK_CUDA], [
     ])
     CPPFLAGS=$dtbench_save_CPPFLAGS; LDFLAGS=$dtbench_save_LDFLAGS; LIBS=$dtbench_save_LIBS
   ])
+  AS_IF([test $dtbench_have_cuda = yes && test $dtbench_have_cudnn = yes], [
+    dtbench_extra_backends=", cuda (GPU power/memory through NVML, loaded at run time)"
+    AS_IF([test $dtbench_have_nccl = yes],
+      [dtbench_extra_transports=", nccl (and NCCL inside the node for hier on GPUs)"])
+  ], [test $dtbench_have_cuda = yes], [
+    dtbench_extra_backends=" (cuda needs cuDNN: not built)"
+  ])
   AS_IF([test $dtbench_have_cuda = yes], [AC_DEFINE([HAVE_CUDA], [1], [CUDA backend built])])
   AS_IF([test $dtbench_have_cudnn = yes], [AC_DEFINE([HAVE_CUDNN], [1], [cuDNN found])])
   AS_IF([test $dtbench_have_nccl = yes], [AC_DEFINE([HAVE_NCCL], [1], [NCCL found])])
   AM_CONDITIONAL([HAVE_CUDA], [test $dtbench_have_cuda = yes])
   AM_CONDITIONAL([HAVE_CUDNN], [test $dtbench_have_cudnn = yes])
   AM_CONDITIONAL([HAVE_NCCL], [test $dtbench_have_nccl = yes])
+  AM_CONDITIONAL([BUILD_CUDA_BACKEND], [test $dtbench_have_cuda = yes && test $dtbench_have_cudnn = yes])
+  AM_CONDITIONAL([BUILD_NCCL_TRANSPORT],
+    [test $dtbench_have_cuda = yes && test $dtbench_have_cudnn = yes && test $dtbench_have_nccl = yes])
   AC_SUBST([CUDA_CPPFLAGS])
   AC_SUBST([CUDA_LDFLAGS])
   AC_SUBST([CUDA_LIBS])
   AC_SUBST([CUDNN_LIBS])
   AC_SUBST([NCCL_LIBS])
+  AC_SUBST([NVCCFLAGS])
 ])

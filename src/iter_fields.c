@@ -22,5 +22,7 @@ const IterField ITER_FIELDS[] = {
     FIELD(exchange_wait, "s", "part of exchange spent waiting for other ranks"),
     FIELD(straggler_delay, "s", "injected delay (--straggler), included in backward"),
     FIELD(record, "s", "recorder's own cost just before this iteration (not part of total)"),
+    FIELD(exchange_hidden, "s",
+          "exchange work done while backward still ran (--overlap; not part of exchange)"),
 };
 const int ITER_NFIELDS = (int)(sizeof ITER_FIELDS / sizeof ITER_FIELDS[0]);

@@ -4,8 +4,10 @@
 #include <config.h>
 #include "check.h"
 #include "clocksync.h"
+#include "nvml.h"
 #include "options.h"
 #include "registry.h"
+#include "sampler.h"
 #include "signals.h"
 #include "straggler.h"
 #include "trainer.h"
@@ -90,11 +92,26 @@ int main(int argc, char **argv) {
     const ModelDesc *md = registry_model(opt.model);
     const BackendOps *be = registry_backend(opt.device);
     const ExchangeOps *xops = registry_exchange(opt.exchange);
+    const TransportOps *tops = registry_transport(opt.transport);
     const RecorderOps *rops = registry_recorder("hdf5");
 
     usage_check_all(opt.ranks_per_node == 0 || topo.nranks % opt.ranks_per_node == 0,
                     "--ranks-per-node: %d does not divide the %d ranks", opt.ranks_per_node,
                     topo.nranks);
+    usage_check_all(strcmp(opt.transport, "nccl") != 0 || be->device_memory,
+                    "--transport nccl: NCCL averages GPU buffers; it needs --device cuda (with "
+                    "--device %s use mpi or hier)",
+                    opt.device);
+    usage_check_all(!opt.overlap || xops->grads_ready != NULL,
+                    "--overlap: the %s exchange cannot start buckets during backward",
+                    opt.exchange);
+    usage_check_all(opt.sample_hz * opt.sample_max_s <= 1e7,
+                    "--sample-hz %g with --sample-max-s %g: more than 10 million samples per rank",
+                    opt.sample_hz, opt.sample_max_s);
+    usage_check_all(!be->device_memory || xops->device_ok,
+                    "--exchange %s: this strategy works on host memory; with --device %s use "
+                    "--exchange sync",
+                    opt.exchange, opt.device);
     /* Workers train; with --exchange async the last --ps-ranks ranks serve parameters. */
     int nworkers = !strcmp(opt.exchange, "async") ? topo.nranks - opt.ps_ranks : topo.nranks;
     usage_check_all(nworkers >= 1,
@@ -150,7 +167,7 @@ int main(int argc, char **argv) {
     usage_check_all(data_ok, "%s", err);
 
     BackendCtx *ctx = NULL;
-    BackendConfig bcfg = {opt.threads, topo.local_rank, 0, topo.rank == 0};
+    BackendConfig bcfg = {opt.threads, topo.local_rank, opt.gpus_per_node, topo.rank == 0};
     if (be->init(&bcfg, &ctx) != 0) check_fail(__FILE__, __LINE__, "backend init", opt.device);
     Model model;
     model_build(&model, md, data.c, data.h, data.w, data.classes, b, be, ctx, (uint64_t)opt.seed);
@@ -170,6 +187,8 @@ int main(int argc, char **argv) {
         .staleness = opt.staleness,
         .ps_ranks = opt.ps_ranks,
         .sync_period = opt.sync_period,
+        .transport = tops,
+        .overlap = opt.overlap,
     };
     ExchangeState *xstate = xops->create(&xcfg, err, sizeof err);
     usage_check_all(xstate != NULL, "%s", err);
@@ -202,6 +221,37 @@ int main(int argc, char **argv) {
     double t0 = dt_now();
     MPI_CHECK(MPI_Bcast(&t0, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
 
+    /* What this rank runs on (/ranks/device_* and versions), and the sampler (/samples). */
+    DeviceInfo dev;
+    registry_device_info(be, ctx, &dev);
+    if (be->device_memory) nvml_driver_version(dev.driver_version, sizeof dev.driver_version);
+    Sampler *sampler = NULL;
+    int64_t sample_cap = 0;
+    if (opt.sample_hz > 0) {
+        char note[320];
+        sample_cap = (int64_t)ceil(opt.sample_hz * opt.sample_max_s);
+        sampler =
+            sampler_create(opt.sample_hz, sample_cap, be->device_memory ? dev.pci_bus_id : NULL,
+                           off.offset, t0, note, sizeof note);
+        if (note[0] && topo.local_rank == 0)
+            fprintf(stderr,
+                    "dtbench: warning: node %d: no GPU sampling (%s); /samples holds the "
+                    "process's CPU use and resident memory instead\n",
+                    topo.node, note);
+    }
+    RunAttr rank_text[] = {
+        RUN_TEXT("device_name", dev.name),
+        RUN_TEXT("device_uuid", dev.uuid),
+        RUN_TEXT("device_pci_bus_id", dev.pci_bus_id),
+        RUN_TEXT("driver_version", dev.driver_version),
+        RUN_TEXT("cuda_runtime_version", dev.cuda_runtime),
+        RUN_TEXT("cuda_driver_api_version", dev.cuda_driver_api),
+        RUN_TEXT("cudnn_version", dev.cudnn),
+        RUN_TEXT("cublas_version", dev.cublas),
+        RUN_TEXT("nccl_version", dev.nccl),
+        RUN_TEXT("sample_source", sampler ? sampler_source(sampler) : ""),
+    };
+
     /* The result file. */
     char *cmdline = join_args(argc, argv), *config_json = options_to_json(&opt);
     const char *slurm = getenv("SLURM_JOB_ID");
@@ -221,6 +271,7 @@ int main(int argc, char **argv) {
         RUN_TEXT("model", opt.model),
         RUN_TEXT("dataset", opt.dataset),
         RUN_TEXT("exchange", opt.exchange),
+        RUN_TEXT("transport", opt.transport),
         RUN_TEXT("device", opt.device),
         RUN_TEXT("tag", opt.tag),
         RUN_INT("nranks", topo.nranks),
@@ -260,6 +311,12 @@ int main(int argc, char **argv) {
         .pid = (long long)getpid(),
         .clock_offset_start = off.offset,
         .clock_rtt = off.rtt,
+        .rank_text = rank_text,
+        .nrank_text = (int)(sizeof rank_text / sizeof rank_text[0]),
+        .sample_capacity = sample_cap,
+        .sample_hz = opt.sample_hz,
+        .sample_pull = sampler ? sampler_pull : NULL,
+        .sample_user = sampler,
     };
     Recorder *rec = rops->create(&rcfg, err, sizeof err);
     usage_check_all(rec != NULL, "%s", err);
@@ -267,12 +324,14 @@ int main(int argc, char **argv) {
     Trainer tr = {&opt, &topo,      &data, &model,       xops,         xstate,   rops,
                   rec,  off.offset, t0,    worker_index, worker_count, straggler};
     TrainResult res = {.last_accuracy = -1.0};
+    if (sampler) sampler_start(sampler);
     if (role == EXCHANGE_SERVER) {
         xops->serve(xstate, model.params);
         xops->finish(xstate, model.params);
     } else {
         res = trainer_run(&tr);
     }
+    if (sampler) sampler_stop(sampler); /* close() writes what it took */
     int64_t pushed = 0, applied = 0;
     xops->counts(xstate, &pushed, &applied);
 
@@ -289,6 +348,13 @@ int main(int argc, char **argv) {
                   applied,
                   signals_time()};
     rops->close(rec, &end);
+    if (sampler && sampler_dropped(sampler) > 0)
+        fprintf(stderr,
+                "dtbench: warning: rank %d: /samples was full after %lld samples "
+                "(--sample-max-s %g); %lld later samples were not recorded\n",
+                topo.rank, (long long)sampler_taken(sampler), opt.sample_max_s,
+                (long long)sampler_dropped(sampler));
+    sampler_free(sampler);
     if (opt.save_model[0] && topo.rank == 0 && model_save(&model, opt.save_model) != 0)
         fprintf(stderr, "dtbench: rank 0: cannot write --save-model %s: %s\n", opt.save_model,
                 strerror(errno));

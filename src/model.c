@@ -97,6 +97,7 @@ void model_build(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int
     m->momentum = be->alloc(ctx, pbytes);
     m->x = be->alloc(ctx, (size_t)batch * in_c * in_h * in_w * sizeof(float));
     m->labels = be->alloc(ctx, (size_t)batch * sizeof(int32_t));
+    m->stats = be->alloc(ctx, 2 * sizeof(float));
     for (int i = 0; i < m->nlayers; i++) {
         Layer *L = &m->layers[i];
         size_t bytes = (size_t)batch * L->out_size * sizeof(float);
@@ -122,7 +123,7 @@ void model_free(Model *m) {
             m->be->free(c, m->layers[i].dy);
             if (m->layers[i].argmax) m->be->free(c, m->layers[i].argmax);
         }
-        void *bufs[] = {m->params, m->grads, m->momentum, m->x, m->labels, m->work};
+        void *bufs[] = {m->params, m->grads, m->momentum, m->x, m->labels, m->stats, m->work};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) m->be->free(c, bufs[i]);
     }
@@ -130,7 +131,7 @@ void model_free(Model *m) {
     memset(m, 0, sizeof *m);
 }
 
-float model_forward(Model *m, int n, int train, int *correct) {
+void model_forward_queue(Model *m, int n, int train) {
     const BackendOps *be = m->be;
     const float *x = m->x;
     for (int i = 0; i < m->nlayers; i++) {
@@ -159,14 +160,26 @@ float model_forward(Model *m, int n, int train, int *correct) {
         x = L->y;
     }
     Layer *last = &m->layers[m->nlayers - 1];
-    int ok = 0;
-    float loss =
-        be->softmax_xent(m->ctx, n, m->classes, last->y, m->labels, train ? last->dy : NULL, &ok);
-    if (correct) *correct = ok;
-    return loss;
+    be->softmax_xent(m->ctx, n, m->classes, last->y, m->labels, train ? last->dy : NULL, m->stats);
+}
+
+float model_read_loss(Model *m, int *correct) {
+    float stats[2];
+    m->be->download(m->ctx, stats, m->stats, sizeof stats);
+    if (correct) *correct = (int)stats[1];
+    return stats[0];
+}
+
+float model_forward(Model *m, int n, int train, int *correct) {
+    model_forward_queue(m, n, train);
+    return model_read_loss(m, correct);
 }
 
 void model_backward(Model *m, int n) {
+    model_backward_hook(m, n, NULL, NULL);
+}
+
+void model_backward_hook(Model *m, int n, GradsReadyFn ready, void *user) {
     const BackendOps *be = m->be;
     for (int i = m->nlayers - 1; i >= 0; i--) {
         Layer *L = &m->layers[i];
@@ -182,7 +195,7 @@ void model_backward(Model *m, int n) {
         }
         case LAYER_MAXPOOL: {
             PoolShape s = pool_shape(L, n);
-            if (dx) be->maxpool_backward(m->ctx, &s, L->argmax, L->dy, dx);
+            if (dx) be->maxpool_backward(m->ctx, &s, x, L->y, L->argmax, L->dy, dx);
             break;
         }
         case LAYER_FC: {
@@ -194,6 +207,7 @@ void model_backward(Model *m, int n) {
             if (dx) be->relu_backward(m->ctx, (size_t)n * L->in_size, L->y, L->dy, dx);
             break;
         }
+        if (ready && L->nparams) ready(user, L->w_off);
     }
 }
 

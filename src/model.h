@@ -54,6 +54,7 @@ typedef struct {
     float *params, *grads, *momentum; /* [nparams] each, same layout */
     float *x;                         /* [batch, in_c*in_h*in_w] input batch */
     int32_t *labels;                  /* [batch] */
+    float *stats;                     /* [2] mean loss, correct predictions (softmax_xent) */
     void *work;                       /* conv scratch */
     size_t work_bytes;
 } Model;
@@ -67,10 +68,20 @@ void model_free(Model *m);
 
 /* Forward pass on the first n <= batch samples of m->x / m->labels, then the loss.
  * Returns the mean loss; *correct gets the number of right predictions. When train is set,
- * the loss gradient is kept for model_backward. */
+ * the loss gradient is kept for model_backward. Waits for the result: model_forward_queue
+ * followed by model_read_loss. */
 float model_forward(Model *m, int n, int train, int *correct);
+/* The same forward pass without waiting for it: on a device the kernels are only queued. */
+void model_forward_queue(Model *m, int n, int train);
+/* The loss (returned) and correct predictions of the last forward pass; waits for it. */
+float model_read_loss(Model *m, int *correct);
 /* Backward pass of the last training forward: fills m->grads (overwritten, not accumulated). */
 void model_backward(Model *m, int n);
+/* The same, calling ready(user, first) after each layer's parameter gradients were queued:
+ * grads[first .. nparams) are then final (layers run last to first, and the parameter buffer
+ * holds them in forward order). For exchanges that overlap with the backward pass. */
+typedef void (*GradsReadyFn)(void *user, size_t first);
+void model_backward_hook(Model *m, int n, GradsReadyFn ready, void *user);
 /* SGD with momentum on all parameters. */
 void model_sgd(Model *m, float lr, float momentum, float weight_decay);
 

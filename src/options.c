@@ -38,8 +38,24 @@ static const OptSpec SPECS[] = {
      "training data (synthetic: seeded random samples of the model's input shape)"},
     {"data-dir", T_STRING, F(data_dir), NULL, 0, 0,
      "folder with the IDX files (default: /usr/share/datasets/<dataset>)"},
-    {"device", T_CHOICE, F(device), NULL, 0, 0, "compute backend"},
+    {"device", T_CHOICE, F(device), NULL, 0, 0,
+     "compute backend (cuda: one GPU per rank, see --gpus-per-node)"},
     {"exchange", T_CHOICE, F(exchange), NULL, 0, 0, "gradient exchange strategy"},
+    {"transport", T_CHOICE, F(transport), NULL, 0, 0,
+     "how gradients are averaged: mpi (MPI_Allreduce; GPU buffers staged through the host), "
+     "nccl (ncclAllReduce on the GPUs), hier (reduce-scatter inside each node, allreduce across "
+     "nodes, all-gather inside the node; NCCL inside the node on GPUs)"},
+    {"overlap", T_FLAG, F(overlap), NULL, 0, 0,
+     "exchange gradient buckets while backward still runs; the part hidden behind backward is "
+     "recorded per iteration (exchange_hidden)"},
+    {"gpus-per-node", T_INT, F(gpus_per_node), NULL, 0, 0,
+     "GPUs to use per node with --device cuda: a rank takes GPU (local rank mod N) among those "
+     "CUDA_VISIBLE_DEVICES shows (0: all of them)"},
+    {"sample-hz", T_DOUBLE, F(sample_hz), NULL, 0, 0,
+     "samples per second of GPU power, memory and utilisation (CPU runs: the process's CPU "
+     "utilisation and resident memory), stored in /samples (0: no sampling)"},
+    {"sample-max-s", T_DOUBLE, F(sample_max_s), NULL, 0.01, 0,
+     "seconds of run the /samples datasets hold; sampling stops when they are full"},
     {"batch", T_INT, F(batch), NULL, 1, 0, "global batch per iteration, split evenly across ranks"},
     {"iters", T_INT, F(iters), NULL, 1, 0, "measured training iterations"},
     {"warmup", T_INT, F(warmup), NULL, 0, 0,
@@ -89,6 +105,7 @@ static void set_defaults(Options *o) {
     o->data_dir = "";
     o->device = "cpu";
     o->exchange = "sync";
+    o->transport = "mpi";
     o->output = "dtbench.h5";
     o->tag = "";
     o->save_model = "";
@@ -105,6 +122,10 @@ static void set_defaults(Options *o) {
     o->straggler = "";
     o->straggler_random = 0.0;
     o->target_acc = 0.0;
+    o->gpus_per_node = 0;
+    o->overlap = 0;
+    o->sample_hz = 10.0;
+    o->sample_max_s = 3600.0;
     o->lr = 0.01;
     o->momentum = 0.9;
     o->weight_decay = 0.0;
@@ -116,6 +137,7 @@ const char *options_choices(const char *key) {
     if (!strcmp(key, "model")) return registry_model_names();
     if (!strcmp(key, "device")) return registry_backend_names();
     if (!strcmp(key, "exchange")) return registry_exchange_names();
+    if (!strcmp(key, "transport")) return registry_transport_names();
     for (int i = 0; i < NSPECS; i++)
         if (!strcmp(SPECS[i].name, key)) return SPECS[i].choices;
     return NULL;

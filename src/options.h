@@ -7,12 +7,13 @@
 #include <stddef.h>
 
 typedef struct {
-    char *model;    /* lenet | fcn5 | fcn8 */
-    char *dataset;  /* synthetic | fashion-mnist | mnist */
-    char *data_dir; /* "" = the data set's default folder */
-    char *device;   /* cpu (cuda when built with it) */
-    char *exchange; /* sync */
-    char *output;   /* HDF5 result file */
+    char *model;     /* lenet | fcn5 | fcn8 */
+    char *dataset;   /* synthetic | fashion-mnist | mnist */
+    char *data_dir;  /* "" = the data set's default folder */
+    char *device;    /* cpu (cuda when built with it) */
+    char *exchange;  /* sync */
+    char *transport; /* mpi | nccl | hier */
+    char *output;    /* HDF5 result file */
     char *tag;
     char *save_model; /* "" = do not save */
     int batch;        /* global batch, split evenly across ranks */
@@ -28,6 +29,10 @@ typedef struct {
     char *straggler;    /* "RANK:FACTOR" or "RANK:+MS", "" = none */
     double straggler_random;
     double target_acc; /* 0 = none */
+    int gpus_per_node;   /* 0 = every visible GPU */
+    int overlap;         /* exchange buckets while backward runs */
+    double sample_hz;    /* sampler rate, 0 = off */
+    double sample_max_s; /* sampler capacity in seconds of run */
     double lr, momentum, weight_decay;
     double bucket_mb;
     long seed;

@@ -20,6 +20,7 @@ typedef struct {
     double exchange_wait;      /* s of `exchange` spent waiting for other ranks */
     double straggler_delay;    /* s of injected delay (--straggler), inside `backward` */
     double record;             /* the recorder's own cost just before this iteration, s */
+    double exchange_hidden; /* exchange work that ran while backward still ran (--overlap), s */
 } IterRecord;
 
 typedef struct {
@@ -35,6 +36,14 @@ extern const int ITER_NFIELDS;
 typedef struct {
     double iteration, time, accuracy, loss;
 } EvalRecord;
+
+/* One reading of the sampler (src/sampler.h). */
+typedef struct {
+    double time;        /* aligned clock, s since rank 0's t0 */
+    double power_w;     /* GPU board power, W (NaN on CPU runs) */
+    double memory_mib;  /* GPU memory in use, or the process's resident memory, MiB */
+    double utilization; /* GPU utilisation, or the process's CPU use (% of one core), % */
+} SampleRecord;
 
 /* Key/value pairs stored as root attributes (strings or integers) and in /config. */
 typedef struct {
@@ -70,6 +79,16 @@ typedef struct {
     int role; /* EXCHANGE_WORKER (0) or EXCHANGE_SERVER (1) */
     long long pid;
     double clock_offset_start, clock_rtt;
+    /* /ranks/<key>: one fixed-length string per rank (the same keys on every rank), e.g. the
+     * device name and library versions */
+    const RunAttr *rank_text;
+    int nrank_text;
+    /* /samples: datasets of sample_capacity entries per rank (0: no /samples group); the
+     * recorder pulls new samples with sample_pull(sample_user, ...) when it writes a block */
+    int64_t sample_capacity;
+    double sample_hz;
+    int (*sample_pull)(void *user, SampleRecord *out, int max);
+    void *sample_user;
 } RecorderConfig;
 
 typedef enum { RUN_RUNNING = 0, RUN_COMPLETED = 1, RUN_STOPPED = 2, RUN_FAILED = 3 } RunStatus;

@@ -32,6 +32,7 @@ enum {
     R_ROLE,
     R_PUSHED,
     R_APPLIED,
+    R_SAMPLES,
     R_N
 };
 static const struct {
@@ -52,6 +53,20 @@ static const struct {
     {"role", "0 worker (trains), 1 parameter server (serves, no iterations)"},
     {"updates_pushed", "gradient updates this rank sent to the exchange"},
     {"updates_applied", "updates this rank applied (a server: the pushes it applied)"},
+    {"samples_written", "entries of this rank's row of /samples written so far"},
+};
+
+#define RANK_TEXT_LEN 128 /* /ranks/<key> strings (device name, versions) */
+#define NSAMPLE_SETS  4
+static const struct {
+    const char *name, *units, *description;
+} SAMPLE_SETS[NSAMPLE_SETS] = {
+    {"time", "s", "aligned clock (s since rank 0's t0), as /iterations/start"},
+    {"power_w", "W", "GPU board power (NVML); NaN on CPU runs"},
+    {"memory_mib", "MiB", "GPU memory in use, all processes (NVML); CPU runs: resident memory"},
+    {"utilization", "%",
+     "GPU utilisation (NVML); CPU runs: process CPU time over wall time, % of "
+     "one core"},
 };
 
 struct Recorder {
@@ -65,6 +80,10 @@ struct Recorder {
     IterRecord *buf; /* [flush_every] */
     int nbuf;
     double *column; /* [flush_every] scratch */
+    hid_t sample_sets[NSAMPLE_SETS];
+    int64_t sample_capacity, samples_written;
+    int (*sample_pull)(void *user, SampleRecord *out, int max);
+    void *sample_user;
 };
 
 /* ---- HDF5 error text for H5_CHECK ---------------------------------------------------------- */
@@ -212,7 +231,7 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
     hid_t types[R_N] = {H5T_STD_I32LE, host_type,      H5T_STD_I32LE,  H5T_STD_I32LE,
                         H5T_STD_I64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE,
                         H5T_STD_I64LE, H5T_STD_I32LE,  H5T_STD_U64LE,  H5T_STD_I32LE,
-                        H5T_STD_I64LE, H5T_STD_I64LE};
+                        H5T_STD_I64LE, H5T_STD_I64LE, H5T_STD_I64LE};
     g = H5_CHECK(H5Gcreate2(file, "ranks", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     for (int i = 0; i < R_N; i++) {
         const void *fill = H5Tequal(types[i], H5T_IEEE_F64LE) > 0 ? (const void *)&nan : NULL;
@@ -220,6 +239,32 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
         attr_text(r->rank_sets[i], "description", RANK_SETS[i].description);
     }
     H5Gclose(g);
+
+    /* /ranks/<key>: this rank's text (device, library versions) */
+    hid_t text_type = H5_CHECK(H5Tcopy(H5T_C_S1));
+    H5_CHECK(H5Tset_size(text_type, RANK_TEXT_LEN));
+    hid_t *text_sets = xcalloc((size_t)c->nrank_text + 1, sizeof(hid_t));
+    for (int i = 0; i < c->nrank_text; i++) {
+        char path[160];
+        snprintf(path, sizeof path, "ranks/%s", c->rank_text[i].key);
+        text_sets[i] = create_set(file, path, text_type, 1, dims, NULL);
+    }
+
+    /* /samples */
+    r->sample_capacity = c->sample_capacity;
+    r->sample_pull = c->sample_pull, r->sample_user = c->sample_user;
+    if (c->sample_capacity > 0) {
+        hsize_t sdims[2] = {(hsize_t)r->nranks, (hsize_t)c->sample_capacity};
+        g = H5_CHECK(H5Gcreate2(file, "samples", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+        attr_number(g, "sample_hz", H5T_NATIVE_DOUBLE, &c->sample_hz);
+        attr_ll(g, "capacity", c->sample_capacity);
+        for (int i = 0; i < NSAMPLE_SETS; i++) {
+            r->sample_sets[i] = create_set(g, SAMPLE_SETS[i].name, H5T_IEEE_F64LE, 2, sdims, &nan);
+            attr_text(r->sample_sets[i], "units", SAMPLE_SETS[i].units);
+            attr_text(r->sample_sets[i], "description", SAMPLE_SETS[i].description);
+        }
+        H5Gclose(g);
+    }
 
     /* /eval */
     if (c->n_evals > 0) {
@@ -244,6 +289,15 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
     write_rank_value(r, R_OFF0, H5T_NATIVE_DOUBLE, &c->clock_offset_start);
     write_rank_value(r, R_RTT, H5T_NATIVE_DOUBLE, &c->clock_rtt);
     H5Tclose(host_type);
+    for (int i = 0; i < c->nrank_text; i++) {
+        char text[RANK_TEXT_LEN] = {0};
+        hsize_t start = (hsize_t)r->rank;
+        snprintf(text, sizeof text, "%s", c->rank_text[i].text ? c->rank_text[i].text : "");
+        write_at(text_sets[i], text_type, 1, &start, 1, text);
+        H5Dclose(text_sets[i]);
+    }
+    free(text_sets);
+    H5Tclose(text_type);
 
     /* Everything that describes the file is now on disk; from here on only raw data. */
     H5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));
@@ -252,7 +306,35 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
 
 /* ---- per iteration -------------------------------------------------------------------------- */
 
+/* The samples taken since the last call, appended to this rank's row of /samples (what does not
+ * fit is left to the sampler, which counts it as dropped). */
+static void write_samples(Recorder *r) {
+    enum { CHUNK = 512 };
+    SampleRecord s[CHUNK];
+    double col[CHUNK];
+    int n;
+    if (r->sample_capacity <= 0 || !r->sample_pull) return;
+    while (r->samples_written < r->sample_capacity) {
+        int64_t room = r->sample_capacity - r->samples_written;
+        n = r->sample_pull(r->sample_user, s, room < CHUNK ? (int)room : CHUNK);
+        if (n <= 0) break;
+        hsize_t start[2] = {(hsize_t)r->rank, (hsize_t)r->samples_written};
+        for (int f = 0; f < NSAMPLE_SETS; f++) {
+            for (int i = 0; i < n; i++)
+                col[i] = f == 0   ? s[i].time
+                         : f == 1 ? s[i].power_w
+                         : f == 2 ? s[i].memory_mib
+                                  : s[i].utilization;
+            write_at(r->sample_sets[f], H5T_NATIVE_DOUBLE, 2, start, (hsize_t)n, col);
+        }
+        r->samples_written += n;
+        long long done = r->samples_written; /* after the data, as for /ranks/completed */
+        write_rank_value(r, R_SAMPLES, H5T_NATIVE_LLONG, &done);
+    }
+}
+
 static void write_block(Recorder *r) {
+    write_samples(r);
     if (r->nbuf == 0) return;
     hsize_t start[2] = {(hsize_t)r->rank, (hsize_t)r->next_to_write};
     for (int f = 0; f < ITER_NFIELDS; f++) {
@@ -315,6 +397,8 @@ static void hdf5_close(Recorder *r, const RunEnd *end) {
         H5Dclose(r->rank_sets[i]);
     for (int i = 0; i < 4; i++)
         if (r->eval_sets[i] > 0) H5Dclose(r->eval_sets[i]);
+    for (int i = 0; i < NSAMPLE_SETS; i++)
+        if (r->sample_sets[i] > 0) H5Dclose(r->sample_sets[i]);
     H5_CHECK(H5Fclose(r->file));
     free(r->buf), free(r->column), free(r);
 }

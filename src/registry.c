@@ -5,7 +5,18 @@
 #include <config.h>
 #include "registry.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#if defined(HAVE_CUDA) && defined(HAVE_CUDNN)
+#include "cuda.h" /* defines: cuda_backend, cuda_device_info */
+#define DTBENCH_CUDA_BACKEND 1
+#if defined(HAVE_NCCL)
+#define DTBENCH_NCCL 1
+extern const TransportOps nccl_transport; /* comm/transport_nccl.c */
+extern const CollOps coll_nccl;           /* comm/coll_nccl.c */
+#endif
+#endif
 
 extern const ExchangeOps sync_exchange;  /* comm/sync.c */
 extern const ExchangeOps ssp_exchange;   /* comm/ssp.c */
@@ -16,10 +27,28 @@ extern const RecorderOps hdf5_recorder; /* src/recorder_hdf5.c */
 
 extern const ModelDesc model_lenet, model_fcn5, model_fcn8; /* src/models.c */
 
-static const BackendOps *const BACKENDS[] = {&cpu_backend};
+static const BackendOps *const BACKENDS[] = {
+    &cpu_backend,
+#ifdef DTBENCH_CUDA_BACKEND
+    &cuda_backend,
+#endif
+};
 static const ExchangeOps *const EXCHANGES[] = {&sync_exchange, &async_exchange, &ssp_exchange,
                                                &mixed_exchange};
 static const RecorderOps *const RECORDERS[] = {&hdf5_recorder};
+static const TransportOps *const TRANSPORTS[] = {
+    &mpi_transport,
+#ifdef DTBENCH_NCCL
+    &nccl_transport,
+#endif
+    &hier_transport,
+};
+static const CollOps *const COLLS[] = {
+#ifdef DTBENCH_NCCL
+    &coll_nccl,
+#endif
+    NULL,
+};
 static const ModelDesc *const MODELS[] = {&model_lenet, &model_fcn5, &model_fcn8};
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -40,6 +69,44 @@ const RecorderOps *registry_recorder(const char *name) {
 const ModelDesc *registry_model(const char *name) {
     FIND(MODELS, name);
 }
+const TransportOps *registry_transport(const char *name) {
+    FIND(TRANSPORTS, name);
+}
+
+const CollOps *registry_coll(const char *name) {
+    for (size_t i = 0; COLLS[i]; i++)
+        if (!strcmp(COLLS[i]->name, name)) return COLLS[i];
+    return NULL;
+}
+
+/* The processor's model name from /proc/cpuinfo ("model name", or "Model" on some ARM kernels). */
+static void cpu_model(char *buf, size_t len) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    buf[0] = '\0';
+    while (f && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (colon && (!strncmp(line, "model name", 10) || !strncmp(line, "Model", 5))) {
+            colon += 1 + (colon[1] == ' ');
+            line[strcspn(line, "\n")] = '\0';
+            snprintf(buf, len, "%s", colon);
+            break;
+        }
+    }
+    if (f) fclose(f);
+}
+
+void registry_device_info(const BackendOps *be, BackendCtx *ctx, DeviceInfo *info) {
+    memset(info, 0, sizeof *info);
+#ifdef DTBENCH_CUDA_BACKEND
+    if (be == &cuda_backend) {
+        cuda_device_info(ctx, info);
+        return;
+    }
+#endif
+    (void)be, (void)ctx;
+    cpu_model(info->name, sizeof info->name);
+}
 
 #define NAMES(table)                                                                               \
     static char names[256];                                                                        \
@@ -58,4 +125,7 @@ const char *registry_exchange_names(void) {
 }
 const char *registry_model_names(void) {
     NAMES(MODELS);
+}
+const char *registry_transport_names(void) {
+    NAMES(TRANSPORTS);
 }

@@ -4,7 +4,10 @@
 #define DTBENCH_REGISTRY_H
 
 #include "backend.h"
+#include "coll.h"
+#include "devinfo.h"
 #include "exchange.h"
+#include "transport.h"
 #include "model.h"
 #include "recorder.h"
 
@@ -12,10 +15,18 @@ const BackendOps *registry_backend(const char *name);
 const ExchangeOps *registry_exchange(const char *name);
 const RecorderOps *registry_recorder(const char *name);
 const ModelDesc *registry_model(const char *name);
+const TransportOps *registry_transport(const char *name);
+/* Collectives of an optional library ("nccl"), NULL when not built. */
+const CollOps *registry_coll(const char *name);
+
+/* What this rank computes on (kernels/devinfo.h): the GPU and its libraries for a device backend,
+ * the processor's model name otherwise. */
+void registry_device_info(const BackendOps *be, BackendCtx *ctx, DeviceInfo *info);
 
 /* Comma-separated names, for --help and error messages. */
 const char *registry_backend_names(void);
 const char *registry_exchange_names(void);
 const char *registry_model_names(void);
+const char *registry_transport_names(void);
 
 #endif

@@ -17,6 +17,12 @@ int trainer_eval_count(const Options *opt, const Dataset *data) {
     return e > 0 ? total / e + (total % e != 0) : 1;
 }
 
+/* model_backward_hook's callback: hands the final gradients to an overlapping exchange. */
+static void grads_ready(void *user, size_t first) {
+    Trainer *t = user;
+    t->xops->grads_ready(t->xstate, t->model->grads, first);
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -76,10 +82,13 @@ TrainResult trainer_run(Trainer *t) {
         be->timer_record(ctx, MARK_DATA);
         double compute_start = dt_now();
 
-        float loss = model_forward(m, b, 1, NULL);
+        model_forward_queue(m, b, 1); /* the loss is read after the update */
         be->timer_record(ctx, MARK_FORWARD);
 
-        model_backward(m, b);
+        if (o->overlap && t->xops->grads_ready)
+            model_backward_hook(m, b, grads_ready, t);
+        else
+            model_backward(m, b);
         r.straggler_delay =
             straggler_delay(&t->straggler, t->topo->rank, it, dt_now() - compute_start);
         straggler_sleep(r.straggler_delay);
@@ -102,7 +111,9 @@ TrainResult trainer_run(Trainer *t) {
         r.exchange = be->timer_elapsed(ctx, MARK_BACKWARD, MARK_EXCHANGE);
         r.update = be->timer_elapsed(ctx, MARK_EXCHANGE, MARK_UPDATE);
         r.total = be->timer_elapsed(ctx, MARK_START, MARK_UPDATE);
-        r.loss = loss;
+        if (t->xops->report) t->xops->report(t->xstate, &xs);
+        r.exchange_hidden = xs.hidden;
+        r.loss = model_read_loss(m, NULL);
         r.bytes_sent = xs.bytes_sent, r.bytes_recv = xs.bytes_recv;
         r.staleness = xs.staleness, r.version = xs.version, r.exchange_wait = xs.wait;
         r.record = record_cost;

@@ -251,7 +251,7 @@ static void test_maxpool(int n, int c, int h_in, int w_in, int k, int stride, in
     check_exact_i32("maxpool_forward argmax", shape, am, ram, ny);
 
     fill_nan(dx, nx);
-    B->maxpool_backward(ctx, &s, am, dy, dx);
+    B->maxpool_backward(ctx, &s, x, y, am, dy, dx);
     ref_maxpool_backward(&s, x, dy, rdx);
     check("maxpool_backward", shape, dx, rdx, nx, 1e-6, 1.0);
 
@@ -307,10 +307,14 @@ static void test_xent(int n, int c, float scale) {
     }
 
     fill_nan(dz, nz);
-    int corr = -1, rcorr = -2, corr2 = -3;
-    float loss = B->softmax_xent(ctx, n, c, z, lab, dz, &corr);
+    int rcorr = -2;
+    float *st = falloc(2), *st2 = falloc(2); /* {loss, correct} */
+    fill_nan(st, 2), fill_nan(st2, 2);
+    B->softmax_xent(ctx, n, c, z, lab, dz, st);
     double rloss = ref_softmax_xent(n, c, z, lab, rdz, &rcorr);
-    float loss2 = B->softmax_xent(ctx, n, c, z, lab, NULL, &corr2);
+    B->softmax_xent(ctx, n, c, z, lab, NULL, st2);
+    float loss = st[0], loss2 = st2[0];
+    int corr = (int)st[1], corr2 = (int)st2[1];
     float fl = (float)rloss;
     check("softmax_xent loss", shape, &loss, &fl, 1, 1e-5, 1.0);
     check("softmax_xent loss (dlogits=NULL)", shape, &loss2, &fl, 1, 1e-5, 1.0);
@@ -319,7 +323,7 @@ static void test_xent(int n, int c, float scale) {
     int32_t cc[2] = {corr, corr2}, rc[2] = {rcorr, rcorr};
     check_exact_i32("softmax_xent correct", shape, cc, rc, 2);
 
-    B->free(ctx, z), B->free(ctx, dz);
+    B->free(ctx, z), B->free(ctx, dz), B->free(ctx, st), B->free(ctx, st2);
     free(rdz), free(lab);
 }
 

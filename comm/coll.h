@@ -1,0 +1,74 @@
+/* coll.h - one communicator's collectives on one kind of memory, queued without waiting: the
+ * building block of the exchange transports (comm/pipeline.c). One const struct of function
+ * pointers per implementation:
+ *   comm/coll_mpi.c   MPI non-blocking collectives on host memory (device buffers are staged
+ *                     through the host with the backend's download/upload), always built;
+ *   comm/coll_nccl.c  NCCL on the GPU, on a stream of its own (CUDA and NCCL builds).
+ *
+ * Every operation is in place, returns a ticket, and completes in issue order: done(t) means
+ * every operation issued up to t is complete (on the device: its end event has happened). On the
+ * device, operations also START in issue order (one stream), so one may read what the previous
+ * one writes; on the host (on_device() == 0) an operation takes its input when it is issued, so
+ * the caller waits for the operation whose result it reads before issuing the next. All
+ * ranks of the communicator must issue the same operations in the same order (MPI's and NCCL's
+ * rule for collectives); the pipeline guarantees it.
+ *
+ * Timing: each operation's interval is kept (host clock for MPI: from issue to the completion
+ * seen by done/wait; CUDA events around it for NCCL). hidden() returns how much of the iteration's
+ * intervals (their union) lay before mark_backward_end(), then forgets them. */
+#ifndef DTBENCH_COLL_H
+#define DTBENCH_COLL_H
+
+#include "backend.h"
+
+#include <mpi.h>
+#include <stddef.h>
+
+typedef struct Coll Coll;
+
+typedef struct CollOps {
+    const char *name;
+    /* Collective over comm. device_memory: the buffers given to this Coll are the backend's
+     * device memory (an MPI Coll then stages them through host memory). */
+    Coll *(*create)(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, int device_memory);
+    void (*destroy)(Coll *c);
+    int (*rank)(Coll *c);
+    int (*size)(Coll *c);
+    /* 1 when to_host/from_host/copy run asynchronously in stream order (NCCL); 0 when buffers
+     * are plain host memory (MPI on host memory). */
+    int (*on_device)(Coll *c);
+
+    /* buf[n] = scale * sum over ranks of buf[n] */
+    int (*allreduce)(Coll *c, float *buf, size_t n, float scale);
+    /* buf[size*shard] in; buf[rank*shard .. (rank+1)*shard) = scale * sum over ranks of that
+     * block; the rest of buf is left undefined */
+    int (*reduce_scatter)(Coll *c, float *buf, size_t shard, float scale);
+    /* buf[size*shard]: every rank's block buf[r*shard ..] is sent to all */
+    int (*allgather)(Coll *c, float *buf, size_t shard);
+    /* n floats between this Coll's memory and host memory from host_alloc, or within its memory */
+    int (*to_host)(Coll *c, float *host, const float *buf, size_t n);
+    int (*from_host)(Coll *c, float *buf, const float *host, size_t n);
+    int (*copy)(Coll *c, float *dst, const float *src, size_t n);
+    /* Host memory for to_host/from_host (pinned on the device), zeroed; and its release. */
+    float *(*host_alloc)(Coll *c, size_t n);
+    void (*host_free)(Coll *c, float *p);
+    /* Memory of this Coll's kind (the backend's, or host memory), zeroed; and its release. */
+    float *(*buf_alloc)(Coll *c, size_t n);
+    void (*buf_free)(Coll *c, float *p);
+
+    /* Non-blocking: has ticket t (and everything before it) completed? Also advances progress. */
+    int (*done)(Coll *c, int ticket);
+    void (*wait)(Coll *c, int ticket);
+    /* Operations issued from now on start only after the work queued so far on the backend's
+     * compute stream (the gradients they read). No-op on host memory. */
+    void (*after_compute)(Coll *c);
+    /* The compute stream's later work (the update) waits for every operation issued so far. */
+    void (*before_compute)(Coll *c);
+
+    void (*mark_backward_end)(Coll *c);
+    double (*hidden)(Coll *c); /* may wait for the device; resets the iteration's intervals */
+} CollOps;
+
+extern const CollOps coll_mpi; /* comm/coll_mpi.c */
+
+#endif

@@ -1,0 +1,290 @@
+/* coll_mpi.c - the MPI implementation of coll.h: non-blocking MPI collectives (MPI_Iallreduce,
+ * MPI_Ireduce_scatter_block, MPI_Iallgather) on a duplicate of the given communicator.
+ *
+ * Host memory (the CPU backend): operations work on the buffers in place; the scale of an
+ * average, and the move of a reduce-scatter's block from the front of the buffer (where MPI's
+ * in-place variant leaves it) to the rank's position (where NCCL's leaves it, and where coll.h
+ * promises it), are done on completion. Device memory without a CUDA-aware MPI: each operation
+ * first downloads its input with the backend (this waits for the compute stream), runs on a host
+ * copy kept per operation slot (reused across iterations), and uploads the result on completion,
+ * queued on the compute stream before the update. Simple and correct, not fast: the GPU path
+ * meant for speed is NCCL (comm/coll_nccl.c).
+ *
+ * Operations of an iteration are numbered by their tickets; their slots, with the staging
+ * buffers, are kept and reused by the next iteration (hidden() starts it). */
+#include "check.h"
+#include "coll.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { OP_ALLREDUCE, OP_REDUCE_SCATTER, OP_ALLGATHER, OP_LOCAL };
+
+typedef struct {
+    MPI_Request req; /* MPI_REQUEST_NULL: nothing in flight (local operations) */
+    int kind;
+    float *buf;  /* the caller's buffer (device or host memory) */
+    float *data; /* what MPI works on: buf itself, or the host copy */
+    size_t n;    /* floats of the result (allreduce: n; reduce-scatter: shard; all-gather: all) */
+    float scale;
+    double t_issue, t_done;
+    float *stage; /* host copy for device memory, kept for the slot */
+    size_t stage_cap;
+} Op;
+
+struct Coll {
+    MPI_Comm comm;
+    int rank, size, device;
+    const BackendOps *be;
+    BackendCtx *ctx;
+    Op *ops;
+    int nops, cap, completed; /* ops[0 .. completed) are complete */
+    double bwd_end;
+    int bwd_marked;
+};
+
+static Coll *mpi_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, int device_memory) {
+    Coll *c = xcalloc(1, sizeof *c);
+    MPI_CHECK(MPI_Comm_dup(comm, &c->comm));
+    MPI_CHECK(MPI_Comm_rank(c->comm, &c->rank));
+    MPI_CHECK(MPI_Comm_size(c->comm, &c->size));
+    c->be = be, c->ctx = ctx, c->device = device_memory;
+    return c;
+}
+
+static void mpi_destroy(Coll *c) {
+    for (int i = 0; i < c->cap; i++)
+        free(c->ops[i].stage);
+    free(c->ops);
+    MPI_Comm_free(&c->comm);
+    free(c);
+}
+
+static int mpi_rank(Coll *c) {
+    return c->rank;
+}
+static int mpi_size(Coll *c) {
+    return c->size;
+}
+static int mpi_on_device(Coll *c) {
+    (void)c;
+    return 0;
+}
+
+/* A new operation slot; its staging buffer holds at least `stage_floats` when device memory. */
+static Op *new_op(Coll *c, int kind, float *buf, size_t n, float scale, size_t stage_floats) {
+    if (c->nops == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 16;
+        c->ops = realloc(c->ops, (size_t)cap * sizeof(Op));
+        ALLOC_CHECK(c->ops);
+        memset(c->ops + c->cap, 0, (size_t)(cap - c->cap) * sizeof(Op));
+        c->cap = cap;
+    }
+    Op *op = &c->ops[c->nops++];
+    op->req = MPI_REQUEST_NULL;
+    op->kind = kind, op->buf = buf, op->n = n, op->scale = scale, op->data = buf;
+    if (c->device && stage_floats > op->stage_cap) {
+        free(op->stage);
+        op->stage = xmalloc(stage_floats * sizeof(float));
+        op->stage_cap = stage_floats;
+    }
+    if (c->device) op->data = op->stage;
+    op->t_issue = dt_now();
+    op->t_done = op->t_issue;
+    return op;
+}
+
+static int ticket_of(Coll *c, const Op *op) {
+    return (int)(op - c->ops);
+}
+
+static void scale_host(float *x, size_t n, float s) {
+    if (s != 1.0f)
+        for (size_t i = 0; i < n; i++)
+            x[i] *= s;
+}
+
+/* What happens when op's MPI request has completed. */
+static void complete(Coll *c, Op *op) {
+    op->t_done = dt_now();
+    size_t bytes = op->n * sizeof(float);
+    switch (op->kind) {
+    case OP_ALLREDUCE:
+        scale_host(op->data, op->n, op->scale);
+        if (c->device) c->be->upload(c->ctx, op->buf, op->data, bytes);
+        break;
+    case OP_REDUCE_SCATTER: { /* MPI left the block at the front: move it to rank*shard */
+        float *block = op->data;
+        scale_host(block, op->n, op->scale);
+        size_t at = (size_t)c->rank * op->n;
+        if (c->device)
+            c->be->upload(c->ctx, op->buf + at, block, bytes);
+        else if (at)
+            memmove(op->buf + at, block, bytes);
+        break;
+    }
+    case OP_ALLGATHER:
+        if (c->device) c->be->upload(c->ctx, op->buf, op->data, bytes);
+        break;
+    default:
+        break;
+    }
+}
+
+static int mpi_allreduce(Coll *c, float *buf, size_t n, float scale) {
+    Op *op = new_op(c, OP_ALLREDUCE, buf, n, scale, n);
+    if (c->device) c->be->download(c->ctx, op->data, buf, n * sizeof(float));
+    MPI_CHECK(
+        MPI_Iallreduce(MPI_IN_PLACE, op->data, (int)n, MPI_FLOAT, MPI_SUM, c->comm, &op->req));
+    return ticket_of(c, op);
+}
+
+static int mpi_reduce_scatter(Coll *c, float *buf, size_t shard, float scale) {
+    size_t all = shard * (size_t)c->size;
+    Op *op = new_op(c, OP_REDUCE_SCATTER, buf, shard, scale, all);
+    if (c->device) c->be->download(c->ctx, op->data, buf, all * sizeof(float));
+    MPI_CHECK(MPI_Ireduce_scatter_block(MPI_IN_PLACE, op->data, (int)shard, MPI_FLOAT, MPI_SUM,
+                                        c->comm, &op->req));
+    return ticket_of(c, op);
+}
+
+static int mpi_allgather(Coll *c, float *buf, size_t shard) {
+    size_t all = shard * (size_t)c->size, at = (size_t)c->rank * shard;
+    Op *op = new_op(c, OP_ALLGATHER, buf, all, 1.0f, all);
+    if (c->device) c->be->download(c->ctx, op->data + at, buf + at, shard * sizeof(float));
+    MPI_CHECK(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, op->data, (int)shard, MPI_FLOAT,
+                             c->comm, &op->req));
+    return ticket_of(c, op);
+}
+
+/* Local moves complete at once (device memory: through the backend, which orders them on the
+ * compute stream). */
+static int mpi_to_host(Coll *c, float *host, const float *buf, size_t n) {
+    Op *op = new_op(c, OP_LOCAL, (float *)buf, n, 1.0f, 0);
+    if (c->device)
+        c->be->download(c->ctx, host, buf, n * sizeof(float));
+    else if (host != buf)
+        memcpy(host, buf, n * sizeof(float));
+    return ticket_of(c, op);
+}
+
+static int mpi_from_host(Coll *c, float *buf, const float *host, size_t n) {
+    Op *op = new_op(c, OP_LOCAL, buf, n, 1.0f, 0);
+    if (c->device)
+        c->be->upload(c->ctx, buf, host, n * sizeof(float));
+    else if (host != buf)
+        memcpy(buf, host, n * sizeof(float));
+    return ticket_of(c, op);
+}
+
+static int mpi_copy(Coll *c, float *dst, const float *src, size_t n) {
+    Op *op = new_op(c, OP_LOCAL, dst, n, 1.0f, n);
+    if (c->device) {
+        c->be->download(c->ctx, op->stage, src, n * sizeof(float));
+        c->be->upload(c->ctx, dst, op->stage, n * sizeof(float));
+    } else if (dst != src) {
+        memmove(dst, src, n * sizeof(float));
+    }
+    return ticket_of(c, op);
+}
+
+static float *mpi_host_alloc(Coll *c, size_t n) {
+    (void)c;
+    return xcalloc(n ? n : 1, sizeof(float));
+}
+
+static void mpi_host_free(Coll *c, float *p) {
+    (void)c;
+    free(p);
+}
+
+static float *mpi_buf_alloc(Coll *c, size_t n) {
+    if (c->device) return c->be->alloc(c->ctx, (n ? n : 1) * sizeof(float)); /* zeroed */
+    return xcalloc(n ? n : 1, sizeof(float));
+}
+
+static void mpi_buf_free(Coll *c, float *p) {
+    if (c->device)
+        c->be->free(c->ctx, p);
+    else
+        free(p);
+}
+
+static int mpi_done(Coll *c, int ticket) {
+    while (c->completed <= ticket && c->completed < c->nops) {
+        Op *op = &c->ops[c->completed];
+        int flag = 1;
+        if (op->req != MPI_REQUEST_NULL) MPI_CHECK(MPI_Test(&op->req, &flag, MPI_STATUS_IGNORE));
+        if (!flag) return 0;
+        complete(c, op);
+        c->completed++;
+    }
+    return 1;
+}
+
+static void mpi_wait(Coll *c, int ticket) {
+    while (c->completed <= ticket && c->completed < c->nops) {
+        Op *op = &c->ops[c->completed];
+        if (op->req != MPI_REQUEST_NULL) MPI_CHECK(MPI_Wait(&op->req, MPI_STATUS_IGNORE));
+        complete(c, op);
+        c->completed++;
+    }
+}
+
+/* Host memory is written synchronously by the CPU backend, and device memory is downloaded
+ * through the compute stream: nothing to order. */
+static void mpi_after_compute(Coll *c) {
+    (void)c;
+}
+static void mpi_before_compute(Coll *c) {
+    (void)c;
+}
+
+static void mpi_mark_backward_end(Coll *c) {
+    c->bwd_end = dt_now();
+    c->bwd_marked = 1;
+}
+
+/* Union of the operations' [issue, completion] intervals before the end of backward. Intervals
+ * are in issue order, so one sweep suffices. */
+static double mpi_hidden(Coll *c) {
+    if (c->nops) mpi_wait(c, c->nops - 1);
+    double sum = 0.0, covered = -1e300;
+    for (int i = 0; i < c->nops && c->bwd_marked; i++) {
+        const Op *op = &c->ops[i];
+        if (op->kind == OP_LOCAL) continue;
+        double s = op->t_issue > covered ? op->t_issue : covered;
+        double e = op->t_done < c->bwd_end ? op->t_done : c->bwd_end;
+        if (e > s) sum += e - s;
+        if (op->t_done > covered) covered = op->t_done;
+    }
+    c->nops = c->completed = 0;
+    c->bwd_marked = 0;
+    return sum;
+}
+
+const CollOps coll_mpi = {
+    .name = "mpi",
+    .create = mpi_create,
+    .destroy = mpi_destroy,
+    .rank = mpi_rank,
+    .size = mpi_size,
+    .on_device = mpi_on_device,
+    .allreduce = mpi_allreduce,
+    .reduce_scatter = mpi_reduce_scatter,
+    .allgather = mpi_allgather,
+    .to_host = mpi_to_host,
+    .from_host = mpi_from_host,
+    .copy = mpi_copy,
+    .host_alloc = mpi_host_alloc,
+    .host_free = mpi_host_free,
+    .buf_alloc = mpi_buf_alloc,
+    .buf_free = mpi_buf_free,
+    .done = mpi_done,
+    .wait = mpi_wait,
+    .after_compute = mpi_after_compute,
+    .before_compute = mpi_before_compute,
+    .mark_backward_end = mpi_mark_backward_end,
+    .hidden = mpi_hidden,
+};

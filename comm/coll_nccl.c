@@ -1,0 +1,285 @@
+/* coll_nccl.c - the NCCL implementation of coll.h (CUDA and NCCL builds only).
+ *
+ * One NCCL communicator per Coll, made from a unique id that the communicator's rank 0 creates
+ * and MPI_Bcast shares; one non-blocking CUDA stream per Coll, on the backend's device. Every
+ * operation is queued on that stream between two CUDA events (its interval, for hidden()); the
+ * end event is its ticket. Nothing here waits on the host except wait() and hidden().
+ *
+ * Ordering with the compute stream: after_compute() makes this stream wait for an event recorded
+ * on the compute stream (the gradients queued so far); before_compute() makes the compute stream
+ * wait for everything queued here (the update reads the averages). The first after_compute() or
+ * mark_backward_end() of an iteration also records the time origin of its intervals on the
+ * compute stream, so every elapsed time is measured from an earlier event (CUDA does not promise
+ * negative elapsed times).
+ *
+ * Averages: ncclSum for scale 1, ncclAvg for 1/size, otherwise a ncclRedOpCreatePreMulSum
+ * operator (destroyed as soon as the call that uses it has returned, as NCCL allows). */
+#include <config.h>
+#include "coll.h"
+#include "cuda.h"
+#include "cuda_check.h" /* defines: CUDA_CHECK, NCCL_CHECK */
+#include "util.h"
+
+#include <nccl.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    cudaEvent_t start, end;
+} OpEvents;
+
+struct Coll {
+    int rank, size;
+    ncclComm_t nccl;
+    cudaStream_t stream, compute;
+    const BackendOps *be;
+    BackendCtx *ctx;
+    OpEvents *ops;
+    int nops, cap;          /* this iteration's operations; event pairs kept for reuse */
+    cudaEvent_t origin;     /* on the compute stream, before any operation of the iteration */
+    cudaEvent_t gate, join; /* after_compute / before_compute */
+    cudaEvent_t bwd;        /* end of backward, on the compute stream */
+    int have_origin, bwd_marked;
+};
+
+static Coll *nccl_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, int device_memory) {
+    (void)device_memory; /* always device memory */
+    Coll *c = xcalloc(1, sizeof *c);
+    MPI_CHECK(MPI_Comm_rank(comm, &c->rank));
+    MPI_CHECK(MPI_Comm_size(comm, &c->size));
+    c->be = be, c->ctx = ctx;
+    c->compute = cuda_backend_stream(ctx);
+    CUDA_CHECK(cudaSetDevice(cuda_backend_device(ctx)));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreate(&c->origin));
+    CUDA_CHECK(cudaEventCreate(&c->bwd));
+    CUDA_CHECK(cudaEventCreateWithFlags(&c->gate, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&c->join, cudaEventDisableTiming));
+    ncclUniqueId id;
+    if (c->rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+    MPI_CHECK(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, comm));
+    NCCL_CHECK(ncclCommInitRank(&c->nccl, c->size, id, c->rank));
+    return c;
+}
+
+static void nccl_destroy(Coll *c) {
+    CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    NCCL_CHECK(ncclCommDestroy(c->nccl));
+    for (int i = 0; i < c->cap; i++) {
+        cudaEventDestroy(c->ops[i].start);
+        cudaEventDestroy(c->ops[i].end);
+    }
+    free(c->ops);
+    cudaEventDestroy(c->origin), cudaEventDestroy(c->bwd);
+    cudaEventDestroy(c->gate), cudaEventDestroy(c->join);
+    cudaStreamDestroy(c->stream);
+    free(c);
+}
+
+static int nccl_rank(Coll *c) {
+    return c->rank;
+}
+static int nccl_size(Coll *c) {
+    return c->size;
+}
+static int nccl_on_device(Coll *c) {
+    (void)c;
+    return 1;
+}
+
+/* Records the start event of a new operation; end_op() records its end and returns its ticket. */
+static void begin_op(Coll *c) {
+    if (c->nops == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 16;
+        c->ops = realloc(c->ops, (size_t)cap * sizeof(OpEvents));
+        ALLOC_CHECK(c->ops);
+        for (int i = c->cap; i < cap; i++) {
+            CUDA_CHECK(cudaEventCreate(&c->ops[i].start));
+            CUDA_CHECK(cudaEventCreate(&c->ops[i].end));
+        }
+        c->cap = cap;
+    }
+    CUDA_CHECK(cudaEventRecord(c->ops[c->nops].start, c->stream));
+}
+
+static int end_op(Coll *c) {
+    CUDA_CHECK(cudaEventRecord(c->ops[c->nops].end, c->stream));
+    return c->nops++;
+}
+
+/* The reduction for "scale times the sum"; *made is set when it must be destroyed after use. */
+static ncclRedOp_t reduction(Coll *c, float scale, int *made) {
+    *made = 0;
+    if (scale == 1.0f) return ncclSum;
+    if (scale == 1.0f / (float)c->size) return ncclAvg;
+    ncclRedOp_t op;
+    NCCL_CHECK(
+        ncclRedOpCreatePreMulSum(&op, &scale, ncclFloat32, ncclScalarHostImmediate, c->nccl));
+    *made = 1;
+    return op;
+}
+
+static int nccl_allreduce(Coll *c, float *buf, size_t n, float scale) {
+    int made;
+    ncclRedOp_t op = reduction(c, scale, &made);
+    begin_op(c);
+    NCCL_CHECK(ncclAllReduce(buf, buf, n, ncclFloat32, op, c->nccl, c->stream));
+    if (made) NCCL_CHECK(ncclRedOpDestroy(op, c->nccl));
+    return end_op(c);
+}
+
+/* In place as NCCL defines it: the result lands at buf + rank*shard. */
+static int nccl_reduce_scatter(Coll *c, float *buf, size_t shard, float scale) {
+    int made;
+    ncclRedOp_t op = reduction(c, scale, &made);
+    begin_op(c);
+    NCCL_CHECK(ncclReduceScatter(buf, buf + (size_t)c->rank * shard, shard, ncclFloat32, op,
+                                 c->nccl, c->stream));
+    if (made) NCCL_CHECK(ncclRedOpDestroy(op, c->nccl));
+    return end_op(c);
+}
+
+static int nccl_allgather(Coll *c, float *buf, size_t shard) {
+    begin_op(c);
+    NCCL_CHECK(
+        ncclAllGather(buf + (size_t)c->rank * shard, buf, shard, ncclFloat32, c->nccl, c->stream));
+    return end_op(c);
+}
+
+static int memcpy_op(Coll *c, void *dst, const void *src, size_t n, enum cudaMemcpyKind kind) {
+    begin_op(c);
+    if (n) CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), kind, c->stream));
+    return end_op(c);
+}
+
+static int nccl_to_host(Coll *c, float *host, const float *buf, size_t n) {
+    return memcpy_op(c, host, buf, n, cudaMemcpyDeviceToHost);
+}
+
+static int nccl_from_host(Coll *c, float *buf, const float *host, size_t n) {
+    return memcpy_op(c, buf, host, n, cudaMemcpyHostToDevice);
+}
+
+static int nccl_copy(Coll *c, float *dst, const float *src, size_t n) {
+    return memcpy_op(c, dst, src, n, cudaMemcpyDeviceToDevice);
+}
+
+static float *nccl_host_alloc(Coll *c, size_t n) {
+    (void)c;
+    float *p = NULL;
+    CUDA_CHECK(cudaMallocHost((void **)&p, (n ? n : 1) * sizeof(float))); /* pinned: async DMA */
+    memset(p, 0, (n ? n : 1) * sizeof(float));
+    return p;
+}
+
+static void nccl_host_free(Coll *c, float *p) {
+    (void)c;
+    CUDA_CHECK(cudaFreeHost(p));
+}
+
+/* Zeroed on this Coll's stream, so the zeros are in place before its next operation. */
+static float *nccl_buf_alloc(Coll *c, size_t n) {
+    float *p = NULL;
+    CUDA_CHECK(cudaMalloc((void **)&p, (n ? n : 1) * sizeof(float)));
+    CUDA_CHECK(cudaMemsetAsync(p, 0, (n ? n : 1) * sizeof(float), c->stream));
+    return p;
+}
+
+static void nccl_buf_free(Coll *c, float *p) {
+    (void)c;
+    CUDA_CHECK(cudaFree(p));
+}
+
+static int nccl_done(Coll *c, int ticket) {
+    if (ticket < 0 || ticket >= c->nops) return 1;
+    cudaError_t e = cudaEventQuery(c->ops[ticket].end);
+    if (e == cudaErrorNotReady) {
+        (void)cudaGetLastError(); /* not an error: clear it */
+        return 0;
+    }
+    CUDA_CHECK(e);
+    return 1;
+}
+
+static void nccl_wait(Coll *c, int ticket) {
+    if (ticket >= c->nops) ticket = c->nops - 1;
+    if (ticket >= 0) CUDA_CHECK(cudaEventSynchronize(c->ops[ticket].end));
+}
+
+/* The iteration's time origin, recorded on the compute stream before anything it measures. */
+static void need_origin(Coll *c) {
+    if (!c->have_origin) {
+        CUDA_CHECK(cudaEventRecord(c->origin, c->compute));
+        c->have_origin = 1;
+    }
+}
+
+static void nccl_after_compute(Coll *c) {
+    need_origin(c);
+    CUDA_CHECK(cudaEventRecord(c->gate, c->compute));
+    CUDA_CHECK(cudaStreamWaitEvent(c->stream, c->gate, 0));
+}
+
+static void nccl_before_compute(Coll *c) {
+    CUDA_CHECK(cudaEventRecord(c->join, c->stream));
+    CUDA_CHECK(cudaStreamWaitEvent(c->compute, c->join, 0));
+}
+
+static void nccl_mark_backward_end(Coll *c) {
+    need_origin(c);
+    CUDA_CHECK(cudaEventRecord(c->bwd, c->compute));
+    c->bwd_marked = 1;
+}
+
+/* Seconds from the iteration's origin to event e (which comes after it). */
+static double since_origin(Coll *c, cudaEvent_t e) {
+    float ms = 0.0f;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, c->origin, e));
+    return 1e-3 * (double)ms;
+}
+
+/* Operations run one after another on this stream: the union of their intervals before the end
+ * of backward is the sum of each one's part before it. */
+static double nccl_hidden(Coll *c) {
+    double sum = 0.0;
+    if (c->nops && c->have_origin && c->bwd_marked) {
+        CUDA_CHECK(cudaEventSynchronize(c->ops[c->nops - 1].end));
+        CUDA_CHECK(cudaEventSynchronize(c->bwd));
+        double bwd = since_origin(c, c->bwd), covered = 0.0;
+        for (int i = 0; i < c->nops; i++) {
+            double s = since_origin(c, c->ops[i].start), e = since_origin(c, c->ops[i].end);
+            if (s < covered) s = covered;
+            if (e > bwd) e = bwd;
+            if (e > s) sum += e - s;
+            if (e > covered) covered = e;
+        }
+    }
+    c->nops = 0;
+    c->have_origin = c->bwd_marked = 0;
+    return sum;
+}
+
+const CollOps coll_nccl = {
+    .name = "nccl",
+    .create = nccl_create,
+    .destroy = nccl_destroy,
+    .rank = nccl_rank,
+    .size = nccl_size,
+    .on_device = nccl_on_device,
+    .allreduce = nccl_allreduce,
+    .reduce_scatter = nccl_reduce_scatter,
+    .allgather = nccl_allgather,
+    .to_host = nccl_to_host,
+    .from_host = nccl_from_host,
+    .copy = nccl_copy,
+    .host_alloc = nccl_host_alloc,
+    .host_free = nccl_host_free,
+    .buf_alloc = nccl_buf_alloc,
+    .buf_free = nccl_buf_free,
+    .done = nccl_done,
+    .wait = nccl_wait,
+    .after_compute = nccl_after_compute,
+    .before_compute = nccl_before_compute,
+    .mark_backward_end = nccl_mark_backward_end,
+    .hidden = nccl_hidden,
+};

@@ -1,0 +1,201 @@
+/* pipeline.c - the bucket pipeline of the exchange transports (see pipeline.h). */
+#include "check.h"
+#include "pipeline.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* One piece of a bucket: the whole bucket (flat), its main part, or its tail (hierarchical). */
+typedef struct {
+    float *work;  /* where the collectives run: the caller's buffer, or the tail scratch */
+    float *dst;   /* tail: the caller's floats the scratch stands for */
+    size_t count; /* the caller's floats in this piece */
+    size_t shard; /* floats per intra rank (hierarchical) */
+    int tail;
+    int ready;      /* intra ticket after which step 2 may be posted */
+    int top_ticket; /* step 2 (flat: the allreduce) */
+    /* kept across iterations for the piece at this position */
+    float *scratch; /* tail: L floats of intra memory, zero beyond count */
+    float *host;    /* staged: host copy of this rank's shard */
+    size_t host_cap;
+} Piece;
+
+struct Pipeline {
+    const CollOps *io, *to; /* intra (NULL: flat) and top level */
+    Coll *intra, *top;
+    int staged;
+    int L, lrank, N; /* node size, rank in the node, nodes */
+    float scale;     /* 1/P */
+    Piece *pieces;
+    int npieces, cap;
+    int top_next; /* next piece whose step 2 is to be posted */
+    int finished; /* finish() ran: the next start() begins an iteration */
+    int measured; /* hidden() ran since finish() */
+};
+
+Pipeline *pipeline_create(const CollOps *intra_ops, Coll *intra, const CollOps *top_ops, Coll *top,
+                          int staged, int nranks) {
+    Pipeline *p = xcalloc(1, sizeof *p);
+    p->io = intra_ops, p->intra = intra, p->to = top_ops, p->top = top, p->staged = staged;
+    p->L = intra ? intra_ops->size(intra) : 1;
+    p->lrank = intra ? intra_ops->rank(intra) : 0;
+    p->N = top_ops->size(top);
+    p->scale = 1.0f / (float)nranks;
+    p->measured = 1;
+    return p;
+}
+
+static Piece *new_piece(Pipeline *p) {
+    if (p->npieces == p->cap) {
+        int cap = p->cap ? 2 * p->cap : 16;
+        p->pieces = realloc(p->pieces, (size_t)cap * sizeof(Piece));
+        ALLOC_CHECK(p->pieces);
+        memset(p->pieces + p->cap, 0, (size_t)(cap - p->cap) * sizeof(Piece));
+        p->cap = cap;
+    }
+    return &p->pieces[p->npieces++];
+}
+
+/* Step 1 of a hierarchical piece, and the copy of its shard to the host when staged. */
+static void start_piece(Pipeline *p, Piece *pc) {
+    const CollOps *io = p->io;
+    float *mine = pc->work + (size_t)p->lrank * pc->shard;
+    if (pc->tail) io->copy(p->intra, pc->work, pc->dst, pc->count);
+    pc->ready = io->reduce_scatter(p->intra, pc->work, pc->shard, p->N > 1 ? 1.0f : p->scale);
+    if (p->N > 1 && p->staged) {
+        if (pc->host_cap < pc->shard) {
+            if (pc->host) io->host_free(p->intra, pc->host);
+            pc->host = io->host_alloc(p->intra, pc->shard);
+            pc->host_cap = pc->shard;
+        }
+        pc->ready = io->to_host(p->intra, pc->host, mine, pc->shard);
+    }
+}
+
+static void add_hier_piece(Pipeline *p, float *buf, size_t count, int tail) {
+    Piece *pc = new_piece(p);
+    pc->tail = tail, pc->count = count, pc->dst = buf;
+    pc->shard = tail ? 1 : count / (size_t)p->L;
+    if (tail) {
+        if (!pc->scratch) pc->scratch = p->io->buf_alloc(p->intra, (size_t)p->L);
+        pc->work = pc->scratch;
+    } else {
+        pc->work = buf;
+    }
+    start_piece(p, pc);
+}
+
+void pipeline_start(Pipeline *p, float *buf, size_t n) {
+    if (p->finished) { /* a new iteration */
+        if (!p->measured) pipeline_hidden(p);
+        p->npieces = p->top_next = 0;
+        p->finished = 0;
+    }
+    if (n == 0) return;
+    if (!p->intra) { /* flat */
+        p->to->after_compute(p->top);
+        Piece *pc = new_piece(p);
+        pc->work = buf, pc->count = n;
+        pc->top_ticket = p->to->allreduce(p->top, buf, n, p->scale);
+        p->top_next = p->npieces;
+        return;
+    }
+    p->io->after_compute(p->intra);
+    size_t main = n / (size_t)p->L * (size_t)p->L;
+    if (main) add_hier_piece(p, buf, main, 0);
+    if (n > main) add_hier_piece(p, buf + main, n - main, 1);
+    pipeline_progress(p);
+}
+
+/* Step 2 of piece i (its step 1 is complete). */
+static void post_top(Pipeline *p, Piece *pc) {
+    float *data = p->staged ? pc->host : pc->work + (size_t)p->lrank * pc->shard;
+    pc->top_ticket = p->to->allreduce(p->top, data, pc->shard, p->scale);
+}
+
+void pipeline_progress(Pipeline *p) {
+    if (p->npieces == 0) return;
+    if (!p->intra) { /* flat: let MPI progress the allreduces (NCCL: a cheap event query) */
+        (void)p->to->done(p->top, p->pieces[p->npieces - 1].top_ticket);
+        return;
+    }
+    if (p->N == 1) { /* no step 2: let MPI progress the steps 1 */
+        p->top_next = p->npieces;
+        (void)p->io->done(p->intra, p->pieces[p->npieces - 1].ready);
+        return;
+    }
+    while (p->top_next < p->npieces && p->io->done(p->intra, p->pieces[p->top_next].ready))
+        post_top(p, &p->pieces[p->top_next++]);
+    if (p->top_next > 0) /* let MPI progress the posted ones */
+        (void)p->to->done(p->top, p->pieces[p->top_next - 1].top_ticket);
+}
+
+void pipeline_backward_done(Pipeline *p) {
+    if (p->finished) { /* no bucket started during backward: a new iteration starts here */
+        if (!p->measured) pipeline_hidden(p);
+        p->npieces = p->top_next = 0;
+        p->finished = 0;
+    }
+    if (p->intra) p->io->mark_backward_end(p->intra);
+    p->to->mark_backward_end(p->top);
+}
+
+void pipeline_finish(Pipeline *p) {
+    if (!p->intra) { /* host: wait (and scale); device: the compute stream will wait */
+        if (!p->to->on_device(p->top))
+            for (int i = 0; i < p->npieces; i++)
+                p->to->wait(p->top, p->pieces[i].top_ticket);
+        p->to->before_compute(p->top);
+        p->finished = 1, p->measured = 0;
+        return;
+    }
+    const CollOps *io = p->io;
+    if (p->N > 1)
+        for (; p->top_next < p->npieces; p->top_next++) {
+            Piece *pc = &p->pieces[p->top_next];
+            io->wait(p->intra, pc->ready);
+            post_top(p, pc);
+        }
+    /* On the host, an operation takes its input when issued (coll.h): wait for the step it
+     * reads. On the device, stream order does it. */
+    const int host = !io->on_device(p->intra);
+    for (int i = 0; i < p->npieces; i++) { /* steps 3, in bucket order */
+        Piece *pc = &p->pieces[i];
+        float *mine = pc->work + (size_t)p->lrank * pc->shard;
+        if (p->N > 1) {
+            p->to->wait(p->top, pc->top_ticket);
+            if (p->staged) io->from_host(p->intra, mine, pc->host, pc->shard);
+        } else if (host) {
+            io->wait(p->intra, pc->ready);
+        }
+        int gathered = io->allgather(p->intra, pc->work, pc->shard);
+        if (pc->tail) {
+            if (host) io->wait(p->intra, gathered);
+            io->copy(p->intra, pc->dst, pc->work, pc->count);
+        }
+    }
+    io->before_compute(p->intra);
+    if (host && p->npieces) /* host: the results are in place on return */
+        io->wait(p->intra, INT32_MAX);
+    p->finished = 1, p->measured = 0;
+}
+
+double pipeline_hidden(Pipeline *p) {
+    double h = p->to->hidden(p->top);
+    if (p->intra) h += p->io->hidden(p->intra);
+    p->measured = 1;
+    return h;
+}
+
+void pipeline_destroy(Pipeline *p) {
+    if (!p) return;
+    for (int i = 0; i < p->cap; i++) {
+        if (p->pieces[i].scratch) p->io->buf_free(p->intra, p->pieces[i].scratch);
+        if (p->pieces[i].host) p->io->host_free(p->intra, p->pieces[i].host);
+    }
+    free(p->pieces);
+    if (p->intra) p->io->destroy(p->intra);
+    p->to->destroy(p->top);
+    free(p);
+}

@@ -1,0 +1,48 @@
+/* pipeline.h - averages gradient buckets over all ranks with one or two levels of collectives
+ * (coll.h); the engine behind every transport (comm/transport_*.c).
+ *
+ * Flat (intra == NULL): each bucket is one allreduce on `top`, which spans all ranks.
+ * Hierarchical (Horovod's hierarchical allreduce): `intra` spans the ranks of a node, `top` the
+ * ranks holding the same local rank on every node. Per bucket:
+ *   1. reduce-scatter inside the node: local rank l ends with the node's sum of shard l;
+ *   2. allreduce of shard l across the nodes (skipped with one node);
+ *   3. all-gather inside the node: every rank has every averaged shard.
+ * A bucket whose size is not a multiple of the node size is cut into a main piece (in place) and
+ * a tail of fewer than L floats that goes through a zero-padded scratch of L floats. When intra is
+ * on the device and top is MPI on host memory (`staged`), each shard is copied to pinned host
+ * memory in the intra stream before step 2 and back before step 3.
+ *
+ * Order: MPI and NCCL need every rank to issue a communicator's collectives in the same order.
+ * Steps 1 (and the copy to the host) are issued when a bucket is started; steps 2 are posted in
+ * bucket order, each once its step 1 has completed (checked at progress() and finish()); steps 3
+ * are issued in finish(), in bucket order, after every step 1. So each communicator sees the same
+ * sequence on every rank, whatever the timing.
+ *
+ * Averaging: step 2 (or step 1 with one node; the allreduce when flat) scales by 1/P, P = all
+ * ranks. */
+#ifndef DTBENCH_PIPELINE_H
+#define DTBENCH_PIPELINE_H
+
+#include "coll.h"
+
+#include <stddef.h>
+
+typedef struct Pipeline Pipeline;
+
+/* Takes ownership of the Colls (destroyed with the pipeline). nranks: P, the ranks averaged. */
+Pipeline *pipeline_create(const CollOps *intra_ops, Coll *intra, const CollOps *top_ops, Coll *top,
+                          int staged, int nranks);
+/* Starts bucket buf[0 .. n). Buckets are started in the same order on every rank. */
+void pipeline_start(Pipeline *p, float *buf, size_t n);
+/* Posts what can be posted without waiting (called between layers of backward). */
+void pipeline_progress(Pipeline *p);
+/* The end of backward, for pipeline_hidden. */
+void pipeline_backward_done(Pipeline *p);
+/* Completes every started bucket (device: the compute stream's later work waits for them). */
+void pipeline_finish(Pipeline *p);
+/* Seconds of this iteration's exchange work before the end of backward (see coll.h); call once
+ * per iteration, after finish. */
+double pipeline_hidden(Pipeline *p);
+void pipeline_destroy(Pipeline *p);
+
+#endif

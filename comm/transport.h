@@ -1,0 +1,52 @@
+/* transport.h - the transport seam: how the exchange averages one bucket of gradients over all
+ * ranks (--transport). One const struct of function pointers per transport:
+ *   comm/transport_mpi.c   mpi:  MPI_Iallreduce (device buffers staged through the host)
+ *   comm/transport_nccl.c  nccl: ncclAllReduce on the GPUs (CUDA and NCCL builds)
+ *   comm/transport_hier.c  hier: reduce-scatter inside each node, allreduce across nodes between
+ *                          the ranks holding the same shard, all-gather inside the node (NCCL
+ *                          inside the node on GPUs when built with NCCL, MPI otherwise)
+ * A strategy (comm/sync.c) cuts the gradients into buckets and starts them, possibly while
+ * backward still runs (--overlap); the transport never blocks in start() or progress(). */
+#ifndef DTBENCH_TRANSPORT_H
+#define DTBENCH_TRANSPORT_H
+
+#include "backend.h"
+#include "topology.h"
+
+#include <mpi.h>
+#include <stddef.h>
+
+typedef struct {
+    MPI_Comm comm;        /* the ranks that average (COMM_WORLD in data parallelism) */
+    const Topology *topo; /* their nodes (--ranks-per-node regroups them, for tests) */
+    const BackendOps *be; /* where the buckets live */
+    BackendCtx *ctx;
+} TransportConfig;
+
+typedef struct Transport Transport;
+
+typedef struct TransportOps {
+    const char *name;
+    /* Collective over cfg->comm. Exits with a one-line usage error (status 2, every rank) when
+     * the transport cannot run here (nccl without a GPU, hier on nodes of unequal size). */
+    Transport *(*create)(const TransportConfig *cfg);
+    /* Starts averaging buf[0 .. n) in place. Every rank starts the same buckets in the same
+     * order. */
+    void (*start)(Transport *t, float *buf, size_t n);
+    /* Advances started buckets without blocking (called between layers of backward). */
+    void (*progress)(Transport *t);
+    /* Backward has ended (its last kernels are queued): the time hidden() measures against. */
+    void (*backward_done)(Transport *t);
+    /* Completes every started bucket: on return the averages are in place (host memory) or the
+     * backend's later work waits for them (device). */
+    void (*finish)(Transport *t);
+    /* Seconds of the iteration's exchange work that ran before the end of backward; called once
+     * per iteration after finish, outside the timed phases (it may wait for the device). */
+    double (*hidden)(Transport *t);
+    void (*destroy)(Transport *t);
+} TransportOps;
+
+extern const TransportOps mpi_transport;  /* comm/transport_mpi.c */
+extern const TransportOps hier_transport; /* comm/transport_hier.c */
+
+#endif

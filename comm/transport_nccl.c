@@ -1,0 +1,58 @@
+/* transport_nccl.c - --transport nccl: each bucket is one ncclAllReduce with ncclAvg over all
+ * ranks, on the GPUs, queued on a stream of its own that waits for backward's gradients and that
+ * the update waits for (comm/coll_nccl.c). CUDA and NCCL builds only; needs --device cuda. */
+#include <config.h>
+#include "check.h"
+#include "pipeline.h"
+#include "transport.h"
+#include "util.h"
+
+#include <stdlib.h>
+
+extern const CollOps coll_nccl; /* comm/coll_nccl.c */
+
+struct Transport {
+    Pipeline *pipe;
+};
+
+static Transport *nccl_t_create(const TransportConfig *cfg) {
+    usage_check_all(cfg->be->device_memory, "--transport nccl: needs --device cuda");
+    int nranks;
+    MPI_CHECK(MPI_Comm_size(cfg->comm, &nranks));
+    Transport *t = xcalloc(1, sizeof *t);
+    Coll *all = coll_nccl.create(cfg->comm, cfg->be, cfg->ctx, 1);
+    t->pipe = pipeline_create(NULL, NULL, &coll_nccl, all, 0, nranks);
+    return t;
+}
+
+static void nccl_t_start(Transport *t, float *buf, size_t n) {
+    pipeline_start(t->pipe, buf, n);
+}
+static void nccl_t_progress(Transport *t) {
+    pipeline_progress(t->pipe);
+}
+static void nccl_t_backward_done(Transport *t) {
+    pipeline_backward_done(t->pipe);
+}
+static void nccl_t_finish(Transport *t) {
+    pipeline_finish(t->pipe);
+}
+static double nccl_t_hidden(Transport *t) {
+    return pipeline_hidden(t->pipe);
+}
+
+static void nccl_t_destroy(Transport *t) {
+    pipeline_destroy(t->pipe);
+    free(t);
+}
+
+const TransportOps nccl_transport = {
+    .name = "nccl",
+    .create = nccl_t_create,
+    .start = nccl_t_start,
+    .progress = nccl_t_progress,
+    .backward_done = nccl_t_backward_done,
+    .finish = nccl_t_finish,
+    .hidden = nccl_t_hidden,
+    .destroy = nccl_t_destroy,
+};

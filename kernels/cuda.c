@@ -1,0 +1,537 @@
+/* cuda.c - the CUDA compute backend: the layer kernels of a training step on one GPU.
+ *
+ * Exports `cuda_backend`, a BackendOps (see backend.h). Fully connected layers are cuBLAS SGEMMs
+ * (row-major to column-major mapping in cuda_plan.c) plus our bias kernels; convolution, max
+ * pooling and ReLU are cuDNN 9's legacy API (still shipped in libcudnn_cnn / libcudnn_ops);
+ * softmax cross-entropy and the SGD step are our kernels (cuda_kernels.cu).
+ *
+ * Streams: everything of a rank runs in order on ONE non-blocking compute stream (cuBLAS and cuDNN
+ * are bound to it), so no call here synchronises with the host except download(), synchronize()
+ * and timer_elapsed(). Exchange transports run on streams of their own that wait on this one
+ * (cuda_backend_stream). Memory: cudaMalloc at model build time, zeroed on the stream; nothing is
+ * allocated in a training step except the softmax scratch the first time a batch size is seen.
+ * Phase marks: one CUDA event per timer slot, recorded on the compute stream; elapsed() waits for
+ * the later event, so the driver reads phases only after the iteration.
+ * Precision: strict fp32 (cuDNN's CUDNN_FMA_MATH where an algorithm offers it, cuBLAS's default
+ * math mode, which does not use TF32), so results compare with the CPU backend.
+ * GPU choice: local rank modulo --gpus-per-node (0: all visible devices), after
+ * CUDA_VISIBLE_DEVICES has narrowed what is visible. */
+#include <config.h>
+#include "cuda.h"
+#include "cuda_check.h"   /* defines: CUDA_CHECK, CUBLAS_CHECK, CUDNN_CHECK */
+#include "cuda_kernels.h" /* defines: dtk_* launchers */
+#include "cuda_plan.h"    /* defines: fc_*_gemm, pick_algo */
+
+#include <cublas_v2.h>
+#include <cudnn.h>
+#include <library_types.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef HAVE_NCCL
+#include <nccl.h>
+#endif
+
+#define CONV_PLANS    32                  /* cached convolution shapes */
+#define CONV_WS_LIMIT ((size_t)512 << 20) /* largest workspace an algorithm may ask for */
+
+/* cuDNN descriptors and chosen algorithms of one convolution shape. */
+typedef struct {
+    int used;
+    ConvShape s;
+    cudnnTensorDescriptor_t x, y, b;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+    cudnnConvolutionFwdAlgo_t fwd;
+    cudnnConvolutionBwdDataAlgo_t bwd_data;
+    cudnnConvolutionBwdFilterAlgo_t bwd_filter;
+    cudnnMathType_t fwd_math, bwd_data_math, bwd_filter_math;
+    size_t fwd_ws, bwd_data_ws, bwd_filter_ws;
+} ConvPlan;
+
+struct BackendCtx {
+    int device;
+    cudaStream_t stream;
+    cublasHandle_t cublas;
+    cudnnHandle_t cudnn;
+    cudaEvent_t marks[BACKEND_TIMER_SLOTS];
+    ConvPlan plans[CONV_PLANS];
+    int next_plan;                  /* round-robin replacement when all are used */
+    size_t ws_granted;              /* largest workspace conv_workspace_bytes has returned */
+    cudnnTensorDescriptor_t ta, tb; /* pooling and ReLU, set per call */
+    cudnnPoolingDescriptor_t pool;
+    cudnnActivationDescriptor_t relu;
+    double *row_loss; /* softmax scratch [xent_cap] */
+    int *row_hit;
+    int xent_cap;
+};
+
+static const float ONE = 1.0f, ZERO = 0.0f;
+
+int cuda_device_count(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError(); /* clear the sticky "no driver" / "no device" error */
+        return 0;
+    }
+    return n;
+}
+
+cudaStream_t cuda_backend_stream(BackendCtx *ctx) {
+    return ctx->stream;
+}
+
+int cuda_backend_device(BackendCtx *ctx) {
+    return ctx->device;
+}
+
+/* ---- lifetime ------------------------------------------------------------------------------ */
+
+static int cuda_init(const BackendConfig *cfg, BackendCtx **out) {
+    if (!out) return -1;
+    *out = NULL;
+    int count = cuda_device_count(), local = cfg ? cfg->local_rank : 0;
+    if (count == 0) {
+        fprintf(stderr, "dtbench: --device cuda: no CUDA device is visible to this process "
+                        "(no GPU, no driver, or CUDA_VISIBLE_DEVICES is empty)\n");
+        return -1;
+    }
+    int per_node = cfg && cfg->gpus_per_node > 0 ? cfg->gpus_per_node : count;
+    if (per_node > count) {
+        fprintf(stderr, "dtbench: --gpus-per-node %d: only %d CUDA device(s) are visible\n",
+                per_node, count);
+        return -1;
+    }
+    if (local == per_node) /* the first rank that shares a GPU says so, once per node */
+        fprintf(stderr,
+                "dtbench: warning: more ranks on this node than GPUs (%d): local rank %d "
+                "shares GPU %d with local rank 0\n",
+                per_node, local, local % per_node);
+
+    BackendCtx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return -1;
+    ctx->device = local % per_node;
+    CUDA_CHECK(cudaSetDevice(ctx->device));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
+    CUBLAS_CHECK(cublasCreate(&ctx->cublas));
+    CUBLAS_CHECK(cublasSetStream(ctx->cublas, ctx->stream));
+    CUBLAS_CHECK(cublasSetMathMode(ctx->cublas, CUBLAS_DEFAULT_MATH)); /* fp32: no TF32 */
+    CUDNN_CHECK(cudnnCreate(&ctx->cudnn));
+    CUDNN_CHECK(cudnnSetStream(ctx->cudnn, ctx->stream));
+    for (int i = 0; i < BACKEND_TIMER_SLOTS; i++)
+        CUDA_CHECK(cudaEventCreate(&ctx->marks[i]));
+    CUDNN_CHECK(cudnnCreateTensorDescriptor(&ctx->ta));
+    CUDNN_CHECK(cudnnCreateTensorDescriptor(&ctx->tb));
+    CUDNN_CHECK(cudnnCreatePoolingDescriptor(&ctx->pool));
+    CUDNN_CHECK(cudnnCreateActivationDescriptor(&ctx->relu));
+    CUDNN_CHECK(cudnnSetActivationDescriptor(ctx->relu, CUDNN_ACTIVATION_RELU,
+                                             CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    *out = ctx;
+    return 0;
+}
+
+static void plan_destroy(ConvPlan *p) {
+    if (!p->used) return;
+    cudnnDestroyTensorDescriptor(p->x);
+    cudnnDestroyTensorDescriptor(p->y);
+    cudnnDestroyTensorDescriptor(p->b);
+    cudnnDestroyFilterDescriptor(p->w);
+    cudnnDestroyConvolutionDescriptor(p->conv);
+    p->used = 0;
+}
+
+static void cuda_finalize(BackendCtx *ctx) {
+    if (!ctx) return;
+    CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+    for (int i = 0; i < CONV_PLANS; i++)
+        plan_destroy(&ctx->plans[i]);
+    cudnnDestroyTensorDescriptor(ctx->ta);
+    cudnnDestroyTensorDescriptor(ctx->tb);
+    cudnnDestroyPoolingDescriptor(ctx->pool);
+    cudnnDestroyActivationDescriptor(ctx->relu);
+    if (ctx->row_loss) cudaFree(ctx->row_loss);
+    if (ctx->row_hit) cudaFree(ctx->row_hit);
+    for (int i = 0; i < BACKEND_TIMER_SLOTS; i++)
+        cudaEventDestroy(ctx->marks[i]);
+    cudnnDestroy(ctx->cudnn);
+    cublasDestroy(ctx->cublas);
+    cudaStreamDestroy(ctx->stream);
+    free(ctx);
+}
+
+/* "major.minor.patch" of a library version number major*10000 + minor*100 + patch. */
+static void version_text(char *buf, size_t len, long v) {
+    snprintf(buf, len, "%ld.%ld.%ld", v / 10000, v / 100 % 100, v % 100);
+}
+
+void cuda_device_info(BackendCtx *ctx, DeviceInfo *info) {
+    memset(info, 0, sizeof *info);
+    struct cudaDeviceProp prop;
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, ctx->device));
+    snprintf(info->name, sizeof info->name, "%.*s", (int)sizeof info->name - 1, prop.name);
+    const unsigned char *u = (const unsigned char *)prop.uuid.bytes;
+    snprintf(info->uuid, sizeof info->uuid,
+             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+             u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+             u[15]);
+    CUDA_CHECK(cudaDeviceGetPCIBusId(info->pci_bus_id, (int)sizeof info->pci_bus_id, ctx->device));
+    int v = 0;
+    CUDA_CHECK(cudaRuntimeGetVersion(&v));
+    snprintf(info->cuda_runtime, sizeof info->cuda_runtime, "%d.%d", v / 1000, v % 1000 / 10);
+    CUDA_CHECK(cudaDriverGetVersion(&v));
+    snprintf(info->cuda_driver_api, sizeof info->cuda_driver_api, "%d.%d", v / 1000, v % 1000 / 10);
+    version_text(info->cudnn, sizeof info->cudnn, (long)cudnnGetVersion());
+    int major = 0, minor = 0, patch = 0;
+    CUBLAS_CHECK(cublasGetProperty(MAJOR_VERSION, &major));
+    CUBLAS_CHECK(cublasGetProperty(MINOR_VERSION, &minor));
+    CUBLAS_CHECK(cublasGetProperty(PATCH_LEVEL, &patch));
+    snprintf(info->cublas, sizeof info->cublas, "%d.%d.%d", major, minor, patch);
+#ifdef HAVE_NCCL
+    int nv = 0;
+    if (ncclGetVersion(&nv) == ncclSuccess) version_text(info->nccl, sizeof info->nccl, nv);
+#endif
+}
+
+static void cuda_describe(BackendCtx *ctx, char *buf, size_t len) {
+    if (!buf || len == 0) return;
+    DeviceInfo d;
+    cuda_device_info(ctx, &d);
+    snprintf(buf, len,
+             "GPU %d: %s (%s, %s); CUDA runtime %s, driver API %s; cuBLAS %s; cuDNN %s%s%s",
+             ctx->device, d.name, d.pci_bus_id, d.uuid, d.cuda_runtime, d.cuda_driver_api, d.cublas,
+             d.cudnn, d.nccl[0] ? "; NCCL " : "", d.nccl);
+}
+
+/* ---- memory -------------------------------------------------------------------------------- */
+
+static void *cuda_alloc(BackendCtx *ctx, size_t bytes) {
+    void *p = NULL;
+    if (bytes == 0) bytes = 256;
+    CUDA_CHECK(cudaMalloc(&p, bytes));
+    CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, ctx->stream)); /* ordered before any use */
+    return p;
+}
+
+static void cuda_free(BackendCtx *ctx, void *p) {
+    (void)ctx;
+    if (p) CUDA_CHECK(cudaFree(p)); /* cudaFree waits for the device */
+}
+
+/* Host to device, on the compute stream: ordered after queued kernels that read dst. From pageable
+ * memory the call returns once the source is staged, so the caller may reuse it at once. */
+static void cuda_upload(BackendCtx *ctx, void *dst_dev, const void *src_host, size_t bytes) {
+    if (bytes)
+        CUDA_CHECK(cudaMemcpyAsync(dst_dev, src_host, bytes, cudaMemcpyHostToDevice, ctx->stream));
+}
+
+/* Device to host: waits for the queued work that produces src, then for the copy. */
+static void cuda_download(BackendCtx *ctx, void *dst_host, const void *src_dev, size_t bytes) {
+    if (bytes)
+        CUDA_CHECK(cudaMemcpyAsync(dst_host, src_dev, bytes, cudaMemcpyDeviceToHost, ctx->stream));
+    CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+}
+
+static void cuda_zero(BackendCtx *ctx, void *p, size_t bytes) {
+    if (bytes) CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, ctx->stream));
+}
+
+static void cuda_synchronize(BackendCtx *ctx) {
+    CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+}
+
+/* ---- fully connected ----------------------------------------------------------------------- */
+
+/* C = op(A) op(B) (+ beta C), column-major, as planned in cuda_plan.c */
+static void gemm(BackendCtx *ctx, ColGemm g, const float *a, const float *b, float beta, float *c) {
+    CUBLAS_CHECK(cublasSgemm(ctx->cublas, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                             g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.m, g.n, g.k, &ONE, a, g.lda,
+                             b, g.ldb, &beta, c, g.ldc));
+}
+
+/* y[n,out] = x[n,in] W[out,in]^T + b[out] */
+static void cuda_fc_forward(BackendCtx *ctx, const FcShape *s, const float *x, const float *w,
+                            const float *b, float *y) {
+    const int n = s->batch, in = s->in, out = s->out;
+    if (n <= 0 || out <= 0) return;
+    if (in <= 0) /* empty product: y = b */
+        CUDA_CHECK(cudaMemsetAsync(y, 0, (size_t)n * out * sizeof(float), ctx->stream));
+    else
+        gemm(ctx, fc_forward_gemm(s), w, x, 0.0f, y);
+    if (b) CUDA_CHECK(dtk_bias_add(ctx->stream, n, out, b, y));
+}
+
+/* dW = dy^T x, db = column sums of dy, dx = dy W (skipped when dx == NULL); dW, db overwritten */
+static void cuda_fc_backward(BackendCtx *ctx, const FcShape *s, const float *x, const float *w,
+                             const float *dy, float *dx, float *dw, float *db) {
+    const int n = s->batch, in = s->in, out = s->out;
+    if (out <= 0) {
+        if (dx && n > 0 && in > 0) cuda_zero(ctx, dx, (size_t)n * in * sizeof(float));
+        return;
+    }
+    if (n <= 0) { /* no samples: zero gradients */
+        if (in > 0) cuda_zero(ctx, dw, (size_t)out * in * sizeof(float));
+        cuda_zero(ctx, db, (size_t)out * sizeof(float));
+        return;
+    }
+    if (in > 0) gemm(ctx, fc_dweight_gemm(s), x, dy, 0.0f, dw);
+    CUDA_CHECK(dtk_bias_grad(ctx->stream, n, out, dy, db));
+    if (dx && in > 0) gemm(ctx, fc_dinput_gemm(s), w, dy, 0.0f, dx);
+}
+
+/* ---- convolution (cuDNN) ------------------------------------------------------------------- */
+
+static void set_nchw(cudnnTensorDescriptor_t d, int n, int c, int h, int w) {
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+}
+
+/* Chooses the forward, backward-data and backward-filter algorithms of plan p from cuDNN's
+ * heuristics, each within `limit` bytes of workspace, and records their workspaces. */
+static void plan_algorithms(BackendCtx *ctx, ConvPlan *p, size_t limit) {
+    AlgoPerf ap[16];
+    int got = 0, i;
+
+    cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, CUDNN_FMA_MATH)); /* ask for strict fp32 */
+    CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+        ctx->cudnn, p->x, p->w, p->conv, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fwd));
+    for (i = 0; i < got; i++)
+        ap[i] = (AlgoPerf){fwd[i].algo, fwd[i].status == CUDNN_STATUS_SUCCESS,
+                           fwd[i].mathType == CUDNN_FMA_MATH, fwd[i].memory};
+    i = pick_algo(ap, got, limit);
+    p->fwd = i >= 0 ? fwd[i].algo : CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM; /* no workspace */
+    p->fwd_math = i >= 0 ? fwd[i].mathType : CUDNN_FMA_MATH;
+    CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->fwd_math));
+    CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(ctx->cudnn, p->x, p->w, p->conv, p->y,
+                                                        p->fwd, &p->fwd_ws));
+
+    cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, CUDNN_FMA_MATH));
+    CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+        ctx->cudnn, p->w, p->y, p->conv, p->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, bd));
+    for (i = 0; i < got; i++)
+        ap[i] = (AlgoPerf){bd[i].algo, bd[i].status == CUDNN_STATUS_SUCCESS,
+                           bd[i].mathType == CUDNN_FMA_MATH, bd[i].memory};
+    i = pick_algo(ap, got, limit);
+    p->bwd_data = i >= 0 ? bd[i].algo : CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+    p->bwd_data_math = i >= 0 ? bd[i].mathType : CUDNN_FMA_MATH;
+    CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_data_math));
+    CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(ctx->cudnn, p->w, p->y, p->conv, p->x,
+                                                             p->bwd_data, &p->bwd_data_ws));
+
+    cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, CUDNN_FMA_MATH));
+    CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+        ctx->cudnn, p->x, p->y, p->conv, p->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bf));
+    for (i = 0; i < got; i++)
+        ap[i] = (AlgoPerf){bf[i].algo, bf[i].status == CUDNN_STATUS_SUCCESS,
+                           bf[i].mathType == CUDNN_FMA_MATH, bf[i].memory};
+    i = pick_algo(ap, got, limit);
+    p->bwd_filter = i >= 0 ? bf[i].algo : CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
+    p->bwd_filter_math = i >= 0 ? bf[i].mathType : CUDNN_FMA_MATH;
+    CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_filter_math));
+    CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+        ctx->cudnn, p->x, p->y, p->conv, p->w, p->bwd_filter, &p->bwd_filter_ws));
+}
+
+/* The plan of shape s, made on first use. A shape first seen here (not through
+ * conv_workspace_bytes, e.g. the smaller last batch of an evaluation) gets algorithms that fit in
+ * the largest workspace handed out so far, which the caller's work buffer holds. */
+static ConvPlan *conv_plan(BackendCtx *ctx, const ConvShape *s, size_t limit) {
+    for (int i = 0; i < CONV_PLANS; i++)
+        if (ctx->plans[i].used && !memcmp(&ctx->plans[i].s, s, sizeof *s)) return &ctx->plans[i];
+    ConvPlan *p = &ctx->plans[ctx->next_plan];
+    ctx->next_plan = (ctx->next_plan + 1) % CONV_PLANS;
+    plan_destroy(p);
+    memset(p, 0, sizeof *p);
+    p->s = *s;
+    CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->x));
+    CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->y));
+    CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->b));
+    CUDNN_CHECK(cudnnCreateFilterDescriptor(&p->w));
+    CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&p->conv));
+    p->used = 1;
+    set_nchw(p->x, s->batch, s->c_in, s->h_in, s->w_in);
+    set_nchw(p->y, s->batch, s->c_out, s->h_out, s->w_out);
+    set_nchw(p->b, 1, s->c_out, 1, 1);
+    CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s->c_out,
+                                           s->c_in, s->k, s->k));
+    CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p->conv, s->pad, s->pad, s->stride, s->stride, 1, 1,
+                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    int n, c, h, w; /* cuDNN's output shape must be the one the model planned */
+    CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &n, &c, &h, &w));
+    if (n != s->batch || c != s->c_out || h != s->h_out || w != s->w_out) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "cuDNN output [%d,%d,%d,%d], expected [%d,%d,%d,%d]", n, c, h, w,
+                 s->batch, s->c_out, s->h_out, s->w_out);
+        check_fail(__FILE__, __LINE__, "cudnnGetConvolution2dForwardOutputDim", msg);
+    }
+    plan_algorithms(ctx, p, limit);
+    return p;
+}
+
+static size_t conv_ws(const ConvPlan *p) {
+    size_t ws = p->fwd_ws;
+    if (p->bwd_data_ws > ws) ws = p->bwd_data_ws;
+    if (p->bwd_filter_ws > ws) ws = p->bwd_filter_ws;
+    return ws;
+}
+
+static size_t cuda_conv_workspace_bytes(BackendCtx *ctx, const ConvShape *s) {
+    if (s->batch <= 0 || s->c_out <= 0 || s->c_in <= 0) return 0;
+    size_t ws = conv_ws(conv_plan(ctx, s, CONV_WS_LIMIT));
+    if (ws > ctx->ws_granted) ctx->ws_granted = ws;
+    return ws;
+}
+
+static void cuda_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
+                              const float *b, float *y, void *work) {
+    if (s->batch <= 0 || s->c_out <= 0) return;
+    ConvPlan *p = conv_plan(ctx, s, ctx->ws_granted);
+    CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->fwd_math));
+    CUDNN_CHECK(cudnnConvolutionForward(ctx->cudnn, &ONE, p->x, x, p->w, w, p->conv, p->fwd, work,
+                                        p->fwd_ws, &ZERO, p->y, y));
+    if (b) CUDNN_CHECK(cudnnAddTensor(ctx->cudnn, &ONE, p->b, b, &ONE, p->y, y));
+}
+
+static void cuda_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
+                               const float *dy, float *dx, float *dw, float *db, void *work) {
+    if (s->batch <= 0 || s->c_out <= 0) {
+        if (s->c_out > 0) { /* no samples: zero gradients */
+            cuda_zero(ctx, db, (size_t)s->c_out * sizeof(float));
+            cuda_zero(ctx, dw, (size_t)s->c_out * s->c_in * s->k * s->k * sizeof(float));
+        }
+        return;
+    }
+    ConvPlan *p = conv_plan(ctx, s, ctx->ws_granted);
+    CUDNN_CHECK(cudnnConvolutionBackwardBias(ctx->cudnn, &ONE, p->y, dy, &ZERO, p->b, db));
+    CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_filter_math));
+    CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx->cudnn, &ONE, p->x, x, p->y, dy, p->conv,
+                                               p->bwd_filter, work, p->bwd_filter_ws, &ZERO, p->w,
+                                               dw));
+    if (dx) {
+        CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_data_math));
+        CUDNN_CHECK(cudnnConvolutionBackwardData(ctx->cudnn, &ONE, p->w, w, p->y, dy, p->conv,
+                                                 p->bwd_data, work, p->bwd_data_ws, &ZERO, p->x,
+                                                 dx));
+    }
+}
+
+/* ---- max pooling (cuDNN) ------------------------------------------------------------------- */
+
+static void pool_descriptors(BackendCtx *ctx, const PoolShape *s) {
+    set_nchw(ctx->ta, s->batch, s->c, s->h_in, s->w_in);
+    set_nchw(ctx->tb, s->batch, s->c, s->h_out, s->w_out);
+    CUDNN_CHECK(cudnnSetPooling2dDescriptor(ctx->pool, CUDNN_POOLING_MAX_DETERMINISTIC,
+                                            CUDNN_NOT_PROPAGATE_NAN, s->k, s->k, 0, 0, s->stride,
+                                            s->stride));
+}
+
+/* y = window maxima; argmax is not used on the GPU (see backend.h) */
+static void cuda_maxpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y,
+                                 int32_t *argmax) {
+    (void)argmax;
+    if (s->batch <= 0 || s->c <= 0) return;
+    pool_descriptors(ctx, s);
+    CUDNN_CHECK(cudnnPoolingForward(ctx->cudnn, ctx->pool, &ONE, ctx->ta, x, &ZERO, ctx->tb, y));
+}
+
+static void cuda_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const float *x,
+                                  const float *y, const int32_t *argmax, const float *dy,
+                                  float *dx) {
+    (void)argmax;
+    if (s->batch <= 0 || s->c <= 0) return;
+    pool_descriptors(ctx, s);
+    CUDNN_CHECK(cudnnPoolingBackward(ctx->cudnn, ctx->pool, &ONE, ctx->tb, y, ctx->tb, dy, ctx->ta,
+                                     x, &ZERO, ctx->ta, dx));
+}
+
+/* ---- ReLU (cuDNN) -------------------------------------------------------------------------- */
+
+#define RELU_CHUNK ((size_t)1 << 30) /* elements per cuDNN call (its sizes are int) */
+
+static void cuda_relu_forward(BackendCtx *ctx, size_t n, const float *x, float *y) {
+    for (size_t off = 0; off < n; off += RELU_CHUNK) {
+        size_t m = n - off < RELU_CHUNK ? n - off : RELU_CHUNK;
+        set_nchw(ctx->ta, 1, 1, 1, (int)m);
+        CUDNN_CHECK(cudnnActivationForward(ctx->cudnn, ctx->relu, &ONE, ctx->ta, x + off, &ZERO,
+                                           ctx->ta, y + off));
+    }
+}
+
+/* dx = dy where y > 0. cuDNN's ReLU backward takes the forward input x as well; y stands in for
+ * it, since y = max(x, 0) is positive exactly where x is. */
+static void cuda_relu_backward(BackendCtx *ctx, size_t n, const float *y, const float *dy,
+                               float *dx) {
+    for (size_t off = 0; off < n; off += RELU_CHUNK) {
+        size_t m = n - off < RELU_CHUNK ? n - off : RELU_CHUNK;
+        set_nchw(ctx->ta, 1, 1, 1, (int)m);
+        CUDNN_CHECK(cudnnActivationBackward(ctx->cudnn, ctx->relu, &ONE, ctx->ta, y + off, ctx->ta,
+                                            dy + off, ctx->ta, y + off, &ZERO, ctx->ta, dx + off));
+    }
+}
+
+/* ---- softmax cross-entropy and SGD (our kernels) ------------------------------------------- */
+
+static void cuda_softmax_xent(BackendCtx *ctx, int n, int c, const float *logits,
+                              const int32_t *labels, float *dlogits, float *stats) {
+    if (n > ctx->xent_cap) { /* first call with this batch size: not in the timed loop */
+        CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+        if (ctx->row_loss) CUDA_CHECK(cudaFree(ctx->row_loss));
+        if (ctx->row_hit) CUDA_CHECK(cudaFree(ctx->row_hit));
+        CUDA_CHECK(cudaMalloc((void **)&ctx->row_loss, (size_t)n * sizeof(double)));
+        CUDA_CHECK(cudaMalloc((void **)&ctx->row_hit, (size_t)n * sizeof(int)));
+        ctx->xent_cap = n;
+    }
+    CUDA_CHECK(dtk_softmax_xent(ctx->stream, n, c, logits, labels, dlogits, stats, ctx->row_loss,
+                                ctx->row_hit));
+}
+
+static void cuda_sgd_update(BackendCtx *ctx, size_t n, float *p, const float *g, float *v, float lr,
+                            float momentum, float weight_decay) {
+    CUDA_CHECK(dtk_sgd_update(ctx->stream, n, p, g, v, lr, momentum, weight_decay));
+}
+
+/* ---- phase timer (CUDA events on the compute stream) --------------------------------------- */
+
+static void cuda_timer_record(BackendCtx *ctx, int slot) {
+    if (slot < 0 || slot >= BACKEND_TIMER_SLOTS) return;
+    CUDA_CHECK(cudaEventRecord(ctx->marks[slot], ctx->stream));
+}
+
+/* Seconds from mark a to mark b (recorded before b on the same stream); waits for b. */
+static double cuda_timer_elapsed(BackendCtx *ctx, int slot_a, int slot_b) {
+    if (slot_a < 0 || slot_a >= BACKEND_TIMER_SLOTS || slot_b < 0 || slot_b >= BACKEND_TIMER_SLOTS)
+        return NAN;
+    float ms = 0.0f;
+    CUDA_CHECK(cudaEventSynchronize(ctx->marks[slot_b]));
+    CUDA_CHECK(cudaEventElapsedTime(&ms, ctx->marks[slot_a], ctx->marks[slot_b]));
+    return 1e-3 * (double)ms;
+}
+
+const BackendOps cuda_backend = {
+    .name = "cuda",
+    .device_memory = 1,
+    .init = cuda_init,
+    .finalize = cuda_finalize,
+    .describe = cuda_describe,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .upload = cuda_upload,
+    .download = cuda_download,
+    .zero = cuda_zero,
+    .synchronize = cuda_synchronize,
+    .fc_forward = cuda_fc_forward,
+    .fc_backward = cuda_fc_backward,
+    .conv_workspace_bytes = cuda_conv_workspace_bytes,
+    .conv_forward = cuda_conv_forward,
+    .conv_backward = cuda_conv_backward,
+    .maxpool_forward = cuda_maxpool_forward,
+    .maxpool_backward = cuda_maxpool_backward,
+    .relu_forward = cuda_relu_forward,
+    .relu_backward = cuda_relu_backward,
+    .softmax_xent = cuda_softmax_xent,
+    .sgd_update = cuda_sgd_update,
+    .timer_record = cuda_timer_record,
+    .timer_elapsed = cuda_timer_elapsed,
+};

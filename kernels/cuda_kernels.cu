@@ -1,0 +1,212 @@
+/* cuda_kernels.cu - dtbench's own CUDA kernels (see cuda_kernels.h): bias broadcast and bias
+ * gradient of the fully connected layer, softmax cross-entropy with its loss and accuracy,
+ * the SGD step, a scale. Each mirrors the CPU backend's arithmetic (kernels/cpu.c) closely enough
+ * for the tolerances of tests/test_cuda_kernels.c: same summation order where it is cheap
+ * (bias gradient), double accumulators where the CPU uses them (softmax sums, the loss). */
+#include "cuda_kernels.h"
+
+#include <math.h>
+
+#define THREADS 256
+
+/* Blocks for a grid-stride loop over n elements: enough to fill the GPU, never zero. */
+static unsigned blocks_for(size_t n)
+{
+    size_t b = (n + THREADS - 1) / THREADS;
+    if (b > 65535u * 8u) b = 65535u * 8u;
+    return b ? (unsigned)b : 1u;
+}
+
+/* ---- fully connected bias ------------------------------------------------------------------- */
+
+__global__ void bias_add_kernel(size_t total, int out, const float *__restrict__ b,
+                                float *__restrict__ y)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x)
+        y[i] += b[i % (size_t)out];
+}
+
+extern "C" cudaError_t dtk_bias_add(cudaStream_t stream, int n, int out, const float *b, float *y)
+{
+    size_t total = (size_t)n * (size_t)out;
+    if (total == 0) return cudaSuccess;
+    bias_add_kernel<<<blocks_for(total), THREADS, 0, stream>>>(total, out, b, y);
+    return cudaGetLastError();
+}
+
+/* One thread per output feature; consecutive threads read consecutive columns (coalesced). */
+__global__ void bias_grad_kernel(int n, int out, const float *__restrict__ dy,
+                                 float *__restrict__ db)
+{
+    int o = blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= out) return;
+    float acc = 0.0f;
+    if (n > 0) acc = dy[o];
+    for (int i = 1; i < n; i++) acc += dy[(size_t)i * out + o];
+    db[o] = acc;
+}
+
+extern "C" cudaError_t dtk_bias_grad(cudaStream_t stream, int n, int out, const float *dy,
+                                     float *db)
+{
+    if (out <= 0) return cudaSuccess;
+    bias_grad_kernel<<<(out + THREADS - 1) / THREADS, THREADS, 0, stream>>>(n, out, dy, db);
+    return cudaGetLastError();
+}
+
+/* ---- softmax cross-entropy ------------------------------------------------------------------ */
+
+/* The first maximum wins, as in the CPU backend's left-to-right scan: (v, j) beats (m, best)
+ * when v > m, or v == m at a smaller index. */
+__device__ static void argmax_merge(float &m, int &best, float v, int j)
+{
+    if (v > m || (v == m && j < best)) {
+        m = v;
+        best = j;
+    }
+}
+
+/* One block per row i of logits[n,c]:
+ *   m = max_j z, S = sum_j exp(z_j - m) (double), loss_i = log S - (z_label - m),
+ *   dlogits_j = exp(z_j - m) * (inv_n / S) - [j == label] * inv_n,
+ *   hit_i = (first argmax == label). A label outside [0, c) gives a NaN loss and no one-hot term. */
+__global__ void xent_rows_kernel(int c, const float *__restrict__ logits,
+                                 const int32_t *__restrict__ labels, float *__restrict__ dlogits,
+                                 float inv_n, double *__restrict__ row_loss,
+                                 int *__restrict__ row_hit)
+{
+    __shared__ float s_max[THREADS];
+    __shared__ int s_arg[THREADS];
+    __shared__ double s_sum[THREADS];
+    const int row = blockIdx.x, tid = threadIdx.x;
+    const float *z = logits + (size_t)row * c;
+    const int label = labels[row];
+
+    float m = -INFINITY;
+    int best = 0x7fffffff;
+    for (int j = tid; j < c; j += blockDim.x) argmax_merge(m, best, z[j], j);
+    s_max[tid] = m, s_arg[tid] = best;
+    __syncthreads();
+    for (int half = blockDim.x / 2; half > 0; half /= 2) {
+        if (tid < half) {
+            float v = s_max[tid];
+            int a = s_arg[tid];
+            argmax_merge(v, a, s_max[tid + half], s_arg[tid + half]);
+            s_max[tid] = v, s_arg[tid] = a;
+        }
+        __syncthreads();
+    }
+    m = s_max[0];
+    best = s_arg[0];
+    __syncthreads();
+
+    double sum = 0.0;
+    for (int j = tid; j < c; j += blockDim.x) sum += (double)expf(z[j] - m);
+    s_sum[tid] = sum;
+    __syncthreads();
+    for (int half = blockDim.x / 2; half > 0; half /= 2) {
+        if (tid < half) s_sum[tid] += s_sum[tid + half];
+        __syncthreads();
+    }
+    sum = s_sum[0];
+
+    const int valid = label >= 0 && label < c;
+    if (dlogits) {
+        float *d = dlogits + (size_t)row * c;
+        const float scale = (float)(inv_n / sum);
+        for (int j = tid; j < c; j += blockDim.x) {
+            float v = expf(z[j] - m) * scale;
+            if (valid && j == label) v -= inv_n;
+            d[j] = v;
+        }
+    }
+    if (tid == 0) {
+        row_loss[row] = valid ? log(sum) - (double)(z[label] - m) : (double)NAN;
+        row_hit[row] = best == label;
+    }
+}
+
+/* One block: stats = {mean of row_loss, sum of row_hit}, in a fixed order (deterministic). */
+__global__ void xent_finish_kernel(int n, const double *__restrict__ row_loss,
+                                   const int *__restrict__ row_hit, float *__restrict__ stats)
+{
+    __shared__ double s_loss[THREADS];
+    __shared__ int s_hit[THREADS];
+    const int tid = threadIdx.x;
+    double l = 0.0;
+    int h = 0;
+    for (int i = tid; i < n; i += blockDim.x) l += row_loss[i], h += row_hit[i];
+    s_loss[tid] = l, s_hit[tid] = h;
+    __syncthreads();
+    for (int half = blockDim.x / 2; half > 0; half /= 2) {
+        if (tid < half) s_loss[tid] += s_loss[tid + half], s_hit[tid] += s_hit[tid + half];
+        __syncthreads();
+    }
+    if (tid == 0) {
+        stats[0] = n > 0 ? (float)(s_loss[0] / n) : 0.0f;
+        stats[1] = (float)s_hit[0];
+    }
+}
+
+extern "C" cudaError_t dtk_softmax_xent(cudaStream_t stream, int n, int c, const float *logits,
+                                        const int32_t *labels, float *dlogits, float *stats,
+                                        double *row_loss, int *row_hit)
+{
+    if (n > 0 && c > 0) {
+        xent_rows_kernel<<<n, THREADS, 0, stream>>>(c, logits, labels, dlogits, 1.0f / (float)n,
+                                                    row_loss, row_hit);
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess) return e;
+    }
+    xent_finish_kernel<<<1, THREADS, 0, stream>>>(c > 0 ? n : 0, row_loss, row_hit, stats);
+    return cudaGetLastError();
+}
+
+/* ---- SGD and scale -------------------------------------------------------------------------- */
+
+__global__ void sgd_momentum_kernel(size_t n, float *__restrict__ p, const float *__restrict__ g,
+                                    float *__restrict__ v, float lr, float momentum, float wd)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const float gi = g[i] + wd * p[i];
+        const float vi = momentum * v[i] + gi;
+        v[i] = vi;
+        p[i] -= lr * vi;
+    }
+}
+
+__global__ void sgd_plain_kernel(size_t n, float *__restrict__ p, const float *__restrict__ g,
+                                 float lr, float wd)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        p[i] -= lr * (g[i] + wd * p[i]);
+}
+
+extern "C" cudaError_t dtk_sgd_update(cudaStream_t stream, size_t n, float *p, const float *g,
+                                      float *v, float lr, float momentum, float weight_decay)
+{
+    if (n == 0) return cudaSuccess;
+    if (momentum != 0.0f)
+        sgd_momentum_kernel<<<blocks_for(n), THREADS, 0, stream>>>(n, p, g, v, lr, momentum,
+                                                                   weight_decay);
+    else
+        sgd_plain_kernel<<<blocks_for(n), THREADS, 0, stream>>>(n, p, g, lr, weight_decay);
+    return cudaGetLastError();
+}
+
+__global__ void scale_kernel(size_t n, float *x, float s)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        x[i] *= s;
+}
+
+extern "C" cudaError_t dtk_scale(cudaStream_t stream, size_t n, float *x, float s)
+{
+    if (n == 0) return cudaSuccess;
+    scale_kernel<<<blocks_for(n), THREADS, 0, stream>>>(n, x, s);
+    return cudaGetLastError();
+}

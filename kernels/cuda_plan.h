@@ -1,0 +1,43 @@
+/* cuda_plan.h - the arithmetic of the CUDA backend that needs no GPU, kept apart so the CPU-only
+ * test suite can check it (tests/test_cuda_plan.c):
+ *   - the column-major GEMMs (cuBLAS's convention) that compute the fully connected layer on
+ *     dtbench's row-major tensors; the test runs each through cblas_sgemm(CblasColMajor, ...),
+ *     which takes exactly cuBLAS's arguments, against the naive reference;
+ *   - the choice among cuDNN's ranked convolution algorithms under a workspace limit.
+ * Plain C, no CUDA. */
+#ifndef DTBENCH_CUDA_PLAN_H
+#define DTBENCH_CUDA_PLAN_H
+
+#include "backend.h"
+
+#include <stddef.h>
+
+/* C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C, all column-major; trans_x = 1 for op = ^T.
+ * lda, ldb, ldc are the leading dimensions as cuBLAS takes them. */
+typedef struct {
+    int trans_a, trans_b;
+    int m, n, k;
+    int lda, ldb, ldc;
+} ColGemm;
+
+/* The three GEMMs of a fully connected layer (derivations in cuda_plan.c). Operands: forward A = W,
+ * B = x, C = y; weight gradient A = x, B = dy, C = dW; input gradient A = W, B = dy, C = dx. */
+ColGemm fc_forward_gemm(const FcShape *s);
+ColGemm fc_dweight_gemm(const FcShape *s);
+ColGemm fc_dinput_gemm(const FcShape *s);
+
+/* One entry of cuDNN's ranked algorithm list (cudnnGet*Algorithm_v7), reduced to what the choice
+ * needs. ok: status == CUDNN_STATUS_SUCCESS; strict_fp32: its math type is CUDNN_FMA_MATH. */
+typedef struct {
+    int algo;
+    int ok;
+    int strict_fp32;
+    size_t memory;
+} AlgoPerf;
+
+/* Index into perf[count] of the algorithm to use: the best-ranked usable one that fits in
+ * `limit` bytes of workspace, strict fp32 preferred (no TF32: the benchmark is fp32 and is
+ * compared with a CPU reference); -1 when none fits. */
+int pick_algo(const AlgoPerf *perf, int count, size_t limit);
+
+#endif

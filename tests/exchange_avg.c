@@ -1,0 +1,129 @@
+/* exchange_avg.c - the gradient exchange (comm/sync.c over a transport) averages exactly.
+ *
+ *   mpirun -np P exchange_avg TRANSPORT RANKS_PER_NODE [--device D] [--overlap] [--nparams N]
+ *                              [--bucket FLOATS] [--iters K]
+ *
+ * Each rank fills its gradients with k(rank, i, iteration) / 1024, k a seeded integer in
+ * [-1024, 1023]: every partial sum is exact in float, so the average is known exactly (computed
+ * by every rank in double from everybody's k). The check is exact (tolerance 0) when P is a power
+ * of two and the transport sums before it scales (mpi, hier); otherwise 1e-6 absolute (|g| <= 1):
+ * a scale by fl(1/P), or NCCL's pre-multiplied average, rounds. With --overlap, backward is
+ * simulated: grads_ready() is called at five decreasing layer boundaries before the exchange, as
+ * model_backward_hook does. The last iteration also checks the stop vote: the last rank asks to
+ * stop, every rank must see stop set then and only then.
+ * Prints one line per iteration from rank 0; exit status 0 pass, 1 fail, 77 when the backend or
+ * transport is not available here (e.g. --device cuda without a GPU). */
+#include "check.h"
+#include "exchange.h"
+#include "registry.h"
+#include "topology.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int k_of(int rank, size_t i, int it) {
+    return (int)(rng_mix(((uint64_t)it << 48) ^ ((uint64_t)rank << 36) ^ i) % 2048) - 1024;
+}
+
+int main(int argc, char **argv) {
+    MPI_CHECK(MPI_Init(&argc, &argv));
+    MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    if (argc < 3) {
+        fprintf(stderr, "usage: exchange_avg TRANSPORT RANKS_PER_NODE [options]\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    const char *tname = argv[1], *device = "cpu";
+    int rpn = atoi(argv[2]), overlap = 0, iters = 3;
+    size_t nparams = 10007, bucket = 1000;
+    for (int a = 3; a < argc; a++) {
+        if (!strcmp(argv[a], "--overlap"))
+            overlap = 1;
+        else if (!strcmp(argv[a], "--device") && a + 1 < argc)
+            device = argv[++a];
+        else if (!strcmp(argv[a], "--nparams") && a + 1 < argc)
+            nparams = strtoul(argv[++a], 0, 10);
+        else if (!strcmp(argv[a], "--bucket") && a + 1 < argc)
+            bucket = strtoul(argv[++a], 0, 10);
+        else if (!strcmp(argv[a], "--iters") && a + 1 < argc)
+            iters = atoi(argv[++a]);
+    }
+
+    Topology topo;
+    topology_init(&topo, rpn);
+    const int P = topo.nranks, me = topo.rank;
+    const BackendOps *be = registry_backend(device);
+    const TransportOps *tp = registry_transport(tname);
+    BackendCtx *ctx = NULL;
+    BackendConfig bcfg = {.threads = 1, .local_rank = topo.local_rank, .gpus_per_node = 0};
+    int ok_here = be && tp && be->init(&bcfg, &ctx) == 0, ok_all = 0;
+    MPI_CHECK(MPI_Allreduce(&ok_here, &ok_all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    if (!ok_all) {
+        if (me == 0) printf("SKIP: device %s / transport %s not available here\n", device, tname);
+        MPI_Finalize();
+        return 77;
+    }
+
+    ExchangeConfig cfg = {MPI_COMM_WORLD, &topo, nparams, bucket, be, ctx, tp, overlap};
+    const ExchangeOps *x = registry_exchange("sync");
+    ExchangeState *st = x->create(&cfg);
+    float *grads = be->alloc(ctx, nparams * sizeof(float));
+    float *host = xmalloc(nparams * sizeof(float)), *want = xmalloc(nparams * sizeof(float));
+    int exact = (P & (P - 1)) == 0 && strcmp(tname, "nccl") != 0, failures = 0;
+    double tol = exact ? 0.0 : 1e-6;
+
+    for (int it = 0; it < iters; it++) {
+        for (size_t i = 0; i < nparams; i++) {
+            long sum = 0;
+            for (int r = 0; r < P; r++)
+                sum += k_of(r, i, it);
+            host[i] = (float)k_of(me, i, it) / 1024.0f;
+            want[i] = (float)((double)sum / 1024.0 / P);
+        }
+        be->upload(ctx, grads, host, nparams * sizeof(float));
+        if (overlap) /* backward: the last layers' gradients are final first */
+            for (int cut = 4; cut >= 0; cut--) {
+                size_t first = nparams * (size_t)cut / 5 + (cut ? 3 : 0);
+                x->grads_ready(st, grads, first < nparams ? first : nparams);
+            }
+        ExchangeStep step = {.iteration = it, .stop_requested = it == iters - 1 && me == P - 1};
+        int rc = x->exchange(st, NULL, grads, &step);
+        x->report(st, &step);
+        be->download(ctx, host, grads, nparams * sizeof(float));
+
+        double worst = 0.0;
+        size_t bad = 0;
+        for (size_t i = 0; i < nparams; i++) {
+            double d = fabs((double)host[i] - (double)want[i]);
+            if (!(d <= tol)) bad++;
+            if (!(d <= worst)) worst = d;
+        }
+        int stop_ok = step.stop == (it == iters - 1);
+        int hidden_ok = isfinite(step.hidden) && step.hidden >= 0.0 &&
+                        (overlap || P == 1 || step.hidden == 0.0);
+        int mine = bad != 0 || !stop_ok || !hidden_ok || rc != EXCHANGE_APPLY_UPDATE;
+        double worst_all = 0.0;
+        int bad_all = 0;
+        MPI_CHECK(MPI_Reduce(&worst, &worst_all, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Allreduce(&mine, &bad_all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+        failures += bad_all;
+        if (me == 0)
+            printf("%s: %s on %d ranks as %d node(s) of %d, %zu floats in buckets of %zu%s, "
+                   "iteration %d: max |avg - exact| %.3g (tolerance %g); stop %d; hidden %.3g s\n",
+                   bad_all ? "FAIL" : "ok", tname, P, topo.nnodes, topo.local_size, nparams, bucket,
+                   overlap ? ", overlapped" : "", it, worst_all, tol, step.stop, step.hidden);
+        if (bad && bad_all)
+            fprintf(stderr, "rank %d: %zu of %zu values wrong, stop %d, hidden %g\n", me, bad,
+                    nparams, step.stop, step.hidden);
+    }
+    x->finish(st);
+    x->destroy(st);
+    be->free(ctx, grads);
+    be->finalize(ctx);
+    free(host), free(want);
+    topology_free(&topo);
+    MPI_Finalize();
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,98 @@
+/* sampler_check.c - the CPU sampler (src/sampler.c) measures what the process does.
+ * At 20 Hz: while the main thread burns CPU for 0.6 s the mean utilisation must exceed 25% of a
+ * core (loose: the test machine is shared), while it sleeps 0.6 s it must stay below 20%; after
+ * touching 64 MiB the resident memory must have grown by at least 48 MiB. Samples must be
+ * timestamped on the given clock (offset and t0 applied), 50 ms apart within 25 ms (median), and
+ * a buffer of 5 samples must keep 5 and count the rest as dropped.
+ * Exit status 0 pass, 1 fail. */
+#define _GNU_SOURCE
+#include "sampler.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int failures;
+
+static void expect(const char *what, int ok) {
+    printf("%s: %s\n", what, ok ? "ok" : "FAIL");
+    failures += !ok;
+}
+
+static double mean_util(const SampleRecord *s, int n, double from, double to) {
+    double sum = 0;
+    int k = 0;
+    for (int i = 1; i < n; i++) /* sample i covers (time[i-1], time[i]] */
+        if (s[i - 1].time >= from && s[i].time <= to) sum += s[i].utilization, k++;
+    return k ? sum / k : NAN;
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(void) {
+    const double offset = 0.25, t0 = dt_now() - 100.0; /* times near 100 - 0.25 s */
+    char note[256];
+    Sampler *s = sampler_create(20.0, 1000, NULL, offset, t0, note, sizeof note);
+    expect("CPU source is procfs", !strcmp(sampler_source(s), "procfs") && !note[0]);
+    double mem0 = sampler_resident_mib();
+    sampler_start(s);
+    double a = dt_now() - offset - t0;
+    volatile double x = 0; /* burn */
+    while (dt_now() - offset - t0 < a + 0.6)
+        x += sqrt(x + 1.0);
+    double b = dt_now() - offset - t0;
+    struct timespec nap = {0, 600000000};
+    nanosleep(&nap, NULL);
+    double c = dt_now() - offset - t0;
+    size_t big = (size_t)64 << 20;
+    char *volatile touched = malloc(big); /* volatile: the stores must happen */
+    memset(touched, 1, big);
+    for (size_t i = 0; i < big; i += 4096)
+        touched[i] = (char)i;
+    nap.tv_nsec = 200000000;
+    nanosleep(&nap, NULL);
+    sampler_stop(s);
+
+    SampleRecord buf[1000];
+    int n = sampler_pull(s, buf, 1000);
+    printf("%d samples; burn %.2f-%.2f s, sleep -%.2f s\n", n, a, b, c);
+    expect("about 20 samples per second", n >= 20 && n <= 40);
+    double gaps[1000];
+    for (int i = 1; i < n; i++)
+        gaps[i - 1] = buf[i].time - buf[i - 1].time;
+    qsort(gaps, (size_t)(n - 1), sizeof(double), cmp);
+    printf("median gap %.4f s\n", gaps[(n - 1) / 2]);
+    expect("samples 50 ms apart (median within 25 ms)", fabs(gaps[(n - 1) / 2] - 0.05) < 0.025);
+    expect("timestamps on the given clock", buf[0].time >= a - 0.06 && buf[0].time <= a + 0.06);
+    double ub = mean_util(buf, n, a, b), us = mean_util(buf, n, b + 0.06, c);
+    printf("utilisation while burning %.1f%%, while sleeping %.1f%%\n", ub, us);
+    expect("utilisation while burning > 25%", ub > 25.0);
+    expect("utilisation while sleeping < 20%", us < 20.0);
+    double grew = buf[n - 1].memory_mib - mem0;
+    printf("resident memory %.1f MiB before, %.1f MiB at the end (+%.1f)\n", mem0,
+           buf[n - 1].memory_mib, grew);
+    expect("resident memory grew by >= 48 MiB after touching 64 MiB", grew >= 48.0);
+    expect("power is NaN on the CPU", isnan(buf[0].power_w));
+    expect("nothing more to pull", sampler_pull(s, buf, 10) == 0);
+    sampler_free(s);
+    free(touched);
+
+    s = sampler_create(100.0, 5, NULL, 0.0, 0.0, note, sizeof note);
+    sampler_start(s);
+    nap.tv_nsec = 150000000;
+    nanosleep(&nap, NULL);
+    sampler_stop(s);
+    printf("full buffer: %lld kept, %lld dropped\n", (long long)sampler_taken(s),
+           (long long)sampler_dropped(s));
+    expect("a full buffer keeps its capacity and counts the rest",
+           sampler_taken(s) == 5 && sampler_dropped(s) >= 3);
+    sampler_free(s);
+    printf("%s: %d failure(s) (checksum %d)\n", failures ? "FAIL" : "PASS", failures, x > 0);
+    return failures ? 1 : 0;
+}

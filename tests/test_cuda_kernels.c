@@ -1,0 +1,326 @@
+/* test_cuda_kernels.c - every layer of the CUDA backend against the naive CPU references
+ * (tests/ref_kernels.c) on the same seeded inputs. Exits 77 (skipped) when no GPU is visible.
+ *
+ * Inputs are made on the host, uploaded, run through cuda_backend, downloaded and compared:
+ * element i passes when |got - ref| <= rtol * max(floor, |ref|); NaN never passes; outputs are
+ * pre-filled with NaN on the device so a forgotten element fails. Tolerances (fp32 throughout):
+ *   fc (cuBLAS + our bias kernels)        1e-4 * max(1, |ref|)   like the CPU backend
+ *   conv (cuDNN, algorithm of its choice)  1e-3 * max(1, |ref|)   Winograd/FFT round more
+ *   max pooling forward / ReLU             exact
+ *   max pooling backward                   1e-6 (inputs without ties: cuDNN and the reference
+ *                                          route each gradient to the same maximum)
+ *   softmax loss 1e-5, dlogits 1e-4 * max(1/n, |ref|), correct count exact
+ *   SGD                                    1e-6 * max(1, |ref|) (the GPU may fuse multiply-adds)
+ * Exit status: 0 all pass, 1 a failure, 77 no GPU. */
+#include "backend.h"
+#include "cuda.h"
+#include "ref_kernels.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const BackendOps *B = &cuda_backend;
+static BackendCtx *ctx;
+static int failures;
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static float uniform(float lo, float hi) {
+    uint64_t x = rng_state;
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    rng_state = x;
+    return lo + (hi - lo) * (float)((x >> 40) * (1.0 / 16777216.0));
+}
+
+static float *host(size_t n, float lo, float hi) /* host array, uniform in [lo, hi) */
+{
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        p[i] = uniform(lo, hi);
+    return p;
+}
+
+static void *dev_copy(const void *h, size_t bytes) /* device copy of a host array */
+{
+    void *d = B->alloc(ctx, bytes);
+    B->upload(ctx, d, h, bytes);
+    return d;
+}
+
+static float *dev_nan(size_t n) /* device array of NaN */
+{
+    float *h = malloc((n ? n : 1) * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        h[i] = NAN;
+    float *d = dev_copy(h, n * sizeof(float));
+    free(h);
+    return d;
+}
+
+static float *fetch(const float *d, size_t n) /* host copy of a device array */
+{
+    float *h = malloc((n ? n : 1) * sizeof(float));
+    B->download(ctx, h, d, n * sizeof(float));
+    return h;
+}
+
+/* Compares the device array got[n] with the host reference ref[n]. */
+static void check(const char *kernel, const char *shape, const float *got_dev, const float *ref,
+                  size_t n, double rtol, double floor) {
+    float *got = fetch(got_dev, n);
+    double worst = 0.0;
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - (double)ref[i]);
+        if (!(d <= rtol * fmax(floor, fabs((double)ref[i])))) ok = 0;
+        worst = isnan(d) ? INFINITY : fmax(worst, d);
+    }
+    printf("%s %s: max abs diff %.3g (tolerance %.0e*max(%.3g,|ref|)) %s\n", kernel, shape, worst,
+           rtol, floor, ok ? "ok" : "FAIL");
+    failures += !ok;
+    free(got);
+}
+
+/* ---- fully connected ---- */
+
+static void test_fc(int n, int in, int out) {
+    FcShape s = {n, in, out};
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%d in=%d out=%d", n, in, out);
+    size_t nx = (size_t)n * in, nw = (size_t)out * in, ny = (size_t)n * out;
+    float *x = host(nx, -1, 1), *w = host(nw, -1, 1), *b = host(out, -1, 1), *dy = host(ny, -1, 1);
+    float *ry = malloc(ny * 4), *rdx = malloc(nx * 4), *rdw = malloc(nw * 4),
+          *rdb = malloc(out * 4);
+    float *dx_ = dev_copy(x, nx * 4), *dw_ = dev_copy(w, nw * 4), *db_ = dev_copy(b, out * 4);
+    float *ddy = dev_copy(dy, ny * 4), *y = dev_nan(ny), *gx = dev_nan(nx), *gw = dev_nan(nw),
+          *gb = dev_nan(out);
+
+    B->fc_forward(ctx, &s, dx_, dw_, db_, y);
+    ref_fc_forward(&s, x, w, b, ry);
+    check("fc_forward", shape, y, ry, ny, 1e-4, 1.0);
+    B->fc_backward(ctx, &s, dx_, dw_, ddy, gx, gw, gb);
+    ref_fc_backward(&s, x, w, dy, rdx, rdw, rdb);
+    check("fc_backward dx", shape, gx, rdx, nx, 1e-4, 1.0);
+    check("fc_backward dw", shape, gw, rdw, nw, 1e-4, 1.0);
+    check("fc_backward db", shape, gb, rdb, out, 1e-4, 1.0);
+    B->fc_backward(ctx, &s, dx_, dw_, ddy, NULL, gw, gb); /* overwrites, does not accumulate */
+    check("fc_backward(dx=NULL) dw", shape, gw, rdw, nw, 1e-4, 1.0);
+
+    void *devs[] = {dx_, dw_, db_, ddy, y, gx, gw, gb};
+    for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++)
+        B->free(ctx, devs[i]);
+    free(x), free(w), free(b), free(dy), free(ry), free(rdx), free(rdw), free(rdb);
+}
+
+/* ---- convolution ---- */
+
+static void test_conv(int n, int c_in, int h, int w_in, int c_out, int k, int stride, int pad) {
+    ConvShape s = {n,
+                   c_in,
+                   h,
+                   w_in,
+                   c_out,
+                   k,
+                   stride,
+                   pad,
+                   (h + 2 * pad - k) / stride + 1,
+                   (w_in + 2 * pad - k) / stride + 1};
+    char shape[128];
+    snprintf(shape, sizeof shape, "n=%d c_in=%d %dx%d c_out=%d k=%d stride=%d pad=%d", n, c_in, h,
+             w_in, c_out, k, stride, pad);
+    size_t nx = (size_t)n * c_in * h * w_in, nw = (size_t)c_out * c_in * k * k;
+    size_t ny = (size_t)n * c_out * s.h_out * s.w_out;
+    float *x = host(nx, -1, 1), *w = host(nw, -1, 1), *b = host(c_out, -1, 1),
+          *dy = host(ny, -1, 1);
+    float *ry = malloc(ny * 4), *rdx = malloc(nx * 4), *rdw = malloc(nw * 4),
+          *rdb = malloc(c_out * 4);
+    size_t wsb = B->conv_workspace_bytes(ctx, &s);
+    void *work = wsb ? B->alloc(ctx, wsb) : NULL;
+    float *dx_ = dev_copy(x, nx * 4), *dw_ = dev_copy(w, nw * 4), *db_ = dev_copy(b, c_out * 4);
+    float *ddy = dev_copy(dy, ny * 4), *y = dev_nan(ny), *gx = dev_nan(nx), *gw = dev_nan(nw),
+          *gb = dev_nan(c_out);
+
+    B->conv_forward(ctx, &s, dx_, dw_, db_, y, work);
+    ref_conv_forward(&s, x, w, b, ry);
+    check("conv_forward", shape, y, ry, ny, 1e-3, 1.0);
+    B->conv_backward(ctx, &s, dx_, dw_, ddy, gx, gw, gb, work);
+    ref_conv_backward(&s, x, w, dy, rdx, rdw, rdb);
+    check("conv_backward dx", shape, gx, rdx, nx, 1e-3, 1.0);
+    check("conv_backward dw", shape, gw, rdw, nw, 1e-3, 1.0);
+    check("conv_backward db", shape, gb, rdb, c_out, 1e-3, 1.0);
+
+    void *devs[] = {dx_, dw_, db_, ddy, y, gx, gw, gb, work};
+    for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++)
+        if (devs[i]) B->free(ctx, devs[i]);
+    free(x), free(w), free(b), free(dy), free(ry), free(rdx), free(rdw), free(rdb);
+}
+
+/* ---- max pooling (distinct inputs: a shuffled ramp, so no window has a tie) ---- */
+
+static void test_maxpool(int n, int c, int h, int w_in, int k, int stride) {
+    PoolShape s = {n, c, h, w_in, k, stride, (h - k) / stride + 1, (w_in - k) / stride + 1};
+    char shape[96];
+    snprintf(shape, sizeof shape, "n=%d c=%d %dx%d k=%d stride=%d", n, c, h, w_in, k, stride);
+    size_t nx = (size_t)n * c * h * w_in, ny = (size_t)n * c * s.h_out * s.w_out;
+    float *x = malloc(nx * 4), *dy = host(ny, -1, 1), *ry = malloc(ny * 4), *rdx = malloc(nx * 4);
+    int32_t *ram = malloc(ny * 4);
+    for (size_t i = 0; i < nx; i++)
+        x[i] = 0.01f * (float)i;
+    for (size_t i = nx - 1; i > 0; i--) {
+        size_t j = (size_t)((uniform(0, 1) * 0.999999f) * (float)(i + 1));
+        float t = x[i];
+        x[i] = x[j], x[j] = t;
+    }
+    float *dx_ = dev_copy(x, nx * 4), *ddy = dev_copy(dy, ny * 4), *y = dev_nan(ny),
+          *gx = dev_nan(nx);
+    int32_t *am = B->alloc(ctx, ny * sizeof(int32_t));
+
+    B->maxpool_forward(ctx, &s, dx_, y, am);
+    ref_maxpool_forward(&s, x, ry, ram);
+    check("maxpool_forward", shape, y, ry, ny, 0.0, 1.0);
+    B->maxpool_backward(ctx, &s, dx_, y, am, ddy, gx);
+    ref_maxpool_backward(&s, x, dy, rdx);
+    check("maxpool_backward", shape, gx, rdx, nx, 1e-6, 1.0);
+
+    B->free(ctx, dx_), B->free(ctx, ddy), B->free(ctx, y), B->free(ctx, gx), B->free(ctx, am);
+    free(x), free(dy), free(ry), free(rdx), free(ram);
+}
+
+/* ---- ReLU (with exact zeros, and in place) ---- */
+
+static void test_relu(size_t n) {
+    char shape[64];
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    float *x = host(n, -1, 1), *dy = host(n, -1, 1), *ry = malloc(n * 4), *rdx = malloc(n * 4);
+    for (size_t i = 0; i < n; i += 7)
+        x[i] = 0.0f;
+    ref_relu_forward(n, x, ry);
+    ref_relu_backward(n, x, dy, rdx);
+    float *dx_ = dev_copy(x, n * 4), *ddy = dev_copy(dy, n * 4), *y = dev_nan(n), *gx = dev_nan(n);
+
+    B->relu_forward(ctx, n, dx_, y);
+    check("relu_forward", shape, y, ry, n, 0.0, 1.0);
+    B->relu_backward(ctx, n, y, ddy, gx);
+    check("relu_backward", shape, gx, rdx, n, 0.0, 1.0);
+    B->relu_forward(ctx, n, dx_, dx_); /* in place */
+    check("relu_forward (in place)", shape, dx_, ry, n, 0.0, 1.0);
+    B->relu_backward(ctx, n, y, ddy, ddy);
+    check("relu_backward (in place)", shape, ddy, rdx, n, 0.0, 1.0);
+
+    B->free(ctx, dx_), B->free(ctx, ddy), B->free(ctx, y), B->free(ctx, gx);
+    free(x), free(dy), free(ry), free(rdx);
+}
+
+/* ---- softmax cross-entropy ---- */
+
+static void test_xent(int n, int c, float scale) {
+    char shape[96];
+    snprintf(shape, sizeof shape, "n=%d c=%d |logits|<=%g", n, c, scale);
+    size_t nz = (size_t)n * c;
+    float *z = host(nz, -scale, scale), *rdz = malloc(nz * 4);
+    int32_t *lab = malloc((size_t)n * 4);
+    for (int i = 0; i < n; i++) {
+        lab[i] = (int32_t)(uniform(0, 1) * 0.999999f * (float)c);
+        if (i % 3 == 0) z[(size_t)i * c + lab[i]] += scale; /* some rows right */
+    }
+    int rcorr = 0;
+    double rloss = ref_softmax_xent(n, c, z, lab, rdz, &rcorr);
+    float *dz_ = dev_copy(z, nz * 4), *gz = dev_nan(nz), *st = dev_nan(2), *st2 = dev_nan(2);
+    int32_t *dlab = dev_copy(lab, (size_t)n * 4);
+
+    B->softmax_xent(ctx, n, c, dz_, dlab, gz, st);
+    B->softmax_xent(ctx, n, c, dz_, dlab, NULL, st2);
+    float want[2] = {(float)rloss, (float)rcorr};
+    check("softmax_xent loss", shape, st, want, 1, 1e-5, 1.0);
+    check("softmax_xent loss (dlogits=NULL)", shape, st2, want, 1, 1e-5, 1.0);
+    check("softmax_xent correct", shape, st + 1, want + 1, 1, 0.0, 1.0);
+    check("softmax_xent dlogits", shape, gz, rdz, nz, 1e-4, 1.0 / n);
+
+    B->free(ctx, dz_), B->free(ctx, gz), B->free(ctx, st), B->free(ctx, st2), B->free(ctx, dlab);
+    free(z), free(rdz), free(lab);
+}
+
+/* ---- SGD ---- */
+
+static void test_sgd(size_t n, float lr, float momentum, float wd, int steps) {
+    char shape[96];
+    snprintf(shape, sizeof shape, "n=%zu lr=%g momentum=%g wd=%g steps=%d", n, lr, momentum, wd,
+             steps);
+    float *p = host(n, -1, 1), *g = host(n, -1, 1), *v = host(n, -0.1f, 0.1f);
+    float *dp = dev_copy(p, n * 4), *dg = dev_copy(g, n * 4), *dv = dev_copy(v, n * 4);
+    for (int i = 0; i < steps; i++) {
+        ref_sgd_update(n, p, g, v, lr, momentum, wd);
+        B->sgd_update(ctx, n, dp, dg, dv, lr, momentum, wd);
+    }
+    check("sgd_update p", shape, dp, p, n, 1e-6, 1.0);
+    if (momentum != 0.0f) check("sgd_update v", shape, dv, v, n, 1e-6, 1.0);
+    B->free(ctx, dp), B->free(ctx, dg), B->free(ctx, dv);
+    free(p), free(g), free(v);
+}
+
+/* ---- phase timer ---- */
+
+static void test_timer(void) {
+    size_t n = (size_t)1 << 22;
+    float *a = B->alloc(ctx, n * 4), *b = B->alloc(ctx, n * 4);
+    B->timer_record(ctx, 0);
+    for (int i = 0; i < 20; i++)
+        B->relu_forward(ctx, n, a, b);
+    B->timer_record(ctx, 1);
+    double t = B->timer_elapsed(ctx, 0, 1);
+    int ok = t > 0 && t < 10;
+    printf("timer: 20 ReLUs over 4M floats took %.3g ms on the GPU timeline %s\n", t * 1e3,
+           ok ? "ok" : "FAIL");
+    failures += !ok;
+    B->free(ctx, a), B->free(ctx, b);
+}
+
+int main(void) {
+    int gpus = cuda_device_count();
+    if (gpus == 0) {
+        printf("SKIP: no CUDA device visible\n");
+        return 77;
+    }
+    BackendConfig cfg = {.threads = 1, .local_rank = 0, .gpus_per_node = 0, .verbose = 1};
+    if (B->init(&cfg, &ctx) != 0) return 1;
+    char info[512];
+    B->describe(ctx, info, sizeof info);
+    printf("%s\n", info);
+
+    test_fc(3, 7, 5);
+    test_fc(1, 33, 17);
+    test_fc(64, 800, 500);   /* LeNet ip1 */
+    test_fc(64, 2048, 2048); /* FCN-5 hidden layer */
+
+    /*        n  c_in h  w  c_out k stride pad */
+    test_conv(2, 3, 7, 6, 4, 3, 2, 1);
+    test_conv(2, 2, 8, 8, 3, 5, 1, 0);
+    test_conv(1, 2, 9, 7, 3, 4, 3, 2);
+    test_conv(2, 4, 5, 5, 3, 1, 1, 0);      /* pointwise */
+    test_conv(64, 1, 28, 28, 20, 5, 1, 0);  /* LeNet conv1 */
+    test_conv(64, 20, 12, 12, 50, 5, 1, 0); /* LeNet conv2 */
+
+    test_maxpool(2, 3, 8, 8, 2, 2);
+    test_maxpool(1, 2, 9, 7, 3, 2);     /* overlapping windows */
+    test_maxpool(64, 20, 24, 24, 2, 2); /* LeNet pool1 */
+
+    test_relu(1000);
+    test_relu((size_t)64 * 2048);
+
+    test_xent(4, 7, 2.0f);
+    test_xent(64, 10, 5.0f);
+    test_xent(16, 26752, 3.0f); /* FCN-5's classes */
+    test_xent(3, 5, 60.0f);     /* extreme logits */
+
+    test_sgd(1000, 0.01f, 0.9f, 0.0f, 3);
+    test_sgd(1001, 0.1f, 0.0f, 1e-4f, 2);
+    test_sgd((size_t)1 << 20, 0.05f, 0.9f, 5e-4f, 4);
+
+    test_timer();
+
+    B->finalize(ctx);
+    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
+    return failures ? 1 : 0;
+}

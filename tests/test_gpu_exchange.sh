@@ -1,0 +1,31 @@
+# test_gpu_exchange.sh - exact averages (tests/exchange_avg.c) on device buffers. Skipped (77)
+# without the CUDA backend or a GPU. One GPU: 2 ranks share it, with mpi (staged through the
+# host) and hier with one rank per node (NCCL communicators of one rank, inter-node MPI on pinned
+# host copies). Two GPUs or more: nccl over all of them, hier with NCCL inside one node.
+. "$(dirname "$0")/lib.sh"
+. "$TESTS_SRCDIR/gpu_lib.sh"
+EXCHANGE_AVG=${EXCHANGE_AVG:-$(dirname "$DTBENCH")/../tests/exchange_avg}
+
+xchg() {
+    local n=$1
+    shift
+    timeout -k 5 180 "$MPIRUN" -np "$n" "$EXCHANGE_AVG" "$@" --device cuda >"$WORK/x.out" 2>&1 || {
+        cat "$WORK/x.out"
+        fail "exchange_avg $* --device cuda on $n ranks"
+    }
+    tail -1 "$WORK/x.out"
+}
+
+xchg 2 mpi 1
+xchg 2 mpi 1 --overlap
+xchg 2 hier 1
+xchg 2 hier 1 --overlap --nparams 4099 --bucket 300
+if [ "$NGPUS" -ge 2 ]; then
+    n=$NGPUS
+    xchg "$n" nccl 0
+    xchg "$n" nccl 0 --overlap
+    xchg "$n" hier "$n" --overlap
+    xchg "$n" hier "$n" --nparams 20 --bucket 3
+    [ "$n" -ge 4 ] && xchg "$n" hier 2 --overlap
+fi
+pass "exchange on GPU buffers: exact averages ($NGPUS GPU(s))"

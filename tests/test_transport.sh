@@ -1,0 +1,73 @@
+# test_transport.sh - the gradient exchange averages exactly over every transport that runs on CPU
+# ranks, flat and hierarchical, with and without overlap, on several "nodes" formed with
+# --ranks-per-node (tests/exchange_avg.c: seeded gradients whose average is known exactly);
+# then whole training runs with --transport hier / mpi and --overlap match single-process
+# training; and the transport options' bad input.
+. "$(dirname "$0")/lib.sh"
+TEST_EXCHANGE=${TEST_EXCHANGE:-$(dirname "$DTBENCH")/../tests/exchange_avg}
+
+# xchg NRANKS ARGS... : exchange_avg on NRANKS ranks; fails the test on any wrong average.
+xchg() {
+    local n=$1
+    shift
+    timeout -k 5 120 "$MPIRUN" -np "$n" "$TEST_EXCHANGE" "$@" >"$WORK/x.out" 2>&1 || {
+        cat "$WORK/x.out"
+        fail "exchange_avg $* on $n ranks"
+    }
+    tail -1 "$WORK/x.out"
+}
+
+# hier: 2 nodes x 2, 2 x 3 (P = 6: not a power of two), 1 node x 4, 4 nodes x 1; buckets of 1000
+# floats over 10007 (a 7-float bucket; 1000 is not a multiple of 3: tails through the scratch).
+xchg 4 hier 2
+xchg 4 hier 2 --overlap
+xchg 6 hier 3
+xchg 6 hier 3 --overlap
+xchg 4 hier 4 --overlap
+xchg 4 hier 1
+# buckets smaller than a node (only tails), and a single bucket of 5 floats on 2-rank nodes
+xchg 6 hier 3 --nparams 20 --bucket 2 --overlap
+xchg 4 hier 2 --nparams 5 --bucket 5
+# flat MPI
+xchg 4 mpi 2 --overlap
+xchg 3 mpi 1
+pass "exchange: exact averages for hier and mpi on 1-6 ranks, 1-4 nodes, with and without overlap"
+
+# Whole runs: the hierarchy and overlap change only the order of float sums.
+common="--model lenet --dataset fashion-mnist --data-dir $FMNIST_DIR --batch 16 --iters 4 --warmup 0 --lr 0.05 --seed 11"
+run_np 1 $common --output "$WORK/ref.h5" --save-model "$WORK/ref.params" >/dev/null
+run_np 4 $common --transport hier --ranks-per-node 2 --overlap --bucket-mb 0.1 \
+    --output "$WORK/hier.h5" --save-model "$WORK/hier.params" >/dev/null
+run_np 2 $common --transport mpi --overlap --bucket-mb 0.05 \
+    --output "$WORK/mpi.h5" --save-model "$WORK/mpi.params" >/dev/null
+"$PYTHON" "$TESTS_SRCDIR/compare_params.py" 2e-5 "$WORK/ref.params" "$WORK/hier.params" "$WORK/mpi.params"
+h5check finished "$WORK/hier.h5" --ranks 4 --iters 4
+"$PYTHON" - "$WORK/hier.h5" "$WORK/ref.h5" <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    assert f.attrs["transport"] == "hier", f.attrs["transport"]
+    h = f["iterations/exchange_hidden"][:]
+    assert h.shape == (4, 4) and np.isfinite(h).all() and (h >= 0).all(), h
+    assert (h > 0).any(), "overlapped buckets, yet no exchange time before the end of backward"
+    assert f["iterations/exchange_hidden"].attrs["units"] == "s"
+with h5py.File(sys.argv[2], "r") as f:
+    assert (f["iterations/exchange_hidden"][:] == 0).all(), "1 rank: nothing to hide"
+print("ok: exchange_hidden recorded: 0 without exchange, > 0 with overlapped buckets")
+PY
+pass "lenet: 4 ranks (hier, 2 nodes, overlap) and 2 ranks (mpi, overlap) train the 1-rank parameters"
+
+# Bad input: one line, exit status 2.
+set +e
+run_np 2 --dataset synthetic --iters 1 --transport nccl --output "$WORK/bad.h5" >"$WORK/o.txt" 2>"$WORK/e.txt"
+rc=$?
+set -e
+[ "$rc" = 2 ] || fail "--transport nccl on CPU: exit $rc"
+grep -q '^dtbench: error: --transport nccl: .*--device cuda' "$WORK/e.txt" || fail "$(cat "$WORK/e.txt")"
+[ ! -e "$WORK/bad.h5" ] || fail "--transport nccl on CPU left a file"
+set +e
+"$DTBENCH" --transport tcp --output "$WORK/bad.h5" >/dev/null 2>"$WORK/e.txt"
+rc=$?
+set -e
+[ "$rc" = 2 ] && grep -q "^dtbench: error: --transport: 'tcp' is not accepted: expected one of mpi" "$WORK/e.txt" \
+    || fail "--transport tcp: exit $rc: $(cat "$WORK/e.txt")"
+pass "bad transports rejected with one line"
