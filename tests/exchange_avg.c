@@ -66,9 +66,18 @@ int main(int argc, char **argv) {
         return 77;
     }
 
-    ExchangeConfig cfg = {MPI_COMM_WORLD, &topo, nparams, bucket, be, ctx, tp, overlap};
+    ExchangeConfig cfg = {.comm = MPI_COMM_WORLD,
+                          .topo = &topo,
+                          .nparams = nparams,
+                          .bucket_floats = bucket,
+                          .be = be,
+                          .ctx = ctx,
+                          .transport = tp,
+                          .overlap = overlap};
     const ExchangeOps *x = registry_exchange("sync");
-    ExchangeState *st = x->create(&cfg);
+    char err[256] = "";
+    ExchangeState *st = x->create(&cfg, err, sizeof err);
+    if (!st) check_fail(__FILE__, __LINE__, "create", err);
     float *grads = be->alloc(ctx, nparams * sizeof(float));
     float *host = xmalloc(nparams * sizeof(float)), *want = xmalloc(nparams * sizeof(float));
     int exact = (P & (P - 1)) == 0 && strcmp(tname, "nccl") != 0, failures = 0;
@@ -118,7 +127,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "rank %d: %zu of %zu values wrong, stop %d, hidden %g\n", me, bad,
                     nparams, step.stop, step.hidden);
     }
-    x->finish(st);
+    x->finish(st, NULL);
     x->destroy(st);
     be->free(ctx, grads);
     be->finalize(ctx);

@@ -212,7 +212,7 @@ static void test_sharding(void) {
 }
 
 int main(void) {
-    BackendConfig cfg = {1, 0, 0};
+    BackendConfig cfg = {.threads = 1};
     BackendCtx *ctx;
     cpu_backend.init(&cfg, &ctx);
     test_counts();
