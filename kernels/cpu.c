@@ -21,6 +21,7 @@
 
 #include "backend.h"
 #include "cpu_im2col.h"
+#include "cpu_zoo.h" /* the model-zoo layers' kernels, entered into the table below */
 
 #include <cblas.h>
 #include <math.h>
@@ -546,4 +547,29 @@ const BackendOps cpu_backend = {
     .sgd_update = cpu_sgd_update,
     .timer_record = cpu_timer_record,
     .timer_elapsed = cpu_timer_elapsed,
+    .axpy = cpu_axpy,
+    .scale = cpu_scale,
+    .maxpool_pad_forward = cpu_maxpool_pad_forward,
+    .maxpool_pad_backward = cpu_maxpool_pad_backward,
+    .avgpool_forward = cpu_avgpool_forward,
+    .avgpool_backward = cpu_avgpool_backward,
+    .global_avgpool_forward = cpu_global_avgpool_forward,
+    .global_avgpool_backward = cpu_global_avgpool_backward,
+    .lrn_forward = cpu_lrn_forward,
+    .lrn_backward = cpu_lrn_backward,
+    .batchnorm_forward_train = cpu_batchnorm_forward_train,
+    .batchnorm_forward_infer = cpu_batchnorm_forward_infer,
+    .batchnorm_backward = cpu_batchnorm_backward,
+    .concat_forward = cpu_concat_forward,
+    .concat_backward = cpu_concat_backward,
+    .add_forward = cpu_add_forward,
+    .add_backward = cpu_add_backward,
+    .dropout_forward = cpu_dropout_forward,
+    .dropout_backward = cpu_dropout_backward,
+    .embedding_forward = cpu_embedding_forward,
+    .embedding_backward = cpu_embedding_backward,
+    .lstm_reserve_bytes = cpu_lstm_reserve_bytes,
+    .lstm_workspace_bytes = cpu_lstm_workspace_bytes,
+    .lstm_forward = cpu_lstm_forward,
+    .lstm_backward = cpu_lstm_backward,
 };
