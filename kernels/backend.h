@@ -171,6 +171,8 @@ typedef struct BackendOps {
      * output feeds several others) and loss scaling. */
     void (*axpy)(BackendCtx *ctx, size_t n, float alpha, const float *x, float *y);
     void (*scale)(BackendCtx *ctx, size_t n, float alpha, float *x);
+    /* Device-to-device copy of `bytes` (dropout at evaluation, pipeline buffers). */
+    void (*copy)(BackendCtx *ctx, void *dst, const void *src, size_t bytes);
 
     /* Max pooling with padding: padding never wins; argmax as in maxpool_forward (flat index
      * ih*w_in + iw within the plane). Backward: dx overwritten, dy scattered to the maxima. */

@@ -549,6 +549,7 @@ const BackendOps cpu_backend = {
     .timer_elapsed = cpu_timer_elapsed,
     .axpy = cpu_axpy,
     .scale = cpu_scale,
+    .copy = cpu_copy,
     .maxpool_pad_forward = cpu_maxpool_pad_forward,
     .maxpool_pad_backward = cpu_maxpool_pad_backward,
     .avgpool_forward = cpu_avgpool_forward,

@@ -38,8 +38,12 @@ void cpu_scale(BackendCtx *ctx, size_t n, float alpha, float *restrict x) {
         x[i] *= alpha;
 }
 
-/* ---- padded pooling ----------------------------------------------------------------------------
- */
+void cpu_copy(BackendCtx *ctx, void *dst, const void *src, size_t bytes) {
+    (void)ctx;
+    if (dst != src) memmove(dst, src, bytes);
+}
+
+/* ---- padded pooling -------------------------------------------------------------------------- */
 
 /* Window rows [*lo, *hi) of output index o: o*stride - pad + [0, k), clipped to [0, len). */
 static void window(int o, int stride, int pad, int k, int len, int *lo, int *hi) {
@@ -186,8 +190,7 @@ void cpu_global_avgpool_backward(BackendCtx *ctx, size_t planes, size_t plane, c
     }
 }
 
-/* ---- LRN ----------------------------------------------------------------------------------------
- */
+/* ---- LRN ------------------------------------------------------------------------------------- */
 
 /* d[n] = v */
 static void vfill(float *restrict d, size_t n, float v) {
@@ -309,8 +312,7 @@ void cpu_lrn_backward(BackendCtx *ctx, const LrnShape *s, const float *x, const 
     }
 }
 
-/* ---- batch normalisation ------------------------------------------------------------------------
- */
+/* ---- batch normalisation --------------------------------------------------------------------- */
 
 /* sum of p[n] in VBLOCK float lanes (one plane: at most a few ten thousand values) */
 static float plane_sum(const float *restrict p, size_t n) {
@@ -498,8 +500,7 @@ void cpu_add_backward(BackendCtx *ctx, size_t n, const float *dy, float *da, flo
     if (db && db != dy) memcpy(db, dy, n * sizeof(float));
 }
 
-/* ---- dropout ------------------------------------------------------------------------------------
- */
+/* ---- dropout --------------------------------------------------------------------------------- */
 
 static uint64_t mix64(uint64_t z) {
     z += 0x9E3779B97F4A7C15ULL;
@@ -536,8 +537,7 @@ void cpu_dropout_backward(BackendCtx *ctx, const DropoutShape *s, const uint8_t 
         dx[i] = mask[i] ? dy[i] * keep_scale : 0.0f;
 }
 
-/* ---- embedding ----------------------------------------------------------------------------------
- */
+/* ---- embedding ------------------------------------------------------------------------------- */
 
 static int token(float id, int vocab) {
     return id >= 0.0f && id < (float)vocab ? (int)id : -1;
@@ -566,8 +566,7 @@ void cpu_embedding_backward(BackendCtx *ctx, const EmbeddingShape *s, const floa
     }
 }
 
-/* ---- LSTM ---------------------------------------------------------------------------------------
- */
+/* ---- LSTM ------------------------------------------------------------------------------------ */
 /* reserve: gates[batch, seq, 4H] (i, f, g, o after their activations), cell[batch, seq, H].
  * work:    dgates[batch, seq, 4H], hprev[batch, seq, H] (h_{t-1}, zero at t = 0),
  *          dh_rec[batch, H] (gradient reaching h_{t-1} through W_hh), dcell[batch, H],

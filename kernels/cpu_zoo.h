@@ -7,6 +7,7 @@
 
 void cpu_axpy(BackendCtx *ctx, size_t n, float alpha, const float *x, float *y);
 void cpu_scale(BackendCtx *ctx, size_t n, float alpha, float *x);
+void cpu_copy(BackendCtx *ctx, void *dst, const void *src, size_t bytes);
 
 void cpu_maxpool_pad_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y,
                              int32_t *argmax);

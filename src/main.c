@@ -1,10 +1,12 @@
 /* main.c - dtbench's driver: one SPMD program, launched by mpirun or srun.
- *   options -> topology -> backend -> data -> model -> clocks -> result file -> training -> close
+ *   options -> topology -> backend -> data -> model (or this rank's pipeline stage) -> clocks ->
+ *   result file -> training (trainer.c, or pipeline.c for --parallel model/hybrid) -> close
  * Bad input is found before the result file is created (exit status 2, nothing written). */
 #include <config.h>
 #include "check.h"
 #include "clocksync.h"
 #include "options.h"
+#include "pipeline.h"
 #include "registry.h"
 #include "signals.h"
 #include "trainer.h"
@@ -76,7 +78,22 @@ static void nominal_shape(const char *dataset, const ModelDesc *md, int *c, int 
 {
     if (!strcmp(dataset, "synthetic")) *c = md->in_c, *h = md->in_h, *w = md->in_w,
                                        *classes = md->classes;
+    else if (!strcmp(dataset, "cifar10"))
+        *c = 3, *h = 32, *w = 32, *classes = 10;
     else *c = 1, *h = 28, *w = 28, *classes = 10;
+}
+
+/* The model for a data set's shape (a small-image variant where there is one), planned; bad input
+ * when the input does not fit it, or when the backend lacks a function one of its layers needs. */
+static const ModelDesc *plan_model(Model *plan, const ModelDesc *md, const BackendOps *be, int c,
+                                   int h, int w, int classes) {
+    md = model_for_input(md, c, h, w);
+    model_plan(plan, md, c, h, w, classes, 1);
+    usage_check_all(!plan->problem[0], "--model: %s", plan->problem);
+    const char *layer = NULL, *op = model_missing_op(plan, be, &layer);
+    usage_check_all(!op, "--device: the %s backend has no %s, needed by layer %s of %s", be->name,
+                    op ? op : "", layer ? layer : "", md->name);
+    return md;
 }
 
 int main(int argc, char **argv)
@@ -94,25 +111,35 @@ int main(int argc, char **argv)
     const ExchangeOps *xops = registry_exchange(opt.exchange);
     const RecorderOps *rops = registry_recorder("hdf5");
 
-    usage_check_all(opt.batch % topo.nranks == 0,
+    usage_check_all(strcmp(opt.parallel, "data") || opt.batch % topo.nranks == 0,
                     "--batch: %d is not accepted with %d ranks: the global batch must be a "
                     "multiple of the number of ranks",
                     opt.batch, topo.nranks);
+    usage_check_all(!md->vocab || !strcmp(opt.dataset, "synthetic"),
+                    "--dataset: '%s' is not accepted with %s, a language model on token "
+                    "sequences: expected synthetic",
+                    opt.dataset, md->name);
     usage_check_all(opt.ranks_per_node == 0 || topo.nranks % opt.ranks_per_node == 0,
                     "--ranks-per-node: %d does not divide the %d ranks", opt.ranks_per_node,
                     topo.nranks);
     int b = opt.batch / topo.nranks;
 
     if (opt.dry_run) {
+        int c, h, w, k;
+        nominal_shape(opt.dataset, md, &c, &h, &w, &k);
+        Model plan;
+        md = plan_model(&plan, md, be, c, h, w, k);
+        Pipeline pipe;
+        pipeline_setup(&pipe, &opt, &plan, &topo, 1);
         if (topo.rank == 0) {
-            int c, h, w, k;
-            nominal_shape(opt.dataset, md, &c, &h, &w, &k);
-            Model plan;
-            model_plan(&plan, md, c, h, w, k, b);
             model_print(&plan, stdout);
-            printf("  batch: %d global, %d per rank on %d ranks\n", opt.batch, b, topo.nranks);
-            model_free(&plan);
+            if (pipe.mode == PARALLEL_DATA)
+                printf("  batch: %d global, %d per rank on %d ranks\n", opt.batch, b, topo.nranks);
+            else
+                pipeline_print(&pipe, &plan, stdout);
         }
+        pipeline_free(&pipe);
+        model_free(&plan);
         topology_free(&topo);
         MPI_Finalize();
         return 0;
@@ -133,18 +160,29 @@ int main(int argc, char **argv)
     Dataset data;
     int c, h, w, k;
     nominal_shape(opt.dataset, md, &c, &h, &w, &k);
-    int data_ok = dataset_open(&data, opt.dataset, opt.data_dir, c, h, w, k, (uint64_t)opt.seed,
-                               err, sizeof err) == 0;
+    int data_ok = md->vocab
+                      ? dataset_open_tokens(&data, md->in_w, md->vocab, (uint64_t)opt.seed) == 0
+                      : dataset_open(&data, opt.dataset, opt.data_dir, c, h, w, k,
+                                     (uint64_t)opt.seed, err, sizeof err) == 0;
     usage_check_all(data_ok, "%s", err);
+
+    /* The model for the data's shape, and this rank's part of it. */
+    Model plan;
+    md = plan_model(&plan, md, be, data.c, data.h, data.w, data.classes);
+    Pipeline pipe;
+    pipeline_setup(&pipe, &opt, &plan, &topo, 0);
+    b = opt.batch / pipe.replicas;
 
     BackendCtx *ctx = NULL;
     BackendConfig bcfg = {opt.threads, topo.local_rank, 0, topo.rank == 0};
     if (be->init(&bcfg, &ctx) != 0)
         check_fail(__FILE__, __LINE__, "backend init", opt.device);
     Model model;
-    model_build(&model, md, data.c, data.h, data.w, data.classes, b, be, ctx, (uint64_t)opt.seed);
+    model_build_part(&model, md, data.c, data.h, data.w, data.classes, b, pipe.microbatches,
+                     pipe.first[pipe.stage], pipe.first[pipe.stage + 1], be, ctx,
+                     (uint64_t)opt.seed);
 
-    ExchangeConfig xcfg = {MPI_COMM_WORLD, &topo, model.nparams, 0, be, ctx};
+    ExchangeConfig xcfg = {pipe.stage_comm, &topo, model.nparams, 0, be, ctx};
     double bucket = opt.bucket_mb * 1048576.0 / sizeof(float);
     xcfg.bucket_floats = bucket < 1 ? 1 : (bucket > 1 << 30 ? (size_t)1 << 30 : (size_t)bucket);
     ExchangeState *xstate = xops->create(&xcfg);
@@ -165,8 +203,9 @@ int main(int argc, char **argv)
         options_visit(&opt, print_option, NULL);
         printf("model %s: %zu parameters, %.3f GFLOP forward per sample; data %s [%d,%d,%d], "
                "%zu training samples\n",
-               md->name, model.nparams, model_flops_per_sample(&model) / 1e9, data.name, data.c,
-               data.h, data.w, data.ntrain);
+               md->name, model.total_params, model_flops_per_sample(&model) / 1e9, data.name,
+               data.c, data.h, data.w, data.ntrain);
+        if (pipe.mode != PARALLEL_DATA) pipeline_print(&pipe, &plan, stdout);
         fflush(stdout);
     }
 
@@ -197,8 +236,13 @@ int main(int argc, char **argv)
         {"iters", NULL, opt.iters},
         {"batch_global", NULL, opt.batch},
         {"batch_per_rank", NULL, b},
-        {"param_count", NULL, (long long)model.nparams},
+        {"param_count", NULL, (long long)model.total_params},
         {"clock_sync_rounds", NULL, CLOCK_SYNC_ROUNDS},
+        {"parallel", opt.parallel, 0},
+        {"stages", NULL, pipe.stages},
+        {"replicas", NULL, pipe.replicas},
+        {"microbatches", NULL, pipe.microbatches},
+        {"stage_first_layers", pipe.split_text, 0},
     };
     RunAttr config_rows[64];
     ConfigRows cr = {config_rows, 0};
@@ -227,13 +271,13 @@ int main(int argc, char **argv)
     usage_check_all(rec != NULL, "%s", err);
 
     Trainer tr = {&opt, &topo, &data, &model, xops, xstate, rops, rec, off.offset, t0};
-    TrainResult res = trainer_run(&tr);
+    TrainResult res = pipe.mode == PARALLEL_DATA ? trainer_run(&tr) : pipeline_run(&tr, &pipe);
 
     ClockOffset off_end = clocksync_measure(MPI_COMM_WORLD, CLOCK_SYNC_ROUNDS);
     RunEnd end = {res.stopped ? RUN_STOPPED : RUN_COMPLETED, res.stopped ? "signal" : "completed",
                   off_end.offset, model_param_hash(&model)};
     rops->close(rec, &end);
-    if (opt.save_model[0] && topo.rank == 0 && model_save(&model, opt.save_model) != 0)
+    if (opt.save_model[0] && pipeline_save_model(&pipe, &model, opt.save_model) != 0)
         fprintf(stderr, "dtbench: rank 0: cannot write --save-model %s: %s\n", opt.save_model,
                 strerror(errno));
 
@@ -253,6 +297,8 @@ int main(int argc, char **argv)
 
     xops->destroy(xstate);
     model_free(&model);
+    model_free(&plan);
+    pipeline_free(&pipe);
     be->finalize(ctx);
     dataset_close(&data);
     for (int i = 0; i < cr.n; i++) free((char *)config_rows[i].key), free((char *)config_rows[i].text);

@@ -7,8 +7,9 @@
 #include <stddef.h>
 
 typedef struct {
-    char *model;    /* lenet | fcn5 | fcn8 */
-    char *dataset;  /* synthetic | fashion-mnist | mnist */
+    char
+        *model; /* lenet | fcn5 | fcn8 | alexnet | vgg16 | googlenet | resnet50 | lstm32 | lstm64 */
+    char *dataset;  /* synthetic | fashion-mnist | mnist | cifar10 */
     char *data_dir; /* "" = the data set's default folder */
     char *device;   /* cpu (cuda when built with it) */
     char *exchange; /* sync */
@@ -27,6 +28,11 @@ typedef struct {
     long seed;
     int overwrite;
     int dry_run;
+    /* model parallelism (src/pipeline.h) */
+    char *parallel;   /* data | model | hybrid */
+    int stages;       /* pipeline stages; 0 = model: one per rank, hybrid: 2 */
+    char *split;      /* first layer of stages 2..K, comma-separated; "" = balanced by FLOPs */
+    int microbatches; /* per replica batch, pipelined (GPipe) */
 } Options;
 
 /* Parses argv into opts (defaults first). Prints --help / --version on rank 0 and exits 0;

@@ -17,6 +17,8 @@ typedef struct {
     double loss;
     double bytes_sent;
     double record; /* the recorder's own cost just before this iteration, s */
+    /* pipeline stages (--parallel model / hybrid; 0 in data parallelism), s and bytes */
+    double pipe_compute, pipe_send, pipe_recv, pipe_idle, pipe_bytes;
 } IterRecord;
 
 typedef struct {

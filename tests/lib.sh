@@ -12,6 +12,10 @@ ANALYSIS_DIR=$(cd "$TESTS_SRCDIR/../analysis" && pwd)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1
 export HDF5_USE_FILE_LOCKING=FALSE
+# mpirun forwards SIGTERM to the ranks and SIGKILLs them 1 s later by default: on a loaded machine
+# that is too short for a graceful stop (finish the iteration, close the file). Slurm's KillWait
+# is 30 s; give the ranks as long.
+export OMPI_MCA_odls_base_sigkill_timeout=30
 # Fashion-MNIST as shipped by Debian's dataset-fashion-mnist.
 FMNIST_DIR=${FMNIST_DIR:-/usr/share/datasets/fashion-mnist}
 
@@ -43,4 +47,26 @@ fail() {
 
 pass() {
     echo "ok: $*"
+}
+
+# expect_bad NRANKS PATTERN ARGS... : dtbench must exit 2 with one error line matching PATTERN
+# (NRANKS 0: without mpirun), print nothing else on stderr, and leave no bad.h5 in the current
+# folder.
+expect_bad() {
+    local n=$1 pattern=$2
+    shift 2
+    set +e
+    if [ "$n" = 0 ]; then "$DTBENCH" "$@" >out.txt 2>err.txt; else run_np "$n" "$@" >out.txt 2>err.txt; fi
+    local rc=$?
+    set -e
+    [ "$rc" = 2 ] || fail "'$*' on $n ranks: exit status $rc, expected 2 ($(cat err.txt))"
+    local lines
+    lines=$(grep -c '^dtbench' err.txt || true)
+    [ "$lines" = 1 ] || fail "'$*': $lines dtbench lines on stderr, expected 1: $(cat err.txt)"
+    grep '^dtbench' err.txt | grep -q -- "$pattern" || fail "'$*': error does not match '$pattern': $(cat err.txt)"
+    if [ "$n" = 0 ]; then
+        [ "$(wc -l <err.txt)" = 1 ] || fail "'$*': stderr is not one line: $(cat err.txt)"
+    fi
+    [ ! -e bad.h5 ] || fail "'$*' left bad.h5 behind"
+    pass "$* -> $(grep '^dtbench' err.txt)"
 }
