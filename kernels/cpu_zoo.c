@@ -52,37 +52,82 @@ static void window(int o, int stride, int pad, int k, int len, int *lo, int *hi)
     *hi = start + k > len ? len : start + k;
 }
 
-/* Max over the part of each window inside the image (padding never wins); argmax = ih*w_in + iw
- * of the first maximum in row-major order, -1 (and y = 0) for a window entirely in the padding. */
+/* Outputs o in [*lo, *hi) whose input o*stride + offset lies in [0, in_len), clamped to
+ * [0, out_len) (as in cpu_im2col.c). */
+static void valid_outputs(int out_len, int in_len, int stride, int offset, int *lo, int *hi) {
+    int l = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+    int h = in_len - 1 - offset < 0 ? 0 : (in_len - 1 - offset) / stride + 1;
+    if (h > out_len) h = out_len;
+    if (l > h) l = h;
+    *lo = l, *hi = h;
+}
+
+/* One window position (kh, kw) for a whole output row: every output ow in [lo, hi) whose
+ * candidate row[ow*stride + off] is larger than its maximum so far takes it (strict: the first
+ * maximum in row-major window order stays), with index base + ow*stride + off. Written as
+ * selects so that the stride-1 case vectorises. */
+static void max_candidates(float *restrict m, int32_t *restrict a, const float *restrict row,
+                           int off, int32_t base, int stride, int lo, int hi) {
+    if (stride == 1) {
+        int ow = lo;
+        for (; ow + VBLOCK <= hi; ow += VBLOCK)
+            for (int j = 0; j < VBLOCK; j++) {
+                const float v = row[ow + j + off], cur = m[ow + j];
+                /* the index select as a bit mask: GCC turns a ?: on the int array into a branch */
+                const int32_t take = -(int32_t)(v > cur), idx = base + ow + j + off;
+                m[ow + j] = v > cur ? v : cur;
+                a[ow + j] = (a[ow + j] & ~take) | (idx & take);
+            }
+        for (; ow < hi; ow++)
+            if (row[ow + off] > m[ow]) m[ow] = row[ow + off], a[ow] = base + ow + off;
+        return;
+    }
+    /* strided: the same selects (no branch to mispredict on random data) */
+    int ow = lo;
+    for (; ow + VBLOCK <= hi; ow += VBLOCK)
+        for (int j = 0; j < VBLOCK; j++) {
+            const float v = row[(ow + j) * stride + off], cur = m[ow + j];
+            const int32_t take = -(int32_t)(v > cur), idx = base + (ow + j) * stride + off;
+            m[ow + j] = v > cur ? v : cur;
+            a[ow + j] = (a[ow + j] & ~take) | (idx & take);
+        }
+    for (; ow < hi; ow++) {
+        const float v = row[ow * stride + off];
+        if (v > m[ow]) m[ow] = v, a[ow] = base + ow * stride + off;
+    }
+}
+
+/* Max over the part of each window inside the image (padding never wins), row by row: for each
+ * output row, every window position (kh, kw) in row-major order offers one candidate to every
+ * output of the row. argmax = ih*w_in + iw of the first maximum; a window entirely in the
+ * padding gives y = 0, argmax -1. */
 void cpu_maxpool_pad_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y,
                              int32_t *argmax) {
     (void)ctx;
-    const int w_in = s->w_in, h_out = s->h_out, w_out = s->w_out;
+    const int w_in = s->w_in, h_out = s->h_out, w_out = s->w_out, k = s->k;
+    const int stride = s->stride, pad = s->pad;
     const size_t in_plane = (size_t)s->h_in * w_in, out_plane = (size_t)h_out * w_out;
     const size_t planes = (size_t)s->batch * s->c;
     for (size_t pl = 0; pl < planes; pl++) {
         const float *xp = x + pl * in_plane; /* xp[h_in, w_in] */
-        float *yp = y + pl * out_plane;      /* yp[h_out, w_out] */
-        int32_t *ap = argmax + pl * out_plane;
         for (int oh = 0; oh < h_out; oh++) {
-            int h0, h1;
-            window(oh, s->stride, s->pad, s->k, s->h_in, &h0, &h1);
-            for (int ow = 0; ow < w_out; ow++) {
-                int w0, w1;
-                window(ow, s->stride, s->pad, s->k, w_in, &w0, &w1);
-                float m = 0.0f;
-                int a = -1;
-                for (int ih = h0; ih < h1; ih++) {
-                    const float *r = xp + (size_t)ih * w_in;
-                    for (int iw = w0; iw < w1; iw++)
-                        if (a < 0 || r[iw] > m) {
-                            m = r[iw];
-                            a = ih * w_in + iw;
-                        }
+            float *m = y + pl * out_plane + (size_t)oh * w_out; /* m[w_out]: this output row */
+            int32_t *a = argmax + pl * out_plane + (size_t)oh * w_out;
+            for (int ow = 0; ow < w_out; ow++)
+                m[ow] = -INFINITY, a[ow] = -1;
+            for (int kh = 0; kh < k; kh++) {
+                const int ih = oh * stride - pad + kh;
+                if (ih < 0 || ih >= s->h_in) continue;
+                for (int kw = 0; kw < k; kw++) {
+                    int lo, hi;
+                    valid_outputs(w_out, w_in, stride, kw - pad, &lo, &hi);
+                    /* candidate of output ow: x[ih, ow*stride + kw - pad] */
+                    max_candidates(m, a, xp + (size_t)ih * w_in, kw - pad, ih * w_in, stride, lo,
+                                   hi);
                 }
-                yp[(size_t)oh * w_out + ow] = m;
-                ap[(size_t)oh * w_out + ow] = a;
             }
+            for (int ow = 0; ow < w_out; ow++)
+                if (a[ow] < 0) m[ow] = 0.0f;
         }
     }
 }

@@ -183,9 +183,9 @@ static void test_conv(int n, int c_in, int h_in, int w_in, int c_out, int k, int
     size_t ny = (size_t)n * c_out * s.h_out * s.w_out;
 
     size_t ws = B->conv_workspace_bytes(ctx, &s);
-    size_t want = (size_t)c_in * k * k * s.h_out * s.w_out * sizeof(float);
-    snprintf(what, sizeof what, "conv_workspace_bytes %s = %zu", shape, ws);
-    check_true(what, ws == want);
+    size_t want = (size_t)c_in * k * k * s.h_out * s.w_out * sizeof(float); /* one im2col */
+    snprintf(what, sizeof what, "conv_workspace_bytes %s = %zu >= one sample's columns", shape, ws);
+    check_true(what, ws >= want);
     float *work = falloc(ws / sizeof(float) + GUARD);
     float *guard = work + ws / sizeof(float);
     for (int i = 0; i < GUARD; i++)
@@ -743,6 +743,12 @@ int main(void) {
     test_conv(2, 2, 8, 8, 3, 3, 2, 0);     /* last input row/column not covered */
     test_conv(1, 3, 5, 5, 2, 5, 1, 0);     /* kernel as large as the input: 1x1 output */
     test_conv(4, 8, 16, 16, 16, 3, 2, 1);  /* ResNet-like downsampling */
+    /* the CPU backend's GEMM grouping (several small images per GEMM, a last partial group) and
+     * row blocking (a column matrix over 8 MB, in blocks of output rows) */
+    test_conv(5, 16, 14, 14, 8, 3, 1, 1);   /* 196 pixels: groups of 3 and 2 samples */
+    test_conv(3, 32, 7, 7, 16, 1, 1, 0);    /* pointwise, grouped */
+    test_conv(1, 64, 64, 64, 8, 3, 1, 1);   /* blocked: 576 x 4096 columns */
+    test_conv(1, 64, 130, 130, 4, 3, 2, 1); /* blocked, stride 2 */
 
     /*           n  c  h_in w_in k stride ties */
     test_maxpool(3, 20, 24, 24, 2, 2, 0); /* LeNet pool1 */
