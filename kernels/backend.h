@@ -142,7 +142,8 @@ typedef struct BackendOps {
     void (*maxpool_backward)(BackendCtx *ctx, const PoolShape *s, const int32_t *argmax,
                              const float *dy, float *dx);
 
-    /* ReLU over n elements; backward uses the output y (y > 0 passes the gradient). */
+    /* ReLU over n elements; backward uses the output y (y > 0 passes the gradient). In place is
+     * allowed (y == x; dx == dy): the model runs a ReLU in its producer's buffers. */
     void (*relu_forward)(BackendCtx *ctx, size_t n, const float *x, float *y);
     void (*relu_backward)(BackendCtx *ctx, size_t n, const float *y, const float *dy, float *dx);
 

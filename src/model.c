@@ -180,7 +180,10 @@ void model_plan(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int 
         L->last_consumer = -1;
         resolve_inputs(d, i, L);
         for (int k = 0; k < L->ninputs; k++)
-            if (L->inputs[k] >= 0) m->layers[L->inputs[k]].last_consumer = i;
+            if (L->inputs[k] >= 0) {
+                m->layers[L->inputs[k]].last_consumer = i;
+                m->layers[L->inputs[k]].consumers++;
+            }
         plan_layer(m, i);
         L->w_off = off, L->b_off = off + L->nw;
         off += L->nparams;
@@ -309,6 +312,28 @@ static int last_reader(const Model *m, int i, int k) {
     return m->layers[p].last_consumer == i;
 }
 
+/* A ReLU whose input is read by nothing else, produced in this part by a layer whose backward
+ * does not read its own output, runs in place in that layer's y and dy: half the activation
+ * memory and traffic of conv-ReLU chains. */
+static int relu_in_place(const Model *m, const Layer *L) {
+    const int p = L->inputs[0];
+    if (L->d.kind != LAYER_RELU || p < m->first) return 0;
+    const Layer *P = &m->layers[p];
+    switch (P->d.kind) {
+    case LAYER_CONV:
+    case LAYER_FC:
+    case LAYER_BATCHNORM:
+    case LAYER_ADD:
+    case LAYER_CONCAT:
+    case LAYER_MAXPOOL:
+    case LAYER_AVGPOOL:
+    case LAYER_GLOBAL_AVGPOOL:
+        return P->consumers == 1;
+    default:
+        return 0; /* LRN's and LSTM's backward read their output; ReLU's, dropout's too */
+    }
+}
+
 void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes,
                       int batch, int microbatches, int first, int last, const BackendOps *be,
                       BackendCtx *ctx, uint64_t seed) {
@@ -341,8 +366,12 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
     for (int i = first; i < last; i++) {
         Layer *L = &m->layers[i];
         size_t bytes = (size_t)batch * L->out_size * sizeof(float);
-        L->y = alloc_or_die(m, bytes);
-        L->dy = alloc_or_die(m, bytes);
+        if ((L->in_place = relu_in_place(m, L))) {
+            L->y = m->layers[L->inputs[0]].y, L->dy = m->layers[L->inputs[0]].dy;
+        } else {
+            L->y = alloc_or_die(m, bytes);
+            L->dy = alloc_or_die(m, bytes);
+        }
         if (L->d.kind == LAYER_MAXPOOL)
             L->argmax = alloc_or_die(m, (size_t)batch * L->out_size * sizeof(int32_t));
         if (L->d.kind == LAYER_DROPOUT) L->mask = alloc_or_die(m, (size_t)batch * L->out_size);
@@ -390,7 +419,8 @@ void model_free(Model *m) {
         BackendCtx *c = m->ctx;
         for (int i = m->first; i < m->last; i++) {
             Layer *L = &m->layers[i];
-            void *bufs[] = {L->y, L->dy, L->argmax, L->mask, L->aux};
+            void *bufs[] = {L->in_place ? NULL : L->y, L->in_place ? NULL : L->dy, L->argmax,
+                            L->mask, L->aux};
             for (size_t j = 0; j < sizeof bufs / sizeof bufs[0]; j++)
                 if (bufs[j]) m->be->free(c, bufs[j]);
         }

@@ -73,6 +73,8 @@ typedef struct {
     int ninputs;
     int inputs[LAYER_MAX_INPUTS]; /* producing rows; -1 = the model's input */
     int last_consumer;            /* highest row reading this output, -1 if none (the logits) */
+    int consumers;                /* rows reading this output */
+    int in_place;                 /* a ReLU working in its producer's y and dy (model_build_part) */
     int in_c, in_h, in_w;         /* per-sample input [c,h,w] (the first input) */
     int out_c, out_h, out_w;      /* per-sample output [c,h,w]; a sequence is [seq, 1, features] */
     int seq;                      /* > 0: the output is a sequence of seq positions */
