@@ -374,7 +374,7 @@ static float plane_sum(const float *restrict p, size_t n) {
     return s;
 }
 
-/* sum of (p - m)^2 and of a[i]*(p[i] - m) */
+/* sum of (p - m)^2 */
 static float plane_sq_dev(const float *restrict p, size_t n, float m) {
     float acc[VBLOCK] = {0};
     size_t i = 0;
@@ -391,18 +391,22 @@ static float plane_sq_dev(const float *restrict p, size_t n, float m) {
     return s;
 }
 
-static float plane_dot_dev(const float *restrict a, const float *restrict p, size_t n, float m) {
-    float acc[VBLOCK] = {0};
+/* sum of a[i] and of a[i]*(p[i] - m), in one pass */
+static void plane_sum_dot_dev(const float *restrict a, const float *restrict p, size_t n, float m,
+                              double *sum_a, double *sum_dot) {
+    float acc[VBLOCK] = {0}, dot[VBLOCK] = {0};
     size_t i = 0;
     for (; i + VBLOCK <= n; i += VBLOCK)
-        for (int j = 0; j < VBLOCK; j++)
-            acc[j] += a[i + j] * (p[i + j] - m);
-    float s = 0.0f;
+        for (int j = 0; j < VBLOCK; j++) {
+            acc[j] += a[i + j];
+            dot[j] += a[i + j] * (p[i + j] - m);
+        }
+    float s = 0.0f, d = 0.0f;
     for (int j = 0; j < VBLOCK; j++)
-        s += acc[j];
+        s += acc[j], d += dot[j];
     for (; i < n; i++)
-        s += a[i] * (p[i] - m);
-    return s;
+        s += a[i], d += a[i] * (p[i] - m);
+    *sum_a += s, *sum_dot += d;
 }
 
 /* y = x * mul + add over one plane */
@@ -468,11 +472,9 @@ void cpu_batchnorm_backward(BackendCtx *ctx, const BnShape *s, const float *x, c
     for (int c = 0; c < s->c; c++) {
         const float mean = save_mean[c], invstd = save_invstd[c];
         double sum_dy = 0.0, sum_dy_dev = 0.0;
-        for (int n = 0; n < s->batch; n++) {
-            sum_dy += plane_sum(dy + n * stride + c * sp, sp);
-            sum_dy_dev +=
-                plane_dot_dev(dy + n * stride + c * sp, x + n * stride + c * sp, sp, mean);
-        }
+        for (int n = 0; n < s->batch; n++)
+            plane_sum_dot_dev(dy + n * stride + c * sp, x + n * stride + c * sp, sp, mean, &sum_dy,
+                              &sum_dy_dev);
         dbeta[c] = (float)sum_dy;
         dgamma[c] = (float)(sum_dy_dev * invstd);
         /* dx = k * (dy - m_dy - (x - mean) * m_xdy) with k = gamma*invstd */

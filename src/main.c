@@ -85,12 +85,12 @@ static void nominal_shape(const char *dataset, const ModelDesc *md, int *c, int 
 
 /* The model for a data set's shape (a small-image variant where there is one), planned; bad input
  * when the input does not fit it, or when the backend lacks a function one of its layers needs. */
-static const ModelDesc *plan_model(Model *plan, const ModelDesc *md, const BackendOps *be, int c,
-                                   int h, int w, int classes) {
+static const ModelDesc *plan_model(Model *plan, const ModelDesc *md, const BackendOps *be,
+                                   int microbatches, int c, int h, int w, int classes) {
     md = model_for_input(md, c, h, w);
     model_plan(plan, md, c, h, w, classes, 1);
     usage_check_all(!plan->problem[0], "--model: %s", plan->problem);
-    const char *layer = NULL, *op = model_missing_op(plan, be, &layer);
+    const char *layer = NULL, *op = model_missing_op(plan, be, microbatches, &layer);
     usage_check_all(!op, "--device: the %s backend has no %s, needed by layer %s of %s", be->name,
                     op ? op : "", layer ? layer : "", md->name);
     return md;
@@ -128,7 +128,7 @@ int main(int argc, char **argv)
         int c, h, w, k;
         nominal_shape(opt.dataset, md, &c, &h, &w, &k);
         Model plan;
-        md = plan_model(&plan, md, be, c, h, w, k);
+        md = plan_model(&plan, md, be, opt.microbatches, c, h, w, k);
         Pipeline pipe;
         pipeline_setup(&pipe, &opt, &plan, &topo, 1);
         if (topo.rank == 0) {
@@ -168,7 +168,7 @@ int main(int argc, char **argv)
 
     /* The model for the data's shape, and this rank's part of it. */
     Model plan;
-    md = plan_model(&plan, md, be, data.c, data.h, data.w, data.classes);
+    md = plan_model(&plan, md, be, opt.microbatches, data.c, data.h, data.w, data.classes);
     Pipeline pipe;
     pipeline_setup(&pipe, &opt, &plan, &topo, 0);
     b = opt.batch / pipe.replicas;

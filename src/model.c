@@ -434,14 +434,15 @@ void model_free(Model *m) {
     memset(m, 0, sizeof *m);
 }
 
-const char *model_missing_op(const Model *m, const BackendOps *be, const char **layer) {
+const char *model_missing_op(const Model *m, const BackendOps *be, int microbatches,
+                             const char **layer) {
 #define NEED(op)                                                                                   \
     if (!be->op) return #op
     for (int i = m->first; i < m->last; i++) {
         const Layer *L = &m->layers[i];
         *layer = L->d.name;
-        NEED(axpy); /* outputs read by several layers, micro-batches */
-        NEED(scale);
+        if (L->consumers > 1 || microbatches > 1) NEED(axpy); /* gradients added up */
+        if (microbatches > 1) NEED(scale);                    /* the loss gradient / M */
         switch (L->d.kind) {
         case LAYER_MAXPOOL:
             if (maxpool_padded(L)) {

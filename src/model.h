@@ -144,8 +144,9 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
 void model_free(Model *m);
 
 /* The first backend function this model's layers need that `be` lacks (NULL: none), with the
- * layer in *layer. */
-const char *model_missing_op(const Model *m, const BackendOps *be, const char **layer);
+ * layer in *layer; with micro-batches (> 1), also what accumulating their gradients needs. */
+const char *model_missing_op(const Model *m, const BackendOps *be, int microbatches,
+                             const char **layer);
 
 /* The model to train on images of [c,h,w]: d, or its small-image variant for inputs of at most
  * 32x32 pixels. */
