@@ -34,10 +34,16 @@ import sys
 import time
 
 
-MODELS = ("lenet", "fcn5", "fcn8")
-EXPECTED_PARAMS = {"lenet": 431080, "fcn5": 117997696, "fcn8": 130586752}
+MODELS = ("lenet", "fcn5", "fcn8", "alexnet", "vgg16", "googlenet", "resnet50", "lstm32", "lstm64")
+# dtbench's counts (src/models.c); PyTorch's nn.LSTM carries a second, redundant bias vector per
+# layer (b_hh beside b_ih: 4*256 floats, 2048 in all), which dtbench's LSTM (one bias, as in
+# DLBench's TensorFlow model) does not have.
+EXPECTED_PARAMS = {"lenet": 431080, "fcn5": 117997696, "fcn8": 130586752, "alexnet": 61100840,
+                   "vgg16": 138357544, "googlenet": 6998552, "resnet50": 25557032,
+                   "lstm32": 6180624 + 2048, "lstm64": 6180624 + 2048}
 FCN_DIM = 26752      # input features and classes of fcn5/fcn8
 FCN_HIDDEN = 2048
+VOCAB, LSTM_HIDDEN = 10000, 256
 
 
 def parse_args(argv=None):
@@ -81,7 +87,118 @@ import torch                      # noqa: E402
 import torch.nn as nn             # noqa: E402
 
 
+class Inception(nn.Module):
+    """GoogLeNet's module (Szegedy et al. 2014, Table 1): four branches, ReLU after every
+    convolution, channel concatenation; the same rows as dtbench's INCEPTION."""
+
+    def __init__(self, c_in, n1, n3r, n3, n5r, n5, pool_proj):
+        super().__init__()
+        relu = lambda: nn.ReLU(inplace=True)  # noqa: E731
+        self.b1 = nn.Sequential(nn.Conv2d(c_in, n1, 1), relu())
+        self.b2 = nn.Sequential(nn.Conv2d(c_in, n3r, 1), relu(), nn.Conv2d(n3r, n3, 3, padding=1),
+                                relu())
+        self.b3 = nn.Sequential(nn.Conv2d(c_in, n5r, 1), relu(), nn.Conv2d(n5r, n5, 5, padding=2),
+                                relu())
+        self.b4 = nn.Sequential(nn.MaxPool2d(3, 1, padding=1), nn.Conv2d(c_in, pool_proj, 1),
+                                relu())
+
+    def forward(self, x):
+        return torch.cat([self.b1(x), self.b2(x), self.b3(x), self.b4(x)], 1)
+
+
+class Bottleneck(nn.Module):
+    """ResNet-50's block as in torchvision (stride in the 3x3 convolution)."""
+
+    def __init__(self, c_in, mid, out, stride):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(c_in, mid, 1, bias=False), nn.BatchNorm2d(mid), nn.ReLU(inplace=True),
+            nn.Conv2d(mid, mid, 3, stride, 1, bias=False), nn.BatchNorm2d(mid),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(mid, out, 1, bias=False), nn.BatchNorm2d(out))
+        self.down = None
+        if stride != 1 or c_in != out:
+            self.down = nn.Sequential(nn.Conv2d(c_in, out, 1, stride, bias=False),
+                                      nn.BatchNorm2d(out))
+
+    def forward(self, x):
+        shortcut = x if self.down is None else self.down(x)
+        return torch.relu(self.body(x) + shortcut)
+
+
+class LanguageModel(nn.Module):
+    """DLBench's LSTM: embedding, two LSTM layers of 256, a projection to the vocabulary at
+    every position; the loss is the mean cross-entropy over all positions."""
+
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(VOCAB, LSTM_HIDDEN)
+        self.lstm = nn.LSTM(LSTM_HIDDEN, LSTM_HIDDEN, num_layers=2, batch_first=True)
+        self.fc = nn.Linear(LSTM_HIDDEN, VOCAB)
+
+    def forward(self, tokens):                      # tokens [n, seq]
+        h, _ = self.lstm(self.embedding(tokens))    # [n, seq, 256]
+        return self.fc(h).reshape(-1, VOCAB)        # [n * seq, vocab]
+
+
+def build_zoo(model):
+    """The model-zoo networks, row for row as in dtbench's src/models.c."""
+    relu = lambda: nn.ReLU(inplace=True)  # noqa: E731
+    if model == "alexnet":  # torchvision's AlexNet with the 2012 paper's LRN after conv1, conv2
+        return nn.Sequential(
+            nn.Conv2d(3, 64, 11, 4, 2), relu(), nn.LocalResponseNorm(5, 1e-4, 0.75, 2.0),
+            nn.MaxPool2d(3, 2),
+            nn.Conv2d(64, 192, 5, padding=2), relu(), nn.LocalResponseNorm(5, 1e-4, 0.75, 2.0),
+            nn.MaxPool2d(3, 2),
+            nn.Conv2d(192, 384, 3, padding=1), relu(), nn.Conv2d(384, 256, 3, padding=1), relu(),
+            nn.Conv2d(256, 256, 3, padding=1), relu(), nn.MaxPool2d(3, 2), nn.Flatten(),
+            nn.Dropout(0.5), nn.Linear(9216, 4096), relu(),
+            nn.Dropout(0.5), nn.Linear(4096, 4096), relu(), nn.Linear(4096, 1000),
+        ), (3, 224, 224), 1000
+    if model == "vgg16":  # configuration D
+        layers, c = [], 3
+        for v in (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M",
+                  512, 512, 512, "M"):
+            if v == "M":
+                layers.append(nn.MaxPool2d(2, 2))
+            else:
+                layers += [nn.Conv2d(c, v, 3, padding=1), relu()]
+                c = v
+        layers += [nn.Flatten(), nn.Linear(25088, 4096), relu(), nn.Dropout(0.5),
+                   nn.Linear(4096, 4096), relu(), nn.Dropout(0.5), nn.Linear(4096, 1000)]
+        return nn.Sequential(*layers), (3, 224, 224), 1000
+    if model == "googlenet":  # no auxiliary heads; pools 3/2 with padding 1 as in dtbench
+        return nn.Sequential(
+            nn.Conv2d(3, 64, 7, 2, 3), relu(), nn.MaxPool2d(3, 2, 1),
+            nn.LocalResponseNorm(5, 1e-4, 0.75, 1.0),
+            nn.Conv2d(64, 64, 1), relu(), nn.Conv2d(64, 192, 3, padding=1), relu(),
+            nn.LocalResponseNorm(5, 1e-4, 0.75, 1.0), nn.MaxPool2d(3, 2, 1),
+            Inception(192, 64, 96, 128, 16, 32, 32), Inception(256, 128, 128, 192, 32, 96, 64),
+            nn.MaxPool2d(3, 2, 1),
+            Inception(480, 192, 96, 208, 16, 48, 64), Inception(512, 160, 112, 224, 24, 64, 64),
+            Inception(512, 128, 128, 256, 24, 64, 64), Inception(512, 112, 144, 288, 32, 64, 64),
+            Inception(528, 256, 160, 320, 32, 128, 128), nn.MaxPool2d(3, 2, 1),
+            Inception(832, 256, 160, 320, 32, 128, 128),
+            Inception(832, 384, 192, 384, 48, 128, 128),
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dropout(0.4), nn.Linear(1024, 1000),
+        ), (3, 224, 224), 1000
+    if model == "resnet50":
+        layers = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), relu(),
+                  nn.MaxPool2d(3, 2, 1)]
+        c = 64
+        for mid, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+            for b in range(blocks):
+                layers.append(Bottleneck(c, mid, mid * 4, stride if b == 0 else 1))
+                c = mid * 4
+        layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2048, 1000)]
+        return nn.Sequential(*layers), (3, 224, 224), 1000
+    seq = {"lstm32": 32, "lstm64": 64}[model]
+    return LanguageModel(), (seq,), VOCAB
+
+
 def build(model):
+    if model not in ("lenet", "fcn5", "fcn8"):
+        return build_zoo(model)
     if model == "lenet":
         # Caffe examples/mnist/lenet_train_test.prototxt: no ReLU after the convolutions.
         return nn.Sequential(
@@ -176,8 +293,15 @@ def main():
     # Synthetic data, generated once before the run (not timed): a pool of samples that the
     # steps cycle through. Inputs uniform in [0,1), labels uniform over the classes.
     pool_n = a.pool_batches * a.batch
-    pool_x = torch.rand((pool_n,) + in_shape, dtype=torch.float32)
-    pool_y = torch.randint(0, classes, (pool_n,), dtype=torch.int64)
+    if a.model.startswith("lstm"):  # token ids, and the next token at every position
+        seq = in_shape[0]
+        pool_x = torch.randint(0, VOCAB, (pool_n, seq), dtype=torch.int64)
+        pool_y = torch.randint(0, VOCAB, (pool_n * seq,), dtype=torch.int64)
+        labels_per_sample = seq
+    else:
+        pool_x = torch.rand((pool_n,) + in_shape, dtype=torch.float32)
+        pool_y = torch.randint(0, classes, (pool_n,), dtype=torch.int64)
+        labels_per_sample = 1
 
     total = a.warmup + a.iters
     times, losses = [], []
@@ -187,12 +311,9 @@ def main():
         t0 = time.perf_counter()
         # fetch the batch: a copy into fresh tensors, like loading a batch into an input buffer
         # (on the GPU: the copy to the device)
-        if cuda:
-            x = pool_x[s:s + a.batch].to(dev)
-            y = pool_y[s:s + a.batch].to(dev)
-        else:
-            x = pool_x[s:s + a.batch].clone()
-            y = pool_y[s:s + a.batch].clone()
+        x = pool_x[s:s + a.batch]
+        y = pool_y[s * labels_per_sample:(s + a.batch) * labels_per_sample]
+        x, y = (x.to(dev), y.to(dev)) if cuda else (x.clone(), y.clone())
         opt.zero_grad(set_to_none=set_to_none)
         out = net(x)
         loss = loss_fn(out, y)

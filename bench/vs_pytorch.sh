@@ -28,7 +28,6 @@ DTBENCH=src/dtbench
 DEVICE=cpu
 MODELS="lenet fcn5"
 THREADS="1"
-BATCH=64
 ROUNDS=2
 MPIRUN=mpirun
 MPIRUN_ARGS=""
@@ -40,8 +39,14 @@ KEEP=0
 CORETYPE=""
 STRICT=0
 TOLERANCE=0
-declare -A ITERS=([lenet]=200 [fcn5]=10 [fcn8]=10)
-declare -A WARMUP=([lenet]=20 [fcn5]=3 [fcn8]=3)
+ZOO="lenet fcn5 fcn8 alexnet vgg16 googlenet resnet50 lstm32 lstm64"
+declare -A ITERS=([lenet]=200 [fcn5]=10 [fcn8]=10 [alexnet]=8 [vgg16]=3 [googlenet]=6 [resnet50]=4
+                  [lstm32]=10 [lstm64]=6)
+declare -A WARMUP=([lenet]=20 [fcn5]=3 [fcn8]=3 [alexnet]=2 [vgg16]=1 [googlenet]=2 [resnet50]=1
+                  [lstm32]=2 [lstm64]=2)
+# Per-model batch: the 224x224 networks take seconds per step on one core at 64.
+declare -A BATCHES=([lenet]=64 [fcn5]=64 [fcn8]=64 [alexnet]=16 [vgg16]=4 [googlenet]=8
+                    [resnet50]=8 [lstm32]=32 [lstm64]=32)
 PARSE_FILES=()
 
 usage() {
@@ -53,12 +58,16 @@ usage: $0 [options]
   --device cpu|cuda     where both sides train (default: $DEVICE); cuda: one GPU, strict fp32
                         on both sides (torch_peer.py switches TF32 off), threads still apply
                         to the host side
-  --models "LIST"       models among lenet fcn5 fcn8 (default: "$MODELS")
+  --models "LIST"       models among $ZOO
+                        (default: "$MODELS")
   --threads "LIST"      thread counts (default: "$THREADS")
-  --batch N             batch size of both sides (default: $BATCH)
+  --batch N | MODEL=N   batch size of both sides, for every model or one (defaults: lenet, fcn5,
+                        fcn8 64; alexnet 16; vgg16 4; googlenet, resnet50 8; lstm32, lstm64 32)
   --rounds N            alternating rounds per side (default: $ROUNDS)
-  --iters MODEL=N       measured iterations of MODEL (defaults: lenet=200 fcn5=10 fcn8=10)
-  --warmup MODEL=N      warm-up iterations of MODEL (defaults: lenet=20 fcn5=3 fcn8=3)
+  --iters MODEL=N       measured iterations of MODEL (defaults: lenet=200 fcn5=10 fcn8=10
+                        alexnet=8 vgg16=3 googlenet=6 resnet50=4 lstm32=10 lstm64=6)
+  --warmup MODEL=N      warm-up iterations of MODEL (defaults: lenet=20 fcn5=3 fcn8=3, 1 or 2 for
+                        the others)
   --lenet-iters N, --lenet-warmup N, --fcn5-iters N, ... : same as above
   --mpirun CMD          mpirun to use (default: mpirun)
   --mpirun-args "ARGS"  extra mpirun arguments
@@ -80,10 +89,12 @@ EOF
 die() { echo "vs_pytorch: error: $*" >&2; exit 2; }
 log() { echo "vs_pytorch: $*" >&2; }
 
-set_count() {  # set_count ITERS|WARMUP MODEL=N
+set_count() {  # set_count ITERS|WARMUP|BATCHES MODEL=N
     local arr=$1 kv=$2
-    [[ $kv =~ ^(lenet|fcn5|fcn8)=([0-9]+)$ ]] || die "bad $arr value '$kv' (want MODEL=N)"
+    [[ $kv =~ ^([a-z0-9]+)=([0-9]+)$ && " $ZOO " == *" ${BASH_REMATCH[1]} "* ]] \
+        || die "bad $arr value '$kv' (want MODEL=N, MODEL among $ZOO)"
     if [[ $arr == ITERS ]]; then ITERS[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
+    elif [[ $arr == BATCHES ]]; then BATCHES[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
     else WARMUP[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}; fi
 }
 
@@ -92,7 +103,13 @@ while (($#)); do
         --dtbench) DTBENCH=$2; shift 2 ;;
         --models) MODELS=$2; shift 2 ;;
         --threads) THREADS=$2; shift 2 ;;
-        --batch) BATCH=$2; shift 2 ;;
+        --batch)
+            if [[ $2 == *=* ]]; then set_count BATCHES "$2"
+            else
+                [[ $2 =~ ^[1-9][0-9]*$ ]] || die "--batch must be a positive integer or MODEL=N"
+                for m in $ZOO; do BATCHES[$m]=$2; done
+            fi
+            shift 2 ;;
         --rounds) ROUNDS=$2; shift 2 ;;
         --iters) set_count ITERS "$2"; shift 2 ;;
         --warmup) set_count WARMUP "$2"; shift 2 ;;
@@ -118,7 +135,7 @@ while (($#)); do
 done
 
 [[ $DEVICE == cpu || $DEVICE == cuda ]] || die "--device must be cpu or cuda"
-for v in BATCH ROUNDS; do
+for v in ROUNDS; do
     [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "--${v,,} must be a positive integer"
 done
 [[ $TOLERANCE =~ ^[0-9]+([.][0-9]+)?$ ]] || die "--tolerance must be a number"
@@ -222,7 +239,7 @@ else
         || die "no python with torch found (Debian: apt-get install python3-torch; or --torch-python)"
 fi
 for m in $MODELS; do
-    [[ $m == lenet || $m == fcn5 || $m == fcn8 ]] || die "unknown model '$m'"
+    [[ " $ZOO " == *" $m "* ]] || die "unknown model '$m' (models: $ZOO)"
     [[ ${ITERS[$m]} -ge 1 ]] || die "iterations of $m must be >= 1"
 done
 for t in $THREADS; do [[ $t =~ ^[1-9][0-9]*$ ]] || die "bad thread count '$t'"; done
@@ -250,7 +267,7 @@ trap cleanup EXIT
 log "dtbench: $DTBENCH"
 log "torch:   $TORCH_PYTHON $PEER ($("$TORCH_PYTHON" -c 'import torch; print("torch", torch.__version__)'))"
 log "h5py:    $H5_PYTHON"
-log "cpus:    $(nproc) online; models: $MODELS; threads: $THREADS; batch $BATCH; rounds $ROUNDS"
+log "cpus:    $(nproc) online; models: $MODELS; threads: $THREADS; rounds $ROUNDS"
 loadavg() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo "?"; }
 if awk -v l="$(loadavg)" 'BEGIN{exit !(l+0 > 0.5)}'; then
     log "warning: load average $(loadavg) before starting: other work shares the CPUs, timings will be noisy"
@@ -261,7 +278,7 @@ run_dtbench() {  # model threads round -> writes $TMPDIR_RUN/dt_<m>_<t>_<r>.h5
     local out="$TMPDIR_RUN/dt_${m}_t${t}_r${r}.h5" lg="$TMPDIR_RUN/dt_${m}_t${t}_r${r}.log"
     # shellcheck disable=SC2086
     if ! OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t "${MPI[@]}" "$DTBENCH" --model "$m" \
-            --dataset synthetic --batch "$BATCH" --iters "${ITERS[$m]}" --warmup "${WARMUP[$m]}" \
+            --dataset synthetic --batch "${BATCHES[$m]}" --iters "${ITERS[$m]}" --warmup "${WARMUP[$m]}" \
             --threads "$t" --device "$DEVICE" --output "$out" --overwrite $DTBENCH_ARGS >"$lg" 2>&1; then
         tail -n 30 "$lg" >&2
         die "dtbench failed ($m, $t threads, round $r); log above"
@@ -274,7 +291,7 @@ run_torch() {  # model threads round -> writes $TMPDIR_RUN/pt_<m>_<t>_<r>.json
     local out="$TMPDIR_RUN/pt_${m}_t${t}_r${r}.json" lg="$TMPDIR_RUN/pt_${m}_t${t}_r${r}.log"
     # shellcheck disable=SC2086
     if ! OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t "$TORCH_PYTHON" "$PEER" --model "$m" \
-            --batch "$BATCH" --iters "${ITERS[$m]}" --warmup "${WARMUP[$m]}" --threads "$t" \
+            --batch "${BATCHES[$m]}" --iters "${ITERS[$m]}" --warmup "${WARMUP[$m]}" --threads "$t" \
             --device "$DEVICE" $TORCH_ARGS >"$out" 2>"$lg"; then
         cat "$lg" >&2
         die "torch peer failed ($m, $t threads, round $r)"
@@ -292,7 +309,7 @@ for m in $MODELS; do
             log "$m, $t thread(s), round $r/$ROUNDS: dtbench (${ITERS[$m]} iters + ${WARMUP[$m]} warm-up; load $(loadavg))"
             run_dtbench "$m" "$t" "$r"
             f="$TMPDIR_RUN/dt_${m}_t${t}_r${r}.h5"; dt_files+=("$f")
-            read -r med n < <(EXPECT_MODEL=$m EXPECT_BATCH=$BATCH h5_stats "$f")
+            read -r med n < <(EXPECT_MODEL=$m EXPECT_BATCH=${BATCHES[$m]} h5_stats "$f")
             log "    dtbench median $(ms "$med") ms/step ($n steps)"
             log "$m, $t thread(s), round $r/$ROUNDS: pytorch (load $(loadavg))"
             run_torch "$m" "$t" "$r"
@@ -304,19 +321,19 @@ for m in $MODELS; do
                 log "    pytorch BLAS: $("$H5_PYTHON" -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d.get("openblas_config") or d.get("blas_libraries"), "| corename", d.get("openblas_corename"), "| threads", d.get("openblas_threads"), "| oneDNN", d.get("mkldnn_enabled"))' "$f")"
             fi
         done
-        read -r dt_med dt_n < <(EXPECT_MODEL=$m EXPECT_BATCH=$BATCH h5_stats "${dt_files[@]}")
+        read -r dt_med dt_n < <(EXPECT_MODEL=$m EXPECT_BATCH=${BATCHES[$m]} h5_stats "${dt_files[@]}")
         read -r pt_med pt_n < <(json_stats "${pt_files[@]}")
         log "$m, $t thread(s): pooled medians over $dt_n dtbench and $pt_n pytorch steps"
         ratio=$(awk -v p="$pt_med" -v d="$dt_med" 'BEGIN{printf "%.3f", p/d}')
         ok=$(awk -v r="$ratio" -v tol="$TOLERANCE" 'BEGIN{print (r >= 1 - tol/100) ? "yes" : "no"}')
-        ROWS+=("$(printf '%-6s %7s %16s %16s %15s' "$m" "$t" "$(ms "$dt_med")" "$(ms "$pt_med")" "$ratio")")
+        ROWS+=("$(printf '%-9s %5s %7s %16s %16s %15s' "$m" "${BATCHES[$m]}" "$t" "$(ms "$dt_med")" "$(ms "$pt_med")" "$ratio")")
         if [[ -z ${VERDICT[$m]:-} || $ok == no ]]; then VERDICT[$m]=$ok; fi
     done
 done
 
 echo
-echo "[$DEVICE] dtbench (1 MPI rank) vs PyTorch $("$TORCH_PYTHON" -c 'import torch; print(torch.__version__)'), batch $BATCH, median time per training step over $ROUNDS rounds"
-printf '%-6s %7s %16s %16s %15s\n' model threads "dtbench ms/step" "pytorch ms/step" "pytorch/dtbench"
+echo "[$DEVICE] dtbench (1 MPI rank) vs PyTorch $("$TORCH_PYTHON" -c 'import torch; print(torch.__version__)'), median time per training step over $ROUNDS rounds"
+printf '%-9s %5s %7s %16s %16s %15s\n' model batch threads "dtbench ms/step" "pytorch ms/step" "pytorch/dtbench"
 for row in "${ROWS[@]}"; do echo "$row"; done
 echo "(ratio > 1: dtbench is faster; < 1: PyTorch is faster)"
 echo

@@ -35,6 +35,66 @@ typedef struct {
     int h_out, w_out;
 } PoolShape;
 
+/* ---- shapes of the model-zoo layers (issue 5) ------------------------------------------------ */
+
+/* Max or average pooling with zero padding: square k x k window, `pad` on every side, NCHW.
+ * x[n,c,h_in,w_in] -> y[n,c,h_out,w_out]; h_out = (h_in + 2*pad - k)/stride + 1 (floor). */
+typedef struct {
+    int batch, c, h_in, w_in;
+    int k, stride, pad;
+    int h_out, w_out;
+} PadPoolShape;
+
+/* Local response normalisation across channels (AlexNet, GoogLeNet), PyTorch's definition:
+ *   s[n,c,h,w] = bias + alpha/size * sum of x[n,c',h,w]^2 over c' in [c - size/2, c + (size-1)/2]
+ *   y = x * s^-beta                      (channels outside [0, c) count as zeros) */
+typedef struct {
+    int batch, c, h, w;
+    int size;
+    float alpha, beta, bias;
+} LrnShape;
+
+/* Batch normalisation over [n, c, spatial] (spatial = h*w; 1 after a fully connected layer):
+ * statistics per channel over n*spatial values. Training: the batch's mean and biased variance
+ * normalise; the running statistics move by `momentum` towards the batch mean and the UNBIASED
+ * batch variance (PyTorch semantics). Inference: the running statistics normalise. */
+typedef struct {
+    int batch, c, spatial;
+    float eps, momentum;
+} BnShape;
+
+/* Inverted dropout over [batch, size] with a seeded, counter-based mask, so that a sample gets the
+ * same mask whatever the number of ranks, pipeline stages or micro-batches. Sample i of the call
+ * is global sample g = first_sample + i; its element j is kept iff u(g, j) >= rate, where
+ *   key    = mix64(seed ^ (g * 0x9E3779B97F4A7C15))
+ *   u(g,j) = (mix64(key + j) >> 40) / 2^24            (mix64: splitmix64's finaliser,
+ *            z += 0x9E3779B97F4A7C15; z = (z ^ z>>30) * 0xBF58476D1CE4E5B9;
+ *            z = (z ^ z>>27) * 0x94D049BB133111EB; z ^ z>>31)
+ * and kept elements are scaled by 1/(1 - rate). */
+typedef struct {
+    int batch;
+    size_t size; /* elements per sample */
+    float rate;  /* probability of dropping, in [0, 1) */
+    uint64_t seed;
+    uint64_t first_sample;
+} DropoutShape;
+
+/* Embedding lookup: ids[rows] (token ids stored as floats, exact below 2^24) ->
+ * y[rows, dim] = W[id, :] with W[vocab, dim]. */
+typedef struct {
+    int rows, vocab, dim;
+} EmbeddingShape;
+
+/* One LSTM layer over a whole sequence (the LSTM cell unrolled over seq steps, h0 = c0 = 0):
+ *   x[batch, seq, in] -> y[batch, seq, hidden] (every step's h)
+ *   W[4*hidden, in + hidden]: row block g in gate order i, f, g, o; columns [0, in) multiply x_t,
+ *   columns [in, in + hidden) multiply h_{t-1}; one bias b[4*hidden] (TensorFlow's BasicLSTMCell,
+ *   forget bias 0):
+ *   i,f,o = sigmoid(.), g = tanh(.), c_t = f*c_{t-1} + i*g, h_t = o*tanh(c_t). */
+typedef struct {
+    int batch, seq, in, hidden;
+} LstmShape;
+
 typedef struct BackendCtx BackendCtx; /* opaque, one per rank */
 
 typedef struct {
@@ -88,7 +148,8 @@ typedef struct BackendOps {
     void (*maxpool_backward)(BackendCtx *ctx, const PoolShape *s, const float *x, const float *y,
                              const int32_t *argmax, const float *dy, float *dx);
 
-    /* ReLU over n elements; backward uses the output y (y > 0 passes the gradient). */
+    /* ReLU over n elements; backward uses the output y (y > 0 passes the gradient). In place is
+     * allowed (y == x; dx == dy): the model runs a ReLU in its producer's buffers. */
     void (*relu_forward)(BackendCtx *ctx, size_t n, const float *x, float *y);
     void (*relu_backward)(BackendCtx *ctx, size_t n, const float *y, const float *dy, float *dx);
 
@@ -112,6 +173,88 @@ typedef struct BackendOps {
      * driver calls it only after the iteration, outside the timed phases. */
     void (*timer_record)(BackendCtx *ctx, int slot);
     double (*timer_elapsed)(BackendCtx *ctx, int slot_a, int slot_b);
+
+    /* ---- appended for the model zoo (issue 5). A backend may leave any of these NULL:
+     * model_build() then refuses a model that needs one, naming it (see model_missing_op). ---- */
+
+    /* y[n] += alpha * x[n]; x[n] *= alpha. Gradient accumulation (micro-batches, layers whose
+     * output feeds several others) and loss scaling. */
+    void (*axpy)(BackendCtx *ctx, size_t n, float alpha, const float *x, float *y);
+    void (*scale)(BackendCtx *ctx, size_t n, float alpha, float *x);
+    /* Device-to-device copy of `bytes` (dropout at evaluation, pipeline buffers). */
+    void (*copy)(BackendCtx *ctx, void *dst, const void *src, size_t bytes);
+
+    /* Max pooling with padding: padding never wins; argmax as in maxpool_forward (flat index
+     * ih*w_in + iw within the plane). Backward: dx overwritten, dy scattered to the maxima. */
+    void (*maxpool_pad_forward)(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y,
+                                int32_t *argmax);
+    void (*maxpool_pad_backward)(BackendCtx *ctx, const PadPoolShape *s, const int32_t *argmax,
+                                 const float *dy, float *dx);
+    /* Average pooling, padding counted as zeros: y = window sum / (k*k) (PyTorch's
+     * count_include_pad). dx overwritten. */
+    void (*avgpool_forward)(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y);
+    void (*avgpool_backward)(BackendCtx *ctx, const PadPoolShape *s, const float *dy, float *dx);
+    /* Global average pooling: x[planes, plane] -> y[planes] (planes = n*c, plane = h*w). */
+    void (*global_avgpool_forward)(BackendCtx *ctx, size_t planes, size_t plane, const float *x,
+                                   float *y);
+    void (*global_avgpool_backward)(BackendCtx *ctx, size_t planes, size_t plane, const float *dy,
+                                    float *dx);
+
+    /* LRN (see LrnShape). The forward also writes s into scale[n,c,h,w], which the backward
+     * of the same samples reads; dx overwritten. */
+    void (*lrn_forward)(BackendCtx *ctx, const LrnShape *s, const float *x, float *y, float *scale);
+    void (*lrn_backward)(BackendCtx *ctx, const LrnShape *s, const float *x, const float *y,
+                         const float *scale, const float *dy, float *dx);
+
+    /* Batch normalisation (see BnShape). gamma, beta, running_*: [c]. Training saves the batch
+     * mean and 1/sqrt(var + eps) in save_mean, save_invstd [c] for the backward, and updates the
+     * running statistics in place. Backward: dx, dgamma, dbeta OVERWRITTEN. */
+    void (*batchnorm_forward_train)(BackendCtx *ctx, const BnShape *s, const float *x,
+                                    const float *gamma, const float *beta, float *y,
+                                    float *save_mean, float *save_invstd, float *running_mean,
+                                    float *running_var);
+    void (*batchnorm_forward_infer)(BackendCtx *ctx, const BnShape *s, const float *x,
+                                    const float *gamma, const float *beta,
+                                    const float *running_mean, const float *running_var, float *y);
+    void (*batchnorm_backward)(BackendCtx *ctx, const BnShape *s, const float *x,
+                               const float *gamma, const float *save_mean, const float *save_invstd,
+                               const float *dy, float *dx, float *dgamma, float *dbeta);
+
+    /* Concatenation along the per-sample axis (channels of NCHW): input i is xs[i][batch, sizes[i]]
+     * and lands at offset sizes[0] + ... + sizes[i-1] of every sample of y[batch, sum sizes].
+     * Backward splits dy into dxs[i] (overwritten; a NULL dxs[i] is skipped). */
+    void (*concat_forward)(BackendCtx *ctx, int batch, int ninputs, const float *const *xs,
+                           const size_t *sizes, float *y);
+    void (*concat_backward)(BackendCtx *ctx, int batch, int ninputs, const size_t *sizes,
+                            const float *dy, float *const *dxs);
+
+    /* Residual add over n elements: y = a + b; backward: da = db = dy (either may be NULL). */
+    void (*add_forward)(BackendCtx *ctx, size_t n, const float *a, const float *b, float *y);
+    void (*add_backward)(BackendCtx *ctx, size_t n, const float *dy, float *da, float *db);
+
+    /* Dropout (see DropoutShape). mask[batch*size]: 1 kept, 0 dropped. dx overwritten. */
+    void (*dropout_forward)(BackendCtx *ctx, const DropoutShape *s, const float *x, float *y,
+                            uint8_t *mask);
+    void (*dropout_backward)(BackendCtx *ctx, const DropoutShape *s, const uint8_t *mask,
+                             const float *dy, float *dx);
+
+    /* Embedding (see EmbeddingShape). Backward: dW[vocab, dim] OVERWRITTEN with the sum of the dy
+     * rows of each id (ids outside [0, vocab) are ignored, and give zero rows forward). */
+    void (*embedding_forward)(BackendCtx *ctx, const EmbeddingShape *s, const float *ids,
+                              const float *w, float *y);
+    void (*embedding_backward)(BackendCtx *ctx, const EmbeddingShape *s, const float *ids,
+                               const float *dy, float *dw);
+
+    /* LSTM layer (see LstmShape). `reserve` (lstm_reserve_bytes) carries what the forward keeps
+     * for the backward of the same samples; `work` (lstm_workspace_bytes) is scratch for both.
+     * Backward: dw, db OVERWRITTEN; dx may be NULL. */
+    size_t (*lstm_reserve_bytes)(BackendCtx *ctx, const LstmShape *s);
+    size_t (*lstm_workspace_bytes)(BackendCtx *ctx, const LstmShape *s);
+    void (*lstm_forward)(BackendCtx *ctx, const LstmShape *s, const float *x, const float *w,
+                         const float *b, float *y, void *reserve, void *work);
+    void (*lstm_backward)(BackendCtx *ctx, const LstmShape *s, const float *x, const float *w,
+                          const float *y, const void *reserve, const float *dy, float *dx,
+                          float *dw, float *db, void *work);
 } BackendOps;
 
 #define BACKEND_TIMER_SLOTS 16

@@ -18,4 +18,13 @@ void cpu_im2col(const ConvShape *s, const float *x, float *col);
  * cpu_im2col). Input positions no window touches get 0. */
 void cpu_col2im(const ConvShape *s, const float *col, float *dx);
 
+/* The same for the block of output rows [oh0, oh1): row (c*k + ki)*k + kj of col, which starts
+ * at col + ((c*k + ki)*k + kj) * ld, holds in its first (oh1-oh0)*w_out entries the inputs of
+ * output positions (oh, ow) with oh0 <= oh < oh1. ld >= (oh1-oh0)*w_out lets several samples'
+ * blocks sit side by side in one matrix (one GEMM over the batch). */
+void cpu_im2col_rows(const ConvShape *s, const float *x, int oh0, int oh1, float *col, size_t ld);
+/* Adds the block's column entries (same layout) to dx (not zeroed first: blocks accumulate). */
+void cpu_col2im_rows_add(const ConvShape *s, const float *col, int oh0, int oh1, size_t ld,
+                         float *dx);
+
 #endif

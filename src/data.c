@@ -1,6 +1,6 @@
-/* data.c - synthetic samples and the IDX reader (MNIST, Fashion-MNIST; gzip files as shipped,
- * or uncompressed). Every file is validated (magic, dimensions, counts, label range) before
- * training starts. */
+/* data.c - synthetic samples (images or token sequences), the IDX reader (MNIST, Fashion-MNIST;
+ * gzip files as shipped, or uncompressed) and the CIFAR-10 binary reader. Every file is validated
+ * (magic or record size, dimensions, counts, label range) before training starts. */
 #include "data.h"
 #include "util.h"
 
@@ -116,12 +116,108 @@ bad:
     return -1;
 }
 
+/* CIFAR-10 binary version: records of 1 label byte and 32x32x3 pixel bytes (R, G, B planes). */
+#define CIFAR_PIXELS 3072
+#define CIFAR_RECORD (1 + CIFAR_PIXELS)
+
+/* Appends the records of one CIFAR-10 batch file to images[*count] / labels[*count]. */
+static int load_cifar_file(const char *path, uint8_t **images, uint8_t **labels, size_t *count,
+                           char *err, size_t errlen) {
+    size_t len = 0;
+    uint8_t *buf = read_file(path, &len, err, errlen);
+    if (!buf) return -1;
+    if (len == 0 || len % CIFAR_RECORD) {
+        snprintf(err, errlen,
+                 "--data-dir: %s: %zu bytes is not a CIFAR-10 binary batch (records of 1 label "
+                 "byte + 3072 pixel bytes)",
+                 path, len);
+        free(buf);
+        return -1;
+    }
+    size_t n = len / CIFAR_RECORD;
+    *images = realloc(*images, (*count + n) * CIFAR_PIXELS);
+    *labels = realloc(*labels, *count + n);
+    if (!*images || !*labels) abort();
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *rec = buf + i * CIFAR_RECORD;
+        if (rec[0] > 9) {
+            snprintf(err, errlen, "--data-dir: %s: label %u of record %zu is outside 0..9", path,
+                     rec[0], i);
+            free(buf);
+            return -1;
+        }
+        (*labels)[*count + i] = rec[0];
+        memcpy(*images + (*count + i) * CIFAR_PIXELS, rec + 1, CIFAR_PIXELS);
+    }
+    *count += n;
+    free(buf);
+    return 0;
+}
+
+/* Training: data_batch_1.bin and the following ones present (up to 5); test: test_batch.bin. */
+static int load_cifar(Dataset *ds, const char *dir, char *err, size_t errlen) {
+    char path[1024];
+    for (int b = 1; b <= 5; b++) {
+        snprintf(path, sizeof path, "%s/data_batch_%d.bin", dir, b);
+        FILE *f = fopen(path, "rb");
+        if (!f) {
+            if (b > 1) break;
+            snprintf(err, errlen,
+                     "--data-dir: %s has no data_batch_1.bin (CIFAR-10, binary version)", dir);
+            return -1;
+        }
+        fclose(f);
+        if (load_cifar_file(path, &ds->train_images, &ds->train_labels, &ds->ntrain, err, errlen))
+            return -1;
+    }
+    snprintf(path, sizeof path, "%s/test_batch.bin", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "--data-dir: %s has no test_batch.bin (CIFAR-10, binary version)",
+                 dir);
+        return -1;
+    }
+    fclose(f);
+    if (load_cifar_file(path, &ds->test_images, &ds->test_labels, &ds->ntest, err, errlen))
+        return -1;
+    ds->c = 3, ds->h = 32, ds->w = 32, ds->classes = 10;
+    ds->sample_size = CIFAR_PIXELS;
+    return 0;
+}
+
+int dataset_open_tokens(Dataset *ds, int seq, int vocab, uint64_t seed) {
+    memset(ds, 0, sizeof *ds);
+    snprintf(ds->name, sizeof ds->name, "synthetic");
+    ds->seed = seed;
+    ds->perm_epoch = -1;
+    ds->c = 1, ds->h = 1, ds->w = seq, ds->classes = vocab;
+    ds->sample_size = (size_t)seq;
+    ds->label_size = seq;
+    /* A fixed pool of random token streams: the input is tokens 0..seq-1, the labels 1..seq. */
+    ds->pool_n = 256;
+    ds->pool = xmalloc(ds->pool_n * ds->sample_size * sizeof(float));
+    ds->pool_labels = xmalloc(ds->pool_n * (size_t)seq * sizeof(int32_t));
+    for (size_t i = 0; i < ds->pool_n; i++) {
+        uint64_t key = rng_mix(seed * 0x2545F4914F6CDD1DULL + i) << 20;
+        int32_t prev = (int32_t)(rng_mix(key) % (uint64_t)vocab);
+        for (int t = 0; t < seq; t++) {
+            int32_t next = (int32_t)(rng_mix(key + 1 + (uint64_t)t) % (uint64_t)vocab);
+            ds->pool[i * ds->sample_size + t] = (float)prev;
+            ds->pool_labels[i * (size_t)seq + t] = next;
+            prev = next;
+        }
+    }
+    ds->ntrain = ds->pool_n;
+    return 0;
+}
+
 int dataset_open(Dataset *ds, const char *name, const char *dir, int c, int h, int w, int classes,
                  uint64_t seed, char *err, size_t errlen) {
     memset(ds, 0, sizeof *ds);
     snprintf(ds->name, sizeof ds->name, "%s", name);
     ds->seed = seed;
     ds->perm_epoch = -1;
+    ds->label_size = 1;
     if (!strcmp(name, "synthetic")) {
         ds->c = c, ds->h = h, ds->w = w, ds->classes = classes;
         ds->sample_size = (size_t)c * h * w;
@@ -139,6 +235,11 @@ int dataset_open(Dataset *ds, const char *name, const char *dir, int c, int h, i
         return 0;
     }
     if (!dir || !*dir) dir = dataset_default_dir(name);
+    if (!strcmp(name, "cifar10")) {
+        if (load_cifar(ds, dir, err, errlen) == 0) return 0;
+        dataset_close(ds);
+        return -1;
+    }
     int th = 0, tw = 0;
     if (load_split(dir, "train", &ds->train_images, &ds->train_labels, &ds->ntrain, &ds->h, &ds->w,
                    err, errlen) ||
@@ -192,14 +293,15 @@ void dataset_train_batch(Dataset *ds, int64_t iter, int global_batch, int rank, 
                          float *x, int32_t *labels) {
     int n = global_batch / nranks;
     int64_t first = iter * (int64_t)global_batch + (int64_t)rank * n;
+    const size_t ls = (size_t)ds->label_size;
     for (int i = 0; i < n; i++) {
         size_t s = sample_index(ds, first + i);
-        float *dst = x + (size_t)i * ds->sample_size;
+        float *dst = x ? x + (size_t)i * ds->sample_size : NULL;
         if (ds->pool) {
-            memcpy(dst, ds->pool + s * ds->sample_size, ds->sample_size * sizeof(float));
-            labels[i] = ds->pool_labels[s];
+            if (dst) memcpy(dst, ds->pool + s * ds->sample_size, ds->sample_size * sizeof(float));
+            memcpy(labels + (size_t)i * ls, ds->pool_labels + s * ls, ls * sizeof(int32_t));
         } else {
-            copy_image(ds->train_images + s * ds->sample_size, ds->sample_size, dst);
+            if (dst) copy_image(ds->train_images + s * ds->sample_size, ds->sample_size, dst);
             labels[i] = ds->train_labels[s];
         }
     }

@@ -1,4 +1,5 @@
-/* data.h - training and test samples: seeded synthetic data, or MNIST-format (IDX) files.
+/* data.h - training and test samples: seeded synthetic data (images, or token sequences for the
+ * language models), MNIST-format (IDX) files, or CIFAR-10's binary batches.
  *
  * Sharding: iteration t's global batch is samples t*B .. t*B+B-1 of an epoch-wise shuffled order
  * that every rank computes identically from the seed; rank r of P takes the r-th slice of B/P.
@@ -14,11 +15,12 @@ typedef struct {
     char name[32];
     int c, h, w, classes;
     size_t sample_size; /* c*h*w */
+    int label_size;     /* labels per sample: 1, or the sequence length (token data) */
     /* Real data: uint8 images [n, c*h*w] and labels [n]. Synthetic: a pool of float samples. */
     size_t ntrain, ntest;
     uint8_t *train_images, *train_labels, *test_images, *test_labels;
-    float *pool; /* synthetic: [pool_n, sample_size] in [0,1) */
-    int32_t *pool_labels;
+    float *pool;          /* synthetic: [pool_n, sample_size] in [0,1) */
+    int32_t *pool_labels; /* [pool_n, label_size] */
     size_t pool_n;
     uint64_t seed;
     uint32_t *perm; /* current epoch's order of the training samples */
@@ -26,16 +28,23 @@ typedef struct {
 } Dataset;
 
 /* Opens a data set. Synthetic data take the shape given (the model's native input). Real data
- * are read from dir (or the default folder). Returns 0, or -1 with a one-line reason in err. */
+ * are read from dir (or the default folder): "mnist" and "fashion-mnist" as IDX files (gzip or
+ * plain), "cifar10" as CIFAR-10's binary version (data_batch_1.bin .. data_batch_5.bin, those
+ * present, and test_batch.bin; records of 1 label byte + 3072 pixel bytes, channel-major).
+ * Returns 0, or -1 with a one-line reason in err. */
 int dataset_open(Dataset *ds, const char *name, const char *dir, int c, int h, int w, int classes,
                  uint64_t seed, char *err, size_t errlen);
+/* Synthetic token sequences for a language model: samples of seq token ids in [0, vocab) (stored as
+ * floats, shape [1,1,seq]) whose labels are the next tokens (label_size = seq). */
+int dataset_open_tokens(Dataset *ds, int seq, int vocab, uint64_t seed);
 void dataset_close(Dataset *ds);
 
 /* Default folder of a real data set: /usr/share/datasets/<name>. */
 const char *dataset_default_dir(const char *name);
 
-/* Fills x[n, sample_size] (floats in [0,1]) and labels[n] with this rank's slice of iteration
- * `iter`'s global batch (n = global_batch / nranks). */
+/* Fills x[n, sample_size] (floats in [0,1]; token ids for token data) and labels[n, label_size]
+ * with this rank's slice of iteration `iter`'s global batch (n = global_batch / nranks). x may be
+ * NULL: the labels only (the last stage of a pipeline). */
 void dataset_train_batch(Dataset *ds, int64_t iter, int global_batch, int rank, int nranks,
                          float *x, int32_t *labels);
 /* Test samples first .. first+n-1 (real data only). */

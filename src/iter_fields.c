@@ -24,5 +24,10 @@ const IterField ITER_FIELDS[] = {
     FIELD(record, "s", "recorder's own cost just before this iteration (not part of total)"),
     FIELD(exchange_hidden, "s",
           "exchange work done while backward still ran (--overlap; not part of exchange)"),
+    FIELD(pipe_compute, "s", "pipeline stage: forward and backward computation of its layers"),
+    FIELD(pipe_send, "s", "pipeline stage: handing activations/gradients to its neighbours"),
+    FIELD(pipe_recv, "s", "pipeline stage: receiving after the neighbour started sending"),
+    FIELD(pipe_idle, "s", "pipeline stage: waiting for a neighbour still computing (bubble)"),
+    FIELD(pipe_bytes, "bytes", "pipeline stage: activations and gradients sent to neighbours"),
 };
 const int ITER_NFIELDS = (int)(sizeof ITER_FIELDS / sizeof ITER_FIELDS[0]);

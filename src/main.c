@@ -1,11 +1,13 @@
 /* main.c - dtbench's driver: one SPMD program, launched by mpirun or srun.
- *   options -> topology -> backend -> data -> model -> clocks -> result file -> training -> close
+ *   options -> topology -> backend -> data -> model (or this rank's pipeline stage) -> clocks ->
+ *   result file -> training (trainer.c, or pipeline.c for --parallel model/hybrid) -> close
  * Bad input is found before the result file is created (exit status 2, nothing written). */
 #include <config.h>
 #include "check.h"
 #include "clocksync.h"
 #include "nvml.h"
 #include "options.h"
+#include "pipeline.h"
 #include "registry.h"
 #include "sampler.h"
 #include "signals.h"
@@ -76,8 +78,23 @@ static void nominal_shape(const char *dataset, const ModelDesc *md, int *c, int 
                           int *classes) {
     if (!strcmp(dataset, "synthetic"))
         *c = md->in_c, *h = md->in_h, *w = md->in_w, *classes = md->classes;
+    else if (!strcmp(dataset, "cifar10"))
+        *c = 3, *h = 32, *w = 32, *classes = 10;
     else
         *c = 1, *h = 28, *w = 28, *classes = 10;
+}
+
+/* The model for a data set's shape (a small-image variant where there is one), planned; bad input
+ * when the input does not fit it, or when the backend lacks a function one of its layers needs. */
+static const ModelDesc *plan_model(Model *plan, const ModelDesc *md, const BackendOps *be,
+                                   int microbatches, int c, int h, int w, int classes) {
+    md = model_for_input(md, c, h, w);
+    model_plan(plan, md, c, h, w, classes, 1);
+    usage_check_all(!plan->problem[0], "--model: %s", plan->problem);
+    const char *layer = NULL, *op = model_missing_op(plan, be, microbatches, &layer);
+    usage_check_all(!op, "--device: the %s backend has no %s, needed by layer %s of %s", be->name,
+                    op ? op : "", layer ? layer : "", md->name);
+    return md;
 }
 
 int main(int argc, char **argv) {
@@ -95,6 +112,18 @@ int main(int argc, char **argv) {
     const TransportOps *tops = registry_transport(opt.transport);
     const RecorderOps *rops = registry_recorder("hdf5");
 
+    usage_check_all(!md->vocab || !strcmp(opt.dataset, "synthetic"),
+                    "--dataset: '%s' is not accepted with %s, a language model on token "
+                    "sequences: expected synthetic",
+                    opt.dataset, md->name);
+    usage_check_all(!strcmp(opt.parallel, "data") || !strcmp(opt.exchange, "sync"),
+                    "--exchange: '%s' is not accepted with --parallel %s: the stage replicas of a "
+                    "pipeline exchange with sync",
+                    opt.exchange, opt.parallel);
+    usage_check_all(!strcmp(opt.parallel, "data") || !be->device_memory,
+                    "--parallel: '%s' is not accepted with --device %s yet: pipeline stages pass "
+                    "host buffers; expected data",
+                    opt.parallel, opt.device);
     usage_check_all(opt.ranks_per_node == 0 || topo.nranks % opt.ranks_per_node == 0,
                     "--ranks-per-node: %d does not divide the %d ranks", opt.ranks_per_node,
                     topo.nranks);
@@ -118,7 +147,7 @@ int main(int argc, char **argv) {
                     "--ps-ranks: %d is not accepted with %d ranks for --exchange async: expected 1 "
                     "to %d (the other ranks are workers)",
                     opt.ps_ranks, topo.nranks, topo.nranks - 1);
-    usage_check_all(opt.batch % nworkers == 0,
+    usage_check_all(strcmp(opt.parallel, "data") || opt.batch % nworkers == 0,
                     "--batch: %d is not accepted with %d %s: the global batch must be a "
                     "multiple of the number of %s",
                     opt.batch, nworkers, nworkers == topo.nranks ? "ranks" : "workers",
@@ -133,15 +162,21 @@ int main(int argc, char **argv) {
     int b = opt.batch / nworkers;
 
     if (opt.dry_run) {
+        int c, h, w, k;
+        nominal_shape(opt.dataset, md, &c, &h, &w, &k);
+        Model plan;
+        md = plan_model(&plan, md, be, opt.microbatches, c, h, w, k);
+        Pipeline pipe;
+        pipeline_setup(&pipe, &opt, &plan, &topo, 1);
         if (topo.rank == 0) {
-            int c, h, w, k;
-            nominal_shape(opt.dataset, md, &c, &h, &w, &k);
-            Model plan;
-            model_plan(&plan, md, c, h, w, k, b);
             model_print(&plan, stdout);
-            printf("  batch: %d global, %d per rank on %d ranks\n", opt.batch, b, topo.nranks);
-            model_free(&plan);
+            if (pipe.mode == PARALLEL_DATA)
+                printf("  batch: %d global, %d per rank on %d ranks\n", opt.batch, b, topo.nranks);
+            else
+                pipeline_print(&pipe, &plan, stdout);
         }
+        pipeline_free(&pipe);
+        model_free(&plan);
         topology_free(&topo);
         MPI_Finalize();
         return 0;
@@ -162,19 +197,30 @@ int main(int argc, char **argv) {
     Dataset data;
     int c, h, w, k;
     nominal_shape(opt.dataset, md, &c, &h, &w, &k);
-    int data_ok = dataset_open(&data, opt.dataset, opt.data_dir, c, h, w, k, (uint64_t)opt.seed,
-                               err, sizeof err) == 0;
+    int data_ok = md->vocab
+                      ? dataset_open_tokens(&data, md->in_w, md->vocab, (uint64_t)opt.seed) == 0
+                      : dataset_open(&data, opt.dataset, opt.data_dir, c, h, w, k,
+                                     (uint64_t)opt.seed, err, sizeof err) == 0;
     usage_check_all(data_ok, "%s", err);
+
+    /* The model for the data's shape, and this rank's part of it. */
+    Model plan;
+    md = plan_model(&plan, md, be, opt.microbatches, data.c, data.h, data.w, data.classes);
+    Pipeline pipe;
+    pipeline_setup(&pipe, &opt, &plan, &topo, 0);
+    if (pipe.mode != PARALLEL_DATA) b = opt.batch / pipe.replicas;
 
     BackendCtx *ctx = NULL;
     BackendConfig bcfg = {opt.threads, topo.local_rank, opt.gpus_per_node, topo.rank == 0};
     if (be->init(&bcfg, &ctx) != 0) check_fail(__FILE__, __LINE__, "backend init", opt.device);
     Model model;
-    model_build(&model, md, data.c, data.h, data.w, data.classes, b, be, ctx, (uint64_t)opt.seed);
+    model_build_part(&model, md, data.c, data.h, data.w, data.classes, b, pipe.microbatches,
+                     pipe.first[pipe.stage], pipe.first[pipe.stage + 1], be, ctx,
+                     (uint64_t)opt.seed);
 
     double bucket = opt.bucket_mb * 1048576.0 / sizeof(float);
     ExchangeConfig xcfg = {
-        .comm = MPI_COMM_WORLD,
+        .comm = pipe.stage_comm, /* COMM_WORLD in data parallelism */
         .topo = &topo,
         .nparams = model.nparams,
         .bucket_floats = bucket < 1 ? 1 : (bucket > 1 << 30 ? (size_t)1 << 30 : (size_t)bucket),
@@ -211,8 +257,9 @@ int main(int argc, char **argv) {
         options_visit(&opt, print_option, NULL);
         printf("model %s: %zu parameters, %.3f GFLOP forward per sample; data %s [%d,%d,%d], "
                "%zu training samples\n",
-               md->name, model.nparams, model_flops_per_sample(&model) / 1e9, data.name, data.c,
-               data.h, data.w, data.ntrain);
+               md->name, model.total_params, model_flops_per_sample(&model) / 1e9, data.name,
+               data.c, data.h, data.w, data.ntrain);
+        if (pipe.mode != PARALLEL_DATA) pipeline_print(&pipe, &plan, stdout);
         fflush(stdout);
     }
 
@@ -279,7 +326,7 @@ int main(int argc, char **argv) {
         RUN_INT("iters", opt.iters),
         RUN_INT("batch_global", opt.batch),
         RUN_INT("batch_per_rank", b),
-        RUN_INT("param_count", (long long)model.nparams),
+        RUN_INT("param_count", (long long)model.total_params),
         RUN_INT("clock_sync_rounds", CLOCK_SYNC_ROUNDS),
         RUN_INT("nworkers", nworkers),
         RUN_INT("staleness_bound", opt.staleness),
@@ -287,6 +334,11 @@ int main(int argc, char **argv) {
         RUN_INT("sync_period", opt.sync_period),
         RUN_TEXT("straggler", opt.straggler),
         RUN_REAL("target_accuracy", opt.target_acc > 0 ? opt.target_acc : NAN),
+        RUN_TEXT("parallel", opt.parallel),
+        RUN_INT("stages", pipe.stages),
+        RUN_INT("replicas", pipe.replicas),
+        RUN_INT("microbatches", pipe.microbatches),
+        RUN_TEXT("stage_first_layers", pipe.split_text),
     };
     RunAttr config_rows[64];
     ConfigRows cr = {config_rows, 0};
@@ -329,7 +381,7 @@ int main(int argc, char **argv) {
         xops->serve(xstate, model.params);
         xops->finish(xstate, model.params);
     } else {
-        res = trainer_run(&tr);
+        res = pipe.mode == PARALLEL_DATA ? trainer_run(&tr) : pipeline_run(&tr, &pipe);
     }
     if (sampler) sampler_stop(sampler); /* close() writes what it took */
     int64_t pushed = 0, applied = 0;
@@ -355,7 +407,7 @@ int main(int argc, char **argv) {
                 topo.rank, (long long)sampler_taken(sampler), opt.sample_max_s,
                 (long long)sampler_dropped(sampler));
     sampler_free(sampler);
-    if (opt.save_model[0] && topo.rank == 0 && model_save(&model, opt.save_model) != 0)
+    if (opt.save_model[0] && pipeline_save_model(&pipe, &model, opt.save_model) != 0)
         fprintf(stderr, "dtbench: rank 0: cannot write --save-model %s: %s\n", opt.save_model,
                 strerror(errno));
 
@@ -376,6 +428,8 @@ int main(int argc, char **argv) {
 
     xops->destroy(xstate);
     model_free(&model);
+    model_free(&plan);
+    pipeline_free(&pipe);
     be->finalize(ctx);
     dataset_close(&data);
     for (int i = 0; i < cr.n; i++)

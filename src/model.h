@@ -1,8 +1,17 @@
 /* model.h - networks defined as data, and the runtime that trains them on a backend.
  *
- * A ModelDesc is a list of LayerDesc rows (src/models.c). model_build() infers every layer's
- * shape from the data set's input, lays all parameters out in ONE contiguous buffer (and the
- * gradients and momentum in two more of the same layout), so that an exchange is one buffer. */
+ * A ModelDesc is a list of LayerDesc rows (src/models.c) in an order where every layer comes after
+ * the layers it reads. A row names its inputs (default: the previous row), so branching networks
+ * (GoogLeNet's inception modules, ResNet's residual blocks) are data too. model_plan() infers every
+ * layer's shape from the data set's input and lays all parameters out in ONE contiguous buffer
+ * (and the gradients and momentum in two more of the same layout), so that an exchange is one
+ * buffer; non-trained state (batch-norm running statistics) lives in one more, `buffers`.
+ *
+ * A Model may hold only a consecutive range of layers [first, last): one stage of a pipeline
+ * (src/pipeline.c). Its parameters are then the matching contiguous slice of the whole layout.
+ * Activations are kept for `batch` samples; forward and backward run on any slice of at most
+ * `chunk` samples (a micro-batch), so a pipeline keeps every micro-batch's activations until its
+ * backward. */
 #ifndef DTBENCH_MODEL_H
 #define DTBENCH_MODEL_H
 
@@ -12,14 +21,38 @@
 #include <stdint.h>
 #include <stdio.h>
 
-typedef enum { LAYER_CONV, LAYER_MAXPOOL, LAYER_FC, LAYER_RELU } LayerKind;
+typedef enum {
+    LAYER_CONV,
+    LAYER_MAXPOOL,
+    LAYER_FC,
+    LAYER_RELU,
+    LAYER_LRN,
+    LAYER_BATCHNORM,
+    LAYER_AVGPOOL,
+    LAYER_GLOBAL_AVGPOOL,
+    LAYER_CONCAT,
+    LAYER_ADD,
+    LAYER_DROPOUT,
+    LAYER_EMBEDDING,
+    LAYER_LSTM,
+} LayerKind;
 
-/* out: channels (conv) or features (fc); 0 on the last fc = the number of classes. */
+#define LAYER_MAX_INPUTS 4
+
+/* One row of a model. The first six fields are positional (LeNet, FCN); the rest are named. */
 typedef struct {
     LayerKind kind;
     const char *name;
-    int out;
-    int k, stride, pad;
+    int out;            /* conv: channels; fc: features (0 on the last fc = the number of
+                           classes); lstm: hidden size; embedding: vector size */
+    int k, stride, pad; /* conv and pooling windows; lrn: k = window in channels */
+    /* comma-separated names of earlier rows read by this one (concat: in order; add: two);
+     * NULL = the previous row (the model input for row 0) */
+    const char *inputs;
+    int no_bias;             /* conv, fc: no bias (a batch norm follows) */
+    float rate;              /* dropout: probability of dropping an element */
+    float alpha, beta, bias; /* lrn: y = x / (bias + alpha/k * sum of x^2 over k channels)^beta */
+    int vocab;               /* embedding: vocabulary size */
 } LayerDesc;
 
 typedef struct ModelDesc {
@@ -29,51 +62,107 @@ typedef struct ModelDesc {
     int classes;          /* native number of classes */
     int nlayers;
     const LayerDesc *layers;
+    int vocab; /* > 0: a language model: the input is in_w token ids in [0, vocab), with one label
+                  (the next token) per position, and the loss is the mean over positions */
+    const struct ModelDesc *small; /* variant used instead for images of at most 32x32 pixels
+                                      (CIFAR-10, MNIST), NULL if none */
 } ModelDesc;
 
 typedef struct {
     LayerDesc d;
-    int in_c, in_h, in_w;         /* per-sample input  [c,h,w] */
-    int out_c, out_h, out_w;      /* per-sample output [c,h,w] */
+    int ninputs;
+    int inputs[LAYER_MAX_INPUTS]; /* producing rows; -1 = the model's input */
+    int last_consumer;            /* highest row reading this output, -1 if none (the logits) */
+    int consumers;                /* rows reading this output */
+    int in_place;                 /* a ReLU working in its producer's y and dy (model_build_part) */
+    int in_c, in_h, in_w;         /* per-sample input [c,h,w] (the first input) */
+    int out_c, out_h, out_w;      /* per-sample output [c,h,w]; a sequence is [seq, 1, features] */
+    int seq;                      /* > 0: the output is a sequence of seq positions */
     size_t in_size, out_size;     /* elements per sample */
-    size_t w_off, b_off, nparams; /* into the parameter buffer */
-    double flops;                 /* forward FLOPs per sample */
-    float *y, *dy;                /* [batch, out_size] on the device */
-    int32_t *argmax;              /* maxpool: [batch, out_size] */
+    size_t w_off, nw, b_off, nb, nparams; /* weights then bias, into the parameter buffer */
+    size_t buf_off, nbuf; /* batch norm: running mean and variance, into `buffers` */
+    double flops;         /* forward FLOPs per sample */
+    /* on the backend, for the layers this Model holds */
+    float *y, *dy;         /* [batch, out_size] */
+    int32_t *argmax;       /* max pooling: [batch, out_size] */
+    uint8_t *mask;         /* dropout: [batch, out_size] */
+    float *aux;            /* lrn: s [batch, out_size]; batch norm: [slots][2, c] batch mean
+                              and 1/std; lstm: [slots] reserve of aux_slot_bytes */
+    size_t aux_slot_bytes; /* batch norm, lstm */
 } Layer;
 
 typedef struct {
     const ModelDesc *desc;
     int nlayers;
     Layer *layers;
-    int batch; /* per-rank batch the buffers are sized for */
+    int batch; /* samples the activation buffers hold (per rank, per replica) */
+    int chunk; /* most samples in one forward/backward call (batch / micro-batches) */
+    int slots; /* batch / chunk: micro-batches whose activations are kept at once */
     int in_c, in_h, in_w, classes;
-    size_t nparams;
+    int label_size;      /* labels per sample: 1, or the sequence length of a language model */
+    size_t total_params; /* the whole model's parameters */
+    size_t total_buffers;
+    char problem[200]; /* model_plan: why the input does not fit the model ("" when it does) */
+
+    /* The part this Model holds: layers [first, last) (all of them outside model parallelism).
+     * Its parameters are [param_base, param_base + nparams) of the whole layout; the layers'
+     * w_off / b_off / buf_off are relative to this part's buffers. */
+    int first, last;
+    size_t nparams, param_base;
+    size_t nbuffers, buf_base;
+    size_t x_size; /* per-sample size of this part's input (the data, or layer first-1's output) */
+
     const BackendOps *be;
     BackendCtx *ctx;
     float *params, *grads, *momentum; /* [nparams] each, same layout */
-    float *x;                         /* [batch, in_c*in_h*in_w] input batch */
-    int32_t *labels;                  /* [batch] */
+    float *buffers;                   /* [nbuffers] */
+    float *x;                         /* [batch, x_size] the part's input */
+    float *dx;                        /* [batch, x_size] gradient of the input (not for data) */
+    int32_t *labels;                  /* [batch * label_size] (the part holding the last layer) */
     float *stats;                     /* [2] mean loss, correct predictions (softmax_xent) */
-    void *work;                       /* conv scratch */
+    void *work;                       /* conv / lstm scratch */
     size_t work_bytes;
+    float *grad_scratch; /* one layer's gradients, when micro-batches accumulate */
+    float *dy_scratch;   /* [chunk * out_size] of an output read by several layers */
+    float *bias_zeros;   /* bias-free conv/fc: a zero bias, and somewhere to put its gradient */
+    float *dbias_scratch;
+    uint64_t seed;          /* initialisation and dropout masks */
+    uint64_t sample_origin; /* global index of sample 0 of the current batch (dropout masks) */
 } Model;
 
-/* Infers shapes and sizes only (no allocation; be may be NULL): for --dry-run and tests. */
+/* Infers shapes and sizes only (no allocation): for --dry-run, splitting and tests. When the input
+ * does not fit the model (a layer's output would be empty), m->problem says where. */
 void model_plan(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes, int batch);
-/* model_plan + allocation on the backend + seeded parameter initialisation. */
+/* model_plan + allocation of the whole model on the backend + seeded parameter initialisation. */
 void model_build(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes, int batch,
                  const BackendOps *be, BackendCtx *ctx, uint64_t seed);
+/* The same for layers [first, last) only, with activations for `batch` samples run in
+ * micro-batches of batch / microbatches (which must divide it). Parameters are initialised to the
+ * values the whole model would give them. */
+void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes,
+                      int batch, int microbatches, int first, int last, const BackendOps *be,
+                      BackendCtx *ctx, uint64_t seed);
 void model_free(Model *m);
 
-/* Forward pass on the first n <= batch samples of m->x / m->labels, then the loss.
- * Returns the mean loss; *correct gets the number of right predictions. When train is set,
- * the loss gradient is kept for model_backward. Waits for the result: model_forward_queue
- * followed by model_read_loss. */
+/* The first backend function this model's layers need that `be` lacks (NULL: none), with the
+ * layer in *layer; with micro-batches (> 1), also what accumulating their gradients needs. */
+const char *model_missing_op(const Model *m, const BackendOps *be, int microbatches,
+                             const char **layer);
+
+/* The model to train on images of [c,h,w]: d, or its small-image variant for inputs of at most
+ * 32x32 pixels. */
+const ModelDesc *model_for_input(const ModelDesc *d, int c, int h, int w);
+
+/* Dropout masks: sample i of the batch is global sample origin + i (see DropoutShape). */
+void model_set_sample_origin(Model *m, uint64_t origin);
+
+/* Forward pass on the first n <= chunk samples of m->x / m->labels, then the loss.
+ * Returns the mean loss; *correct gets the number of right predictions (per position for a
+ * language model). When train is set, the loss gradient is kept for model_backward. */
 float model_forward(Model *m, int n, int train, int *correct);
-/* The same forward pass without waiting for it: on a device the kernels are only queued. */
+/* The same without waiting: the forward pass and loss are queued on the backend, and the loss is
+ * read later with model_read_loss (after the update: a GPU step never waits for its loss). */
 void model_forward_queue(Model *m, int n, int train);
-/* The loss (returned) and correct predictions of the last forward pass; waits for it. */
 float model_read_loss(Model *m, int *correct);
 /* Backward pass of the last training forward: fills m->grads (overwritten, not accumulated). */
 void model_backward(Model *m, int n);
@@ -82,7 +171,22 @@ void model_backward(Model *m, int n);
  * holds them in forward order). For exchanges that overlap with the backward pass. */
 typedef void (*GradsReadyFn)(void *user, size_t first);
 void model_backward_hook(Model *m, int n, GradsReadyFn ready, void *user);
-/* SGD with momentum on all parameters. */
+
+/* The same in parts, on samples [s0, s0 + n) of the buffers (n <= chunk), micro-batch `slot`
+ * (0 <= slot < slots: batch-norm statistics and LSTM state of that micro-batch):
+ *   model_forward_part: this Model's layers (m->x holds the input);
+ *   model_loss_part:    the loss of the last layer (only for the part that holds it); with train
+ *                       the gradient of the logits, times grad_scale, goes to the last layer's dy;
+ *   model_backward_part: from the dy of layer last-1 down to m->dx; accumulate = 0 overwrites
+ *                       m->grads, 1 adds to them (the later micro-batches of an iteration). */
+void model_forward_part(Model *m, int s0, int n, int slot, int train);
+float model_loss_part(Model *m, int s0, int n, int train, float grad_scale, int *correct);
+void model_loss_queue(Model *m, int s0, int n, int train, float grad_scale); /* no wait */
+void model_backward_part(Model *m, int s0, int n, int slot, int accumulate);
+void model_backward_part_hook(Model *m, int s0, int n, int slot, int accumulate, GradsReadyFn ready,
+                              void *user);
+
+/* SGD with momentum on all parameters this Model holds. */
 void model_sgd(Model *m, float lr, float momentum, float weight_decay);
 
 /* FNV-1a hash of the parameters' bytes: equal on two ranks iff their parameters are identical. */
@@ -90,9 +194,11 @@ uint64_t model_param_hash(const Model *m);
 /* Writes the parameters: a 64-byte header ("DTBMODEL", u64 version 1, u64 nparams, model name)
  * then nparams little-endian float32. Returns 0, or -1 with errno set. */
 int model_save(const Model *m, const char *path);
+/* The same from a host array holding all total_params parameters (a pipeline gathers them). */
+int model_save_params(const Model *m, const float *host_params, const char *path);
 
 /* Layer table for --dry-run: name, output shape, parameters, forward FLOPs per sample. */
 void model_print(const Model *m, FILE *out);
-double model_flops_per_sample(const Model *m); /* forward */
+double model_flops_per_sample(const Model *m); /* forward, whole model */
 
 #endif

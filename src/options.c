@@ -34,10 +34,11 @@ typedef struct {
 #define F(field) offsetof(Options, field)
 static const OptSpec SPECS[] = {
     {"model", T_CHOICE, F(model), NULL, 0, 0, "network to train"},
-    {"dataset", T_CHOICE, F(dataset), "synthetic,fashion-mnist,mnist", 0, 0,
+    {"dataset", T_CHOICE, F(dataset), "synthetic,fashion-mnist,mnist,cifar10", 0, 0,
      "training data (synthetic: seeded random samples of the model's input shape)"},
     {"data-dir", T_STRING, F(data_dir), NULL, 0, 0,
-     "folder with the IDX files (default: /usr/share/datasets/<dataset>)"},
+     "folder with the IDX files, or CIFAR-10's data_batch_N.bin and test_batch.bin (default: "
+     "/usr/share/datasets/<dataset>)"},
     {"device", T_CHOICE, F(device), NULL, 0, 0,
      "compute backend (cuda: one GPU per rank, see --gpus-per-node)"},
     {"exchange", T_CHOICE, F(exchange), NULL, 0, 0, "gradient exchange strategy"},
@@ -94,6 +95,17 @@ static const OptSpec SPECS[] = {
      "write the final parameters to this file (raw float32 after a 64-byte header; \"\": don't)"},
     {"dry-run", T_FLAG, F(dry_run), NULL, 0, 0,
      "print the model (layers, shapes, parameters, FLOPs) and exit"},
+    {"parallel", T_CHOICE, F(parallel), "data,model,hybrid", 0, 0,
+     "data: every rank trains the whole model on its share of the batch; model: the layers are "
+     "split into --stages consecutive stages, one per rank, a pipeline; hybrid: data-parallel "
+     "replicas of such a pipeline"},
+    {"stages", T_INT, F(stages), NULL, 0, 0,
+     "pipeline stages (0: one per rank with --parallel model, 2 with hybrid)"},
+    {"split", T_STRING, F(split), NULL, 0, 0,
+     "first layer of stages 2..K as --dry-run numbers the layers, comma-separated (\"\": "
+     "balanced by FLOPs)"},
+    {"microbatches", T_INT, F(microbatches), NULL, 1, 0,
+     "micro-batches each replica's batch is cut into and pipelined through the stages (GPipe)"},
 };
 #undef F
 #define NSPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
@@ -131,6 +143,10 @@ static void set_defaults(Options *o) {
     o->weight_decay = 0.0;
     o->bucket_mb = 25.0;
     o->seed = 42;
+    o->parallel = "data";
+    o->stages = 0;
+    o->split = "";
+    o->microbatches = 1;
 }
 
 const char *options_choices(const char *key) {
@@ -177,11 +193,12 @@ static int in_list(const char *list, const char *word) {
 
 static void print_help(const Options *defaults) {
     printf("Usage: mpirun -np N dtbench [options]\n"
-           "Trains a network data-parallel on every rank and records per-iteration timings of\n"
-           "every rank into one HDF5 file.\n\nOptions (default in brackets):\n");
+           "Trains a network, data-parallel on every rank or pipelined across ranks, and records\n"
+           "per-iteration timings of every rank into one HDF5 file.\n\nOptions (default in "
+           "brackets):\n");
     for (int i = 0; i < NSPECS; i++) {
         const OptSpec *s = &SPECS[i];
-        char val[256], arg[64] = "";
+        char val[256], arg[160] = "";
         value_text(defaults, s, val, sizeof val);
         if (s->type == T_CHOICE)
             snprintf(arg, sizeof arg, " {%s}", options_choices(s->name));

@@ -7,8 +7,8 @@
 #include <stddef.h>
 
 typedef struct {
-    char *model;     /* lenet | fcn5 | fcn8 */
-    char *dataset;   /* synthetic | fashion-mnist | mnist */
+    char *model;     /* lenet fcn5 fcn8 alexnet vgg16 googlenet resnet50 lstm32 lstm64 */
+    char *dataset;   /* synthetic | fashion-mnist | mnist | cifar10 */
     char *data_dir;  /* "" = the data set's default folder */
     char *device;    /* cpu (cuda when built with it) */
     char *exchange;  /* sync */
@@ -28,7 +28,7 @@ typedef struct {
     int sync_period;    /* mixed: iterations between exchanges across nodes */
     char *straggler;    /* "RANK:FACTOR" or "RANK:+MS", "" = none */
     double straggler_random;
-    double target_acc; /* 0 = none */
+    double target_acc;   /* 0 = none */
     int gpus_per_node;   /* 0 = every visible GPU */
     int overlap;         /* exchange buckets while backward runs */
     double sample_hz;    /* sampler rate, 0 = off */
@@ -38,6 +38,11 @@ typedef struct {
     long seed;
     int overwrite;
     int dry_run;
+    /* model parallelism (src/pipeline.h) */
+    char *parallel;   /* data | model | hybrid */
+    int stages;       /* pipeline stages; 0 = model: one per rank, hybrid: 2 */
+    char *split;      /* first layer of stages 2..K, comma-separated; "" = balanced by FLOPs */
+    int microbatches; /* per replica batch, pipelined (GPipe) */
 } Options;
 
 /* Parses argv into opts (defaults first). Prints --help / --version on rank 0 and exits 0;

@@ -20,7 +20,9 @@ typedef struct {
     double exchange_wait;      /* s of `exchange` spent waiting for other ranks */
     double straggler_delay;    /* s of injected delay (--straggler), inside `backward` */
     double record;             /* the recorder's own cost just before this iteration, s */
-    double exchange_hidden; /* exchange work that ran while backward still ran (--overlap), s */
+    double exchange_hidden;    /* exchange work that ran while backward still ran (--overlap), s */
+    /* pipeline stages (--parallel model / hybrid; 0 in data parallelism), s and bytes */
+    double pipe_compute, pipe_send, pipe_recv, pipe_idle, pipe_bytes;
 } IterRecord;
 
 typedef struct {

@@ -231,7 +231,7 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
     hid_t types[R_N] = {H5T_STD_I32LE, host_type,      H5T_STD_I32LE,  H5T_STD_I32LE,
                         H5T_STD_I64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE,
                         H5T_STD_I64LE, H5T_STD_I32LE,  H5T_STD_U64LE,  H5T_STD_I32LE,
-                        H5T_STD_I64LE, H5T_STD_I64LE, H5T_STD_I64LE};
+                        H5T_STD_I64LE, H5T_STD_I64LE,  H5T_STD_I64LE};
     g = H5_CHECK(H5Gcreate2(file, "ranks", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     for (int i = 0; i < R_N; i++) {
         const void *fill = H5Tequal(types[i], H5T_IEEE_F64LE) > 0 ? (const void *)&nan : NULL;

@@ -3,6 +3,7 @@
  * adds nothing to any timed phase. */
 #include "trainer.h"
 #include "check.h"
+#include "model_sync.h"
 #include "signals.h"
 #include "util.h"
 
@@ -38,7 +39,8 @@ void trainer_evaluate(Trainer *t, MPI_Comm comm, double *accuracy, double *loss)
     size_t last = ds->ntest * (size_t)(rank + 1) / (size_t)size;
     float *x = xmalloc((size_t)m->batch * ds->sample_size * sizeof(float));
     int32_t *labels = xmalloc((size_t)m->batch * sizeof(int32_t));
-    double sums[2] = {0, 0}; /* correct, loss * samples */
+    double sums[2] = {0, 0};                  /* correct, loss * samples */
+    model_average_buffers(m, MPI_COMM_WORLD); /* batch-norm running statistics */
     for (size_t i = first; i < last; i += (size_t)m->batch) {
         int n = (int)(last - i < (size_t)m->batch ? last - i : (size_t)m->batch);
         dataset_test_batch(ds, i, n, x, labels);
@@ -65,7 +67,7 @@ TrainResult trainer_run(Trainer *t) {
     MPI_Comm eval_comm = t->xops->lockstep ? MPI_COMM_WORLD : MPI_COMM_SELF;
     int64_t total = (int64_t)o->warmup + o->iters;
     float *x = xmalloc((size_t)b * t->data->sample_size * sizeof(float));
-    int32_t *labels = xmalloc((size_t)b * sizeof(int32_t));
+    int32_t *labels = xmalloc((size_t)b * t->data->label_size * sizeof(int32_t));
     double *totals = xmalloc((size_t)o->iters * sizeof(double));
     double record_cost = 0.0;
     TrainResult res = {.last_accuracy = -1.0};
@@ -78,7 +80,9 @@ TrainResult trainer_run(Trainer *t) {
 
         dataset_train_batch(t->data, it, o->batch, t->worker_index, t->worker_count, x, labels);
         be->upload(ctx, m->x, x, (size_t)b * t->data->sample_size * sizeof(float));
-        be->upload(ctx, m->labels, labels, (size_t)b * sizeof(int32_t));
+        be->upload(ctx, m->labels, labels, (size_t)b * t->data->label_size * sizeof(int32_t));
+        /* dropout masks follow the global sample index: the same on any number of ranks */
+        model_set_sample_origin(m, (uint64_t)it * (uint64_t)o->batch + (uint64_t)t->topo->rank * b);
         be->timer_record(ctx, MARK_DATA);
         double compute_start = dt_now();
 

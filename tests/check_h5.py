@@ -115,17 +115,73 @@ def check_accuracy(f, a):
           f"after {int(f['eval/iteration'][-1])} iterations")
 
 
+def check_pipeline(f, a):
+    """A finished --parallel model/hybrid run: the layout attributes, every field written, each
+    stage's time accounted for, the same loss on every stage of a replica and the same parameters
+    on every replica of a stage."""
+    for name in ["parallel", "stages", "replicas", "microbatches", "stage_first_layers"]:
+        if name not in f.attrs:
+            die(f"root attribute {name} missing")
+    if f.attrs["finished"] != 1 or f.attrs["stop_reason"] != "completed":
+        die("run not finished")
+    k, r, p = int(f.attrs["stages"]), int(f.attrs["replicas"]), int(f.attrs["nranks"])
+    if a.stages is not None and k != a.stages:
+        die(f"stages {k}, expected {a.stages}")
+    if k * r != p:
+        die(f"{k} stages x {r} replicas != {p} ranks")
+    first = [int(v) for v in str(f.attrs["stage_first_layers"]).split(",")]
+    if len(first) != k or first[0] != 0 or sorted(first) != first:
+        die(f"stage_first_layers {first}")
+    it = f["iterations"]
+    n = int(f.attrs["iters_total"])
+    pipe = ["pipe_compute", "pipe_send", "pipe_recv", "pipe_idle", "pipe_bytes"]
+    for name in PHASES + ["start", "loss", "bytes_sent", "record"] + pipe:
+        d = it[name][:]
+        if d.shape != (p, n) or np.isnan(d).any():
+            die(f"/iterations/{name}: shape {d.shape} or missing values")
+        if name != "start" and name != "loss" and (d < 0).any():
+            die(f"/iterations/{name} negative")
+    if (it["pipe_compute"][:] <= 0).any():
+        die("a stage computed nothing")
+    # compute, send, receive and idle time lie within the forward and backward phases
+    parts = sum(it[x][:] for x in pipe[:4])
+    phases = it["forward"][:] + it["backward"][:]
+    if (parts > phases * 1.02 + 1e-4).any():
+        die(f"pipeline times exceed the forward+backward phases: {parts.max()} > {phases.max()}")
+    loss, bytes_ = it["loss"][:], it["pipe_bytes"][:]
+    for rep in range(r):
+        ranks = list(range(rep * k, rep * k + k))
+        if not np.allclose(loss[ranks], loss[ranks[0]], rtol=1e-6, atol=0):
+            die(f"replica {rep}: stages record different losses")
+        # stage s sends activations forward unless last, gradients backward unless first
+        for s, rank in enumerate(ranks):
+            if (k > 1) != (bytes_[rank] > 0).all():
+                die(f"rank {rank} (stage {s}): pipe_bytes {bytes_[rank][:3]}")
+    hashes = f["ranks/param_hash"][:]
+    for s in range(k):
+        if len(set(hashes[s::k])) != 1:
+            die(f"stage {s}: replicas hold different parameters")
+    if (f["ranks/completed"][:] != n).any() or (f["ranks/status"][:] != 1).any():
+        die("not every rank completed")
+    print(f"ok: {a.file}: {k} stages x {r} replicas, {int(f.attrs['microbatches'])} micro-batches, "
+          f"stages start at layers {first}; median per stage: compute "
+          f"{np.round(np.median(it['pipe_compute'][:], axis=1)[:k] * 1e3, 2)} ms, idle "
+          f"{np.round(np.median(it['pipe_idle'][:], axis=1)[:k] * 1e3, 2)} ms")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("check", choices=["finished", "killed", "accuracy"])
+    ap.add_argument("check", choices=["finished", "killed", "accuracy", "pipeline"])
     ap.add_argument("file")
     ap.add_argument("--ranks", type=int)
     ap.add_argument("--iters", type=int, help="expected iters_total")
     ap.add_argument("--min-completed", type=int, default=1)
     ap.add_argument("--min-accuracy", type=float, default=0.8)
+    ap.add_argument("--stages", type=int)
     a = ap.parse_args()
     with h5py.File(a.file, "r") as f:
-        {"finished": check_finished, "killed": check_killed, "accuracy": check_accuracy}[a.check](f, a)
+        {"finished": check_finished, "killed": check_killed, "accuracy": check_accuracy,
+         "pipeline": check_pipeline}[a.check](f, a)
 
 
 if __name__ == "__main__":

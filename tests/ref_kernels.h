@@ -44,4 +44,51 @@ double ref_softmax_xent(int n, int c, const float *logits, const int32_t *labels
 void ref_sgd_update(size_t n, float *p, const float *g, float *v, float lr, float momentum,
                     float weight_decay);
 
+/* ---- model-zoo layers (backend.h, "appended for the model zoo") ---- */
+
+/* padded max pooling: padding never wins; argmax = ih*w_in + iw of the first maximum */
+void ref_maxpool_pad_forward(const PadPoolShape *s, const float *x, float *y, int32_t *argmax);
+/* dx: each dy goes to its window's maximum, found again from x */
+void ref_maxpool_pad_backward(const PadPoolShape *s, const float *x, const float *dy, float *dx);
+/* average over the k*k window, padding counted as zeros; backward as a gather */
+void ref_avgpool_forward(const PadPoolShape *s, const float *x, float *y);
+void ref_avgpool_backward(const PadPoolShape *s, const float *dy, float *dx);
+void ref_global_avgpool_forward(size_t planes, size_t plane, const float *x, float *y);
+void ref_global_avgpool_backward(size_t planes, size_t plane, const float *dy, float *dx);
+
+/* LRN from its definition; the backward sums dy[c'] * dy[c']/dx[c] over every c' */
+void ref_lrn_forward(const LrnShape *s, const float *x, float *y);
+void ref_lrn_backward(const LrnShape *s, const float *x, const float *dy, float *dx);
+
+/* batch normalisation in double; the training forward also returns the batch mean and
+ * 1/sqrt(var + eps) and updates running_mean/running_var like the backend */
+void ref_batchnorm_forward_train(const BnShape *s, const float *x, const float *gamma,
+                                 const float *beta, float *y, float *mean, float *invstd,
+                                 float *running_mean, float *running_var);
+void ref_batchnorm_forward_infer(const BnShape *s, const float *x, const float *gamma,
+                                 const float *beta, const float *running_mean,
+                                 const float *running_var, float *y);
+/* the backward recomputes the batch statistics from x */
+void ref_batchnorm_backward(const BnShape *s, const float *x, const float *gamma, const float *dy,
+                            float *dx, float *dgamma, float *dbeta);
+
+void ref_concat_forward(int batch, int ninputs, const float *const *xs, const size_t *sizes,
+                        float *y);
+void ref_concat_backward(int batch, int ninputs, const size_t *sizes, const float *dy,
+                         float *const *dxs);
+void ref_add_forward(size_t n, const float *a, const float *b, float *y);
+
+/* dropout with the mask defined in backend.h (DropoutShape), reimplemented from that text */
+void ref_dropout_forward(const DropoutShape *s, const float *x, float *y, uint8_t *mask);
+void ref_dropout_backward(const DropoutShape *s, const uint8_t *mask, const float *dy, float *dx);
+
+void ref_embedding_forward(const EmbeddingShape *s, const float *ids, const float *w, float *y);
+void ref_embedding_backward(const EmbeddingShape *s, const float *ids, const float *dy, float *dw);
+
+/* the LSTM cell of backend.h step by step in double; the backward is back-propagation through
+ * time over states recomputed from x */
+void ref_lstm_forward(const LstmShape *s, const float *x, const float *w, const float *b, float *y);
+void ref_lstm_backward(const LstmShape *s, const float *x, const float *w, const float *b,
+                       const float *dy, float *dx, float *dw, float *db);
+
 #endif

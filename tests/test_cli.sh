@@ -5,7 +5,8 @@
 help=$("$DTBENCH" --help)
 for opt in model dataset data-dir device exchange batch iters warmup lr momentum weight-decay seed \
     threads bucket-mb ranks-per-node eval-every flush-every output overwrite tag save-model dry-run \
-    ps-ranks staleness sync-period straggler straggler-random target-acc; do
+    ps-ranks staleness sync-period straggler straggler-random target-acc \
+    parallel stages split microbatches; do
     echo "$help" | grep -q -- "--$opt" || fail "--help does not list --$opt"
 done
 # Every option line is followed by its help text ending with the default in brackets.

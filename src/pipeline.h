@@ -1,0 +1,60 @@
+/* pipeline.h - model parallelism: the layers split into K consecutive stages on K ranks, the
+ * batch pipelined through them in micro-batches (GPipe), and data-parallel replicas of such a
+ * pipeline (hybrid).
+ *
+ * Ranks: rank = replica * K + stage, so the stages of one replica are consecutive ranks (usually
+ * one node). Two communicators: the replica's pipeline (activations forward, gradients backward
+ * between stage k and k+1, src/pipeline_p2p.c) and, per stage, the R ranks holding that stage
+ * (the exchange strategy averages their gradients, as in data parallelism).
+ *
+ * One iteration on every stage (GPipe): post the receives of all M micro-batches; forward
+ * micro-batches 0..M-1 (receive, compute, send); backward M-1..0 (receive, compute and add the
+ * parameter gradients, send); wait for the sends; exchange among the stage's replicas; update.
+ * The last stage scales each micro-batch's loss gradient by 1/M, so the summed gradients are
+ * those of the mean loss over the replica's batch: the parameters follow the same trajectory as
+ * one process training on the whole batch (batch norm excepted: it normalises per micro-batch and
+ * per replica, as in GPipe and PyTorch's data parallelism). */
+#ifndef DTBENCH_PIPELINE_H
+#define DTBENCH_PIPELINE_H
+
+#include "model.h"
+#include "options.h"
+#include "topology.h"
+#include "trainer.h"
+
+#include <mpi.h>
+#include <stdio.h>
+
+typedef enum { PARALLEL_DATA, PARALLEL_MODEL, PARALLEL_HYBRID } ParallelMode;
+
+typedef struct {
+    ParallelMode mode;
+    int stages, stage;     /* K, and this rank's stage */
+    int replicas, replica; /* R = ranks / K, and this rank's replica */
+    int microbatches;      /* M */
+    int *first;            /* [K + 1]: stage s holds layers [first[s], first[s+1]) */
+    char split_text[256];  /* first[0..K-1], comma-separated (result file) */
+    MPI_Comm pipe_comm;    /* this replica's stages; rank in it = stage */
+    MPI_Comm stage_comm;   /* the replicas' ranks holding this stage: the exchange's communicator */
+} Pipeline;
+
+/* Checks --parallel, --stages, --split, --microbatches and --batch against the model `plan` and
+ * the ranks (collective: on bad input every rank exits 2 after one line naming the option), and
+ * fills p. With --parallel data: one stage, every rank a replica, stage_comm = MPI_COMM_WORLD.
+ * dry_run: the rank count is not checked (the stages are only printed) and no communicator is
+ * made. */
+void pipeline_setup(Pipeline *p, const Options *opt, const Model *plan, const Topology *topo,
+                    int dry_run);
+void pipeline_free(Pipeline *p);
+
+/* The stages: layers, parameters, share of the FLOPs (for --dry-run and the start-up lines). */
+void pipeline_print(const Pipeline *p, const Model *plan, FILE *out);
+
+/* The timed loop of a pipeline stage (t->model holds the stage's layers). */
+TrainResult pipeline_run(Trainer *t, const Pipeline *p);
+
+/* Collective. Rank 0 writes the whole model's parameters of replica 0, gathered from its stages,
+ * as model_save does. Returns 0, or -1 with errno set (rank 0). */
+int pipeline_save_model(const Pipeline *p, const Model *m, const char *path);
+
+#endif

@@ -1,0 +1,58 @@
+# test_pipeline_signal.sh - a graceful stop along a pipeline: SIGTERM to mpirun, or SIGUSR1 to
+# ONE middle stage of one replica, makes every rank of a 2-replica x 2-stage hybrid run (and of a
+# 3-stage pipeline) stop after the same iteration and close the file, marked stop_reason=signal.
+# The vote travels in the pipeline's message headers and then with the replicas' exchange.
+. "$(dirname "$0")/lib.sh"
+
+# start_run FILE NP ARGS... : a long run in the background; waits until 2 blocks are in the file.
+start_run() {
+    local out=$1 np=$2
+    shift 2
+    timeout -k 30 300 "$MPIRUN" -np "$np" "$DTBENCH" --model lenet --dataset synthetic --batch 8 \
+        --iters 1000000 --warmup 2 --flush-every 5 --output "$out" "$@" >"$out.log" 2>&1 &
+    job=$!
+    "$PYTHON" - "$out" <<'PY' || { kill -9 $job; fail "run did not start writing"; }
+import sys, time, h5py
+deadline = time.time() + 120
+while time.time() < deadline:
+    try:
+        with h5py.File(sys.argv[1], "r") as f:
+            if (f["ranks/completed"][:] >= 10).all():
+                sys.exit(0)
+    except (OSError, KeyError):
+        pass
+    time.sleep(0.2)
+sys.exit(1)
+PY
+}
+
+check_stopped() {
+    "$PYTHON" - "$1" <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    assert f.attrs["finished"] == 1 and f.attrs["stop_reason"] == "signal", dict(f.attrs)
+    assert (f["ranks/status"][:] == 2).all(), f["ranks/status"][:]
+    done = f["ranks/completed"][:]
+    assert len(set(done)) == 1 and 10 <= done[0] < f.attrs["iters_total"], done
+    total = f["iterations/total"][:]
+    assert not np.isnan(total[:, :done[0]]).any() and np.isnan(total[:, done[0]:]).all()
+print(f"ok: {sys.argv[1]}: {sys.argv[1].split('/')[-1]}: every rank stopped after iteration {done[0]}, file closed")
+PY
+}
+
+# 1. SIGTERM to mpirun during a 2 x 2 hybrid run.
+start_run "$WORK/term.h5" 4 --parallel hybrid --stages 2 --microbatches 2
+kill -TERM $job
+set +e; wait $job; set -e
+check_stopped "$WORK/term.h5"
+grep -q "stopped early (signal)" "$WORK/term.h5.log" || fail "rank 0 did not report the early stop"
+pass "SIGTERM to mpirun: every stage of every replica stopped after the same iteration"
+
+# 2. SIGUSR1 to the middle stage (rank 1) of a 3-stage pipeline only.
+start_run "$WORK/usr1.h5" 3 --parallel model --microbatches 2
+pid1=$("$PYTHON" -c "import h5py,sys; print(h5py.File(sys.argv[1],'r')['ranks/pid'][1])" "$WORK/usr1.h5")
+kill -USR1 "$pid1"
+set +e; wait $job; rc=$?; set -e
+[ "$rc" = 0 ] || fail "run stopped by SIGUSR1 exited $rc"
+check_stopped "$WORK/usr1.h5"
+pass "SIGUSR1 to a middle stage: the vote reached both ends, all ranks stopped, exit 0"
