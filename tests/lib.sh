@@ -61,6 +61,9 @@ expect_bad() {
     local n=$1 pattern=$2
     shift 2
     set +e
+    local args=() a # --np4 anywhere: run on 4 ranks
+    for a in "$@"; do if [ "$a" = --np4 ]; then n=4; else args+=("$a"); fi; done
+    set -- "${args[@]}"
     if [ "$n" = 0 ]; then "$DTBENCH" "$@" >out.txt 2>err.txt; else run_np "$n" "$@" >out.txt 2>err.txt; fi
     local rc=$?
     set -e

@@ -3,29 +3,6 @@
 . "$(dirname "$0")/lib.sh"
 cd "$WORK"
 
-# expect_bad NRANKS PATTERN ARGS... : dtbench must exit 2 with one error line matching PATTERN.
-expect_bad() {
-    local n=$1 pattern=$2
-    shift 2
-    set +e
-    local args=() a
-    for a in "$@"; do if [ "$a" = --np4 ]; then n=4; else args+=("$a"); fi; done
-    set -- "${args[@]}"
-    if [ "$n" = 0 ]; then "$DTBENCH" "$@" >out.txt 2>err.txt; else run_np "$n" "$@" >out.txt 2>err.txt; fi
-    local rc=$?
-    set -e
-    [ "$rc" = 2 ] || fail "'$*' on $n ranks: exit status $rc, expected 2 ($(cat err.txt))"
-    local lines
-    lines=$(grep -c '^dtbench' err.txt || true)
-    [ "$lines" = 1 ] || fail "'$*': $lines dtbench lines on stderr, expected 1: $(cat err.txt)"
-    grep '^dtbench' err.txt | grep -q -- "$pattern" || fail "'$*': error does not match '$pattern': $(cat err.txt)"
-    if [ "$n" = 0 ]; then
-        [ "$(wc -l <err.txt)" = 1 ] || fail "'$*': stderr is not one line: $(cat err.txt)"
-    fi
-    [ ! -e bad.h5 ] || fail "'$*' left bad.h5 behind"
-    pass "$* -> $(grep '^dtbench' err.txt)"
-}
-
 O="--output bad.h5"
 # Singleton (no mpirun) and under mpirun.
 MODELS=lenet,fcn5,fcn8,alexnet,vgg16,googlenet,resnet50,lstm32,lstm64
