@@ -12,10 +12,6 @@ ANALYSIS_DIR=$(cd "$TESTS_SRCDIR/../analysis" && pwd)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1
 export HDF5_USE_FILE_LOCKING=FALSE
-# mpirun forwards SIGTERM to the ranks and SIGKILLs them 1 s later by default: on a loaded machine
-# that is too short for a graceful stop (finish the iteration, close the file). Slurm's KillWait
-# is 30 s; give the ranks as long.
-export OMPI_MCA_odls_base_sigkill_timeout=30
 # Fashion-MNIST as shipped by Debian's dataset-fashion-mnist.
 FMNIST_DIR=${FMNIST_DIR:-/usr/share/datasets/fashion-mnist}
 
