@@ -362,7 +362,7 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
     if (last == m->nlayers)
         m->labels = alloc_or_die(m, (size_t)batch * m->label_size * sizeof(int32_t));
 
-    size_t max_layer_params = 0, max_shared_out = 0, max_bias = 0;
+    size_t max_layer_params = 0, max_shared_out = 0;
     for (int i = first; i < last; i++) {
         Layer *L = &m->layers[i];
         size_t bytes = (size_t)batch * L->out_size * sizeof(float);
@@ -393,19 +393,12 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
         for (int k = 0; k < L->ninputs; k++)
             if (!last_reader(m, i, k) && input_size(m, L, k) > max_shared_out)
                 max_shared_out = input_size(m, L, k);
-        if ((L->d.kind == LAYER_CONV || L->d.kind == LAYER_FC) && L->d.no_bias &&
-            (size_t)L->d.out + (size_t)L->out_w > max_bias)
-            max_bias = (size_t)L->d.out + (size_t)L->out_w;
     }
     if (m->work_bytes) m->work = alloc_or_die(m, m->work_bytes);
     if (microbatches > 1 && max_layer_params)
         m->grad_scratch = alloc_or_die(m, max_layer_params * sizeof(float));
     if (max_shared_out)
         m->dy_scratch = alloc_or_die(m, (size_t)m->chunk * max_shared_out * sizeof(float));
-    if (max_bias) {
-        m->bias_zeros = alloc_or_die(m, max_bias * sizeof(float));
-        m->dbias_scratch = alloc_or_die(m, max_bias * sizeof(float));
-    }
     init_part(m);
 }
 
@@ -424,9 +417,8 @@ void model_free(Model *m) {
             for (size_t j = 0; j < sizeof bufs / sizeof bufs[0]; j++)
                 if (bufs[j]) m->be->free(c, bufs[j]);
         }
-        void *bufs[] = {m->params,     m->grads,        m->momentum, m->buffers,      m->x,
-                        m->dx,         m->labels,       m->work,     m->grad_scratch, m->dy_scratch,
-                        m->bias_zeros, m->dbias_scratch};
+        void *bufs[] = {m->params, m->grads,  m->momentum, m->buffers,      m->x,
+                        m->dx,     m->labels, m->work,     m->grad_scratch, m->dy_scratch};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) m->be->free(c, bufs[i]);
     }
@@ -532,7 +524,7 @@ void model_forward_part(Model *m, int s0, int n, int slot, int train) {
         const float *x = input_y(m, L, 0, s0);
         float *y = L->y + (size_t)s0 * L->out_size;
         const float *w = param(m, L->w_off);
-        const float *b = L->nb ? param(m, L->b_off) : m->bias_zeros;
+        const float *b = L->nb ? param(m, L->b_off) : NULL; /* NULL: no bias */
         const size_t count = (size_t)n * L->out_size;
         switch (L->d.kind) {
         case LAYER_CONV: {
@@ -648,7 +640,7 @@ void model_backward_part(Model *m, int s0, int n, int slot, int accumulate) {
         float *g = L->nparams
                        ? (accumulate ? m->grad_scratch : m->grads + (L->w_off - m->param_base))
                        : NULL;
-        float *dw = g, *db = g && L->nb ? g + L->nw : m->dbias_scratch;
+        float *dw = g, *db = g && L->nb ? g + L->nw : NULL;
         float *target[LAYER_MAX_INPUTS], *dest[LAYER_MAX_INPUTS];
         for (int k = 0; k < L->ninputs; k++) {
             target[k] = input_grad(m, L, k, s0);

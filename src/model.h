@@ -123,8 +123,6 @@ typedef struct {
     size_t work_bytes;
     float *grad_scratch; /* one layer's gradients, when micro-batches accumulate */
     float *dy_scratch;   /* [chunk * out_size] of an output read by several layers */
-    float *bias_zeros;   /* bias-free conv/fc: a zero bias, and somewhere to put its gradient */
-    float *dbias_scratch;
     uint64_t seed;          /* initialisation and dropout masks */
     uint64_t sample_origin; /* global index of sample 0 of the current batch (dropout masks) */
 } Model;

@@ -143,6 +143,17 @@ static void test_fc(int n, int in, int out) {
     check("fc_backward dw", shape, dw, rdw, nw, 1e-4, 1.0);
     check("fc_backward db", shape, db, rdb, out, 1e-4, 1.0);
 
+    /* no bias: b == NULL, db == NULL */
+    fill_nan(y, ny);
+    B->fc_forward(ctx, &s, x, w, NULL, y);
+    ref_fc_forward(&s, x, w, NULL, ry);
+    check("fc_forward(b=NULL)", shape, y, ry, ny, 1e-4, 1.0);
+    fill_nan(dw, nw);
+    B->fc_backward(ctx, &s, x, w, dy, dx, dw, NULL);
+    check("fc_backward(db=NULL) dw", shape, dw, rdw, nw, 1e-4, 1.0);
+    B->fc_forward(ctx, &s, x, w, b, y);
+    ref_fc_forward(&s, x, w, b, ry);
+
     /* first-layer form: dx == NULL; dw, db overwritten (not accumulated onto the previous call) */
     B->fc_backward(ctx, &s, x, w, dy, NULL, dw, db);
     snprintf(name, sizeof name, "fc_backward(dx=NULL) dw");
@@ -176,7 +187,7 @@ static void test_conv(int n, int c_in, int h_in, int w_in, int c_out, int k, int
                    .pad = pad};
     s.h_out = (h_in + 2 * pad - k) / stride + 1;
     s.w_out = (w_in + 2 * pad - k) / stride + 1;
-    char shape[160], what[200];
+    char shape[160], what[256];
     snprintf(shape, sizeof shape, "n=%d c_in=%d %dx%d c_out=%d k=%d stride=%d pad=%d", n, c_in,
              h_in, w_in, c_out, k, stride, pad);
     size_t nx = (size_t)n * c_in * h_in * w_in, nw = (size_t)c_out * c_in * k * k;
@@ -216,6 +227,16 @@ static void test_conv(int n, int c_in, int h_in, int w_in, int c_out, int k, int
     B->conv_backward(ctx, &s, x, w, dy, NULL, dw, db, work); /* overwrite, dx == NULL */
     check("conv_backward(dx=NULL) dw", shape, dw, rdw, nw, 1e-4, 1.0);
     check("conv_backward(dx=NULL) db", shape, db, rdb, c_out, 1e-4, 1.0);
+
+    /* no bias (ResNet): b == NULL forward, db == NULL backward */
+    fill_nan(y, ny);
+    B->conv_forward(ctx, &s, x, w, NULL, y, work);
+    ref_conv_forward(&s, x, w, NULL, ry);
+    check("conv_forward(b=NULL)", shape, y, ry, ny, 1e-4, 1.0);
+    fill_nan(dw, nw);
+    B->conv_backward(ctx, &s, x, w, dy, dx, dw, NULL, work);
+    check("conv_backward(db=NULL) dw", shape, dw, rdw, nw, 1e-4, 1.0);
+    check("conv_backward(db=NULL) dx", shape, dx, rdx, nx, 1e-4, 1.0);
 
     snprintf(what, sizeof what, "conv workspace bounds %s", shape);
     check_true(what, guard_intact(guard));
