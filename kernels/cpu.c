@@ -21,7 +21,8 @@
 
 #include "backend.h"
 #include "cpu_im2col.h"
-#include "cpu_zoo.h" /* the model-zoo layers' kernels, entered into the table below */
+#include "cpu_winograd.h" /* 3x3 stride-1 convolutions */
+#include "cpu_zoo.h"      /* the model-zoo layers' kernels, entered into the table below */
 
 #include <cblas.h>
 #include <math.h>
@@ -285,8 +286,11 @@ static size_t cpu_conv_workspace_bytes(BackendCtx *ctx, const ConvShape *s) {
     (void)ctx;
     const size_t kk = (size_t)s->c_in * s->k * s->k, hw = (size_t)s->h_out * s->w_out;
     const int g = conv_group(s);
-    if (g == 1) return kk * hw * sizeof(float);
-    return (kk + (size_t)s->c_out) * g * hw * sizeof(float);
+    size_t bytes =
+        g == 1 ? kk * hw * sizeof(float) : (kk + (size_t)s->c_out) * g * hw * sizeof(float);
+    if (cpu_wino_applies(s) && cpu_wino_workspace_bytes(s) > bytes)
+        bytes = cpu_wino_workspace_bytes(s);
+    return bytes;
 }
 
 /* Columns of samples i0 .. i0+gn-1 side by side: colg[K, gn*hw] with row stride ld. */
@@ -317,6 +321,10 @@ static void cpu_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x
     const int pointwise = conv_is_pointwise(s);
     float *col = work;
     if (s->batch <= 0 || c_out <= 0 || hw <= 0) return;
+    if (cpu_wino_applies(s)) { /* 3x3, stride 1, pad 1: F(2x2, 3x3), cpu_winograd.c */
+        cpu_wino_forward(s, x, w, b, y, work);
+        return;
+    }
     if (kk <= 0) { /* empty product: y = b */
         for (int i = 0; i < s->batch; i++)
             for (int co = 0; co < c_out; co++)
@@ -382,6 +390,16 @@ static void cpu_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *
     const int pointwise = conv_is_pointwise(s);
     float *col = work; /* col[K, cols]: im2col(x), then reused for dcol = W^T dy */
 
+    if (s->batch > 0 && hw > 0 && cpu_wino_weights_apply(s)) {
+        cpu_wino_backward(s, x, w, dy, dx, dw, db, work);
+        return;
+    }
+    if (s->batch > 0 && hw > 0 && dx && cpu_wino_applies(s)) {
+        /* weights by the GEMMs below, input gradient by Winograd (after: it reuses the work) */
+        cpu_conv_backward(ctx, s, x, w, dy, NULL, dw, db, work);
+        cpu_wino_backward_data(s, w, dy, dx, work);
+        return;
+    }
     if (db && c_out > 0) memset(db, 0, (size_t)c_out * sizeof(float));
     if (s->batch <= 0 || c_out <= 0 || hw <= 0 || kk <= 0) {
         if (c_out > 0 && kk > 0) memset(dw, 0, (size_t)c_out * kk * sizeof(float));

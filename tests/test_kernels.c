@@ -770,6 +770,12 @@ int main(void) {
     test_conv(3, 32, 7, 7, 16, 1, 1, 0);    /* pointwise, grouped */
     test_conv(1, 64, 64, 64, 8, 3, 1, 1);   /* blocked: 576 x 4096 columns */
     test_conv(1, 64, 130, 130, 4, 3, 2, 1); /* blocked, stride 2 */
+    /* 3x3, stride 1, pad 1, >= 16 channels, >= 400 pixels: the CPU backend's Winograd F(2x2, 3x3)
+     * for the forward and the input gradient (weights: GEMM below 256 channels, Winograd above) */
+    test_conv(2, 16, 20, 21, 24, 3, 1, 1);   /* odd width: a half tile */
+    test_conv(1, 32, 21, 23, 16, 3, 1, 1);   /* odd height and width */
+    test_conv(3, 16, 28, 28, 64, 3, 1, 1);   /* several blocks of tile rows */
+    test_conv(1, 256, 20, 21, 256, 3, 1, 1); /* the weight gradient by Winograd too */
 
     /*           n  c  h_in w_in k stride ties */
     test_maxpool(3, 20, 24, 24, 2, 2, 0); /* LeNet pool1 */
