@@ -125,14 +125,15 @@ typedef struct BackendOps {
     void (*synchronize)(BackendCtx *ctx); /* wait for queued work (no-op on CPU) */
 
     /* Fully connected. dx may be NULL (first layer: no input gradient needed).
-     * dw and db are OVERWRITTEN (not accumulated). */
+     * dw and db are OVERWRITTEN (not accumulated). b and db may be NULL: a layer without bias. */
     void (*fc_forward)(BackendCtx *ctx, const FcShape *s, const float *x, const float *w,
                        const float *b, float *y);
     void (*fc_backward)(BackendCtx *ctx, const FcShape *s, const float *x, const float *w,
                         const float *dy, float *dx, float *dw, float *db);
 
     /* Convolution. `work` is scratch of conv_workspace_bytes(s) bytes. dx may be NULL.
-     * dw and db are OVERWRITTEN. */
+     * dw and db are OVERWRITTEN. b and db may be NULL: a layer without bias (ResNet's
+     * convolutions, followed by batch norm). */
     size_t (*conv_workspace_bytes)(BackendCtx *ctx, const ConvShape *s);
     void (*conv_forward)(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
                          const float *b, float *y, void *work);

@@ -21,7 +21,8 @@
 
 #include "backend.h"
 #include "cpu_im2col.h"
-#include "cpu_zoo.h" /* the model-zoo layers' kernels, entered into the table below */
+#include "cpu_winograd.h" /* 3x3 stride-1 convolutions */
+#include "cpu_zoo.h"      /* the model-zoo layers' kernels, entered into the table below */
 
 #include <cblas.h>
 #include <math.h>
@@ -212,7 +213,7 @@ static void cpu_fc_backward(BackendCtx *ctx, const FcShape *s, const float *x, c
     }
     if (n <= 0) { /* no samples: zero gradients */
         if (in > 0) memset(dw, 0, (size_t)out * in * sizeof(float));
-        memset(db, 0, (size_t)out * sizeof(float));
+        if (db) memset(db, 0, (size_t)out * sizeof(float));
         return;
     }
     if (in > 0)
@@ -220,9 +221,11 @@ static void cpu_fc_backward(BackendCtx *ctx, const FcShape *s, const float *x, c
                     dw, in);
 
     /* db[out]: column sums of dy[n,out], row by row so the inner loop is contiguous */
-    memcpy(db, dy, (size_t)out * sizeof(float));
-    for (int i = 1; i < n; i++)
-        vec_add(db, dy + (size_t)i * out, (size_t)out);
+    if (db) {
+        memcpy(db, dy, (size_t)out * sizeof(float));
+        for (int i = 1; i < n; i++)
+            vec_add(db, dy + (size_t)i * out, (size_t)out);
+    }
 
     if (dx && in > 0)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in, out, 1.0f, dy, out, w, in,
@@ -260,17 +263,19 @@ static int conv_is_pointwise(const ConvShape *s) {
     return s->k == 1 && s->stride == 1 && s->pad == 0;
 }
 
-/* Small images (ResNet's and GoogLeNet's 14x14 and 7x7 layers) make GEMMs with N = h_out*w_out =
- * 196 or 49 columns, far below the kernel's peak (M=512, K=4608: 98 GFLOPS at N=49, 146 at N=392)
- * and repacking the weights for every sample. Samples are then grouped, g of them side by side in
- * one column matrix col[K, g*hw], so that one GEMM covers about CONV_GROUP_COLS columns; the
- * output goes through a buffer ybuf[c_out, g*hw] to its NCHW place. */
-#define CONV_GROUP_COLS 512
+/* Small images (ResNet's and GoogLeNet's 7x7 layers) make GEMMs with N = h_out*w_out = 49 columns,
+ * far below the kernel's peak (M=2048, K=512: 113 GFLOPS at N=49, 170 at N=392; at N=196 the loss
+ * is small, 149-163 against 160-166) and repacking the weights for every sample. Samples are then
+ * grouped, g of them side by side in one column matrix col[K, g*hw], so that one GEMM covers about
+ * CONV_GROUP_COLS columns; the output goes through a buffer ybuf[c_out, g*hw] to its NCHW place
+ * (the copies in and out are what makes grouping not worth it for larger images). */
+#define CONV_GROUP_COLS  384
+#define CONV_GROUP_BELOW 128 /* images of fewer pixels are grouped */
 
-/* Samples per GEMM: 1 for images of CONV_GROUP_COLS pixels or more. */
+/* Samples per GEMM: 1 for images of CONV_GROUP_BELOW pixels or more. */
 static int conv_group(const ConvShape *s) {
     const int hw = s->h_out * s->w_out;
-    if (hw <= 0 || hw >= CONV_GROUP_COLS || s->batch <= 1) return 1;
+    if (hw <= 0 || hw >= CONV_GROUP_BELOW || s->batch <= 1) return 1;
     const int g = (CONV_GROUP_COLS + hw - 1) / hw;
     return g > s->batch ? s->batch : g;
 }
@@ -281,8 +286,11 @@ static size_t cpu_conv_workspace_bytes(BackendCtx *ctx, const ConvShape *s) {
     (void)ctx;
     const size_t kk = (size_t)s->c_in * s->k * s->k, hw = (size_t)s->h_out * s->w_out;
     const int g = conv_group(s);
-    if (g == 1) return kk * hw * sizeof(float);
-    return (kk + (size_t)s->c_out) * g * hw * sizeof(float);
+    size_t bytes =
+        g == 1 ? kk * hw * sizeof(float) : (kk + (size_t)s->c_out) * g * hw * sizeof(float);
+    if (cpu_wino_applies(s) && cpu_wino_workspace_bytes(s) > bytes)
+        bytes = cpu_wino_workspace_bytes(s);
+    return bytes;
 }
 
 /* Columns of samples i0 .. i0+gn-1 side by side: colg[K, gn*hw] with row stride ld. */
@@ -313,6 +321,10 @@ static void cpu_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x
     const int pointwise = conv_is_pointwise(s);
     float *col = work;
     if (s->batch <= 0 || c_out <= 0 || hw <= 0) return;
+    if (cpu_wino_applies(s)) { /* 3x3, stride 1, pad 1: F(2x2, 3x3), cpu_winograd.c */
+        cpu_wino_forward(s, x, w, b, y, work);
+        return;
+    }
     if (kk <= 0) { /* empty product: y = b */
         for (int i = 0; i < s->batch; i++)
             for (int co = 0; co < c_out; co++)
@@ -378,14 +390,24 @@ static void cpu_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *
     const int pointwise = conv_is_pointwise(s);
     float *col = work; /* col[K, cols]: im2col(x), then reused for dcol = W^T dy */
 
-    if (c_out > 0) memset(db, 0, (size_t)c_out * sizeof(float));
+    if (s->batch > 0 && hw > 0 && cpu_wino_weights_apply(s)) {
+        cpu_wino_backward(s, x, w, dy, dx, dw, db, work);
+        return;
+    }
+    if (s->batch > 0 && hw > 0 && dx && cpu_wino_applies(s)) {
+        /* weights by the GEMMs below, input gradient by Winograd (after: it reuses the work) */
+        cpu_conv_backward(ctx, s, x, w, dy, NULL, dw, db, work);
+        cpu_wino_backward_data(s, w, dy, dx, work);
+        return;
+    }
+    if (db && c_out > 0) memset(db, 0, (size_t)c_out * sizeof(float));
     if (s->batch <= 0 || c_out <= 0 || hw <= 0 || kk <= 0) {
         if (c_out > 0 && kk > 0) memset(dw, 0, (size_t)c_out * kk * sizeof(float));
         if (dx && s->batch > 0) memset(dx, 0, s->batch * x_stride * sizeof(float));
         return;
     }
     /* db[c_out] = row sums of every dy_i */
-    for (int i = 0; i < s->batch; i++)
+    for (int i = 0; db && i < s->batch; i++)
         for (int co = 0; co < c_out; co++)
             db[co] += vec_sum(dy + i * y_stride + (size_t)co * hw, (size_t)hw);
 

@@ -334,6 +334,52 @@ static int relu_in_place(const Model *m, const Layer *L) {
     }
 }
 
+/* The layer whose dy a layer uses: itself, or for an in-place ReLU its producer's owner. */
+static int dy_owner(const Model *m, int i) {
+    while (m->layers[i].in_place)
+        i = m->layers[i].inputs[0];
+    return i;
+}
+
+/* Output gradients: the part's last layer gets a whole-batch buffer; every other owner gets one
+ * of a pool of chunk-sized buffers, from the first write of its gradient (backward of its last
+ * reader) to the end of its own backward, found by walking the backward order once. */
+static void assign_gradient_buffers(Model *m) {
+    size_t largest = 0;
+    for (int i = m->first; i < m->last; i++)
+        if (m->layers[i].out_size > largest) largest = m->layers[i].out_size;
+    const size_t pool_bytes = (size_t)m->chunk * largest * sizeof(float);
+    int *slot_of = xcalloc((size_t)m->nlayers + 1, sizeof(int)); /* pool index + 1, per owner */
+    int *in_use = xcalloc((size_t)m->nlayers + 1, sizeof(int));
+    m->dy_pool = xcalloc((size_t)m->nlayers + 1, sizeof(float *));
+
+    const int top = dy_owner(m, m->last - 1);
+    m->layers[top].dy = alloc_or_die(m, (size_t)m->batch * m->layers[top].out_size * sizeof(float));
+    m->layers[top].dy_full = 1;
+    for (int i = m->last - 1; i >= m->first; i--) {
+        const Layer *L = &m->layers[i];
+        for (int k = 0; k < L->ninputs; k++) { /* its backward writes its inputs' gradients */
+            if (L->inputs[k] < m->first) continue;
+            const int o = dy_owner(m, L->inputs[k]);
+            if (m->layers[o].dy) continue;
+            int b = 0;
+            while (b < m->ndy_pool && in_use[b])
+                b++;
+            if (b == m->ndy_pool) m->dy_pool[m->ndy_pool++] = alloc_or_die(m, pool_bytes);
+            in_use[b] = 1, slot_of[o] = b + 1;
+            m->layers[o].dy = m->dy_pool[b];
+        }
+        if (!L->in_place && slot_of[i]) in_use[slot_of[i] - 1] = 0; /* its backward is done */
+    }
+    for (int i = m->first; i < m->last; i++) { /* in-place ReLUs share their owner's */
+        Layer *L = &m->layers[i];
+        Layer *O = &m->layers[dy_owner(m, i)];
+        if (!O->dy) O->dy = alloc_or_die(m, pool_bytes); /* read by no layer: not in the zoo */
+        L->dy = O->dy, L->dy_full = O->dy_full;
+    }
+    free(slot_of), free(in_use);
+}
+
 void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes,
                       int batch, int microbatches, int first, int last, const BackendOps *be,
                       BackendCtx *ctx, uint64_t seed) {
@@ -363,16 +409,14 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
         m->labels = alloc_or_die(m, (size_t)batch * m->label_size * sizeof(int32_t));
     m->stats = alloc_or_die(m, 2 * sizeof(float));
 
-    size_t max_layer_params = 0, max_shared_out = 0, max_bias = 0;
+    size_t max_layer_params = 0, max_shared_out = 0;
     for (int i = first; i < last; i++) {
         Layer *L = &m->layers[i];
         size_t bytes = (size_t)batch * L->out_size * sizeof(float);
-        if ((L->in_place = relu_in_place(m, L))) {
-            L->y = m->layers[L->inputs[0]].y, L->dy = m->layers[L->inputs[0]].dy;
-        } else {
+        if ((L->in_place = relu_in_place(m, L)))
+            L->y = m->layers[L->inputs[0]].y;
+        else
             L->y = alloc_or_die(m, bytes);
-            L->dy = alloc_or_die(m, bytes);
-        }
         if (L->d.kind == LAYER_MAXPOOL)
             L->argmax = alloc_or_die(m, (size_t)batch * L->out_size * sizeof(int32_t));
         if (L->d.kind == LAYER_DROPOUT) L->mask = alloc_or_die(m, (size_t)batch * L->out_size);
@@ -394,19 +438,13 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
         for (int k = 0; k < L->ninputs; k++)
             if (!last_reader(m, i, k) && input_size(m, L, k) > max_shared_out)
                 max_shared_out = input_size(m, L, k);
-        if ((L->d.kind == LAYER_CONV || L->d.kind == LAYER_FC) && L->d.no_bias &&
-            (size_t)L->d.out + (size_t)L->out_w > max_bias)
-            max_bias = (size_t)L->d.out + (size_t)L->out_w;
     }
+    assign_gradient_buffers(m);
     if (m->work_bytes) m->work = alloc_or_die(m, m->work_bytes);
     if (microbatches > 1 && max_layer_params)
         m->grad_scratch = alloc_or_die(m, max_layer_params * sizeof(float));
     if (max_shared_out)
         m->dy_scratch = alloc_or_die(m, (size_t)m->chunk * max_shared_out * sizeof(float));
-    if (max_bias) {
-        m->bias_zeros = alloc_or_die(m, max_bias * sizeof(float));
-        m->dbias_scratch = alloc_or_die(m, max_bias * sizeof(float));
-    }
     init_part(m);
 }
 
@@ -420,18 +458,19 @@ void model_free(Model *m) {
         BackendCtx *c = m->ctx;
         for (int i = m->first; i < m->last; i++) {
             Layer *L = &m->layers[i];
-            void *bufs[] = {L->in_place ? NULL : L->y, L->in_place ? NULL : L->dy, L->argmax,
-                            L->mask, L->aux};
+            void *bufs[] = {L->in_place ? NULL : L->y, L->dy_full && !L->in_place ? L->dy : NULL,
+                            L->argmax, L->mask, L->aux};
             for (size_t j = 0; j < sizeof bufs / sizeof bufs[0]; j++)
                 if (bufs[j]) m->be->free(c, bufs[j]);
         }
-        void *bufs[] = {
-            m->params,     m->grads,         m->momentum, m->buffers,      m->x,
-            m->dx,         m->labels,        m->work,     m->grad_scratch, m->dy_scratch,
-            m->bias_zeros, m->dbias_scratch, m->stats};
+        void *bufs[] = {m->params, m->grads, m->momentum,     m->buffers,    m->x,    m->dx,
+                        m->labels, m->work,  m->grad_scratch, m->dy_scratch, m->stats};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) m->be->free(c, bufs[i]);
+        for (int i = 0; i < m->ndy_pool; i++)
+            m->be->free(c, m->dy_pool[i]);
     }
+    free(m->dy_pool);
     free(m->layers);
     memset(m, 0, sizeof *m);
 }
@@ -511,6 +550,11 @@ static float *param(const Model *m, size_t off) {
     return m->params + (off - m->param_base);
 }
 
+/* L's output gradient of samples from s0: a whole-batch buffer, or the chunk buffer itself. */
+static float *dy_slice(const Layer *L, int s0) {
+    return L->dy + (L->dy_full ? (size_t)s0 * L->out_size : 0);
+}
+
 /* Input k of L on samples from s0. */
 static const float *input_y(const Model *m, const Layer *L, int k, int s0) {
     int p = L->inputs[k];
@@ -523,7 +567,7 @@ static float *input_grad(const Model *m, const Layer *L, int k, int s0) {
     int p = L->inputs[k];
     if (p < 0) return NULL;
     if (p < m->first) return m->dx ? m->dx + (size_t)s0 * m->x_size : NULL;
-    return m->layers[p].dy + (size_t)s0 * m->layers[p].out_size;
+    return dy_slice(&m->layers[p], s0);
 }
 
 void model_forward_part(Model *m, int s0, int n, int slot, int train) {
@@ -534,7 +578,7 @@ void model_forward_part(Model *m, int s0, int n, int slot, int train) {
         const float *x = input_y(m, L, 0, s0);
         float *y = L->y + (size_t)s0 * L->out_size;
         const float *w = param(m, L->w_off);
-        const float *b = L->nb ? param(m, L->b_off) : m->bias_zeros;
+        const float *b = L->nb ? param(m, L->b_off) : NULL; /* NULL: no bias */
         const size_t count = (size_t)n * L->out_size;
         switch (L->d.kind) {
         case LAYER_CONV: {
@@ -623,7 +667,7 @@ void model_loss_queue(Model *m, int s0, int n, int train, float grad_scale) {
     Layer *L = &m->layers[m->nlayers - 1];
     const int rows = n * m->label_size;
     float *logits = L->y + (size_t)s0 * L->out_size;
-    float *dlogits = train ? L->dy + (size_t)s0 * L->out_size : NULL;
+    float *dlogits = train ? dy_slice(L, s0) : NULL;
     m->be->softmax_xent(m->ctx, rows, m->classes, logits, m->labels + (size_t)s0 * m->label_size,
                         dlogits, m->stats);
     if (dlogits && grad_scale != 1.0f)
@@ -660,11 +704,11 @@ void model_backward_part_hook(Model *m, int s0, int n, int slot, int accumulate,
         Layer *L = &m->layers[i];
         const float *x = input_y(m, L, 0, s0), *w = param(m, L->w_off);
         const float *y = L->y + (size_t)s0 * L->out_size;
-        const float *dy = L->dy + (size_t)s0 * L->out_size;
+        const float *dy = dy_slice(L, s0);
         float *g = L->nparams
                        ? (accumulate ? m->grad_scratch : m->grads + (L->w_off - m->param_base))
                        : NULL;
-        float *dw = g, *db = g && L->nb ? g + L->nw : m->dbias_scratch;
+        float *dw = g, *db = g && L->nb ? g + L->nw : NULL;
         float *target[LAYER_MAX_INPUTS], *dest[LAYER_MAX_INPUTS];
         for (int k = 0; k < L->ninputs; k++) {
             target[k] = input_grad(m, L, k, s0);

@@ -11,7 +11,9 @@
  * (src/pipeline.c). Its parameters are then the matching contiguous slice of the whole layout.
  * Activations are kept for `batch` samples; forward and backward run on any slice of at most
  * `chunk` samples (a micro-batch), so a pipeline keeps every micro-batch's activations until its
- * backward. */
+ * backward. Output gradients live only during one micro-batch's backward pass: except for the
+ * part's last layer (whose gradients of every micro-batch arrive before the backward starts),
+ * they share a few chunk-sized buffers, assigned at build time by liveness. */
 #ifndef DTBENCH_MODEL_H
 #define DTBENCH_MODEL_H
 
@@ -75,6 +77,7 @@ typedef struct {
     int last_consumer;            /* highest row reading this output, -1 if none (the logits) */
     int consumers;                /* rows reading this output */
     int in_place;                 /* a ReLU working in its producer's y and dy (model_build_part) */
+    int dy_full; /* dy holds the whole batch (the part's last layer); else one chunk, shared */
     int in_c, in_h, in_w;         /* per-sample input [c,h,w] (the first input) */
     int out_c, out_h, out_w;      /* per-sample output [c,h,w]; a sequence is [seq, 1, features] */
     int seq;                      /* > 0: the output is a sequence of seq positions */
@@ -83,7 +86,8 @@ typedef struct {
     size_t buf_off, nbuf; /* batch norm: running mean and variance, into `buffers` */
     double flops;         /* forward FLOPs per sample */
     /* on the backend, for the layers this Model holds */
-    float *y, *dy;         /* [batch, out_size] */
+    float *y;              /* [batch, out_size] */
+    float *dy;             /* [batch, out_size] if dy_full, else [chunk, out_size] */
     int32_t *argmax;       /* max pooling: [batch, out_size] */
     uint8_t *mask;         /* dropout: [batch, out_size] */
     float *aux;            /* lrn: s [batch, out_size]; batch norm: [slots][2, c] batch mean
@@ -124,8 +128,8 @@ typedef struct {
     size_t work_bytes;
     float *grad_scratch; /* one layer's gradients, when micro-batches accumulate */
     float *dy_scratch;   /* [chunk * out_size] of an output read by several layers */
-    float *bias_zeros;   /* bias-free conv/fc: a zero bias, and somewhere to put its gradient */
-    float *dbias_scratch;
+    float **dy_pool;     /* the shared output-gradient buffers, [chunk * largest out_size] */
+    int ndy_pool;
     uint64_t seed;          /* initialisation and dropout masks */
     uint64_t sample_origin; /* global index of sample 0 of the current batch (dropout masks) */
 } Model;

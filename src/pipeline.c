@@ -123,9 +123,9 @@ void pipeline_setup(Pipeline *p, const Options *opt, const Model *plan, const To
 }
 
 void pipeline_free(Pipeline *p) {
-    if (p->pipe_comm != MPI_COMM_NULL) MPI_Comm_free(&p->pipe_comm);
+    if (p->pipe_comm != MPI_COMM_NULL) MPI_CHECK(MPI_Comm_free(&p->pipe_comm));
     if (p->stage_comm != MPI_COMM_NULL && p->stage_comm != MPI_COMM_WORLD)
-        MPI_Comm_free(&p->stage_comm);
+        MPI_CHECK(MPI_Comm_free(&p->stage_comm));
     free(p->first);
     memset(p, 0, sizeof *p);
 }

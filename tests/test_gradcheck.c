@@ -661,6 +661,7 @@ int main(void) {
     check_conv(2, 2, 8, 8, 3, 5, 1, 0); /* LeNet-like */
     check_conv(1, 2, 9, 7, 3, 4, 3, 2); /* stride 3, pad 2 */
     check_conv(2, 4, 5, 5, 3, 1, 1, 0); /* pointwise */
+    check_conv(1, 16, 20, 21, 16, 3, 1, 1); /* Winograd F(2x2, 3x3) forward and input gradient */
 
     check_maxpool(2, 3, 8, 8, 2, 2);
     check_maxpool(1, 2, 9, 7, 3, 2); /* overlapping windows, odd sizes */

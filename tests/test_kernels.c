@@ -142,6 +142,17 @@ static void test_fc(int n, int in, int out) {
     check("fc_backward dw", shape, dw, rdw, nw, 1e-4, 1.0);
     check("fc_backward db", shape, db, rdb, out, 1e-4, 1.0);
 
+    /* no bias: b == NULL, db == NULL */
+    fill_nan(y, ny);
+    B->fc_forward(ctx, &s, x, w, NULL, y);
+    ref_fc_forward(&s, x, w, NULL, ry);
+    check("fc_forward(b=NULL)", shape, y, ry, ny, 1e-4, 1.0);
+    fill_nan(dw, nw);
+    B->fc_backward(ctx, &s, x, w, dy, dx, dw, NULL);
+    check("fc_backward(db=NULL) dw", shape, dw, rdw, nw, 1e-4, 1.0);
+    B->fc_forward(ctx, &s, x, w, b, y);
+    ref_fc_forward(&s, x, w, b, ry);
+
     /* first-layer form: dx == NULL; dw, db overwritten (not accumulated onto the previous call) */
     B->fc_backward(ctx, &s, x, w, dy, NULL, dw, db);
     snprintf(name, sizeof name, "fc_backward(dx=NULL) dw");
@@ -175,7 +186,7 @@ static void test_conv(int n, int c_in, int h_in, int w_in, int c_out, int k, int
                    .pad = pad};
     s.h_out = (h_in + 2 * pad - k) / stride + 1;
     s.w_out = (w_in + 2 * pad - k) / stride + 1;
-    char shape[160], what[200];
+    char shape[160], what[256];
     snprintf(shape, sizeof shape, "n=%d c_in=%d %dx%d c_out=%d k=%d stride=%d pad=%d", n, c_in,
              h_in, w_in, c_out, k, stride, pad);
     size_t nx = (size_t)n * c_in * h_in * w_in, nw = (size_t)c_out * c_in * k * k;
@@ -215,6 +226,16 @@ static void test_conv(int n, int c_in, int h_in, int w_in, int c_out, int k, int
     B->conv_backward(ctx, &s, x, w, dy, NULL, dw, db, work); /* overwrite, dx == NULL */
     check("conv_backward(dx=NULL) dw", shape, dw, rdw, nw, 1e-4, 1.0);
     check("conv_backward(dx=NULL) db", shape, db, rdb, c_out, 1e-4, 1.0);
+
+    /* no bias (ResNet): b == NULL forward, db == NULL backward */
+    fill_nan(y, ny);
+    B->conv_forward(ctx, &s, x, w, NULL, y, work);
+    ref_conv_forward(&s, x, w, NULL, ry);
+    check("conv_forward(b=NULL)", shape, y, ry, ny, 1e-4, 1.0);
+    fill_nan(dw, nw);
+    B->conv_backward(ctx, &s, x, w, dy, dx, dw, NULL, work);
+    check("conv_backward(db=NULL) dw", shape, dw, rdw, nw, 1e-4, 1.0);
+    check("conv_backward(db=NULL) dx", shape, dx, rdx, nx, 1e-4, 1.0);
 
     snprintf(what, sizeof what, "conv workspace bounds %s", shape);
     check_true(what, guard_intact(guard));
@@ -752,6 +773,12 @@ int main(void) {
     test_conv(3, 32, 7, 7, 16, 1, 1, 0);    /* pointwise, grouped */
     test_conv(1, 64, 64, 64, 8, 3, 1, 1);   /* blocked: 576 x 4096 columns */
     test_conv(1, 64, 130, 130, 4, 3, 2, 1); /* blocked, stride 2 */
+    /* 3x3, stride 1, pad 1, >= 16 channels, >= 400 pixels: the CPU backend's Winograd F(2x2, 3x3)
+     * for the forward and the input gradient (weights: GEMM below 256 channels, Winograd above) */
+    test_conv(2, 16, 20, 21, 24, 3, 1, 1);   /* odd width: a half tile */
+    test_conv(1, 32, 21, 23, 16, 3, 1, 1);   /* odd height and width */
+    test_conv(3, 16, 28, 28, 64, 3, 1, 1);   /* several blocks of tile rows */
+    test_conv(1, 256, 20, 21, 256, 3, 1, 1); /* the weight gradient by Winograd too */
 
     /*           n  c  h_in w_in k stride ties */
     test_maxpool(3, 20, 24, 24, 2, 2, 0); /* LeNet pool1 */
