@@ -41,15 +41,6 @@ struct BackendCtx {
 
 #define VBLOCK 8
 
-/* d[n] = v */
-static void vec_fill(float *restrict d, size_t n, float v) {
-    size_t i = 0;
-    for (; i + VBLOCK <= n; i += VBLOCK)
-        for (int j = 0; j < VBLOCK; j++)
-            d[i + j] = v;
-    for (; i < n; i++)
-        d[i] = v;
-}
 
 /* d[n] += s[n] */
 static void vec_add(float *restrict d, const float *restrict s, size_t n) {
@@ -328,7 +319,7 @@ static void cpu_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x
     if (kk <= 0) { /* empty product: y = b */
         for (int i = 0; i < s->batch; i++)
             for (int co = 0; co < c_out; co++)
-                vec_fill(y + i * y_stride + (size_t)co * hw, (size_t)hw, b ? b[co] : 0.0f);
+                cpu_vfill(y + i * y_stride + (size_t)co * hw, (size_t)hw, b ? b[co] : 0.0f);
         return;
     }
 
@@ -357,7 +348,7 @@ static void cpu_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x
         float beta = 0.0f;
         if (b) { /* broadcast the bias, then accumulate the product onto it */
             for (int co = 0; co < c_out; co++)
-                vec_fill(yi + (size_t)co * hw, (size_t)hw, b[co]);
+                cpu_vfill(yi + (size_t)co * hw, (size_t)hw, b[co]);
             beta = 1.0f;
         }
         if (pointwise) {

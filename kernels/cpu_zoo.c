@@ -237,15 +237,6 @@ void cpu_global_avgpool_backward(BackendCtx *ctx, size_t planes, size_t plane, c
 
 /* ---- LRN ------------------------------------------------------------------------------------- */
 
-/* d[n] = v */
-static void vfill(float *restrict d, size_t n, float v) {
-    size_t i = 0;
-    for (; i + VBLOCK <= n; i += VBLOCK)
-        for (int j = 0; j < VBLOCK; j++)
-            d[i + j] = v;
-    for (; i < n; i++)
-        d[i] = v;
-}
 
 /* d[n] += x[n]^2 */
 static void vadd_sq(float *restrict d, const float *restrict x, size_t n) {
@@ -322,7 +313,7 @@ void cpu_lrn_forward(BackendCtx *ctx, const LrnShape *s, const float *x, float *
         float *yn = y + n * chw, *sn = scale + n * chw;
         for (int c = 0; c < s->c; c++) {
             float *sc = sn + c * hw;
-            vfill(sc, hw, 0.0f);
+            cpu_vfill(sc, hw, 0.0f);
             const int c0 = c - before < 0 ? 0 : c - before;
             const int c1 = c + after >= s->c ? s->c - 1 : c + after;
             for (int cc = c0; cc <= c1; cc++)
@@ -346,7 +337,7 @@ void cpu_lrn_backward(BackendCtx *ctx, const LrnShape *s, const float *x, const 
         float *dxn = dx + n * chw;
         for (int c = 0; c < s->c; c++) {
             float *d = dxn + c * hw;
-            vfill(d, hw, 0.0f);
+            cpu_vfill(d, hw, 0.0f);
             /* c' with c in [c' - before, c' + after], i.e. c' in [c - after, c + before] */
             const int c0 = c - after < 0 ? 0 : c - after;
             const int c1 = c + before >= s->c ? s->c - 1 : c + before;

@@ -5,6 +5,18 @@
 
 #include "backend.h"
 
+#include <stddef.h>
+
+/* d[n] = v, in blocks of 8 lanes the compiler vectorises (shared by cpu.c and cpu_zoo.c). */
+static inline void cpu_vfill(float *restrict d, size_t n, float v) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++)
+            d[i + j] = v;
+    for (; i < n; i++)
+        d[i] = v;
+}
+
 void cpu_axpy(BackendCtx *ctx, size_t n, float alpha, const float *x, float *y);
 void cpu_scale(BackendCtx *ctx, size_t n, float alpha, float *x);
 void cpu_copy(BackendCtx *ctx, void *dst, const void *src, size_t bytes);
