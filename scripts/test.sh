@@ -20,7 +20,9 @@ count() { # count NAME STATUS
 }
 
 echo "== make check"
-make -j2 check >check.out 2>&1
+# Build the test programs in parallel, then run the tests one at a time: the MPI tests
+# oversubscribe the 2 cores, and a Slurm job launched beside other MPI jobs failed once.
+make -j2 check TESTS= >check.out 2>&1 && make check >>check.out 2>&1
 grep -E '^(PASS|FAIL|SKIP|XFAIL|XPASS|ERROR):' check.out
 for t in $(sed -n 's/^PASS: //p' check.out); do count "$t" pass; done
 for t in $(sed -n 's/^SKIP: //p' check.out); do count "$t" skip; done
