@@ -41,7 +41,6 @@ struct BackendCtx {
 
 #define VBLOCK 8
 
-
 /* d[n] += s[n] */
 static void vec_add(float *restrict d, const float *restrict s, size_t n) {
     size_t i = 0;
@@ -70,21 +69,6 @@ static void vec_scale(float *restrict d, size_t n, float v) {
             d[i + j] *= v;
     for (; i < n; i++)
         d[i] *= v;
-}
-
-/* sum of x[n], in VBLOCK interleaved partial sums */
-static float vec_sum(const float *restrict x, size_t n) {
-    float acc[VBLOCK] = {0};
-    size_t i = 0;
-    for (; i + VBLOCK <= n; i += VBLOCK)
-        for (int j = 0; j < VBLOCK; j++)
-            acc[j] += x[i + j];
-    float s = 0.0f;
-    for (int j = 0; j < VBLOCK; j++)
-        s += acc[j];
-    for (; i < n; i++)
-        s += x[i];
-    return s;
 }
 
 /* ---- lifetime ------------------------------------------------------------------------------ */
@@ -400,7 +384,7 @@ static void cpu_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *
     /* db[c_out] = row sums of every dy_i */
     for (int i = 0; db && i < s->batch; i++)
         for (int co = 0; co < c_out; co++)
-            db[co] += vec_sum(dy + i * y_stride + (size_t)co * hw, (size_t)hw);
+            db[co] += cpu_vsum(dy + i * y_stride + (size_t)co * hw, (size_t)hw);
 
     const int g = conv_group(s);
     if (g > 1) {

@@ -204,18 +204,7 @@ void cpu_global_avgpool_forward(BackendCtx *ctx, size_t planes, size_t plane, co
     (void)ctx;
     const float inv = 1.0f / (float)plane;
     for (size_t pl = 0; pl < planes; pl++) {
-        const float *restrict xp = x + pl * plane;
-        float acc[VBLOCK] = {0};
-        size_t i = 0;
-        for (; i + VBLOCK <= plane; i += VBLOCK)
-            for (int j = 0; j < VBLOCK; j++)
-                acc[j] += xp[i + j];
-        float sum = 0.0f;
-        for (int j = 0; j < VBLOCK; j++)
-            sum += acc[j];
-        for (; i < plane; i++)
-            sum += xp[i];
-        y[pl] = sum * inv;
+        y[pl] = cpu_vsum(x + pl * plane, plane) * inv;
     }
 }
 
@@ -236,7 +225,6 @@ void cpu_global_avgpool_backward(BackendCtx *ctx, size_t planes, size_t plane, c
 }
 
 /* ---- LRN ------------------------------------------------------------------------------------- */
-
 
 /* d[n] += x[n]^2 */
 static void vadd_sq(float *restrict d, const float *restrict x, size_t n) {
@@ -350,21 +338,6 @@ void cpu_lrn_backward(BackendCtx *ctx, const LrnShape *s, const float *x, const 
 
 /* ---- batch normalisation --------------------------------------------------------------------- */
 
-/* sum of p[n] in VBLOCK float lanes (one plane: at most a few ten thousand values) */
-static float plane_sum(const float *restrict p, size_t n) {
-    float acc[VBLOCK] = {0};
-    size_t i = 0;
-    for (; i + VBLOCK <= n; i += VBLOCK)
-        for (int j = 0; j < VBLOCK; j++)
-            acc[j] += p[i + j];
-    float s = 0.0f;
-    for (int j = 0; j < VBLOCK; j++)
-        s += acc[j];
-    for (; i < n; i++)
-        s += p[i];
-    return s;
-}
-
 /* sum of (p - m)^2 */
 static float plane_sq_dev(const float *restrict p, size_t n, float m) {
     float acc[VBLOCK] = {0};
@@ -422,7 +395,7 @@ void cpu_batchnorm_forward_train(BackendCtx *ctx, const BnShape *s, const float 
     for (int c = 0; c < s->c; c++) {
         double sum = 0.0;
         for (int n = 0; n < s->batch; n++)
-            sum += plane_sum(x + n * stride + c * sp, sp);
+            sum += cpu_vsum(x + n * stride + c * sp, sp);
         const float mean = (float)(sum / count);
         double sq = 0.0;
         for (int n = 0; n < s->batch; n++)

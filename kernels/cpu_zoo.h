@@ -7,6 +7,22 @@
 
 #include <stddef.h>
 
+/* sum of x[n] in 8 interleaved partial sums the compiler vectorises (shared by cpu.c and
+ * cpu_zoo.c; the order of the additions is fixed, so results are reproducible). */
+static inline float cpu_vsum(const float *restrict x, size_t n) {
+    float acc[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++)
+            acc[j] += x[i + j];
+    float s = 0.0f;
+    for (int j = 0; j < 8; j++)
+        s += acc[j];
+    for (; i < n; i++)
+        s += x[i];
+    return s;
+}
+
 /* d[n] = v, in blocks of 8 lanes the compiler vectorises (shared by cpu.c and cpu_zoo.c). */
 static inline void cpu_vfill(float *restrict d, size_t n, float v) {
     size_t i = 0;
