@@ -234,10 +234,20 @@ int main(int argc, char **argv) {
         .ps_ranks = opt.ps_ranks,
         .sync_period = opt.sync_period,
         .transport = tops,
+        .device_coll = registry_coll("nccl"),
         .overlap = opt.overlap,
     };
     ExchangeState *xstate = xops->create(&xcfg, err, sizeof err);
     usage_check_all(xstate != NULL, "%s", err);
+    /* The transport's collectives alone on this run's buckets (comm/calibrate.c); the slowest
+     * exchanging group's figures, so that the attributes are the same on every rank. */
+    ExchangeCalibration cal = {0};
+    if (xops->calibrate && opt.calibrate_iters > 0)
+        xops->calibrate(xstate, model.grads, opt.calibrate_iters, &cal);
+    double calv[5] = {cal.seconds, cal.bytes, cal.bucket_bytes, cal.busbw_factor, cal.iters};
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, calv, 5, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    cal.seconds = calv[0], cal.bytes = calv[1], cal.bucket_bytes = calv[2];
+    cal.busbw_factor = calv[3], cal.iters = (int)calv[4];
     int worker_index = 0, worker_count = 1;
     int role = xops->role(xstate, &worker_index, &worker_count);
 
@@ -339,6 +349,11 @@ int main(int argc, char **argv) {
         RUN_INT("replicas", pipe.replicas),
         RUN_INT("microbatches", pipe.microbatches),
         RUN_TEXT("stage_first_layers", pipe.split_text),
+        RUN_INT("calibration_iters", cal.iters),
+        RUN_REAL("calibration_exchange_s", cal.iters ? cal.seconds : NAN),
+        RUN_REAL("calibration_bucket_bytes", cal.bucket_bytes),
+        RUN_REAL("calibration_busbw_factor", cal.busbw_factor),
+        RUN_REAL("calibration_busbw", cal.iters ? cal.bytes / cal.seconds * cal.busbw_factor : NAN),
     };
     RunAttr config_rows[64];
     ConfigRows cr = {config_rows, 0};
