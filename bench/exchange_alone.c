@@ -1,12 +1,15 @@
 /* exchange_alone.c - the library's collective alone, the peer of bench/exchange_vs_mpi.sh:
  *
- *   mpirun -np P exchange_alone NPARAMS BUCKET_FLOATS REPS
+ *   mpirun -np P exchange_alone NPARAMS BUCKET_FLOATS REPS [BUSY_MS]
  *
  * Times MPI_Allreduce (in place, MPI_SUM, floats) over NPARAMS floats cut in buckets of
  * BUCKET_FLOATS from the end, as dtbench's sync exchange cuts them, after a barrier, REPS times
  * (one unmeasured repetition first), and prints from rank 0 one line:
  *   alone_ms MEDIAN_ALLREDUCE iallreduce_ms MEDIAN_IALLREDUCE_WAITALL
- * (medians over repetitions of the mean over ranks). Plain MPI on purpose: it shares no code
+ * (medians over repetitions of the mean over ranks). BUSY_MS: that much computation (a busy loop
+ * over a buffer) before each repetition's barrier, as training computes between exchanges: on a
+ * shared, oversubscribed machine the scheduler then treats the ranks as it does dtbench's.
+ * Plain MPI on purpose: it shares no code
  * with dtbench, so it checks dtbench's own calibration too. */
 #include <mpi.h>
 #include <stdio.h>
@@ -17,7 +20,16 @@ static int cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+static double busy_ms = 0.0;
+static volatile float sink;
+
 static double pass(float *g, size_t n, size_t b, int nonblocking, MPI_Request *rq) {
+    for (double t = MPI_Wtime(); MPI_Wtime() - t < busy_ms * 1e-3;) {
+        float s = 0;
+        for (int i = 0; i < 4096; i++)
+            s += (float)i * 1e-3f;
+        sink = s;
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     int k = 0;
@@ -47,6 +59,7 @@ int main(int argc, char **argv) {
     }
     size_t n = strtoull(argv[1], NULL, 10), b = strtoull(argv[2], NULL, 10);
     int reps = atoi(argv[3]), rank;
+    if (argc > 4) busy_ms = atof(argv[4]);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     float *g = calloc(n, sizeof(float));
     MPI_Request *rq = malloc((n / b + 2) * sizeof(MPI_Request));
