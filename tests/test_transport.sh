@@ -56,6 +56,19 @@ print("ok: exchange_hidden recorded: 0 without exchange, > 0 with overlapped buc
 PY
 pass "lenet: 4 ranks (hier, 2 nodes, overlap) and 2 ranks (mpi, overlap) train the 1-rank parameters"
 
+# Hybrid parallelism: 2 replicas of a 2-stage pipeline on 4 ranks, every CPU transport; hier on 2
+# "nodes" of 2 (each stage's replicas are one rank per node: the transport must take the
+# topology of the stage's communicator, not the job's; that crashed with "malloc(): invalid
+# size"), with and without overlap. Each must train the 1-rank parameters.
+for spec in "mpi:" "hier:--ranks-per-node 2" "hier:--ranks-per-node 2 --overlap" "hier:--ranks-per-node 4"; do
+    tp=${spec%%:*} args=${spec#*:}
+    name=$(echo "$tp$args" | tr -dc 'a-z0-9')
+    run_np 4 $common --parallel hybrid --stages 2 --transport "$tp" $args --bucket-mb 0.1 \
+        --output "$WORK/hy-$name.h5" --save-model "$WORK/hy-$name.params" >/dev/null
+    "$PYTHON" "$TESTS_SRCDIR/compare_params.py" 2e-5 "$WORK/ref.params" "$WORK/hy-$name.params"
+done
+pass "hybrid (2 stages x 2 replicas) with mpi and hier (1, 2 nodes, overlap) trains the 1-rank parameters"
+
 # Bad input: one line, exit status 2.
 set +e
 run_np 2 --dataset synthetic --iters 1 --transport nccl --output "$WORK/bad.h5" >"$WORK/o.txt" 2>"$WORK/e.txt"
