@@ -26,7 +26,8 @@ struct BucketEngine {
     Coll *intra, *top;
     int staged;
     int L, lrank, N; /* node size, rank in the node, nodes */
-    float scale;     /* 1/P */
+    float scale;     /* 1/P, or 1 with leave_sum */
+    float left;      /* what the caller still applies: 1/P with leave_sum, else 1 */
     Piece *pieces;
     int npieces, cap;
     int top_next; /* next piece whose step 2 is to be posted */
@@ -51,14 +52,15 @@ static void new_iteration(BucketEngine *p) {
 }
 
 BucketEngine *buckets_create(const CollOps *intra_ops, Coll *intra, const CollOps *top_ops,
-                             Coll *top, int staged, int nranks, int blocking) {
+                             Coll *top, int staged, int nranks, int blocking, int leave_sum) {
     BucketEngine *p = xcalloc(1, sizeof *p);
     p->blocking = blocking;
     p->io = intra_ops, p->intra = intra, p->to = top_ops, p->top = top, p->staged = staged;
     p->L = intra ? intra_ops->size(intra) : 1;
     p->lrank = intra ? intra_ops->rank(intra) : 0;
     p->N = top_ops->size(top);
-    p->scale = 1.0f / (float)nranks;
+    p->scale = leave_sum ? 1.0f : 1.0f / (float)nranks;
+    p->left = leave_sum ? 1.0f / (float)nranks : 1.0f;
     p->measured = 1;
     return p;
 }
@@ -211,6 +213,10 @@ double buckets_hidden(BucketEngine *p) {
     if (p->intra) h += p->io->hidden(p->intra);
     p->measured = 1;
     return h;
+}
+
+double buckets_scale_left(BucketEngine *p) {
+    return p->left;
 }
 
 void buckets_destroy(BucketEngine *p) {

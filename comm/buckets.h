@@ -19,7 +19,7 @@
  * sequence on every rank, whatever the timing.
  *
  * Averaging: step 2 (or step 1 with one node; the allreduce when flat) scales by 1/P, P = all
- * ranks. */
+ * ranks; with leave_sum nothing is scaled and the caller applies buckets_scale_left(). */
 #ifndef DTBENCH_BUCKETS_H
 #define DTBENCH_BUCKETS_H
 
@@ -34,7 +34,9 @@ typedef struct BucketEngine BucketEngine;
  * buckets use the library's blocking collectives (where the Coll offers them: coll.h
  * set_blocking); when some were, every bucket of the iteration stays non-blocking. */
 BucketEngine *buckets_create(const CollOps *intra_ops, Coll *intra, const CollOps *top_ops,
-                             Coll *top, int staged, int nranks, int blocking);
+                             Coll *top, int staged, int nranks, int blocking, int leave_sum);
+/* 1/P when created with leave_sum (the buckets hold sums), else 1. */
+double buckets_scale_left(BucketEngine *p);
 /* Starts bucket buf[0 .. n). Buckets are started in the same order on every rank. */
 void buckets_start(BucketEngine *p, float *buf, size_t n);
 /* Posts what can be posted without waiting (called between layers of backward). */

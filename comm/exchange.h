@@ -54,6 +54,10 @@ typedef struct {
     double wait;       /* s of the exchange spent waiting for other ranks (arrival imbalance,
                           a staleness bound, a busy server), the rest being transfer */
     double hidden;     /* exchange work done while backward still ran, s (set by report()) */
+    /* The factor the gradients still need (0 or 1: they are averaged). sync leaves the SUM and
+     * 1/P here: the driver folds it into the update (lr x s, weight decay / s, the momentum
+     * buffer then holds P times PyTorch's), which saves the exchange a pass over the buffer. */
+    double grad_scale;
 } ExchangeStep;
 
 /* The transport's collectives timed alone on the run's buckets before training

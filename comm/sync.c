@@ -39,7 +39,8 @@ static ExchangeState *sync_create(const ExchangeConfig *cfg, char *err, size_t e
                           .be = cfg->be,
                           .ctx = cfg->ctx,
                           .device_coll = cfg->device_coll,
-                          .blocking = 1};
+                          .blocking = 1,
+                          .leave_sum = 1};
     st->tp = st->cfg.transport->create(&tc);
     st->started_from = cfg->nparams;
     return st;
@@ -82,6 +83,8 @@ static int sync_average(ExchangeState *st, float *params, float *grads, Exchange
     step->bytes_sent = step->bytes_recv = bytes;
     step->staleness = 0;
     step->version = (double)++st->updates;
+    const TransportOps *ops = st->cfg.transport;
+    step->grad_scale = st->nranks > 1 && ops->scale_left ? ops->scale_left(st->tp) : 1.0;
     return EXCHANGE_APPLY_UPDATE;
 }
 

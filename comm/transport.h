@@ -29,6 +29,10 @@ typedef struct {
      * collectives are used, which Open MPI implements with faster algorithms than the
      * non-blocking ones (tuned vs libnbc). */
     int blocking;
+    /* 1: leave the SUM over the ranks (the caller applies the 1/P scale_left() reports, e.g. in
+     * the update) instead of a pass over every bucket; transports that cannot (NCCL averages in
+     * the collective, for free) ignore it. */
+    int leave_sum;
 } TransportConfig;
 
 typedef struct Transport Transport;
@@ -59,6 +63,8 @@ typedef struct TransportOps {
     /* Bus bandwidth factor (nccl-tests): busbw = bytes / time x factor(P), e.g. 2(P-1)/P for
      * an allreduce over P ranks. */
     double (*busbw_factor)(Transport *t);
+    /* The scale the buckets still need after finish (1/P with leave_sum, else 1). NULL: 1. */
+    double (*scale_left)(Transport *t);
 } TransportOps;
 
 extern const TransportOps mpi_transport;  /* comm/transport_mpi.c */

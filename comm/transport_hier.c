@@ -40,7 +40,8 @@ static Transport *hier_create(const TransportConfig *cfg) {
     MPI_CHECK(MPI_Comm_free(&cross));
 
     Transport *t = xcalloc(1, sizeof *t);
-    t->pipe = buckets_create(intra_ops, intra, &coll_mpi, top, staged, nranks, cfg->blocking);
+    t->pipe = buckets_create(intra_ops, intra, &coll_mpi, top, staged, nranks, cfg->blocking,
+                             cfg->leave_sum);
     t->L = topo->local_size, t->N = topo->nnodes;
     topology_free(&derived);
     return t;
@@ -72,6 +73,10 @@ static double hier_busbw_factor(Transport *t) {
     return 2.0 * (t->L - 1) / t->L + 2.0 * (t->N - 1) / t->N / t->L;
 }
 
+static double hier_scale_left(Transport *t) {
+    return buckets_scale_left(t->pipe);
+}
+
 static void hier_destroy(Transport *t) {
     buckets_destroy(t->pipe);
     free(t);
@@ -88,4 +93,5 @@ const TransportOps hier_transport = {
     .destroy = hier_destroy,
     .alone = hier_alone,
     .busbw_factor = hier_busbw_factor,
+    .scale_left = hier_scale_left,
 };

@@ -18,7 +18,8 @@ static Transport *mpi_t_create(const TransportConfig *cfg) {
     Transport *t = xcalloc(1, sizeof *t);
     MPI_CHECK(MPI_Comm_size(cfg->comm, &t->nranks));
     Coll *all = coll_mpi.create(cfg->comm, cfg->be, cfg->ctx, cfg->be->device_memory);
-    t->pipe = buckets_create(NULL, NULL, &coll_mpi, all, 0, t->nranks, cfg->blocking);
+    t->pipe = buckets_create(NULL, NULL, &coll_mpi, all, 0, t->nranks, cfg->blocking,
+                             cfg->leave_sum);
     return t;
 }
 
@@ -45,6 +46,10 @@ static double mpi_t_busbw_factor(Transport *t) {
     return 2.0 * (t->nranks - 1) / t->nranks;
 }
 
+static double mpi_t_scale_left(Transport *t) {
+    return buckets_scale_left(t->pipe);
+}
+
 static void mpi_t_destroy(Transport *t) {
     buckets_destroy(t->pipe);
     free(t);
@@ -61,4 +66,5 @@ const TransportOps mpi_transport = {
     .destroy = mpi_t_destroy,
     .alone = mpi_t_alone,
     .busbw_factor = mpi_t_busbw_factor,
+    .scale_left = mpi_t_scale_left,
 };

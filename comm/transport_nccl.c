@@ -21,7 +21,7 @@ static Transport *nccl_t_create(const TransportConfig *cfg) {
     MPI_CHECK(MPI_Comm_size(cfg->comm, &nranks));
     Transport *t = xcalloc(1, sizeof *t);
     Coll *all = coll_nccl.create(cfg->comm, cfg->be, cfg->ctx, 1);
-    t->pipe = buckets_create(NULL, NULL, &coll_nccl, all, 0, nranks, 0);
+    t->pipe = buckets_create(NULL, NULL, &coll_nccl, all, 0, nranks, 0, 0);
     return t;
 }
 

@@ -367,8 +367,10 @@ TrainResult pipeline_run(Trainer *t, const Pipeline *p) {
         int done = t->xops->exchange(t->xstate, m->params, m->grads, &xs);
         be->synchronize(ctx);
         double t_xch = dt_now();
-        if (done == EXCHANGE_APPLY_UPDATE)
-            model_sgd(m, (float)o->lr, (float)o->momentum, (float)o->weight_decay);
+        if (done == EXCHANGE_APPLY_UPDATE) { /* grads x s: folded into lr and weight decay */
+            double s = xs.grad_scale > 0 ? xs.grad_scale : 1.0;
+            model_sgd(m, (float)(o->lr * s), (float)o->momentum, (float)(o->weight_decay / s));
+        }
         be->synchronize(ctx);
         double t_upd = dt_now();
 

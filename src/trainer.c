@@ -103,8 +103,10 @@ TrainResult trainer_run(Trainer *t) {
         int done = t->xops->exchange(t->xstate, m->params, m->grads, &xs);
         be->timer_record(ctx, MARK_EXCHANGE);
 
-        if (done == EXCHANGE_APPLY_UPDATE)
-            model_sgd(m, (float)o->lr, (float)o->momentum, (float)o->weight_decay);
+        if (done == EXCHANGE_APPLY_UPDATE) { /* grads x s: folded into lr and weight decay */
+            double s = xs.grad_scale > 0 ? xs.grad_scale : 1.0;
+            model_sgd(m, (float)(o->lr * s), (float)o->momentum, (float)(o->weight_decay / s));
+        }
         be->timer_record(ctx, MARK_UPDATE);
 
         /* Outside the timed phases from here on. */

@@ -123,6 +123,9 @@ int main(int argc, char **argv) {
         int rc = x->exchange(st, NULL, grads, &step);
         x->report(st, &step);
         be->download(ctx, host, grads, nparams * sizeof(float));
+        if (step.grad_scale > 0 && step.grad_scale != 1.0) /* sums left for the update */
+            for (size_t i = 0; i < nparams; i++)
+                host[i] *= (float)step.grad_scale;
 
         double worst = 0.0;
         size_t bad = 0;
