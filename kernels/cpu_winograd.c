@@ -16,14 +16,14 @@
  * Tiles are taken a block of tile rows at a time (all samples' tile rows in sequence), so that V
  * and M of a block stay a few megabytes. The transforms work on whole tile rows: a patch row's
  * even and odd columns are split into two arrays, so the 4-point transforms are element-wise over
- * the tiles of the row and vectorise (VBLOCK-wide, as in cpu.c).
+ * the tiles of the row and vectorise (VBLOCK-wide, see cpu_vec.h).
  */
 #include "cpu_winograd.h"
+#include "cpu_vec.h" /* defines: VBLOCK */
 
 #include <cblas.h>
 #include <string.h>
 
-#define VBLOCK 8
 /* V and M of a block: 16 x channels x tiles floats each, about this many. */
 #define WINO_BLOCK_FLOATS (4u << 20)
 /* Measured against the im2col GEMM (4 samples, VGG16's layers, process CPU time): at 14x14 and
