@@ -19,7 +19,7 @@
  * the tiles of the row and vectorise (VBLOCK-wide, see cpu_vec.h).
  */
 #include "cpu_winograd.h"
-#include "cpu_vec.h" /* defines: VBLOCK */
+#include "cpu_vec.h" /* defines: VBLOCK, cpu_vsum */
 
 #include <cblas.h>
 #include <string.h>
@@ -327,19 +327,8 @@ void cpu_wino_backward(const ConvShape *s, const float *x, const float *w, const
     if (db) {
         memset(db, 0, (size_t)c_out * sizeof(float));
         for (int n = 0; n < s->batch; n++)
-            for (int co = 0; co < c_out; co++) {
-                const float *p = dy + ((size_t)n * c_out + co) * hw;
-                float acc[VBLOCK] = {0}, sum = 0.0f;
-                size_t i = 0;
-                for (; i + VBLOCK <= hw; i += VBLOCK)
-                    for (int j = 0; j < VBLOCK; j++)
-                        acc[j] += p[i + j];
-                for (int j = 0; j < VBLOCK; j++)
-                    sum += acc[j];
-                for (; i < hw; i++)
-                    sum += p[i];
-                db[co] += sum;
-            }
+            for (int co = 0; co < c_out; co++)
+                db[co] += cpu_vsum(dy + ((size_t)n * c_out + co) * hw, hw);
     }
 
     /* dU[xi] = sum over blocks of D[xi] (c_out x T) * V[xi]^T (T x c_in); dw = G^T dU G */
