@@ -29,6 +29,22 @@ static const ModelDesc *plan_model(Model *plan, const ModelDesc *md, const Backe
     return md;
 }
 
+/* Each stage's steps in the schedule's order ("F0 F1 B0 ..."), for --dry-run. */
+static void print_steps(const ScheduleOps *s, const Pipeline *p) {
+    const int K = p->stages, M = p->microbatches;
+    if (M > 64) return; /* too long to read */
+    ScheduleStep *steps = xcalloc((size_t)2 * M, sizeof *steps);
+    printf("schedule %s:\n", s->name);
+    for (int k = 0; k < K; k++) {
+        s->steps(k, K, M, steps);
+        printf("  stage %d:", k);
+        for (int i = 0; i < 2 * M; i++)
+            printf(" %c%d", steps[i].kind == STEP_FORWARD ? 'F' : 'B', steps[i].microbatch);
+        printf("\n");
+    }
+    free(steps);
+}
+
 /* --dry-run: the model and how it would be split, on the nominal input shape. */
 static int dry_run(Run *r) {
     const RunPlan *p = &r->plan;
@@ -42,7 +58,7 @@ static int dry_run(Run *r) {
             printf("  batch: %d global, %d per rank on %d ranks\n", r->opt.batch,
                    r->opt.batch / p->nworkers, r->topo.nranks);
         else
-            pipeline_print(&pipe, &plan, stdout);
+            pipeline_print(&pipe, &plan, stdout), print_steps(p->sched, &pipe);
     }
     pipeline_free(&pipe);
     model_free(&plan);
