@@ -31,9 +31,9 @@ typedef struct ScheduleOps {
     /* 1: works with a backend on device memory (BackendOps.device_memory). */
     int device_memory;
     /* Fills steps[0 .. 2M) for stage k of K: each micro-batch's forward once and its backward
-     * once, a forward before its backward. The backward of micro-batch j on stage k must come
-     * after its forward, and stage k+1 must run the forwards (and stage k-1 the backwards) in an
-     * order that lets the pipeline progress (no cycle of waits). */
+     * once, the forward first. The stages' orders must let the pipeline progress (no cycle of
+     * waits between neighbours), and every stage must end with the backward of the same
+     * micro-batch: its header carries the last stage's final stop decision (driver_stage.c). */
     void (*steps)(int k, int K, int M, ScheduleStep *steps);
 } ScheduleOps;
 
