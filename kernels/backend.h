@@ -112,6 +112,9 @@ typedef struct BackendOps {
      * memory, reached only through upload/download and the kernels (CUDA). Exchange transports
      * that work on host memory stage device buffers through the host when this is set. */
     int device_memory;
+    /* Long options the backend reads (comma-separated), for the resolver (src/resolve.c): given
+     * explicitly with a backend that does not read them, they are refused. */
+    const char *reads;
 
     int (*init)(const BackendConfig *cfg, BackendCtx **out); /* 0 on success */
     void (*finalize)(BackendCtx *ctx);

@@ -124,6 +124,7 @@ static double cpu_timer_elapsed(BackendCtx *ctx, int slot_a, int slot_b) {
 
 const BackendOps cpu_backend = {
     .name = "cpu",
+    .reads = "threads",
     .init = cpu_init,
     .finalize = cpu_finalize,
     .describe = cpu_describe,
