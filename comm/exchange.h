@@ -117,6 +117,12 @@ typedef struct ExchangeOps {
      * alone at this run's bucket sizes, `iters` times (bounded to about 2 s), on buf[nparams]
      * (device memory; its contents are destroyed). */
     void (*calibrate)(ExchangeState *st, float *buf, int iters, ExchangeCalibration *out);
+    /* For the resolver (src/resolve.c). reads: the long options the strategy reads
+     * (comma-separated; given explicitly with a strategy that does not read them, they are
+     * refused; "overlap" needs grads_ready). pipeline_ok: 1 when it can average the gradients of
+     * a pipeline stage's replicas (--parallel model / hybrid, ExchangeConfig.comm a sub-group). */
+    const char *reads;
+    int pipeline_ok;
 } ExchangeOps;
 
 #endif

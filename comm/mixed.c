@@ -203,6 +203,7 @@ static void mixed_destroy(ExchangeState *st) {
 
 const ExchangeOps mixed_exchange = {
     .name = "mixed",
+    .reads = "sync-period,bucket-mb,transport",
     .lockstep = 0,
     .device_ok = 0,
     .create = mixed_create,

@@ -65,6 +65,11 @@ typedef struct TransportOps {
     double (*busbw_factor)(Transport *t);
     /* The scale the buckets still need after finish (1/P with leave_sum, else 1). NULL: 1. */
     double (*scale_left)(Transport *t);
+    /* For the resolver (src/resolve.c). reads: long options it reads (comma-separated; NULL:
+     * none); device_only: 1 when it averages device buffers only (needs
+     * BackendOps.device_memory). */
+    const char *reads;
+    int device_only;
 } TransportOps;
 
 extern const TransportOps mpi_transport;  /* comm/transport_mpi.c */
