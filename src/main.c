@@ -6,6 +6,7 @@
 #include <config.h>
 #include "check.h"
 #include "driver.h"
+#include "registry.h"
 #include "run.h"
 #include "sampler.h"
 #include "signals.h"
