@@ -31,6 +31,9 @@ NPS=${NPS:-"2 4"}
 TRANSPORTS=${TRANSPORTS:-"mpi hier"}
 OVERLAP=${OVERLAP:-0}
 BUCKET_MB=${BUCKET_MB:-25}
+CALIBRATE=${CALIBRATE:-5} # 0: an older dtbench without --calibrate-iters (calib prints nan)
+calib_flag="--calibrate-iters $CALIBRATE"
+[ "$CALIBRATE" = 0 ] && calib_flag=""
 export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_rmaps_base_oversubscribe=1
 if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 WORK=$(mktemp -d)
@@ -51,7 +54,8 @@ with h5py.File(sys.argv[1], "r") as f:
     wait = it["exchange_wait"][:, w:]
     comp = sum(it[k][:, w:] for k in ("data", "forward", "backward", "update"))
     print("%.4f %.4f %.4f %d %.3f" % (np.median(x) * 1e3, np.median(x - wait) * 1e3,
-          float(f.attrs["calibration_exchange_s"]) * 1e3, int(f.attrs["param_count"]),
+          float(f.attrs.get("calibration_exchange_s", float("nan"))) * 1e3,
+          int(f.attrs["param_count"]),
           np.median(comp) * 1e3))
 PY
 }
@@ -72,7 +76,7 @@ for model in $MODELS; do
                 rm -f "$WORK/r.h5"
                 mpirun -np "$np" "$DTBENCH" --model "$model" --dataset synthetic --exchange sync \
                     --transport "$tp" $extra --iters "$(iters_for "$model")" --warmup 1 \
-                    --bucket-mb "$BUCKET_MB" --batch $((8 * np)) --calibrate-iters 5 \
+                    --bucket-mb "$BUCKET_MB" --batch $((8 * np)) $calib_flag \
                     --sample-hz 0 --output "$WORK/r.h5" >/dev/null
                 read -r e x c n busy < <(h5 "$WORK/r.h5")
                 reps=9
