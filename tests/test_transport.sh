@@ -50,9 +50,17 @@ with h5py.File(sys.argv[1], "r") as f:
     assert h.shape == (4, 4) and np.isfinite(h).all() and (h >= 0).all(), h
     assert (h > 0).any(), "overlapped buckets, yet no exchange time before the end of backward"
     assert f["iterations/exchange_hidden"].attrs["units"] == "s"
+    # the calibration (default --calibrate-iters 5): the transport alone on the run's buckets
+    a = f.attrs
+    assert 1 <= a["calibration_iters"] <= 5, a["calibration_iters"]
+    assert 0 < a["calibration_exchange_s"] < 1, a["calibration_exchange_s"]
+    assert a["calibration_bucket_bytes"] == 104856, a["calibration_bucket_bytes"]  # 0.1 MiB floats
+    f_hier = 2 * (2 - 1) / 2 + 2 * (2 - 1) / 2 / 2  # 2 ranks per node, 2 nodes
+    assert abs(a["calibration_busbw_factor"] - f_hier) < 1e-12, a["calibration_busbw_factor"]
 with h5py.File(sys.argv[2], "r") as f:
     assert (f["iterations/exchange_hidden"][:] == 0).all(), "1 rank: nothing to hide"
-print("ok: exchange_hidden recorded: 0 without exchange, > 0 with overlapped buckets")
+    assert f.attrs["calibration_iters"] == 0, "1 rank: nothing to calibrate"
+print("ok: exchange_hidden recorded: 0 without exchange, > 0 with overlapped buckets; calibration stored")
 PY
 pass "lenet: 4 ranks (hier, 2 nodes, overlap) and 2 ranks (mpi, overlap) train the 1-rank parameters"
 
@@ -83,4 +91,10 @@ rc=$?
 set -e
 [ "$rc" = 2 ] && grep -q "^dtbench: error: --transport: 'tcp' is not accepted: expected one of mpi" "$WORK/e.txt" \
     || fail "--transport tcp: exit $rc: $(cat "$WORK/e.txt")"
-pass "bad transports rejected with one line"
+set +e
+run_np 2 --dataset synthetic --iters 1 --exchange ssp --calibrate-iters 3 --output "$WORK/bad.h5" >/dev/null 2>"$WORK/e.txt"
+rc=$?
+set -e
+[ "$rc" = 2 ] && grep -q "^dtbench: error: --calibrate-iters: .*--exchange ssp" "$WORK/e.txt" && [ ! -e "$WORK/bad.h5" ] \
+    || fail "--calibrate-iters with ssp: exit $rc: $(cat "$WORK/e.txt")"
+pass "bad transports rejected with one line; --calibrate-iters refused where nothing calibrates"
