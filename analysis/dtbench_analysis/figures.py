@@ -112,16 +112,18 @@ def heatmaps(run: Run, title: Optional[str] = None):
         data = np.ma.masked_invalid(frame.to_numpy())
         cmap = plt.get_cmap("viridis").copy()
         cmap.set_bad("#cccccc")
-        measured = data[:, run.warmup:]
-        vmax = float(np.ma.max(measured)) if measured.count() else None
+        measured = data[:, run.warmup:].compressed()
+        # colour scale to the 98th percentile of measured cells: one huge warm-up or
+        # evaluation iteration must not flatten the rest (brighter cells saturate)
+        vmax = float(np.percentile(measured, 98)) if measured.size else None
         im = ax.imshow(data, aspect="auto", interpolation="nearest", cmap=cmap,
-                       vmin=0, vmax=vmax)
+                       vmin=0, vmax=vmax or None)
         if run.warmup:
             ax.axvline(run.warmup - 0.5, color="w", lw=1.5, ls="--")
         ax.set_yticks(range(run.nranks))
         ax.set_yticklabels([str(r) for r in frame.index])
         ax.set(xlabel="iteration (left of the dashed line: warm-up)", ylabel="rank",
-               title=f"{name}, ms")
+               title=f"{name}, ms (colours saturate at the 98th percentile)")
         fig.colorbar(im, ax=ax, fraction=0.04)
     fig.suptitle(title or tables.label(run), fontsize=9, x=0.01, ha="left")
     fig.tight_layout()
