@@ -110,8 +110,7 @@ def heatmaps(run: Run, title: Optional[str] = None):
     for ax, (field, name) in zip(axes, fields):
         frame = tables.rank_iteration(run, field)
         data = np.ma.masked_invalid(frame.to_numpy())
-        cmap = plt.get_cmap("viridis").copy()
-        cmap.set_bad("#cccccc")
+        cmap = plt.get_cmap("viridis").with_extremes(bad="#cccccc")
         measured = data[:, run.warmup:].compressed()
         # colour scale to the 98th percentile of measured cells: one huge warm-up or
         # evaluation iteration must not flatten the rest (brighter cells saturate)

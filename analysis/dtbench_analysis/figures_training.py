@@ -19,6 +19,7 @@ from .runfile import Run
 PIPE_COLORS = {"compute": "#4c72b0", "send": "#dd8452", "recv": "#55a868", "idle": "#c44e52"}
 #: keys that may differ between the runs of one strategies figure
 STRATEGY_KEYS = ("exchange", "staleness", "ps-ranks", "sync-period", "nranks", "nnodes",
+                 "ranks-per-node",
                  "tag", "target_accuracy", "target-acc", "eval-every")
 
 

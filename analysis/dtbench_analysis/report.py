@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from . import (compare, configs, conventions, figures, figures_training, inputs, outputs,
-               stragglers, summary, timeline)
+               stragglers, summary, tables, timeline)
 from .api import Results
 from .runfile import Run
 
@@ -160,10 +160,12 @@ def _section_ranks(res: Results, names, window) -> List[str]:
     parts.append(_note(f"Heat maps: ms per rank (rows) and iteration (columns), warm-up left of "
                        f"the dashed line, grey: not written. Timeline: iterations {lo}-{hi - 1} "
                        f"of {names[chosen.path]} (report --window A:B)."))
-    multi = [r for r in candidates if r.nranks > 1]
-    if multi:
-        a = stragglers.analyse(multi[0])
-        parts.append(_note(f"{names[multi[0].path]}: {stragglers.verdict(a)}"))
+    if chosen.nranks > 1:
+        parts.append(_note(f"{names[chosen.path]}: {stragglers.verdict(stragglers.analyse(chosen))}"))
+    parts.append(_note(f"Per rank, {names[chosen.path]} (ms over each rank's measured iterations;"
+                       " busy = total minus the exchange wait, or minus the exchange when the "
+                       "wait is not recorded):"))
+    parts.append(html_table(tables.per_rank(chosen), "table-ranks"))
     return parts
 
 

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from . import calibration, energy, metrics, scaling, stats
+from . import calibration, energy, metrics, scaling
 from .runfile import Run
 
 MS = 1e3
@@ -169,6 +169,18 @@ def rank_iteration(run: Run, field: str = "total") -> pd.DataFrame:
                         columns=pd.RangeIndex(run.iters_total, name="iteration"))
 
 
+def per_rank(run: Run) -> pd.DataFrame:
+    """One row per rank (metrics.per_rank_table) with times in ms: median and p95 of total,
+    median busy, exchange and wait (when recorded) over the rank's measured iterations."""
+    frame = metrics.per_rank_table(run)
+    for col in list(frame.columns):
+        if col.endswith("_median") or col.endswith("_p95"):
+            if col != "staleness_median":
+                frame[col] = frame[col] * MS
+                frame = frame.rename(columns={col: col.replace("_", " ") + " ms"})
+    return frame
+
+
 def progress(run: Run) -> pd.DataFrame:
     """Training progress per iteration: iteration, end time (s, aligned clock, max over ranks),
     loss (mean over ranks)."""
@@ -296,4 +308,4 @@ def comparisons(runs: Sequence[Run], ignore: Sequence[str] = (), target=None,
 
 __all__ = ["runs_table", "phases", "scaling_points", "rank_iteration", "progress",
            "strategies", "pipeline", "samples", "comparisons", "comparison_groups", "label",
-           "precision", "stats"]
+           "precision", "per_rank"]
