@@ -67,18 +67,22 @@ LAYOUT = ("<script>addEventListener('load',function(){var y=window.scrollY;"
           "var s=[].map.call(document.querySelectorAll('section'),function(e){"
           "return {id:e.id,box:box(e),figs:box(e.querySelector('.figs')),"
           "images:e.querySelectorAll('img').length};});"
-          "document.body.setAttribute('data-layout',JSON.stringify({sections:s,"
+          "var im=[].map.call(document.images,function(i){return {id:i.id,"
+          "width:(i.complete&&i.naturalWidth)||0,height:i.naturalHeight||0};});"
+          "document.body.setAttribute('data-layout',JSON.stringify({sections:s,images:im,"
+          "errors:window.__errs,"
           "height:document.documentElement.scrollHeight,"
           "width:document.documentElement.clientWidth}));});</script>")
 
 
 def layout(page: str, workdir: str, width: int) -> Dict[str, object]:
     """Where each <section> (and its figures block, ``.figs``) lies on the page at a window
-    ``width`` pixels wide, in CSS pixels from the top of the page; and the page's height."""
+    ``width`` pixels wide, in CSS pixels from the top of the page; the page's height; every
+    image's decoded size and the load errors (as ``render``)."""
     text = open(page, encoding="utf-8").read()
     probe = os.path.join(workdir, f"layout{width}.html")
     with open(probe, "w", encoding="utf-8") as f:
-        f.write(text.replace("</body>", LAYOUT + "</body>"))
+        f.write(text.replace("<head>", "<head>" + FIRST, 1).replace("</body>", LAYOUT + "</body>"))
     dom = _run([f"--window-size={width},1000", "--dump-dom", "file://" + os.path.abspath(probe)])
     m = re.search(r'data-layout="([^"]*)"', dom.stdout)
     if not m:

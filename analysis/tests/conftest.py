@@ -82,7 +82,10 @@ def report_runs(tmp_path_factory):
     (weak); a 2-stage pipeline with 2 and 4 micro-batches; sync, ssp, async (a parameter
     server) and mixed runs of LeNet on Fashion-MNIST evaluated every 8 iterations with a
     target accuracy of 0.5. Every run samples CPU use and RSS (dtbench's default 10 Hz; the
-    Fashion-MNIST runs last long enough for several samples)."""
+    Fashion-MNIST runs last long enough for several samples). ``DTBENCH_REPORT_RUNS=DIR``
+    reuses a folder an earlier session made (for working on the report)."""
+    if os.environ.get("DTBENCH_REPORT_RUNS"):
+        return os.environ["DTBENCH_REPORT_RUNS"]
     reason = realruns.skip_reason()
     if reason:
         pytest.skip(reason)
