@@ -1,18 +1,21 @@
 """The exchange's efficiency against the communication library, where a result file has it.
 
-Newer dtbench versions store a calibration record: the library's own collective time per bucket
-size, measured in the same job. This reader does not depend on its exact names: it looks for a
-group whose name contains ``calib`` (at the root or one level down) holding a 1-D size dataset
-(name with ``byte`` or ``size``) and a 1-D time dataset of the same length (name with ``time``,
-``second`` or ending in ``_s``), and for a ready-made efficiency (a root attribute or a
-``summary`` entry whose name contains ``efficiency``). When only the record is there, the
-efficiency is estimated as
+Newer dtbench versions store a calibration: the library's own collective time on the run's
+buckets, measured in the same job (root attributes ``calibration_*``, e.g.
+``calibration_exchange_s`` = the library's time for one exchange of all buckets). This reader
+does not depend on the exact names. In order, it uses:
 
-    library time for the median bytes a rank sent per iteration (linear interpolation in the
-    record) / median measured exchange transfer time (``exchange - exchange_wait``),
+1. a ready-made efficiency: a ``summary`` entry or root attribute whose name contains
+   ``efficiency``;
+2. a root attribute ``calibration*_s`` (finite, > 0): library seconds per exchange;
+3. a group whose name contains ``calib`` (at the root or one level down) with a 1-D size
+   dataset (name with ``byte`` or ``size``) and a 1-D time dataset of the same length (name with
+   ``time``, ``second`` or ending in ``_s``): library seconds for the median bytes a rank sent
+   per iteration, interpolated linearly;
 
-so 1.0 means the exchange is as fast as the library and 0.5 that it takes twice as long.
-Files without any of it give None everywhere.
+and divides the library's time by the median measured exchange transfer time
+(``exchange - exchange_wait`` over ranks x measured iterations). 1.0 means the exchange is as fast
+as the library, 0.5 that it takes twice as long. Files without any of it give None.
 """
 
 from __future__ import annotations
@@ -97,8 +100,17 @@ def efficiency(run: Run, summary_dict: Optional[Dict[str, object]] = None) -> Op
             x = _number(v)
             if x is not None:
                 return x
-    rec = record(run)
-    if rec is None or run.nranks < 2:
+    if run.nranks < 2:
+        return None
+    library = None
+    for k, v in run.attrs.items():
+        if k.lower().startswith("calib") and k.lower().endswith("_s"):
+            x = _number(v)
+            if x is not None and x > 0:
+                library = x
+                break
+    rec = record(run) if library is None else None
+    if library is None and rec is None:
         return None
     sent = run.measured("bytes_sent")
     transfer = run.measured("exchange")
@@ -107,5 +119,6 @@ def efficiency(run: Run, summary_dict: Optional[Dict[str, object]] = None) -> Op
     sent, transfer = sent[np.isfinite(sent)], transfer[np.isfinite(transfer)]
     if not sent.size or not transfer.size or np.median(transfer) <= 0:
         return None
-    library = float(np.interp(np.median(sent), rec["bytes"], rec["seconds"]))
+    if library is None:
+        library = float(np.interp(np.median(sent), rec["bytes"], rec["seconds"]))
     return library / float(np.median(transfer))

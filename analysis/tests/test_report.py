@@ -145,6 +145,13 @@ def test_precision_and_calibration_shown_when_present(capsys, write, tmp_path):
     page = out.read_text()
     assert "<th>precision</th>" in page and "<td class=l>bf16</td>" in page
     assert f"{expected:.1%}" in page
+    # or as root attributes: the library's seconds per exchange of the run's buckets
+    with h5py.File(b, "a") as f:
+        f.attrs["calibration_iters"] = np.int32(5)
+        f.attrs["calibration_exchange_s"] = 0.0015
+        median = float(np.nanmedian(f["iterations/exchange"][:, 2:]))
+    rt = dtbench_analysis.load(b).runs_table
+    assert rt["exchange efficiency"].iloc[0] == pytest.approx(0.0015 / median)
 
 
 def test_probe_detects_a_broken_figure(capsys, campaign, tmp_path, chromium):
