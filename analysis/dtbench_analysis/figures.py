@@ -101,11 +101,15 @@ def scaling(points: pd.DataFrame):
 
 
 def heatmaps(run: Run, title: Optional[str] = None):
-    """Ranks x iterations: iteration time and exchange wait (ms), warm-up marked, NaN grey."""
+    """Ranks x iterations: iteration time and exchange wait (pipelines: idle time) in ms,
+    warm-up marked, NaN grey."""
     from .plotting import plt
-    fields = (("total", "iteration time"),
-              ("wait", "exchange wait" if run.has("exchange_wait") else
-               "exchange (wait not recorded)"))
+    if tables.is_pipeline(run):
+        second = ("pipe_idle", "pipeline idle (bubble)")
+    else:
+        second = ("wait", "exchange wait" if run.has("exchange_wait") else
+                  "exchange (wait not recorded)")
+    fields = (("total", "iteration time"), second)
     fig, axes = plt.subplots(1, 2, figsize=(11, 1.6 + 0.32 * run.nranks))
     for ax, (field, name) in zip(axes, fields):
         frame = tables.rank_iteration(run, field)

@@ -66,6 +66,11 @@ def strategies(runs: Sequence[Run], target: Optional[float] = None, names=None):
             ax_ai.plot([tt["iteration"]], [goal], "*", color=color, ms=13, mec="k")
             ax_at.annotate(f"{tt['time_s']:.2f} s", (tt["time_s"], goal), fontsize=7,
                            xytext=(4, -12), textcoords="offset points", color=color)
+    losses = np.concatenate([tables.progress(r)["loss"].to_numpy() for r in runs])
+    losses = losses[np.isfinite(losses) & (losses > 0)]
+    if losses.size and losses.max() > 20 * np.median(losses):     # a diverging run
+        for ax in (ax_lt, ax_li):
+            ax.set_yscale("log")
     for goal in goals:
         for ax in (ax_at, ax_ai):
             ax.axhline(goal, color="k", ls=":", lw=1)
@@ -114,7 +119,7 @@ def pipeline(pipe: pd.DataFrame):
     ax_b.invert_yaxis()
     ax_b.set(xlabel="ms per iteration (mean over the stage's ranks)",
              title="per stage: compute, send, receive, idle")
-    ax_b.legend(fontsize=7, loc="lower right")
+    ax_b.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=4)
     per_run = pipe.groupby(["file", "stages", "microbatches"], as_index=False)[
         "bubble fraction"].mean()
     for i, (k, pts) in enumerate(per_run.groupby("stages")):

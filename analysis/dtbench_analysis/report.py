@@ -208,7 +208,9 @@ def _section_resources(res: Results, names) -> List[str]:
     sampled = figures_training.sampled_runs(res.runs)
     if not sampled:
         return [_note("No samples (dtbench --sample-hz N).")]
-    shown = sorted(sampled, key=lambda r: (-r.nranks, names[r.path]))[:4]
+    def count(run):
+        return int(np.isfinite(run.samples["time"]).sum()) if "time" in run.samples else 0
+    shown = sorted(sampled, key=lambda r: (-count(r), names[r.path]))[:4]
     table = res.samples.assign(run=[names.get(f, f) for f in res.samples["file"]])
     return ['<div class="figs">', _img(figures_training.samples(shown, names),
                                        "fig-resources", "power, memory and utilisation"),
