@@ -7,7 +7,7 @@ time, energy per sample). Each returns a matplotlib figure.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
@@ -159,9 +159,6 @@ def samples(runs: Sequence[Run], names=None):
         return fig
     for i, run in enumerate(runs):
         e = energy.energy_summary(run)
-        src = ""
-        if "sample_source" in run.ranks:
-            src = str(run.ranks["sample_source"].iloc[0])
         for row in range(run.nranks):
             t = run.samples.get("time")[row]
             name = f"{tables.label(run, names)} r{int(run.ranks['rank'].iloc[row])}"
@@ -175,7 +172,6 @@ def samples(runs: Sequence[Run], names=None):
                 if ok.any():
                     ax.plot(t[ok], v[ok], color=f"C{i % 10}", lw=1,
                             ls=("-", "--", ":", "-.")[row % 4], label=name)
-        del src
     for ax, (field, title) in zip(axes, panels):
         ax.set(title=title, xlabel="s since start (aligned clock)")
         ax.grid(alpha=0.3)
@@ -187,9 +183,3 @@ def samples(runs: Sequence[Run], names=None):
 
 def sampled_runs(runs: Sequence[Run]) -> List[Run]:
     return [r for r in runs if r.samples and _sample_panels([r])]
-
-
-def scaling_note(points: pd.DataFrame) -> Dict[str, int]:
-    """Counts for the report's text: series and points."""
-    return {"series": int(points["series"].nunique()) if not points.empty else 0,
-            "points": int(len(points))}

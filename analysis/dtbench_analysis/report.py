@@ -161,7 +161,8 @@ def _section_ranks(res: Results, names, window) -> List[str]:
                        f"the dashed line, grey: not written. Timeline: iterations {lo}-{hi - 1} "
                        f"of {names[chosen.path]} (report --window A:B)."))
     if chosen.nranks > 1:
-        parts.append(_note(f"{names[chosen.path]}: {stragglers.verdict(stragglers.analyse(chosen))}"))
+        verdict = stragglers.verdict(stragglers.analyse(chosen))
+        parts.append(_note(f"{names[chosen.path]}: {verdict}"))
     parts.append(_note(f"Per rank, {names[chosen.path]} (ms over each rank's measured iterations;"
                        " busy = total minus the exchange wait, or minus the exchange when the "
                        "wait is not recorded):"))

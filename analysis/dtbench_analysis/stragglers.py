@@ -227,9 +227,12 @@ def run_command(args, report_error) -> int:
         from . import figures
         from .plotting import save
         run = figures.pick_rank_run(runs)
-        if run is not None:
-            save(figures.heatmaps(run), args.plot)
-            if not args.json:
-                print(f"wrote {args.plot} (heat maps of {run.path})")
+        if run is None:
+            report_error(f"--plot {args.plot}: nothing to plot: no run has a completed "
+                         f"iteration")
+            return 2
+        save(figures.heatmaps(run), args.plot)
+        if not args.json:
+            print(f"wrote {args.plot} (heat maps of {run.path})")
     return 0
 

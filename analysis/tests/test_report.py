@@ -178,3 +178,26 @@ def test_report_refuses_and_bad_input(capsys, campaign, tmp_path):
     assert err.strip().endswith("junk.h5: not an HDF5 file") and not new.exists()
     assert main(["report", str(campaign), "-o", str(tmp_path / "r.pdf")]) == 2
     assert "accepted: a file name ending in .html or .htm" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["summary"], ["scaling"], ["stragglers"], ["timeline"],
+                                  ["compare"], ["figure", "phases"]])
+def test_plot_refuses_other_formats(capsys, complete_file, tmp_path, argv):
+    """--plot takes .png or .svg on every command; anything else is one line, status 2, and
+    no file."""
+    out = tmp_path / "f.pdf"
+    assert main(argv + [complete_file, "--plot", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "accepted: a file name ending in .png or .svg" in err
+    assert not out.exists()
+
+
+def test_report_window_and_figure_name_checked(capsys, complete_file, tmp_path):
+    out = tmp_path / "r.html"
+    assert main(["report", complete_file, "-o", str(out), "--window", "5:3"]) == 2
+    assert "--window 5:3: accepted: A:B" in capsys.readouterr().err and not out.exists()
+    with pytest.raises(SystemExit) as e:
+        main(["figure", "pie", complete_file, "-o", str(tmp_path / "f.png")])
+    assert e.value.code == 2 and "invalid choice: 'pie'" in capsys.readouterr().err
+    assert main(["report", complete_file, "-o", str(out), "--window", "3:6"]) == 0
+    assert "Timeline: iterations 3-5 of" in out.read_text()
