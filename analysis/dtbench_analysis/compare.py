@@ -101,7 +101,8 @@ def compare(runs: Sequence[Run], ignore: Sequence[str] = (), baseline: int = 1,
             stats.compare_samples(base["_times"], g["_times"], level)
     for g in out_groups:
         del g["_times"]
-    return {"common": common, "groups": out_groups, "baseline": baseline, "alpha": alpha,
+    unlike = [k for k in ("model", "dataset") if any(k in d for d in differing)]
+    return {"common": common, "unlike": unlike, "groups": out_groups, "baseline": baseline, "alpha": alpha,
             "alpha_per_test": level, "confidence": confidence, "target": target}
 
 
@@ -116,6 +117,9 @@ def format_text(result: Dict[str, object], runs: Sequence[Run]) -> str:
              f"{conventions.plural(len(groups), 'configuration')} "
              f"(repeats of a configuration pooled)",
              "  common configuration: " + configs.describe(result["common"]),
+             *([f"  WARNING: these configurations differ in {' and '.join(result['unlike'])}: "
+                "their times measure different work (dtbench-analyze report compares runs "
+                "only along one factor)"] if result.get("unlike") else []),
              f"  time per iteration: lockstep runs (sync, ssp): "
              f"{metrics.ITERATION_TIME_METHOD[True]}; async/mixed: "
              f"{metrics.ITERATION_TIME_METHOD[False]}",

@@ -201,3 +201,25 @@ def test_report_window_and_figure_name_checked(capsys, complete_file, tmp_path):
     assert e.value.code == 2 and "invalid choice: 'pie'" in capsys.readouterr().err
     assert main(["report", complete_file, "-o", str(out), "--window", "3:6"]) == 0
     assert "Timeline: iterations 3-5 of" in out.read_text()
+
+
+def test_power_samples_give_energy_per_sample(capsys, write, tmp_path):
+    """A GPU-like run sampling 100 W: the power panel is drawn and the table's energy per
+    sample is the power times the measured span over the samples processed."""
+    from dtbench_analysis import energy
+    t = np.tile(np.arange(240) * 0.05, (4, 1))
+    path = write(samples={"time": t, "power_w": np.full((4, 240), 100.0),
+                          "memory_mib": np.tile(np.arange(240.0), (4, 1)),
+                          "utilization": np.full((4, 240), 50.0)})
+    res = dtbench_analysis.load(path)
+    table = res.samples
+    assert len(table) == 4 and (table["power median W"] == 100.0).all()
+    run = res.runs[0]
+    spans = [energy.rank_energy(run, r)["span_s"] for r in range(4)]
+    samples = int(run.ranks["measured"].sum()) * int(run.attrs["batch_per_rank"])
+    assert table["J per sample (run)"].iloc[0] == pytest.approx(100.0 * sum(spans) / samples)
+    from dtbench_analysis import figures_training
+    fig = figures_training.samples(res.runs)
+    assert [ax.get_title() for ax in fig.axes] == ["power, W", "memory, MiB",
+                                                   "utilisation, %"]
+    assert "J/sample" in fig.axes[0].get_legend_handles_labels()[1][0]
