@@ -7,6 +7,10 @@ two or more values of the factor is one comparison. Everything else (model, data
 learning rate, ...) is equal inside a comparison, so LeNet is never compared with ResNet-50 and
 synthetic data never with Fashion-MNIST. Runs that differ in two factors at once appear in no
 comparison of either (their difference cannot be attributed to one factor).
+
+Exchange strategies are compared at an equal number of *workers* (root attribute ``nworkers``,
+else ``nranks``): ``--exchange async`` adds parameter-server ranks and ``mixed`` needs a node
+layout (``--ranks-per-node``), so for this factor the rank counts vary with the strategy.
 """
 
 from __future__ import annotations
@@ -23,13 +27,28 @@ from .runfile import Run
 #: factor's value, e.g. ``--staleness`` with ``--exchange ssp``, vary together with it)
 FACTORS: "OrderedDict[str, Tuple[str, ...]]" = OrderedDict([
     ("exchange", ("exchange", "staleness", "ps-ranks", "sync-period", "staleness_bound",
-                  "ps_ranks", "sync_period")),
+                  "ps_ranks", "sync_period", "nranks", "nnodes", "ranks-per-node")),
     ("transport", ("transport", "bucket-mb", "overlap")),
     ("ranks", ("nranks", "nnodes", "ranks-per-node", "gpus-per-node")),
     ("batch", ("batch", "batch_global", "batch_per_rank")),
     ("precision", ("precision", "grad_dtype", "grad-dtype")),
     ("microbatches", ("microbatches",)),
 ])
+
+
+#: order of the exchange strategies in a comparison (the first present is the baseline)
+EXCHANGE_ORDER = ("sync", "ssp", "async", "mixed")
+
+
+def _order(run: Run, key: str, ignore: Sequence[str]):
+    """Sort key putting the baseline first: sync before the others, small numbers first."""
+    value = configs.configuration(run, ignore).get(key, "")
+    if value in EXCHANGE_ORDER:
+        return (0, EXCHANGE_ORDER.index(value), "")
+    try:
+        return (1, float(value), "")
+    except ValueError:
+        return (2, 0.0, value)
 
 
 def _values(run: Run, keys: Sequence[str], ignore: Sequence[str]) -> Tuple[Tuple[str, str], ...]:
@@ -41,16 +60,27 @@ def comparisons(runs: Sequence[Run], ignore: Sequence[str] = (),
                 factors: Sequence[str] = tuple(FACTORS)) -> List[Dict[str, object]]:
     """Every comparison among ``runs``: dicts with ``factor``, ``runs`` (input order),
     ``common`` (the configuration all of them share) and ``values`` (the distinct values of the
-    factor's keys, in order of first appearance)."""
+    factor's keys); runs in the order sync, ssp, async, mixed or by increasing value, so the
+    first, the baseline of compare.compare, is sync or the smallest."""
     out: List[Dict[str, object]] = []
     for factor in factors:
         keys = FACTORS[factor]
-        groups = configs.group_runs(runs, tuple(ignore) + tuple(keys))
+        groups: "OrderedDict[tuple, List[Run]]" = OrderedDict()
+        for run in runs:
+            key = configs.key_of(run, tuple(ignore) + tuple(keys))
+            if factor == "exchange":
+                key += (("workers", str(run.attrs.get("nworkers") or run.nranks)),)
+            groups.setdefault(key, []).append(run)
         for key, members in groups.items():
+            if len({_values(r, keys[:1], ignore) for r in members}) < 2:
+                continue            # the factor itself does not vary (only options that go
+                                    # with it): not a comparison of this factor
             values = list(OrderedDict.fromkeys(_values(r, keys, ignore) for r in members))
             if len(values) < 2:
                 continue
-            out.append({"factor": factor, "runs": list(members), "common": dict(key),
+            members = sorted(members, key=lambda r: _order(r, keys[0], ignore))
+            out.append({"factor": factor, "runs": list(members),
+                        "common": {k: v for k, v in key if k != "workers"},
                         "values": [dict(v) for v in values]})
     return out
 

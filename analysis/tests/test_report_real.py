@@ -79,6 +79,11 @@ def test_sections_say_what_the_runs_did(report_runs, page):
     assert set(cmp.groupby("comparison")["model"].nunique()) == {1}
     assert set(cmp.groupby("comparison")["dataset"].nunique()) == {1}
     assert {"exchange", "ranks", "microbatches", "batch"} <= set(cmp["factor"])
+    # the four strategies at two workers each (async adds a server, mixed a node layout)
+    ex = cmp[cmp["factor"] == "exchange"]
+    assert [c.split()[0] for c in ex["configuration"]] == ["exchange=sync", "exchange=ssp",
+                                                          "exchange=async", "exchange=mixed"]
+    assert ex["ratio to baseline"].iloc[0] == 1.0 and ex["p"].iloc[1:].between(0, 1).all()
     text = page.read_text()
     assert text.count("lenet on fashion-mnist") >= 1
 
