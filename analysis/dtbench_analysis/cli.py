@@ -12,11 +12,11 @@ import argparse
 import sys
 from typing import List, Optional
 
-from . import (__version__, compare, export, report, scaling, stragglers, summary,
+from . import (__version__, compare, export, predict, report, scaling, stragglers, summary,
                timeline)
 
 PROG = "dtbench-analyze"
-COMMANDS = (summary, scaling, stragglers, timeline, compare, export, report)
+COMMANDS = (summary, scaling, stragglers, timeline, compare, export, report, predict)
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -1,0 +1,395 @@
+"""``dtbench-analyze predict RUNS... --nodes 32,64,...``: a performance model fitted to measured
+runs, validated on the largest measured scale, extrapolated with prediction intervals.
+
+Steps (the model itself is in predict_fit.py, its replay in predict_sim.py):
+1. every run is reduced to an Observation (compute, transfer, waits, sizes, topology);
+2. validation: for every strategy measured at two or more scales, the runs at its largest scale
+   are held out, the model is fitted on all other runs and predicts them; the error of the median
+   iteration time is printed. When the worst error exceeds ``--max-error`` the command refuses to
+   extrapolate (exit status 1) unless ``--force``; forced or not, intervals are widened by it;
+3. the model is fitted on every run and replayed at the requested node counts for each strategy.
+``build(runs, ...)`` returns the whole result as a dict (what ``--json`` prints and the report
+and ``predict_plot.figure`` use).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from . import inputs, jsonout, metrics, outputs
+from .predict_fit import (ALGORITHM_HELP, ALGORITHMS, PARAMS, CommFit, Observation, fit_comm,
+                          fit_compute, observe, transfer_factors)
+from .predict_sim import SLOW_FACTOR, STRATEGIES, Scenario, needs, simulate, summarise
+from .runfile import Run
+
+DEFAULT_MAX_ERROR = 0.25
+
+
+def _scale(o: Observation):
+    return (o.nnodes, o.nranks)
+
+
+def _fit(observations: Sequence[Observation], algorithm: str):
+    comm = fit_comm(observations, algorithm)
+    return comm, fit_compute(observations), transfer_factors(observations)
+
+
+def _setting(obs: Sequence[Observation], strategy: str, name: str, default: int) -> int:
+    same = [o for o in obs if o.strategy == strategy]
+    if not same:
+        return default
+    return max(getattr(max(same, key=_scale), name), 0 if name == "staleness" else 1)
+
+
+def scenario_for(o: Observation, strategy: str, nnodes: int, per_node: int, batch: int,
+                 algorithm: str) -> Scenario:
+    return Scenario(strategy=strategy, nnodes=nnodes, per_node=per_node, batch_per_rank=batch,
+                    grad_bytes=o.grad_bytes, bucket_bytes=o.bucket_bytes,
+                    algorithm=o.algorithm_hint if algorithm == "auto" else algorithm,
+                    staleness=o.staleness, sync_period=max(1, o.sync_period),
+                    ps_ranks=max(1, o.ps_ranks))
+
+
+def _run_scenario(s: Scenario, key, comm: CommFit, compute, tf, rng, draws, widen=0.0):
+    level = needs(s)
+    if level and not comm.level_known(level):
+        return None, (f"no {'multi-node' if level == 'inter' else 'multi-rank'} run measured: "
+                      f"{level}-node terms unknown")
+    fit = compute.get(key)
+    if fit is None:
+        return None, "no compute measured for this model/dataset/device"
+    return summarise(simulate(s, comm, fit, tf, rng, draws=draws), widen), None
+
+
+def validate(observations: List[Observation], algorithm: str, rng, draws: int) -> List[Dict]:
+    out = []
+    for strategy in sorted({o.strategy for o in observations}):
+        group = [o for o in observations if o.strategy == strategy]
+        scales = sorted({_scale(o) for o in group})
+        if len(scales) < 2:
+            continue
+        top = scales[-1]
+        held = [o for o in group if _scale(o) == top]
+        rest = [o for o in observations if not (o.strategy == strategy and _scale(o) == top)]
+        comm, compute, tf = _fit(rest, algorithm)
+        for o in held:
+            s = scenario_for(o, strategy, o.nnodes, o.per_node, o.batch_per_rank, algorithm)
+            pred, why = _run_scenario(s, o.key, comm, compute, tf, rng, draws)
+            measured = float(np.median(o.iteration)) if o.iteration.size else float("nan")
+            row = {"strategy": strategy, "file": o.path, "nodes": o.nnodes, "ranks": o.nranks,
+                   "fitted_on": len(rest), "measured_s": measured,
+                   "measured_transfer_s": float(np.median(o.transfer)) if o.transfer.size
+                   else None, "predicted": pred, "error": None, "why": why}
+            if pred is not None and measured > 0:
+                row["error"] = pred["iteration_s"]["value"] / measured - 1.0
+                row["transfer_error"] = (pred["comm_model_s"] / row["measured_transfer_s"] - 1.0
+                                         if row["measured_transfer_s"] else None)
+            out.append(row)
+    return out
+
+
+def build(runs: Sequence[Run], nodes: Sequence[int], strategies: Sequence[str] = STRATEGIES,
+          algorithm: str = "auto", per_node: Optional[int] = None,
+          batch_per_rank: Optional[int] = None, batch_global: Optional[int] = None,
+          max_error: float = DEFAULT_MAX_ERROR, seed: int = 1, draws: int = 48) -> Dict:
+    """The whole prediction as a dict (see the module doc)."""
+    rng = np.random.default_rng(seed)
+    obs = [observe(r) for r in runs]
+    ref = max(obs, key=lambda o: (o.nnodes, o.nranks, o.batch_per_rank))
+    L = per_node or ref.per_node
+    comm, compute, tf = _fit(obs, algorithm)
+    checks = validate(obs, algorithm, rng, draws)
+    errors = [abs(c["error"]) for c in checks if c["error"] is not None]
+    worst = max(errors) if errors else None
+    widen = worst or 0.0
+    # base of the speedup: the smallest run of the reference's model with the predictions'
+    # per-rank batch when one was measured (weak scaling), else the smallest run
+    b_pred = batch_per_rank or (None if batch_global else ref.batch_per_rank)
+    cands = [r for r, o in zip(runs, obs) if o.key == ref.key]
+    same_b = [r for r, o in zip(runs, obs) if o.key == ref.key and o.batch_per_rank == b_pred]
+    base_run = min(same_b or cands, key=lambda r: (r.nranks, r.nnodes))
+    base_tp = metrics.throughput(base_run)["samples_per_s"]
+    predictions = []
+    for strategy in strategies:
+        for n in nodes:
+            p = n * L
+            if batch_global:
+                b = max(1, batch_global // p)
+            else:
+                b = batch_per_rank or ref.batch_per_rank
+            s = scenario_for(ref, strategy, n, L, b, algorithm)
+            s.staleness = _setting(obs, "ssp", "staleness", 1)
+            s.sync_period = _setting(obs, "mixed", "sync_period", 1)
+            s.ps_ranks = _setting(obs, "async", "ps_ranks", 1)
+            pred, why = _run_scenario(s, ref.key, comm, compute, tf, rng, draws, widen)
+            row = {"strategy": strategy, "nodes": n, "ranks": p, "batch_per_rank": b,
+                   "measured_strategy": strategy in {o.strategy for o in obs},
+                   "prediction": pred, "why": why}
+            if pred is not None and base_tp:
+                sp = pred["samples_per_s"]["value"] / base_tp
+                row["speedup"] = sp
+                row["efficiency"] = sp * base_run.nranks / p
+            predictions.append(row)
+    used = {p["strategy"]: p for p in predictions}
+    settings = ", ".join(
+        [f"ssp staleness {_setting(obs, 'ssp', 'staleness', 1)}"] * ("ssp" in used)
+        + [f"async servers {_setting(obs, 'async', 'ps_ranks', 1)}"] * ("async" in used)
+        + [f"mixed sync period {_setting(obs, 'mixed', 'sync_period', 1)}"] * ("mixed" in used))
+    fit_compute_d = {"/".join(k): {"c0_s": f.c0, "c1_s_per_sample": f.c1,
+                                   "per_sample_p5_p95_s": f.c1_ci, "batches": f.batches,
+                                   "rank_factor_p95": float(np.percentile(f.rank_factors, 95)),
+                                   "iteration_factor_p95": float(np.percentile(f.iter_factors,
+                                                                               95)),
+                                   "p_slow_iteration": float(np.mean(f.iter_factors > SLOW_FACTOR)),
+                                   "between_runs_rel_sd": f.rel_sd}
+                      for k, f in compute.items()}
+    sd = np.sqrt(np.clip(np.diag(comm.cov), 0, None))
+    waits = np.concatenate([o.wait for o in obs if o.wait.size]) if any(
+        o.wait.size for o in obs) else np.array([])
+    return {
+        "runs": [{"file": o.path, "strategy": o.strategy, "nodes": o.nnodes, "ranks": o.nranks,
+                  "batch_per_rank": o.batch_per_rank, "grad_bytes": o.grad_bytes,
+                  "bucket_bytes": o.bucket_bytes,
+                  "iteration_s": float(np.median(o.iteration)) if o.iteration.size else None,
+                  "transfer_s": float(np.median(o.transfer)) if o.transfer.size else None,
+                  "compute_s": o.compute_median} for o in obs],
+        "compute": fit_compute_d,
+        "comm": {"algorithm": comm.algorithm, "rows": comm.rows,
+                 "median_abs_rel_residual": comm.rel_residual, "notes": comm.notes,
+                 "params": {n: (float(v) if comm.determined[n] else None)
+                            for n, v in zip(PARAMS, comm.params)},
+                 "sd": {n: (float(v) if comm.determined[n] else None) for n, v in zip(PARAMS, sd)}},
+        "waits": {"n": int(waits.size),
+                  "median_s": float(np.median(waits)) if waits.size else None,
+                  "p95_s": float(np.percentile(waits, 95)) if waits.size else None},
+        "validation": checks, "worst_error": worst, "max_error": max_error,
+        "refused": worst is not None and worst > max_error,
+        "validated": worst is not None,
+        "base": {"file": base_run.path, "ranks": base_run.nranks, "samples_per_s": base_tp},
+        "reference": {"file": ref.path, "per_node": L, "grad_bytes": ref.grad_bytes,
+                      "settings": settings,
+                      "bucket_bytes": ref.bucket_bytes, "algorithm": comm.algorithm},
+        "predictions": predictions,
+        "assumptions": [
+            "compute c(b) = c0 + c1 b per rank, independent of the number of ranks",
+            "rank and iteration factors drawn independently for every rank (no correlated "
+            "slowdowns beyond those measured)",
+            "collective cost: alpha-beta per level for the algorithm named; a node's link is "
+            "not shared by other jobs",
+            f"a rank-iteration is slow when its compute exceeds {SLOW_FACTOR}x the median",
+            "async: the measured number of parameter servers (1 when none was measured), "
+            "whatever the scale",
+            "intervals: 90 % over parameter draws (fit covariance), widened by the worst "
+            "held-out error",
+        ],
+    }
+
+
+# ---- text -------------------------------------------------------------------------------------
+def _ms(x) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{1e3 * x:.3f}"
+
+
+def _fmt_param(name: str, value, sd) -> str:
+    if value is None:
+        return "not determined"
+    if name.startswith("alpha"):
+        return f"{value * 1e6:.2f} us (sd {sd * 1e6:.2f})"
+    bw = 1.0 / value / 1e6 if value > 0 else float("inf")
+    return f"{value * 1e9:.4f} s/GB = {bw:.1f} MB/s (sd {sd * 1e9:.4f} s/GB)"
+
+
+def format_text(result: Dict, simulate_mode: bool) -> str:
+    lines = [f"predict: {len(result['runs'])} runs; model fitted to all of them, validated by "
+             f"holding out each strategy's largest measured scale"]
+    for r in result["runs"]:
+        lines.append(f"   {r['strategy']:6s} {r['nodes']:4d} nodes {r['ranks']:5d} ranks  batch/rank "
+                     f"{r['batch_per_rank']:4d}  iteration {_ms(r['iteration_s'])} ms  compute "
+                     f"{_ms(r['compute_s'])} ms  transfer {_ms(r['transfer_s'])} ms  {r['file']}")
+    for key, c in result["compute"].items():
+        lines.append(f"compute ({key}): c(b) = {_ms(c['c0_s'])} ms + {_ms(c['c1_s_per_sample'])} "
+                     f"ms/sample x b (per sample p5..p95 {_ms(c['per_sample_p5_p95_s'][0])}.."
+                     f"{_ms(c['per_sample_p5_p95_s'][1])} ms; batches {c['batches']}; rank "
+                     f"factor p95 {c['rank_factor_p95']:.3f}, iteration factor p95 "
+                     f"{c['iteration_factor_p95']:.3f}, P(iteration > {SLOW_FACTOR}x median) "
+                     f"{c['p_slow_iteration']:.4f})")
+    cm = result["comm"]
+    lines.append(f"communication: algorithm {cm['algorithm']}, {cm['rows']} rows, median |relative "
+                 f"residual| {100 * cm['median_abs_rel_residual']:.1f}%")
+    for name in PARAMS:
+        lines.append(f"   {name:12s} {_fmt_param(name, cm['params'][name], cm['sd'][name] or 0)}")
+    lines += [f"   note: {n}" for n in cm["notes"]]
+    w = result["waits"]
+    if w["n"]:
+        lines.append(f"waits (measured exchange_wait): median {_ms(w['median_s'])} ms, p95 "
+                     f"{_ms(w['p95_s'])} ms over {w['n']} rank-iterations")
+    lines.append("validation (fit without the held-out runs, predict them):")
+    if not result["validation"]:
+        lines.append("   none possible: no strategy measured at two scales; predictions below "
+                     "are NOT validated")
+    for v in result["validation"]:
+        if v["error"] is None:
+            lines.append(f"   {v['strategy']} {v['nodes']}x{v['ranks'] // max(1, v['nodes'])}: "
+                         f"not predicted ({v['why']})")
+            continue
+        pi = v["predicted"]["iteration_s"]
+        te = v.get("transfer_error")
+        lines.append(f"   {v['strategy']} {v['nodes']} nodes {v['ranks']} ranks "
+                     f"(fitted on {v['fitted_on']} runs): measured {_ms(v['measured_s'])} ms, "
+                     f"predicted {_ms(pi['value'])} ms [{_ms(pi['lo'])}, {_ms(pi['hi'])}]: "
+                     f"error {100 * v['error']:+.1f}%"
+                     + (f" (exchange transfer {100 * te:+.1f}%)" if te is not None else ""))
+    if result["worst_error"] is not None:
+        lines.append(f"   worst |error| {100 * result['worst_error']:.1f}% (bound --max-error "
+                     f"{100 * result['max_error']:.0f}%)")
+    ref = result["reference"]
+    lines.append(f"predictions: {ref['per_node']} ranks per node, {ref['settings']}, gradient "
+                 f"{ref['grad_bytes'] / 1e6:.3f} MB in buckets of {ref['bucket_bytes'] / 2**20:g} "
+                 f"MiB; speedup against {result['base']['file']} "
+                 f"({result['base']['ranks']} ranks); intervals 90 % (parameter draws), widened "
+                 f"by the worst held-out error; * = strategy not measured (from the shared fit)")
+    lines.append(f"   {'strategy':8s} {'nodes':>5s} {'ranks':>6s} {'b/rank':>6s}  "
+                 f"{'time/iter ms [90% PI]':32s} {'exch.':>6s} {'samples/s [90% PI]':30s} "
+                 f"{'speedup':>8s} {'effic.':>6s}")
+    for p in result["predictions"]:
+        name = p["strategy"] + ("" if p["measured_strategy"] else "*")
+        if p["prediction"] is None:
+            lines.append(f"   {name:8s} {p['nodes']:5d} {p['ranks']:6d} {p['batch_per_rank']:6d}  "
+                         f"n/a: {p['why']}")
+            continue
+        it, tp = p["prediction"]["iteration_s"], p["prediction"]["samples_per_s"]
+        span = f"{_ms(it['value'])} [{_ms(it['lo'])}, {_ms(it['hi'])}]"
+        tspan = f"{tp['value']:.1f} [{tp['lo']:.1f}, {tp['hi']:.1f}]"
+        sp, eff = p.get("speedup"), p.get("efficiency")
+        sp_s = f"{sp:.1f}" if sp else "n/a"
+        eff_s = f"{eff:.2f}" if eff else "n/a"
+        lines.append(f"   {name:8s} {p['nodes']:5d} {p['ranks']:6d} {p['batch_per_rank']:6d}  "
+                     f"{span:32s} {100 * p['prediction']['exchange_share']:5.1f}% {tspan:30s} "
+                     f"{sp_s:>8s} {eff_s:>6s}")
+    if simulate_mode:
+        lines += simulation_lines(result)
+    lines.append("assumptions: " + "; ".join(result["assumptions"]))
+    return "\n".join(lines)
+
+
+def simulation_lines(result: Dict) -> List[str]:
+    lines = [f"simulation: replaying the fitted rank and iteration factors over every rank "
+             f"(slow = compute > {SLOW_FACTOR}x median); slowdown = median compute of the "
+             f"ranks an iteration waits for / median compute",
+             f"   {'strategy':8s} {'nodes':>5s} {'ranks':>6s} {'P(rank-iter slow)':>18s} "
+             f"{'P(iteration waits on a slow rank)':>34s} {'slowdown':>9s}"]
+    for p in result["predictions"]:
+        pr = p["prediction"]
+        if pr is None:
+            continue
+        waits_on = pr["p_iteration_has_slow_rank"] if p["strategy"] in ("sync", "hier", "ssp") \
+            else (0.0 if p["strategy"] == "async" else None)
+        w = "per node only" if waits_on is None else f"{waits_on:.4f}"
+        lines.append(f"   {p['strategy']:8s} {p['nodes']:5d} {p['ranks']:6d} "
+                     f"{pr['p_slow_rank_iteration']:18.4f} {w:>34s} "
+                     f"{pr['straggler_slowdown']:9.3f}")
+    return lines
+
+
+# ---- command ------------------------------------------------------------------------------------
+def _int_list(text: str) -> List[int]:
+    values = [int(v) for v in text.split(",") if v.strip()]
+    if not values or min(values) < 1:
+        raise ValueError
+    return values
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "predict", help="fit a performance model to the runs and predict larger scales",
+        description="Fit compute, communication (alpha-beta per level) and straggler models to "
+                    "measured runs, validate on the largest measured scale, and predict "
+                    "iteration time, exchange share, speedup and efficiency of sync, hier, ssp, "
+                    "async and mixed at the requested node counts.")
+    inputs.add_inputs(p)
+    p.add_argument("--nodes", required=True, metavar="N,N,...",
+                   help="node counts to predict, e.g. 32,64,128,256,512,1024")
+    p.add_argument("--strategies", default=",".join(STRATEGIES), metavar="S,S,...",
+                   help=f"strategies to predict, of {','.join(STRATEGIES)} [all]")
+    p.add_argument("--algorithm", choices=ALGORITHMS, default="auto",
+                   help="allreduce algorithm of the communication model: "
+                        + "; ".join(f"{k}: {v}" for k, v in ALGORITHM_HELP.items())
+                        + "; auto: tree for Open MPI (dtbench's in-place MPI_Iallreduce takes "
+                          "libnbc's binomial tree), rabenseifner otherwise [auto]")
+    p.add_argument("--ranks-per-node", type=int, metavar="L",
+                   help="ranks per node of the predictions [as the largest measured run]")
+    batch = p.add_mutually_exclusive_group()
+    batch.add_argument("--batch-per-rank", type=int, metavar="B",
+                       help="per-rank batch of the predictions (weak scaling) [as the largest "
+                            "measured run]")
+    batch.add_argument("--batch-global", type=int, metavar="G",
+                       help="global batch of the predictions (strong scaling: G / ranks each)")
+    p.add_argument("--max-error", type=float, default=DEFAULT_MAX_ERROR, metavar="E",
+                   help="refuse to extrapolate when the held-out relative error exceeds E "
+                        f"[{DEFAULT_MAX_ERROR}]")
+    p.add_argument("--force", action="store_true",
+                   help="predict even when the held-out error exceeds --max-error")
+    p.add_argument("--simulate", action="store_true",
+                   help="also print what stragglers do at each scale (replay of the fitted "
+                        "rank and iteration distributions)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the replay [1]")
+    p.add_argument("--plot", metavar="OUT.png|OUT.svg",
+                   help="figure: measured points, fitted curve, predictions with intervals")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    outputs.add_overwrite(p)
+    p.set_defaults(func=run_command)
+
+
+def run_command(args, report_error) -> int:
+    try:
+        nodes = _int_list(args.nodes)
+    except ValueError:
+        report_error(f"--nodes {args.nodes}: accepted: comma-separated node counts >= 1, "
+                     f"e.g. 32,64,128")
+        return 2
+    strategies = [s for s in args.strategies.split(",") if s]
+    bad = [s for s in strategies if s not in STRATEGIES]
+    if bad or not strategies:
+        report_error(f"--strategies {args.strategies}: accepted: comma-separated, of "
+                     f"{','.join(STRATEGIES)}")
+        return 2
+    for opt, value in (("--ranks-per-node", args.ranks_per_node),
+                       ("--batch-per-rank", args.batch_per_rank),
+                       ("--batch-global", args.batch_global)):
+        if value is not None and value < 1:
+            report_error(f"{opt} {value}: accepted: an integer >= 1")
+            return 2
+    if not 0 < args.max_error < 10:
+        report_error(f"--max-error {args.max_error}: accepted: a relative error in (0, 10), "
+                     f"e.g. 0.25")
+        return 2
+    if args.plot:
+        paths, _ = inputs.expand(args.inputs)
+        err = outputs.check_output(args.plot, "--plot", (".png", ".svg"), args.overwrite, paths)
+        if err:
+            report_error(err)
+            return 2
+    runs, status = inputs.load_all(args.inputs, report_error)
+    if status:
+        return status
+    result = build(runs, nodes, strategies, args.algorithm, args.ranks_per_node,
+                   args.batch_per_rank, args.batch_global, args.max_error, args.seed)
+    refuse = result["refused"] and not args.force
+    if refuse:
+        result["predictions"] = []
+    if args.json:
+        print(jsonout.dumps(result))
+    else:
+        print(format_text(result, args.simulate))
+    if refuse:
+        report_error(f"predict: refusing to extrapolate: held-out error "
+                     f"{100 * result['worst_error']:.1f}% exceeds --max-error "
+                     f"{100 * args.max_error:g}% (--force predicts anyway, intervals widened)")
+        return 1
+    if args.plot:
+        from .predict_plot import save
+        save(result, args.plot)
+        print(f"wrote {args.plot}")
+    return 0
