@@ -245,7 +245,8 @@ def format_text(result: Dict, simulate_mode: bool) -> str:
         lines.append(f"   worst |error| {100 * result['worst_error']:.1f}% (bound --max-error "
                      f"{100 * result['max_error']:.0f}%)")
     ref = result["reference"]
-    lines.append(f"predictions: {ref['per_node']} ranks per node, {ref['settings']}, gradient "
+    settings = f"{ref['settings']}, " if ref["settings"] else ""
+    lines.append(f"predictions: {ref['per_node']} ranks per node, {settings}gradient "
                  f"{ref['grad_bytes'] / 1e6:.3f} MB in buckets of {ref['bucket_bytes'] / 2**20:g} "
                  f"MiB; speedup against {result['base']['file']} "
                  f"({result['base']['ranks']} ranks); intervals 90 % (parameter draws), widened "

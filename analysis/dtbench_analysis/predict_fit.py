@@ -9,9 +9,10 @@ Three parts, each from the runs' per-rank, per-iteration records (measured cells
   simulation replays them over N ranks (predict_sim.py);
 - communication: alpha-beta per topology level (``intra`` node, ``inter`` node), fitted by
   non-negative weighted least squares (weights 1/T: relative errors count) to the transfer time
-  of every run with more than one rank: per iteration the median over ranks of
-  ``exchange - exchange_wait`` (without ``exchange_wait``: the min over ranks of ``exchange``, the
-  last rank to arrive waits least). The gradient is cut in buckets of ``bucket-mb``; each bucket
+  of every run with more than one rank: per iteration the max over ranks of
+  ``exchange - exchange_wait``, i.e. the rank the allreduce completes last on (ranks it completed
+  on earlier start the next iteration sooner and then wait in its stop vote); without
+  ``exchange_wait``: the min over ranks of ``exchange``, the last rank to arrive waits least. The gradient is cut in buckets of ``bucket-mb``; each bucket
   is one allreduce whose cost is ``a*alpha + b*s*beta`` summed over the levels its steps cross,
   for the algorithm in use (``collective_terms``). A calibration record in the file (the
   collective alone at the run's bucket sizes, when the writer adds one) gives more rows.
@@ -116,7 +117,7 @@ def observe(run: Run) -> Observation:
     every = run.measured_by_all
     if run.nranks > 1 and every.any():
         if wait is not None:
-            transfer = np.median((exchange - np.nan_to_num(wait))[:, every], axis=0)
+            transfer = np.max((exchange - np.nan_to_num(wait))[:, every], axis=0)
         else:
             transfer = np.min(exchange[:, every], axis=0)
         transfer = transfer[np.isfinite(transfer)]
@@ -171,57 +172,76 @@ def _log2(n: int) -> int:
     return int(math.ceil(math.log2(n))) if n > 1 else 0
 
 
-def collective_terms(algorithm: str, nnodes: int, per_node: int, size: float) -> np.ndarray:
+def collective_terms(algorithm: str, nnodes: int, per_node: int, size: float,
+                     pipelined: bool = False) -> np.ndarray:
     """Coefficients of PARAMS for one allreduce of ``size`` bytes over nnodes x per_node ranks
     (ranks numbered node by node): time = terms . (alpha_intra, beta_intra, alpha_inter,
-    beta_inter)."""
+    beta_inter). ``pipelined``: the bandwidth terms of a bucket that streams behind others (the
+    load of the busiest link instead of the critical path), latency terms unchanged."""
     p = nnodes * per_node
     t = np.zeros(4)
     if p <= 1:
         return t
+    l, n = _log2(per_node), _log2(nnodes)
     if algorithm == "ring":
         # every step is limited by the slowest link the ring crosses
         at = 2 if nnodes > 1 else 0
         t[at] += 2 * (p - 1)
         t[at + 1] += 2 * (p - 1) / p * size
     elif algorithm == "tree":
-        # binomial: the first ceil(log2 L) rounds pair ranks of one node, the rest cross nodes
-        for level, steps in ((0, _log2(per_node)), (2, _log2(nnodes))):
-            t[level] += 2 * steps
-            t[level + 1] += 2 * steps * size
+        # Open MPI libnbc's binomial allreduce (in place): a reduce in rounds at distance 1, 2,
+        # 4, ... (l rounds inside the node, n across), then a binomial broadcast in which every
+        # rank sends to all its children at once (vrank v -> v + 2^r for 2^r > v). The ranks
+        # of node 0 each feed n other nodes over node 0's link (L*n copies at once), the next
+        # node on the deepest path L*(n-1), ...: L*n(n+1)/2 link-times across nodes, l(l+1)/2
+        # inside node 0. Streaming behind other buckets, a bucket costs the busiest link's load:
+        # L*n copies out of node 0, l+1 through its memory.
+        t[0] += 2 * l
+        t[2] += 2 * n
+        if pipelined:
+            t[1] += (l + 1) * size if l else 0.0
+            t[3] += per_node * n * size
+        else:
+            t[1] += (l + l * (l + 1) / 2) * size
+            t[3] += (n + per_node * n * (n + 1) / 2) * size
     elif algorithm == "rabenseifner":
         # halving at distances p/2, p/4, ... : the first log2 N rounds cross nodes
-        inter, intra = _log2(nnodes), _log2(per_node)
-        t[2] += 2 * inter
-        t[3] += 2 * size * (1 - 2.0 ** -inter)
-        t[0] += 2 * intra
-        t[1] += 2 * size * (2.0 ** -inter - 2.0 ** -(inter + intra))
+        t[2] += 2 * n
+        t[3] += 2 * size * (1 - 2.0 ** -n)
+        t[0] += 2 * l
+        t[1] += 2 * size * (2.0 ** -n - 2.0 ** -(n + l))
     else:
         raise ValueError(f"unknown algorithm {algorithm!r}")
     return t
 
 
-def hier_terms(algorithm: str, nnodes: int, per_node: int, size: float) -> np.ndarray:
+def hier_terms(algorithm: str, nnodes: int, per_node: int, size: float,
+               pipelined: bool = False) -> np.ndarray:
     """--transport hier: ring reduce-scatter inside the node, allreduce of the shard across the
-    nodes (``algorithm``), ring all-gather inside the node."""
+    nodes (``algorithm``, one rank per node), ring all-gather inside the node."""
     t = np.zeros(4)
     L = per_node
     if L > 1:
         t[0] += 2 * (L - 1)
         t[1] += 2 * (L - 1) / L * size
-    return t + collective_terms(algorithm, nnodes, 1, size / L)
+    return t + collective_terms(algorithm, nnodes, 1, size / L, pipelined)
 
 
 def exchange_terms(strategy: str, algorithm: str, nnodes: int, per_node: int,
                    grad_bytes: float, bucket_bytes: float) -> np.ndarray:
-    """Terms of one iteration's gradient exchange: one allreduce per bucket."""
+    """Terms of one iteration's gradient exchange: one allreduce per bucket, all in flight at
+    once (MPI_Iallreduce): the largest bucket pays the whole critical path, the others stream
+    behind it at the rate of the busiest link."""
     nfull = int(grad_bytes // bucket_bytes) if bucket_bytes > 0 else 0
     sizes = [bucket_bytes] * nfull
     rest = grad_bytes - nfull * bucket_bytes
     if rest > 0 or not sizes:
         sizes.append(max(rest, 0.0))
     fn = hier_terms if strategy == "hier" else collective_terms
-    return sum((fn(algorithm, nnodes, per_node, s) for s in sizes), np.zeros(4))
+    first = fn(algorithm, nnodes, per_node, max(sizes))
+    others = sizes[:]
+    others.remove(max(sizes))
+    return first + sum((fn(algorithm, nnodes, per_node, x, True) for x in others), np.zeros(4))
 
 
 def rows_of(obs: Observation, algorithm: str) -> List[Tuple[np.ndarray, float, str]]:

@@ -74,11 +74,16 @@ def measured_set(tmp_path, top_nodes=8, inflate_top=1.0):
 
 
 def test_terms_of_the_algorithms():
-    # p = 8 on 2 nodes of 4: ring crosses nodes every step; tree: 2 intra + 1 inter rounds,
-    # each way; rabenseifner: the first halving round crosses nodes with half the data.
+    # p = 8 on 2 nodes of 4: ring crosses nodes every step; tree (libnbc): reduce 2 intra + 1
+    # inter rounds; broadcast: node 0's 4 ranks each send to node 1 at once (4 link-times),
+    # rank 0 to ranks 1, 2 then rank 1 to 3 inside (3); rabenseifner: the first halving round
+    # crosses nodes with half the data.
     s = 1000.0
     assert collective_terms("ring", 2, 4, s).tolist() == [0, 0, 14, 2 * 7 / 8 * s]
-    assert collective_terms("tree", 2, 4, s).tolist() == [4, 4 * s, 2, 2 * s]
+    assert collective_terms("tree", 2, 4, s).tolist() == [4, 5 * s, 2, 5 * s]
+    # 4 nodes of 1: reduce 2 rounds, broadcast 0 -> {1, 2} at once (2), then 1 -> 3 (1)
+    assert collective_terms("tree", 4, 1, s).tolist() == [0, 0, 4, 5 * s]
+    assert collective_terms("tree", 4, 1, s, pipelined=True).tolist() == [0, 0, 4, 2 * s]
     assert collective_terms("rabenseifner", 2, 4, s).tolist() == [4, 2 * s * 0.375, 2, s]
     assert not collective_terms("tree", 1, 1, s).any()
 
