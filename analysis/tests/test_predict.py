@@ -204,3 +204,44 @@ def test_one_scale_is_not_validated(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "NOT validated" in out
     assert "inter-node terms unknown" in out
+
+
+def _fits(beta_inter, compute_s, iter_factors=(1.0,)):
+    from dtbench_analysis.predict_fit import CommFit, ComputeFit
+    params = np.array([0.0, 1e-10, 0.0, beta_inter])
+    comm = CommFit("tree", params, np.zeros((4, 4)), {k: True for k in TRUE}, [], 4, 0.0)
+    comp = ComputeFit(("m", "d", "cpu"), 0.0, compute_s / 8, (0, 0), [8], np.ones(1),
+                      np.array(iter_factors, dtype=float), 0.0)
+    return comm, comp
+
+
+@pytest.mark.parametrize("beta,expect", [
+    # the allreduce (5 link-times of 1 MB on 4 nodes) is shorter than compute (20 ms):
+    # ssp hides it, sync pays it
+    (1e-9, {"sync": 0.020 + 0.005, "ssp": 0.020}),
+    # the allreduce (50 ms) is longer than compute: ssp runs at the pace of the network
+    (1e-8, {"sync": 0.020 + 0.050, "ssp": 0.050}),
+])
+def test_replay_of_the_strategies(beta, expect):
+    from dtbench_analysis.predict_sim import Scenario, simulate
+    comm, comp = _fits(beta, 0.020)
+    rng = np.random.default_rng(0)
+    for strategy, want in expect.items():
+        s = Scenario(strategy, 4, 1, 8, 1e6, 25 * 2 ** 20, "tree", staleness=2)
+        got = simulate(s, comm, comp, np.ones(1), rng, draws=2, iters=40)["iteration_s"][0]
+        assert got == pytest.approx(want, rel=0.02), strategy
+
+
+def test_replay_async_and_mixed():
+    from dtbench_analysis.predict_sim import Scenario, simulate
+    comm, comp = _fits(1e-8, 0.020)
+    rng = np.random.default_rng(0)
+    # async, 1 server, 3 workers: each worker 20 ms + push and pull of 1 MB (20 ms); the server
+    # link carries 3 x 2 MB = 60 ms per round, which bounds every worker's iteration
+    s = Scenario("async", 4, 1, 8, 1e6, 25 * 2 ** 20, "tree", ps_ranks=1)
+    assert simulate(s, comm, comp, np.ones(1), rng, draws=2)["iteration_s"][0] == \
+        pytest.approx(0.060, rel=0.02)
+    # mixed with one rank per node: nothing to wait for, compute only, at any scale
+    s = Scenario("mixed", 512, 1, 8, 1e6, 25 * 2 ** 20, "tree", sync_period=2)
+    assert simulate(s, comm, comp, np.ones(1), rng, draws=2)["iteration_s"][0] == \
+        pytest.approx(0.020, rel=0.01)
