@@ -3,10 +3,11 @@ namespace per node, the nodes' links limited with tc tbf, traffic only on the na
 10.77.0.0/24 addresses), so the communication terms are measured over a real network path.
 
 LeNet (431k parameters, 1.7 MB of gradients) on synthetic data, batch 8 per rank, one rank per
-node, each node's link limited to RATE: runs on 1 node, 2 nodes (buckets of 25 and 0.05 MiB, so
+node, each node's link limited to RATE (200 Mbit/s = 25 MB/s): runs on 1 node, 2 nodes (buckets
+of 25 and 0.05 MiB, so
 alpha and beta separate) and 4 nodes. The model is fitted on 1 and 2 nodes and predicts 4 nodes;
 the held-out error of the median iteration time must stay under HELDOUT_BOUND. At this rate the
-exchange dominates (~70 ms on 2 nodes against ~6 ms of compute), so the busy 2-core machine's
+exchange dominates (~140 ms on 2 nodes against ~5 ms of compute), so the busy 2-core machine's
 compute noise hardly matters. Skipped without root, namespaces or a built dtbench.
 """
 
@@ -22,7 +23,8 @@ import pytest
 import realruns
 from dtbench_analysis import cli
 
-RATE = "400mbit"
+RATE = "200mbit"
+RATE_BYTES = 25e6
 HELDOUT_BOUND = 0.25
 REPO = realruns.REPO
 
@@ -73,10 +75,12 @@ def test_held_out_four_nodes(tmp_path, capsys):
     env = realruns.environment(str(tmp_path))
     env.update({"TESTS_SRCDIR": os.path.join(REPO, "tests"), "DTBENCH": realruns.dtbench_path(),
                 "MPIRUN": os.environ.get("MPIRUN", "mpirun"), "OUT": str(out), "RATE": RATE,
-                "ITERS": "20", "PYTHON": shutil.which("python3") or "python3"})
+                "ITERS": "16", "PYTHON": shutil.which("python3") or "python3"})
     proc = subprocess.run(["bash", "-c", SCRIPT], env=env, capture_output=True, text=True,
                           timeout=240)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    if os.environ.get("DTBENCH_PREDICT_KEEP"):  # keep the runs (e.g. for README's example)
+        shutil.copytree(out, os.environ["DTBENCH_PREDICT_KEEP"], dirs_exist_ok=True)
     files = sorted(str(p) for p in out.glob("*.h5"))
     assert len(files) == 4
     assert cli.main(["predict", *files, "--nodes", "8,64,1024", "--strategies", "sync",
@@ -90,10 +94,10 @@ def test_held_out_four_nodes(tmp_path, capsys):
           f" s/B ({1e-6 / result['comm']['params']['beta_inter']:.1f} MB/s), alpha_inter "
           f"{result['comm']['params']['alpha_inter']:.3g} s")
     assert abs(check["error"]) < HELDOUT_BOUND, check
-    # the fitted link is the tbf rate (a binomial tree round moves the gradient once per link):
-    # 400 Mbit/s = 50 MB/s; TCP/IP framing and the token bucket's bursts give or take 35 %
+    # the fitted link is the tbf rate (a binomial tree round moves the gradient once per link);
+    # TCP/IP framing and the token bucket's bursts give or take 35 %
     beta = result["comm"]["params"]["beta_inter"]
-    assert 0.65 * 50e6 < 1.0 / beta < 1.35 * 50e6, 1.0 / beta
+    assert 0.65 * RATE_BYTES < 1.0 / beta < 1.35 * RATE_BYTES, 1.0 / beta
     preds = [p for p in result["predictions"] if p["prediction"]]
     assert [p["nodes"] for p in preds] == [8, 64, 1024]
     times = [p["prediction"]["iteration_s"]["value"] for p in preds]
