@@ -138,6 +138,23 @@ def build(runs: Sequence[Run], nodes: Sequence[int], strategies: Sequence[str] =
                 row["speedup"] = sp
                 row["efficiency"] = sp * base_run.nranks / p
             predictions.append(row)
+    # the fitted curve of every predicted strategy, from the smallest measured node count to the
+    # largest requested one (powers of two), at the predictions' settings: what the figure draws
+    curve = []
+    lo_n = min(o.nnodes for o in obs)
+    grid = sorted({2 ** k for k in range(0, 21) if lo_n <= 2 ** k <= max(nodes)} | {lo_n})
+    for row in predictions:
+        if row["nodes"] != nodes[0] or row["prediction"] is None:
+            continue
+        for n in grid:
+            s = scenario_for(ref, row["strategy"], n, L, row["batch_per_rank"], algorithm)
+            s.staleness = _setting(obs, "ssp", "staleness", 1)
+            s.sync_period = _setting(obs, "mixed", "sync_period", 1)
+            s.ps_ranks = _setting(obs, "async", "ps_ranks", 1)
+            pred, _ = _run_scenario(s, ref.key, comm, compute, tf, rng, 8)
+            if pred is not None:
+                curve.append({"strategy": row["strategy"], "nodes": n,
+                              "iteration_s": pred["iteration_s"]["value"]})
     used = {p["strategy"]: p for p in predictions}
     settings = ", ".join(
         [f"ssp staleness {_setting(obs, 'ssp', 'staleness', 1)}"] * ("ssp" in used)
@@ -179,6 +196,7 @@ def build(runs: Sequence[Run], nodes: Sequence[int], strategies: Sequence[str] =
                       "settings": settings,
                       "bucket_bytes": ref.bucket_bytes, "algorithm": comm.algorithm},
         "predictions": predictions,
+        "curve": curve,
         "assumptions": [
             "compute c(b) = c0 + c1 b per rank, independent of the number of ranks",
             "rank and iteration factors drawn independently for every rank (no correlated "
@@ -388,7 +406,7 @@ def run_command(args, report_error) -> int:
                    args.batch_per_rank, args.batch_global, args.max_error, args.seed)
     refuse = result["refused"] and not args.force
     if refuse:
-        result["predictions"] = []
+        result["predictions"], result["curve"] = [], []
     if args.json:
         print(jsonout.dumps(result))
     else:

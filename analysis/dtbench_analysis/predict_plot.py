@@ -1,5 +1,5 @@
-"""Figure of ``dtbench-analyze predict``: measured points, the fitted model over the measured
-scales, and the predictions with their intervals, per strategy (time per iteration and parallel
+"""Figure of ``dtbench-analyze predict``: measured points, the fitted model (solid over the
+measured scales, dashed beyond), and the predictions with their 90 % intervals, per strategy (time per iteration and parallel
 efficiency against nodes, log scale). ``figure(result)`` takes ``predict.build``'s dict and
 returns a matplotlib figure (the report embeds it with ``plotting.png_bytes``); ``save`` writes
 it as PNG or SVG, atomically.
@@ -26,9 +26,21 @@ def figure(result: Dict):
         rows.sort(key=lambda r: r["nodes"])
         n = [r["nodes"] for r in rows]
         it = [r["prediction"]["iteration_s"] for r in rows]
-        ax_t.plot(n, [1e3 * x["value"] for x in it], "--", color=c, label=f"{strategy} predicted")
-        ax_t.fill_between(n, [1e3 * x["lo"] for x in it], [1e3 * x["hi"] for x in it],
-                          color=c, alpha=0.15)
+        ax_t.errorbar(n, [1e3 * x["value"] for x in it],
+                      yerr=[[1e3 * (x["value"] - x["lo"]) for x in it],
+                            [1e3 * (x["hi"] - x["value"]) for x in it]],
+                      fmt="s", ms=4, color=c, capsize=3, label=f"{strategy} predicted (90% PI)")
+        curve = sorted((q["nodes"], q["iteration_s"]) for q in result.get("curve", [])
+                       if q["strategy"] == strategy)
+        if curve:
+            top = max(r["nodes"] for r in result["runs"])
+            inside = [q for q in curve if q[0] <= top]
+            beyond = [q for q in curve if q[0] >= top] or curve[-1:]
+            if inside:
+                ax_t.plot(*zip(*[(a, 1e3 * b) for a, b in inside]), "-", color=c, lw=1.2,
+                          label=f"{strategy} model (measured range)")
+            ax_t.plot(*zip(*[(a, 1e3 * b) for a, b in beyond]), "--", color=c, lw=1,
+                      label=f"{strategy} model (extrapolated)")
         eff = [r.get("efficiency") for r in rows]
         if all(e is not None for e in eff):
             ax_e.plot(n, eff, "--o", color=c, ms=3, label=f"{strategy} predicted")
@@ -46,13 +58,13 @@ def figure(result: Dict):
         ax_t.scatter([r["nodes"] for r in pts], [1e3 * r["iteration_s"] for r in pts],
                      color=COLORS.get(strategy, "k"), zorder=3, label=f"{strategy} measured")
     ax_t.set(xscale="log", yscale="log", xlabel="nodes", ylabel="time per iteration, ms",
-             title="time per iteration (band: 90% prediction interval)")
+             title="time per iteration: measured, model, predictions")
     ax_e.set(xscale="log", xlabel="nodes", ylabel="E = S * p_base / p", ylim=(0, None),
              title="parallel efficiency (predicted)")
     ax_e.axhline(1.0, color="k", ls=":", lw=1)
     for ax in (ax_t, ax_e):
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=6, ncol=2 if ax is ax_t else 1)
     fig.suptitle(f"dtbench predict (allreduce model: {result['comm']['algorithm']})")
     fig.tight_layout()
     return fig
