@@ -290,8 +290,8 @@ def format_text(result: Dict, simulate_mode: bool) -> str:
         span = f"{_ms(it['value'])} [{_ms(it['lo'])}, {_ms(it['hi'])}]"
         tspan = f"{tp['value']:.1f} [{tp['lo']:.1f}, {tp['hi']:.1f}]"
         sp, eff = p.get("speedup"), p.get("efficiency")
-        sp_s = f"{sp:.1f}" if sp else "n/a"
-        eff_s = f"{eff:.2f}" if eff else "n/a"
+        sp_s = f"{sp:.3g}" if sp else "n/a"
+        eff_s = f"{eff:.3g}" if eff else "n/a"
         lines.append(f"   {name:8s} {p['nodes']:5d} {p['ranks']:6d} {p['batch_per_rank']:6d}  "
                      f"{span:32s} {100 * p['prediction']['exchange_share']:5.1f}% {tspan:30s} "
                      f"{sp_s:>8s} {eff_s:>6s}")
