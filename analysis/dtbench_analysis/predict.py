@@ -177,7 +177,7 @@ def build(runs: Sequence[Run], nodes: Sequence[int], strategies: Sequence[str] =
                   "bucket_bytes": o.bucket_bytes,
                   "iteration_s": float(np.median(o.iteration)) if o.iteration.size else None,
                   "transfer_s": float(np.median(o.transfer)) if o.transfer.size else None,
-                  "compute_s": o.compute_median} for o in obs],
+                  "compute_s": o.compute_median, "calibration_s": o.calibration} for o in obs],
         "compute": fit_compute_d,
         "comm": {"algorithm": comm.algorithm, "rows": comm.rows,
                  "median_abs_rel_residual": comm.rel_residual, "notes": comm.notes,
@@ -230,9 +230,11 @@ def format_text(result: Dict, simulate_mode: bool) -> str:
     lines = [f"predict: {len(result['runs'])} runs; model fitted to all of them, validated by "
              f"holding out each strategy's largest measured scale"]
     for r in result["runs"]:
-        lines.append(f"   {r['strategy']:6s} {r['nodes']:4d} nodes {r['ranks']:5d} ranks  batch/rank "
-                     f"{r['batch_per_rank']:4d}  iteration {_ms(r['iteration_s'])} ms  compute "
-                     f"{_ms(r['compute_s'])} ms  transfer {_ms(r['transfer_s'])} ms  {r['file']}")
+        lines.append(f"   {r['strategy']:6s} {r['nodes']:4d} nodes {r['ranks']:5d} ranks  "
+                     f"batch/rank {r['batch_per_rank']:4d}  iteration {_ms(r['iteration_s'])} ms  "
+                     f"compute {_ms(r['compute_s'])} ms  transfer {_ms(r['transfer_s'])} ms  "
+                     + (f"(collectives alone {_ms(r['calibration_s'])} ms)  "
+                        if r.get("calibration_s") else "") + r["file"])
     for key, c in result["compute"].items():
         lines.append(f"compute ({key}): c(b) = {_ms(c['c0_s'])} ms + {_ms(c['c1_s_per_sample'])} "
                      f"ms/sample x b (per sample p5..p95 {_ms(c['per_sample_p5_p95_s'][0])}.."
@@ -275,7 +277,8 @@ def format_text(result: Dict, simulate_mode: bool) -> str:
                  f"{ref['grad_bytes'] / 1e6:.3f} MB in buckets of {ref['bucket_bytes'] / 2**20:g} "
                  f"MiB; speedup against the model at the scale of {result['base']['file']} "
                  f"({result['base']['ranks']} ranks: {result['base']['samples_per_s']:.1f} "
-                 f"samples/s, measured {result['base']['measured_samples_per_s']:.1f}); intervals 90 % (parameter draws), widened "
+                 f"samples/s, measured {result['base']['measured_samples_per_s']:.1f}); "
+                 f"intervals 90 % (parameter draws), widened "
                  f"by the worst held-out error; * = strategy not measured (from the shared fit)")
     lines.append(f"   {'strategy':8s} {'nodes':>5s} {'ranks':>6s} {'b/rank':>6s}  "
                  f"{'time/iter ms [90% PI]':32s} {'exch.':>6s} {'samples/s [90% PI]':30s} "

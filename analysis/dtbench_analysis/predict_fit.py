@@ -12,10 +12,13 @@ Three parts, each from the runs' per-rank, per-iteration records (measured cells
   of every run with more than one rank: per iteration the max over ranks of
   ``exchange - exchange_wait``, i.e. the rank the allreduce completes last on (ranks it completed
   on earlier start the next iteration sooner and then wait in its stop vote); without
-  ``exchange_wait``: the min over ranks of ``exchange``, the last rank to arrive waits least. The gradient is cut in buckets of ``bucket-mb``; each bucket
-  is one allreduce whose cost is ``a*alpha + b*s*beta`` summed over the levels its steps cross,
-  for the algorithm in use (``collective_terms``). A calibration record in the file (the
-  collective alone at the run's bucket sizes, when the writer adds one) gives more rows.
+  ``exchange_wait``: the min over ranks of ``exchange``, the last rank to arrive waits least.
+  The gradient is cut in buckets of ``bucket-mb``; each bucket is one allreduce whose cost is
+  ``a*alpha + b*s*beta`` summed over the levels its steps cross, for the algorithm in use
+  (``collective_terms``). A calibration in the file (root attributes
+  ``calibration_exchange_s``: the transport's collectives alone on the run's buckets, median over
+  ``calibration_iters`` repetitions) stands in for the transfer time of ssp runs, whose
+  exchange time hides the allreduce; for sync and hier it is shown beside the measured transfer.
 
 Parameter uncertainty: the covariance of the weighted least-squares estimate,
 ``sigma^2 (X^T W X)^-1`` over the parameters the data determine; a level whose runs show one
@@ -25,10 +28,9 @@ message pattern only (alpha and beta collinear) is fitted with beta alone (alpha
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import h5py
 import numpy as np
 from scipy.optimize import nnls
 
@@ -67,7 +69,7 @@ class Observation:
     transfer: np.ndarray     # per iteration transfer seconds (empty with one rank)
     iteration: np.ndarray    # the run's time-per-iteration sample (metrics.iteration_times)
     wait: np.ndarray         # exchange_wait of measured cells (empty when not recorded)
-    calibration: List[Tuple[float, float]] = field(default_factory=list)  # (bytes, seconds)
+    calibration: Optional[float] = None  # the collectives alone on the run's buckets, s
 
     @property
     def compute_median(self) -> float:
@@ -145,26 +147,18 @@ def observe(run: Run) -> Observation:
         ps_ranks=int(run.attrs.get("ps_ranks") or 0),
         compute=compute, transfer=transfer, iteration=iteration_times(run),
         wait=(wait[np.isfinite(wait)] if wait is not None else np.array([])),
-        calibration=read_calibration(run.path))
+        calibration=read_calibration(run))
 
 
-def read_calibration(path: str) -> List[Tuple[float, float]]:
-    """(bytes, seconds) pairs of the collective alone, from a ``/calibration`` group with
-    datasets ``bytes`` and ``seconds`` (median time of the run's allreduce at each size);
-    empty when the file has none."""
+def read_calibration(run: Run) -> Optional[float]:
+    """Seconds of the run's exchange with the transport's collectives alone (root attribute
+    ``calibration_exchange_s`` when ``calibration_iters`` > 0), or None."""
     try:
-        with h5py.File(path, "r") as f:
-            if "calibration" not in f:
-                return []
-            g = f["calibration"]
-            if "bytes" not in g or "seconds" not in g:
-                return []
-            sizes = np.asarray(g["bytes"][()], dtype=float).ravel()
-            secs = np.asarray(g["seconds"][()], dtype=float).ravel()
-    except OSError:
-        return []
-    keep = np.isfinite(sizes) & np.isfinite(secs) & (secs > 0) & (sizes > 0)
-    return list(zip(sizes[keep].tolist(), secs[keep].tolist()))
+        iters = int(run.attrs.get("calibration_iters") or 0)
+        secs = float(run.attrs.get("calibration_exchange_s"))
+    except (TypeError, ValueError):
+        return None
+    return secs if iters > 0 and np.isfinite(secs) and secs > 0 else None
 
 
 # ---- collective cost terms ------------------------------------------------------------------
@@ -247,7 +241,7 @@ def exchange_terms(strategy: str, algorithm: str, nnodes: int, per_node: int,
 def rows_of(obs: Observation, algorithm: str) -> List[Tuple[np.ndarray, float, str]]:
     """Least-squares rows (terms, measured seconds, what) of a run: its median transfer time
     (sync and hier; mixed: its allreduce inside the node; ssp and async hide or queue theirs, so
-    their exchange time is no transfer time) and its calibration points."""
+    their exchange time is no transfer time); for ssp the calibration, when recorded."""
     algo = obs.algorithm_hint if algorithm == "auto" else algorithm
     rows = []
     if obs.nranks > 1 and obs.strategy in ("sync", "hier") and obs.transfer.size:
@@ -259,10 +253,10 @@ def rows_of(obs: Observation, algorithm: str) -> List[Tuple[np.ndarray, float, s
         # nonblocking); its broadcast every sync_period iterations is left in the noise
         terms = exchange_terms("sync", algo, 1, obs.per_node, obs.grad_bytes, obs.bucket_bytes)
         rows.append((terms, float(np.median(obs.transfer)), "exchange"))
-    if obs.nranks > 1:
-        for size, secs in obs.calibration:
-            rows.append((collective_terms(algo, obs.nnodes, obs.per_node, size), secs,
-                         "calibration"))
+    elif obs.strategy == "ssp" and obs.nranks > 1 and obs.calibration:
+        terms = exchange_terms("sync", algo, obs.nnodes, obs.per_node, obs.grad_bytes,
+                               obs.bucket_bytes)
+        rows.append((terms, obs.calibration, "calibration"))
     return rows
 
 

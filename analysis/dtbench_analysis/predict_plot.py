@@ -1,8 +1,8 @@
 """Figure of ``dtbench-analyze predict``: measured points, the fitted model (solid over the
-measured scales, dashed beyond), and the predictions with their 90 % intervals, per strategy (time per iteration and parallel
-efficiency against nodes, log scale). ``figure(result)`` takes ``predict.build``'s dict and
-returns a matplotlib figure (the report embeds it with ``plotting.png_bytes``); ``save`` writes
-it as PNG or SVG, atomically.
+measured scales, dashed beyond), and the predictions with their 90 % intervals, per strategy
+(time per iteration and parallel efficiency against nodes, log scale). ``figure(result)`` takes
+``predict.build``'s dict and returns a matplotlib figure (the report embeds it with
+``plotting.png_bytes``); ``save`` writes it as PNG or SVG, atomically.
 """
 
 from __future__ import annotations

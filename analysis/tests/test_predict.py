@@ -32,10 +32,11 @@ TOL_BETA, TOL_ALPHA, TOL_COMPUTE, TOL_HELDOUT = 0.05, 0.15, 0.05, 0.08
 
 
 def make_run(path, nnodes, per_node, batch, bucket_mb=25.0, iters=40, seed=0, slow_p=0.0,
-             inflate=1.0, exchange="sync"):
+             inflate=1.0, exchange="sync", calibrate=False):
     """A sync run generated from TRUE, C0, C1. ``slow_p``: each rank-iteration is a hiccup
     (compute x 3) with this probability. ``inflate`` multiplies the transfer (a model that no
-    longer holds)."""
+    longer holds). ``calibrate``: root attributes of the collectives timed alone (the exchange
+    calibration), the model's transfer time exactly."""
     rng = np.random.default_rng(seed)
     nranks, warmup = nnodes * per_node, 2
     total_iters = warmup + iters
@@ -58,11 +59,13 @@ def make_run(path, nnodes, per_node, batch, bucket_mb=25.0, iters=40, seed=0, sl
         overrides=ov, batch_global=batch * nranks, exchange=exchange, flush_every=iters + warmup,
         config={"bucket-mb": bucket_mb, "batch": batch * nranks},
         attrs={"param_count": np.int64(PARAMS), "mpi_library": "Open MPI 4.1.4",
-               "batch_per_rank": np.int32(batch), "transport": "mpi"})
+               "batch_per_rank": np.int32(batch), "transport": "mpi",
+               **({"calibration_iters": np.int32(5), "calibration_exchange_s": float(t_x)}
+                  if calibrate and nranks > 1 else {})})
 
 
 def measured_set(tmp_path, top_nodes=8, inflate_top=1.0):
-    """1x1 (b 8, 16), 1x2 and 2x2 (buckets of 25 and 0.05 MiB), 4x2, and top_nodes x 2 (held out)."""
+    """1x1 (b 8, 16), 1x2 and 2x2 (buckets of 25 and 0.05 MiB), 4x2, top_nodes x 2 (held out)."""
     spec = [(1, 1, 8, 25.0), (1, 1, 16, 25.0), (1, 2, 8, 25.0), (1, 2, 8, 0.05),
             (2, 2, 8, 25.0), (2, 2, 8, 0.05), (4, 2, 8, 25.0), (top_nodes, 2, 8, 25.0)]
     out = []
@@ -245,3 +248,20 @@ def test_replay_async_and_mixed():
     s = Scenario("mixed", 512, 1, 8, 1e6, 25 * 2 ** 20, "tree", sync_period=2)
     assert simulate(s, comm, comp, np.ones(1), rng, draws=2)["iteration_s"][0] == \
         pytest.approx(0.020, rel=0.01)
+
+
+def test_ssp_runs_fit_through_their_calibration(tmp_path):
+    # ssp's exchange time is what the allreduce of S iterations ago still blocked, not the
+    # transfer: only the calibration (the collectives alone) tells the link
+    spec = [(1, 2, 25.0), (1, 2, 0.05), (2, 2, 25.0), (2, 2, 0.05), (4, 2, 25.0)]
+    for calibrate in (False, True):
+        files = [make_run(tmp_path / f"c{calibrate}{i}.h5", n, l, 8, mb, seed=i,
+                          exchange="ssp", calibrate=calibrate)
+                 for i, (n, l, mb) in enumerate(spec)]
+        comm = fit_comm([observe(load_run(f)) for f in files], "auto")
+        if not calibrate:
+            assert comm.rows == 0 and not comm.level_known("inter")
+            continue
+        assert comm.rows == len(spec)
+        assert comm.params[3] == pytest.approx(TRUE["beta_inter"], rel=0.01)
+        assert comm.params[1] == pytest.approx(TRUE["beta_intra"], rel=0.01)
