@@ -217,9 +217,11 @@ def _ms(x) -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{1e3 * x:.3f}"
 
 
-def _fmt_param(name: str, value, sd) -> str:
+def _fmt_param(name: str, value, sd, beta_known: bool = False) -> str:
     if value is None:
-        return "not determined"
+        return "0 (not separable, see the notes)" if beta_known else "not determined"
+    if value <= 0:
+        return "0 (no measurable cost)"
     if name.startswith("alpha"):
         return f"{value * 1e6:.2f} us (sd {sd * 1e6:.2f})"
     bw = 1.0 / value / 1e6 if value > 0 else float("inf")
@@ -246,7 +248,9 @@ def format_text(result: Dict, simulate_mode: bool) -> str:
     lines.append(f"communication: algorithm {cm['algorithm']}, {cm['rows']} rows, median |relative "
                  f"residual| {100 * cm['median_abs_rel_residual']:.1f}%")
     for name in PARAMS:
-        lines.append(f"   {name:12s} {_fmt_param(name, cm['params'][name], cm['sd'][name] or 0)}")
+        beta_known = cm["params"][name.replace("alpha", "beta")] is not None
+        lines.append(f"   {name:12s} "
+                     f"{_fmt_param(name, cm['params'][name], cm['sd'][name] or 0, beta_known)}")
     lines += [f"   note: {n}" for n in cm["notes"]]
     w = result["waits"]
     if w["n"]:

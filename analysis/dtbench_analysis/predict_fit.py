@@ -261,6 +261,12 @@ def rows_of(obs: Observation, algorithm: str) -> List[Tuple[np.ndarray, float, s
 
 
 # ---- the fits --------------------------------------------------------------------------------
+def _rank(a: np.ndarray) -> int:
+    if not a.size:
+        return 0
+    return int(np.linalg.matrix_rank(a, tol=1e-9 * max(1e-30, float(np.abs(a).max()))))
+
+
 @dataclass
 class CommFit:
     algorithm: str
@@ -294,18 +300,18 @@ def fit_comm(observations: Sequence[Observation], algorithm: str) -> CommFit:
     X = np.array([r[0] for r in rows])
     y = np.array([r[1] for r in rows])
     w = 1.0 / np.maximum(y, 1e-9)
-    cols = []
-    for level, (ia, ib) in zip(LEVELS, ((0, 1), (2, 3))):
-        if not np.any(X[:, ib] > 0):
-            continue
-        sub = X[:, [ia, ib]] * w[:, None]
-        if np.linalg.matrix_rank(sub, tol=1e-9 * max(1.0, float(np.abs(sub).max()))) < 2:
-            notes.append(f"{level}-node alpha not separable from beta (one message pattern, "
-                         f"e.g. one bucket size at one scale): alpha_{level} taken as 0; "
-                         f"runs with two --bucket-mb values separate them")
-            cols.append(ib)
-        else:
-            cols += [ia, ib]
+    cols = [c for c in range(4) if np.any(X[:, c] > 0)]
+    # Drop what the rows cannot separate, least informative first: alpha inside, alpha across,
+    # then beta inside (one multi-node pattern cannot split its time between the two levels).
+    for c, why in ((0, "alpha_intra not separable from the other terms (one message pattern "
+                       "inside nodes): taken as 0; runs with two --bucket-mb values separate it"),
+                   (2, "alpha_inter not separable from the other terms (one message pattern "
+                       "across nodes): taken as 0; runs with two --bucket-mb values separate it"),
+                   (1, "beta_intra not separable from beta_inter (no run inside one node with "
+                       "several ranks): not determined")):
+        if c in cols and _rank(X[:, cols] * w[:, None]) < len(cols):
+            cols.remove(c)
+            notes.append(why)
     A = X[:, cols] * w[:, None]
     b = y * w
     coef, _ = nnls(A, b)

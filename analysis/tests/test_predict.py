@@ -265,3 +265,16 @@ def test_ssp_runs_fit_through_their_calibration(tmp_path):
         assert comm.rows == len(spec)
         assert comm.params[3] == pytest.approx(TRUE["beta_inter"], rel=0.01)
         assert comm.params[1] == pytest.approx(TRUE["beta_intra"], rel=0.01)
+
+
+def test_what_the_runs_cannot_separate_is_said(tmp_path, capsys):
+    # one 2-node run of 2 ranks each: one equation for the time split between the node's memory
+    # and its link; beta_inter takes it all, beta_intra is not determined and mixed (which only
+    # exchanges inside the node) is not predicted
+    f = make_run(tmp_path / "a.h5", 2, 2, 8)
+    comm = fit_comm([observe(load_run(f))], "auto")
+    assert comm.rows == 1 and comm.level_known("inter") and not comm.level_known("intra")
+    assert any("beta_intra not separable" in n for n in comm.notes)
+    assert cli.main(["predict", f, "--nodes", "8", "--strategies", "sync,mixed"]) == 0
+    out = capsys.readouterr().out
+    assert "intra-node terms unknown" in out and "NOT validated" in out
