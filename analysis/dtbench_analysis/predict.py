@@ -113,8 +113,11 @@ def build(runs: Sequence[Run], nodes: Sequence[int], strategies: Sequence[str] =
     base_obs = obs[list(runs).index(base_run)]
     measured_base_tp = metrics.throughput(base_run)["samples_per_s"]
     # speedups against the model at the base run's scale, so that the model's own bias cancels
-    base_s = scenario_for(ref, base_obs.strategy, base_obs.nnodes, base_obs.per_node,
-                          base_obs.batch_per_rank, algorithm)
+    # ... with the predictions' per-rank batch (weak) or its share of the global batch (strong)
+    b_base = max(1, batch_global // base_obs.nranks) if batch_global else \
+        (batch_per_rank or ref.batch_per_rank)
+    base_s = scenario_for(ref, base_obs.strategy, base_obs.nnodes, base_obs.per_node, b_base,
+                          algorithm)
     base_pred, _ = _run_scenario(base_s, ref.key, comm, compute, tf, rng, draws)
     base_tp = base_pred["samples_per_s"]["value"] if base_pred else measured_base_tp
     predictions = []
@@ -191,6 +194,7 @@ def build(runs: Sequence[Run], nodes: Sequence[int], strategies: Sequence[str] =
         "refused": worst is not None and worst > max_error,
         "validated": worst is not None,
         "base": {"file": base_run.path, "ranks": base_run.nranks, "samples_per_s": base_tp,
+                 "batch_per_rank": b_base,
                  "measured_samples_per_s": measured_base_tp},
         "reference": {"file": ref.path, "per_node": L, "grad_bytes": ref.grad_bytes,
                       "settings": settings,
@@ -280,8 +284,9 @@ def format_text(result: Dict, simulate_mode: bool) -> str:
     lines.append(f"predictions: {ref['per_node']} ranks per node, {settings}gradient "
                  f"{ref['grad_bytes'] / 1e6:.3f} MB in buckets of {ref['bucket_bytes'] / 2**20:g} "
                  f"MiB; speedup against the model at the scale of {result['base']['file']} "
-                 f"({result['base']['ranks']} ranks: {result['base']['samples_per_s']:.1f} "
-                 f"samples/s, measured {result['base']['measured_samples_per_s']:.1f}); "
+                 f"({result['base']['ranks']} ranks, batch {result['base']['batch_per_rank']} "
+                 f"per rank: {result['base']['samples_per_s']:.1f} samples/s; measured "
+                 f"{result['base']['measured_samples_per_s']:.1f}); "
                  f"intervals 90 % (parameter draws), widened "
                  f"by the worst held-out error; * = strategy not measured (from the shared fit)")
     lines.append(f"   {'strategy':8s} {'nodes':>5s} {'ranks':>6s} {'b/rank':>6s}  "

@@ -278,3 +278,14 @@ def test_what_the_runs_cannot_separate_is_said(tmp_path, capsys):
     assert cli.main(["predict", f, "--nodes", "8", "--strategies", "sync,mixed"]) == 0
     out = capsys.readouterr().out
     assert "intra-node terms unknown" in out and "NOT validated" in out
+
+
+def test_strong_scaling_splits_the_global_batch(tmp_path):
+    runs = [load_run(p) for p in measured_set(tmp_path)]
+    result = predict.build(runs, [16, 64], ["sync", "mixed"], batch_global=4096, draws=8)
+    assert [p["batch_per_rank"] for p in result["predictions"]] == [128, 32, 128, 32]
+    assert result["base"]["ranks"] == 1 and result["base"]["batch_per_rank"] == 4096
+    # compute shrinks with the batch share: at 64 nodes mixed spends less per iteration
+    mixed = [p["prediction"]["iteration_s"]["value"] for p in result["predictions"]
+             if p["strategy"] == "mixed"]
+    assert mixed[1] < mixed[0]
