@@ -14,6 +14,7 @@ and ``predict_plot.figure`` use).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -90,6 +91,113 @@ def validate(observations: List[Observation], algorithm: str, rng, draws: int) -
     return out
 
 
+@dataclass
+class Fitted:
+    """The model fitted to every run, and what predicting with it needs."""
+    obs: List[Observation]
+    ref: Observation          # the largest run: gradient, buckets, model of the predictions
+    per_node: int
+    algorithm: str
+    comm: CommFit
+    compute: Dict
+    tfactors: np.ndarray
+    rng: np.random.Generator
+    draws: int
+
+    def predict(self, strategy: str, nnodes: int, batch: int, per_node: Optional[int] = None,
+                widen: float = 0.0, draws: Optional[int] = None):
+        s = scenario_for(self.ref, strategy, nnodes, per_node or self.per_node, batch,
+                         self.algorithm)
+        s.staleness = _setting(self.obs, "ssp", "staleness", 1)
+        s.sync_period = _setting(self.obs, "mixed", "sync_period", 1)
+        s.ps_ranks = _setting(self.obs, "async", "ps_ranks", 1)
+        return _run_scenario(s, self.ref.key, self.comm, self.compute, self.tfactors, self.rng,
+                             draws or self.draws, widen)
+
+
+def _base(model: Fitted, runs: Sequence[Run], batch_per_rank, batch_global) -> Dict:
+    """The speedup base: the smallest run of the reference's model (with the predictions'
+    per-rank batch when one was measured), predicted by the model at its scale so that the
+    model's own bias cancels, with the predictions' per-rank batch (weak scaling) or its share
+    of the global batch (strong scaling)."""
+    obs, ref = model.obs, model.ref
+    b_pred = batch_per_rank or (None if batch_global else ref.batch_per_rank)
+    cands = [r for r, o in zip(runs, obs) if o.key == ref.key]
+    same_b = [r for r, o in zip(runs, obs) if o.key == ref.key and o.batch_per_rank == b_pred]
+    run = min(same_b or cands, key=lambda r: (r.nranks, r.nnodes))
+    o = obs[list(runs).index(run)]
+    b = max(1, batch_global // o.nranks) if batch_global else \
+        (batch_per_rank or ref.batch_per_rank)
+    measured = metrics.throughput(run)["samples_per_s"]
+    s = scenario_for(ref, o.strategy, o.nnodes, o.per_node, b, model.algorithm)
+    pred, _ = _run_scenario(s, ref.key, model.comm, model.compute, model.tfactors, model.rng,
+                            model.draws)
+    return {"file": run.path, "ranks": run.nranks, "batch_per_rank": b,
+            "samples_per_s": pred["samples_per_s"]["value"] if pred else measured,
+            "measured_samples_per_s": measured}
+
+
+def _curve(model: Fitted, predictions: List[Dict], nodes: Sequence[int]) -> List[Dict]:
+    """The model of every predicted strategy at powers of two from the smallest measured node
+    count to the largest requested one, at the predictions' settings: what the figure draws."""
+    lo = min(o.nnodes for o in model.obs)
+    grid = sorted({2 ** k for k in range(0, 21) if lo <= 2 ** k <= max(nodes)} | {lo})
+    out = []
+    for row in predictions:
+        if row["nodes"] != nodes[0] or row["prediction"] is None:
+            continue
+        for n in grid:
+            pred, _ = model.predict(row["strategy"], n, row["batch_per_rank"], draws=8)
+            if pred is not None:
+                out.append({"strategy": row["strategy"], "nodes": n,
+                            "iteration_s": pred["iteration_s"]["value"]})
+    return out
+
+
+def _describe_fit(model: Fitted) -> Dict:
+    comm = model.comm
+    sd = np.sqrt(np.clip(np.diag(comm.cov), 0, None))
+    waits = [o.wait for o in model.obs if o.wait.size]
+    waits = np.concatenate(waits) if waits else np.array([])
+    return {
+        "runs": [{"file": o.path, "strategy": o.strategy, "nodes": o.nnodes, "ranks": o.nranks,
+                  "batch_per_rank": o.batch_per_rank, "grad_bytes": o.grad_bytes,
+                  "bucket_bytes": o.bucket_bytes,
+                  "iteration_s": float(np.median(o.iteration)) if o.iteration.size else None,
+                  "transfer_s": float(np.median(o.transfer)) if o.transfer.size else None,
+                  "compute_s": o.compute_median, "calibration_s": o.calibration}
+                 for o in model.obs],
+        "compute": {"/".join(k): {
+            "c0_s": f.c0, "c1_s_per_sample": f.c1, "per_sample_p5_p95_s": f.c1_ci,
+            "batches": f.batches, "rank_factor_p95": float(np.percentile(f.rank_factors, 95)),
+            "iteration_factor_p95": float(np.percentile(f.iter_factors, 95)),
+            "p_slow_iteration": float(np.mean(f.iter_factors > SLOW_FACTOR)),
+            "between_runs_rel_sd": f.rel_sd} for k, f in model.compute.items()},
+        "comm": {"algorithm": comm.algorithm, "rows": comm.rows,
+                 "median_abs_rel_residual": comm.rel_residual, "notes": comm.notes,
+                 "params": {n: (float(v) if comm.determined[n] else None)
+                            for n, v in zip(PARAMS, comm.params)},
+                 "sd": {n: (float(v) if comm.determined[n] else None)
+                        for n, v in zip(PARAMS, sd)}},
+        "waits": {"n": int(waits.size),
+                  "median_s": float(np.median(waits)) if waits.size else None,
+                  "p95_s": float(np.percentile(waits, 95)) if waits.size else None},
+    }
+
+
+ASSUMPTIONS = [
+    "compute c(b) = c0 + c1 b per rank, independent of the number of ranks",
+    "rank and iteration factors drawn independently for every rank (no correlated slowdowns "
+    "beyond those measured)",
+    "collective cost: alpha-beta per level for the algorithm named; a node's link is not shared "
+    "by other jobs",
+    f"a rank-iteration is slow when its compute exceeds {SLOW_FACTOR}x the median",
+    "async: the measured number of parameter servers (1 when none was measured), whatever the "
+    "scale",
+    "intervals: 90 % over parameter draws (fit covariance), widened by the worst held-out error",
+]
+
+
 def build(runs: Sequence[Run], nodes: Sequence[int], strategies: Sequence[str] = STRATEGIES,
           algorithm: str = "auto", per_node: Optional[int] = None,
           batch_per_rank: Optional[int] = None, batch_global: Optional[int] = None,
@@ -98,122 +206,44 @@ def build(runs: Sequence[Run], nodes: Sequence[int], strategies: Sequence[str] =
     rng = np.random.default_rng(seed)
     obs = [observe(r) for r in runs]
     ref = max(obs, key=lambda o: (o.nnodes, o.nranks, o.batch_per_rank))
-    L = per_node or ref.per_node
     comm, compute, tf = _fit(obs, algorithm)
+    model = Fitted(obs, ref, per_node or ref.per_node, algorithm, comm, compute, tf, rng, draws)
     checks = validate(obs, algorithm, rng, draws)
     errors = [abs(c["error"]) for c in checks if c["error"] is not None]
     worst = max(errors) if errors else None
-    widen = worst or 0.0
-    # base of the speedup: the smallest run of the reference's model with the predictions'
-    # per-rank batch when one was measured (weak scaling), else the smallest run
-    b_pred = batch_per_rank or (None if batch_global else ref.batch_per_rank)
-    cands = [r for r, o in zip(runs, obs) if o.key == ref.key]
-    same_b = [r for r, o in zip(runs, obs) if o.key == ref.key and o.batch_per_rank == b_pred]
-    base_run = min(same_b or cands, key=lambda r: (r.nranks, r.nnodes))
-    base_obs = obs[list(runs).index(base_run)]
-    measured_base_tp = metrics.throughput(base_run)["samples_per_s"]
-    # speedups against the model at the base run's scale, so that the model's own bias cancels
-    # ... with the predictions' per-rank batch (weak) or its share of the global batch (strong)
-    b_base = max(1, batch_global // base_obs.nranks) if batch_global else \
-        (batch_per_rank or ref.batch_per_rank)
-    base_s = scenario_for(ref, base_obs.strategy, base_obs.nnodes, base_obs.per_node, b_base,
-                          algorithm)
-    base_pred, _ = _run_scenario(base_s, ref.key, comm, compute, tf, rng, draws)
-    base_tp = base_pred["samples_per_s"]["value"] if base_pred else measured_base_tp
+    base = _base(model, runs, batch_per_rank, batch_global)
     predictions = []
     for strategy in strategies:
         for n in nodes:
-            p = n * L
-            if batch_global:
-                b = max(1, batch_global // p)
-            else:
-                b = batch_per_rank or ref.batch_per_rank
-            s = scenario_for(ref, strategy, n, L, b, algorithm)
-            s.staleness = _setting(obs, "ssp", "staleness", 1)
-            s.sync_period = _setting(obs, "mixed", "sync_period", 1)
-            s.ps_ranks = _setting(obs, "async", "ps_ranks", 1)
-            pred, why = _run_scenario(s, ref.key, comm, compute, tf, rng, draws, widen)
+            p = n * model.per_node
+            b = max(1, batch_global // p) if batch_global else \
+                (batch_per_rank or ref.batch_per_rank)
+            pred, why = model.predict(strategy, n, b, widen=worst or 0.0)
             row = {"strategy": strategy, "nodes": n, "ranks": p, "batch_per_rank": b,
                    "measured_strategy": strategy in {o.strategy for o in obs},
                    "prediction": pred, "why": why}
-            if pred is not None and base_tp:
-                sp = pred["samples_per_s"]["value"] / base_tp
-                row["speedup"] = sp
-                row["efficiency"] = sp * base_run.nranks / p
+            if pred is not None and base["samples_per_s"]:
+                row["speedup"] = pred["samples_per_s"]["value"] / base["samples_per_s"]
+                row["efficiency"] = row["speedup"] * base["ranks"] / p
             predictions.append(row)
-    # the fitted curve of every predicted strategy, from the smallest measured node count to the
-    # largest requested one (powers of two), at the predictions' settings: what the figure draws
-    curve = []
-    lo_n = min(o.nnodes for o in obs)
-    grid = sorted({2 ** k for k in range(0, 21) if lo_n <= 2 ** k <= max(nodes)} | {lo_n})
-    for row in predictions:
-        if row["nodes"] != nodes[0] or row["prediction"] is None:
-            continue
-        for n in grid:
-            s = scenario_for(ref, row["strategy"], n, L, row["batch_per_rank"], algorithm)
-            s.staleness = _setting(obs, "ssp", "staleness", 1)
-            s.sync_period = _setting(obs, "mixed", "sync_period", 1)
-            s.ps_ranks = _setting(obs, "async", "ps_ranks", 1)
-            pred, _ = _run_scenario(s, ref.key, comm, compute, tf, rng, 8)
-            if pred is not None:
-                curve.append({"strategy": row["strategy"], "nodes": n,
-                              "iteration_s": pred["iteration_s"]["value"]})
-    used = {p["strategy"]: p for p in predictions}
+    used = set(strategies)
     settings = ", ".join(
         [f"ssp staleness {_setting(obs, 'ssp', 'staleness', 1)}"] * ("ssp" in used)
         + [f"async servers {_setting(obs, 'async', 'ps_ranks', 1)}"] * ("async" in used)
         + [f"mixed sync period {_setting(obs, 'mixed', 'sync_period', 1)}"] * ("mixed" in used))
-    fit_compute_d = {"/".join(k): {"c0_s": f.c0, "c1_s_per_sample": f.c1,
-                                   "per_sample_p5_p95_s": f.c1_ci, "batches": f.batches,
-                                   "rank_factor_p95": float(np.percentile(f.rank_factors, 95)),
-                                   "iteration_factor_p95": float(np.percentile(f.iter_factors,
-                                                                               95)),
-                                   "p_slow_iteration": float(np.mean(f.iter_factors > SLOW_FACTOR)),
-                                   "between_runs_rel_sd": f.rel_sd}
-                      for k, f in compute.items()}
-    sd = np.sqrt(np.clip(np.diag(comm.cov), 0, None))
-    waits = np.concatenate([o.wait for o in obs if o.wait.size]) if any(
-        o.wait.size for o in obs) else np.array([])
-    return {
-        "runs": [{"file": o.path, "strategy": o.strategy, "nodes": o.nnodes, "ranks": o.nranks,
-                  "batch_per_rank": o.batch_per_rank, "grad_bytes": o.grad_bytes,
-                  "bucket_bytes": o.bucket_bytes,
-                  "iteration_s": float(np.median(o.iteration)) if o.iteration.size else None,
-                  "transfer_s": float(np.median(o.transfer)) if o.transfer.size else None,
-                  "compute_s": o.compute_median, "calibration_s": o.calibration} for o in obs],
-        "compute": fit_compute_d,
-        "comm": {"algorithm": comm.algorithm, "rows": comm.rows,
-                 "median_abs_rel_residual": comm.rel_residual, "notes": comm.notes,
-                 "params": {n: (float(v) if comm.determined[n] else None)
-                            for n, v in zip(PARAMS, comm.params)},
-                 "sd": {n: (float(v) if comm.determined[n] else None) for n, v in zip(PARAMS, sd)}},
-        "waits": {"n": int(waits.size),
-                  "median_s": float(np.median(waits)) if waits.size else None,
-                  "p95_s": float(np.percentile(waits, 95)) if waits.size else None},
+    result = _describe_fit(model)
+    result.update({
         "validation": checks, "worst_error": worst, "max_error": max_error,
-        "refused": worst is not None and worst > max_error,
-        "validated": worst is not None,
-        "base": {"file": base_run.path, "ranks": base_run.nranks, "samples_per_s": base_tp,
-                 "batch_per_rank": b_base,
-                 "measured_samples_per_s": measured_base_tp},
-        "reference": {"file": ref.path, "per_node": L, "grad_bytes": ref.grad_bytes,
-                      "settings": settings,
-                      "bucket_bytes": ref.bucket_bytes, "algorithm": comm.algorithm},
+        "refused": worst is not None and worst > max_error, "validated": worst is not None,
+        "base": base,
+        "reference": {"file": ref.path, "per_node": model.per_node, "grad_bytes": ref.grad_bytes,
+                      "settings": settings, "bucket_bytes": ref.bucket_bytes,
+                      "algorithm": comm.algorithm},
         "predictions": predictions,
-        "curve": curve,
-        "assumptions": [
-            "compute c(b) = c0 + c1 b per rank, independent of the number of ranks",
-            "rank and iteration factors drawn independently for every rank (no correlated "
-            "slowdowns beyond those measured)",
-            "collective cost: alpha-beta per level for the algorithm named; a node's link is "
-            "not shared by other jobs",
-            f"a rank-iteration is slow when its compute exceeds {SLOW_FACTOR}x the median",
-            "async: the measured number of parameter servers (1 when none was measured), "
-            "whatever the scale",
-            "intervals: 90 % over parameter draws (fit covariance), widened by the worst "
-            "held-out error",
-        ],
-    }
+        "curve": _curve(model, predictions, nodes),
+        "assumptions": ASSUMPTIONS,
+    })
+    return result
 
 
 # ---- text -------------------------------------------------------------------------------------
@@ -224,11 +254,11 @@ def _ms(x) -> str:
 def _fmt_param(name: str, value, sd, beta_known: bool = False) -> str:
     if value is None:
         return "0 (not separable, see the notes)" if beta_known else "not determined"
-    if value <= 0:
-        return "0 (no measurable cost)"
     if name.startswith("alpha"):
         return f"{value * 1e6:.2f} us (sd {sd * 1e6:.2f})"
-    bw = 1.0 / value / 1e6 if value > 0 else float("inf")
+    if value <= 0:
+        return "0 (no measurable cost)"
+    bw = 1.0 / value / 1e6
     return f"{value * 1e9:.4f} s/GB = {bw:.1f} MB/s (sd {sd * 1e9:.4f} s/GB)"
 
 
