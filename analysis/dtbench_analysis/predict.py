@@ -15,7 +15,7 @@ and ``predict_plot.figure`` use).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -32,8 +32,32 @@ def _scale(o: Observation):
     return (o.nnodes, o.nranks)
 
 
+def transport_of(strategy: str) -> str:
+    """The transport a strategy's exchange runs on: hier, or MPI's allreduce (mpi)."""
+    return "hier" if strategy == "hier" else "mpi"
+
+
+@dataclass
+class CommModels:
+    """A communication fit per transport (from that transport's runs), and one pooled over
+    every run for what a transport's own runs do not determine."""
+    by_transport: Dict[str, CommFit]
+    pooled: CommFit
+
+    def for_strategy(self, strategy: str, level: Optional[str]) -> Tuple[str, CommFit]:
+        name = transport_of(strategy)
+        own = self.by_transport.get(name)
+        if own is not None and own.rows and (level is None or own.level_known(level)):
+            return name, own
+        return "pooled", self.pooled
+
+
 def _fit(observations: Sequence[Observation], algorithm: str):
-    comm = fit_comm(observations, algorithm)
+    groups: Dict[str, List[Observation]] = {}
+    for o in observations:
+        groups.setdefault(transport_of(o.strategy), []).append(o)
+    comm = CommModels({k: fit_comm(v, algorithm) for k, v in groups.items()},
+                      fit_comm(observations, algorithm))
     return comm, fit_compute(observations), transfer_factors(observations)
 
 
@@ -53,15 +77,18 @@ def scenario_for(o: Observation, strategy: str, nnodes: int, per_node: int, batc
                     ps_ranks=max(1, o.ps_ranks))
 
 
-def _run_scenario(s: Scenario, key, comm: CommFit, compute, tf, rng, draws, widen=0.0):
+def _run_scenario(s: Scenario, key, models: CommModels, compute, tf, rng, draws, widen=0.0):
     level = needs(s)
+    name, comm = models.for_strategy(s.strategy, level)
     if level and not comm.level_known(level):
         return None, (f"no {'multi-node' if level == 'inter' else 'multi-rank'} run measured: "
                       f"{level}-node terms unknown")
     fit = compute.get(key)
     if fit is None:
         return None, "no compute measured for this model/dataset/device"
-    return summarise(simulate(s, comm, fit, tf, rng, draws=draws), widen), None
+    out = summarise(simulate(s, comm, fit, tf, rng, draws=draws), widen)
+    out["comm_fit"] = name
+    return out, None
 
 
 def validate(observations: List[Observation], algorithm: str, rng, draws: int) -> List[Dict]:
@@ -98,7 +125,7 @@ class Fitted:
     ref: Observation          # the largest run: gradient, buckets, model of the predictions
     per_node: int
     algorithm: str
-    comm: CommFit
+    comm: CommModels
     compute: Dict
     tfactors: np.ndarray
     rng: np.random.Generator
@@ -154,11 +181,21 @@ def _curve(model: Fitted, predictions: List[Dict], nodes: Sequence[int]) -> List
     return out
 
 
-def _describe_fit(model: Fitted) -> Dict:
-    comm = model.comm
+def _describe_comm(comm: CommFit) -> Dict:
     sd = np.sqrt(np.clip(np.diag(comm.cov), 0, None))
+    return {"algorithm": comm.algorithm, "rows": comm.rows,
+            "median_abs_rel_residual": comm.rel_residual, "notes": comm.notes,
+            "params": {n: (float(v) if comm.determined[n] else None)
+                       for n, v in zip(PARAMS, comm.params)},
+            "sd": {n: (float(v) if comm.determined[n] else None) for n, v in zip(PARAMS, sd)}}
+
+
+def _describe_fit(model: Fitted) -> Dict:
     waits = [o.wait for o in model.obs if o.wait.size]
     waits = np.concatenate(waits) if waits else np.array([])
+    comm = {k: _describe_comm(v) for k, v in sorted(model.comm.by_transport.items()) if v.rows}
+    if len(comm) != 1:
+        comm["pooled"] = _describe_comm(model.comm.pooled)
     return {
         "runs": [{"file": o.path, "strategy": o.strategy, "nodes": o.nnodes, "ranks": o.nranks,
                   "batch_per_rank": o.batch_per_rank, "grad_bytes": o.grad_bytes,
@@ -173,12 +210,7 @@ def _describe_fit(model: Fitted) -> Dict:
             "iteration_factor_p95": float(np.percentile(f.iter_factors, 95)),
             "p_slow_iteration": float(np.mean(f.iter_factors > SLOW_FACTOR)),
             "between_runs_rel_sd": f.rel_sd} for k, f in model.compute.items()},
-        "comm": {"algorithm": comm.algorithm, "rows": comm.rows,
-                 "median_abs_rel_residual": comm.rel_residual, "notes": comm.notes,
-                 "params": {n: (float(v) if comm.determined[n] else None)
-                            for n, v in zip(PARAMS, comm.params)},
-                 "sd": {n: (float(v) if comm.determined[n] else None)
-                        for n, v in zip(PARAMS, sd)}},
+        "comm": comm,
         "waits": {"n": int(waits.size),
                   "median_s": float(np.median(waits)) if waits.size else None,
                   "p95_s": float(np.percentile(waits, 95)) if waits.size else None},
@@ -238,7 +270,7 @@ def build(runs: Sequence[Run], nodes: Sequence[int], strategies: Sequence[str] =
         "base": base,
         "reference": {"file": ref.path, "per_node": model.per_node, "grad_bytes": ref.grad_bytes,
                       "settings": settings, "bucket_bytes": ref.bucket_bytes,
-                      "algorithm": comm.algorithm},
+                      "algorithm": comm.pooled.algorithm},
         "predictions": predictions,
         "curve": _curve(model, predictions, nodes),
         "assumptions": ASSUMPTIONS,
@@ -278,14 +310,16 @@ def format_text(result: Dict, simulate_mode: bool) -> str:
                      f"factor p95 {c['rank_factor_p95']:.3f}, iteration factor p95 "
                      f"{c['iteration_factor_p95']:.3f}, P(iteration > {SLOW_FACTOR}x median) "
                      f"{c['p_slow_iteration']:.4f})")
-    cm = result["comm"]
-    lines.append(f"communication: algorithm {cm['algorithm']}, {cm['rows']} rows, median |relative "
-                 f"residual| {100 * cm['median_abs_rel_residual']:.1f}%")
-    for name in PARAMS:
-        beta_known = cm["params"][name.replace("alpha", "beta")] is not None
-        lines.append(f"   {name:12s} "
-                     f"{_fmt_param(name, cm['params'][name], cm['sd'][name] or 0, beta_known)}")
-    lines += [f"   note: {n}" for n in cm["notes"]]
+    for transport, cm in result["comm"].items():
+        what = ("every run" if transport == "pooled" else
+                f"the runs on the {transport} transport")
+        lines.append(f"communication ({what}): algorithm {cm['algorithm']}, {cm['rows']} rows, "
+                     f"median |relative residual| {100 * cm['median_abs_rel_residual']:.1f}%")
+        for name in PARAMS:
+            beta_known = cm["params"][name.replace("alpha", "beta")] is not None
+            lines.append(f"   {name:12s} "
+                         f"{_fmt_param(name, cm['params'][name], cm['sd'][name] or 0, beta_known)}")
+        lines += [f"   note: {n}" for n in cm["notes"]]
     w = result["waits"]
     if w["n"]:
         lines.append(f"waits (measured exchange_wait): median {_ms(w['median_s'])} ms, p95 "

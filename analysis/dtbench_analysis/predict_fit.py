@@ -212,13 +212,17 @@ def collective_terms(algorithm: str, nnodes: int, per_node: int, size: float,
 def hier_terms(algorithm: str, nnodes: int, per_node: int, size: float,
                pipelined: bool = False) -> np.ndarray:
     """--transport hier: ring reduce-scatter inside the node, allreduce of the shard across the
-    nodes (``algorithm``, one rank per node), ring all-gather inside the node."""
+    nodes (``algorithm``, one rank per node), ring all-gather inside the node. The L ranks of a
+    node run their shards' allreduces at once through the node's one link: the bandwidth terms
+    are those of the whole bucket, the latency terms those of one shard."""
     t = np.zeros(4)
     L = per_node
     if L > 1:
         t[0] += 2 * (L - 1)
         t[1] += 2 * (L - 1) / L * size
-    return t + collective_terms(algorithm, nnodes, 1, size / L, pipelined)
+    across = collective_terms(algorithm, nnodes, 1, size, pipelined)
+    across[0::2] = collective_terms(algorithm, nnodes, 1, size / L, pipelined)[0::2]
+    return t + across
 
 
 def exchange_terms(strategy: str, algorithm: str, nnodes: int, per_node: int,

@@ -65,7 +65,7 @@ def figure(result: Dict):
     for ax in (ax_t, ax_e):
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=6, ncol=2 if ax is ax_t else 1)
-    fig.suptitle(f"dtbench predict (allreduce model: {result['comm']['algorithm']})")
+    fig.suptitle(f"dtbench predict (allreduce model: {result['reference']['algorithm']})")
     fig.tight_layout()
     return fig
 
