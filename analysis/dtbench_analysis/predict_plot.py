@@ -62,6 +62,9 @@ def figure(result: Dict):
     ax_e.set(xscale="log", xlabel="nodes", ylabel="E = S * p_base / p", ylim=(0, None),
              title="parallel efficiency (predicted)")
     ax_e.axhline(1.0, color="k", ls=":", lw=1)
+    effs = [p["efficiency"] for p in result["predictions"] if p.get("efficiency")]
+    if effs and max(effs) / min(effs) > 30:   # orders of magnitude apart: a log axis shows them
+        ax_e.set(yscale="log", ylim=(min(effs) / 2, 2.0))
     for ax in (ax_t, ax_e):
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=6, ncol=2 if ax is ax_t else 1)
