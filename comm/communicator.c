@@ -33,8 +33,8 @@ void communicator_average(MPI_Comm comm, float *buf, size_t n, size_t bucket) {
     }
 }
 
-/* Messages larger than INT_MAX bytes go as MPI_FLOAT-sized... kept simple: bytes must fit int
- * in units of 4 bytes when divisible, which covers every parameter buffer. */
+/* MPI counts are ints: a whole number of floats goes as MPI_FLOAT (parameter buffers up to 8 GiB),
+ * anything else as bytes (up to 2 GiB). */
 static void count_type(size_t bytes, int *count, MPI_Datatype *type) {
     if (bytes % 4 == 0) {
         *count = (int)(bytes / 4), *type = MPI_FLOAT;
