@@ -19,6 +19,7 @@ expect_total alexnet 89578 --dataset cifar10
 expect_total vgg16 138357544 --dataset synthetic
 expect_total googlenet 6998552 --dataset synthetic
 expect_total resnet50 25557032 --dataset synthetic
+expect_total resnet8 78042 --dataset synthetic
 expect_total lstm32 6180624 --dataset synthetic
 expect_total lstm64 6180624 --dataset synthetic
 out=$("$DTBENCH" --model googlenet --dataset synthetic --dry-run)
