@@ -84,6 +84,13 @@ static Coll *nccl_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, i
     CUDA_CHECK(cudaEventCreate(&c->bwd));
     CUDA_CHECK(cudaEventCreateWithFlags(&c->gate, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&c->join, cudaEventDisableTiming));
+    /* event pairs for 64 operations an iteration made now, not in the first (timed) step */
+    c->cap = 64;
+    c->ops = xcalloc((size_t)c->cap, sizeof(OpEvents));
+    for (int i = 0; i < c->cap; i++) {
+        CUDA_CHECK(cudaEventCreate(&c->ops[i].start));
+        CUDA_CHECK(cudaEventCreate(&c->ops[i].end));
+    }
     refuse_shared_gpu(comm, c->size, cuda_backend_device(ctx));
     ncclUniqueId id;
     if (c->rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));

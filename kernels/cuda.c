@@ -403,6 +403,34 @@ static void cuda_conv_backward(BackendCtx *ctx, const ConvShape *s, const float 
     }
 }
 
+static const char *math_name(cudnnMathType_t m) {
+    return m == CUDNN_FMA_MATH ? "FMA" : m == CUDNN_DEFAULT_MATH ? "DEFAULT" : "TENSOR_OP";
+}
+
+size_t cuda_conv_algorithms(BackendCtx *ctx, char *buf, size_t len) {
+    size_t used = 0;
+    char line[256];
+    if (buf && len) buf[0] = 0;
+    for (int i = 0; i <= ctx->nplans; i++) {
+        if (i < ctx->nplans) {
+            const ConvPlan *p = &ctx->plans[i];
+            const ConvShape *s = &p->s;
+            snprintf(line, sizeof line,
+                     "conv %dx%dx%dx%d k%d s%d p%d -> %d: fwd %d %s, bwd_data %d %s, bwd_filter "
+                     "%d %s\n",
+                     s->batch, s->c_in, s->h_in, s->w_in, s->k, s->stride, s->pad, s->c_out,
+                     (int)p->fwd, math_name(p->fwd_math), (int)p->bwd_data,
+                     math_name(p->bwd_data_math), (int)p->bwd_filter,
+                     math_name(p->bwd_filter_math));
+        } else {
+            snprintf(line, sizeof line, "plans made inside a step: %d\n", ctx->plans_made_late);
+        }
+        if (buf && used < len) snprintf(buf + used, len - used, "%s", line);
+        used += strlen(line);
+    }
+    return used;
+}
+
 /* ---- max pooling (own kernels, cuda_zoo_kernels.cu) ------------------------------------------------ */
 
 /* Max pooling records argmax and its backward reads only argmax and dy: cuDNN's pooling backward

@@ -211,7 +211,7 @@ int main(int argc, char **argv) {
     if (pipe.mode != PARALLEL_DATA) b = opt.batch / pipe.replicas;
 
     BackendCtx *ctx = NULL;
-    BackendConfig bcfg = {opt.threads, topo.local_rank, opt.gpus_per_node, topo.rank == 0};
+    BackendConfig bcfg = {opt.threads, topo.host_local_rank, opt.gpus_per_node, topo.rank == 0};
     if (be->init(&bcfg, &ctx) != 0) check_fail(__FILE__, __LINE__, "backend init", opt.device);
     Model model;
     model_build_part(&model, md, data.c, data.h, data.w, data.classes, b, pipe.microbatches,
