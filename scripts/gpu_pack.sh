@@ -77,7 +77,7 @@ O=$PACK/ompi
 mkdir -p "$O/bin" "$O/${libdir#"$prefix"/}" "$O/${pkglibdir#"$prefix"/}" "$O/share" "$O/etc"
 cp -L "$(command -v mpirun)" "$O/bin/mpirun"
 cp -L "$(command -v orted)" "$O/bin/orted"
-cp -a "$libdir"/lib*.so* "$O/${libdir#"$prefix"/}/"
+# (libdir itself holds only development symlinks; libmpi and friends come with the closure below)
 # plugins: everything but high-speed-network and Java ones (one GPU machine: shared memory and TCP)
 for f in "$pkglibdir"/*.so; do
     case $(basename "$f") in
@@ -109,7 +109,7 @@ while ((${#queue[@]})); do
         [[ $path == /usr/local/cuda* ]] && continue
         [ -n "${seen[$name]:-}" ] && continue
         seen[$name]=1
-        [ -e "$O/${libdir#"$prefix"/}/$name" ] || cp -L "$path" "$PACK/lib/$name"
+        cp -L "$path" "$PACK/lib/$name"
         queue+=("$path")
     done < <(ldd "$f" 2>/dev/null | awk '$2 == "=>" {print $1, $3}')
 done
