@@ -1,21 +1,22 @@
 /* cuda.c - the CUDA compute backend: the layer kernels of a training step on one GPU.
  *
- * Exports `cuda_backend`, a BackendOps (see backend.h). Fully connected layers are cuBLAS SGEMMs
- * (row-major to column-major mapping in cuda_plan.c) plus our bias kernels; convolution, max
- * pooling and ReLU are cuDNN 9's legacy API (still shipped in libcudnn_cnn / libcudnn_ops);
- * softmax cross-entropy and the SGD step are our kernels (cuda_kernels.cu).
+ * Exports `cuda_backend`, a BackendOps (see backend.h) with all its slots filled. Here: lifetime,
+ * memory, fully connected layers (cuBLAS SGEMMs through cuda_plan.c's row-major mapping, plus our
+ * bias kernels), convolution and ReLU (cuDNN 9's legacy API, libcudnn_cnn / libcudnn_ops), max
+ * pooling, softmax cross-entropy and SGD (our kernels), the phase timer. The model-zoo layers are
+ * in cuda_zoo.c and cuda_lstm.c; the state they share is cuda_ctx.h.
  *
  * Streams: everything of a rank runs in order on ONE non-blocking compute stream (cuBLAS and cuDNN
  * are bound to it), so no call here synchronises with the host except download(), synchronize()
  * and timer_elapsed(). Exchange transports run on streams of their own that wait on this one
- * (cuda_backend_stream). Memory: cudaMalloc at model build time, zeroed on the stream; nothing is
- * allocated in a training step except the softmax scratch the first time a batch size is seen.
- * Phase marks: one CUDA event per timer slot, recorded on the compute stream; elapsed() waits for
- * the later event, so the driver reads phases only after the iteration.
- * Precision: strict fp32 (cuDNN's CUDNN_FMA_MATH where an algorithm offers it, cuBLAS's default
- * math mode, which does not use TF32), so results compare with the CPU backend.
- * GPU choice: local rank modulo --gpus-per-node (0: all visible devices), after
- * CUDA_VISIBLE_DEVICES has narrowed what is visible. */
+ * (cuda_backend_stream). Memory: cudaMalloc at model build time, zeroed on the stream; scratch
+ * (softmax rows) at init; nothing is allocated in a training step.
+ * Phase marks: one blocking-sync CUDA event per timer slot, recorded on the compute stream;
+ * elapsed() waits (sleeping) for the later event, so the driver reads phases after the iteration.
+ * Precision: strict fp32 (cuDNN algorithms only under CUDNN_FMA_MATH, cuBLAS's default math mode,
+ * which does not use TF32), so results compare with the CPU backend.
+ * GPU choice: the rank's index among the ranks of its host (BackendConfig.local_rank) modulo
+ * --gpus-per-node (0: all visible devices), after CUDA_VISIBLE_DEVICES has narrowed them. */
 #include <config.h>
 #include "cuda.h"
 #include "cuda_check.h"   /* defines: CUDA_CHECK, CUBLAS_CHECK, CUDNN_CHECK */

@@ -5,7 +5,7 @@
  * statistics. cuDNN's batch norm is not used: its running variance and its epsilon floor
  * (CUDNN_BN_MIN_EPSILON) are its own conventions, and these kernels are simple.
  *
- * One block per channel; each thread sums its elements in float, the block adds the threads'
+ * One block per channel; each thread sums its elements in double, the block adds the threads'
  * sums in double in a fixed tree (deterministic, but in another order than the CPU's lanes: the
  * GPU test compares with a tolerance). Per-element arithmetic: cuda_elem.h. */
 #include "cuda_elem.h"
@@ -44,16 +44,16 @@ __global__ void bn_train_kernel(BnShape s, const float *__restrict__ x,
     __shared__ double sh[BN_THREADS];
     const int c = blockIdx.x;
     const size_t count = (size_t)s.batch * s.spatial;
-    float part = 0.0f;
+    double part = 0.0;
     for (size_t e = threadIdx.x; e < count; e += blockDim.x) part += x[bn_index(s, c, e)];
-    const double sum = block_sum((double)part, sh);
+    const double sum = block_sum(part, sh);
     const float mean = (float)(sum / (double)count);
-    part = 0.0f;
+    part = 0.0;
     for (size_t e = threadIdx.x; e < count; e += blockDim.x) {
         const float d = x[bn_index(s, c, e)] - mean;
         part += d * d;
     }
-    const double sq = block_sum((double)part, sh);
+    const double sq = block_sum(part, sh);
     const double var = sq / (double)count;
     const float invstd = (float)(1.0 / sqrt(var + (double)s.eps));
     if (threadIdx.x == 0) {
@@ -99,14 +99,14 @@ __global__ void bn_backward_kernel(BnShape s, const float *__restrict__ x,
     const int c = blockIdx.x;
     const size_t count = (size_t)s.batch * s.spatial;
     const float mean = save_mean[c], invstd = save_invstd[c];
-    float pa = 0.0f, pd = 0.0f;
+    double pa = 0.0, pd = 0.0;
     for (size_t e = threadIdx.x; e < count; e += blockDim.x) {
         const size_t i = bn_index(s, c, e);
         pa += dy[i];
         pd += dy[i] * (x[i] - mean);
     }
-    const double sum_dy = block_sum((double)pa, sh);
-    const double sum_dy_dev = block_sum((double)pd, sh);
+    const double sum_dy = block_sum(pa, sh);
+    const double sum_dy_dev = block_sum(pd, sh);
     if (threadIdx.x == 0) {
         dbeta[c] = (float)sum_dy;
         dgamma[c] = (float)(sum_dy_dev * invstd);
