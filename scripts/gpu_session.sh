@@ -186,7 +186,7 @@ if [ $H5OK = 1 ]; then
 else
     note "SKIP  gpu-train, gpu-exchange: they read result files with h5py, which is missing"
 fi
-note "NCCL across GPUs: $([ "$NGPUS" -ge 2 ] && echo "exercised on $NGPUS GPUs of one machine" || echo 'NOT exercised (one GPU: NCCL communicators of one rank only)')"
+note "NCCL across GPUs: $([ "$NGPUS" -ge 2 ] && echo "exercised on $NGPUS GPUs of one machine" || echo 'NOT exercised (fewer than 2 GPUs: NCCL communicators of one rank only)')"
 
 # ---- 5. benchmark against PyTorch --------------------------------------------------------------------
 gpu_step gpu-bench 300 bash "$TREE/bench/gpu_bench.sh" --out "$LOG/bench" --rounds 3 --quick
