@@ -22,6 +22,7 @@
  * ncclCommGetAsyncError, and on an asynchronous NCCL error (a peer died, a network failure)
  * aborts the communicator and the job with NCCL's message instead of hanging. */
 #include <config.h>
+#include "check.h" /* defines: MPI_CHECK (no longer through cuda_check.h) */
 #include "coll.h"
 #include "cuda.h"
 #include "coll_nccl_plan.h" /* defines: nccl_red_choice, hidden_union, duplicate_gpu */

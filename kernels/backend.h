@@ -1,9 +1,11 @@
 /* backend.h - the compute-backend seam: one const struct of function pointers per backend.
  *
  * A backend owns device memory and runs the layer kernels of a training step. The CPU backend
- * (kernels/cpu.c, OpenBLAS) is always built; the CUDA backend plugs in here through the same
- * struct. All tensors are float32, NCHW, and live in memory returned by the backend's alloc().
- * Shapes are passed as small structs so a kernel never has to guess a dimension.
+ * (its table in kernels/cpu.c, its kernels in kernels/cpu_*.c, OpenBLAS) is always built; the CUDA
+ * backend plugs in here through the same struct. Each layer kind of src/layers.h names the
+ * optional members it calls. All tensors are float32, NCHW, and live in memory returned by the
+ * backend's alloc(). Shapes are passed as small structs so a kernel never has to guess a
+ * dimension.
  */
 #ifndef DTBENCH_BACKEND_H
 #define DTBENCH_BACKEND_H
@@ -110,6 +112,9 @@ typedef struct BackendOps {
      * memory, reached only through upload/download and the kernels (CUDA). Exchange transports
      * that work on host memory stage device buffers through the host when this is set. */
     int device_memory;
+    /* Long options the backend reads (comma-separated), for the resolver (src/resolve.c): given
+     * explicitly with a backend that does not read them, they are refused. */
+    const char *reads;
 
     int (*init)(const BackendConfig *cfg, BackendCtx **out); /* 0 on success */
     void (*finalize)(BackendCtx *ctx);
@@ -141,9 +146,9 @@ typedef struct BackendOps {
                           const float *dy, float *dx, float *dw, float *db, void *work);
 
     /* Max pooling. argmax[n*c*h_out*w_out] is the backend's record of each window's maximum: the
-     * CPU backend stores the flat input index (within its n,c plane) and scatters dy through it;
-     * the CUDA backend leaves it untouched, since cuDNN finds the maxima again from the forward
-     * input x and output y, which backward therefore also receives. dx is overwritten. */
+     * both backends store the flat input index (within its n,c plane) and route dy through it.
+     * Backward reads neither x nor y (y may have been overwritten by a ReLU run in place: the
+     * layer is LK_OUTPUT_REUSABLE); they are passed for backends that would. dx is overwritten. */
     void (*maxpool_forward)(BackendCtx *ctx, const PoolShape *s, const float *x, float *y,
                             int32_t *argmax);
     void (*maxpool_backward)(BackendCtx *ctx, const PoolShape *s, const float *x, const float *y,

@@ -40,7 +40,7 @@ DT_HD float dt_xent_grad(float e, float scale, int is_label, float inv_n) {
     return v;
 }
 
-/* ---- Cephes expf, sigmoid, tanh: the CPU backend's cpu_expf (cpu_zoo.h), operation for
+/* ---- Cephes expf, sigmoid, tanh: the CPU backend's cpu_expf (cpu_vec.h), operation for
  * operation, so the LSTM cell is the same function on both devices --------------------------- */
 DT_HD float dt_expf(float x) {
     x = x < -87.3f ? -87.3f : x;

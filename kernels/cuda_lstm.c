@@ -1,5 +1,5 @@
 /* cuda_lstm.c - the LSTM layer on the GPU (backend.h's LstmShape), in dtbench's own fused layout:
- * the CPU backend's algorithm step for step (kernels/cpu_zoo.c), its GEMMs as cuBLAS SGEMMs
+ * the CPU backend's algorithm step for step (kernels/cpu_recurrent.c), its GEMMs as cuBLAS SGEMMs
  * (row-major products mapped by cuda_plan.c's rowmajor_gemm, which tests/test_device_arith.c
  * checks against cblas) and its cell as the pointwise kernels of cuda_lstm_kernels.cu. cuDNN's RNN API
  * is not used: its weight layout, separate input and recurrent biases and gate order would need

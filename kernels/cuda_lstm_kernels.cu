@@ -1,6 +1,6 @@
 /* cuda_lstm_kernels.cu - the pointwise kernels of the LSTM layer on the GPU (launchers in cuda_zoo.h);
  * the GEMMs are cuBLAS calls in kernels/cuda_lstm.c. Layouts are the CPU backend's
- * (kernels/cpu_zoo.c): gates[B, T, 4H] in gate order i, f, g, o; cell[B, T, H]; rows n*T + t.
+ * (kernels/cpu_recurrent.c): gates[B, T, 4H] in gate order i, f, g, o; cell[B, T, H]; rows n*T + t.
  * The cell arithmetic is cuda_elem.h's dt_lstm_cell / dt_lstm_cell_back, which the CPU-only test
  * checks bit for bit against the CPU backend's cell. */
 #include "cuda_elem.h"

@@ -1,5 +1,5 @@
 /* cuda_norm.cu - batch normalisation on the GPU with our own kernels (launchers in cuda_zoo.h):
- * the CPU backend's definitions exactly (backend.h's BnShape, kernels/cpu_zoo.c): two passes for
+ * the CPU backend's definitions exactly (backend.h's BnShape, kernels/cpu_norm.c): two passes for
  * the statistics (mean, then squared deviations: no cancellation), biased variance to normalise,
  * UNBIASED variance into the running statistics, PyTorch's momentum; inference from the running
  * statistics. cuDNN's batch norm is not used: its running variance and its epsilon floor

@@ -3,7 +3,7 @@
  * normalisation, residual add, dropout, embedding, axpy.
  *
  * Each element's arithmetic is a function of cuda_elem.h, shared with the CPU-only test
- * tests/test_device_arith.c. Wherever the CPU backend (kernels/cpu_zoo.c) adds terms one after
+ * tests/test_device_arith.c. Wherever the CPU backend (kernels/cpu_pool.c, cpu_norm.c, ...) adds terms one after
  * the other, the kernel adds the same terms in the same order (pooling windows, the LRN channel
  * window, the gathering backward passes, the embedding gradient), so those results are the CPU's
  * bit for bit; only the batch-norm statistics and the global average are reductions in another

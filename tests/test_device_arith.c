@@ -13,7 +13,7 @@
  * cuDNN, and nvcc honouring -fmad=false. */
 #include "backend.h"
 #include "coll_nccl_plan.h"
-#include "cpu_zoo.h"
+#include "cpu_vec.h" /* defines: cpu_expf, cpu_sigmoidf, cpu_tanhf */
 #include "cuda_elem.h"
 #include "cuda_plan.h"
 
