@@ -432,7 +432,8 @@ size_t cuda_conv_algorithms(BackendCtx *ctx, char *buf, size_t len) {
     return used;
 }
 
-/* ---- max pooling (own kernels, cuda_zoo_kernels.cu) ------------------------------------------------ */
+/* ---- max pooling (own kernels, cuda_zoo_kernels.cu)
+ * ------------------------------------------------ */
 
 /* Max pooling records argmax and its backward reads only argmax and dy: cuDNN's pooling backward
  * re-derives the maxima from the forward OUTPUT y, which a ReLU run in place after the pooling

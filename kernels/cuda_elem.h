@@ -137,8 +137,7 @@ DT_HD float dt_bn_running(float running, float momentum, float value) {
     return (1.0f - momentum) * running + momentum * value;
 }
 /* y = x * mul + add with mul = gamma*invstd, add = beta - mean*mul */
-DT_HD void dt_bn_coeffs(float gamma, float beta, float mean, float invstd, float *mul,
-                        float *add) {
+DT_HD void dt_bn_coeffs(float gamma, float beta, float mean, float invstd, float *mul, float *add) {
     *mul = gamma * invstd;
     *add = beta - mean * *mul;
 }

@@ -1,18 +1,18 @@
 /* cuda_lstm.c - the LSTM layer on the GPU (backend.h's LstmShape), in dtbench's own fused layout:
  * the CPU backend's algorithm step for step (kernels/cpu_recurrent.c), its GEMMs as cuBLAS SGEMMs
  * (row-major products mapped by cuda_plan.c's rowmajor_gemm, which tests/test_device_arith.c
- * checks against cblas) and its cell as the pointwise kernels of cuda_lstm_kernels.cu. cuDNN's RNN API
- * is not used: its weight layout, separate input and recurrent biases and gate order would need
+ * checks against cblas) and its cell as the pointwise kernels of cuda_lstm_kernels.cu. cuDNN's RNN
+ * API is not used: its weight layout, separate input and recurrent biases and gate order would need
  * repacking every step, and these products are what it would run anyway.
  *
  * reserve: gates[B, T, 4H] (activations), cell[B, T, H].
  * work:    dgates[B, T, 4H], hprev[B, T, H], dh_rec[B, H], dcell[B, H], zeros[H]. */
 #include <config.h>
-#include "cuda_check.h" /* defines: CUDA_CHECK, CUBLAS_CHECK */
-#include "cuda_ctx.h"   /* defines: struct BackendCtx */
+#include "cuda_check.h"   /* defines: CUDA_CHECK, CUBLAS_CHECK */
+#include "cuda_ctx.h"     /* defines: struct BackendCtx */
 #include "cuda_kernels.h" /* defines: dtk_bias_grad */
-#include "cuda_plan.h"  /* defines: rowmajor_gemm */
-#include "cuda_zoo.h"   /* defines: dtl_* launchers */
+#include "cuda_plan.h"    /* defines: rowmajor_gemm */
+#include "cuda_zoo.h"     /* defines: dtl_* launchers */
 
 /* cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1, a, lda, b, ldb, beta, c, ldc) on the GPU */
 static void rm_gemm(BackendCtx *ctx, int ta, int tb, int m, int n, int k, const float *a, int lda,
@@ -54,8 +54,8 @@ void cuda_lstm_forward(BackendCtx *ctx, const LstmShape *s, const float *x, cons
 }
 
 void cuda_lstm_backward(BackendCtx *ctx, const LstmShape *s, const float *x, const float *w,
-                        const float *y, const void *reserve, const float *dy, float *dx,
-                        float *dw, float *db, void *work) {
+                        const float *y, const void *reserve, const float *dy, float *dx, float *dw,
+                        float *db, void *work) {
     const int B = s->batch, T = s->seq, D = s->in, H = s->hidden, G = 4 * H, ldw = D + H;
     const size_t bt = (size_t)B * T;
     const float *gates = reserve, *cell = gates + bt * (size_t)G;
@@ -74,17 +74,15 @@ void cuda_lstm_backward(BackendCtx *ctx, const LstmShape *s, const float *x, con
     for (int t = T - 1; t >= 0; t--) {
         CUDA_CHECK(dtl_cell_backward(ctx->stream, s, t, gates, cell, dy, dh_rec, dcell, dgates));
         if (t > 0) /* dh_rec[B, H] = dgates_t[B, 4H] W[:, D:] */
-            rm_gemm(ctx, 0, 0, B, H, G, dgates + (size_t)t * G, T * G, w + D, ldw, 0.0f, dh_rec,
-                    H);
+            rm_gemm(ctx, 0, 0, B, H, G, dgates + (size_t)t * G, T * G, w + D, ldw, 0.0f, dh_rec, H);
     }
     /* hprev: h_{t-1} of every row (zero at t = 0): y shifted by one step within each sample */
     CUDA_CHECK(cudaMemset2DAsync(hprev, (size_t)T * H * sizeof(float), 0, (size_t)H * sizeof(float),
                                  (size_t)B, ctx->stream));
     if (T > 1)
-        CUDA_CHECK(cudaMemcpy2DAsync(hprev + H, (size_t)T * H * sizeof(float), y,
-                                     (size_t)T * H * sizeof(float),
-                                     (size_t)(T - 1) * H * sizeof(float), (size_t)B,
-                                     cudaMemcpyDeviceToDevice, ctx->stream));
+        CUDA_CHECK(cudaMemcpy2DAsync(
+            hprev + H, (size_t)T * H * sizeof(float), y, (size_t)T * H * sizeof(float),
+            (size_t)(T - 1) * H * sizeof(float), (size_t)B, cudaMemcpyDeviceToDevice, ctx->stream));
     /* dW[:, :D] = dgates^T x, dW[:, D:] = dgates^T hprev (overwritten), db = column sums */
     if (D > 0) rm_gemm(ctx, 1, 0, G, D, (int)bt, dgates, G, x, D, 0.0f, dw, ldw);
     rm_gemm(ctx, 1, 0, G, H, (int)bt, dgates, G, hprev, H, 0.0f, dw + D, ldw);

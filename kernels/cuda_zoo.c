@@ -1,7 +1,7 @@
 /* cuda_zoo.c - the CUDA backend's model-zoo operations (backend.h), entered into cuda_backend's
  * table by kernels/cuda.c: each checks its launch (CUDA_CHECK) and queues on the rank's compute
- * stream; nothing here waits or allocates. Kernels: cuda_zoo_kernels.cu, cuda_norm.cu; the LSTM is in
- * cuda_lstm.c. Concatenation and copies are strided cudaMemcpy2DAsync / cudaMemcpyAsync. */
+ * stream; nothing here waits or allocates. Kernels: cuda_zoo_kernels.cu, cuda_norm.cu; the LSTM is
+ * in cuda_lstm.c. Concatenation and copies are strided cudaMemcpy2DAsync / cudaMemcpyAsync. */
 #include <config.h>
 #include "cuda_check.h"   /* defines: CUDA_CHECK */
 #include "cuda_ctx.h"     /* defines: struct BackendCtx */
@@ -35,8 +35,7 @@ void cuda_zoo_avgpool_forward(BackendCtx *ctx, const PadPoolShape *s, const floa
     CUDA_CHECK(dtz_avgpool_forward(ctx->stream, s, x, y));
 }
 
-void cuda_zoo_avgpool_backward(BackendCtx *ctx, const PadPoolShape *s, const float *dy,
-                               float *dx) {
+void cuda_zoo_avgpool_backward(BackendCtx *ctx, const PadPoolShape *s, const float *dy, float *dx) {
     CUDA_CHECK(dtz_avgpool_backward(ctx->stream, s, dy, dx));
 }
 
@@ -45,8 +44,8 @@ void cuda_zoo_global_avgpool_forward(BackendCtx *ctx, size_t planes, size_t plan
     CUDA_CHECK(dtz_global_avgpool_forward(ctx->stream, planes, plane, x, y));
 }
 
-void cuda_zoo_global_avgpool_backward(BackendCtx *ctx, size_t planes, size_t plane,
-                                      const float *dy, float *dx) {
+void cuda_zoo_global_avgpool_backward(BackendCtx *ctx, size_t planes, size_t plane, const float *dy,
+                                      float *dx) {
     CUDA_CHECK(dtz_global_avgpool_backward(ctx->stream, planes, plane, dy, dx));
 }
 
@@ -72,16 +71,15 @@ void cuda_zoo_batchnorm_forward_infer(BackendCtx *ctx, const BnShape *s, const f
                                       const float *gamma, const float *beta,
                                       const float *running_mean, const float *running_var,
                                       float *y) {
-    CUDA_CHECK(
-        dtz_bn_forward_infer(ctx->stream, s, x, gamma, beta, running_mean, running_var, y));
+    CUDA_CHECK(dtz_bn_forward_infer(ctx->stream, s, x, gamma, beta, running_mean, running_var, y));
 }
 
 void cuda_zoo_batchnorm_backward(BackendCtx *ctx, const BnShape *s, const float *x,
                                  const float *gamma, const float *save_mean,
                                  const float *save_invstd, const float *dy, float *dx,
                                  float *dgamma, float *dbeta) {
-    CUDA_CHECK(dtz_bn_backward(ctx->stream, s, x, gamma, save_mean, save_invstd, dy, dx, dgamma,
-                               dbeta));
+    CUDA_CHECK(
+        dtz_bn_backward(ctx->stream, s, x, gamma, save_mean, save_invstd, dy, dx, dgamma, dbeta));
 }
 
 /* Input i is a [batch, sizes[i]] block of rows landing at column offset off of y[batch, total]:

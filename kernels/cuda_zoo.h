@@ -27,8 +27,8 @@ cudaError_t dtz_maxpool_backward(cudaStream_t st, const PadPoolShape *s, const i
 cudaError_t dtz_avgpool_forward(cudaStream_t st, const PadPoolShape *s, const float *x, float *y);
 cudaError_t dtz_avgpool_backward(cudaStream_t st, const PadPoolShape *s, const float *dy,
                                  float *dx);
-cudaError_t dtz_global_avgpool_forward(cudaStream_t st, size_t planes, size_t plane,
-                                       const float *x, float *y);
+cudaError_t dtz_global_avgpool_forward(cudaStream_t st, size_t planes, size_t plane, const float *x,
+                                       float *y);
 cudaError_t dtz_global_avgpool_backward(cudaStream_t st, size_t planes, size_t plane,
                                         const float *dy, float *dx);
 cudaError_t dtz_lrn_forward(cudaStream_t st, const LrnShape *s, const float *x, float *y,
@@ -55,14 +55,14 @@ cudaError_t dtz_embedding_forward(cudaStream_t st, const EmbeddingShape *s, cons
 cudaError_t dtz_embedding_backward(cudaStream_t st, const EmbeddingShape *s, const float *ids,
                                    const float *dy, float *dw);
 
-/* LSTM pointwise parts (cuda_lstm_kernels.cu): gates[r, :] = b; step t forward (gates to activations,
- * cell, y); step t backward (dgates of step t, dcell carried). */
+/* LSTM pointwise parts (cuda_lstm_kernels.cu): gates[r, :] = b; step t forward (gates to
+ * activations, cell, y); step t backward (dgates of step t, dcell carried). */
 cudaError_t dtl_rows_set(cudaStream_t st, size_t rows, int g, const float *b, float *gates);
-cudaError_t dtl_cell_forward(cudaStream_t st, const LstmShape *s, int t, float *gates,
-                             float *cell, float *y);
+cudaError_t dtl_cell_forward(cudaStream_t st, const LstmShape *s, int t, float *gates, float *cell,
+                             float *y);
 cudaError_t dtl_cell_backward(cudaStream_t st, const LstmShape *s, int t, const float *gates,
-                              const float *cell, const float *dy, const float *dh_rec,
-                              float *dcell, float *dgates);
+                              const float *cell, const float *dy, const float *dh_rec, float *dcell,
+                              float *dgates);
 
 /* ---- the BackendOps entries built on them (cuda_zoo.c, cuda_lstm.c), for cuda.c's table ---- */
 void cuda_zoo_axpy(BackendCtx *ctx, size_t n, float alpha, const float *x, float *y);
@@ -76,8 +76,8 @@ void cuda_zoo_avgpool_forward(BackendCtx *ctx, const PadPoolShape *s, const floa
 void cuda_zoo_avgpool_backward(BackendCtx *ctx, const PadPoolShape *s, const float *dy, float *dx);
 void cuda_zoo_global_avgpool_forward(BackendCtx *ctx, size_t planes, size_t plane, const float *x,
                                      float *y);
-void cuda_zoo_global_avgpool_backward(BackendCtx *ctx, size_t planes, size_t plane,
-                                      const float *dy, float *dx);
+void cuda_zoo_global_avgpool_backward(BackendCtx *ctx, size_t planes, size_t plane, const float *dy,
+                                      float *dx);
 void cuda_zoo_lrn_forward(BackendCtx *ctx, const LrnShape *s, const float *x, float *y,
                           float *scale);
 void cuda_zoo_lrn_backward(BackendCtx *ctx, const LrnShape *s, const float *x, const float *y,
@@ -113,8 +113,8 @@ size_t cuda_lstm_workspace_bytes(BackendCtx *ctx, const LstmShape *s);
 void cuda_lstm_forward(BackendCtx *ctx, const LstmShape *s, const float *x, const float *w,
                        const float *b, float *y, void *reserve, void *work);
 void cuda_lstm_backward(BackendCtx *ctx, const LstmShape *s, const float *x, const float *w,
-                        const float *y, const void *reserve, const float *dy, float *dx,
-                        float *dw, float *db, void *work);
+                        const float *y, const void *reserve, const float *dy, float *dx, float *dw,
+                        float *db, void *work);
 
 #ifdef __cplusplus
 }

@@ -138,8 +138,8 @@ static void test_bn(int batch, int c, int spatial) {
           *dx = malloc(n * 4), *mean = malloc(c * 4), *inv = malloc(c * 4), *dga = malloc(c * 4),
           *dbe = malloc(c * 4);
     float *dX = up(x, n * 4), *dG = up(gy, n * 4), *dGA = up(ga, c * 4), *dBE = up(be, c * 4),
-          *dRM = up(rm, c * 4), *dRV = up(rv, c * 4), *dY = dnan(n), *dDX = dnan(n),
-          *dM = dnan(c), *dI = dnan(c), *dDGA = dnan(c), *dDBE = dnan(c);
+          *dRM = up(rm, c * 4), *dRV = up(rv, c * 4), *dY = dnan(n), *dDX = dnan(n), *dM = dnan(c),
+          *dI = dnan(c), *dDGA = dnan(c), *dDBE = dnan(c);
     C->batchnorm_forward_infer(cctx, &s, x, ga, be, rm, rv, y);
     G->batchnorm_forward_infer(gctx, &s, dX, dGA, dBE, dRM, dRV, dY);
     cmp("batch norm inference", dY, y, n, 0);
@@ -255,7 +255,7 @@ int main(void) {
     test_pool(2, 4, 8, 2, 2, 0);  /* VGG16 */
     test_pool(2, 3, 7, 3, 1, 1);  /* inception pool branch */
     test_lrn();
-    test_bn(8, 6, 49); /* after a convolution */
+    test_bn(8, 6, 49);  /* after a convolution */
     test_bn(16, 10, 1); /* after a fully connected layer */
     test_concat_add_dropout();
     test_embedding_lstm();

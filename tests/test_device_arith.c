@@ -169,8 +169,8 @@ static void gpu_avgpool(const PadPoolShape *s, const float *x, float *y, const f
 
 static void test_pooling(void) {
     /* GoogLeNet's 3x3/2 pad 1 and 3x3/1 pad 1, AlexNet's 3x3/2, a 2x2/2, an odd 5x5/3 pad 2 */
-    const int cases[][5] = {{13, 3, 2, 1, 0}, {7, 3, 1, 1, 0}, {13, 3, 2, 0, 0}, {8, 2, 2, 0, 0},
-                            {11, 5, 3, 2, 0}};
+    const int cases[][5] = {
+        {13, 3, 2, 1, 0}, {7, 3, 1, 1, 0}, {13, 3, 2, 0, 0}, {8, 2, 2, 0, 0}, {11, 5, 3, 2, 0}};
     int ok_max = 1, ok_avg = 1;
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         int h = cases[t][0], k = cases[t][1], st = cases[t][2], pad = cases[t][3];
@@ -219,8 +219,14 @@ static void test_pooling(void) {
 static void test_lrn(void) {
     const float betas[] = {0.75f, 0.6f};
     for (int b = 0; b < 2; b++) {
-        LrnShape s = {.batch = 2, .c = 11, .h = 3, .w = 5, .size = 5, .alpha = 1e-4f * 50,
-                      .beta = betas[b], .bias = 2.0f};
+        LrnShape s = {.batch = 2,
+                      .c = 11,
+                      .h = 3,
+                      .w = 5,
+                      .size = 5,
+                      .alpha = 1e-4f * 50,
+                      .beta = betas[b],
+                      .bias = 2.0f};
         size_t hw = 15, chw = 11 * hw, n = 2 * chw;
         float *x = rand_buf(n, -2, 2), *dy = rand_buf(n, -1, 1);
         float *y = malloc(n * 4), *sc = malloc(n * 4), *dx = malloc(n * 4);
@@ -249,8 +255,8 @@ static void test_lrn(void) {
                 size_t j = nn * chw + cc * hw + px;
                 sum += dt_lrn_back_term(dy[j], y2[j], sc2[j]);
             }
-            dx2[i] = dt_lrn_back(dy[i], sc2[i], x[i], sum, 2.0f * s.alpha * s.beta / s.size,
-                                 s.beta);
+            dx2[i] =
+                dt_lrn_back(dy[i], sc2[i], x[i], sum, 2.0f * s.alpha * s.beta / s.size, s.beta);
         }
         check(same_bits(sc, sc2, n) && same_bits(y, y2, n) && same_bits(dx, dx2, n),
               b ? "LRN (beta 0.6, powf) forward and backward = CPU bit for bit"
@@ -356,18 +362,19 @@ static void test_lstm_cell(void) {
             float *g = gates + row * G;
             for (int q = 0; q < 4; q++)
                 g[q * H + j] = b[q * H + j];
-            cell[row * H + j] = dt_lstm_cell(&g[j], &g[H + j], &g[2 * H + j], &g[3 * H + j],
-                                             t > 0 ? cell[(row - 1) * H + j] : 0.0f, &y2[row * H + j]);
+            cell[row * H + j] =
+                dt_lstm_cell(&g[j], &g[H + j], &g[2 * H + j], &g[3 * H + j],
+                             t > 0 ? cell[(row - 1) * H + j] : 0.0f, &y2[row * H + j]);
         }
     for (int t = T - 1; t >= 0; t--) /* cell_bwd_kernel; the recurrent gradient is zero */
         for (int e = 0; e < B * H; e++) {
             int n = e / H, j = e % H, row = n * T + t;
             const float *a = gates + row * G;
             float *d = dg + row * G;
-            dcell[e] = dt_lstm_cell_back(a[j], a[H + j], a[2 * H + j], a[3 * H + j],
-                                         cell[row * H + j], t > 0 ? cell[(row - 1) * H + j] : 0.0f,
-                                         dy[row * H + j] + 0.0f, dcell[e], &d[j], &d[H + j],
-                                         &d[2 * H + j], &d[3 * H + j]);
+            dcell[e] =
+                dt_lstm_cell_back(a[j], a[H + j], a[2 * H + j], a[3 * H + j], cell[row * H + j],
+                                  t > 0 ? cell[(row - 1) * H + j] : 0.0f, dy[row * H + j] + 0.0f,
+                                  dcell[e], &d[j], &d[H + j], &d[2 * H + j], &d[3 * H + j]);
         }
     for (int o = 0; o < G; o++) { /* dtk_bias_grad: rows in order */
         float acc = dg[o];
@@ -376,7 +383,8 @@ static void test_lstm_cell(void) {
         db2[o] = acc;
     }
     check(same_bits(y, y2, 60), "LSTM cell forward over 4 steps = CPU bit for bit");
-    check(same_bits(db, db2, 20), "LSTM cell backward (bias gradient of 4 steps) = CPU bit for bit");
+    check(same_bits(db, db2, 20),
+          "LSTM cell backward (bias gradient of 4 steps) = CPU bit for bit");
     free(w), free(b), free(dy), free(res), free(work);
 }
 
@@ -386,13 +394,15 @@ static void test_rowmajor_gemm(void) {
     int ok = 1;
     for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++) {
-            const int m = 7, n = 5, k = 6, lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 2, ldc = n + 4;
+            const int m = 7, n = 5, k = 6, lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 2,
+                      ldc = n + 4;
             float *a = rand_buf((size_t)(ta ? k : m) * lda, -1, 1);
             float *b = rand_buf((size_t)(tb ? n : k) * ldb, -1, 1);
             float *c = rand_buf((size_t)m * ldc, -1, 1), *c2 = malloc((size_t)m * ldc * 4);
             memcpy(c2, c, (size_t)m * ldc * 4);
-            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                        m, n, k, 1.0f, a, lda, b, ldb, 0.5f, c, ldc);
+            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                        tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, 0.5f, c,
+                        ldc);
             ColGemm g = rowmajor_gemm(ta, tb, m, n, k, lda, ldb, ldc);
             cblas_sgemm(CblasColMajor, g.trans_a ? CblasTrans : CblasNoTrans,
                         g.trans_b ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, 1.0f, b, g.lda, a,
@@ -404,9 +414,11 @@ static void test_rowmajor_gemm(void) {
 }
 
 static void test_nccl_logic(void) {
-    check(nccl_red_choice(1.0f, 4) == NCCL_RED_SUM && nccl_red_choice(1.0f / 4, 4) == NCCL_RED_AVG &&
+    check(nccl_red_choice(1.0f, 4) == NCCL_RED_SUM &&
+              nccl_red_choice(1.0f / 4, 4) == NCCL_RED_AVG &&
               nccl_red_choice(1.0f / 3, 3) == NCCL_RED_AVG &&
-              nccl_red_choice(0.5f, 3) == NCCL_RED_PREMUL && nccl_red_choice(1.0f / 3, 6) == NCCL_RED_PREMUL,
+              nccl_red_choice(0.5f, 3) == NCCL_RED_PREMUL &&
+              nccl_red_choice(1.0f / 3, 6) == NCCL_RED_PREMUL,
           "NCCL reduction: Sum for 1, Avg for 1/size, PreMulSum otherwise");
     const double s1[] = {0.0, 1.0, 5.0}, e1[] = {2.0, 3.0, 7.0};
     const double s2[] = {5.0, 0.0, 1.0}, e2[] = {7.0, 2.0, 3.0};
@@ -422,7 +434,8 @@ static void test_nccl_logic(void) {
     int dup = duplicate_gpu(u, 4, &first);
     char text[64];
     gpu_uuid_text(u, text, sizeof text);
-    check(none == -1 && dup == 3 && first == 1 && strlen(text) == 40 && !strncmp(text, "GPU-0101", 8),
+    check(none == -1 && dup == 3 && first == 1 && strlen(text) == 40 &&
+              !strncmp(text, "GPU-0101", 8),
           "duplicate GPU: ranks 1 and 3 on one UUID found, none among distinct ones");
 }
 
