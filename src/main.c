@@ -85,7 +85,7 @@ static void build(Run *r) {
     pipeline_setup(&r->pipe, o, p->mode, &r->plan_model, &r->topo, 0);
     r->batch = o->batch / (r->pipe.mode == PARALLEL_DATA ? p->nworkers : r->pipe.replicas);
 
-    BackendConfig bcfg = {o->threads, r->topo.local_rank, o->gpus_per_node, r->topo.rank == 0};
+    BackendConfig bcfg = {o->threads, r->topo.host_local_rank, o->gpus_per_node, r->topo.rank == 0};
     if (p->be->init(&bcfg, &r->ctx) != 0) check_fail(__FILE__, __LINE__, "backend init", o->device);
     model_build_part(&r->model, r->md, ds->c, ds->h, ds->w, ds->classes, r->batch,
                      r->pipe.microbatches, r->pipe.first[r->pipe.stage],

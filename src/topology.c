@@ -11,6 +11,11 @@ void topology_init(Topology *t, int ranks_per_node) {
         MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, t->rank, MPI_INFO_NULL,
                                       &t->node_comm));
     MPI_CHECK(MPI_Comm_rank(t->node_comm, &t->local_rank));
+    MPI_Comm host;
+    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, t->rank, MPI_INFO_NULL,
+                                  &host));
+    MPI_CHECK(MPI_Comm_rank(host, &t->host_local_rank));
+    MPI_CHECK(MPI_Comm_free(&host));
     MPI_CHECK(MPI_Comm_size(t->node_comm, &t->local_size));
     MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, t->local_rank == 0 ? 0 : MPI_UNDEFINED, t->rank,
                              &t->leader_comm));

@@ -9,6 +9,8 @@ typedef struct {
     int rank, nranks;
     int node, nnodes; /* this rank's node index, node count */
     int local_rank, local_size;
+    int host_local_rank; /* rank among the ranks of this HOST (MPI_COMM_TYPE_SHARED), whatever
+                          * --ranks-per-node says: picks the GPU */
     MPI_Comm node_comm;   /* ranks of this node */
     MPI_Comm leader_comm; /* local rank 0 of every node (MPI_COMM_NULL elsewhere) */
 } Topology;
