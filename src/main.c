@@ -6,6 +6,7 @@
 #include <config.h>
 #include "check.h"
 #include "driver.h"
+#include "registry.h"
 #include "run.h"
 #include "sampler.h"
 #include "signals.h"
@@ -107,10 +108,20 @@ static void build(Run *r) {
         .ps_ranks = o->ps_ranks,
         .sync_period = o->sync_period,
         .transport = p->tops,
+        .device_coll = registry_coll("nccl"),
         .overlap = o->overlap,
     };
     r->xstate = p->xops->create(&xcfg, err, sizeof err);
     usage_check_all(r->xstate != NULL, "%s", err);
+    /* The transport's collectives alone on this run's buckets (comm/calibrate.c); the slowest
+     * exchanging group's figures, so that the attributes are the same on every rank. */
+    ExchangeCalibration *cal = &r->calibration;
+    if (p->xops->calibrate && o->calibrate_iters > 0)
+        p->xops->calibrate(r->xstate, r->model.grads, o->calibrate_iters, cal);
+    double calv[5] = {cal->seconds, cal->bytes, cal->bucket_bytes, cal->busbw_factor, cal->iters};
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, calv, 5, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    cal->seconds = calv[0], cal->bytes = calv[1], cal->bucket_bytes = calv[2];
+    cal->busbw_factor = calv[3], cal->iters = (int)calv[4];
     r->worker_index = 0, r->worker_count = 1;
     r->role = p->xops->role(r->xstate, &r->worker_index, &r->worker_count);
 }

@@ -69,6 +69,9 @@ static const OptSpec SPECS[] = {
     {"threads", T_INT, F(threads), NULL, 1, 0, "BLAS threads per rank"},
     {"bucket-mb", T_DOUBLE, F(bucket_mb), NULL, 0.001, 0,
      "gradient bucket size for the exchange, MiB"},
+    {"calibrate-iters", T_INT, F(calibrate_iters), NULL, 0, 0,
+     "before training, time the transport's collectives alone on the run's buckets this many "
+     "times (at most ~2 s), stored as calibration_* attributes (0: off)"},
     {"ps-ranks", T_INT, F(ps_ranks), NULL, 1, 0,
      "async: ranks that serve parameters (the last ones); the others train"},
     {"staleness", T_INT, F(staleness), NULL, 0, 0,
@@ -147,6 +150,7 @@ static void set_defaults(Options *o) {
     o->momentum = 0.9;
     o->weight_decay = 0.0;
     o->bucket_mb = 25.0;
+    o->calibrate_iters = 5;
     o->seed = 42;
     o->parallel = "data";
     o->stages = 0;

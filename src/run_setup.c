@@ -178,6 +178,14 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_INT("replicas", r->pipe.replicas),
         RUN_INT("microbatches", r->pipe.microbatches),
         RUN_TEXT("stage_first_layers", r->pipe.split_text),
+        RUN_INT("calibration_iters", r->calibration.iters),
+        RUN_REAL("calibration_exchange_s", r->calibration.iters ? r->calibration.seconds : NAN),
+        RUN_REAL("calibration_bucket_bytes", r->calibration.bucket_bytes),
+        RUN_REAL("calibration_busbw_factor", r->calibration.busbw_factor),
+        RUN_REAL("calibration_busbw", r->calibration.iters ? r->calibration.bytes /
+                                                                 r->calibration.seconds *
+                                                                 r->calibration.busbw_factor
+                                                           : NAN),
     };
     options_visit(o, collect_option, r);
     DriverSettings set = run_driver_settings(o);
