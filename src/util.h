@@ -16,6 +16,9 @@ int dt_rank(void); /* rank in MPI_COMM_WORLD, or -1 before MPI_Init */
 
 void *xmalloc(size_t bytes);
 void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t bytes);
+/* Bytes of memory available for new allocations on this node (MemAvailable), -1 if unknown. */
+double dt_mem_available(void);
 
 /* splitmix64: a counter-based generator, so that sample g of a data set, or parameter i of a
  * model, gets the same value whatever the number of ranks. */
