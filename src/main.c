@@ -7,6 +7,7 @@
 #include "clocksync.h"
 #include "nvml.h"
 #include "options.h"
+#include "outputs.h"
 #include "pipeline.h"
 #include "registry.h"
 #include "sampler.h"
@@ -182,16 +183,11 @@ int main(int argc, char **argv) {
         return 0;
     }
 
-    /* Results: rank 0 looks at the paths before any work is done. */
+    /* Results: rank 0 claims the output files before any work is done (outputs.h). */
     char err[1024] = "";
-    const char *problem = NULL;
-    if (topo.rank == 0) {
-        problem = output_path_problem("--output", opt.output, opt.overwrite, err, sizeof err);
-        if (!problem && opt.save_model[0])
-            problem =
-                output_path_problem("--save-model", opt.save_model, opt.overwrite, err, sizeof err);
-    }
-    usage_check_all(problem == NULL, "%s", err);
+    usage_check_all(topo.rank != 0 ||
+                        outputs_claim(opt.output, opt.save_model, opt.overwrite, err, sizeof err) == 0,
+                    "%s", err);
 
     /* Data (every rank reads; a missing or malformed file is bad input). */
     Dataset data;
@@ -413,7 +409,7 @@ int main(int argc, char **argv) {
 
     double worst = res.median_total;
     MPI_CHECK(MPI_Reduce(&res.median_total, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
-    if (topo.rank == 0 && early)
+    if (topo.rank == 0 && early && !dt_exit_status) /* a write error has printed its own line */
         printf("stopped early (%s) after %lld of %lld iterations; the file is closed and "
                "marked stop_reason=%s\n",
                end.stop_reason, (long long)res.iterations, (long long)rcfg.iters_total,
@@ -437,5 +433,5 @@ int main(int argc, char **argv) {
     free(cmdline), free(config_json);
     topology_free(&topo);
     MPI_Finalize();
-    return 0;
+    return dt_exit_status; /* 1 after a write error (recorder) */
 }

@@ -39,10 +39,20 @@ int dt_rank(void) {
     return rank;
 }
 
+void (*dt_fatal_hook)(void) = NULL;
+int dt_exit_status = 0;
+
+static void run_fatal_hook(void) {
+    void (*hook)(void) = dt_fatal_hook;
+    dt_fatal_hook = NULL; /* once, even if the hook itself fails */
+    if (hook) hook();
+}
+
 _Noreturn void check_fail(const char *file, int line, const char *what, const char *msg) {
     fprintf(stderr, "dtbench: rank %d on %s: %s:%d: %s: %s\n", dt_rank(), dt_hostname(), file, line,
             what, msg);
     fflush(stderr);
+    run_fatal_hook();
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
@@ -133,6 +143,7 @@ void usage_check_all(int ok, const char *fmt, ...) {
         va_end(ap);
         fflush(stderr);
     }
+    run_fatal_hook();
     MPI_Finalize();
     exit(2);
 }

@@ -29,9 +29,16 @@ static inline float rng_uniform(uint64_t key) /* [0,1) */
 }
 
 /* Why `path` may not be used for new results (it exists and overwrite is off, it is a folder,
- * its folder is not writable), as one line naming `option`; NULL if it may. */
+ * its folder is not writable), as one line naming `option`; NULL if it may. (The
+ * driver now uses outputs_claim, outputs.h, which also locks the files.) */
 const char *output_path_problem(const char *option, const char *path, int overwrite, char *err,
                                 size_t len);
+
+/* Called once by check_fail and by usage_check_all before the process ends on an error (e.g.
+ * outputs_abandon: remove what the run created and never filled). */
+extern void (*dt_fatal_hook)(void);
+/* The program's exit status once the run ended (1: results were lost to a write error). */
+extern int dt_exit_status;
 
 /* Bad input: every rank calls this with its own verdict (ok != 0 means fine). If any rank
  * reports a problem, the lowest such rank prints its message on stderr as one line
