@@ -64,6 +64,7 @@ static const struct {
     {"samples_written", "entries of this rank's row of /samples written so far"},
 };
 
+#define INJECT_ALL    (-2)
 #define RANK_TEXT_LEN 128 /* /ranks/<key> strings (device name, versions) */
 #define NSAMPLE_SETS  4
 static const struct {
@@ -187,7 +188,8 @@ static int write_at(Recorder *r, hid_t set, hid_t memtype, int ndims, const hsiz
     errno = 0;
     herr_t rc = H5Dwrite(set, memtype, mspace, fspace, H5P_DEFAULT, data);
     int err_no = errno ? errno : EIO;
-    if (r && r->inject_rank == r->rank && r->blocks == r->inject_block)
+    if (r && (r->inject_rank == r->rank || r->inject_rank == INJECT_ALL) &&
+        r->blocks == r->inject_block)
         rc = -1, err_no = r->inject_errno; /* DTBENCH_TEST_WRITE_ERROR */
     H5Sclose(mspace), H5Sclose(fspace);
     if (rc < 0) {
@@ -432,11 +434,13 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
             check_fail(__FILE__, __LINE__, "rename to --output", strerror(errno));
         outputs_published();
     }
-    /* Tests only: DTBENCH_TEST_WRITE_ERROR=RANK:BLOCK:ERRNO makes RANK's writes of its block
-     * BLOCK (0: the first) fail with ERRNO, as a full or failing disk would. */
+    /* Tests only: DTBENCH_TEST_WRITE_ERROR=RANK:BLOCK:ERRNO makes RANK's (all: every rank's)
+     * writes of its block BLOCK (0: the first) fail with ERRNO, as a full or failing disk would. */
     const char *inject = getenv("DTBENCH_TEST_WRITE_ERROR");
     long long b = 0;
-    if (inject && sscanf(inject, "%d:%lld:%d", &r->inject_rank, &b, &r->inject_errno) != 3)
+    if (inject && !strncmp(inject, "all:", 4)) {
+        if (sscanf(inject + 4, "%lld:%d", &b, &r->inject_errno) == 2) r->inject_rank = INJECT_ALL;
+    } else if (inject && sscanf(inject, "%d:%lld:%d", &r->inject_rank, &b, &r->inject_errno) != 3)
         r->inject_rank = -1;
     r->inject_block = b;
     return r;
