@@ -6,6 +6,7 @@
 #include "check.h"
 #include "clocksync.h"
 #include "nvml.h"
+#include "run_limits.h"
 #include "options.h"
 #include "outputs.h"
 #include "pipeline.h"
@@ -205,6 +206,9 @@ int main(int argc, char **argv) {
     Pipeline pipe;
     pipeline_setup(&pipe, &opt, &plan, &topo, 0);
     if (pipe.mode != PARALLEL_DATA) b = opt.batch / pipe.replicas;
+    usage_check_all(limits_check(&opt, &plan, pipe.first[pipe.stage], pipe.first[pipe.stage + 1], b,
+                                 topo.local_size, err, sizeof err) == 0,
+                    "%s", err); /* memory, before any allocation (run_limits.h) */
 
     BackendCtx *ctx = NULL;
     BackendConfig bcfg = {opt.threads, topo.local_rank, opt.gpus_per_node, topo.rank == 0};
