@@ -332,8 +332,12 @@ void options_parse(int argc, char **argv, Options *o) {
 }
 
 void options_visit(const Options *o, OptionVisitor fn, void *user) {
-    char val[1024];
+    char val[64];
     for (int i = 0; i < NSPECS; i++) {
+        if (SPECS[i].type == T_STRING || SPECS[i].type == T_CHOICE) { /* whole, never cut */
+            fn(SPECS[i].name, *(char *const *)((const char *)o + SPECS[i].offset), user);
+            continue;
+        }
         value_text(o, &SPECS[i], val, sizeof val);
         fn(SPECS[i].name, val, user);
     }
