@@ -65,7 +65,9 @@ pass "a running job's file is refused to a second job; the first completes intac
 for round in 1 2 3; do
     rm -f o.h5
     for j in 1 2; do
-        (set +e; timeout -k 10 200 "$MPIRUN" -np 2 "$DTBENCH" $S --iters 60 --flush-every 10 \
+        # each mpirun its own session folder (two starting at once race on a shared one)
+        mkdir -p "$WORK/ompi$j"
+        (set +e; export OMPI_MCA_orte_tmpdir_base="$WORK/ompi$j"; timeout -k 10 200 "$MPIRUN" -np 2 "$DTBENCH" $S --iters 60 --flush-every 10 \
             --tag "job$j" --output o.h5 --overwrite >job$j.log 2>&1; echo $? >job$j.rc) &
     done
     wait
