@@ -68,7 +68,11 @@ static int claim(int which, const char *option, const char *path, const char *sh
     struct stat st;
     int existed = stat(path, &st) == 0;
     if (existed && S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "%s: %s is a directory; expected a file name", option, path);
+        snprintf(err, errlen, "%s: %s is a directory; expected a file name", option, shown);
+        return -1;
+    }
+    if (existed && !S_ISREG(st.st_mode)) { /* a device, FIFO or socket is never replaced */
+        snprintf(err, errlen, "%s: %s is not a regular file; expected a file name", option, shown);
         return -1;
     }
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);

@@ -23,6 +23,12 @@ expect_bad 0 "--save-model: hard.h5 is the results file" $S --iters 1 --output o
 [ "$(cat o.h5)" = "earlier results" ] || fail "hard-linked results file modified"
 rm -f o.h5 hard.h5
 
+# A device or FIFO is never taken for (or replaced by) a results file.
+expect_bad 0 "--output: /dev/null is not a regular file" $S --iters 1 --output /dev/null --overwrite
+mkfifo fifo
+expect_bad 0 "--save-model: fifo is not a regular file" $S --iters 1 --output o.h5 --save-model fifo --overwrite
+[ -p fifo ] && rm fifo
+
 # 2. --save-model where nothing can be written: refused before training (it was found after).
 expect_bad 0 "--save-model: cannot create /proc/dtbench-model.bin" $S --iters 1 --output o.h5 --save-model /proc/dtbench-model.bin
 noleft "unwritable --save-model"
