@@ -279,7 +279,7 @@ run_dtbench() {  # model threads round -> writes $TMPDIR_RUN/dt_<m>_<t>_<r>.h5
     # shellcheck disable=SC2086
     if ! OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t "${MPI[@]}" "$DTBENCH" --model "$m" \
             --dataset synthetic --batch "${BATCHES[$m]}" --iters "${ITERS[$m]}" --warmup "${WARMUP[$m]}" \
-            --threads "$t" --device "$DEVICE" --output "$out" --overwrite $DTBENCH_ARGS >"$lg" 2>&1; then
+            $([[ $DEVICE == cpu ]] && echo --threads "$t") --device "$DEVICE" --output "$out" --overwrite $DTBENCH_ARGS >"$lg" 2>&1; then
         tail -n 30 "$lg" >&2
         die "dtbench failed ($m, $t threads, round $r); log above"
     fi

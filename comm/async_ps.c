@@ -235,6 +235,7 @@ static void ps_destroy(ExchangeState *st) {
 
 const ExchangeOps async_exchange = {
     .name = "async",
+    .reads = "ps-ranks,staleness",
     .lockstep = 0,
     .device_ok = 0,
     .create = ps_create,

@@ -94,6 +94,12 @@ typedef struct ExchangeOps {
      * measured on the device's timeline (step->hidden). */
     void (*report)(ExchangeState *st, ExchangeStep *step);
     void (*destroy)(ExchangeState *st);
+    /* For the resolver (src/resolve.c). reads: the long options the strategy reads
+     * (comma-separated; given explicitly with a strategy that does not read them, they are
+     * refused; "overlap" needs grads_ready). pipeline_ok: 1 when it can average the gradients of
+     * a pipeline stage's replicas (--parallel model / hybrid, ExchangeConfig.comm a sub-group). */
+    const char *reads;
+    int pipeline_ok;
 } ExchangeOps;
 
 #endif

@@ -178,6 +178,7 @@ static void mixed_destroy(ExchangeState *st) {
 
 const ExchangeOps mixed_exchange = {
     .name = "mixed",
+    .reads = "sync-period,bucket-mb",
     .lockstep = 0,
     .device_ok = 0,
     .create = mixed_create,

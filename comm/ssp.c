@@ -140,6 +140,7 @@ static void ssp_destroy(ExchangeState *st) {
 
 const ExchangeOps ssp_exchange = {
     .name = "ssp",
+    .reads = "staleness,bucket-mb",
     .lockstep = 1,
     .device_ok = 0,
     .create = ssp_create,

@@ -114,6 +114,7 @@ static void sync_destroy(ExchangeState *st) {
 
 const ExchangeOps sync_exchange = {
     .name = "sync",
+    .reads = "transport,overlap,bucket-mb", .pipeline_ok = 1,
     .lockstep = 1,
     .device_ok = 1,
     .create = sync_create,

@@ -44,6 +44,11 @@ typedef struct TransportOps {
      * per iteration after finish, outside the timed phases (it may wait for the device). */
     double (*hidden)(Transport *t);
     void (*destroy)(Transport *t);
+    /* For the resolver (src/resolve.c). reads: long options it reads (comma-separated; NULL:
+     * none); device_only: 1 when it averages device buffers only (needs
+     * BackendOps.device_memory). */
+    const char *reads;
+    int device_only;
 } TransportOps;
 
 extern const TransportOps mpi_transport;  /* comm/transport_mpi.c */

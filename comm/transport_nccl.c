@@ -48,6 +48,7 @@ static void nccl_t_destroy(Transport *t) {
 
 const TransportOps nccl_transport = {
     .name = "nccl",
+    .device_only = 1,
     .create = nccl_t_create,
     .start = nccl_t_start,
     .progress = nccl_t_progress,

@@ -511,6 +511,7 @@ static double cuda_timer_elapsed(BackendCtx *ctx, int slot_a, int slot_b) {
 
 const BackendOps cuda_backend = {
     .name = "cuda",
+    .reads = "gpus-per-node",
     .device_memory = 1,
     .init = cuda_init,
     .finalize = cuda_finalize,

@@ -106,10 +106,15 @@ static const OptSpec SPECS[] = {
      "first layer of stages 2..K as --dry-run numbers the layers, comma-separated (\"\": "
      "balanced by FLOPs)"},
     {"microbatches", T_INT, F(microbatches), NULL, 1, 0,
-     "micro-batches each replica's batch is cut into and pipelined through the stages (GPipe)"},
+     "micro-batches each replica's batch is cut into and pipelined through the stages"},
+    {"schedule", T_CHOICE, F(schedule), NULL, 0, 0,
+     "order of a pipeline stage's forward and backward micro-batch steps: gpipe (all forwards, "
+     "then all backwards), 1f1b (PipeDream-Flush: warm-up forwards, then one forward, one "
+     "backward); data parallelism runs 'data' (one stage, one micro-batch)"},
 };
 #undef F
 #define NSPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
+_Static_assert(sizeof SPECS / sizeof SPECS[0] <= 64, "Options.given has one bit per option");
 
 static void set_defaults(Options *o) {
     memset(o, 0, sizeof *o);
@@ -148,6 +153,7 @@ static void set_defaults(Options *o) {
     o->stages = 0;
     o->split = "";
     o->microbatches = 1;
+    o->schedule = "gpipe";
 }
 
 const char *options_choices(const char *key) {
@@ -155,6 +161,7 @@ const char *options_choices(const char *key) {
     if (!strcmp(key, "device")) return registry_backend_names();
     if (!strcmp(key, "exchange")) return registry_exchange_names();
     if (!strcmp(key, "transport")) return registry_transport_names();
+    if (!strcmp(key, "schedule")) return registry_schedule_names();
     for (int i = 0; i < NSPECS; i++)
         if (!strcmp(SPECS[i].name, key)) return SPECS[i].choices;
     return NULL;
@@ -306,6 +313,7 @@ void options_parse(int argc, char **argv, Options *o) {
             exit(0);
         } else if (c >= 1000 && c < 1000 + NSPECS) {
             bad = set_value(o, &SPECS[c - 1000], optarg, err, sizeof err) != NULL;
+            o->given |= 1ULL << (c - 1000);
         } else if (c == ':') {
             snprintf(err, sizeof err, "%s: a value is required (see --help)", argv[optind - 1]);
             bad = 1;
@@ -329,6 +337,35 @@ void options_parse(int argc, char **argv, Options *o) {
         bad = 1;
     }
     usage_check_all(!bad, "%s", err);
+}
+
+static int spec_index(const char *key) {
+    for (int i = 0; i < NSPECS; i++)
+        if (!strcmp(SPECS[i].name, key)) return i;
+    return -1;
+}
+
+int options_exists(const char *key) {
+    return spec_index(key) >= 0;
+}
+
+int options_given(const Options *o, const char *key) {
+    int i = spec_index(key);
+    return i >= 0 && (o->given >> i & 1);
+}
+
+void options_value_text(const Options *o, const char *key, char *buf, size_t len) {
+    int i = spec_index(key);
+    char val[512] = "";
+    if (i < 0 || SPECS[i].type == T_FLAG) {
+        snprintf(buf, len, "%s", "");
+        return;
+    }
+    value_text(o, &SPECS[i], val, sizeof val);
+    if (SPECS[i].type == T_STRING || SPECS[i].type == T_CHOICE)
+        snprintf(buf, len, "'%s'", val);
+    else
+        snprintf(buf, len, "%s", val);
 }
 
 void options_visit(const Options *o, OptionVisitor fn, void *user) {

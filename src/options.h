@@ -42,7 +42,10 @@ typedef struct {
     char *parallel;   /* data | model | hybrid */
     int stages;       /* pipeline stages; 0 = model: one per rank, hybrid: 2 */
     char *split;      /* first layer of stages 2..K, comma-separated; "" = balanced by FLOPs */
-    int microbatches; /* per replica batch, pipelined (GPipe) */
+    int microbatches; /* per replica batch, pipelined */
+    char *schedule;   /* data | gpipe | 1f1b (src/schedule.h) */
+    /* Bit i: the i-th option of the table was given on the command line (options_given). */
+    unsigned long long given;
 } Options;
 
 /* Parses argv into opts (defaults first). Prints --help / --version on rank 0 and exits 0;
@@ -55,6 +58,16 @@ void options_visit(const Options *opts, OptionVisitor fn, void *user);
 
 /* The resolved configuration as a JSON object (malloc'd). */
 char *options_to_json(const Options *opts);
+
+/* 1 when the option `key` (long name) was given on the command line. */
+int options_given(const Options *opts, const char *key);
+
+/* The value of option `key` as an error message shows it: 'text' for text and choices, the
+ * number for numbers, "" for flags. */
+void options_value_text(const Options *opts, const char *key, char *buf, size_t len);
+
+/* 1 when `key` is the long name of an option of the table. */
+int options_exists(const char *key);
 
 /* Comma-separated accepted values of a choice option, e.g. "lenet,fcn5,fcn8". */
 const char *options_choices(const char *key);

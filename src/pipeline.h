@@ -1,16 +1,17 @@
-/* pipeline.h - model parallelism: the layers split into K consecutive stages on K ranks, the
- * batch pipelined through them in micro-batches (GPipe), and data-parallel replicas of such a
- * pipeline (hybrid).
+/* pipeline.h - the layout of model parallelism: the layers split into K consecutive stages on K
+ * ranks, the batch pipelined through them in micro-batches (in a schedule's order: schedule.h),
+ * and data-parallel replicas of such a pipeline (hybrid). Data parallelism is the one-stage
+ * layout: every rank a replica.
  *
  * Ranks: rank = replica * K + stage, so the stages of one replica are consecutive ranks (usually
  * one node). Two communicators: the replica's pipeline (activations forward, gradients backward
  * between stage k and k+1, src/pipeline_p2p.c) and, per stage, the R ranks holding that stage
  * (the exchange strategy averages their gradients, as in data parallelism).
  *
- * One iteration on every stage (GPipe): post the receives of all M micro-batches; forward
- * micro-batches 0..M-1 (receive, compute, send); backward M-1..0 (receive, compute and add the
- * parameter gradients, send); wait for the sends; exchange among the stage's replicas; update.
- * The last stage scales each micro-batch's loss gradient by 1/M, so the summed gradients are
+ * One iteration on every stage (src/driver.c): post the receives of all M micro-batches; run the
+ * forward (receive, compute, send) and backward (receive, compute and add the parameter
+ * gradients, send) steps in the schedule's order; wait for the sends; exchange among the stage's
+ * replicas; update. The last stage scales each micro-batch's loss gradient by 1/M, so the summed gradients are
  * those of the mean loss over the replica's batch: the parameters follow the same trajectory as
  * one process training on the whole batch (batch norm excepted: it normalises per micro-batch and
  * per replica, as in GPipe and PyTorch's data parallelism). */
@@ -20,7 +21,6 @@
 #include "model.h"
 #include "options.h"
 #include "topology.h"
-#include "trainer.h"
 
 #include <mpi.h>
 #include <stdio.h>
@@ -43,15 +43,12 @@ typedef struct {
  * fills p. With --parallel data: one stage, every rank a replica, stage_comm = MPI_COMM_WORLD.
  * dry_run: the rank count is not checked (the stages are only printed) and no communicator is
  * made. */
-void pipeline_setup(Pipeline *p, const Options *opt, const Model *plan, const Topology *topo,
-                    int dry_run);
+void pipeline_setup(Pipeline *p, const Options *opt, ParallelMode mode, const Model *plan,
+                    const Topology *topo, int dry_run);
 void pipeline_free(Pipeline *p);
 
 /* The stages: layers, parameters, share of the FLOPs (for --dry-run and the start-up lines). */
 void pipeline_print(const Pipeline *p, const Model *plan, FILE *out);
-
-/* The timed loop of a pipeline stage (t->model holds the stage's layers). */
-TrainResult pipeline_run(Trainer *t, const Pipeline *p);
 
 /* Collective. Rank 0 writes the whole model's parameters of replica 0, gathered from its stages,
  * as model_save does. Returns 0, or -1 with errno set (rank 0). */

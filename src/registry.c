@@ -1,4 +1,5 @@
-/* registry.c - the tables of compute backends, exchange strategies, recorders and models.
+/* registry.c - the tables of compute backends, exchange strategies, transports, schedules,
+ * recorders and models.
  * The only place that knows which optional parts were built: optional backends and strategies
  * (CUDA, NCCL) are added to these tables under #ifdef HAVE_CUDA / HAVE_NCCL, here and nowhere else.
  */
@@ -45,6 +46,7 @@ static const TransportOps *const TRANSPORTS[] = {
 #endif
     &hier_transport,
 };
+static const ScheduleOps *const SCHEDULES[] = {&data_schedule, &gpipe_schedule, &onef1b_schedule};
 static const CollOps *const COLLS[] = {
 #ifdef DTBENCH_NCCL
     &coll_nccl,
@@ -75,6 +77,26 @@ const ModelDesc *registry_model(const char *name) {
 }
 const TransportOps *registry_transport(const char *name) {
     FIND(TRANSPORTS, name);
+}
+
+const ScheduleOps *registry_schedule(const char *name) {
+    FIND(SCHEDULES, name);
+}
+
+#define ALL(table)                                                                                 \
+    *n = (int)COUNT(table);                                                                        \
+    return table
+const BackendOps *const *registry_backends(int *n) {
+    ALL(BACKENDS);
+}
+const ExchangeOps *const *registry_exchanges(int *n) {
+    ALL(EXCHANGES);
+}
+const TransportOps *const *registry_transports(int *n) {
+    ALL(TRANSPORTS);
+}
+const ScheduleOps *const *registry_schedules(int *n) {
+    ALL(SCHEDULES);
 }
 
 const CollOps *registry_coll(const char *name) {
@@ -132,4 +154,7 @@ const char *registry_model_names(void) {
 }
 const char *registry_transport_names(void) {
     NAMES(TRANSPORTS);
+}
+const char *registry_schedule_names(void) {
+    NAMES(SCHEDULES);
 }

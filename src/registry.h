@@ -1,5 +1,5 @@
 /* registry.h - looks up the pluggable parts by name: compute backends, exchange strategies,
- * recorders and models. registry.c is the only file with #ifdef HAVE_CUDA and friends. */
+ * transports, schedules, recorders and models. registry.c is the only file with #ifdef HAVE_CUDA and friends. */
 #ifndef DTBENCH_REGISTRY_H
 #define DTBENCH_REGISTRY_H
 
@@ -10,12 +10,20 @@
 #include "transport.h"
 #include "model.h"
 #include "recorder.h"
+#include "schedule.h"
 
 const BackendOps *registry_backend(const char *name);
 const ExchangeOps *registry_exchange(const char *name);
 const RecorderOps *registry_recorder(const char *name);
 const ModelDesc *registry_model(const char *name);
 const TransportOps *registry_transport(const char *name);
+const ScheduleOps *registry_schedule(const char *name);
+
+/* Every registered component of a kind, for the resolver (src/resolve.c): sets *n. */
+const BackendOps *const *registry_backends(int *n);
+const ExchangeOps *const *registry_exchanges(int *n);
+const TransportOps *const *registry_transports(int *n);
+const ScheduleOps *const *registry_schedules(int *n);
 /* Collectives of an optional library ("nccl"), NULL when not built. */
 const CollOps *registry_coll(const char *name);
 
@@ -28,5 +36,6 @@ const char *registry_backend_names(void);
 const char *registry_exchange_names(void);
 const char *registry_model_names(void);
 const char *registry_transport_names(void);
+const char *registry_schedule_names(void);
 
 #endif

@@ -1,0 +1,145 @@
+/* driver.c - the one training loop (see driver.h): per iteration, data, this stage's steps in
+ * the schedule's order (driver_stage.c), exchange, update, each phase marked on the backend's
+ * timeline; the marks are read back only after the update, so reading them adds nothing to any
+ * timed phase. Records, evaluations and the stop decision follow, outside the timed phases. */
+#include "driver.h"
+#include "check.h"
+#include "driver_stage.h"
+#include "signals.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int driver_eval_count(const DriverSettings *s, const Dataset *data) {
+    if (data->ntest == 0) return 0;
+    int64_t total = s->warmup + s->iters, e = s->eval_every;
+    return (int)(e > 0 ? total / e + (total % e != 0) : 1);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The replica's batch of iteration `it`: the first stage needs the samples, the last one the
+ * labels. */
+static void load_batch(Driver *d, int64_t it, float *x, int32_t *labels) {
+    Model *m = d->model;
+    const Pipeline *p = d->pipe;
+    const int first = p->stage == 0, last = p->stage == p->stages - 1, b = m->batch;
+    /* dropout masks follow the global sample index: the same on any number of ranks */
+    model_set_sample_origin(m, (uint64_t)it * (uint64_t)d->set.batch + (uint64_t)p->replica * b);
+    if (!first && !last) return;
+    dataset_train_batch(d->data, it, d->set.batch, d->shard, d->nshards, first ? x : NULL, labels);
+    if (first) m->be->upload(m->ctx, m->x, x, (size_t)b * d->data->sample_size * sizeof(float));
+    if (last)
+        m->be->upload(m->ctx, m->labels, labels,
+                      (size_t)b * d->data->label_size * sizeof(int32_t));
+}
+
+/* The iteration's record, once its update is done (outside the timed phases). */
+static void fill_record(Driver *d, const StageRun *s, ExchangeStep *xs, double start,
+                        IterRecord *r) {
+    Model *m = d->model;
+    const BackendOps *be = m->be;
+    BackendCtx *ctx = m->ctx;
+    const int K = d->pipe->stages, M = d->pipe->microbatches;
+    r->start = start - d->clock_offset - d->t0;
+    r->data = be->timer_elapsed(ctx, MARK_START, MARK_DATA);
+    r->forward = be->timer_elapsed(ctx, MARK_DATA, MARK_FORWARD);
+    r->backward = be->timer_elapsed(ctx, MARK_FORWARD, MARK_BACKWARD);
+    r->exchange = be->timer_elapsed(ctx, MARK_BACKWARD, MARK_EXCHANGE);
+    r->update = be->timer_elapsed(ctx, MARK_EXCHANGE, MARK_UPDATE);
+    r->total = be->timer_elapsed(ctx, MARK_START, MARK_UPDATE);
+    if (d->xops->report) d->xops->report(d->xstate, xs);
+    r->exchange_hidden = xs->hidden;
+    if (K == 1 && M == 1) {
+        r->loss = model_read_loss(m, NULL);
+    } else {
+        double loss = 0.0;
+        for (int j = 0; j < M; j++)
+            loss += s->losses[j];
+        r->loss = loss / M;
+    }
+    r->bytes_sent = xs->bytes_sent, r->bytes_recv = xs->bytes_recv;
+    r->staleness = xs->staleness, r->version = xs->version, r->exchange_wait = xs->wait;
+    r->straggler_delay = s->straggler_delay;
+    if (K > 1) {
+        r->pipe_compute = s->st.compute, r->pipe_send = s->st.send, r->pipe_recv = s->st.recv;
+        r->pipe_idle = s->st.idle, r->pipe_bytes = s->st.bytes;
+    }
+}
+
+TrainResult driver_run(Driver *d) {
+    const DriverSettings *o = &d->set;
+    Model *m = d->model;
+    const BackendOps *be = m->be;
+    BackendCtx *ctx = m->ctx;
+    const int b = m->batch, nevals = driver_eval_count(o, d->data);
+    /* Lock-step strategies evaluate together; the others let the first worker do it alone. */
+    const int evaluates = d->xops->lockstep || d->shard == 0;
+    const int64_t total = o->warmup + o->iters;
+    int evals = 0, target_stop = 0;
+    float *x = xmalloc((size_t)b * d->data->sample_size * sizeof(float));
+    int32_t *labels = xmalloc((size_t)b * d->data->label_size * sizeof(int32_t));
+    double *totals = xmalloc((size_t)o->iters * sizeof(double));
+    double record_cost = 0.0;
+    StageRun s;
+    stage_init(&s, d);
+    TrainResult res = {.last_accuracy = -1.0};
+
+    for (int64_t it = 0; it < total; it++) {
+        IterRecord r;
+        memset(&r, 0, sizeof r);
+        double start = dt_now();
+        be->timer_record(ctx, MARK_START);
+        load_batch(d, it, x, labels);
+        be->timer_record(ctx, MARK_DATA);
+
+        s.vote = signals_stop_requested() != 0 || target_stop;
+        stage_iteration(d, &s, it); /* records MARK_FORWARD */
+        be->timer_record(ctx, MARK_BACKWARD);
+
+        /* The stage's replicas average their gradients; the stop decision travels with them. */
+        ExchangeStep xs = {.iteration = it, .stop_requested = s.decision};
+        int done = d->xops->exchange(d->xstate, m->params, m->grads, &xs);
+        be->timer_record(ctx, MARK_EXCHANGE);
+        if (done == EXCHANGE_APPLY_UPDATE) model_sgd(m, o->lr, o->momentum, o->weight_decay);
+        be->timer_record(ctx, MARK_UPDATE);
+
+        /* Outside the timed phases from here on. */
+        fill_record(d, &s, &xs, start, &r);
+        r.record = record_cost;
+        if (it >= o->warmup) totals[it - o->warmup] = r.total;
+        double rec_start = dt_now();
+        d->rops->record_iteration(d->rec, it, &r);
+        record_cost = dt_now() - rec_start;
+        res.iterations = it + 1;
+        if (xs.stop) { /* agreed (or heard) stop: end after this iteration, skip evaluations */
+            res.stopped = !target_stop;
+            res.target_reached = target_stop;
+            break;
+        }
+
+        int eval_due = o->eval_every > 0 ? (it + 1) % o->eval_every == 0 : 0;
+        if (evaluates && nevals > 0 && evals < nevals && (eval_due || it + 1 == total)) {
+            double acc, eloss;
+            stage_evaluate(d, &acc, &eloss);
+            EvalRecord e = {(double)(it + 1), dt_now() - d->clock_offset - d->t0, acc, eloss};
+            if (d->topo->rank == 0) d->rops->record_eval(d->rec, evals, &e);
+            evals++;
+            res.last_accuracy = acc;
+            if (o->target_acc > 0 && acc >= o->target_acc) target_stop = 1;
+        }
+    }
+    d->xops->finish(d->xstate, m->params);
+    int64_t measured = res.iterations - o->warmup;
+    if (measured > 0) {
+        qsort(totals, (size_t)measured, sizeof(double), cmp_double);
+        res.median_total = totals[measured / 2];
+    }
+    stage_free(&s);
+    free(x), free(labels), free(totals);
+    return res;
+}

@@ -1,0 +1,215 @@
+/* resolve.c - from parsed options to a run plan (see resolve.h). First the components are looked
+ * up; then every option given explicitly that some component of the registry reads must be read
+ * by one of the components chosen; then the capabilities each component declares are checked
+ * against the others and the ranks. */
+#include "resolve.h"
+#include "check.h"
+#include "registry.h"
+#include "util.h" /* usage_check_all */
+
+#include <stdio.h>
+#include <string.h>
+
+static int in_list(const char *list, const char *word) {
+    size_t n = strlen(word);
+    for (const char *p = list; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && !strncmp(p, word, n)) return 1;
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+/* One component: how an error message names it, and what it reads. */
+typedef struct {
+    char label[64]; /* "--exchange sync" */
+    const char *reads;
+} Reader;
+
+enum { MAX_READERS = 64 };
+
+/* Every registered component; the chosen ones first (*nchosen of them). */
+static int all_readers(const RunPlan *p, Reader *r, int *nchosen) {
+    int n = 0, k;
+    snprintf(r[n].label, sizeof r[n].label, "--device %s", p->be->name), r[n++].reads = p->be->reads;
+    snprintf(r[n].label, sizeof r[n].label, "--exchange %s", p->xops->name),
+        r[n++].reads = p->xops->reads;
+    snprintf(r[n].label, sizeof r[n].label, "--transport %s", p->tops->name),
+        r[n++].reads = p->tops->reads;
+    if (p->sched->pipeline)
+        snprintf(r[n].label, sizeof r[n].label, "--schedule %s", p->sched->name);
+    else
+        snprintf(r[n].label, sizeof r[n].label, "--parallel data");
+    r[n++].reads = p->sched->reads;
+    *nchosen = n;
+    const BackendOps *const *be = registry_backends(&k);
+    for (int i = 0; i < k && n < MAX_READERS; i++, n++)
+        snprintf(r[n].label, sizeof r[n].label, "--device %s", be[i]->name), r[n].reads = be[i]->reads;
+    const ExchangeOps *const *x = registry_exchanges(&k);
+    for (int i = 0; i < k && n < MAX_READERS; i++, n++)
+        snprintf(r[n].label, sizeof r[n].label, "--exchange %s", x[i]->name), r[n].reads = x[i]->reads;
+    const TransportOps *const *t = registry_transports(&k);
+    for (int i = 0; i < k && n < MAX_READERS; i++, n++)
+        snprintf(r[n].label, sizeof r[n].label, "--transport %s", t[i]->name), r[n].reads = t[i]->reads;
+    const ScheduleOps *const *s = registry_schedules(&k);
+    for (int i = 0; i < k && n < MAX_READERS; i++, n++) {
+        if (s[i]->pipeline)
+            snprintf(r[n].label, sizeof r[n].label, "--schedule %s", s[i]->name);
+        else
+            snprintf(r[n].label, sizeof r[n].label, "--parallel data");
+        r[n].reads = s[i]->reads;
+    }
+    return n;
+}
+
+/* Every option in some component's reads list that was given explicitly must be read by a
+ * chosen component: "--staleness: 2 is not accepted with --exchange sync (read by --exchange
+ * async, --exchange ssp)". */
+static void check_reads(const Options *opt, const RunPlan *p) {
+    Reader r[MAX_READERS];
+    int nchosen, n = all_readers(p, r, &nchosen);
+    for (int i = nchosen; i < n; i++) {
+        for (const char *q = r[i].reads; q && *q;) {
+            char key[64];
+            size_t len = strcspn(q, ",");
+            snprintf(key, sizeof key, "%.*s", (int)len, q);
+            q += len + (q[len] == ',');
+            if (!options_given(opt, key)) continue;
+            int read = 0;
+            for (int c = 0; c < nchosen; c++)
+                read |= in_list(r[c].reads, key);
+            if (read) continue;
+            char by[512] = "", value[300];
+            for (int j = nchosen; j < n; j++)
+                if (in_list(r[j].reads, key) && !strstr(by, r[j].label) &&
+                    strlen(by) + strlen(r[j].label) + 3 < sizeof by)
+                    strcat(strcat(by, by[0] ? ", " : ""), r[j].label);
+            options_value_text(opt, key, value, sizeof value);
+            const char *with = r[nchosen - 1].label; /* the schedule, or --parallel data */
+            for (int c = 0; c < nchosen - 1; c++) /* else the first chosen one of the same kind */
+                if (!strncmp(r[c].label, by, strcspn(r[c].label, " ") + 1)) with = r[c].label;
+            if (value[0])
+                usage_check_all(0, "--%s: %s is not accepted with %s (read only by %s)", key,
+                                value, with, by);
+            usage_check_all(0, "--%s: not accepted with %s (read only by %s)", key, with, by);
+        }
+    }
+}
+
+/* Names of the registered strategies that can serve pipelines ("sync"). */
+static const char *pipeline_exchanges(void) {
+    static char names[256];
+    int k;
+    const ExchangeOps *const *x = registry_exchanges(&k);
+    names[0] = '\0';
+    for (int i = 0; i < k; i++)
+        if (x[i]->pipeline_ok && strlen(names) + strlen(x[i]->name) + 2 < sizeof names)
+            strcat(strcat(names, names[0] ? "," : ""), x[i]->name);
+    return names;
+}
+
+/* Names of the registered backends on device memory ("cuda"), or a description. */
+static const char *device_backends(void) {
+    static char names[256];
+    int k;
+    const BackendOps *const *b = registry_backends(&k);
+    names[0] = '\0';
+    for (int i = 0; i < k; i++)
+        if (b[i]->device_memory && strlen(names) + strlen(b[i]->name) + 2 < sizeof names)
+            strcat(strcat(names, names[0] ? "," : ""), b[i]->name);
+    return names[0] ? names : "a GPU backend (not built)";
+}
+
+static void nominal_shape(const Options *opt, RunPlan *p) {
+    if (!strcmp(opt->dataset, "synthetic"))
+        p->in_c = p->md->in_c, p->in_h = p->md->in_h, p->in_w = p->md->in_w,
+        p->classes = p->md->classes;
+    else if (!strcmp(opt->dataset, "cifar10"))
+        p->in_c = 3, p->in_h = 32, p->in_w = 32, p->classes = 10;
+    else
+        p->in_c = 1, p->in_h = 28, p->in_w = 28, p->classes = 10;
+}
+
+/* The components, by name, and the parallel mode with its schedule. */
+static void choose(Options *opt, RunPlan *p) {
+    memset(p, 0, sizeof *p);
+    p->md = registry_model(opt->model);
+    p->be = registry_backend(opt->device);
+    p->xops = registry_exchange(opt->exchange);
+    p->tops = registry_transport(opt->transport);
+    p->rops = registry_recorder("hdf5");
+    p->mode = !strcmp(opt->parallel, "model")    ? PARALLEL_MODEL
+              : !strcmp(opt->parallel, "hybrid") ? PARALLEL_HYBRID
+                                                 : PARALLEL_DATA;
+    const ScheduleOps *named = registry_schedule(opt->schedule);
+    if (p->mode == PARALLEL_DATA) {
+        p->sched = registry_schedule("data");
+        usage_check_all(!options_given(opt, "schedule") || named == p->sched,
+                        "--schedule: '%s' is not accepted with --parallel data: expected data "
+                        "(pipeline schedules need --parallel model or hybrid)",
+                        opt->schedule);
+        opt->schedule = (char *)p->sched->name;
+    } else {
+        p->sched = named;
+        usage_check_all(p->sched->pipeline,
+                        "--schedule: '%s' is not accepted with --parallel %s: expected a pipeline "
+                        "schedule (gpipe or 1f1b)",
+                        opt->schedule, opt->parallel);
+    }
+    nominal_shape(opt, p);
+}
+
+void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
+    choose(opt, p);
+    check_reads(opt, p);
+    const BackendOps *be = p->be;
+    const ExchangeOps *x = p->xops;
+    usage_check_all(!p->md->vocab || !strcmp(opt->dataset, "synthetic"),
+                    "--dataset: '%s' is not accepted with %s, a language model on token "
+                    "sequences: expected synthetic",
+                    opt->dataset, p->md->name);
+    usage_check_all(p->mode == PARALLEL_DATA || x->pipeline_ok,
+                    "--exchange: '%s' is not accepted with --parallel %s: the stage replicas of a "
+                    "pipeline exchange with %s",
+                    opt->exchange, opt->parallel, pipeline_exchanges());
+    usage_check_all(!be->device_memory || p->sched->device_memory,
+                    "--parallel: '%s' is not accepted with --device %s yet: pipeline stages pass "
+                    "host buffers; expected data",
+                    opt->parallel, opt->device);
+    usage_check_all(opt->ranks_per_node == 0 || topo->nranks % opt->ranks_per_node == 0,
+                    "--ranks-per-node: %d does not divide the %d ranks", opt->ranks_per_node,
+                    topo->nranks);
+    usage_check_all(!p->tops->device_only || be->device_memory,
+                    "--transport %s: it averages GPU buffers; it needs --device %s (with --device "
+                    "%s use mpi or hier)",
+                    opt->transport, device_backends(), opt->device);
+    usage_check_all(!opt->overlap || x->grads_ready != NULL,
+                    "--overlap: the %s exchange cannot start buckets during backward",
+                    opt->exchange);
+    usage_check_all(opt->sample_hz * opt->sample_max_s <= 1e7,
+                    "--sample-hz %g with --sample-max-s %g: more than 10 million samples per rank",
+                    opt->sample_hz, opt->sample_max_s);
+    usage_check_all(!be->device_memory || x->device_ok,
+                    "--exchange %s: this strategy works on host memory; with --device %s use "
+                    "--exchange sync",
+                    opt->exchange, opt->device);
+    /* Workers train; a strategy with servers gives them the last --ps-ranks ranks. */
+    p->ps_ranks = x->serve ? opt->ps_ranks : 0;
+    p->nworkers = topo->nranks - p->ps_ranks;
+    usage_check_all(p->nworkers >= 1,
+                    "--ps-ranks: %d is not accepted with %d ranks for --exchange %s: expected 1 "
+                    "to %d (the other ranks are workers)",
+                    opt->ps_ranks, topo->nranks, opt->exchange, topo->nranks - 1);
+    int all = p->nworkers == topo->nranks;
+    usage_check_all(p->mode != PARALLEL_DATA || opt->batch % p->nworkers == 0,
+                    "--batch: %d is not accepted with %d %s: the global batch must be a "
+                    "multiple of the number of %s",
+                    opt->batch, p->nworkers, all ? "ranks" : "workers",
+                    all ? "ranks" : "workers (ranks minus --ps-ranks)");
+    char serr[256] = "";
+    int ok = straggler_parse(opt->straggler, topo->nranks, &p->straggler, serr, sizeof serr) == 0;
+    usage_check_all(ok, "%s", serr);
+    p->straggler.random_p = opt->straggler_random;
+    p->straggler.seed = (uint64_t)opt->seed;
+}

@@ -1,0 +1,56 @@
+/* run.h - the state of one dtbench run, shared by main.c (plan, build, train, close) and
+ * run_setup.c (the result paths, clocks, start-up lines, sampler and result file). */
+#ifndef DTBENCH_RUN_H
+#define DTBENCH_RUN_H
+
+#include "clocksync.h"
+#include "data.h"
+#include "devinfo.h"
+#include "driver.h"
+#include "exchange.h"
+#include "model.h"
+#include "options.h"
+#include "pipeline.h"
+#include "recorder.h"
+#include "resolve.h"
+#include "sampler.h"
+#include "topology.h"
+
+#include <mpi.h>
+
+#define CLOCK_SYNC_ROUNDS 20
+
+typedef struct {
+    int argc;
+    char **argv;
+    Options opt;
+    Topology topo;
+    RunPlan plan;
+    Dataset data;
+    const ModelDesc *md; /* the variant for the data's shape */
+    Model plan_model;    /* the whole model, planned (shapes only) */
+    Pipeline pipe;
+    BackendCtx *ctx;
+    Model model; /* this rank's stage (the whole model in data parallelism) */
+    int batch;   /* samples per iteration of this rank's replica */
+    ExchangeState *xstate;
+    int role, worker_index, worker_count;
+    ClockOffset off; /* at the start */
+    double t0;       /* rank 0's clock at the start */
+    Sampler *sampler;
+    Recorder *rec;
+    /* text kept until the end of the run */
+    RunAttr config_rows[64];
+    int nconfig;
+    char *cmdline, *config_json;
+} Run;
+
+/* Rank 0 checks --output and --save-model before any work (bad input: exit 2 on every rank). */
+void run_check_outputs(Run *r);
+/* Clocks, the start-up lines (rank 0), the sampler and the result file (collective). */
+void run_open_records(Run *r);
+void run_free_records(Run *r);
+/* The driver's numbers from the options. */
+DriverSettings run_driver_settings(const Options *o);
+
+#endif

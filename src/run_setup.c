@@ -1,0 +1,235 @@
+/* run_setup.c - what a run records besides its iterations (see run.h): the start-up lines, the
+ * clock offsets, the sampler, and the result file with its metadata (versions, configuration
+ * generated from the option table, the plan's numbers). */
+#include <config.h>
+#include "run.h"
+#include "check.h"
+#include "nvml.h"
+#include "outputs.h"
+#include "registry.h"
+#include "util.h"
+
+#include <hdf5.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef DTBENCH_GIT_COMMIT
+#define DTBENCH_GIT_COMMIT "unknown"
+#endif
+
+DriverSettings run_driver_settings(const Options *o) {
+    return (DriverSettings){
+        .warmup = o->warmup,
+        .iters = o->iters,
+        .batch = o->batch,
+        .eval_every = o->eval_every,
+        .target_acc = o->target_acc,
+        .overlap = o->overlap,
+        .lr = (float)o->lr,
+        .momentum = (float)o->momentum,
+        .weight_decay = (float)o->weight_decay,
+    };
+}
+
+void run_check_outputs(Run *r) {
+    char err[1024] = "";
+    const Options *o = &r->opt;
+    /* rank 0 claims (resolves, compares, opens, locks) the output files: outputs.h */
+    usage_check_all(r->topo.rank != 0 ||
+                        outputs_claim(o->output, o->save_model, o->overwrite, err, sizeof err) == 0,
+                    "%s", err);
+}
+
+static void print_option(const char *key, const char *value, void *user) {
+    (void)user;
+    printf("  %-16s %s\n", key, value);
+}
+
+static void collect_option(const char *key, const char *value, void *user) {
+    Run *r = user;
+    r->config_rows[r->nconfig++] = (RunAttr)RUN_TEXT(strdup(key), strdup(value));
+}
+
+/* Median cost of one phase mark on the backend's timeline. */
+static double timer_overhead(const BackendOps *be, BackendCtx *ctx) {
+    enum { N = 1001 };
+    static double cost[N];
+    for (int i = 0; i < N; i++) {
+        double t = dt_now();
+        be->timer_record(ctx, 0);
+        cost[i] = dt_now() - t;
+    }
+    for (int i = 1; i < N; i++) /* insertion sort: N is small */
+        for (int j = i; j > 0 && cost[j] < cost[j - 1]; j--) {
+            double s = cost[j];
+            cost[j] = cost[j - 1], cost[j - 1] = s;
+        }
+    return cost[N / 2];
+}
+
+static char *join_args(int argc, char **argv) {
+    size_t len = 1;
+    for (int i = 0; i < argc; i++)
+        len += strlen(argv[i]) + 1;
+    char *s = xcalloc(len, 1);
+    for (int i = 0; i < argc; i++) {
+        if (i) strcat(s, " ");
+        strcat(s, argv[i]);
+    }
+    return s;
+}
+
+static void print_start(const Run *r, const char *backend_info) {
+    const Options *o = &r->opt;
+    printf("dtbench %s (%s): %d ranks on %d nodes, %s\n", PACKAGE_VERSION, DTBENCH_GIT_COMMIT,
+           r->topo.nranks, r->topo.nnodes, backend_info);
+    printf("configuration:\n");
+    options_visit(o, print_option, NULL);
+    printf("model %s: %zu parameters, %.3f GFLOP forward per sample; data %s [%d,%d,%d], "
+           "%zu training samples\n",
+           r->md->name, r->model.total_params, model_flops_per_sample(&r->model) / 1e9,
+           r->data.name, r->data.c, r->data.h, r->data.w, r->data.ntrain);
+    if (r->pipe.mode != PARALLEL_DATA) pipeline_print(&r->pipe, &r->plan_model, stdout);
+    fflush(stdout);
+}
+
+/* The sampler (/samples), when --sample-hz is set; its capacity. */
+static int64_t start_sampler(Run *r, const DeviceInfo *dev) {
+    const Options *o = &r->opt;
+    if (o->sample_hz <= 0) return 0;
+    char note[320];
+    int64_t cap = (int64_t)ceil(o->sample_hz * o->sample_max_s);
+    r->sampler = sampler_create(o->sample_hz, cap, r->plan.be->device_memory ? dev->pci_bus_id : NULL,
+                                r->off.offset, r->t0, note, sizeof note);
+    if (note[0] && r->topo.local_rank == 0)
+        fprintf(stderr,
+                "dtbench: warning: node %d: no GPU sampling (%s); /samples holds the "
+                "process's CPU use and resident memory instead\n",
+                r->topo.node, note);
+    return cap;
+}
+
+/* The result file: root attributes, /config, this rank's device and clocks. */
+static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_info,
+                            int64_t sample_cap) {
+    const Options *o = &r->opt;
+    const RunPlan *p = &r->plan;
+    char mpi_lib[MPI_MAX_LIBRARY_VERSION_STRING] = "", hdf5_ver[64], err[1024] = "";
+    int len = 0;
+    MPI_Get_library_version(mpi_lib, &len);
+    mpi_lib[strcspn(mpi_lib, "\n")] = '\0';
+    unsigned maj, min, rel;
+    H5get_libversion(&maj, &min, &rel);
+    snprintf(hdf5_ver, sizeof hdf5_ver, "%u.%u.%u", maj, min, rel);
+    RunAttr rank_text[] = {
+        RUN_TEXT("device_name", dev->name),
+        RUN_TEXT("device_uuid", dev->uuid),
+        RUN_TEXT("device_pci_bus_id", dev->pci_bus_id),
+        RUN_TEXT("driver_version", dev->driver_version),
+        RUN_TEXT("cuda_runtime_version", dev->cuda_runtime),
+        RUN_TEXT("cuda_driver_api_version", dev->cuda_driver_api),
+        RUN_TEXT("cudnn_version", dev->cudnn),
+        RUN_TEXT("cublas_version", dev->cublas),
+        RUN_TEXT("nccl_version", dev->nccl),
+        RUN_TEXT("sample_source", r->sampler ? sampler_source(r->sampler) : ""),
+    };
+    r->cmdline = join_args(r->argc, r->argv), r->config_json = options_to_json(o);
+    const char *slurm = getenv("SLURM_JOB_ID");
+    /* The batch template (slurm/) and dtbench-campaign set DTBENCH_SUBMIT_LINE. */
+    const char *nodelist = getenv("SLURM_JOB_NODELIST"), *submit = getenv("DTBENCH_SUBMIT_LINE");
+    RunAttr attrs[] = {
+        RUN_TEXT("dtbench_version", PACKAGE_VERSION),
+        RUN_TEXT("git_commit", DTBENCH_GIT_COMMIT),
+        RUN_TEXT("command_line", r->cmdline),
+        RUN_TEXT("config_json", r->config_json),
+        RUN_TEXT("mpi_library", mpi_lib),
+        RUN_TEXT("hdf5_version", hdf5_ver),
+        RUN_TEXT("backend_info", backend_info),
+        RUN_TEXT("slurm_job_id", slurm ? slurm : ""),
+        RUN_TEXT("slurm_nodelist", nodelist ? nodelist : ""),
+        RUN_TEXT("submit_line", submit ? submit : ""),
+        RUN_TEXT("model", o->model),
+        RUN_TEXT("dataset", o->dataset),
+        RUN_TEXT("exchange", o->exchange),
+        RUN_TEXT("transport", o->transport),
+        RUN_TEXT("device", o->device),
+        RUN_TEXT("tag", o->tag),
+        RUN_INT("nranks", r->topo.nranks),
+        RUN_INT("nnodes", r->topo.nnodes),
+        RUN_INT("iters", o->iters),
+        RUN_INT("batch_global", o->batch),
+        RUN_INT("batch_per_rank", r->batch),
+        RUN_INT("param_count", (long long)r->model.total_params),
+        RUN_INT("clock_sync_rounds", CLOCK_SYNC_ROUNDS),
+        RUN_INT("nworkers", p->nworkers),
+        RUN_INT("staleness_bound", o->staleness),
+        RUN_INT("ps_ranks", p->ps_ranks),
+        RUN_INT("sync_period", o->sync_period),
+        RUN_TEXT("straggler", o->straggler),
+        RUN_REAL("target_accuracy", o->target_acc > 0 ? o->target_acc : NAN),
+        RUN_TEXT("parallel", o->parallel),
+        RUN_INT("stages", r->pipe.stages),
+        RUN_INT("replicas", r->pipe.replicas),
+        RUN_INT("microbatches", r->pipe.microbatches),
+        RUN_TEXT("stage_first_layers", r->pipe.split_text),
+    };
+    options_visit(o, collect_option, r);
+    DriverSettings set = run_driver_settings(o);
+    RecorderConfig rcfg = {
+        .path = o->output,
+        .overwrite = o->overwrite,
+        .comm = MPI_COMM_WORLD,
+        .iters_total = (int64_t)o->warmup + o->iters,
+        .warmup = o->warmup,
+        .flush_every = o->flush_every,
+        .n_evals = driver_eval_count(&set, &r->data),
+        .attrs = attrs,
+        .nattrs = (int)(sizeof attrs / sizeof attrs[0]),
+        .config = r->config_rows,
+        .nconfig = r->nconfig,
+        .timer_overhead = timer_overhead(p->be, r->ctx),
+        .host = dt_hostname(),
+        .node = r->topo.node,
+        .local_rank = r->topo.local_rank,
+        .role = r->role,
+        .pid = (long long)getpid(),
+        .clock_offset_start = r->off.offset,
+        .clock_rtt = r->off.rtt,
+        .rank_text = rank_text,
+        .nrank_text = (int)(sizeof rank_text / sizeof rank_text[0]),
+        .sample_capacity = sample_cap,
+        .sample_hz = o->sample_hz,
+        .sample_pull = r->sampler ? sampler_pull : NULL,
+        .sample_user = r->sampler,
+    };
+    r->rec = p->rops->create(&rcfg, err, sizeof err);
+    usage_check_all(r->rec != NULL, "%s", err);
+}
+
+void run_open_records(Run *r) {
+    const BackendOps *be = r->plan.be;
+    char backend_info[512] = "";
+    be->describe(r->ctx, backend_info, sizeof backend_info);
+    if (r->topo.rank == 0) print_start(r, backend_info);
+
+    /* Clocks: offset of every rank to rank 0, and rank 0's start time. */
+    r->off = clocksync_measure(MPI_COMM_WORLD, CLOCK_SYNC_ROUNDS);
+    r->t0 = dt_now();
+    MPI_CHECK(MPI_Bcast(&r->t0, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+
+    /* What this rank runs on (/ranks/device_* and versions), and the sampler (/samples). */
+    DeviceInfo dev;
+    registry_device_info(be, r->ctx, &dev);
+    if (be->device_memory) nvml_driver_version(dev.driver_version, sizeof dev.driver_version);
+    int64_t cap = start_sampler(r, &dev);
+    create_recorder(r, &dev, backend_info, cap);
+}
+
+void run_free_records(Run *r) {
+    for (int i = 0; i < r->nconfig; i++)
+        free((char *)r->config_rows[i].key), free((char *)r->config_rows[i].text);
+    free(r->cmdline), free(r->config_json);
+}

@@ -1,0 +1,40 @@
+# test_resolve.sh - the resolver (src/resolve.c) refuses every option given to components that
+# do not read it and every combination a component does not support: through the real dtbench,
+# exit status 2, one line naming the option and who accepts it, no file left behind. The same
+# options with the components that read them are accepted (so the refusals are not blanket).
+. "$(dirname "$0")/lib.sh"
+cd "$WORK"
+
+O="--dataset synthetic --iters 1 --warmup 0 --batch 8 --output bad.h5"
+# --transport is read by the sync exchange only (ssp, async and mixed average without it).
+expect_bad 0 "--transport: 'hier' is not accepted with --exchange ssp (read only by --exchange sync)" --exchange ssp --transport hier $O
+expect_bad 0 "--transport: 'mpi' is not accepted with --exchange async (read only by --exchange sync)" --exchange async --transport mpi $O
+expect_bad 0 "--transport: 'hier' is not accepted with --exchange mixed" --exchange mixed --transport hier $O
+# Strategy settings given to a strategy that has no such setting.
+expect_bad 0 "--staleness: 2 is not accepted with --exchange sync (read only by --exchange async, --exchange ssp)" --staleness 2 $O
+expect_bad 0 "--ps-ranks: 1 is not accepted with --exchange ssp (read only by --exchange async)" --exchange ssp --ps-ranks 1 $O
+expect_bad 0 "--sync-period: 3 is not accepted with --exchange sync (read only by --exchange mixed)" --sync-period 3 $O
+expect_bad 0 "--bucket-mb: 1 is not accepted with --exchange async" --exchange async --bucket-mb 1 $O
+expect_bad 0 "--overlap: not accepted with --exchange ssp (read only by --exchange sync)" --exchange ssp --overlap $O
+# Backend settings.
+expect_bad 0 "--gpus-per-node: 1 is not accepted with --device cpu (read only by --device cuda)" --gpus-per-node 1 $O
+# Schedules: pipeline schedules need a pipeline, a pipeline needs a pipeline schedule.
+expect_bad 0 "--schedule: '1f1b' is not accepted with --parallel data: expected data" --schedule 1f1b $O
+expect_bad 0 "--schedule: 'data' is not accepted with --parallel model: expected a pipeline schedule (gpipe or 1f1b)" --parallel model --schedule data $O
+expect_bad 0 "--exchange: 'ssp' is not accepted with --parallel model: the stage replicas of a pipeline exchange with sync" --parallel model --exchange ssp $O
+expect_bad 0 "--microbatches: 1 is not accepted with --parallel data" --microbatches 1 $O
+# Under mpirun every rank agrees and one line is printed.
+expect_bad 2 "--staleness: 3 is not accepted with --exchange mixed" --exchange mixed --staleness 3 $O
+
+# The same options where they are read: accepted (a dry run resolves the whole plan).
+ok() { # on 2 ranks, so that a parameter server leaves a worker
+    run_np 2 "$@" --dry-run >out.txt 2>err.txt || fail "'$*' refused: $(cat err.txt)"
+    pass "accepted: $*"
+}
+ok --dataset synthetic --exchange ssp --staleness 2 --bucket-mb 1
+ok --dataset synthetic --exchange async --ps-ranks 1 --staleness 3
+ok --dataset synthetic --exchange mixed --sync-period 3 --bucket-mb 2
+ok --dataset synthetic --exchange sync --transport hier --overlap --bucket-mb 1 --threads 1
+ok --dataset synthetic --parallel model --stages 2 --schedule 1f1b --microbatches 2
+ok --dataset synthetic --schedule data
+[ ! -e bad.h5 ] && [ ! -e dtbench.h5 ] || fail "a refused or dry run left a file"
