@@ -32,6 +32,11 @@ void topology_init(Topology *t, int ranks_per_node) {
         MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL,
                                       &t->node_comm));
     complete(t, MPI_COMM_WORLD);
+    /* The GPU follows the rank's place on its host, whatever --ranks-per-node emulates. */
+    MPI_Comm host;
+    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host));
+    MPI_CHECK(MPI_Comm_rank(host, &t->host_local_rank));
+    MPI_CHECK(MPI_Comm_free(&host));
 }
 
 void topology_derive(Topology *t, MPI_Comm comm, const Topology *job) {
@@ -39,6 +44,7 @@ void topology_derive(Topology *t, MPI_Comm comm, const Topology *job) {
     MPI_CHECK(MPI_Comm_rank(comm, &rank));
     MPI_CHECK(MPI_Comm_split(comm, job->node, rank, &t->node_comm));
     complete(t, comm);
+    t->host_local_rank = job->host_local_rank; /* only COMM_WORLD's split may ask the host */
 }
 
 void topology_free(Topology *t) {

@@ -13,6 +13,8 @@ typedef struct {
     int rank, nranks; /* in comm */
     int node, nnodes; /* this rank's node index among comm's nodes, node count */
     int local_rank, local_size;
+    int host_local_rank; /* rank among the job's ranks on this HOST (MPI_COMM_TYPE_SHARED),
+                          * whatever --ranks-per-node says: picks the GPU */
     MPI_Comm node_comm;   /* ranks of comm on this node */
     MPI_Comm leader_comm; /* local rank 0 of every node (MPI_COMM_NULL elsewhere) */
 } Topology;

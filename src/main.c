@@ -8,6 +8,7 @@
 #include "driver.h"
 #include "registry.h"
 #include "run.h"
+#include "run_limits.h"
 #include "sampler.h"
 #include "signals.h"
 #include "util.h"
@@ -85,8 +86,12 @@ static void build(Run *r) {
                        ds->classes);
     pipeline_setup(&r->pipe, o, p->mode, &r->plan_model, &r->topo, 0);
     r->batch = o->batch / (r->pipe.mode == PARALLEL_DATA ? p->nworkers : r->pipe.replicas);
+    usage_check_all(limits_check(o, &r->plan_model, r->pipe.first[r->pipe.stage],
+                                 r->pipe.first[r->pipe.stage + 1], r->batch, r->topo.local_size,
+                                 err, sizeof err) == 0,
+                    "%s", err); /* memory, before any allocation (run_limits.h) */
 
-    BackendConfig bcfg = {o->threads, r->topo.local_rank, o->gpus_per_node, r->topo.rank == 0};
+    BackendConfig bcfg = {o->threads, r->topo.host_local_rank, o->gpus_per_node, r->topo.rank == 0};
     if (p->be->init(&bcfg, &r->ctx) != 0) check_fail(__FILE__, __LINE__, "backend init", o->device);
     model_build_part(&r->model, r->md, ds->c, ds->h, ds->w, ds->classes, r->batch,
                      r->pipe.microbatches, r->pipe.first[r->pipe.stage],
@@ -191,7 +196,7 @@ static void finish(Run *r, const TrainResult *res) {
     double worst = res->median_total;
     MPI_CHECK(MPI_Reduce(&res->median_total, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
     int64_t total = (int64_t)o->warmup + o->iters;
-    if (r->topo.rank == 0 && early)
+    if (r->topo.rank == 0 && early && !dt_exit_status) /* a write error printed its own line */
         printf("stopped early (%s) after %lld of %lld iterations; the file is closed and "
                "marked stop_reason=%s\n",
                end.stop_reason, (long long)res->iterations, (long long)total, end.stop_reason);
@@ -234,5 +239,5 @@ int main(int argc, char **argv) {
     finish(r, &res);
     release(r);
     MPI_Finalize();
-    return 0;
+    return dt_exit_status; /* 1 after a write error (recorder) */
 }

@@ -78,7 +78,7 @@ int main(int argc, char **argv) {
     const BackendOps *be = backend_named(device);
     const TransportOps *tp = transport_named(tname);
     BackendCtx *ctx = NULL;
-    BackendConfig bcfg = {.threads = 1, .local_rank = topo.local_rank, .gpus_per_node = 0};
+    BackendConfig bcfg = {.threads = 1, .local_rank = topo.host_local_rank, .gpus_per_node = 0};
     int ok_here = be && tp && be->init(&bcfg, &ctx) == 0, ok_all = 0;
     MPI_CHECK(MPI_Allreduce(&ok_here, &ok_all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
     if (!ok_all) {
