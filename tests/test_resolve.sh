@@ -23,6 +23,9 @@ expect_bad 0 "--schedule: '1f1b' is not accepted with --parallel data: expected 
 expect_bad 0 "--schedule: 'data' is not accepted with --parallel model: expected a pipeline schedule (gpipe or 1f1b)" --parallel model --schedule data $O
 expect_bad 0 "--exchange: 'ssp' is not accepted with --parallel model: the stage replicas of a pipeline exchange with sync" --parallel model --exchange ssp $O
 expect_bad 0 "--microbatches: 1 is not accepted with --parallel data" --microbatches 1 $O
+# Synthetic data have no test split: nothing to evaluate, no target to reach.
+expect_bad 0 "--target-acc: 0.5 is not accepted with --dataset synthetic (no test split): expected fashion-mnist, mnist or cifar10" --target-acc 0.5 $O
+expect_bad 0 "--eval-every: 5 is not accepted with --dataset synthetic (no test split)" --eval-every 5 $O
 # Under mpirun every rank agrees and one line is printed.
 expect_bad 2 "--staleness: 3 is not accepted with --exchange mixed" --exchange mixed --staleness 3 $O
 
@@ -37,4 +40,5 @@ ok --dataset synthetic --exchange mixed --sync-period 3 --bucket-mb 2
 ok --dataset synthetic --exchange sync --transport hier --overlap --bucket-mb 1 --threads 1
 ok --dataset synthetic --parallel model --stages 2 --schedule 1f1b --microbatches 2
 ok --dataset synthetic --schedule data
+ok --dataset fashion-mnist --data-dir "$FMNIST_DIR" --eval-every 5 --target-acc 0.5
 [ ! -e bad.h5 ] && [ ! -e dtbench.h5 ] || fail "a refused or dry run left a file"
