@@ -15,6 +15,7 @@
  * Averages: ncclSum for scale 1, ncclAvg for 1/size, otherwise a ncclRedOpCreatePreMulSum
  * operator (destroyed as soon as the call that uses it has returned, as NCCL allows). */
 #include <config.h>
+#include "check.h" /* defines: MPI_CHECK (no longer through cuda_check.h) */
 #include "coll.h"
 #include "cuda.h"
 #include "cuda_check.h" /* defines: CUDA_CHECK, NCCL_CHECK */

@@ -1,9 +1,11 @@
 /* backend.h - the compute-backend seam: one const struct of function pointers per backend.
  *
  * A backend owns device memory and runs the layer kernels of a training step. The CPU backend
- * (kernels/cpu.c, OpenBLAS) is always built; the CUDA backend plugs in here through the same
- * struct. All tensors are float32, NCHW, and live in memory returned by the backend's alloc().
- * Shapes are passed as small structs so a kernel never has to guess a dimension.
+ * (its table in kernels/cpu.c, its kernels in kernels/cpu_*.c, OpenBLAS) is always built; the CUDA
+ * backend plugs in here through the same struct. Each layer kind of src/layers.h names the
+ * optional members it calls. All tensors are float32, NCHW, and live in memory returned by the
+ * backend's alloc(). Shapes are passed as small structs so a kernel never has to guess a
+ * dimension.
  */
 #ifndef DTBENCH_BACKEND_H
 #define DTBENCH_BACKEND_H

@@ -1,12 +1,12 @@
 /* cpu_im2col.c - im2col / col2im for the CPU convolution (see cpu_im2col.h for the layout), over
  * a block of output rows [oh0, oh1) so that the convolution can work on a column block that
- * stays in cache (kernels/cpu.c).
+ * stays in cache (kernels/cpu_conv.c).
  *
  * For each (c, ki, kj) row of the column matrix, the output positions whose input falls inside the
  * image form one rectangle [oh_lo, oh_hi) x [ow_lo, ow_hi); everything outside it is padding. The
  * ranges are computed once per row so the inner loops are branch-free copies (stride 1: contiguous,
  * vectorisable) with the padded borders zero-filled around them. The col2im accumulation is blocked
- * by 8 (plus a tail) so that GCC's -O2 cost model vectorises it (see cpu.c, "Vectorisation").
+ * by 8 (plus a tail) so that GCC's -O2 cost model vectorises it (see cpu_vec.h).
  */
 #include "cpu_im2col.h"
 

@@ -1,4 +1,4 @@
-/* cpu_im2col.h - im2col / col2im for the CPU convolution (kernels/cpu.c).
+/* cpu_im2col.h - im2col / col2im for the CPU convolution (kernels/cpu_conv.c).
  *
  * Both work on ONE sample of an NCHW tensor. The column matrix is row-major
  * col[c_in*k*k, h_out*w_out]: row (c*k + ki)*k + kj holds, for every output position (oh, ow),

@@ -16,14 +16,14 @@
  * Tiles are taken a block of tile rows at a time (all samples' tile rows in sequence), so that V
  * and M of a block stay a few megabytes. The transforms work on whole tile rows: a patch row's
  * even and odd columns are split into two arrays, so the 4-point transforms are element-wise over
- * the tiles of the row and vectorise (VBLOCK-wide, as in cpu.c).
+ * the tiles of the row and vectorise (VBLOCK-wide, see cpu_vec.h).
  */
 #include "cpu_winograd.h"
+#include "cpu_vec.h" /* defines: VBLOCK, cpu_vsum */
 
 #include <cblas.h>
 #include <string.h>
 
-#define VBLOCK 8
 /* V and M of a block: 16 x channels x tiles floats each, about this many. */
 #define WINO_BLOCK_FLOATS (4u << 20)
 /* Measured against the im2col GEMM (4 samples, VGG16's layers, process CPU time): at 14x14 and
@@ -327,19 +327,8 @@ void cpu_wino_backward(const ConvShape *s, const float *x, const float *w, const
     if (db) {
         memset(db, 0, (size_t)c_out * sizeof(float));
         for (int n = 0; n < s->batch; n++)
-            for (int co = 0; co < c_out; co++) {
-                const float *p = dy + ((size_t)n * c_out + co) * hw;
-                float acc[VBLOCK] = {0}, sum = 0.0f;
-                size_t i = 0;
-                for (; i + VBLOCK <= hw; i += VBLOCK)
-                    for (int j = 0; j < VBLOCK; j++)
-                        acc[j] += p[i + j];
-                for (int j = 0; j < VBLOCK; j++)
-                    sum += acc[j];
-                for (; i < hw; i++)
-                    sum += p[i];
-                db[co] += sum;
-            }
+            for (int co = 0; co < c_out; co++)
+                db[co] += cpu_vsum(dy + ((size_t)n * c_out + co) * hw, hw);
     }
 
     /* dU[xi] = sum over blocks of D[xi] (c_out x T) * V[xi]^T (T x c_in); dw = G^T dU G */

@@ -1,7 +1,7 @@
 /* cpu_winograd.h - 3x3, stride-1, pad-1 convolutions of the CPU backend by Winograd's minimal
  * filtering F(2x2, 3x3) (Lavin & Gray 2016): 16 multiplications per 2x2 output tile and channel
- * pair instead of 36, so 2.25x fewer than the im2col GEMM. Used by kernels/cpu.c for VGG16's and
- * ResNet's 3x3 layers (see cpu_winograd.c for the method and its layouts). */
+ * pair instead of 36, so 2.25x fewer than the im2col GEMM. Used by kernels/cpu_conv.c for VGG16's
+ * and ResNet's 3x3 layers (see cpu_winograd.c for the method and its layouts). */
 #ifndef DTBENCH_CPU_WINOGRAD_H
 #define DTBENCH_CPU_WINOGRAD_H
 

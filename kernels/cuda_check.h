@@ -1,5 +1,5 @@
 /* cuda_check.h - every CUDA runtime, cuBLAS, cuDNN and NCCL call is checked here, as MPI and HDF5
- * calls are in src/check.h: on failure the macro prints
+ * calls are in src/check.h, through base/fail.h: on failure the macro prints
  *   dtbench: rank R on HOST: file.c:LINE: <call>: <library>: <error name>: <library message>
  * and aborts the whole job with MPI_Abort (exit(1) outside MPI), so no rank is left hanging in a
  * collective. CUDA-only header: include it only from files built with CUDA. */
@@ -7,7 +7,7 @@
 #define DTBENCH_CUDA_CHECK_H
 
 #include <config.h> /* defines: HAVE_NCCL */
-#include "check.h"  /* defines: check_fail */
+#include "fail.h"   /* defines: check_fail (base/, no MPI) */
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>

@@ -1,14 +1,14 @@
 /* check.h - every MPI and HDF5 call is checked here: on failure the macro prints
  *   dtbench: rank R on HOST: file.c:LINE: <call>: <library message>
- * and aborts the whole job with MPI_Abort, so no rank is left hanging.
- * CUDA, cuBLAS, cuDNN and NCCL checks follow the same pattern in the GPU backend. */
+ * and aborts the whole job with MPI_Abort, so no rank is left hanging (check_fail, base/fail.h).
+ * For src/ and comm/; kernels/ use base/fail.h alone. CUDA, cuBLAS, cuDNN and NCCL checks follow
+ * the same pattern in kernels/cuda_check.h. */
 #ifndef DTBENCH_CHECK_H
 #define DTBENCH_CHECK_H
 
-#include <mpi.h>
+#include "fail.h" /* defines: check_fail, ALLOC_CHECK (base/, shared with kernels/) */
 
-/* Prints the report and aborts the job. `what` is the call's text, `msg` the library's message. */
-_Noreturn void check_fail(const char *file, int line, const char *what, const char *msg);
+#include <mpi.h>
 
 /* MPI: any return other than MPI_SUCCESS. Requires MPI_ERRORS_RETURN on the communicator
  * (main() sets it on MPI_COMM_WORLD) for the error to reach us instead of the default abort. */
@@ -32,11 +32,5 @@ const char *h5_error_message(void);
         if (h5_check_rc_ < 0) check_fail(__FILE__, __LINE__, #call, h5_error_message());           \
         h5_check_rc_;                                                                              \
     })
-
-/* Memory and system calls. */
-#define ALLOC_CHECK(ptr)                                                                           \
-    do {                                                                                           \
-        if ((ptr) == NULL) check_fail(__FILE__, __LINE__, #ptr, "out of memory");                  \
-    } while (0)
 
 #endif

@@ -37,6 +37,7 @@ typedef enum {
     LAYER_DROPOUT,
     LAYER_EMBEDDING,
     LAYER_LSTM,
+    LAYER_KINDS /* the number of kinds: each has a row in src/layer_kinds.c */
 } LayerKind;
 
 #define LAYER_MAX_INPUTS 4

@@ -1,4 +1,5 @@
-/* util.c - clock, host name, allocation, RNG and collective usage errors (see util.h). */
+/* util.c - the MPI rank and job abort (check_fail's hooks), output paths and collective usage
+ * errors (see util.h); the clock, allocation and RNG live in base/. */
 #define _GNU_SOURCE
 #include "util.h"
 #include "check.h"
@@ -12,25 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-double dt_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-void dt_iso_time(char *buf, size_t len) {
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-const char *dt_hostname(void) {
-    static char host[256];
-    if (!host[0] && gethostname(host, sizeof host - 1) != 0) strcpy(host, "unknown");
-    return host;
-}
-
 int dt_rank(void) {
     int initialized = 0, finalized = 0, rank = -1;
     MPI_Initialized(&initialized);
@@ -39,34 +21,11 @@ int dt_rank(void) {
     return rank;
 }
 
-_Noreturn void check_fail(const char *file, int line, const char *what, const char *msg) {
-    fprintf(stderr, "dtbench: rank %d on %s: %s:%d: %s: %s\n", dt_rank(), dt_hostname(), file, line,
-            what, msg);
-    fflush(stderr);
+void dt_abort_job(void) {
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
     if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
-    exit(1);
-}
-
-void *xmalloc(size_t bytes) {
-    void *p = malloc(bytes ? bytes : 1);
-    ALLOC_CHECK(p);
-    return p;
-}
-
-void *xcalloc(size_t n, size_t size) {
-    void *p = calloc(n ? n : 1, size ? size : 1);
-    ALLOC_CHECK(p);
-    return p;
-}
-
-uint64_t rng_mix(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
 }
 
 const char *output_path_problem(const char *option, const char *path, int overwrite, char *err,

@@ -1,29 +1,22 @@
-/* util.h - small helpers shared by the driver: clock, host name, allocation, RNG,
- * and the collective "bad input" exit (one line, exit status 2). */
+/* util.h - small helpers shared by the driver: the MPI rank and job abort, output paths and the
+ * collective "bad input" exit (one line, exit status 2); it also brings the shared base (base/:
+ * clock, host name, allocation, RNG, check_fail). */
 #ifndef DTBENCH_UTIL_H
 #define DTBENCH_UTIL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* Seconds on CLOCK_MONOTONIC (the clock every phase and timestamp is measured on). */
-double dt_now(void);
-/* ISO 8601 UTC wall time, e.g. 2026-11-21T10:00:00Z. */
-void dt_iso_time(char *buf, size_t len);
+/* The shared base (base/), for the files that include util.h. */
+#include "alloc.h" /* defines: xmalloc, xcalloc */
+#include "clock.h" /* defines: dt_now, dt_iso_time */
+#include "fail.h"  /* defines: check_fail, dt_hostname */
+#include "rng.h"   /* defines: rng_mix, rng_uniform */
 
-const char *dt_hostname(void);
-int dt_rank(void); /* rank in MPI_COMM_WORLD, or -1 before MPI_Init */
-
-void *xmalloc(size_t bytes);
-void *xcalloc(size_t n, size_t size);
-
-/* splitmix64: a counter-based generator, so that sample g of a data set, or parameter i of a
- * model, gets the same value whatever the number of ranks. */
-uint64_t rng_mix(uint64_t x);
-static inline float rng_uniform(uint64_t key) /* [0,1) */
-{
-    return (float)(rng_mix(key) >> 40) * (1.0f / 16777216.0f);
-}
+/* MPI: rank in MPI_COMM_WORLD, or -1 before MPI_Init or after MPI_Finalize; and the job-wide
+ * abort (MPI_Abort while MPI is up, else nothing). check_fail (base/fail.c) calls both. */
+int dt_rank(void);
+void dt_abort_job(void);
 
 /* Why `path` may not be used for new results (it exists and overwrite is off, it is a folder,
  * its folder is not writable), as one line naming `option`; NULL if it may. */

@@ -13,7 +13,7 @@
  * when everything passes, 1 otherwise.
  */
 #include "backend.h"
-#include "cpu_zoo.h" /* cpu_expf, tested directly */
+#include "cpu_vec.h" /* cpu_expf, tested directly */
 #include "ref_kernels.h"
 
 #include <math.h>

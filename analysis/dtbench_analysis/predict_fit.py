@@ -1,0 +1,394 @@
+"""Fitting the performance model of ``dtbench-analyze predict`` to measured runs.
+
+Three parts, each from the runs' per-rank, per-iteration records (measured cells only):
+- compute: busy time per iteration ``c = total - exchange`` (data, forward, backward, update and
+  gaps) against the per-rank batch b, ``c(b) = c0 + c1*b`` (least squares, non-negative; with one
+  batch size c0 = 0 and c1 = median c / b), per model/dataset/device;
+- noise (stragglers and waits): every rank's persistent factor (its median / the run's median)
+  and every iteration's factor (c / the rank's median), pooled as empirical distributions; the
+  simulation replays them over N ranks (predict_sim.py);
+- communication: alpha-beta per topology level (``intra`` node, ``inter`` node), fitted by
+  non-negative weighted least squares (weights 1/T: relative errors count) to the transfer time
+  of every run with more than one rank: per iteration the max over ranks of
+  ``exchange - exchange_wait``, i.e. the rank the allreduce completes last on (ranks it completed
+  on earlier start the next iteration sooner and then wait in its stop vote); without
+  ``exchange_wait``: the min over ranks of ``exchange``, the last rank to arrive waits least.
+  The gradient is cut in buckets of ``bucket-mb``; each bucket is one allreduce whose cost is
+  ``a*alpha + b*s*beta`` summed over the levels its steps cross, for the algorithm in use
+  (``collective_terms``). A calibration in the file (root attributes
+  ``calibration_exchange_s``: the transport's collectives alone on the run's buckets, median over
+  ``calibration_iters`` repetitions) stands in for the transfer time of ssp runs, whose
+  exchange time hides the allreduce; for sync and hier it is shown beside the measured transfer.
+
+Parameter uncertainty: the covariance of the weighted least-squares estimate,
+``sigma^2 (X^T W X)^-1`` over the parameters the data determine; a level whose runs show one
+message pattern only (alpha and beta collinear) is fitted with beta alone (alpha = 0, said so).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+from scipy.optimize import nnls
+
+from .runfile import Run
+
+LEVELS = ("intra", "inter")
+PARAMS = ("alpha_intra", "beta_intra", "alpha_inter", "beta_inter")
+ALGORITHMS = ("auto", "ring", "tree", "rabenseifner")
+ALGORITHM_HELP = {
+    "ring": "ring: 2(p-1) steps, 2(p-1)/p of the bucket per rank",
+    "tree": "binomial reduce + broadcast: 2 ceil(log2 p) steps of the whole bucket",
+    "rabenseifner": "recursive halving reduce-scatter + doubling all-gather: 2 log2 p steps, "
+                    "2(p-1)/p of the bucket",
+}
+#: MPI_Allreduce/Iallreduce of ``bucket-mb`` when --bucket-mb is not in the file's options
+DEFAULT_BUCKET_MB = 25.0
+
+
+@dataclass
+class Observation:
+    """What the model needs from one run."""
+    path: str
+    strategy: str            # sync, hier, ssp, async, mixed
+    key: Tuple[str, str, str]  # model, dataset, device
+    nranks: int
+    nnodes: int
+    per_node: int
+    batch_per_rank: int
+    grad_bytes: float
+    bucket_bytes: float
+    algorithm_hint: str      # the algorithm "auto" means for this run's MPI library
+    staleness: int
+    sync_period: int
+    ps_ranks: int
+    compute: np.ndarray      # (ranks, iterations) busy seconds, NaN outside measured cells
+    transfer: np.ndarray     # per iteration transfer seconds (empty with one rank)
+    iteration: np.ndarray    # the run's time-per-iteration sample (metrics.iteration_times)
+    wait: np.ndarray         # exchange_wait of measured cells (empty when not recorded)
+    calibration: Optional[float] = None  # the collectives alone on the run's buckets, s
+
+    @property
+    def compute_median(self) -> float:
+        return float(np.nanmedian(self.compute))
+
+    @property
+    def label(self) -> str:
+        return f"{self.strategy} {self.nnodes}x{self.per_node}"
+
+
+def strategy_of(run: Run) -> str:
+    """sync with --transport hier is the strategy ``hier``; the others are the exchange."""
+    exchange = run.exchange
+    transport = str(run.attrs.get("transport") or run.config.get("transport") or "mpi")
+    if exchange == "sync" and transport == "hier":
+        return "hier"
+    return exchange
+
+
+def _option(run: Run, name: str, default):
+    for source in (run.config, run.config_attrs):
+        for key in (name, name.replace("-", "_")):
+            if key in source and source[key] not in (None, ""):
+                try:
+                    return type(default)(source[key])
+                except (TypeError, ValueError):
+                    pass
+    return default
+
+
+def auto_algorithm(mpi_library: str) -> str:
+    """The allreduce algorithm ``auto`` assumes. dtbench averages in place (MPI_IN_PLACE) with
+    MPI_Iallreduce; Open MPI's libnbc (4.x, 5.x) then always takes the binomial tree. Other
+    libraries: Rabenseifner (MPICH's choice for large in-place reductions)."""
+    return "tree" if "open mpi" in (mpi_library or "").lower() else "rabenseifner"
+
+
+def observe(run: Run) -> Observation:
+    """Extracts an Observation from a loaded run."""
+    from .metrics import iteration_times
+    train = run.trains
+    total = run.measured("total")[train]
+    exchange = run.measured("exchange")[train]
+    compute = total - exchange
+    wait = run.measured("exchange_wait")[train] if run.has("exchange_wait") else None
+    transfer = np.array([])
+    every = run.measured_by_all
+    if run.nranks > 1 and every.any():
+        if wait is not None:
+            transfer = np.max((exchange - np.nan_to_num(wait))[:, every], axis=0)
+        else:
+            transfer = np.min(exchange[:, every], axis=0)
+        transfer = transfer[np.isfinite(transfer)]
+    params = int(run.attrs.get("param_count") or 0)
+    grad_bytes = 4.0 * params
+    if run.has("bytes_sent"):
+        sent = run.measured("bytes_sent")
+        sent = sent[np.isfinite(sent) & (sent > 0)]
+        if sent.size and not params:
+            grad_bytes = float(np.median(sent))
+    nnodes = max(1, run.nnodes)
+    nworkers = int(train.sum())
+    return Observation(
+        path=run.path, strategy=strategy_of(run),
+        key=(str(run.attrs.get("model", "")), str(run.attrs.get("dataset", "")),
+             str(run.attrs.get("device", ""))),
+        nranks=run.nranks, nnodes=nnodes, per_node=max(1, run.nranks // nnodes),
+        batch_per_rank=int(run.attrs.get("batch_per_rank") or
+                           max(1, run.batch_global // max(1, nworkers))),
+        grad_bytes=grad_bytes,
+        bucket_bytes=_option(run, "bucket-mb", DEFAULT_BUCKET_MB) * 2 ** 20,
+        algorithm_hint=auto_algorithm(str(run.attrs.get("mpi_library", ""))),
+        staleness=int(run.attrs.get("staleness_bound") or _option(run, "staleness", 0)),
+        sync_period=int(run.attrs.get("sync_period") or _option(run, "sync-period", 1)),
+        ps_ranks=int(run.attrs.get("ps_ranks") or 0),
+        compute=compute, transfer=transfer, iteration=iteration_times(run),
+        wait=(wait[np.isfinite(wait)] if wait is not None else np.array([])),
+        calibration=read_calibration(run))
+
+
+def read_calibration(run: Run) -> Optional[float]:
+    """Seconds of the run's exchange with the transport's collectives alone (root attribute
+    ``calibration_exchange_s`` when ``calibration_iters`` > 0), or None."""
+    try:
+        iters = int(run.attrs.get("calibration_iters") or 0)
+        secs = float(run.attrs.get("calibration_exchange_s"))
+    except (TypeError, ValueError):
+        return None
+    return secs if iters > 0 and np.isfinite(secs) and secs > 0 else None
+
+
+# ---- collective cost terms ------------------------------------------------------------------
+def _log2(n: int) -> int:
+    return int(math.ceil(math.log2(n))) if n > 1 else 0
+
+
+def collective_terms(algorithm: str, nnodes: int, per_node: int, size: float,
+                     pipelined: bool = False) -> np.ndarray:
+    """Coefficients of PARAMS for one allreduce of ``size`` bytes over nnodes x per_node ranks
+    (ranks numbered node by node): time = terms . (alpha_intra, beta_intra, alpha_inter,
+    beta_inter). ``pipelined``: the bandwidth terms of a bucket that streams behind others (the
+    load of the busiest link instead of the critical path), latency terms unchanged."""
+    p = nnodes * per_node
+    t = np.zeros(4)
+    if p <= 1:
+        return t
+    l, n = _log2(per_node), _log2(nnodes)
+    if algorithm == "ring":
+        # every step is limited by the slowest link the ring crosses
+        at = 2 if nnodes > 1 else 0
+        t[at] += 2 * (p - 1)
+        t[at + 1] += 2 * (p - 1) / p * size
+    elif algorithm == "tree":
+        # Open MPI libnbc's binomial allreduce (in place): a reduce in rounds at distance 1, 2,
+        # 4, ... (l rounds inside the node, n across), then a binomial broadcast in which every
+        # rank sends to all its children at once (vrank v -> v + 2^r for 2^r > v). The ranks
+        # of node 0 each feed n other nodes over node 0's link (L*n copies at once), the next
+        # node on the deepest path L*(n-1), ...: L*n(n+1)/2 link-times across nodes, l(l+1)/2
+        # inside node 0. Streaming behind other buckets, a bucket costs the busiest link's load:
+        # L*n copies out of node 0, l+1 through its memory.
+        t[0] += 2 * l
+        t[2] += 2 * n
+        if pipelined:
+            t[1] += (l + 1) * size if l else 0.0
+            t[3] += per_node * n * size
+        else:
+            t[1] += (l + l * (l + 1) / 2) * size
+            t[3] += (n + per_node * n * (n + 1) / 2) * size
+    elif algorithm == "rabenseifner":
+        # halving at distances p/2, p/4, ... : the first log2 N rounds cross nodes
+        t[2] += 2 * n
+        t[3] += 2 * size * (1 - 2.0 ** -n)
+        t[0] += 2 * l
+        t[1] += 2 * size * (2.0 ** -n - 2.0 ** -(n + l))
+    else:
+        raise ValueError(f"unknown algorithm {algorithm!r}")
+    return t
+
+
+def hier_terms(algorithm: str, nnodes: int, per_node: int, size: float,
+               pipelined: bool = False) -> np.ndarray:
+    """--transport hier: ring reduce-scatter inside the node, allreduce of the shard across the
+    nodes (``algorithm``, one rank per node), ring all-gather inside the node. The L ranks of a
+    node run their shards' allreduces at once through the node's one link: the bandwidth terms
+    are those of the whole bucket, the latency terms those of one shard."""
+    t = np.zeros(4)
+    L = per_node
+    if L > 1:
+        t[0] += 2 * (L - 1)
+        t[1] += 2 * (L - 1) / L * size
+    across = collective_terms(algorithm, nnodes, 1, size, pipelined)
+    across[0::2] = collective_terms(algorithm, nnodes, 1, size / L, pipelined)[0::2]
+    return t + across
+
+
+def exchange_terms(strategy: str, algorithm: str, nnodes: int, per_node: int,
+                   grad_bytes: float, bucket_bytes: float) -> np.ndarray:
+    """Terms of one iteration's gradient exchange: one allreduce per bucket, all in flight at
+    once (MPI_Iallreduce): the largest bucket pays the whole critical path, the others stream
+    behind it at the rate of the busiest link."""
+    nfull = int(grad_bytes // bucket_bytes) if bucket_bytes > 0 else 0
+    sizes = [bucket_bytes] * nfull
+    rest = grad_bytes - nfull * bucket_bytes
+    if rest > 0 or not sizes:
+        sizes.append(max(rest, 0.0))
+    fn = hier_terms if strategy == "hier" else collective_terms
+    first = fn(algorithm, nnodes, per_node, max(sizes))
+    others = sizes[:]
+    others.remove(max(sizes))
+    return first + sum((fn(algorithm, nnodes, per_node, x, True) for x in others), np.zeros(4))
+
+
+def rows_of(obs: Observation, algorithm: str) -> List[Tuple[np.ndarray, float, str]]:
+    """Least-squares rows (terms, measured seconds, what) of a run: its median transfer time
+    (sync and hier; mixed: its allreduce inside the node; ssp and async hide or queue theirs, so
+    their exchange time is no transfer time); for ssp the calibration, when recorded."""
+    algo = obs.algorithm_hint if algorithm == "auto" else algorithm
+    rows = []
+    if obs.nranks > 1 and obs.strategy in ("sync", "hier") and obs.transfer.size:
+        terms = exchange_terms(obs.strategy, algo, obs.nnodes, obs.per_node, obs.grad_bytes,
+                               obs.bucket_bytes)
+        rows.append((terms, float(np.median(obs.transfer)), "exchange"))
+    elif obs.strategy == "mixed" and obs.per_node > 1 and obs.transfer.size:
+        # mixed: every iteration an allreduce inside the node (the ring across nodes is
+        # nonblocking); its broadcast every sync_period iterations is left in the noise
+        terms = exchange_terms("sync", algo, 1, obs.per_node, obs.grad_bytes, obs.bucket_bytes)
+        rows.append((terms, float(np.median(obs.transfer)), "exchange"))
+    elif obs.strategy == "ssp" and obs.nranks > 1 and obs.calibration:
+        terms = exchange_terms("sync", algo, obs.nnodes, obs.per_node, obs.grad_bytes,
+                               obs.bucket_bytes)
+        rows.append((terms, obs.calibration, "calibration"))
+    return rows
+
+
+# ---- the fits --------------------------------------------------------------------------------
+def _rank(a: np.ndarray) -> int:
+    if not a.size:
+        return 0
+    return int(np.linalg.matrix_rank(a, tol=1e-9 * max(1e-30, float(np.abs(a).max()))))
+
+
+@dataclass
+class CommFit:
+    algorithm: str
+    params: np.ndarray            # PARAMS, NaN where not determined
+    cov: np.ndarray               # 4x4, zero where not determined
+    determined: Dict[str, bool]   # per parameter
+    notes: List[str]
+    rows: int
+    rel_residual: float           # median |relative residual| of the fitted rows
+
+    def level_known(self, level: str) -> bool:
+        return self.determined[f"beta_{level}"]
+
+    def time(self, terms: np.ndarray, params: Optional[np.ndarray] = None) -> float:
+        p = np.nan_to_num(self.params if params is None else params)
+        return float(terms @ p)
+
+
+def fit_comm(observations: Sequence[Observation], algorithm: str) -> CommFit:
+    rows = [r for o in observations for r in rows_of(o, algorithm)]
+    used = sorted({o.algorithm_hint for o in observations if o.nranks > 1}) \
+        if algorithm == "auto" else [algorithm]
+    algo_name = algorithm if algorithm != "auto" else f"auto ({'/'.join(used) or 'tree'})"
+    notes: List[str] = []
+    params = np.full(4, np.nan)
+    cov = np.zeros((4, 4))
+    determined = {p: False for p in PARAMS}
+    if not rows:
+        return CommFit(algo_name, params, cov, determined,
+                       ["no run with more than one rank: no communication terms"], 0, float("nan"))
+    X = np.array([r[0] for r in rows])
+    y = np.array([r[1] for r in rows])
+    w = 1.0 / np.maximum(y, 1e-9)
+    cols = [c for c in range(4) if np.any(X[:, c] > 0)]
+    # Drop what the rows cannot separate, least informative first: alpha inside, alpha across,
+    # then beta inside (one multi-node pattern cannot split its time between the two levels).
+    for c, why in ((0, "alpha_intra not separable from the other terms (one message pattern "
+                       "inside nodes): taken as 0; runs with two --bucket-mb values separate it"),
+                   (2, "alpha_inter not separable from the other terms (one message pattern "
+                       "across nodes): taken as 0; runs with two --bucket-mb values separate it"),
+                   (1, "beta_intra not separable from beta_inter (no run inside one node with "
+                       "several ranks): not determined")):
+        if c in cols and _rank(X[:, cols] * w[:, None]) < len(cols):
+            cols.remove(c)
+            notes.append(why)
+    A = X[:, cols] * w[:, None]
+    b = y * w
+    coef, _ = nnls(A, b)
+    params[cols] = coef
+    for c in cols:
+        determined[PARAMS[c]] = True
+    for c in (0, 2):
+        if determined[PARAMS[c + 1]] and not determined[PARAMS[c]]:
+            params[c] = 0.0
+    resid = b - A @ coef
+    dof = max(1, len(b) - len(cols))
+    sigma2 = float(resid @ resid) / dof if len(b) > len(cols) else 0.0
+    try:
+        sub_cov = sigma2 * np.linalg.pinv(A.T @ A)
+    except np.linalg.LinAlgError:
+        sub_cov = np.zeros((len(cols), len(cols)))
+    cov[np.ix_(cols, cols)] = sub_cov
+    if len(b) <= len(cols):
+        notes.append(f"{len(b)} rows for {len(cols)} parameters: exact fit, no residual to "
+                     f"estimate its uncertainty from")
+    rel = float(np.median(np.abs(resid))) if resid.size else float("nan")
+    return CommFit(algo_name, params, cov, determined, notes, len(rows), rel)
+
+
+@dataclass
+class ComputeFit:
+    key: Tuple[str, str, str]
+    c0: float
+    c1: float                   # seconds per sample
+    c1_ci: Tuple[float, float]  # spread of per-sample time over the runs' iterations (p5, p95)
+    batches: List[int]
+    rank_factors: np.ndarray    # persistent per-rank factors (rank median / run median)
+    iter_factors: np.ndarray    # per-iteration factors (cell / its rank's median)
+    rel_sd: float               # relative spread of the runs' medians around the line
+
+    def time(self, batch: float) -> float:
+        return self.c0 + self.c1 * batch
+
+
+def fit_compute(observations: Sequence[Observation]) -> Dict[Tuple[str, str, str], ComputeFit]:
+    out = {}
+    for key in sorted({o.key for o in observations}):
+        obs = [o for o in observations if o.key == key and np.isfinite(o.compute_median)]
+        if not obs:
+            continue
+        b = np.array([o.batch_per_rank for o in obs], dtype=float)
+        c = np.array([o.compute_median for o in obs])
+        if len(set(b.tolist())) >= 2:
+            (c0, c1), _ = nnls(np.column_stack([np.ones_like(b), b]) / c[:, None],
+                               np.ones_like(c))
+        else:
+            c0, c1 = 0.0, float(np.median(c / b))
+        pred = c0 + c1 * b
+        rel_sd = float(np.sqrt(np.mean((c / pred - 1) ** 2))) if len(c) > 1 else 0.0
+        rank_f, iter_f, per_sample = [], [], []
+        for o in obs:
+            med = np.nanmedian(o.compute, axis=1, keepdims=True)
+            run_med = float(np.nanmedian(med))
+            rank_f.append((med.ravel() / run_med))
+            cells = o.compute / med
+            iter_f.append(cells[np.isfinite(cells)])
+            ps = (o.compute - c0) / o.batch_per_rank
+            per_sample.append(ps[np.isfinite(ps)])
+        ps_all = np.concatenate(per_sample)
+        out[key] = ComputeFit(key, float(c0), float(c1),
+                              (float(np.percentile(ps_all, 5)), float(np.percentile(ps_all, 95))),
+                              sorted({int(x) for x in b}),
+                              np.concatenate(rank_f), np.concatenate(iter_f), rel_sd)
+    return out
+
+
+def transfer_factors(observations: Sequence[Observation]) -> np.ndarray:
+    """Per-iteration factor of the transfer time around its run's median, pooled."""
+    parts = [o.transfer / np.median(o.transfer) for o in observations
+             if o.transfer.size and np.median(o.transfer) > 0]
+    return np.concatenate(parts) if parts else np.ones(1)

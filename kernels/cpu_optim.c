@@ -1,0 +1,121 @@
+/* cpu_optim.c - the CPU backend's loss and optimizer: softmax cross-entropy (vectorised max and
+ * exp-sum per row) and the fused SGD-with-momentum update. Semantics: backend.h. */
+#include "cpu_kernels.h"
+#include "cpu_vec.h"
+
+#include <math.h>
+
+/* ---- softmax cross-entropy ----------------------------------------------------------------- */
+
+/* max of z[n] (n >= 1), in VBLOCK lanes */
+static float vec_max(const float *restrict z, size_t n) {
+    float acc[VBLOCK];
+    for (int j = 0; j < VBLOCK; j++)
+        acc[j] = z[0];
+    size_t i = 0;
+    for (; i + VBLOCK <= n; i += VBLOCK)
+        for (int j = 0; j < VBLOCK; j++)
+            acc[j] = z[i + j] > acc[j] ? z[i + j] : acc[j];
+    float m = acc[0];
+    for (int j = 1; j < VBLOCK; j++)
+        m = acc[j] > m ? acc[j] : m;
+    for (; i < n; i++)
+        m = z[i] > m ? z[i] : m;
+    return m;
+}
+
+/* sum of exp(z[j] - m) over z[n], also written to d[n] unless d is NULL; cpu_expf in VBLOCK float
+ * lanes (each lane sums n/VBLOCK terms), the lanes added in double */
+static double vec_exp_sum(const float *restrict z, float *restrict d, size_t n, float m) {
+    float acc[VBLOCK] = {0};
+    size_t i = 0;
+    if (d) {
+        for (; i + VBLOCK <= n; i += VBLOCK)
+            for (int j = 0; j < VBLOCK; j++) {
+                const float e = cpu_expf(z[i + j] - m);
+                d[i + j] = e;
+                acc[j] += e;
+            }
+    } else {
+        for (; i + VBLOCK <= n; i += VBLOCK)
+            for (int j = 0; j < VBLOCK; j++)
+                acc[j] += cpu_expf(z[i + j] - m);
+    }
+    double sum = 0.0;
+    for (int j = 0; j < VBLOCK; j++)
+        sum += acc[j];
+    for (; i < n; i++) {
+        const float e = cpu_expf(z[i] - m);
+        if (d) d[i] = e;
+        sum += e;
+    }
+    return sum;
+}
+
+/* logits[n,c], labels[n] -> stats = {mean loss, correct}; dlogits[n,c] = (softmax - onehot)/n
+ * unless NULL.
+ * Per row: m = max z, S = sum exp(z - m), loss = log S - (z_label - m). A label outside [0, c)
+ * gives a NaN loss and no one-hot term (never an out-of-bounds access). exp is cpu_expf
+ * (cpu_vec.h), which vectorises: libm's scalar expf made the 10000-way softmax of every position
+ * of the LSTM models a large share of their step. */
+void cpu_softmax_xent(BackendCtx *ctx, int n, int c, const float *logits, const int32_t *labels,
+                      float *dlogits, float *stats) {
+    (void)ctx;
+    double total = 0.0;
+    int hits = 0;
+    const float inv_n = n > 0 ? 1.0f / (float)n : 0.0f;
+
+    for (int i = 0; i < n && c > 0; i++) {
+        const float *z = logits + (size_t)i * c; /* z[c] */
+        const int32_t label = labels[i];
+
+        const float m = vec_max(z, (size_t)c);
+        int best = 0; /* the first maximum (NaN logits: none, stop at the end) */
+        while (best < c - 1 && z[best] != m)
+            best++;
+        if (best == label) hits++;
+
+        /* c can be large (FCN-5: 26752 classes, the LSTMs' vocabulary: 10000 per position) */
+        float *d = dlogits ? dlogits + (size_t)i * c : NULL; /* d[c]: exp(z - m), then scaled */
+        const double sum = vec_exp_sum(z, d, (size_t)c, m);
+        if (d) {
+            cpu_vscale(d, (size_t)c, (float)(inv_n / sum));
+            if (label >= 0 && label < c) d[label] -= inv_n;
+        }
+        if (label >= 0 && label < c)
+            total += log(sum) - (double)(z[label] - m);
+        else
+            total = NAN;
+    }
+    stats[0] = n > 0 ? (float)(total / n) : 0.0f;
+    stats[1] = (float)hits;
+}
+
+/* ---- SGD ----------------------------------------------------------------------------------- */
+
+/* PyTorch SGD (dampening 0, no Nesterov), fused over p[n], g[n], v[n]:
+ *   g' = g + wd*p;  v = momentum*v + g';  p -= lr*v   (momentum == 0: p -= lr*g', v untouched) */
+void cpu_sgd_update(BackendCtx *ctx, size_t n, float *restrict p, const float *restrict g,
+                    float *restrict v, float lr, float momentum, float weight_decay) {
+    (void)ctx;
+    size_t i = 0, nm = n & ~(size_t)(VBLOCK - 1); /* [0, nm): vectorised; [nm, n): tail */
+    if (momentum != 0.0f) {
+        for (; i < nm; i++) { /* vectorised */
+            const float gi = g[i] + weight_decay * p[i];
+            const float vi = momentum * v[i] + gi;
+            v[i] = vi;
+            p[i] -= lr * vi;
+        }
+        for (; i < n; i++) { /* tail */
+            const float gi = g[i] + weight_decay * p[i];
+            const float vi = momentum * v[i] + gi;
+            v[i] = vi;
+            p[i] -= lr * vi;
+        }
+    } else {
+        for (; i < nm; i++)
+            p[i] -= lr * (g[i] + weight_decay * p[i]);
+        for (; i < n; i++)
+            p[i] -= lr * (g[i] + weight_decay * p[i]);
+    }
+}

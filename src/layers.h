@@ -1,0 +1,103 @@
+/* layers.h - the table of layer kinds: one row (LayerKindOps) per LayerKind, which src/model.c
+ * interprets. A row says how a layer of that kind is planned (shape, parameters, FLOPs), what it
+ * allocates, how its parameters start, how it runs forward and backward on the backend, which
+ * in-place rules apply to it, and which optional BackendOps functions it needs (by offset, so
+ * model_missing_op is generic). Rows live in src/layer_*.c by concern; src/layer_kinds.c lists
+ * them. Adding a layer kind: a LayerKind value (model.h), a row in a layer_*.c file, its entry in
+ * layer_kinds.c, and its kernels behind BackendOps (kernels/backend.h). Internal to src/model*.c
+ * and src/layer_*.c: the rest of the program uses model.h. */
+#ifndef DTBENCH_LAYERS_H
+#define DTBENCH_LAYERS_H
+
+#include "model.h"
+
+#include <stddef.h>
+
+/* One optional backend function a layer kind calls: its offset in BackendOps and its name. */
+typedef struct {
+    size_t offset; /* 0 ends a list (no function pointer sits at offset 0: `name` does) */
+    const char *name;
+} LayerOp;
+#define LAYER_OP(fn)                                                                               \
+    { offsetof(BackendOps, fn), #fn }
+
+/* One forward or backward call of layer i on samples [s0, s0 + n), micro-batch `slot`. */
+typedef struct {
+    Model *m;
+    Layer *L;
+    int i, s0, n, slot, train;
+    const float *x;       /* input 0 */
+    const float *w, *b;   /* parameters (b NULL: no bias) */
+    float *y;             /* output */
+    const float *dy;      /* backward: the output gradient */
+    float *dw, *db;       /* backward: where the parameter gradients go (NULL: none) */
+    float *dx;            /* backward: where input 0's gradient goes (NULL: none wanted) */
+    float *const *dest;   /* backward: per input, where its gradient is written ... */
+    float *const *target; /* ... and the producer's dy it belongs to (layer_finish_input_grad) */
+} LayerStep;
+
+/* Row flags. */
+enum {
+    LK_TAKES_SEQUENCE = 1 << 0,  /* may read a sequence [seq, 1, features] */
+    LK_READS_TOKENS = 1 << 1,    /* may (must) read a language model's token ids */
+    LK_OUTPUT_REUSABLE = 1 << 2, /* its backward never reads its own output, so an in-place
+                                    consumer may overwrite it (and its dy) */
+    LK_IN_PLACE = 1 << 3,        /* runs in its producer's y and dy when that one is
+                                    LK_OUTPUT_REUSABLE and read by nothing else */
+    LK_OWN_INPUT_GRADS = 1 << 4, /* backward finishes every input's gradient itself (several
+                                    inputs); otherwise model.c finishes input 0's */
+};
+
+typedef struct LayerKindOps {
+    const char *name; /* in model_print and messages */
+    unsigned flags;
+    /* Output shape (out_c/h/w, seq: preset to the input's, shape-preserving), nw, nb, nbuf and
+     * flops of L, whose first input is P (NULL: the model input, of m->in_c/h/w). Reports a
+     * model that does not fit with layer_problem. */
+    void (*plan)(Model *m, Layer *L, const Layer *P);
+    /* Initial weights w[nw] and bias b[nb] from the counter-based key (NULL: no parameters). */
+    void (*init)(const Layer *L, uint64_t key, float *w, float *b);
+    /* Backend memory beyond y and dy (argmax, masks, saved statistics, workspace); NULL: none. */
+    void (*alloc)(Model *m, Layer *L);
+    void (*forward)(const LayerStep *s);
+    void (*backward)(const LayerStep *s);
+    const LayerOp *needs; /* optional backend functions it calls, {0} ended */
+    /* When set, replaces `needs` for a layer whose needs depend on its row. */
+    const LayerOp *(*needs_of)(const Layer *L);
+} LayerKindOps;
+
+/* The row of a kind (src/layer_kinds.c). */
+const LayerKindOps *layer_kind(LayerKind kind);
+
+/* ---- for the rows: services of the interpreter (src/model.c) ----------------------------------
+ */
+
+/* Records why the input does not fit the model (the first problem only). */
+void layer_problem(Model *m, const Layer *L, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A mistake in a model table (not in the input): reports and aborts. */
+_Noreturn void layer_bad_table(const ModelDesc *d, const char *row, const char *what);
+/* Backend memory of `bytes` (zeroed), or a report and abort. */
+void *layer_alloc(Model *m, size_t bytes);
+/* Makes the shared scratch m->work at least `bytes`. */
+void layer_need_work(Model *m, size_t bytes);
+/* Input k of L: per-sample size, and its values on samples from s0. */
+size_t layer_input_size(const Model *m, const Layer *L, int k);
+const float *layer_input_y(const Model *m, const Layer *L, int k, int s0);
+/* After a backward wrote input k's gradient to s->dest[k] over `count` values: adds it to the
+ * producer's gradient when it went to shared scratch. */
+void layer_finish_input_grad(const LayerStep *s, int k, size_t count);
+/* Output size of a window of k with padding: 0 when the window does not fit. */
+int layer_window_out(int in, int k, int stride, int pad);
+/* Uniform(-bound, bound) weights from the key, zero bias (conv, fc, embedding, lstm). */
+void layer_init_uniform(const Layer *L, uint64_t key, float bound, float *w, float *b);
+
+/* ---- the rows, by concern ------------------------------------------------------------------- */
+extern const LayerKindOps layer_conv, layer_fc;                         /* layer_gemm.c */
+extern const LayerKindOps layer_maxpool, layer_avgpool, layer_gavgpool; /* layer_pool.c */
+extern const LayerKindOps layer_lrn, layer_batchnorm;                   /* layer_norm.c */
+extern const LayerKindOps layer_embedding, layer_lstm;                  /* layer_sequence.c */
+extern const LayerKindOps layer_relu, layer_dropout;                    /* layer_elementwise.c */
+extern const LayerKindOps layer_concat, layer_add;                      /* layer_join.c */
+
+#endif
