@@ -3,8 +3,9 @@
 # CUDA build of dtbench (scripts/setup.sh finds CUDA by itself). Run from the build tree:
 #   bench/gpu_bench.sh [--out DIR] [--rounds N] [--quick]
 # 1. Training throughput on ONE GPU, dtbench --device cuda vs PyTorch on the same GPU, same layers,
-#    batch 64, fp32 (TF32 off on both sides): LeNet and FCN-5 (bench/vs_pytorch.sh --device cuda,
-#    alternating rounds, median time per step; samples/s = 64 / median).
+#    fp32 (TF32 off on both sides): every model of the zoo at the batch sizes it is trained with
+#    (ResNet-50 at 64, 128 and 256; bench/vs_pytorch.sh --device cuda, alternating rounds, median
+#    time per step; samples/s = batch / median).
 # 2. NCCL allreduce bus bandwidth at the gradient sizes of LeNet, FCN-5, FCN-8 and of dtbench's
 #    25 MiB bucket, whole and in buckets (bench/nccl_busbw, one rank per GPU; with one GPU busbw
 #    is 0 by definition and only the local copy is timed).
@@ -44,15 +45,27 @@ H5PY=${H5_PYTHON:-python3}
     nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv 2>/dev/null || true
 } | tee "$OUT/machine.txt"
 
-# 1. one GPU: dtbench vs PyTorch
-iters="--lenet-iters 500 --lenet-warmup 50 --fcn5-iters 100 --fcn5-warmup 10"
-[ "$QUICK" = 1 ] && iters="--lenet-iters 50 --lenet-warmup 5 --fcn5-iters 10 --fcn5-warmup 3" && ROUNDS=1
-echo "== 1. training step on one GPU: dtbench vs PyTorch (batch 64, fp32)"
-CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} "$HERE/vs_pytorch.sh" --dtbench "$DTBENCH" --device cuda \
-    --models "lenet fcn5" --rounds "$ROUNDS" $iters --dtbench-args "--sample-hz 20" --keep \
-    2>"$OUT/vs_pytorch.log" | tee "$OUT/vs_pytorch.txt"
-awk '/^(lenet|fcn5) /{printf "  %s: dtbench %.0f samples/s, pytorch %.0f samples/s\n", $1, 64000/$3, 64000/$4}' \
-    "$OUT/vs_pytorch.txt" | tee -a "$OUT/vs_pytorch.txt"
+# 1. one GPU: dtbench vs PyTorch, every model of the zoo at the batch sizes it is trained with
+#    (GPU_BENCH_CONFIGS="model:batch ..." overrides; --quick: four small configurations)
+CONFIGS=${GPU_BENCH_CONFIGS:-"lenet:64 fcn5:64 fcn8:64 alexnet:128 vgg16:64 googlenet:128 resnet50:64 resnet50:128 resnet50:256 lstm32:64 lstm64:64"}
+iters=50 warm=10
+if [ "$QUICK" = 1 ]; then
+    CONFIGS=${GPU_BENCH_CONFIGS:-"lenet:64 fcn5:64 resnet50:64 lstm32:64"}
+    iters=10 warm=3 ROUNDS=1
+fi
+echo "== 1. training step on one GPU: dtbench vs PyTorch (fp32, TF32 off), $CONFIGS"
+: >"$OUT/vs_pytorch.txt"
+for cfg in $CONFIGS; do
+    m=${cfg%%:*} b=${cfg##*:}
+    CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} "$HERE/vs_pytorch.sh" --dtbench "$DTBENCH" \
+        --device cuda --models "$m" --batch "$m=$b" --iters "$m=$iters" --warmup "$m=$warm" \
+        --rounds "$ROUNDS" --dtbench-args "--sample-hz 20" --keep 2>>"$OUT/vs_pytorch.log" |
+        tee -a "$OUT/vs_pytorch.txt" || echo "  $m batch $b: failed (see $OUT/vs_pytorch.log)" | tee -a "$OUT/vs_pytorch.txt"
+done
+# rows: model batch threads dtbench-ms pytorch-ms pytorch/dtbench
+awk '$1 ~ /^(lenet|fcn5|fcn8|alexnet|vgg16|googlenet|resnet50|lstm32|lstm64)$/ && NF == 6 && $4 > 0 && $5 > 0 {
+    printf "  %s batch %s: dtbench %.0f samples/s, pytorch %.0f samples/s (time ratio pytorch/dtbench %s)\n",
+        $1, $2, $2 * 1000 / $4, $2 * 1000 / $5, $6 }' "$OUT/vs_pytorch.txt" | tee "$OUT/samples_per_s.txt"
 
 # 2. NCCL bus bandwidth at the models' gradient sizes
 echo "== 2. NCCL allreduce at the gradient sizes ($NGPUS rank(s), one per GPU)"

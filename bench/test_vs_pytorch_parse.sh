@@ -2,11 +2,12 @@
 # Checks the HDF5 parsing of vs_pytorch.sh (--parse) on small files written by h5py in the
 # layout of docs/hdf5-layout.md: warm-up columns skipped, NaNs dropped, only the first
 # /ranks/completed[r] iterations of each rank read, several ranks and files pooled.
-# Needs a python3 with h5py and numpy (the pyenv one). Prints "ok" and exits 0 on success.
+# Needs a python with h5py and numpy: $H5_PYTHON, else $PYTHON (make check sets it to the one
+# configure found, .venv's), else python3. Prints "ok" and exits 0 on success; part of make check.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-PY=${H5_PYTHON:-python3}
+PY=${H5_PYTHON:-${PYTHON:-python3}}
 T=$(mktemp -d "${TMPDIR:-/tmp}/vs_pytorch_test.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 

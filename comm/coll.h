@@ -1,5 +1,5 @@
 /* coll.h - one communicator's collectives on one kind of memory, queued without waiting: the
- * building block of the exchange transports (comm/pipeline.c). One const struct of function
+ * building block of the exchange transports (comm/buckets.c). One const struct of function
  * pointers per implementation:
  *   comm/coll_mpi.c   MPI non-blocking collectives on host memory (device buffers are staged
  *                     through the host with the backend's download/upload), always built;
@@ -11,7 +11,7 @@
  * one writes; on the host (on_device() == 0) an operation takes its input when it is issued, so
  * the caller waits for the operation whose result it reads before issuing the next. All
  * ranks of the communicator must issue the same operations in the same order (MPI's and NCCL's
- * rule for collectives); the pipeline guarantees it.
+ * rule for collectives); the bucket engine guarantees it.
  *
  * Timing: each operation's interval is kept (host clock for MPI: from issue to the completion
  * seen by done/wait; CUDA events around it for NCCL). hidden() returns how much of the iteration's
@@ -65,6 +65,10 @@ typedef struct CollOps {
     /* The compute stream's later work (the update) waits for every operation issued so far. */
     void (*before_compute)(Coll *c);
 
+    /* Optional (NULL: always non-blocking). blocking 1: the operations issued from now on use
+     * the library's blocking collectives and are complete on return (MPI_Allreduce instead of
+     * MPI_Iallreduce: Open MPI's tuned algorithms instead of libnbc's). */
+    void (*set_blocking)(Coll *c, int blocking);
     void (*mark_backward_end)(Coll *c);
     double (*hidden)(Coll *c); /* may wait for the device; resets the iteration's intervals */
 } CollOps;

@@ -1,5 +1,7 @@
 /* coll_mpi.c - the MPI implementation of coll.h: non-blocking MPI collectives (MPI_Iallreduce,
- * MPI_Ireduce_scatter_block, MPI_Iallgather) on a duplicate of the given communicator.
+ * MPI_Ireduce_scatter_block, MPI_Iallgather) on a duplicate of the given communicator, or their
+ * blocking forms after set_blocking(1) (buckets started after backward: Open MPI 4.1 runs the
+ * blocking ones with its tuned algorithms, the non-blocking ones with libnbc's slower ones).
  *
  * Host memory (the CPU backend): operations work on the buffers in place; the scale of an
  * average, and the move of a reduce-scatter's block from the front of the buffer (where MPI's
@@ -42,6 +44,7 @@ struct Coll {
     int nops, cap, completed; /* ops[0 .. completed) are complete */
     double bwd_end;
     int bwd_marked;
+    int blocking; /* set_blocking */
 };
 
 static Coll *mpi_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, int device_memory) {
@@ -132,30 +135,50 @@ static void complete(Coll *c, Op *op) {
     }
 }
 
+static void mpi_wait(Coll *c, int ticket);
+
+/* Blocking mode: the operation ran to completion; complete it (scale while in cache). */
+static int issued(Coll *c, Op *op) {
+    int t = ticket_of(c, op);
+    if (c->blocking) mpi_wait(c, t);
+    return t;
+}
+
 static int mpi_allreduce(Coll *c, float *buf, size_t n, float scale) {
     Op *op = new_op(c, OP_ALLREDUCE, buf, n, scale, n);
     if (c->device) c->be->download(c->ctx, op->data, buf, n * sizeof(float));
-    MPI_CHECK(
-        MPI_Iallreduce(MPI_IN_PLACE, op->data, (int)n, MPI_FLOAT, MPI_SUM, c->comm, &op->req));
-    return ticket_of(c, op);
+    if (c->blocking)
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, op->data, (int)n, MPI_FLOAT, MPI_SUM, c->comm));
+    else
+        MPI_CHECK(
+            MPI_Iallreduce(MPI_IN_PLACE, op->data, (int)n, MPI_FLOAT, MPI_SUM, c->comm, &op->req));
+    return issued(c, op);
 }
 
 static int mpi_reduce_scatter(Coll *c, float *buf, size_t shard, float scale) {
     size_t all = shard * (size_t)c->size;
     Op *op = new_op(c, OP_REDUCE_SCATTER, buf, shard, scale, all);
     if (c->device) c->be->download(c->ctx, op->data, buf, all * sizeof(float));
-    MPI_CHECK(MPI_Ireduce_scatter_block(MPI_IN_PLACE, op->data, (int)shard, MPI_FLOAT, MPI_SUM,
-                                        c->comm, &op->req));
-    return ticket_of(c, op);
+    if (c->blocking)
+        MPI_CHECK(MPI_Reduce_scatter_block(MPI_IN_PLACE, op->data, (int)shard, MPI_FLOAT, MPI_SUM,
+                                           c->comm));
+    else
+        MPI_CHECK(MPI_Ireduce_scatter_block(MPI_IN_PLACE, op->data, (int)shard, MPI_FLOAT, MPI_SUM,
+                                            c->comm, &op->req));
+    return issued(c, op);
 }
 
 static int mpi_allgather(Coll *c, float *buf, size_t shard) {
     size_t all = shard * (size_t)c->size, at = (size_t)c->rank * shard;
     Op *op = new_op(c, OP_ALLGATHER, buf, all, 1.0f, all);
     if (c->device) c->be->download(c->ctx, op->data + at, buf + at, shard * sizeof(float));
-    MPI_CHECK(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, op->data, (int)shard, MPI_FLOAT,
-                             c->comm, &op->req));
-    return ticket_of(c, op);
+    if (c->blocking)
+        MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, op->data, (int)shard,
+                                MPI_FLOAT, c->comm));
+    else
+        MPI_CHECK(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, op->data, (int)shard,
+                                 MPI_FLOAT, c->comm, &op->req));
+    return issued(c, op);
 }
 
 /* Local moves complete at once (device memory: through the backend, which orders them on the
@@ -241,6 +264,10 @@ static void mpi_before_compute(Coll *c) {
     (void)c;
 }
 
+static void mpi_set_blocking(Coll *c, int blocking) {
+    c->blocking = blocking;
+}
+
 static void mpi_mark_backward_end(Coll *c) {
     c->bwd_end = dt_now();
     c->bwd_marked = 1;
@@ -285,6 +312,7 @@ const CollOps coll_mpi = {
     .wait = mpi_wait,
     .after_compute = mpi_after_compute,
     .before_compute = mpi_before_compute,
+    .set_blocking = mpi_set_blocking,
     .mark_backward_end = mpi_mark_backward_end,
     .hidden = mpi_hidden,
 };

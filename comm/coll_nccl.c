@@ -13,17 +13,27 @@
  * negative elapsed times).
  *
  * Averages: ncclSum for scale 1, ncclAvg for 1/size, otherwise a ncclRedOpCreatePreMulSum
- * operator (destroyed as soon as the call that uses it has returned, as NCCL allows). */
+ * operator (destroyed as soon as the call that uses it has returned, as NCCL allows); the choice,
+ * the hidden-interval union and the duplicate-GPU check are plain C in coll_nccl_plan.c.
+ *
+ * Failures: before ncclCommInitRank the ranks gather their GPUs' UUIDs; two ranks of one
+ * communicator on one GPU (NCCL would abort with "Duplicate GPU") end the job with a usage error
+ * naming them. The host never blocks in cudaEventSynchronize on NCCL work: it polls the event and
+ * ncclCommGetAsyncError, and on an asynchronous NCCL error (a peer died, a network failure)
+ * aborts the communicator and the job with NCCL's message instead of hanging. */
 #include <config.h>
 #include "check.h" /* defines: MPI_CHECK (no longer through cuda_check.h) */
 #include "coll.h"
 #include "cuda.h"
-#include "cuda_check.h" /* defines: CUDA_CHECK, NCCL_CHECK */
+#include "coll_nccl_plan.h" /* defines: nccl_red_choice, hidden_union, duplicate_gpu */
+#include "cuda_check.h"     /* defines: CUDA_CHECK, NCCL_CHECK */
 #include "util.h"
 
 #include <nccl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct {
     cudaEvent_t start, end;
@@ -43,6 +53,25 @@ struct Coll {
     int have_origin, bwd_marked;
 };
 
+/* Gathers the GPUs' UUIDs over comm and ends the job with a usage error (exit 2, on every rank:
+ * all ranks create their communicators at the same point) when two ranks share one. */
+static void refuse_shared_gpu(MPI_Comm comm, int size, int device) {
+    struct cudaDeviceProp prop;
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    unsigned char *all = xcalloc((size_t)size, GPU_UUID_BYTES);
+    MPI_CHECK(MPI_Allgather(prop.uuid.bytes, GPU_UUID_BYTES, MPI_BYTE, all, GPU_UUID_BYTES,
+                            MPI_BYTE, comm));
+    int first = -1, second = duplicate_gpu(all, size, &first);
+    char uuid[64] = "";
+    if (second >= 0) gpu_uuid_text(all + (size_t)second * GPU_UUID_BYTES, uuid, sizeof uuid);
+    free(all);
+    usage_check_all(second < 0,
+                    "--transport: ranks %d and %d of an NCCL communicator share GPU %s (NCCL needs "
+                    "one GPU per rank): run at most one rank per GPU on a node, or use "
+                    "--transport mpi",
+                    first, second, uuid);
+}
+
 static Coll *nccl_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, int device_memory) {
     (void)device_memory; /* always device memory */
     Coll *c = xcalloc(1, sizeof *c);
@@ -56,6 +85,14 @@ static Coll *nccl_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, i
     CUDA_CHECK(cudaEventCreate(&c->bwd));
     CUDA_CHECK(cudaEventCreateWithFlags(&c->gate, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&c->join, cudaEventDisableTiming));
+    /* event pairs for 64 operations an iteration made now, not in the first (timed) step */
+    c->cap = 64;
+    c->ops = xcalloc((size_t)c->cap, sizeof(OpEvents));
+    for (int i = 0; i < c->cap; i++) {
+        CUDA_CHECK(cudaEventCreate(&c->ops[i].start));
+        CUDA_CHECK(cudaEventCreate(&c->ops[i].end));
+    }
+    refuse_shared_gpu(comm, c->size, cuda_backend_device(ctx));
     ncclUniqueId id;
     if (c->rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
     MPI_CHECK(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, comm));
@@ -111,8 +148,9 @@ static int end_op(Coll *c) {
 /* The reduction for "scale times the sum"; *made is set when it must be destroyed after use. */
 static ncclRedOp_t reduction(Coll *c, float scale, int *made) {
     *made = 0;
-    if (scale == 1.0f) return ncclSum;
-    if (scale == 1.0f / (float)c->size) return ncclAvg;
+    NcclRedChoice choice = nccl_red_choice(scale, c->size);
+    if (choice == NCCL_RED_SUM) return ncclSum;
+    if (choice == NCCL_RED_AVG) return ncclAvg;
     ncclRedOp_t op;
     NCCL_CHECK(
         ncclRedOpCreatePreMulSum(&op, &scale, ncclFloat32, ncclScalarHostImmediate, c->nccl));
@@ -202,9 +240,33 @@ static int nccl_done(Coll *c, int ticket) {
     return 1;
 }
 
+/* Waits for event e by polling it and the communicator's asynchronous error state: a failed
+ * NCCL operation never completes its event, and cudaEventSynchronize would wait forever. */
+static void wait_event(Coll *c, cudaEvent_t e) {
+    const struct timespec pause = {0, 20000}; /* 20 us between polls */
+    for (;;) {
+        cudaError_t q = cudaEventQuery(e);
+        if (q == cudaSuccess) return;
+        if (q != cudaErrorNotReady) CUDA_CHECK(q);
+        (void)cudaGetLastError(); /* not ready is not an error: clear it */
+        ncclResult_t async = ncclSuccess;
+        NCCL_CHECK(ncclCommGetAsyncError(c->nccl, &async));
+        if (async != ncclSuccess && async != ncclInProgress) {
+            char msg[768];
+            const char *last = ncclGetLastError(c->nccl);
+            snprintf(msg, sizeof msg, "NCCL: asynchronous error %d: %s%s%s; communicator aborted",
+                     (int)async, ncclGetErrorString(async), last && *last ? ": " : "",
+                     last ? last : "");
+            ncclCommAbort(c->nccl); /* frees NCCL's resources; its queued work will not finish */
+            check_fail(__FILE__, __LINE__, "ncclCommGetAsyncError", msg);
+        }
+        nanosleep(&pause, NULL);
+    }
+}
+
 static void nccl_wait(Coll *c, int ticket) {
     if (ticket >= c->nops) ticket = c->nops - 1;
-    if (ticket >= 0) CUDA_CHECK(cudaEventSynchronize(c->ops[ticket].end));
+    if (ticket >= 0) wait_event(c, c->ops[ticket].end);
 }
 
 /* The iteration's time origin, recorded on the compute stream before anything it measures. */
@@ -244,16 +306,15 @@ static double since_origin(Coll *c, cudaEvent_t e) {
 static double nccl_hidden(Coll *c) {
     double sum = 0.0;
     if (c->nops && c->have_origin && c->bwd_marked) {
-        CUDA_CHECK(cudaEventSynchronize(c->ops[c->nops - 1].end));
-        CUDA_CHECK(cudaEventSynchronize(c->bwd));
-        double bwd = since_origin(c, c->bwd), covered = 0.0;
+        wait_event(c, c->ops[c->nops - 1].end);
+        wait_event(c, c->bwd);
+        double *se = xcalloc(2 * (size_t)c->nops, sizeof *se);
         for (int i = 0; i < c->nops; i++) {
-            double s = since_origin(c, c->ops[i].start), e = since_origin(c, c->ops[i].end);
-            if (s < covered) s = covered;
-            if (e > bwd) e = bwd;
-            if (e > s) sum += e - s;
-            if (e > covered) covered = e;
+            se[i] = since_origin(c, c->ops[i].start);
+            se[c->nops + i] = since_origin(c, c->ops[i].end);
         }
+        sum = hidden_union(se, se + c->nops, c->nops, since_origin(c, c->bwd));
+        free(se);
     }
     c->nops = 0;
     c->have_origin = c->bwd_marked = 0;

@@ -13,6 +13,7 @@
 #define DTBENCH_EXCHANGE_H
 
 #include "backend.h"
+#include "communicator.h"
 #include "topology.h"
 #include "transport.h"
 
@@ -22,12 +23,13 @@
 
 typedef struct {
     MPI_Comm comm;        /* the ranks that exchange (COMM_WORLD in data parallelism) */
-    const Topology *topo; /* nodes and local ranks (node_comm / leader_comm) */
+    const Topology *topo; /* the job's nodes; a strategy derives comm's own (communicator.h) */
     size_t nparams;       /* floats in params and grads */
     size_t bucket_floats; /* gradients per message (from --bucket-mb) */
     const BackendOps *be;
     BackendCtx *ctx;
     const TransportOps *transport; /* --transport (NULL: mpi), for the gradient average */
+    const CollOps *device_coll;    /* collectives on device memory (NCCL) or NULL (registry) */
     int overlap;                   /* --overlap: buckets start while backward still runs */
     /* The optimizer, for strategies that apply updates themselves (same SGD as the driver's). */
     float lr, momentum, weight_decay;
@@ -52,7 +54,24 @@ typedef struct {
     double wait;       /* s of the exchange spent waiting for other ranks (arrival imbalance,
                           a staleness bound, a busy server), the rest being transfer */
     double hidden;     /* exchange work done while backward still ran, s (set by report()) */
+    /* The factor the gradients still need (0 or 1: they are averaged). sync leaves the SUM and
+     * 1/P here: the driver folds it into the update (lr x s, weight decay / s, the momentum
+     * buffer then holds P times PyTorch's), which saves the exchange a pass over the buffer. */
+    double grad_scale;
 } ExchangeStep;
+
+/* The transport's collectives timed alone on the run's buckets before training
+ * (comm/calibrate.c): what the exchange would cost if it cost only the library's work. */
+typedef struct {
+    int iters;           /* measured repetitions (0: not calibrated) */
+    int nbuckets;        /* buckets per repetition */
+    double bucket_bytes; /* the largest bucket */
+    double bytes;        /* payload per repetition (this rank's gradients) */
+    double seconds;      /* median over repetitions of the time for all buckets, s */
+    double algbw;        /* bytes / seconds, B/s */
+    double busbw;        /* algbw x the transport's bus factor (2(P-1)/P for an allreduce) */
+    double busbw_factor;
+} ExchangeCalibration;
 
 enum { EXCHANGE_APPLY_UPDATE = 0, EXCHANGE_PARAMS_UPDATED = 1 };
 enum { EXCHANGE_WORKER = 0, EXCHANGE_SERVER = 1 };
@@ -94,6 +113,10 @@ typedef struct ExchangeOps {
      * measured on the device's timeline (step->hidden). */
     void (*report)(ExchangeState *st, ExchangeStep *step);
     void (*destroy)(ExchangeState *st);
+    /* Optional: collective over cfg->comm, before training: times the transport's collectives
+     * alone at this run's bucket sizes, `iters` times (bounded to about 2 s), on buf[nparams]
+     * (device memory; its contents are destroyed). */
+    void (*calibrate)(ExchangeState *st, float *buf, int iters, ExchangeCalibration *out);
     /* For the resolver (src/resolve.c). reads: the long options the strategy reads
      * (comma-separated; given explicitly with a strategy that does not read them, they are
      * refused; "overlap" needs grads_ready). pipeline_ok: 1 when it can average the gradients of

@@ -1,8 +1,11 @@
 /* mixed.c - mixed-asynchronous exchange (--exchange mixed --sync-period P): synchronous inside a
- * node, asynchronous across nodes.
+ * node, asynchronous across nodes: an intra-node transport plus an asynchronous ring between the
+ * node leaders.
  *
- * Inside a node (Topology.node_comm, from MPI_COMM_TYPE_SHARED or --ranks-per-node) the ranks
- * average their gradients every iteration, as in sync, and so hold identical parameters.
+ * Inside a node (the node_comm of the communicator's topology, from MPI_COMM_TYPE_SHARED or
+ * --ranks-per-node) the ranks average their gradients every iteration through the transport
+ * (--transport, over the node's ranks: MPI's blocking collectives on host memory), as in sync,
+ * and so hold identical parameters.
  * Across nodes the leaders (local rank 0) do asynchronous elastic averaging on a ring, with no
  * global barrier: every P iterations a leader sends its parameters to the next node's leader
  * (nonblocking; skipped if its previous message is still in flight) and, if parameters from the
@@ -15,7 +18,8 @@
  * exchanged), then all nodes average their parameters once, so every rank ends with one model. */
 #include "check.h"
 #include "exchange.h"
-#include "exchange_util.h"
+#include "calibrate.h"
+#include "communicator.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -31,6 +35,8 @@ typedef struct {
 
 struct ExchangeState {
     ExchangeConfig cfg;
+    Communicator comm;
+    Transport *intra;       /* averages over the node's ranks */
     MPI_Comm node, leaders; /* leaders: MPI_COMM_NULL on other ranks */
     int local_size, nleaders, leader_rank, next, prev;
     char *sendbuf, *recvbuf; /* header + params */
@@ -47,9 +53,18 @@ static ExchangeState *mixed_create(const ExchangeConfig *cfg, char *err, size_t 
     (void)err, (void)errlen;
     ExchangeState *st = xcalloc(1, sizeof *st);
     st->cfg = *cfg;
-    st->node = cfg->topo->node_comm;
-    st->leaders = cfg->topo->leader_comm;
-    st->local_size = cfg->topo->local_size;
+    if (!st->cfg.transport) st->cfg.transport = &mpi_transport;
+    communicator_init(&st->comm, cfg->comm, cfg->topo);
+    st->node = st->comm.topo.node_comm;
+    st->leaders = st->comm.topo.leader_comm;
+    st->local_size = st->comm.topo.local_size;
+    TransportConfig tc = {.comm = st->node,
+                          .topo = &st->comm.topo,
+                          .be = cfg->be,
+                          .ctx = cfg->ctx,
+                          .device_coll = cfg->device_coll,
+                          .blocking = 1};
+    st->intra = st->cfg.transport->create(&tc);
     st->send_req = st->recv_req = MPI_REQUEST_NULL;
     if (st->leaders != MPI_COMM_NULL) {
         MPI_CHECK(MPI_Comm_size(st->leaders, &st->nleaders));
@@ -59,8 +74,8 @@ static ExchangeState *mixed_create(const ExchangeConfig *cfg, char *err, size_t 
         if (st->nleaders > 1) {
             st->sendbuf = xmalloc(msg_bytes(st));
             st->recvbuf = xmalloc(msg_bytes(st));
-            MPI_CHECK(MPI_Irecv(st->recvbuf, (int)msg_bytes(st), MPI_BYTE, st->prev, TAG_RING,
-                                st->leaders, &st->recv_req));
+            communicator_irecv(st->leaders, st->recvbuf, msg_bytes(st), st->prev, TAG_RING,
+                               &st->recv_req);
         }
     }
     return st;
@@ -93,8 +108,8 @@ static int ring_step(ExchangeState *st, float *params, ExchangeStep *step, int s
         RingHeader h = {step->iteration, stop_local || st->stop_heard, 0};
         memcpy(st->sendbuf, &h, sizeof h);
         memcpy(st->sendbuf + sizeof h, params, st->cfg.nparams * sizeof(float));
-        MPI_CHECK(MPI_Isend(st->sendbuf, (int)msg_bytes(st), MPI_BYTE, st->next, TAG_RING,
-                            st->leaders, &st->send_req));
+        communicator_isend(st->leaders, st->sendbuf, msg_bytes(st), st->next, TAG_RING,
+                           &st->send_req);
         st->sent++;
         step->bytes_sent += (double)st->cfg.nparams * sizeof(float);
     }
@@ -104,8 +119,8 @@ static int ring_step(ExchangeState *st, float *params, ExchangeStep *step, int s
         step->staleness = blend(st, params, step->iteration);
         step->bytes_recv += (double)st->cfg.nparams * sizeof(float);
         changed = 1;
-        MPI_CHECK(MPI_Irecv(st->recvbuf, (int)msg_bytes(st), MPI_BYTE, st->prev, TAG_RING,
-                            st->leaders, &st->recv_req));
+        communicator_irecv(st->leaders, st->recvbuf, msg_bytes(st), st->prev, TAG_RING,
+                           &st->recv_req);
         MPI_CHECK(MPI_Test(&st->recv_req, &flag, MPI_STATUS_IGNORE));
     }
     return changed;
@@ -117,15 +132,23 @@ static int mixed_step(ExchangeState *st, float *params, float *grads, ExchangeSt
     /* Inside the node: the stop vote (which also measures the arrival imbalance), then the
      * gradient average. A stop heard from another node counts as this leader's own request. */
     int mine = step->stop_requested || st->stop_heard;
-    step->wait = exchange_vote(st->node, mine, &step->stop);
-    exchange_average(st->node, st->local_size, grads, c->nparams, c->bucket_floats);
+    step->wait = communicator_vote(st->node, mine, &step->stop);
+    if (st->local_size > 1) {
+        const TransportOps *ops = c->transport;
+        ops->backward_done(st->intra);
+        for (size_t hi = c->nparams; hi > 0; hi = bucket_lo(hi, c->bucket_floats))
+            ops->start(st->intra, grads + bucket_lo(hi, c->bucket_floats),
+                       hi - bucket_lo(hi, c->bucket_floats));
+        ops->finish(st->intra);
+        (void)ops->hidden(st->intra);
+    }
     if (st->local_size > 1)
         step->bytes_sent = step->bytes_recv = (double)c->nparams * sizeof(float);
 
     /* Across nodes, every P iterations: the parameters to be updated are this iteration's
      * starting point, so the blend happens before the local optimizer step. */
     int period = c->sync_period > 0 ? c->sync_period : 1;
-    if (c->topo->nnodes > 1) { /* the same decision on every rank of every node */
+    if (st->comm.topo.nnodes > 1) { /* the same decision on every rank of every node */
         if ((step->iteration + 1) % period == 0) {
             int changed = st->leaders != MPI_COMM_NULL && st->nleaders > 1
                               ? ring_step(st, params, step, step->stop)
@@ -148,8 +171,8 @@ static void mixed_finish(ExchangeState *st, float *params) {
             MPI_CHECK(MPI_Wait(&st->recv_req, MPI_STATUS_IGNORE));
             st->received++; /* drained, not blended: the final average below supersedes it */
             if (st->received < sent[st->prev])
-                MPI_CHECK(MPI_Irecv(st->recvbuf, (int)msg_bytes(st), MPI_BYTE, st->prev, TAG_RING,
-                                    st->leaders, &st->recv_req));
+                communicator_irecv(st->leaders, st->recvbuf, msg_bytes(st), st->prev, TAG_RING,
+                                   &st->recv_req);
         }
         if (st->recv_req != MPI_REQUEST_NULL) {
             MPI_CHECK(MPI_Cancel(&st->recv_req));
@@ -173,12 +196,14 @@ static void mixed_counts(ExchangeState *st, int64_t *pushed, int64_t *applied) {
 }
 
 static void mixed_destroy(ExchangeState *st) {
+    st->cfg.transport->destroy(st->intra);
+    communicator_free(&st->comm);
     free(st->sendbuf), free(st->recvbuf), free(st);
 }
 
 const ExchangeOps mixed_exchange = {
     .name = "mixed",
-    .reads = "sync-period,bucket-mb",
+    .reads = "sync-period,bucket-mb,transport",
     .lockstep = 0,
     .device_ok = 0,
     .create = mixed_create,

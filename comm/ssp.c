@@ -1,14 +1,18 @@
-/* ssp.c - stale-synchronous allreduce (--exchange ssp --staleness S): the allreduce of iteration
- * t is started (MPI_Iallreduce) right after t's backward and completed only at iteration t+S, so
- * S iterations of compute can overlap it; iteration t+S applies the averaged gradient of t
- * (staleness S). S = 0 is the synchronous exchange.
+/* ssp.c - stale-synchronous allreduce (--exchange ssp --staleness S): the bucket engine with a
+ * delay. The average of iteration t is started right after t's backward, through the transport
+ * (non-blocking collectives), and completed only at iteration t+S, so S iterations of compute
+ * can overlap it; iteration t+S applies the averaged gradient of t (staleness S). S = 0 is the
+ * synchronous exchange.
  *
- * Ring of S+1 buffers, each [nparams + 1] floats: the gradient copy, then the stop vote, so the
- * vote posted at t is learnt by every rank at t+S and all stop after the same iteration.
- * finish() completes the S allreduces still in flight and applies them: no update is lost.
- * Open MPI progresses nonblocking collectives only inside MPI calls; each iteration tests the
- * requests in flight to let them advance. */
+ * Ring of S+1 slots, each a transport of its own (its own duplicate of the communicator, so the
+ * generations in flight never mix) and a buffer of [nparams + 1] floats: the gradient copy, then
+ * the stop vote, so the vote posted at t is learnt by every rank at t+S and all stop after the
+ * same iteration. finish() completes the S averages still in flight and applies them: no update
+ * is lost. Open MPI progresses non-blocking collectives only inside MPI calls: each iteration
+ * progresses the slots in flight. */
+#include "calibrate.h"
 #include "check.h"
+#include "communicator.h"
 #include "exchange.h"
 #include "util.h"
 
@@ -16,70 +20,73 @@
 #include <string.h>
 
 typedef struct {
-    float *buf;        /* [nparams + 1] */
-    MPI_Request *reqs; /* one per bucket */
-    int nreqs;
+    float *buf; /* [nparams + 1] */
+    Transport *tp;
     int64_t iteration; /* -1: empty */
 } Slot;
 
 struct ExchangeState {
     ExchangeConfig cfg;
+    Communicator comm;
     int nranks, S;
     Slot *slots;     /* [S + 1] */
     int64_t applied; /* updates applied (= parameter version) */
     int64_t pushed;
-    int64_t last_started; /* iteration of the newest allreduce posted */
+    int64_t last_started; /* iteration of the newest average posted */
 };
 
 static ExchangeState *ssp_create(const ExchangeConfig *cfg, char *err, size_t errlen) {
     (void)err, (void)errlen;
     ExchangeState *st = xcalloc(1, sizeof *st);
     st->cfg = *cfg;
+    if (!st->cfg.transport) st->cfg.transport = &mpi_transport;
     st->S = cfg->staleness;
-    MPI_CHECK(MPI_Comm_size(cfg->comm, &st->nranks));
-    size_t n = cfg->nparams + 1;
-    int nbuckets = (int)((n + cfg->bucket_floats - 1) / cfg->bucket_floats);
+    communicator_init(&st->comm, cfg->comm, cfg->topo);
+    st->nranks = st->comm.size;
+    TransportConfig tc = {.comm = cfg->comm,
+                          .topo = &st->comm.topo,
+                          .be = cfg->be,
+                          .ctx = cfg->ctx,
+                          .device_coll = cfg->device_coll,
+                          .blocking = st->S == 0};
     st->slots = xcalloc((size_t)st->S + 1, sizeof(Slot));
     for (int i = 0; i <= st->S; i++) {
-        st->slots[i].buf = xmalloc(n * sizeof(float));
-        st->slots[i].reqs = xcalloc((size_t)nbuckets, sizeof(MPI_Request));
-        st->slots[i].nreqs = nbuckets;
+        st->slots[i].buf = xmalloc((cfg->nparams + 1) * sizeof(float));
+        st->slots[i].tp = st->cfg.transport->create(&tc);
         st->slots[i].iteration = -1;
-        for (int b = 0; b < nbuckets; b++)
-            st->slots[i].reqs[b] = MPI_REQUEST_NULL;
     }
     st->last_started = -1;
     return st;
 }
 
 static int ssp_role(ExchangeState *st, int *index, int *count) {
-    MPI_CHECK(MPI_Comm_rank(st->cfg.comm, index));
+    *index = st->comm.rank;
     *count = st->nranks;
     return EXCHANGE_WORKER;
 }
 
 static void start(ExchangeState *st, Slot *s, int64_t it) {
+    const TransportOps *ops = st->cfg.transport;
     size_t n = st->cfg.nparams + 1, bucket = st->cfg.bucket_floats;
-    for (int b = 0; b < s->nreqs; b++) {
-        size_t off = (size_t)b * bucket, count = n - off < bucket ? n - off : bucket;
-        MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, s->buf + off, (int)count, MPI_FLOAT, MPI_SUM,
-                                 st->cfg.comm, &s->reqs[b]));
+    if (st->nranks > 1) {
+        ops->backward_done(s->tp);
+        for (size_t hi = n; hi > 0; hi = bucket_lo(hi, bucket))
+            ops->start(s->tp, s->buf + bucket_lo(hi, bucket), hi - bucket_lo(hi, bucket));
     }
     s->iteration = it;
     st->last_started = it;
     st->pushed++;
 }
 
-/* Completes slot s; returns the seconds blocked. Its buffer then holds sum of gradients, vote. */
+/* Completes slot s; returns the seconds blocked. Its buffer then holds the average, the vote. */
 static double complete(ExchangeState *st, Slot *s) {
     double t = dt_now();
-    MPI_CHECK(MPI_Waitall(s->nreqs, s->reqs, MPI_STATUSES_IGNORE));
-    double waited = dt_now() - t;
-    float scale = 1.0f / (float)st->nranks;
-    for (size_t i = 0; i < st->cfg.nparams; i++)
-        s->buf[i] *= scale;
+    if (st->nranks > 1) {
+        st->cfg.transport->finish(s->tp);
+        (void)st->cfg.transport->hidden(s->tp);
+    }
     s->iteration = -1;
-    return waited;
+    return dt_now() - t;
 }
 
 static int ssp_step(ExchangeState *st, float *params, float *grads, ExchangeStep *step) {
@@ -92,13 +99,8 @@ static int ssp_step(ExchangeState *st, float *params, float *grads, ExchangeStep
     start(st, now, t);
     step->bytes_sent = step->bytes_recv = st->nranks > 1 ? (double)(n + 1) * sizeof(float) : 0.0;
 
-    /* Let the allreduces in flight advance (Open MPI has no progress thread). */
-    for (int i = 0; i <= st->S; i++) {
-        Slot *s = &st->slots[i];
-        int done;
-        if (s != now && s->iteration >= 0)
-            MPI_CHECK(MPI_Testall(s->nreqs, s->reqs, &done, MPI_STATUSES_IGNORE));
-    }
+    for (int i = 0; i <= st->S && st->nranks > 1; i++) /* let the averages in flight advance */
+        if (st->slots[i].iteration >= 0) st->cfg.transport->progress(st->slots[i].tp);
     if (t < st->S) { /* nothing old enough to apply yet */
         step->staleness = 0, step->version = (double)st->applied, step->wait = 0, step->stop = 0;
         return EXCHANGE_PARAMS_UPDATED;
@@ -112,7 +114,7 @@ static int ssp_step(ExchangeState *st, float *params, float *grads, ExchangeStep
     return EXCHANGE_APPLY_UPDATE;
 }
 
-/* Applies, oldest first, every allreduce still in flight (the last S iterations). */
+/* Applies, oldest first, every average still in flight (the last S iterations). */
 static void ssp_finish(ExchangeState *st, float *params) {
     const ExchangeConfig *c = &st->cfg;
     for (int64_t it = st->last_started - st->S + 1; it <= st->last_started; it++) {
@@ -132,15 +134,18 @@ static void ssp_counts(ExchangeState *st, int64_t *pushed, int64_t *applied) {
 }
 
 static void ssp_destroy(ExchangeState *st) {
-    for (int i = 0; i <= st->S; i++)
-        free(st->slots[i].buf), free(st->slots[i].reqs);
+    for (int i = 0; i <= st->S; i++) {
+        st->cfg.transport->destroy(st->slots[i].tp);
+        free(st->slots[i].buf);
+    }
     free(st->slots);
+    communicator_free(&st->comm);
     free(st);
 }
 
 const ExchangeOps ssp_exchange = {
     .name = "ssp",
-    .reads = "staleness,bucket-mb",
+    .reads = "staleness,bucket-mb,transport",
     .lockstep = 1,
     .device_ok = 0,
     .create = ssp_create,

@@ -3,20 +3,24 @@
  * averaging itself is the transport's (--transport: comm/transport_*.c, on host or device
  * memory). Buckets are cut from the END of the gradient buffer, since backward produces the last
  * layers' gradients first: with --overlap a bucket starts as soon as backward has finished every
- * gradient in it (grads_ready), the rest when backward is done; without, all start then.
+ * gradient in it (grads_ready), the rest when backward is done; without, all start then, and the
+ * transport runs them with the library's blocking collectives (TransportConfig.blocking).
  *
- * Wait versus transfer: a one-int allreduce (the stop vote) goes first; it cannot complete before
- * the last rank has arrived, so the time blocked in it is the arrival imbalance (wait), and the
- * buckets completed after it are the data movement (transfer). */
+ * Wait versus transfer: the end of backward is marked first (the transport's backward_done: what
+ * exchange_hidden is measured against), then a one-int allreduce (the stop vote) runs; it cannot
+ * complete before the last rank has arrived, so the time blocked in it is the arrival imbalance
+ * (wait), and the buckets completed after it are the data movement (transfer). */
+#include "calibrate.h"
 #include "check.h"
+#include "communicator.h"
 #include "exchange.h"
-#include "exchange_util.h"
 #include "util.h"
 
 #include <stdlib.h>
 
 struct ExchangeState {
     ExchangeConfig cfg;
+    Communicator comm;
     int nranks;
     int64_t updates;
     Transport *tp;
@@ -28,44 +32,31 @@ static ExchangeState *sync_create(const ExchangeConfig *cfg, char *err, size_t e
     ExchangeState *st = xcalloc(1, sizeof *st);
     st->cfg = *cfg;
     if (!st->cfg.transport) st->cfg.transport = &mpi_transport;
-    MPI_CHECK(MPI_Comm_size(cfg->comm, &st->nranks));
-    TransportConfig tc = {cfg->comm, cfg->topo, cfg->be, cfg->ctx};
+    communicator_init(&st->comm, cfg->comm, cfg->topo);
+    st->nranks = st->comm.size;
+    TransportConfig tc = {.comm = cfg->comm,
+                          .topo = &st->comm.topo,
+                          .be = cfg->be,
+                          .ctx = cfg->ctx,
+                          .device_coll = cfg->device_coll,
+                          .blocking = 1,
+                          .leave_sum = 1};
     st->tp = st->cfg.transport->create(&tc);
     st->started_from = cfg->nparams;
     return st;
 }
 
 static int sync_role(ExchangeState *st, int *index, int *count) {
-    MPI_CHECK(MPI_Comm_rank(st->cfg.comm, index));
+    *index = st->comm.rank;
     *count = st->nranks;
     return EXCHANGE_WORKER;
 }
 
-/* The stop vote: MAX of one int over comm; returns the seconds spent blocked in it. */
-double exchange_vote(MPI_Comm comm, int mine, int *any) {
-    double t = dt_now();
-    MPI_CHECK(MPI_Allreduce(&mine, any, 1, MPI_INT, MPI_MAX, comm));
-    return dt_now() - t;
-}
-
-/* In-place average of host grads[n] over comm, in buckets (strategies that work on the host). */
-void exchange_average(MPI_Comm comm, int nranks, float *grads, size_t n, size_t bucket) {
-    if (nranks < 2) return;
-    for (size_t off = 0; off < n; off += bucket) {
-        size_t count = n - off < bucket ? n - off : bucket; /* grads[off .. off+count) */
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, grads + off, (int)count, MPI_FLOAT, MPI_SUM, comm));
-    }
-    float scale = 1.0f / (float)nranks;
-    for (size_t i = 0; i < n; i++)
-        grads[i] *= scale;
-}
-
-/* Starts every bucket lying entirely in grads[first .. nparams) not yet started. Bucket k covers
- * [n - (k+1)*B, n - k*B), the last one starting at 0. */
+/* Starts every bucket lying entirely in grads[first .. nparams) not yet started. */
 static void start_buckets(ExchangeState *st, float *grads, size_t first) {
     size_t bucket = st->cfg.bucket_floats;
     while (st->started_from > first) {
-        size_t hi = st->started_from, lo = hi > bucket ? hi - bucket : 0;
+        size_t hi = st->started_from, lo = bucket_lo(hi, bucket);
         if (lo < first) break; /* not all of it is final yet */
         st->cfg.transport->start(st->tp, grads + lo, hi - lo);
         st->started_from = lo;
@@ -81,9 +72,9 @@ static void sync_grads_ready(ExchangeState *st, float *grads, size_t first) {
 static int sync_average(ExchangeState *st, float *params, float *grads, ExchangeStep *step) {
     (void)params;
     size_t n = st->cfg.nparams;
-    step->wait = exchange_vote(st->cfg.comm, step->stop_requested, &step->stop);
+    if (st->nranks > 1) st->cfg.transport->backward_done(st->tp); /* before any waiting */
+    step->wait = communicator_vote(st->cfg.comm, step->stop_requested, &step->stop);
     if (st->nranks > 1) {
-        st->cfg.transport->backward_done(st->tp);
         start_buckets(st, grads, 0);
         st->cfg.transport->finish(st->tp);
     }
@@ -92,6 +83,8 @@ static int sync_average(ExchangeState *st, float *params, float *grads, Exchange
     step->bytes_sent = step->bytes_recv = bytes;
     step->staleness = 0;
     step->version = (double)++st->updates;
+    const TransportOps *ops = st->cfg.transport;
+    step->grad_scale = st->nranks > 1 && ops->scale_left ? ops->scale_left(st->tp) : 1.0;
     return EXCHANGE_APPLY_UPDATE;
 }
 
@@ -107,14 +100,21 @@ static void sync_counts(ExchangeState *st, int64_t *pushed, int64_t *applied) {
     *pushed = *applied = st->updates;
 }
 
+static void sync_calibrate(ExchangeState *st, float *buf, int iters, ExchangeCalibration *out) {
+    const ExchangeConfig *c = &st->cfg;
+    transport_calibrate(c->transport, st->tp, c->comm, c->be, c->ctx, buf, c->nparams,
+                        c->bucket_floats, iters, out);
+}
+
 static void sync_destroy(ExchangeState *st) {
     st->cfg.transport->destroy(st->tp);
+    communicator_free(&st->comm);
     free(st);
 }
 
 const ExchangeOps sync_exchange = {
     .name = "sync",
-    .reads = "transport,overlap,bucket-mb", .pipeline_ok = 1,
+    .reads = "transport,overlap,bucket-mb,calibrate-iters", .pipeline_ok = 1,
     .lockstep = 1,
     .device_ok = 1,
     .create = sync_create,
@@ -126,4 +126,5 @@ const ExchangeOps sync_exchange = {
     .destroy = sync_destroy,
     .grads_ready = sync_grads_ready,
     .report = sync_report,
+    .calibrate = sync_calibrate,
 };

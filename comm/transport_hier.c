@@ -1,23 +1,26 @@
-/* transport_hier.c - --transport hier: the hierarchical allreduce of comm/pipeline.h. Inside a
- * node: NCCL when the buckets are on GPUs and NCCL was built (registry_coll("nccl")), MPI
+/* transport_hier.c - --transport hier: the hierarchical allreduce of comm/buckets.h. Inside a
+ * node: NCCL when the buckets are on GPUs and NCCL was built (TransportConfig.device_coll), MPI
  * otherwise (the CPU backend, and the tests that form several "nodes" of CPU ranks with
  * --ranks-per-node). Across nodes: MPI between the ranks with the same local rank, on pinned host
  * copies of the shards when NCCL holds them on the device. Every node must have the same number
- * of ranks (shard l of every node meets shard l of the others). */
+ * of ranks (shard l of every node meets shard l of the others). The nodes are those of the
+ * communicator given (topology_derive): a pipeline stage's replicas are grouped by the nodes they
+ * run on, not by the job's node sizes. */
 #include "check.h"
-#include "pipeline.h"
-#include "registry.h"
+#include "buckets.h"
 #include "transport.h"
 #include "util.h"
 
 #include <stdlib.h>
 
 struct Transport {
-    Pipeline *pipe;
+    BucketEngine *pipe;
+    int L, N; /* ranks per node, nodes */
 };
 
 static Transport *hier_create(const TransportConfig *cfg) {
-    const Topology *topo = cfg->topo;
+    Topology derived, *topo = &derived;
+    topology_derive(&derived, cfg->comm, cfg->topo);
     int sizes[2] = {topo->local_size, -topo->local_size}, nranks;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, cfg->comm));
     usage_check_all(sizes[0] == -sizes[1],
@@ -27,7 +30,7 @@ static Transport *hier_create(const TransportConfig *cfg) {
     MPI_CHECK(MPI_Comm_size(cfg->comm, &nranks));
 
     const CollOps *intra_ops = &coll_mpi;
-    if (cfg->be->device_memory && registry_coll("nccl")) intra_ops = registry_coll("nccl");
+    if (cfg->be->device_memory && cfg->device_coll) intra_ops = cfg->device_coll;
     Coll *intra = intra_ops->create(topo->node_comm, cfg->be, cfg->ctx, cfg->be->device_memory);
     int staged = intra_ops->on_device(intra) && topo->nnodes > 1;
 
@@ -37,28 +40,45 @@ static Transport *hier_create(const TransportConfig *cfg) {
     MPI_CHECK(MPI_Comm_free(&cross));
 
     Transport *t = xcalloc(1, sizeof *t);
-    t->pipe = pipeline_create(intra_ops, intra, &coll_mpi, top, staged, nranks);
+    t->pipe = buckets_create(intra_ops, intra, &coll_mpi, top, staged, nranks, cfg->blocking,
+                             cfg->leave_sum);
+    t->L = topo->local_size, t->N = topo->nnodes;
+    topology_free(&derived);
     return t;
 }
 
 static void hier_start(Transport *t, float *buf, size_t n) {
-    pipeline_start(t->pipe, buf, n);
+    buckets_start(t->pipe, buf, n);
 }
 static void hier_progress(Transport *t) {
-    pipeline_progress(t->pipe);
+    buckets_progress(t->pipe);
 }
 static void hier_backward_done(Transport *t) {
-    pipeline_backward_done(t->pipe);
+    buckets_backward_done(t->pipe);
 }
 static void hier_finish(Transport *t) {
-    pipeline_finish(t->pipe);
+    buckets_finish(t->pipe);
 }
 static double hier_hidden(Transport *t) {
-    return pipeline_hidden(t->pipe);
+    return buckets_hidden(t->pipe);
+}
+
+static void hier_alone(Transport *t, float *buf, size_t n) {
+    buckets_alone(t->pipe, buf, n);
+}
+/* Bytes through each rank's busiest link per byte of bucket: reduce-scatter and all-gather inside
+ * the node move (L-1)/L each, the allreduce of a 1/L shard across the N nodes 2(N-1)/N of it.
+ * With one node that is 2(L-1)/L, with one rank per node 2(N-1)/N: an allreduce's factor. */
+static double hier_busbw_factor(Transport *t) {
+    return 2.0 * (t->L - 1) / t->L + 2.0 * (t->N - 1) / t->N / t->L;
+}
+
+static double hier_scale_left(Transport *t) {
+    return buckets_scale_left(t->pipe);
 }
 
 static void hier_destroy(Transport *t) {
-    pipeline_destroy(t->pipe);
+    buckets_destroy(t->pipe);
     free(t);
 }
 
@@ -71,4 +91,7 @@ const TransportOps hier_transport = {
     .finish = hier_finish,
     .hidden = hier_hidden,
     .destroy = hier_destroy,
+    .alone = hier_alone,
+    .busbw_factor = hier_busbw_factor,
+    .scale_left = hier_scale_left,
 };

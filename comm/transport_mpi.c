@@ -1,43 +1,57 @@
-/* transport_mpi.c - --transport mpi: each bucket is one MPI_Iallreduce over all ranks, scaled by
- * 1/P on completion. On device memory the bucket is downloaded, reduced on the host and uploaded
- * (coll_mpi.c): the portable baseline, correct without a CUDA-aware MPI. */
-#include "pipeline.h"
+/* transport_mpi.c - --transport mpi: each bucket is one allreduce over all ranks, scaled by 1/P
+ * on completion: MPI_Allreduce for the buckets started after backward, MPI_Iallreduce for those
+ * started during it (--overlap). On device memory the bucket is downloaded, reduced on the host
+ * and uploaded (coll_mpi.c): the portable baseline, correct without a CUDA-aware MPI. */
+#include "buckets.h"
+#include "check.h"
 #include "transport.h"
 #include "util.h"
 
 #include <stdlib.h>
 
 struct Transport {
-    Pipeline *pipe;
+    BucketEngine *pipe;
+    int nranks;
 };
 
 static Transport *mpi_t_create(const TransportConfig *cfg) {
     Transport *t = xcalloc(1, sizeof *t);
-    int nranks;
-    MPI_Comm_size(cfg->comm, &nranks);
+    MPI_CHECK(MPI_Comm_size(cfg->comm, &t->nranks));
     Coll *all = coll_mpi.create(cfg->comm, cfg->be, cfg->ctx, cfg->be->device_memory);
-    t->pipe = pipeline_create(NULL, NULL, &coll_mpi, all, 0, nranks);
+    t->pipe = buckets_create(NULL, NULL, &coll_mpi, all, 0, t->nranks, cfg->blocking,
+                             cfg->leave_sum);
     return t;
 }
 
 static void mpi_t_start(Transport *t, float *buf, size_t n) {
-    pipeline_start(t->pipe, buf, n);
+    buckets_start(t->pipe, buf, n);
 }
 static void mpi_t_progress(Transport *t) {
-    pipeline_progress(t->pipe);
+    buckets_progress(t->pipe);
 }
 static void mpi_t_backward_done(Transport *t) {
-    pipeline_backward_done(t->pipe);
+    buckets_backward_done(t->pipe);
 }
 static void mpi_t_finish(Transport *t) {
-    pipeline_finish(t->pipe);
+    buckets_finish(t->pipe);
 }
 static double mpi_t_hidden(Transport *t) {
-    return pipeline_hidden(t->pipe);
+    return buckets_hidden(t->pipe);
+}
+static void mpi_t_alone(Transport *t, float *buf, size_t n) {
+    buckets_alone(t->pipe, buf, n);
+}
+/* An allreduce moves 2(P-1)/P of the buffer through each rank's link (nccl-tests). */
+static double mpi_t_busbw_factor(Transport *t) {
+    return 2.0 * (t->nranks - 1) / t->nranks;
+}
+
+static double mpi_t_scale_left(Transport *t) {
+    return buckets_scale_left(t->pipe);
 }
 
 static void mpi_t_destroy(Transport *t) {
-    pipeline_destroy(t->pipe);
+    buckets_destroy(t->pipe);
     free(t);
 }
 
@@ -50,4 +64,7 @@ const TransportOps mpi_transport = {
     .finish = mpi_t_finish,
     .hidden = mpi_t_hidden,
     .destroy = mpi_t_destroy,
+    .alone = mpi_t_alone,
+    .busbw_factor = mpi_t_busbw_factor,
+    .scale_left = mpi_t_scale_left,
 };

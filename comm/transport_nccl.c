@@ -3,7 +3,7 @@
  * the update waits for (comm/coll_nccl.c). CUDA and NCCL builds only; needs --device cuda. */
 #include <config.h>
 #include "check.h"
-#include "pipeline.h"
+#include "buckets.h"
 #include "transport.h"
 #include "util.h"
 
@@ -12,7 +12,7 @@
 extern const CollOps coll_nccl; /* comm/coll_nccl.c */
 
 struct Transport {
-    Pipeline *pipe;
+    BucketEngine *pipe;
 };
 
 static Transport *nccl_t_create(const TransportConfig *cfg) {
@@ -21,28 +21,28 @@ static Transport *nccl_t_create(const TransportConfig *cfg) {
     MPI_CHECK(MPI_Comm_size(cfg->comm, &nranks));
     Transport *t = xcalloc(1, sizeof *t);
     Coll *all = coll_nccl.create(cfg->comm, cfg->be, cfg->ctx, 1);
-    t->pipe = pipeline_create(NULL, NULL, &coll_nccl, all, 0, nranks);
+    t->pipe = buckets_create(NULL, NULL, &coll_nccl, all, 0, nranks, 0, 0);
     return t;
 }
 
 static void nccl_t_start(Transport *t, float *buf, size_t n) {
-    pipeline_start(t->pipe, buf, n);
+    buckets_start(t->pipe, buf, n);
 }
 static void nccl_t_progress(Transport *t) {
-    pipeline_progress(t->pipe);
+    buckets_progress(t->pipe);
 }
 static void nccl_t_backward_done(Transport *t) {
-    pipeline_backward_done(t->pipe);
+    buckets_backward_done(t->pipe);
 }
 static void nccl_t_finish(Transport *t) {
-    pipeline_finish(t->pipe);
+    buckets_finish(t->pipe);
 }
 static double nccl_t_hidden(Transport *t) {
-    return pipeline_hidden(t->pipe);
+    return buckets_hidden(t->pipe);
 }
 
 static void nccl_t_destroy(Transport *t) {
-    pipeline_destroy(t->pipe);
+    buckets_destroy(t->pipe);
     free(t);
 }
 

@@ -146,9 +146,9 @@ typedef struct BackendOps {
                           const float *dy, float *dx, float *dw, float *db, void *work);
 
     /* Max pooling. argmax[n*c*h_out*w_out] is the backend's record of each window's maximum: the
-     * CPU backend stores the flat input index (within its n,c plane) and scatters dy through it;
-     * the CUDA backend leaves it untouched, since cuDNN finds the maxima again from the forward
-     * input x and output y, which backward therefore also receives. dx is overwritten. */
+     * both backends store the flat input index (within its n,c plane) and route dy through it.
+     * Backward reads neither x nor y (y may have been overwritten by a ReLU run in place: the
+     * layer is LK_OUTPUT_REUSABLE); they are passed for backends that would. dx is overwritten. */
     void (*maxpool_forward)(BackendCtx *ctx, const PoolShape *s, const float *x, float *y,
                             int32_t *argmax);
     void (*maxpool_backward)(BackendCtx *ctx, const PoolShape *s, const float *x, const float *y,

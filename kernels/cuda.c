@@ -1,26 +1,29 @@
 /* cuda.c - the CUDA compute backend: the layer kernels of a training step on one GPU.
  *
- * Exports `cuda_backend`, a BackendOps (see backend.h). Fully connected layers are cuBLAS SGEMMs
- * (row-major to column-major mapping in cuda_plan.c) plus our bias kernels; convolution, max
- * pooling and ReLU are cuDNN 9's legacy API (still shipped in libcudnn_cnn / libcudnn_ops);
- * softmax cross-entropy and the SGD step are our kernels (cuda_kernels.cu).
+ * Exports `cuda_backend`, a BackendOps (see backend.h) with all its slots filled. Here: lifetime,
+ * memory, fully connected layers (cuBLAS SGEMMs through cuda_plan.c's row-major mapping, plus our
+ * bias kernels), convolution and ReLU (cuDNN 9's legacy API, libcudnn_cnn / libcudnn_ops), max
+ * pooling, softmax cross-entropy and SGD (our kernels), the phase timer. The model-zoo layers are
+ * in cuda_zoo.c and cuda_lstm.c; the state they share is cuda_ctx.h.
  *
  * Streams: everything of a rank runs in order on ONE non-blocking compute stream (cuBLAS and cuDNN
  * are bound to it), so no call here synchronises with the host except download(), synchronize()
  * and timer_elapsed(). Exchange transports run on streams of their own that wait on this one
- * (cuda_backend_stream). Memory: cudaMalloc at model build time, zeroed on the stream; nothing is
- * allocated in a training step except the softmax scratch the first time a batch size is seen.
- * Phase marks: one CUDA event per timer slot, recorded on the compute stream; elapsed() waits for
- * the later event, so the driver reads phases only after the iteration.
- * Precision: strict fp32 (cuDNN's CUDNN_FMA_MATH where an algorithm offers it, cuBLAS's default
- * math mode, which does not use TF32), so results compare with the CPU backend.
- * GPU choice: local rank modulo --gpus-per-node (0: all visible devices), after
- * CUDA_VISIBLE_DEVICES has narrowed what is visible. */
+ * (cuda_backend_stream). Memory: cudaMalloc at model build time, zeroed on the stream; scratch
+ * (softmax rows) at init; nothing is allocated in a training step.
+ * Phase marks: one blocking-sync CUDA event per timer slot, recorded on the compute stream;
+ * elapsed() waits (sleeping) for the later event, so the driver reads phases after the iteration.
+ * Precision: strict fp32 (cuDNN algorithms only under CUDNN_FMA_MATH, cuBLAS's default math mode,
+ * which does not use TF32), so results compare with the CPU backend.
+ * GPU choice: the rank's index among the ranks of its host (BackendConfig.local_rank) modulo
+ * --gpus-per-node (0: all visible devices), after CUDA_VISIBLE_DEVICES has narrowed them. */
 #include <config.h>
 #include "cuda.h"
 #include "cuda_check.h"   /* defines: CUDA_CHECK, CUBLAS_CHECK, CUDNN_CHECK */
+#include "cuda_ctx.h"     /* defines: struct BackendCtx, ConvPlan */
 #include "cuda_kernels.h" /* defines: dtk_* launchers */
 #include "cuda_plan.h"    /* defines: fc_*_gemm, pick_algo */
+#include "cuda_zoo.h"     /* defines: dtz_* launchers, cuda_zoo_* operations */
 
 #include <cublas_v2.h>
 #include <cudnn.h>
@@ -32,40 +35,6 @@
 #ifdef HAVE_NCCL
 #include <nccl.h>
 #endif
-
-#define CONV_PLANS    32                  /* cached convolution shapes */
-#define CONV_WS_LIMIT ((size_t)512 << 20) /* largest workspace an algorithm may ask for */
-
-/* cuDNN descriptors and chosen algorithms of one convolution shape. */
-typedef struct {
-    int used;
-    ConvShape s;
-    cudnnTensorDescriptor_t x, y, b;
-    cudnnFilterDescriptor_t w;
-    cudnnConvolutionDescriptor_t conv;
-    cudnnConvolutionFwdAlgo_t fwd;
-    cudnnConvolutionBwdDataAlgo_t bwd_data;
-    cudnnConvolutionBwdFilterAlgo_t bwd_filter;
-    cudnnMathType_t fwd_math, bwd_data_math, bwd_filter_math;
-    size_t fwd_ws, bwd_data_ws, bwd_filter_ws;
-} ConvPlan;
-
-struct BackendCtx {
-    int device;
-    cudaStream_t stream;
-    cublasHandle_t cublas;
-    cudnnHandle_t cudnn;
-    cudaEvent_t marks[BACKEND_TIMER_SLOTS];
-    ConvPlan plans[CONV_PLANS];
-    int next_plan;                  /* round-robin replacement when all are used */
-    size_t ws_granted;              /* largest workspace conv_workspace_bytes has returned */
-    cudnnTensorDescriptor_t ta, tb; /* pooling and ReLU, set per call */
-    cudnnPoolingDescriptor_t pool;
-    cudnnActivationDescriptor_t relu;
-    double *row_loss; /* softmax scratch [xent_cap] */
-    int *row_hit;
-    int xent_cap;
-};
 
 static const float ONE = 1.0f, ZERO = 0.0f;
 
@@ -116,39 +85,44 @@ static int cuda_init(const BackendConfig *cfg, BackendCtx **out) {
     CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
     CUBLAS_CHECK(cublasCreate(&ctx->cublas));
     CUBLAS_CHECK(cublasSetStream(ctx->cublas, ctx->stream));
-    CUBLAS_CHECK(cublasSetMathMode(ctx->cublas, CUBLAS_DEFAULT_MATH)); /* fp32: no TF32 */
+    /* strict fp32: CUBLAS_DEFAULT_MATH never uses TF32 tensor cores (only
+     * CUBLAS_TF32_TENSOR_OP_MATH or a TF32 compute type would) */
+    CUBLAS_CHECK(cublasSetMathMode(ctx->cublas, CUBLAS_DEFAULT_MATH));
     CUDNN_CHECK(cudnnCreate(&ctx->cudnn));
     CUDNN_CHECK(cudnnSetStream(ctx->cudnn, ctx->stream));
+    /* The host waits on these (timer_elapsed): blocking sync, so it sleeps instead of spinning
+     * on a core that the exchange's progress thread or MPI may need. */
     for (int i = 0; i < BACKEND_TIMER_SLOTS; i++)
-        CUDA_CHECK(cudaEventCreate(&ctx->marks[i]));
+        CUDA_CHECK(cudaEventCreateWithFlags(&ctx->marks[i], cudaEventBlockingSync));
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&ctx->ta));
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&ctx->tb));
-    CUDNN_CHECK(cudnnCreatePoolingDescriptor(&ctx->pool));
     CUDNN_CHECK(cudnnCreateActivationDescriptor(&ctx->relu));
     CUDNN_CHECK(cudnnSetActivationDescriptor(ctx->relu, CUDNN_ACTIVATION_RELU,
                                              CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    /* softmax scratch for up to XENT_ROWS0 rows per rank, made here rather than in a step */
+    CUDA_CHECK(cudaMalloc((void **)&ctx->row_loss, XENT_ROWS0 * sizeof(double)));
+    CUDA_CHECK(cudaMalloc((void **)&ctx->row_hit, XENT_ROWS0 * sizeof(int)));
+    ctx->xent_cap = XENT_ROWS0;
     *out = ctx;
     return 0;
 }
 
 static void plan_destroy(ConvPlan *p) {
-    if (!p->used) return;
     cudnnDestroyTensorDescriptor(p->x);
     cudnnDestroyTensorDescriptor(p->y);
     cudnnDestroyTensorDescriptor(p->b);
     cudnnDestroyFilterDescriptor(p->w);
     cudnnDestroyConvolutionDescriptor(p->conv);
-    p->used = 0;
 }
 
 static void cuda_finalize(BackendCtx *ctx) {
     if (!ctx) return;
     CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
-    for (int i = 0; i < CONV_PLANS; i++)
+    for (int i = 0; i < ctx->nplans; i++)
         plan_destroy(&ctx->plans[i]);
+    free(ctx->plans);
     cudnnDestroyTensorDescriptor(ctx->ta);
     cudnnDestroyTensorDescriptor(ctx->tb);
-    cudnnDestroyPoolingDescriptor(ctx->pool);
     cudnnDestroyActivationDescriptor(ctx->relu);
     if (ctx->row_loss) cudaFree(ctx->row_loss);
     if (ctx->row_hit) cudaFree(ctx->row_hit);
@@ -271,11 +245,11 @@ static void cuda_fc_backward(BackendCtx *ctx, const FcShape *s, const float *x, 
     }
     if (n <= 0) { /* no samples: zero gradients */
         if (in > 0) cuda_zero(ctx, dw, (size_t)out * in * sizeof(float));
-        cuda_zero(ctx, db, (size_t)out * sizeof(float));
+        if (db) cuda_zero(ctx, db, (size_t)out * sizeof(float));
         return;
     }
     if (in > 0) gemm(ctx, fc_dweight_gemm(s), x, dy, 0.0f, dw);
-    CUDA_CHECK(dtk_bias_grad(ctx->stream, n, out, dy, db));
+    if (db) CUDA_CHECK(dtk_bias_grad(ctx->stream, n, out, dy, db)); /* NULL: layer without bias */
     if (dx && in > 0) gemm(ctx, fc_dinput_gemm(s), w, dy, 0.0f, dx);
 }
 
@@ -338,11 +312,15 @@ static void plan_algorithms(BackendCtx *ctx, ConvPlan *p, size_t limit) {
  * conv_workspace_bytes, e.g. the smaller last batch of an evaluation) gets algorithms that fit in
  * the largest workspace handed out so far, which the caller's work buffer holds. */
 static ConvPlan *conv_plan(BackendCtx *ctx, const ConvShape *s, size_t limit) {
-    for (int i = 0; i < CONV_PLANS; i++)
-        if (ctx->plans[i].used && !memcmp(&ctx->plans[i].s, s, sizeof *s)) return &ctx->plans[i];
-    ConvPlan *p = &ctx->plans[ctx->next_plan];
-    ctx->next_plan = (ctx->next_plan + 1) % CONV_PLANS;
-    plan_destroy(p);
+    for (int i = 0; i < ctx->nplans; i++)
+        if (!memcmp(&ctx->plans[i].s, s, sizeof *s)) return &ctx->plans[i];
+    if (ctx->nplans == ctx->cap_plans) {
+        int cap = ctx->cap_plans ? 2 * ctx->cap_plans : 64;
+        ConvPlan *grown = realloc(ctx->plans, (size_t)cap * sizeof *grown);
+        if (!grown) check_fail(__FILE__, __LINE__, "realloc", "out of memory for cuDNN plans");
+        ctx->plans = grown, ctx->cap_plans = cap;
+    }
+    ConvPlan *p = &ctx->plans[ctx->nplans++];
     memset(p, 0, sizeof *p);
     p->s = *s;
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->x));
@@ -350,7 +328,6 @@ static ConvPlan *conv_plan(BackendCtx *ctx, const ConvShape *s, size_t limit) {
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->b));
     CUDNN_CHECK(cudnnCreateFilterDescriptor(&p->w));
     CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&p->conv));
-    p->used = 1;
     set_nchw(p->x, s->batch, s->c_in, s->h_in, s->w_in);
     set_nchw(p->y, s->batch, s->c_out, s->h_out, s->w_out);
     set_nchw(p->b, 1, s->c_out, 1, 1);
@@ -377,6 +354,15 @@ static size_t conv_ws(const ConvPlan *p) {
     return ws;
 }
 
+/* The plan of s for a forward or backward call: made here only for a shape not announced at
+ * build time (counted in plans_made_late; then planning happens inside a step). */
+static ConvPlan *conv_plan_late(BackendCtx *ctx, const ConvShape *s) {
+    int before = ctx->nplans;
+    ConvPlan *p = conv_plan(ctx, s, ctx->ws_granted);
+    if (ctx->nplans != before) ctx->plans_made_late++;
+    return p;
+}
+
 static size_t cuda_conv_workspace_bytes(BackendCtx *ctx, const ConvShape *s) {
     if (s->batch <= 0 || s->c_out <= 0 || s->c_in <= 0) return 0;
     size_t ws = conv_ws(conv_plan(ctx, s, CONV_WS_LIMIT));
@@ -387,7 +373,7 @@ static size_t cuda_conv_workspace_bytes(BackendCtx *ctx, const ConvShape *s) {
 static void cuda_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
                               const float *b, float *y, void *work) {
     if (s->batch <= 0 || s->c_out <= 0) return;
-    ConvPlan *p = conv_plan(ctx, s, ctx->ws_granted);
+    ConvPlan *p = conv_plan_late(ctx, s);
     CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->fwd_math));
     CUDNN_CHECK(cudnnConvolutionForward(ctx->cudnn, &ONE, p->x, x, p->w, w, p->conv, p->fwd, work,
                                         p->fwd_ws, &ZERO, p->y, y));
@@ -398,13 +384,14 @@ static void cuda_conv_backward(BackendCtx *ctx, const ConvShape *s, const float 
                                const float *dy, float *dx, float *dw, float *db, void *work) {
     if (s->batch <= 0 || s->c_out <= 0) {
         if (s->c_out > 0) { /* no samples: zero gradients */
-            cuda_zero(ctx, db, (size_t)s->c_out * sizeof(float));
+            if (db) cuda_zero(ctx, db, (size_t)s->c_out * sizeof(float));
             cuda_zero(ctx, dw, (size_t)s->c_out * s->c_in * s->k * s->k * sizeof(float));
         }
         return;
     }
-    ConvPlan *p = conv_plan(ctx, s, ctx->ws_granted);
-    CUDNN_CHECK(cudnnConvolutionBackwardBias(ctx->cudnn, &ONE, p->y, dy, &ZERO, p->b, db));
+    ConvPlan *p = conv_plan_late(ctx, s);
+    if (db) /* NULL: a layer without bias (ResNet's convolutions) */
+        CUDNN_CHECK(cudnnConvolutionBackwardBias(ctx->cudnn, &ONE, p->y, dy, &ZERO, p->b, db));
     CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_filter_math));
     CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx->cudnn, &ONE, p->x, x, p->y, dy, p->conv,
                                                p->bwd_filter, work, p->bwd_filter_ws, &ZERO, p->w,
@@ -417,33 +404,52 @@ static void cuda_conv_backward(BackendCtx *ctx, const ConvShape *s, const float 
     }
 }
 
-/* ---- max pooling (cuDNN) ------------------------------------------------------------------- */
-
-static void pool_descriptors(BackendCtx *ctx, const PoolShape *s) {
-    set_nchw(ctx->ta, s->batch, s->c, s->h_in, s->w_in);
-    set_nchw(ctx->tb, s->batch, s->c, s->h_out, s->w_out);
-    CUDNN_CHECK(cudnnSetPooling2dDescriptor(ctx->pool, CUDNN_POOLING_MAX_DETERMINISTIC,
-                                            CUDNN_NOT_PROPAGATE_NAN, s->k, s->k, 0, 0, s->stride,
-                                            s->stride));
+static const char *math_name(cudnnMathType_t m) {
+    return m == CUDNN_FMA_MATH ? "FMA" : m == CUDNN_DEFAULT_MATH ? "DEFAULT" : "TENSOR_OP";
 }
 
-/* y = window maxima; argmax is not used on the GPU (see backend.h) */
+size_t cuda_conv_algorithms(BackendCtx *ctx, char *buf, size_t len) {
+    size_t used = 0;
+    char line[256];
+    if (buf && len) buf[0] = 0;
+    for (int i = 0; i <= ctx->nplans; i++) {
+        if (i < ctx->nplans) {
+            const ConvPlan *p = &ctx->plans[i];
+            const ConvShape *s = &p->s;
+            snprintf(line, sizeof line,
+                     "conv %dx%dx%dx%d k%d s%d p%d -> %d: fwd %d %s, bwd_data %d %s, bwd_filter "
+                     "%d %s\n",
+                     s->batch, s->c_in, s->h_in, s->w_in, s->k, s->stride, s->pad, s->c_out,
+                     (int)p->fwd, math_name(p->fwd_math), (int)p->bwd_data,
+                     math_name(p->bwd_data_math), (int)p->bwd_filter,
+                     math_name(p->bwd_filter_math));
+        } else {
+            snprintf(line, sizeof line, "plans made inside a step: %d\n", ctx->plans_made_late);
+        }
+        if (buf && used < len) snprintf(buf + used, len - used, "%s", line);
+        used += strlen(line);
+    }
+    return used;
+}
+
+/* ---- max pooling (own kernels, cuda_zoo_kernels.cu)
+ * ------------------------------------------------ */
+
+/* Max pooling records argmax and its backward reads only argmax and dy: cuDNN's pooling backward
+ * re-derives the maxima from the forward OUTPUT y, which a ReLU run in place after the pooling
+ * overwrites (wrong gradients); ours does not read y, so the model's in-place ReLU is safe. */
 static void cuda_maxpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y,
                                  int32_t *argmax) {
-    (void)argmax;
-    if (s->batch <= 0 || s->c <= 0) return;
-    pool_descriptors(ctx, s);
-    CUDNN_CHECK(cudnnPoolingForward(ctx->cudnn, ctx->pool, &ONE, ctx->ta, x, &ZERO, ctx->tb, y));
+    PadPoolShape p = {s->batch, s->c, s->h_in, s->w_in, s->k, s->stride, 0, s->h_out, s->w_out};
+    CUDA_CHECK(dtz_maxpool_forward(ctx->stream, &p, x, y, argmax));
 }
 
 static void cuda_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const float *x,
                                   const float *y, const int32_t *argmax, const float *dy,
                                   float *dx) {
-    (void)argmax;
-    if (s->batch <= 0 || s->c <= 0) return;
-    pool_descriptors(ctx, s);
-    CUDNN_CHECK(cudnnPoolingBackward(ctx->cudnn, ctx->pool, &ONE, ctx->tb, y, ctx->tb, dy, ctx->ta,
-                                     x, &ZERO, ctx->ta, dx));
+    (void)x, (void)y;
+    PadPoolShape p = {s->batch, s->c, s->h_in, s->w_in, s->k, s->stride, 0, s->h_out, s->w_out};
+    CUDA_CHECK(dtz_maxpool_backward(ctx->stream, &p, argmax, dy, dx));
 }
 
 /* ---- ReLU (cuDNN) -------------------------------------------------------------------------- */
@@ -475,7 +481,7 @@ static void cuda_relu_backward(BackendCtx *ctx, size_t n, const float *y, const 
 
 static void cuda_softmax_xent(BackendCtx *ctx, int n, int c, const float *logits,
                               const int32_t *labels, float *dlogits, float *stats) {
-    if (n > ctx->xent_cap) { /* first call with this batch size: not in the timed loop */
+    if (n > ctx->xent_cap) { /* more rows than made at init (XENT_ROWS0): grows once */
         CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
         if (ctx->row_loss) CUDA_CHECK(cudaFree(ctx->row_loss));
         if (ctx->row_hit) CUDA_CHECK(cudaFree(ctx->row_hit));
@@ -535,4 +541,31 @@ const BackendOps cuda_backend = {
     .sgd_update = cuda_sgd_update,
     .timer_record = cuda_timer_record,
     .timer_elapsed = cuda_timer_elapsed,
+    /* the model-zoo operations: kernels/cuda_zoo.c and cuda_lstm.c */
+    .axpy = cuda_zoo_axpy,
+    .scale = cuda_zoo_scale,
+    .copy = cuda_zoo_copy,
+    .maxpool_pad_forward = cuda_zoo_maxpool_pad_forward,
+    .maxpool_pad_backward = cuda_zoo_maxpool_pad_backward,
+    .avgpool_forward = cuda_zoo_avgpool_forward,
+    .avgpool_backward = cuda_zoo_avgpool_backward,
+    .global_avgpool_forward = cuda_zoo_global_avgpool_forward,
+    .global_avgpool_backward = cuda_zoo_global_avgpool_backward,
+    .lrn_forward = cuda_zoo_lrn_forward,
+    .lrn_backward = cuda_zoo_lrn_backward,
+    .batchnorm_forward_train = cuda_zoo_batchnorm_forward_train,
+    .batchnorm_forward_infer = cuda_zoo_batchnorm_forward_infer,
+    .batchnorm_backward = cuda_zoo_batchnorm_backward,
+    .concat_forward = cuda_zoo_concat_forward,
+    .concat_backward = cuda_zoo_concat_backward,
+    .add_forward = cuda_zoo_add_forward,
+    .add_backward = cuda_zoo_add_backward,
+    .dropout_forward = cuda_zoo_dropout_forward,
+    .dropout_backward = cuda_zoo_dropout_backward,
+    .embedding_forward = cuda_zoo_embedding_forward,
+    .embedding_backward = cuda_zoo_embedding_backward,
+    .lstm_reserve_bytes = cuda_lstm_reserve_bytes,
+    .lstm_workspace_bytes = cuda_lstm_workspace_bytes,
+    .lstm_forward = cuda_lstm_forward,
+    .lstm_backward = cuda_lstm_backward,
 };

@@ -22,4 +22,11 @@ int cuda_backend_device(BackendCtx *ctx);
  * the driver's own version string comes from NVML (src/nvml.c), which the caller may fill in. */
 void cuda_device_info(BackendCtx *ctx, DeviceInfo *info);
 
+/* One line per convolution shape planned so far: its shape, and the forward, backward-data and
+ * backward-filter algorithms (cuDNN's enum values) with their math types ("FMA": strict fp32),
+ * e.g. "conv 64x3x224x224 k7 s2 p3 -> 64: fwd 1 FMA, bwd_data 1 FMA, bwd_filter 1 FMA"; and a
+ * last line counting plans made inside a step. For the result file (the recorder stores it per
+ * rank). Returns the length the full text needs (as snprintf). */
+size_t cuda_conv_algorithms(BackendCtx *ctx, char *buf, size_t len);
+
 #endif

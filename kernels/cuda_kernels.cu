@@ -3,6 +3,7 @@
  * the SGD step, a scale. Each mirrors the CPU backend's arithmetic (kernels/cpu.c) closely enough
  * for the tolerances of tests/test_cuda_kernels.c: same summation order where it is cheap
  * (bias gradient), double accumulators where the CPU uses them (softmax sums, the loss). */
+#include "cuda_elem.h" /* per-element arithmetic shared with tests/test_device_arith.c */
 #include "cuda_kernels.h"
 
 #include <math.h>
@@ -115,11 +116,8 @@ __global__ void xent_rows_kernel(int c, const float *__restrict__ logits,
     if (dlogits) {
         float *d = dlogits + (size_t)row * c;
         const float scale = (float)(inv_n / sum);
-        for (int j = tid; j < c; j += blockDim.x) {
-            float v = expf(z[j] - m) * scale;
-            if (valid && j == label) v -= inv_n;
-            d[j] = v;
-        }
+        for (int j = tid; j < c; j += blockDim.x)
+            d[j] = dt_xent_grad(expf(z[j] - m), scale, valid && j == label, inv_n);
     }
     if (tid == 0) {
         row_loss[row] = valid ? log(sum) - (double)(z[label] - m) : (double)NAN;
@@ -170,10 +168,10 @@ __global__ void sgd_momentum_kernel(size_t n, float *__restrict__ p, const float
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        const float gi = g[i] + wd * p[i];
-        const float vi = momentum * v[i] + gi;
+        float pi = p[i], vi = v[i];
+        dt_sgd_momentum(&pi, g[i], &vi, lr, momentum, wd);
         v[i] = vi;
-        p[i] -= lr * vi;
+        p[i] = pi;
     }
 }
 
@@ -182,7 +180,7 @@ __global__ void sgd_plain_kernel(size_t n, float *__restrict__ p, const float *_
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        p[i] -= lr * (g[i] + wd * p[i]);
+        p[i] = dt_sgd_plain(p[i], g[i], lr, wd);
 }
 
 extern "C" cudaError_t dtk_sgd_update(cudaStream_t stream, size_t n, float *p, const float *g,

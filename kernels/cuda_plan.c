@@ -44,10 +44,19 @@ ColGemm fc_dinput_gemm(const FcShape *s) {
                      .ldc = s->in};
 }
 
+ColGemm rowmajor_gemm(int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc) {
+    return (ColGemm){.trans_a = trans_b,
+                     .trans_b = trans_a,
+                     .m = n,
+                     .n = m,
+                     .k = k,
+                     .lda = ldb,
+                     .ldb = lda,
+                     .ldc = ldc};
+}
+
 int pick_algo(const AlgoPerf *perf, int count, size_t limit) {
-    for (int pass = 0; pass < 2; pass++) /* strict fp32 first, then any math type */
-        for (int i = 0; i < count; i++)
-            if (perf[i].ok && perf[i].memory <= limit && (pass == 1 || perf[i].strict_fp32))
-                return i;
+    for (int i = 0; i < count; i++) /* strict fp32 only: CUDNN_DEFAULT_MATH allows TF32 */
+        if (perf[i].ok && perf[i].memory <= limit && perf[i].strict_fp32) return i;
     return -1;
 }

@@ -26,6 +26,12 @@ ColGemm fc_forward_gemm(const FcShape *s);
 ColGemm fc_dweight_gemm(const FcShape *s);
 ColGemm fc_dinput_gemm(const FcShape *s);
 
+/* A row-major product C[m,n] = op(A)[m,k] op(B)[k,n] (+ beta C), with the arguments
+ * cblas_sgemm(CblasRowMajor, ...) takes, as one column-major (cuBLAS) call: a row-major matrix is
+ * its transpose to a column-major library, and C^T = op(B)^T op(A)^T, so the returned call takes
+ * B as its FIRST operand and A as its second (the LSTM's products, kernels/cuda_lstm.c). */
+ColGemm rowmajor_gemm(int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc);
+
 /* One entry of cuDNN's ranked algorithm list (cudnnGet*Algorithm_v7), reduced to what the choice
  * needs. ok: status == CUDNN_STATUS_SUCCESS; strict_fp32: its math type is CUDNN_FMA_MATH. */
 typedef struct {
@@ -36,8 +42,10 @@ typedef struct {
 } AlgoPerf;
 
 /* Index into perf[count] of the algorithm to use: the best-ranked usable one that fits in
- * `limit` bytes of workspace, strict fp32 preferred (no TF32: the benchmark is fp32 and is
- * compared with a CPU reference); -1 when none fits. */
+ * `limit` bytes of workspace and computes in strict fp32 (CUDNN_FMA_MATH; never
+ * CUDNN_DEFAULT_MATH, which allows TF32 on sm_80+: the benchmark is fp32 and is compared with a
+ * CPU reference); -1 when none does (the caller then takes the algorithm that needs no workspace,
+ * under CUDNN_FMA_MATH). */
 int pick_algo(const AlgoPerf *perf, int count, size_t limit);
 
 #endif

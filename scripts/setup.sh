@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # setup.sh - brings a fresh Debian machine (or cluster node, as root) to a built dtbench:
-#   1. installs the Debian packages that are missing,
+#   1. installs the Debian packages that are missing (PyTorch among them: python3-torch),
 #   2. makes a Python virtual environment .venv (seeing the system's packages) with h5py, numpy,
 #      pandas, matplotlib, scipy, pyarrow, pytest, the analysis package (dtbench-analyze) and
 #      the campaign tool (dtbench-campaign, jobs/), both editable (chromium, a Debian
@@ -15,18 +15,25 @@ DEB_PACKAGES="libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libopenb
   autoconf automake libtool pkg-config make gcc python3 python3-venv dataset-fashion-mnist chromium
   slurm-wlm munge iproute2 util-linux"
 PY_PACKAGES="h5py numpy pandas matplotlib scipy pyarrow pytest"
+# PyTorch for the tests against it (tests/test_vs_torch.sh) and bench/vs_pytorch.sh: Debian's
+# CPU-only python3-torch, for /usr/bin/python3 (PyPI's torch wheel pulls ~3 GB of CUDA packages).
+# Without recommends: those add Qt, GStreamer and VA drivers.
+DEB_NORECOMMENDS="python3-torch"
 
-missing=""
-for p in $DEB_PACKAGES; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-    echo "setup: installing Debian packages:$missing"
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+missing="" missing_norec=""
+for p in $DEB_PACKAGES; do installed "$p" || missing="$missing $p"; done
+for p in $DEB_NORECOMMENDS; do installed "$p" || missing_norec="$missing_norec $p"; done
+if [ -n "$missing$missing_norec" ]; then
+    echo "setup: installing Debian packages:$missing$missing_norec"
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO=sudo
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq $missing >/dev/null
+    apt_install() { DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq "$@" >/dev/null; }
+    [ -z "$missing" ] || apt_install $missing
+    [ -z "$missing_norec" ] || apt_install --no-install-recommends $missing_norec
 fi
+/usr/bin/python3 -c "import torch" 2>/dev/null || echo "setup: warning: /usr/bin/python3 cannot import torch: tests/test_vs_torch.sh will skip"
 
 if [ ! -x .venv/bin/python ]; then
     echo "setup: creating .venv"

@@ -6,9 +6,26 @@
 #                   configuration and the CPU-only one), builds and passes the quick tests
 #                   (with --full: all tests)
 # and ends with one line "N passed, N failed, N skipped" over all of them.
+# Every skip is printed with its reason. A skip counts as a failure unless this machine cannot run
+# the test: only the GPU tests (GPU_TESTS below) may skip, and only where no GPU is visible
+# (nvidia-smi -L fails); pytest may not skip at all once scripts/setup.sh has run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
+
+# Tests that need a GPU (they exit 77 without one): shell patterns over make check's test names.
+GPU_TESTS="tests/test_gpu_*.sh tests/test_cuda_kernels"
+if nvidia-smi -L >/dev/null 2>&1; then have_gpu=1; else have_gpu=0; fi
+# skip_expected NAME: a GPU test on a machine without a GPU
+skip_expected() {
+    local pat
+    [ "$have_gpu" = 0 ] || return 1
+    for pat in $GPU_TESTS; do
+        # shellcheck disable=SC2053 # the pattern is meant to match
+        [[ $1 == $pat ]] && return 0
+    done
+    return 1
+}
 
 passed=0 failed=0 skipped=0
 count() { # count NAME STATUS
@@ -25,7 +42,17 @@ echo "== make check"
 make -j2 check TESTS= >check.out 2>&1 && make check >>check.out 2>&1
 grep -E '^(PASS|FAIL|SKIP|XFAIL|XPASS|ERROR):' check.out
 for t in $(sed -n 's/^PASS: //p' check.out); do count "$t" pass; done
-for t in $(sed -n 's/^SKIP: //p' check.out); do count "$t" skip; done
+for t in $(sed -n 's/^SKIP: //p' check.out); do
+    # the reason: the test's last lines, without the driver's "SKIP name (exit status: 77)"
+    why=$(grep -v -e '^SKIP .*(exit status: 77)$' -e '^ *$' "$t.log" 2>/dev/null | tail -2 | tr '\n' ' ')
+    if skip_expected "$t"; then
+        echo "skipped (no GPU here): $t: $why"
+        count "$t" skip
+    else
+        echo "unexpected skip: $t: $why"
+        count "$t (skipped$([ "$have_gpu" = 1 ] && echo ' with a GPU visible'))" fail
+    fi
+done
 for t in $(sed -nE 's/^(FAIL|XPASS|ERROR): //p' check.out); do
     count "$t" fail
     cat "$t.log" 2>/dev/null | tail -30
@@ -33,7 +60,9 @@ done
 grep -q '^# TOTAL' check.out || count "make check (did not run: see check.out)" fail
 
 echo "== pytest analysis/tests jobs/tests"
-.venv/bin/python -m pytest -q -p no:cacheprovider analysis/tests jobs/tests --junitxml=pytest.xml | tail -3
+.venv/bin/python -m pytest -q -rfEs -p no:cacheprovider analysis/tests jobs/tests --junitxml=pytest.xml >pytest.out 2>&1
+grep -E "^(SKIPPED|FAILED|ERROR)" pytest.out # -rfEs: each failure, error and skip, with its reason
+tail -1 pytest.out
 read -r py_tests py_fail py_err py_skip < <(.venv/bin/python - <<'PY'
 import xml.etree.ElementTree as ET
 try:
@@ -46,7 +75,8 @@ PY
 )
 passed=$((passed + py_tests - py_fail - py_err - py_skip))
 failed=$((failed + py_fail + py_err))
-skipped=$((skipped + py_skip))
+# No pytest test needs a GPU or anything scripts/setup.sh does not install: a skip is a failure.
+[ "$py_skip" = 0 ] || count "pytest: $py_skip skipped (unexpected: see SKIPPED above)" fail
 [ "$py_tests" -gt 0 ] || count "pytest ran no test" fail
 
 echo "== make distcheck"

@@ -15,38 +15,122 @@ const char *dataset_default_dir(const char *name) {
     return buf;
 }
 
-/* Reads a whole IDX file, gzip or plain (zlib reads both). */
-static uint8_t *read_file(const char *path, size_t *len, char *err, size_t errlen) {
-    gzFile f = gzopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "--data-dir: cannot open %s", path);
-        return NULL;
-    }
-    size_t cap = 1 << 20, n = 0;
-    uint8_t *buf = xmalloc(cap);
-    int got;
-    while ((got = gzread(f, buf + n, (unsigned)(cap - n))) > 0) {
-        n += (size_t)got;
-        if (n == cap) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            if (!buf) abort();
-        }
-    }
-    int zerr = 0;
-    const char *msg = gzerror(f, &zerr);
-    gzclose(f);
-    if (got < 0 || (zerr != Z_OK && zerr != Z_BUF_ERROR)) {
-        snprintf(err, errlen, "--data-dir: cannot read %s: %s", path, msg);
-        free(buf);
-        return NULL;
-    }
-    *len = n;
-    return buf;
-}
-
 static uint32_t be32(const uint8_t *p) {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* A data file being read (gzip or plain: zlib reads both). Errors name the file; zlib's message
+ * is copied before the file is closed (it lives in the gzFile). */
+typedef struct {
+    gzFile f;
+    const char *path;
+} DataFile;
+
+static int df_open(DataFile *d, const char *path, char *err, size_t errlen) {
+    d->path = path;
+    d->f = gzopen(path, "rb");
+    if (!d->f) snprintf(err, errlen, "--data-dir: cannot open %s", path);
+    return d->f ? 0 : -1;
+}
+
+/* Reads up to n bytes; returns the count read, or -1 with the reason in err. */
+static long long df_read(DataFile *d, uint8_t *buf, size_t n, char *err, size_t errlen) {
+    size_t done = 0;
+    while (done < n) {
+        size_t want = n - done > (1u << 30) ? (1u << 30) : n - done;
+        int got = gzread(d->f, buf + done, (unsigned)want);
+        if (got < 0) {
+            int zerr = 0;
+            snprintf(err, errlen, "--data-dir: cannot read %s: %s", d->path, gzerror(d->f, &zerr));
+            return -1;
+        }
+        if (got == 0) break;
+        done += (size_t)got;
+    }
+    /* A truncated gzip stream reads as a short file; zlib reports it here. */
+    int zerr = 0;
+    const char *msg = gzerror(d->f, &zerr);
+    if (zerr != Z_OK && zerr != Z_BUF_ERROR) {
+        snprintf(err, errlen, "--data-dir: cannot read %s: %s", d->path, msg);
+        return -1;
+    }
+    return (long long)done;
+}
+
+/* 0 when the file ends here; -1 with a reason if more bytes follow (read no further: a small
+ * compressed file may expand to gigabytes). */
+static int df_expect_end(DataFile *d, const char *what, char *err, size_t errlen) {
+    uint8_t extra;
+    long long got = df_read(d, &extra, 1, err, errlen);
+    if (got < 0) return -1;
+    if (got > 0) {
+        snprintf(err, errlen, "--data-dir: %s: longer than its header says (%s)", d->path, what);
+        return -1;
+    }
+    return 0;
+}
+
+static void df_close(DataFile *d) {
+    if (d->f) gzclose(d->f);
+    d->f = NULL;
+}
+
+/* Refuses to hold more than half of this machine's available memory in one data file. */
+static int fits_memory(const char *path, double bytes, char *err, size_t errlen) {
+    double avail = dt_mem_available();
+    if (avail > 0 && bytes > avail / 2) {
+        snprintf(err, errlen,
+                 "--data-dir: %s: its header announces %.1f GB, more than half of the %.1f GB of "
+                 "memory available",
+                 path, bytes / 1e9, avail / 1e9);
+        return -1;
+    }
+    return 0;
+}
+
+/* Reads an IDX file of `magic` whose header (4 + 4*ndims bytes) gives the dimensions; the data
+ * are read only after the header is checked, and exactly as many bytes as it announces. Returns
+ * the data (malloc'd) and dims[0..ndims-1], or NULL with a one-line reason. */
+static uint8_t *read_idx(const char *path, uint32_t magic, int ndims, uint32_t *dims, char *err,
+                         size_t errlen) {
+    DataFile d;
+    if (df_open(&d, path, err, errlen)) return NULL;
+    uint8_t head[16];
+    size_t hlen = 4 + 4 * (size_t)ndims;
+    long long got = df_read(&d, head, hlen, err, errlen);
+    if (got < 0) goto fail;
+    int ok = got == (long long)hlen && be32(head) == magic;
+    double bytes = 1;
+    for (int i = 0; ok && i < ndims; i++) {
+        dims[i] = be32(head + 4 + 4 * i);
+        bytes *= dims[i];
+        if (i > 0 && (dims[i] == 0 || dims[i] > 4096)) ok = 0;
+    }
+    if (!ok) {
+        snprintf(err, errlen, "--data-dir: %s: not an IDX %s file (magic 0x%x, %s)", path,
+                 ndims == 3 ? "image" : "label", magic,
+                 ndims == 3 ? "n x rows x cols bytes" : "n bytes");
+        goto fail;
+    }
+    if (dims[0] == 0) {
+        snprintf(err, errlen, "--data-dir: %s: the IDX header announces 0 samples", path);
+        goto fail;
+    }
+    if (fits_memory(path, bytes, err, errlen)) goto fail;
+    uint8_t *buf = xmalloc((size_t)bytes);
+    got = df_read(&d, buf, (size_t)bytes, err, errlen);
+    if (got >= 0 && got < (long long)bytes)
+        snprintf(err, errlen, "--data-dir: %s: %lld data bytes where the IDX header announces %.0f",
+                 path, got, bytes);
+    if (got != (long long)bytes || df_expect_end(&d, "trailing bytes after the data", err, errlen)) {
+        free(buf);
+        goto fail;
+    }
+    df_close(&d);
+    return buf;
+fail:
+    df_close(&d);
+    return NULL;
 }
 
 /* Finds "<base>.gz" or "<base>" in dir. */
@@ -75,41 +159,29 @@ static int load_split(const char *dir, const char *prefix, uint8_t **images, uin
         snprintf(err, errlen, "--data-dir: %s has no %s(.gz)", dir, base);
         return -1;
     }
-    size_t ilen = 0, llen = 0;
-    uint8_t *ib = read_file(ipath, &ilen, err, errlen);
+    uint32_t idims[3], ldims[1];
+    uint8_t *ib = read_idx(ipath, 0x803, 3, idims, err, errlen);
     if (!ib) return -1;
-    uint8_t *lb = read_file(lpath, &llen, err, errlen);
+    uint8_t *lb = read_idx(lpath, 0x801, 1, ldims, err, errlen);
     if (!lb) {
         free(ib);
         return -1;
     }
-    uint32_t n = ilen >= 16 ? be32(ib + 4) : 0, rows = ilen >= 16 ? be32(ib + 8) : 0,
-             cols = ilen >= 16 ? be32(ib + 12) : 0;
-    if (ilen < 16 || be32(ib) != 0x803 || rows == 0 || cols == 0 || rows > 4096 || cols > 4096 ||
-        ilen != 16 + (size_t)n * rows * cols) {
-        snprintf(err, errlen,
-                 "--data-dir: %s: not an IDX image file (magic 0x803, n x rows x cols bytes)",
-                 ipath);
-        goto bad;
-    }
-    if (llen < 8 || be32(lb) != 0x801 || be32(lb + 4) != n || llen != 8 + (size_t)n) {
+    uint32_t n = idims[0], rows = idims[1], cols = idims[2];
+    if (ldims[0] != n) {
         snprintf(err, errlen,
                  "--data-dir: %s: not an IDX label file matching %s (%u labels expected)", lpath,
                  ipath, n);
         goto bad;
     }
     for (size_t i = 0; i < n; i++)
-        if (lb[8 + i] > 9) {
+        if (lb[i] > 9) {
             snprintf(err, errlen, "--data-dir: %s: label %u of sample %zu is outside 0..9", lpath,
-                     lb[8 + i], i);
+                     lb[i], i);
             goto bad;
         }
-    *images = xmalloc((size_t)n * rows * cols);
-    memcpy(*images, ib + 16, (size_t)n * rows * cols);
-    *labels = xmalloc(n);
-    memcpy(*labels, lb + 8, n);
+    *images = ib, *labels = lb;
     *count = n, *h = (int)rows, *w = (int)cols;
-    free(ib), free(lb);
     return 0;
 bad:
     free(ib), free(lb);
@@ -120,38 +192,59 @@ bad:
 #define CIFAR_PIXELS 3072
 #define CIFAR_RECORD (1 + CIFAR_PIXELS)
 
-/* Appends the records of one CIFAR-10 batch file to images[*count] / labels[*count]. */
+/* The most records one batch file may hold (CIFAR-10's are 10000; the whole set is 60000). */
+#define CIFAR_MAX_RECORDS 100000
+
+/* Appends the records of one CIFAR-10 batch file to images[*count] / labels[*count], read one
+ * record at a time: a file longer than CIFAR_MAX_RECORDS is refused without being read whole. */
 static int load_cifar_file(const char *path, uint8_t **images, uint8_t **labels, size_t *count,
                            char *err, size_t errlen) {
-    size_t len = 0;
-    uint8_t *buf = read_file(path, &len, err, errlen);
-    if (!buf) return -1;
-    if (len == 0 || len % CIFAR_RECORD) {
-        snprintf(err, errlen,
-                 "--data-dir: %s: %zu bytes is not a CIFAR-10 binary batch (records of 1 label "
-                 "byte + 3072 pixel bytes)",
-                 path, len);
-        free(buf);
-        return -1;
-    }
-    size_t n = len / CIFAR_RECORD;
-    *images = realloc(*images, (*count + n) * CIFAR_PIXELS);
-    *labels = realloc(*labels, *count + n);
-    if (!*images || !*labels) abort();
-    for (size_t i = 0; i < n; i++) {
-        const uint8_t *rec = buf + i * CIFAR_RECORD;
+    DataFile d;
+    if (df_open(&d, path, err, errlen)) return -1;
+    uint8_t rec[CIFAR_RECORD];
+    size_t n = 0, cap = 0;
+    for (;;) {
+        long long got = df_read(&d, rec, CIFAR_RECORD, err, errlen);
+        if (got < 0) goto fail;
+        if (got == 0) break;
+        if (got < CIFAR_RECORD) {
+            snprintf(err, errlen,
+                     "--data-dir: %s: %zu bytes is not a CIFAR-10 binary batch (records of 1 "
+                     "label byte + 3072 pixel bytes)",
+                     path, n * CIFAR_RECORD + (size_t)got);
+            goto fail;
+        }
+        if (n == CIFAR_MAX_RECORDS) {
+            snprintf(err, errlen,
+                     "--data-dir: %s: more than %d records (CIFAR-10 batches hold 10000); refused "
+                     "without reading further",
+                     path, CIFAR_MAX_RECORDS);
+            goto fail;
+        }
         if (rec[0] > 9) {
             snprintf(err, errlen, "--data-dir: %s: label %u of record %zu is outside 0..9", path,
-                     rec[0], i);
-            free(buf);
-            return -1;
+                     rec[0], n);
+            goto fail;
         }
-        (*labels)[*count + i] = rec[0];
-        memcpy(*images + (*count + i) * CIFAR_PIXELS, rec + 1, CIFAR_PIXELS);
+        if (n == cap) {
+            cap = cap ? 2 * cap : 1024;
+            *images = xrealloc(*images, (*count + cap) * CIFAR_PIXELS);
+            *labels = xrealloc(*labels, *count + cap);
+        }
+        (*labels)[*count + n] = rec[0];
+        memcpy(*images + (*count + n) * CIFAR_PIXELS, rec + 1, CIFAR_PIXELS);
+        n++;
     }
+    if (n == 0) {
+        snprintf(err, errlen, "--data-dir: %s: no records (an empty CIFAR-10 batch)", path);
+        goto fail;
+    }
+    df_close(&d);
     *count += n;
-    free(buf);
     return 0;
+fail:
+    df_close(&d);
+    return -1;
 }
 
 /* Training: data_batch_1.bin and the following ones present (up to 5); test: test_batch.bin. */

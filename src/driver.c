@@ -105,7 +105,10 @@ TrainResult driver_run(Driver *d) {
         ExchangeStep xs = {.iteration = it, .stop_requested = s.decision};
         int done = d->xops->exchange(d->xstate, m->params, m->grads, &xs);
         be->timer_record(ctx, MARK_EXCHANGE);
-        if (done == EXCHANGE_APPLY_UPDATE) model_sgd(m, o->lr, o->momentum, o->weight_decay);
+        if (done == EXCHANGE_APPLY_UPDATE) { /* grads x s: folded into lr and weight decay */
+            double gs = xs.grad_scale > 0 ? xs.grad_scale : 1.0;
+            model_sgd(m, (float)(o->lr * gs), o->momentum, (float)(o->weight_decay / gs));
+        }
         be->timer_record(ctx, MARK_UPDATE);
 
         /* Outside the timed phases from here on. */

@@ -6,7 +6,9 @@
 #include <config.h>
 #include "check.h"
 #include "driver.h"
+#include "registry.h"
 #include "run.h"
+#include "run_limits.h"
 #include "sampler.h"
 #include "signals.h"
 #include "util.h"
@@ -84,8 +86,12 @@ static void build(Run *r) {
                        ds->classes);
     pipeline_setup(&r->pipe, o, p->mode, &r->plan_model, &r->topo, 0);
     r->batch = o->batch / (r->pipe.mode == PARALLEL_DATA ? p->nworkers : r->pipe.replicas);
+    usage_check_all(limits_check(o, &r->plan_model, r->pipe.first[r->pipe.stage],
+                                 r->pipe.first[r->pipe.stage + 1], r->batch, r->topo.local_size,
+                                 err, sizeof err) == 0,
+                    "%s", err); /* memory, before any allocation (run_limits.h) */
 
-    BackendConfig bcfg = {o->threads, r->topo.local_rank, o->gpus_per_node, r->topo.rank == 0};
+    BackendConfig bcfg = {o->threads, r->topo.host_local_rank, o->gpus_per_node, r->topo.rank == 0};
     if (p->be->init(&bcfg, &r->ctx) != 0) check_fail(__FILE__, __LINE__, "backend init", o->device);
     model_build_part(&r->model, r->md, ds->c, ds->h, ds->w, ds->classes, r->batch,
                      r->pipe.microbatches, r->pipe.first[r->pipe.stage],
@@ -107,10 +113,20 @@ static void build(Run *r) {
         .ps_ranks = o->ps_ranks,
         .sync_period = o->sync_period,
         .transport = p->tops,
+        .device_coll = registry_coll("nccl"),
         .overlap = o->overlap,
     };
     r->xstate = p->xops->create(&xcfg, err, sizeof err);
     usage_check_all(r->xstate != NULL, "%s", err);
+    /* The transport's collectives alone on this run's buckets (comm/calibrate.c); the slowest
+     * exchanging group's figures, so that the attributes are the same on every rank. */
+    ExchangeCalibration *cal = &r->calibration;
+    if (p->xops->calibrate && o->calibrate_iters > 0)
+        p->xops->calibrate(r->xstate, r->model.grads, o->calibrate_iters, cal);
+    double calv[5] = {cal->seconds, cal->bytes, cal->bucket_bytes, cal->busbw_factor, cal->iters};
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, calv, 5, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    cal->seconds = calv[0], cal->bytes = calv[1], cal->bucket_bytes = calv[2];
+    cal->busbw_factor = calv[3], cal->iters = (int)calv[4];
     r->worker_index = 0, r->worker_count = 1;
     r->role = p->xops->role(r->xstate, &r->worker_index, &r->worker_count);
 }
@@ -180,7 +196,7 @@ static void finish(Run *r, const TrainResult *res) {
     double worst = res->median_total;
     MPI_CHECK(MPI_Reduce(&res->median_total, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
     int64_t total = (int64_t)o->warmup + o->iters;
-    if (r->topo.rank == 0 && early)
+    if (r->topo.rank == 0 && early && !dt_exit_status) /* a write error printed its own line */
         printf("stopped early (%s) after %lld of %lld iterations; the file is closed and "
                "marked stop_reason=%s\n",
                end.stop_reason, (long long)res->iterations, (long long)total, end.stop_reason);
@@ -223,5 +239,5 @@ int main(int argc, char **argv) {
     finish(r, &res);
     release(r);
     MPI_Finalize();
-    return 0;
+    return dt_exit_status; /* 1 after a write error (recorder) */
 }

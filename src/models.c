@@ -250,6 +250,33 @@ static const LayerDesc RESNET50[] = {
 const ModelDesc model_resnet50 = {
     MODEL("resnet50", "ResNet-50 (torchvision resnet50)", 3, 224, 224, 1000, RESNET50)};
 
+/* ---- ResNet-8 ------------------------------------------------------------------------------- */
+
+/* He et al. 2015's CIFAR-10 ResNet with n = 1 (6n+2 = 8 layers): 16-32-64 channels on 32x32,
+ * basic blocks (two 3x3 convolutions with batch norm), projection shortcuts (1x1 convolution and
+ * batch norm) where the shape changes, 78,042 parameters: small enough to train against PyTorch
+ * in a test (tests/test_vs_torch.sh). */
+#define BASIC_BODY(P, in, out, s)                                                                  \
+    CONV_NB_IN(P ".conv1", out, 3, s, 1, in), BN(P ".bn1"), RELU(P ".relu1"),                      \
+        CONV_NB(P ".conv2", out, 3, 1, 1), BN(P ".bn2")
+#define BASIC(P, in, out) BASIC_BODY(P, in, out, 1), ADD(P ".add", P ".bn2," in), RELU(P ".relu")
+#define BASIC_DOWN(P, in, out, s)                                                                  \
+    BASIC_BODY(P, in, out, s), CONV_NB_IN(P ".downsample", out, 1, s, 0, in),                      \
+        BN(P ".downsample_bn"), ADD(P ".add", P ".bn2," P ".downsample_bn"), RELU(P ".relu")
+
+static const LayerDesc RESNET8[] = {
+    CONV_NB("conv1", 16, 3, 1, 1),                  /* [16,32,32] */
+    BN("bn1"),                                      /* */
+    RELU("relu"),                                   /* */
+    BASIC("layer1.0", "relu", 16),                  /* [16,32,32] */
+    BASIC_DOWN("layer2.0", "layer1.0.relu", 32, 2), /* [32,16,16] */
+    BASIC_DOWN("layer3.0", "layer2.0.relu", 64, 2), /* [64,8,8] */
+    GLOBAL_AVGPOOL("avgpool"),                      /* [64,1,1] */
+    FC("fc", 0),                                    /* [classes] */
+};
+const ModelDesc model_resnet8 = {
+    MODEL("resnet8", "ResNet-8 (He et al. 2015, CIFAR-10, n = 1)", 3, 32, 32, 10, RESNET8)};
+
 /* ---- LSTM-32, LSTM-64 ------------------------------------------------------------------------ */
 
 static const LayerDesc LSTM_LM[] = {

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -69,6 +70,9 @@ static const OptSpec SPECS[] = {
     {"threads", T_INT, F(threads), NULL, 1, 0, "BLAS threads per rank"},
     {"bucket-mb", T_DOUBLE, F(bucket_mb), NULL, 0.001, 0,
      "gradient bucket size for the exchange, MiB"},
+    {"calibrate-iters", T_INT, F(calibrate_iters), NULL, 0, 0,
+     "before training, time the transport's collectives alone on the run's buckets this many "
+     "times (at most ~2 s), stored as calibration_* attributes (0: off)"},
     {"ps-ranks", T_INT, F(ps_ranks), NULL, 1, 0,
      "async: ranks that serve parameters (the last ones); the others train"},
     {"staleness", T_INT, F(staleness), NULL, 0, 0,
@@ -147,6 +151,7 @@ static void set_defaults(Options *o) {
     o->momentum = 0.9;
     o->weight_decay = 0.0;
     o->bucket_mb = 25.0;
+    o->calibrate_iters = 5;
     o->seed = 42;
     o->parallel = "data";
     o->stages = 0;
@@ -228,8 +233,13 @@ static const char *set_value(Options *o, const OptSpec *s, const char *arg, char
         long v = strtol(arg, &end, 10);
         if (errno || end == arg || *end || v < (long)s->min || (s->type == T_INT && v > 1 << 30) ||
             (s->max > 0 && v > (long)s->max)) {
-            snprintf(err, len, "--%s: '%s' is not accepted: expected an integer >= %ld", s->name,
-                     arg, (long)s->min);
+            long top = s->max > 0 ? (long)s->max : (s->type == T_INT ? 1L << 30 : LONG_MAX);
+            if (end != arg && !*end && (errno == ERANGE || v > top) && top != LONG_MAX)
+                snprintf(err, len, "--%s: '%s' is not accepted: expected an integer from %ld to %ld",
+                         s->name, arg, (long)s->min, top); /* say the bound that was passed */
+            else
+                snprintf(err, len, "--%s: '%s' is not accepted: expected an integer >= %ld",
+                         s->name, arg, (long)s->min);
             return err;
         }
         if (s->type == T_INT)
@@ -311,6 +321,14 @@ void options_parse(int argc, char **argv, Options *o) {
         } else if (c == ':') {
             snprintf(err, sizeof err, "%s: a value is required (see --help)", argv[optind - 1]);
             bad = 1;
+        } else if (optopt > 0 && optopt < 1000) { /* a short option, e.g. -model (one dash) */
+            const char *word = "";
+            for (int i = 1; i < argc && !*word; i++)
+                if (argv[i][0] == '-' && argv[i][1] != '-' && strchr(argv[i] + 1, optopt))
+                    word = argv[i];
+            snprintf(err, sizeof err, "%s: unknown option (options start with two dashes, e.g. -%s; "
+                     "see --help)", word, word);
+            bad = 1;
         } else {
             snprintf(err, sizeof err, "%s: unknown option (see --help for the accepted options)",
                      argv[optind - 1]);
@@ -355,8 +373,12 @@ void options_value_text(const Options *o, const char *key, char *buf, size_t len
 }
 
 void options_visit(const Options *o, OptionVisitor fn, void *user) {
-    char val[1024];
+    char val[64];
     for (int i = 0; i < NSPECS; i++) {
+        if (SPECS[i].type == T_STRING || SPECS[i].type == T_CHOICE) { /* whole, never cut */
+            fn(SPECS[i].name, *(char *const *)((const char *)o + SPECS[i].offset), user);
+            continue;
+        }
         value_text(o, &SPECS[i], val, sizeof val);
         fn(SPECS[i].name, val, user);
     }

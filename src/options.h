@@ -35,6 +35,7 @@ typedef struct {
     double sample_max_s; /* sampler capacity in seconds of run */
     double lr, momentum, weight_decay;
     double bucket_mb;
+    int calibrate_iters; /* exchange calibration repetitions, 0 = off */
     long seed;
     int overwrite;
     int dry_run;

@@ -98,7 +98,8 @@ typedef enum { RUN_RUNNING = 0, RUN_COMPLETED = 1, RUN_STOPPED = 2, RUN_FAILED =
 /* How this rank ended, written at close. */
 typedef struct {
     RunStatus status;
-    const char *stop_reason; /* completed | signal | error */
+    const char *stop_reason; /* completed | signal | error (the recorder stores write_error
+                                after a failed write, see recorder_hdf5.c) */
     double clock_offset_end; /* clock offset to rank 0 measured after the run */
     uint64_t param_hash;     /* FNV-1a of the final parameters' bytes */
     int64_t updates_pushed;  /* gradient updates this rank sent to the exchange */
@@ -110,13 +111,15 @@ typedef struct Recorder Recorder;
 
 typedef struct RecorderOps {
     const char *name;
-    /* Collective. Creates the output with every dataset at its final size; never replaces an
-     * existing file unless cfg->overwrite (the driver has checked the path, see
-     * output_path_problem, but creation is exclusive all the same). Returns NULL with a
-     * one-line reason in err if the output cannot be created (same verdict on every rank). */
+    /* Collective. Creates the output with every dataset at its final size, under a hidden partial
+     * name renamed into place once it describes itself (the driver has claimed and locked the
+     * path, see outputs.h); refuses a file that cannot fit on its file system, and reserves its
+     * space. Returns NULL with a one-line reason in err if the output cannot be created (same
+     * verdict on every rank). */
     Recorder *(*create)(const RecorderConfig *cfg, char *err, size_t errlen);
     /* Buffers iteration `iter`; writes the block when flush_every iterations are buffered.
-     * Independent (no rank waits for another). */
+     * Independent (no rank waits for another). A failed write is reported on this rank and
+     * raises the stop request (signals.h); the reason is agreed and stored at close. */
     void (*record_iteration)(Recorder *r, int64_t iter, const IterRecord *rec);
     /* Rank 0 only: evaluation number `index`. */
     void (*record_eval)(Recorder *r, int index, const EvalRecord *rec);

@@ -5,15 +5,23 @@
  * flushed. From then on each rank only writes raw data - its own row, one block of flush_every
  * iterations at a time, with independent I/O - and then its /ranks/completed entry. Raw writes
  * go straight to the file through MPI-IO, so a SIGKILL leaves every written block readable. */
+#define _GNU_SOURCE
 #include "check.h"
+#include "outputs.h"
 #include "recorder.h"
 #include "util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <hdf5.h>
+#include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #define HOST_LEN 64
 
@@ -56,6 +64,7 @@ static const struct {
     {"samples_written", "entries of this rank's row of /samples written so far"},
 };
 
+#define INJECT_ALL    (-2)
 #define RANK_TEXT_LEN 128 /* /ranks/<key> strings (device name, versions) */
 #define NSAMPLE_SETS  4
 static const struct {
@@ -78,12 +87,19 @@ struct Recorder {
     int rank, nranks, flush_every;
     int64_t iters_total, next_to_write, completed;
     IterRecord *buf; /* [flush_every] */
-    int nbuf;
+    int nbuf, nbuf_written;
     double *column; /* [flush_every] scratch */
     hid_t sample_sets[NSAMPLE_SETS];
     int64_t sample_capacity, samples_written;
     int (*sample_pull)(void *user, SampleRecord *out, int max);
     void *sample_user;
+    char path[PATH_MAX];
+    /* A failed write: this rank writes nothing more and asks for the agreed stop. */
+    int failed;
+    char failure[PATH_MAX + 1024];
+    int64_t blocks;                 /* blocks written */
+    int inject_rank, inject_errno;  /* DTBENCH_TEST_WRITE_ERROR (tests only) */
+    int64_t inject_block;
 };
 
 /* ---- HDF5 error text for H5_CHECK ---------------------------------------------------------- */
@@ -145,24 +161,104 @@ static hid_t create_set(hid_t loc, const char *name, hid_t type, int rank, const
     return set;
 }
 
-/* Independent write of n elements at `start` of a 1-D or 2-D dataset. */
-static void write_at(hid_t set, hid_t memtype, int ndims, const hsize_t *start, hsize_t n,
-                     const void *data) {
+/* A raw write failed on this rank: one line naming the file and the reason, nothing more is
+ * written by this rank, and the run stops the way a signal stops it (the stop vote every rank
+ * exchanges anyway, so no rank waits on one that gave up). */
+static void write_failed(Recorder *r, int err_no, const char *what) {
+    if (r->failed) return;
+    r->failed = 1;
+    snprintf(r->failure, sizeof r->failure, "rank %d: writing %s (%s) failed: %s (errno %d: %s)",
+             r->rank, r->path, what, h5_error_message(), err_no, strerror(err_no));
+    fprintf(stderr, "dtbench: error: %s; stopping the run (blocks written before stay readable)\n",
+            r->failure);
+    fflush(stderr);
+    raise(SIGUSR1); /* the stop request of signals.h */
+}
+
+/* Independent write of n elements at `start` of a 1-D or 2-D dataset; 0, or -1 after
+ * write_failed. */
+static int write_at(Recorder *r, hid_t set, hid_t memtype, int ndims, const hsize_t *start,
+                    hsize_t n, const void *data) {
+    if (r && r->failed) return -1;
     hsize_t count[2] = {1, 1};
     count[ndims - 1] = n;
     hid_t fspace = H5_CHECK(H5Dget_space(set));
     H5_CHECK(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL));
     hid_t mspace = H5_CHECK(H5Screate_simple(1, &n, NULL));
-    H5_CHECK(H5Dwrite(set, memtype, mspace, fspace, H5P_DEFAULT, data));
+    errno = 0;
+    herr_t rc = H5Dwrite(set, memtype, mspace, fspace, H5P_DEFAULT, data);
+    int err_no = errno ? errno : EIO;
+    if (r && (r->inject_rank == r->rank || r->inject_rank == INJECT_ALL) &&
+        r->blocks == r->inject_block)
+        rc = -1, err_no = r->inject_errno; /* DTBENCH_TEST_WRITE_ERROR */
     H5Sclose(mspace), H5Sclose(fspace);
+    if (rc < 0) {
+        if (!r) check_fail(__FILE__, __LINE__, "H5Dwrite", h5_error_message());
+        char name[128] = "";
+        H5Iget_name(set, name, sizeof name);
+        write_failed(r, err_no, name);
+        return -1;
+    }
+    return 0;
 }
 
 static void write_rank_value(Recorder *r, int which, hid_t memtype, const void *value) {
     hsize_t start = (hsize_t)r->rank;
-    write_at(r->rank_sets[which], memtype, 1, &start, 1, value);
+    write_at(r, r->rank_sets[which], memtype, 1, &start, 1, value);
 }
 
 /* ---- create --------------------------------------------------------------------------------- */
+
+/* Bytes the file will take: every dataset is allocated at creation, plus room for the
+ * metadata (attributes, /config, object headers). Sets *option to the option that drives it. */
+static double file_estimate(const RecorderConfig *c, int nranks, const char **option) {
+    double iters = (double)ITER_NFIELDS * nranks * (double)c->iters_total * 8;
+    double samples = (double)NSAMPLE_SETS * nranks * (double)c->sample_capacity * 8;
+    double rows = (double)nranks * (R_N * 8 + HOST_LEN + (double)c->nrank_text * RANK_TEXT_LEN);
+    double meta = 4 << 20;
+    for (int i = 0; i < c->nattrs; i++)
+        meta += c->attrs[i].text ? 2.0 * (double)strlen(c->attrs[i].text) + 256 : 256;
+    for (int i = 0; i < c->nconfig; i++)
+        meta += 2.0 * (double)strlen(c->config[i].text) + 256;
+    *option = iters >= samples ? "--iters" : "--sample-max-s";
+    return iters + samples + rows + (double)c->n_evals * 32 + meta;
+}
+
+/* Rank 0: is there room for `need` bytes where `path` goes? Reserves them in the (created) file
+ * where the file system allows it (fallocate, size unchanged), so that no write of this run can
+ * meet a full disk. 0, or -1 with a reason. */
+static int reserve_space(const char *path, const char *shown, double need, const char *option,
+                         int created, char *err, size_t errlen) {
+    char dir[PATH_MAX + 64];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    else
+        strcpy(dir, ".");
+    struct statvfs vfs;
+    if (!created) {
+        if (statvfs(dir, &vfs) == 0 && (double)vfs.f_bavail * (double)vfs.f_frsize < need) {
+            snprintf(err, errlen,
+                     "%s: the results file %s needs about %.1f MB, and its file system has %.1f MB "
+                     "free",
+                     option, shown, need / 1e6, (double)vfs.f_bavail * (double)vfs.f_frsize / 1e6);
+            return -1;
+        }
+        return 0;
+    }
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return 0; /* H5Fcreate's own check reports it */
+    int rc = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)need);
+    int e = errno;
+    close(fd);
+    if (rc != 0 && (e == ENOSPC || e == EDQUOT || e == EFBIG)) {
+        snprintf(err, errlen, "%s: the results file %s needs about %.1f MB: %s (errno %d)", option,
+                 shown, need / 1e6, strerror(e), e);
+        return -1;
+    }
+    return 0;
+}
 
 static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) {
     Recorder *r = xcalloc(1, sizeof *r);
@@ -170,24 +266,56 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
     MPI_CHECK(MPI_Comm_rank(c->comm, &r->rank));
     MPI_CHECK(MPI_Comm_size(c->comm, &r->nranks));
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported by H5_CHECK, once */
+    snprintf(r->path, sizeof r->path, "%s", c->path);
+    r->inject_rank = -1;
 
+    /* Room for the whole file, checked before anything is created (same verdict everywhere). */
+    const char *option = "--output";
+    double need = file_estimate(c, r->nranks, &option);
+    int verdict = r->rank == 0 ? reserve_space(c->path, c->path, need, option, 0, err, errlen) : 0;
+    MPI_CHECK(MPI_Bcast(&verdict, 1, MPI_INT, 0, c->comm));
+    if (verdict) {
+        MPI_CHECK(MPI_Bcast(err, (int)errlen, MPI_CHAR, 0, c->comm));
+        free(r);
+        return NULL;
+    }
+
+    /* Built under a hidden name, renamed into place once it describes itself (outputs.h). */
+    char partial[PATH_MAX + 64];
+    outputs_partial_path(c->path, partial, sizeof partial);
     hid_t fapl = H5_CHECK(H5Pcreate(H5P_FILE_ACCESS));
     H5_CHECK(H5Pset_fapl_mpio(fapl, c->comm, MPI_INFO_NULL));
-    hid_t file = H5Fcreate(c->path, c->overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, fapl);
+    errno = 0;
+    hid_t file = H5Fcreate(partial, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    int create_errno = errno;
+    char reason[700];
+    snprintf(reason, sizeof reason, "%s%s%s", h5_error_message(), create_errno ? ": " : "",
+             create_errno ? strerror(create_errno) : ""); /* before H5Pclose clears the stack */
     H5Pclose(fapl);
     int ok = file >= 0, all_ok = 0;
     MPI_CHECK(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->comm));
     if (!all_ok) {
         if (ok) check_fail(__FILE__, __LINE__, "H5Fcreate", "created on some ranks only");
-        snprintf(err, errlen, "--output: cannot create %s: %s", c->path, h5_error_message());
+        snprintf(err, errlen, "--output: cannot create %s: %s", c->path, reason);
+        free(r);
+        return NULL;
+    }
+    verdict = r->rank == 0 ? reserve_space(partial, c->path, need, option, 1, err, errlen) : 0;
+    MPI_CHECK(MPI_Bcast(&verdict, 1, MPI_INT, 0, c->comm));
+    if (verdict) {
+        MPI_CHECK(MPI_Bcast(err, (int)errlen, MPI_CHAR, 0, c->comm));
+        H5Fclose(file);
+        if (r->rank == 0) unlink(partial);
         free(r);
         return NULL;
     }
     r->file = file;
     r->flush_every = c->flush_every;
     r->iters_total = c->iters_total;
-    r->buf = xcalloc((size_t)c->flush_every, sizeof(IterRecord));
-    r->column = xcalloc((size_t)c->flush_every, sizeof(double));
+    /* A block never holds more than the run's iterations (--flush-every may be larger). */
+    if (r->flush_every > r->iters_total) r->flush_every = (int)(r->iters_total > 0 ? r->iters_total : 1);
+    r->buf = xcalloc((size_t)r->flush_every, sizeof(IterRecord));
+    r->column = xcalloc((size_t)r->flush_every, sizeof(double));
 
     /* Root attributes. */
     attr_ll(file, "schema_version", 1);
@@ -293,7 +421,7 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
         char text[RANK_TEXT_LEN] = {0};
         hsize_t start = (hsize_t)r->rank;
         snprintf(text, sizeof text, "%s", c->rank_text[i].text ? c->rank_text[i].text : "");
-        write_at(text_sets[i], text_type, 1, &start, 1, text);
+        write_at(r, text_sets[i], text_type, 1, &start, 1, text);
         H5Dclose(text_sets[i]);
     }
     free(text_sets);
@@ -301,6 +429,20 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
 
     /* Everything that describes the file is now on disk; from here on only raw data. */
     H5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));
+    if (r->rank == 0) {
+        if (rename(partial, c->path) != 0)
+            check_fail(__FILE__, __LINE__, "rename to --output", strerror(errno));
+        outputs_published();
+    }
+    /* Tests only: DTBENCH_TEST_WRITE_ERROR=RANK:BLOCK:ERRNO makes RANK's (all: every rank's)
+     * writes of its block BLOCK (0: the first) fail with ERRNO, as a full or failing disk would. */
+    const char *inject = getenv("DTBENCH_TEST_WRITE_ERROR");
+    long long b = 0;
+    if (inject && !strncmp(inject, "all:", 4)) {
+        if (sscanf(inject + 4, "%lld:%d", &b, &r->inject_errno) == 2) r->inject_rank = INJECT_ALL;
+    } else if (inject && sscanf(inject, "%d:%lld:%d", &r->inject_rank, &b, &r->inject_errno) != 3)
+        r->inject_rank = -1;
+    r->inject_block = b;
     return r;
 }
 
@@ -313,7 +455,7 @@ static void write_samples(Recorder *r) {
     SampleRecord s[CHUNK];
     double col[CHUNK];
     int n;
-    if (r->sample_capacity <= 0 || !r->sample_pull) return;
+    if (r->sample_capacity <= 0 || !r->sample_pull || r->failed) return;
     while (r->samples_written < r->sample_capacity) {
         int64_t room = r->sample_capacity - r->samples_written;
         n = r->sample_pull(r->sample_user, s, room < CHUNK ? (int)room : CHUNK);
@@ -325,7 +467,7 @@ static void write_samples(Recorder *r) {
                          : f == 1 ? s[i].power_w
                          : f == 2 ? s[i].memory_mib
                                   : s[i].utilization;
-            write_at(r->sample_sets[f], H5T_NATIVE_DOUBLE, 2, start, (hsize_t)n, col);
+            write_at(r, r->sample_sets[f], H5T_NATIVE_DOUBLE, 2, start, (hsize_t)n, col);
         }
         r->samples_written += n;
         long long done = r->samples_written; /* after the data, as for /ranks/completed */
@@ -337,19 +479,23 @@ static void write_block(Recorder *r) {
     write_samples(r);
     if (r->nbuf == 0) return;
     hsize_t start[2] = {(hsize_t)r->rank, (hsize_t)r->next_to_write};
+    r->nbuf_written = r->nbuf;
     for (int f = 0; f < ITER_NFIELDS; f++) {
         for (int i = 0; i < r->nbuf; i++)
             r->column[i] = *(const double *)((const char *)&r->buf[i] + ITER_FIELDS[f].offset);
-        write_at(r->iter_sets[f], H5T_NATIVE_DOUBLE, 2, start, (hsize_t)r->nbuf, r->column);
+        write_at(r, r->iter_sets[f], H5T_NATIVE_DOUBLE, 2, start, (hsize_t)r->nbuf, r->column);
     }
-    r->next_to_write += r->nbuf;
     r->nbuf = 0;
+    if (r->failed) return; /* this block is lost; /ranks/completed keeps the last good one */
+    r->next_to_write += r->nbuf_written;
     /* Only after the block's data: a killed run never claims iterations it did not write. */
     long long done = r->next_to_write;
     write_rank_value(r, R_DONE, H5T_NATIVE_LLONG, &done);
+    if (!r->failed && r->blocks++ == 0 && r->rank == 0) outputs_committed();
 }
 
 static void hdf5_record_iteration(Recorder *r, int64_t iter, const IterRecord *rec) {
+    if (r->failed) return; /* the stop is on its way; nothing more is written by this rank */
     if (iter != r->next_to_write + r->nbuf || iter >= r->iters_total)
         check_fail(__FILE__, __LINE__, "record_iteration", "iterations must be recorded in order");
     r->buf[r->nbuf++] = *rec;
@@ -360,7 +506,7 @@ static void hdf5_record_eval(Recorder *r, int index, const EvalRecord *e) {
     hsize_t start = (hsize_t)index;
     const double v[4] = {e->iteration, e->time, e->accuracy, e->loss};
     for (int i = 0; i < 4; i++)
-        write_at(r->eval_sets[i], H5T_NATIVE_DOUBLE, 1, &start, 1, &v[i]);
+        write_at(r, r->eval_sets[i], H5T_NATIVE_DOUBLE, 1, &start, 1, &v[i]);
 }
 
 static void hdf5_close(Recorder *r, const RunEnd *end) {
@@ -374,7 +520,18 @@ static void hdf5_close(Recorder *r, const RunEnd *end) {
     write_rank_value(r, R_PUSHED, H5T_NATIVE_LLONG, &pushed);
     write_rank_value(r, R_APPLIED, H5T_NATIVE_LLONG, &applied);
 
-    /* Collective from here: the end attributes, with rank 0's values. */
+    /* Collective from here (every rank reaches close): a write error anywhere, agreed here, is
+     * the run's stop reason, with the first failing rank's file and errno. */
+    int mine = r->failed ? r->rank : r->nranks, first_failed = r->nranks;
+    MPI_CHECK(MPI_Allreduce(&mine, &first_failed, 1, MPI_INT, MPI_MIN, r->comm));
+    long long written = r->next_to_write, most_written = 0;
+    MPI_CHECK(MPI_Allreduce(&written, &most_written, 1, MPI_LONG_LONG, MPI_MAX, r->comm));
+    int write_error = first_failed < r->nranks;
+    if (write_error) {
+        MPI_CHECK(MPI_Bcast(r->failure, sizeof r->failure, MPI_CHAR, first_failed, r->comm));
+        dt_exit_status = 1;
+    }
+    /* The end attributes, with rank 0's values. */
     int worst = st;
     MPI_CHECK(MPI_Allreduce(&st, &worst, 1, MPI_INT, MPI_MAX, r->comm));
     char now[64], reason[64];
@@ -383,7 +540,9 @@ static void hdf5_close(Recorder *r, const RunEnd *end) {
     MPI_CHECK(MPI_Bcast(now, sizeof now, MPI_CHAR, 0, r->comm));
     MPI_CHECK(MPI_Bcast(reason, sizeof reason, MPI_CHAR, 0, r->comm));
     attr_text(r->file, "end_time", now);
-    attr_text(r->file, "stop_reason", worst == RUN_FAILED ? "error" : reason);
+    attr_text(r->file, "stop_reason",
+              write_error ? "write_error" : (worst == RUN_FAILED ? "error" : reason));
+    if (write_error) attr_text(r->file, "stop_detail", r->failure);
     /* From a rank's signal to the file's last write: the max over ranks that got one. */
     double latency = end->signal_time > 0 ? dt_now() - end->signal_time : 0.0, worst_latency = 0;
     MPI_CHECK(MPI_Allreduce(&latency, &worst_latency, 1, MPI_DOUBLE, MPI_MAX, r->comm));
@@ -400,6 +559,11 @@ static void hdf5_close(Recorder *r, const RunEnd *end) {
     for (int i = 0; i < NSAMPLE_SETS; i++)
         if (r->sample_sets[i] > 0) H5Dclose(r->sample_sets[i]);
     H5_CHECK(H5Fclose(r->file));
+    /* A run that failed before any rank wrote a block leaves no file. */
+    if (write_error && most_written == 0 && r->rank == 0) unlink(r->path);
+    if (write_error && r->rank == 0)
+        fprintf(stderr, "dtbench: error: the run stopped on a write error (%s); %s\n", r->failure,
+                most_written ? "stop_reason=write_error in the file" : "no block written, no file left");
     free(r->buf), free(r->column), free(r);
 }
 

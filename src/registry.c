@@ -28,7 +28,7 @@ extern const RecorderOps hdf5_recorder; /* src/recorder_hdf5.c */
 
 extern const ModelDesc model_lenet, model_fcn5, model_fcn8; /* src/models.c */
 extern const ModelDesc model_alexnet, model_vgg16, model_googlenet, model_resnet50, model_lstm32,
-    model_lstm64; /* src/models.c, the model zoo */
+    model_lstm64, model_resnet8; /* src/models.c, the model zoo */
 
 static const BackendOps *const BACKENDS[] = {
     &cpu_backend,
@@ -53,9 +53,9 @@ static const CollOps *const COLLS[] = {
 #endif
     NULL,
 };
-static const ModelDesc *const MODELS[] = {&model_lenet,    &model_fcn5,   &model_fcn8,
-                                          &model_alexnet,  &model_vgg16,  &model_googlenet,
-                                          &model_resnet50, &model_lstm32, &model_lstm64};
+static const ModelDesc *const MODELS[] = {
+    &model_lenet,     &model_fcn5,     &model_fcn8,   &model_alexnet, &model_vgg16,
+    &model_googlenet, &model_resnet50, &model_lstm32, &model_lstm64,  &model_resnet8};
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 #define FIND(table, key)                                                                           \

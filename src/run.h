@@ -34,6 +34,7 @@ typedef struct {
     Model model; /* this rank's stage (the whole model in data parallelism) */
     int batch;   /* samples per iteration of this rank's replica */
     ExchangeState *xstate;
+    ExchangeCalibration calibration; /* --calibrate-iters (comm/calibrate.c) */
     int role, worker_index, worker_count;
     ClockOffset off; /* at the start */
     double t0;       /* rank 0's clock at the start */

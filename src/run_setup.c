@@ -5,6 +5,7 @@
 #include "run.h"
 #include "check.h"
 #include "nvml.h"
+#include "outputs.h"
 #include "registry.h"
 #include "util.h"
 
@@ -35,15 +36,11 @@ DriverSettings run_driver_settings(const Options *o) {
 
 void run_check_outputs(Run *r) {
     char err[1024] = "";
-    const char *problem = NULL;
     const Options *o = &r->opt;
-    if (r->topo.rank == 0) {
-        problem = output_path_problem("--output", o->output, o->overwrite, err, sizeof err);
-        if (!problem && o->save_model[0])
-            problem =
-                output_path_problem("--save-model", o->save_model, o->overwrite, err, sizeof err);
-    }
-    usage_check_all(problem == NULL, "%s", err);
+    /* rank 0 claims (resolves, compares, opens, locks) the output files: outputs.h */
+    usage_check_all(r->topo.rank != 0 ||
+                        outputs_claim(o->output, o->save_model, o->overwrite, err, sizeof err) == 0,
+                    "%s", err);
 }
 
 static void print_option(const char *key, const char *value, void *user) {
@@ -178,6 +175,14 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_INT("replicas", r->pipe.replicas),
         RUN_INT("microbatches", r->pipe.microbatches),
         RUN_TEXT("stage_first_layers", r->pipe.split_text),
+        RUN_INT("calibration_iters", r->calibration.iters),
+        RUN_REAL("calibration_exchange_s", r->calibration.iters ? r->calibration.seconds : NAN),
+        RUN_REAL("calibration_bucket_bytes", r->calibration.bucket_bytes),
+        RUN_REAL("calibration_busbw_factor", r->calibration.busbw_factor),
+        RUN_REAL("calibration_busbw", r->calibration.iters ? r->calibration.bytes /
+                                                                 r->calibration.seconds *
+                                                                 r->calibration.busbw_factor
+                                                           : NAN),
     };
     options_visit(o, collect_option, r);
     DriverSettings set = run_driver_settings(o);

@@ -1,9 +1,11 @@
 /* straggler.c - parsing and timing of injected delays (see straggler.h). */
 #define _GNU_SOURCE
 #include "straggler.h"
+#include "signals.h"
 #include "util.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -21,13 +23,15 @@ int straggler_parse(const char *spec, int nranks, Straggler *s, char *err, size_
         const char *p = end + 1;
         add = *p == '+';
         v = strtod(p + add, &end);
-        ok = end != p + add && *end == '\0' && (add ? v >= 0 : v >= 1.0);
+        /* finite and bounded: a delay is slept every iteration */
+        ok = end != p + add && *end == '\0' && isfinite(v) &&
+             (add ? v >= 0 && v <= STRAGGLER_MAX_MS : v >= 1.0 && v <= STRAGGLER_MAX_FACTOR);
     }
     if (!ok) {
         snprintf(err, len,
-                 "--straggler: '%s' is not accepted: expected RANK:FACTOR (FACTOR >= 1, e.g. 2:3) "
-                 "or RANK:+MS (e.g. 1:+50)",
-                 spec);
+                 "--straggler: '%s' is not accepted: expected RANK:FACTOR (FACTOR from 1 to %d, "
+                 "e.g. 2:3) or RANK:+MS (MS from 0 to %d, e.g. 1:+50)",
+                 spec, STRAGGLER_MAX_FACTOR, STRAGGLER_MAX_MS);
         return -1;
     }
     if (rank >= nranks) {
@@ -53,9 +57,16 @@ double straggler_delay(const Straggler *s, int rank, int64_t it, double compute)
     return d;
 }
 
+/* Slept in slices of at most 0.1 s, each ended early by a signal (nanosleep is never restarted
+ * by SA_RESTART), until a stop is requested (signals.h): a straggler never delays a stop by more
+ * than one slice, even for a signal that arrives between the check and the sleep. */
 void straggler_sleep(double seconds) {
-    if (seconds <= 0) return;
-    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    double end = dt_now() + (seconds > 0 ? seconds : 0);
+    for (;;) {
+        double left = end - dt_now();
+        if (!(left > 0) || signals_stop_requested()) return;
+        if (left > 0.1) left = 0.1;
+        struct timespec ts = {0, (long)(left * 1e9)};
+        nanosleep(&ts, NULL);
     }
 }

@@ -9,6 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Largest accepted values: one hour per iteration, or compute x 1000. */
+#define STRAGGLER_MAX_MS     3600000
+#define STRAGGLER_MAX_FACTOR 1000
+
 typedef struct {
     int rank;        /* -1: no fixed straggler */
     double factor;   /* > 1: compute x factor */
@@ -21,7 +25,8 @@ typedef struct {
 int straggler_parse(const char *spec, int nranks, Straggler *s, char *err, size_t len);
 /* Seconds this rank must be delayed in iteration `it`, given its compute time so far. */
 double straggler_delay(const Straggler *s, int rank, int64_t it, double compute);
-/* Sleeps for `seconds` (a slow rank frees its core, as a slow GPU or node would). */
+/* Sleeps for `seconds` (a slow rank frees its core, as a slow GPU or node would); returns early
+ * when a stop is requested (a signal, or a write error). */
 void straggler_sleep(double seconds);
 
 #endif

@@ -21,7 +21,35 @@ int dt_rank(void) {
     return rank;
 }
 
+void (*dt_fatal_hook)(void) = NULL;
+int dt_exit_status = 0;
+
+static void run_fatal_hook(void) {
+    void (*hook)(void) = dt_fatal_hook;
+    dt_fatal_hook = NULL; /* once, even if the hook itself fails */
+    if (hook) hook();
+}
+
+void *xrealloc(void *p, size_t bytes) {
+    void *q = realloc(p, bytes ? bytes : 1);
+    ALLOC_CHECK(q);
+    return q;
+}
+
+double dt_mem_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    double kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+    if (f) fclose(f);
+    if (kb >= 0) return kb * 1024.0;
+    long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (double)pages * (double)size : -1.0;
+}
+
 void dt_abort_job(void) {
+    run_fatal_hook(); /* check_fail (base/fail.c) calls this before it exits */
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
@@ -74,6 +102,7 @@ void usage_check_all(int ok, const char *fmt, ...) {
         va_end(ap);
         fflush(stderr);
     }
+    run_fatal_hook();
     MPI_Finalize();
     exit(2);
 }

@@ -18,6 +18,16 @@
 int dt_rank(void);
 void dt_abort_job(void);
 
+void *xrealloc(void *p, size_t bytes); /* out of memory is reported by check_fail */
+/* Bytes of memory available for new allocations on this node (MemAvailable), -1 if unknown. */
+double dt_mem_available(void);
+
+/* Called once by check_fail (through dt_abort_job) and by usage_check_all before the process
+ * ends on an error (e.g. outputs_abandon: remove what the run created and never filled). */
+extern void (*dt_fatal_hook)(void);
+/* The program's exit status once the run ended (1: results were lost to a write error). */
+extern int dt_exit_status;
+
 /* Why `path` may not be used for new results (it exists and overwrite is off, it is a folder,
  * its folder is not writable), as one line naming `option`; NULL if it may. */
 const char *output_path_problem(const char *option, const char *path, int overwrite, char *err,

@@ -15,7 +15,6 @@
  * transport is not available here (e.g. --device cuda without a GPU). */
 #include "check.h"
 #include "exchange.h"
-#include "registry.h"
 #include "topology.h"
 #include "util.h"
 
@@ -23,6 +22,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The exchange layer alone, without src/registry.c (which needs the models and HDF5): the CPU
+ * backend, the sync strategy and the transports by name; the GPU parts are weak references,
+ * present where they were built (Makefile.am pulls them in with -u). */
+extern const BackendOps cpu_backend;
+extern const BackendOps cuda_backend __attribute__((weak));
+extern const TransportOps nccl_transport __attribute__((weak));
+extern const CollOps coll_nccl __attribute__((weak));
+extern const ExchangeOps sync_exchange;
+
+static const BackendOps *backend_named(const char *name) {
+    if (!strcmp(name, "cpu")) return &cpu_backend;
+    if (!strcmp(name, "cuda") && &cuda_backend) return &cuda_backend;
+    return NULL;
+}
+
+static const TransportOps *transport_named(const char *name) {
+    if (!strcmp(name, "mpi")) return &mpi_transport;
+    if (!strcmp(name, "hier")) return &hier_transport;
+    if (!strcmp(name, "nccl") && &nccl_transport) return &nccl_transport;
+    return NULL;
+}
 
 static int k_of(int rank, size_t i, int it) {
     return (int)(rng_mix(((uint64_t)it << 48) ^ ((uint64_t)rank << 36) ^ i) % 2048) - 1024;
@@ -54,10 +75,10 @@ int main(int argc, char **argv) {
     Topology topo;
     topology_init(&topo, rpn);
     const int P = topo.nranks, me = topo.rank;
-    const BackendOps *be = registry_backend(device);
-    const TransportOps *tp = registry_transport(tname);
+    const BackendOps *be = backend_named(device);
+    const TransportOps *tp = transport_named(tname);
     BackendCtx *ctx = NULL;
-    BackendConfig bcfg = {.threads = 1, .local_rank = topo.local_rank, .gpus_per_node = 0};
+    BackendConfig bcfg = {.threads = 1, .local_rank = topo.host_local_rank, .gpus_per_node = 0};
     int ok_here = be && tp && be->init(&bcfg, &ctx) == 0, ok_all = 0;
     MPI_CHECK(MPI_Allreduce(&ok_here, &ok_all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
     if (!ok_all) {
@@ -73,8 +94,9 @@ int main(int argc, char **argv) {
                           .be = be,
                           .ctx = ctx,
                           .transport = tp,
+                          .device_coll = &coll_nccl ? &coll_nccl : NULL,
                           .overlap = overlap};
-    const ExchangeOps *x = registry_exchange("sync");
+    const ExchangeOps *x = &sync_exchange;
     char err[256] = "";
     ExchangeState *st = x->create(&cfg, err, sizeof err);
     if (!st) check_fail(__FILE__, __LINE__, "create", err);
@@ -101,6 +123,9 @@ int main(int argc, char **argv) {
         int rc = x->exchange(st, NULL, grads, &step);
         x->report(st, &step);
         be->download(ctx, host, grads, nparams * sizeof(float));
+        if (step.grad_scale > 0 && step.grad_scale != 1.0) /* sums left for the update */
+            for (size_t i = 0; i < nparams; i++)
+                host[i] *= (float)step.grad_scale;
 
         double worst = 0.0;
         size_t bad = 0;

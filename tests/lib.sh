@@ -1,7 +1,10 @@
 # lib.sh - shared set-up for dtbench's shell tests (sourced). Runs Open MPI as on a cluster node
 # on this small machine: as root, oversubscribed, yielding when idle (otherwise oversubscribed
-# ranks busy-poll), with a private session folder per test, removed on exit.
-set -eu
+# ranks busy-poll), with a private session folder per test, removed on exit. pipefail: in
+# `run_np ... | tail -1` a failing dtbench fails the test (without it, only tail's status counts).
+# So a pipeline must not end early on purpose: write `grep -q PATTERN <<<"$out"`, not
+# `echo "$out" | grep -q PATTERN`, whose writer can die of SIGPIPE once grep has matched.
+set -euo pipefail
 
 : "${DTBENCH:=$(pwd)/src/dtbench}"
 : "${MPIRUN:=mpirun}"

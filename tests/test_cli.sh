@@ -7,28 +7,28 @@ for opt in model dataset data-dir device exchange batch iters warmup lr momentum
     threads bucket-mb ranks-per-node eval-every flush-every output overwrite tag save-model dry-run \
     ps-ranks staleness sync-period straggler straggler-random target-acc \
     parallel stages split microbatches; do
-    echo "$help" | grep -q -- "--$opt" || fail "--help does not list --$opt"
+    grep -q -- "--$opt" <<<"$help" || fail "--help does not list --$opt"
 done
 # Every option line is followed by its help text ending with the default in brackets.
 n_opts=$(echo "$help" | grep -c '^  --')
 n_defaults=$(echo "$help" | grep -c '\[.*\]$')
 [ "$n_defaults" -ge $((n_opts - 2)) ] || fail "--help: $n_opts options but $n_defaults defaults"
-echo "$help" | grep -q '\[lenet\]' || fail "--help does not show the default model"
+grep -q '\[lenet\]' <<<"$help" || fail "--help does not show the default model"
 pass "--help lists $n_opts options with defaults"
 
 "$DTBENCH" --version | grep -q '^dtbench ' || fail "--version"
 
 out=$(run_np 1 --model lenet --dry-run)
-echo "$out" | grep -q 'total parameters: 431080 ' || fail "lenet dry-run: $out"
-echo "$out" | grep -q 'conv1 .*\[20,24,24\]' || fail "lenet conv1 shape"
+grep -q 'total parameters: 431080 ' <<<"$out" || fail "lenet dry-run: $out"
+grep -q 'conv1 .*\[20,24,24\]' <<<"$out" || fail "lenet conv1 shape"
 out=$(run_np 1 --model fcn5 --dataset synthetic --dry-run)
-echo "$out" | grep -q 'total parameters: 117997696 ' || fail "fcn5 dry-run"
+grep -q 'total parameters: 117997696 ' <<<"$out" || fail "fcn5 dry-run"
 out=$(run_np 1 --model fcn8 --dataset synthetic --dry-run)
-echo "$out" | grep -q 'total parameters: 130586752 ' || fail "fcn8 dry-run"
+grep -q 'total parameters: 130586752 ' <<<"$out" || fail "fcn8 dry-run"
 [ ! -e dtbench.h5 ] || fail "--dry-run created an output file"
 pass "dry-run parameter counts"
 
 out=$(run_np 2 --dataset synthetic --iters 2 --warmup 1 --batch 8 --output "$WORK/c.h5")
 [ "$(echo "$out" | grep -c '^configuration:')" = 1 ] || fail "configuration printed $(echo "$out" | grep -c '^configuration:') times"
-echo "$out" | grep -q '^  batch  *8$' || fail "resolved configuration lacks batch 8: $out"
+grep -q '^  batch  *8$' <<<"$out" || fail "resolved configuration lacks batch 8: $out"
 pass "rank 0 prints the resolved configuration once"

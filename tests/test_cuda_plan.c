@@ -96,7 +96,9 @@ int main(void) {
     };
     expect_pick("strict fp32 that fits", ranked, 4, 1 << 20, 2);
     expect_pick("smaller limit skips the 1 MiB one", ranked, 4, 1000, 3);
-    expect_pick("any math type when no strict one fits", ranked, 2, 0, 0);
+    /* strict fp32 means never TF32: with no strict-fp32 algorithm the caller falls back to
+     * IMPLICIT_GEMM / ALGO_0 under CUDNN_FMA_MATH, never to a TF32-capable one */
+    expect_pick("never a non-strict algorithm (TF32 may be used)", ranked, 2, 0, -1);
     expect_pick("nothing usable", ranked + 1, 1, 1 << 30, -1);
     expect_pick("empty list", ranked, 0, 1 << 30, -1);
 

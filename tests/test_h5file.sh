@@ -7,18 +7,20 @@ run_np 2 --model lenet --dataset fashion-mnist --data-dir "$FMNIST_DIR" --batch 
 h5check finished "$WORK/run.h5" --ranks 2 --iters 35
 h5check accuracy "$WORK/run.h5" --min-accuracy 0.3
 
-# 3 ranks (not a power of two) and 2 "nodes" of 1-2 ranks, synthetic FCN-5-shaped input is big:
-# use fcn5 on MNIST-shaped data instead.
-run_np 4 --model fcn5 --dataset fashion-mnist --batch 16 --iters 4 --warmup 1 --ranks-per-node 2 \
+# 3 ranks (not a power of two) as 3 "nodes" of 1 rank (--ranks-per-node must divide the ranks);
+# synthetic FCN-5-shaped input is big: fcn5 on MNIST-shaped data instead (a batch of 15 splits
+# evenly over 3 ranks).
+run_np 3 --model fcn5 --dataset fashion-mnist --batch 15 --iters 4 --warmup 1 --ranks-per-node 1 \
     --output "$WORK/fcn.h5" >/dev/null
-h5check finished "$WORK/fcn.h5" --ranks 4 --iters 5
+h5check finished "$WORK/fcn.h5" --ranks 3 --iters 5
 "$PYTHON" - "$WORK/fcn.h5" <<'PY'
 import sys, h5py
 with h5py.File(sys.argv[1], "r") as f:
-    assert f.attrs["nnodes"] == 2, f.attrs["nnodes"]
-    assert list(f["ranks/node"][:]) == [0, 0, 1, 1], f["ranks/node"][:]
-    assert list(f["ranks/local_rank"][:]) == [0, 1, 0, 1]
-print("ok: --ranks-per-node 2 forms 2 nodes of 2 ranks")
+    assert f.attrs["nranks"] == 3, f.attrs["nranks"]
+    assert f.attrs["nnodes"] == 3, f.attrs["nnodes"]
+    assert list(f["ranks/node"][:]) == [0, 1, 2], f["ranks/node"][:]
+    assert list(f["ranks/local_rank"][:]) == [0, 0, 0], f["ranks/local_rank"][:]
+print("ok: 3 ranks; --ranks-per-node 1 forms 3 nodes of 1 rank")
 PY
 
 summary=$(analyze summary "$WORK/run.h5")

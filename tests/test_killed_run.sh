@@ -36,3 +36,59 @@ summary=$(analyze summary "$out")
 echo "$summary"
 echo "$summary" | grep -q "INCOMPLETE" || fail "dtbench-analyze does not report the killed run as incomplete"
 pass "killed run: file readable, completed blocks intact, reported incomplete"
+
+# Kills at random times, the first 50 ms included (issue 16): the whole job (mpirun and its
+# ranks) SIGKILLed at once, as a node failure would. Afterwards the results' name holds either
+# nothing (the file is built under a hidden partial name, renamed once it describes itself) or a
+# file h5py opens whose /ranks/completed blocks are all written; and a new run on the same name
+# is never blocked by what the killed one left.
+# A delay is counted from the start of mpirun, or (file+D) from the moment the file appears (the
+# ranks are then creating it: the window where a kill left an unreadable file).
+delays="0 0.01 0.05 file+0 file+0.002 file+0.005 file+0.01 file+0.02 file+0.03 file+0.05"
+for i in 1 2 3 4; do delays="$delays $("$PYTHON" -c "import random; random.seed($i); print(round(random.uniform(0.05, 2.5), 3))")"; done
+cd "$WORK"
+# tree PID : PID and all its descendants (Open MPI puts its ranks in their own process groups).
+tree() {
+    local c
+    echo "$1"
+    for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do tree "$c"; done
+}
+for d in $delays; do
+    rm -f k.h5 .k.h5.partial
+    timeout -k 5 120 "$MPIRUN" -np 2 "$DTBENCH" --model lenet --dataset synthetic --batch 4 \
+        --iters 100000 --warmup 0 --flush-every 5 --output k.h5 >k.log 2>&1 &
+    pid=$!
+    case $d in
+    file+*)
+        for _ in $(seq 1 2000); do
+            [ -e k.h5 ] || [ -e .k.h5.partial ] && break
+            sleep 0.005
+        done
+        sleep "${d#file+}"
+        ;;
+    *) sleep "$d" ;;
+    esac
+    procs=$(tree "$pid")
+    kill -STOP $procs 2>/dev/null || true # freeze the whole job, then kill it at once
+    kill -9 $procs 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    sleep 0.2 # let the killed ranks' file descriptors close
+    state=absent
+    if [ -e k.h5 ]; then
+        "$PYTHON" - k.h5 <<'PY' || fail "killed after $d s: k.h5 is not a readable results file"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    done = f["ranks/completed"][:]
+    total = f["iterations/total"][:]
+    for r, n in enumerate(done):
+        assert n >= 0 and not np.isnan(total[r, :n]).any(), (r, n)
+PY
+        state=readable
+        rm -f k.h5
+    fi
+    # What is left (at most the hidden partial file) does not block the next run on this name.
+    run_np 2 --model lenet --dataset synthetic --batch 4 --iters 2 --warmup 0 --output k.h5 \
+        >next.log 2>&1 || fail "after a kill at $d s the next run failed: $(cat next.log)"
+    echo "ok: killed after $d s: results name $state; the next run on it succeeded"
+done
+pass "kills at random times (first 50 ms included): never a half-made results file"

@@ -9,8 +9,9 @@
  *   3. the graph runtime on three small models built from the zoo's kinds of rows (a residual
  *      block with batch norm; an inception-like module with LRN, padded pools, concatenation,
  *      dropout; embedding + two LSTMs): whole-model gradients against finite differences, the
- *      same gradients from two micro-batches accumulated, and from two stages glued by hand (what
- *      the pipeline does over MPI);
+ *      same gradients from two micro-batches accumulated (with batch norm: those of two separate
+ *      half batches, each micro-batch normalised with its own statistics), and from two stages
+ *      glued by hand (what the pipeline does over MPI);
  *   4. every zoo model: one forward and backward pass on a tiny batch (finite loss near ln C,
  *      finite gradients);
  *   5. pipeline cuts: where each model can be cut, the FLOPs-balanced split against brute force,
@@ -446,6 +447,54 @@ static void test_small_microbatches(const ModelDesc *d, BackendCtx *ctx) {
     model_free(&whole), model_free(&part);
 }
 
+/* Batch norm with two micro-batches: each micro-batch is normalised with its own statistics (as in
+ * GPipe), so the gradients are not the whole batch's but the mean of those of two separate batches
+ * of 2 samples, and the running statistics have been updated once per micro-batch, in order. The
+ * reference is a one-micro-batch Model run on each half in turn. Backward runs micro-batch 1
+ * before 0 (as the pipeline does): a backward pass reading the other micro-batch's saved
+ * statistics fails this. */
+static void test_small_microbatches_bn(const ModelDesc *d, BackendCtx *ctx) {
+    const int n = 4, mb = 2;
+    Model part = build_small(d, n, 2, 0, d->nlayers, ctx);
+    Model ref = build_small(d, n, 1, 0, d->nlayers, ctx);
+    float l0 = model_forward(&ref, mb, 1, NULL); /* samples 0, 1 */
+    model_backward(&ref, mb);
+    float *g0 = malloc(ref.nparams * sizeof(float));
+    memcpy(g0, ref.grads, ref.nparams * sizeof(float));
+    memmove(ref.x, ref.x + (size_t)mb * ref.x_size, (size_t)mb * ref.x_size * sizeof(float));
+    memmove(ref.labels, ref.labels + mb * ref.label_size,
+            (size_t)mb * ref.label_size * sizeof(int32_t));
+    float l1 = model_forward(&ref, mb, 1, NULL); /* samples 2, 3 */
+    model_backward(&ref, mb);
+    for (size_t i = 0; i < ref.nparams; i++)
+        ref.grads[i] = 0.5f * (g0[i] + ref.grads[i]);
+    model_forward_part(&part, 0, mb, 0, 1);
+    float p0 = model_loss_part(&part, 0, mb, 1, 0.5f, NULL);
+    model_forward_part(&part, mb, mb, 1, 1);
+    float p1 = model_loss_part(&part, mb, mb, 1, 0.5f, NULL);
+    model_backward_part(&part, mb, mb, 1, 0);
+    model_backward_part(&part, 0, mb, 0, 1);
+    double scale, diff = max_abs_diff(part.grads, ref.grads, ref.nparams, &scale);
+    double bscale, bdiff = max_abs_diff(part.buffers, ref.buffers, ref.nbuffers, &bscale);
+    /* the whole batch's gradients (one set of statistics) must differ: else nothing is tested */
+    Model whole = build_small(d, n, 1, 0, d->nlayers, ctx);
+    model_forward(&whole, n, 1, NULL);
+    model_backward(&whole, n);
+    double wscale, wdiff = max_abs_diff(part.grads, whole.grads, whole.nparams, &wscale);
+    printf("%s: batch norm, 2 micro-batches vs 2 separate batches: loss %.6f, %.6f vs %.6f, %.6f, "
+           "gradients max abs diff %.3g (largest %.3g, tolerance 1e-5 x largest), running "
+           "statistics %.3g over %zu (tolerance 1e-6 x largest %.3g); vs the whole batch's "
+           "gradients %.3g (must be > 1e-3 x largest)\n",
+           d->name, p0, p1, l0, l1, diff, scale, bdiff, ref.nbuffers, bscale, wdiff);
+    EXPECT(fabs(p0 - l0) < 1e-5 && fabs(p1 - l1) < 1e-5 && diff <= 1e-5 * scale && scale > 0,
+           "%s batch-norm micro-batch gradients", d->name);
+    EXPECT(ref.nbuffers > 0 && bdiff <= 1e-6 * bscale, "%s batch-norm running statistics", d->name);
+    EXPECT(wdiff > 1e-3 * wscale, "%s: micro-batches gave the whole batch's batch-norm gradients",
+           d->name);
+    free(g0);
+    model_free(&part), model_free(&ref), model_free(&whole);
+}
+
 /* Two stages glued by hand at row s: stage A's output is stage B's input, B's input gradient is
  * A's output gradient. The parameters' gradients are those of the whole model. */
 static void test_small_stages(const ModelDesc *d, int s, BackendCtx *ctx) {
@@ -718,8 +767,9 @@ int main(void) {
     const ModelDesc *small[] = {&tiny_res, &tiny_inception, &tiny_lstm};
     for (int i = 0; i < 3; i++)
         test_small_finite_differences(small[i], ctx);
-    test_small_microbatches(&tiny_inception, ctx); /* batch norm: statistics per micro-batch */
+    test_small_microbatches(&tiny_inception, ctx);
     test_small_microbatches(&tiny_lstm, ctx);
+    test_small_microbatches_bn(&tiny_res, ctx); /* batch norm: statistics per micro-batch */
     test_small_stages(&tiny_inception, 3, ctx); /* B's input feeds three branches */
     test_small_stages(&tiny_res, 3, ctx);       /* B's input feeds the block and the add */
     test_small_stages(&tiny_lstm, 2, ctx);

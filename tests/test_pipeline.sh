@@ -48,7 +48,7 @@ run_case lenet-k4 4 $common --parallel model --stages 4
 run_case lenet-k4-m2 4 $common --parallel model --microbatches 2 --split 2,4,5
 run_case lenet-h2x2-m2 4 $common --parallel hybrid --stages 2 --microbatches 2
 for c in k2 k2-m4 k4 k4-m2 h2x2-m2; do h5check pipeline "$WORK/lenet-$c.h5"; done
-same_loss "$WORK/lenet-1.h5" "$WORK"/lenet-k*.h5
+same_loss "$WORK/lenet-1.h5" "$WORK"/lenet-[kh]*.h5
 "$PYTHON" "$TESTS_SRCDIR/compare_params.py" "$TOL" "$WORK/lenet-1.params" "$WORK"/lenet-[kh]*.params
 grep -q 'stage 3: layers 5-6 (relu1 .. ip2)' "$WORK/lenet-k4-m2.log" || fail "--split 2,4,5 not applied"
 pass "lenet: 2 and 4 stages, micro-batches, 2x2 hybrid train the parameters of one process"

@@ -33,7 +33,7 @@ wait_jobs() {
 # Exchange strategies: sync and mixed (REQUIRE_MIXED=0 turns a dtbench without mixed into a note).
 REQUIRE_MIXED=${REQUIRE_MIXED:-1}
 exchanges='"sync"'
-if "$DTBENCH" --help | grep -q -- '--exchange {.*mixed'; then
+if grep -q -- '--exchange {.*mixed' <<<"$("$DTBENCH" --help)"; then
     exchanges='"sync", "mixed"'
 elif [ "$REQUIRE_MIXED" = 1 ]; then
     fail "this dtbench has no --exchange mixed (REQUIRE_MIXED=1)"
@@ -112,7 +112,7 @@ pass "campaign submitted as $njobs job arrays and completed ($(($(date +%s) - t_
 
 # Submitting again never starts a run twice nor touches a result.
 sums=$(md5sum "$WORK"/results/smoke/runs/*.h5)
-campaign submit "$WORK/smoke.toml" | grep -q "nothing to submit" || fail "second submit did not say nothing to submit"
+grep -q "nothing to submit" <<<"$(campaign submit "$WORK/smoke.toml")" || fail "second submit did not say nothing to submit"
 [ "$(vc_cli squeue -h | wc -l)" = 0 ] || fail "second submit queued jobs"
 [ "$sums" = "$(md5sum "$WORK"/results/smoke/runs/*.h5)" ] || fail "second submit changed result files"
 pass "submitting again changes nothing"
@@ -176,7 +176,7 @@ wait_iterations cancel 10
 job=$(vc_cli squeue -h -n scancel-n2x1 -o %i)
 [ -n "$job" ] || fail "the scancel job is not in the queue"
 vc_cli scancel "$job"
-campaign cancel "$WORK/cancel.toml" | grep -q "asked to stop" || fail "dtbench-campaign cancel did not ask the running job to stop"
+grep -q "asked to stop" <<<"$(campaign cancel "$WORK/cancel.toml")" || fail "dtbench-campaign cancel did not ask the running job to stop"
 wait_jobs 150
 for s in limit scancel cancel; do
     campaign status "$WORK/$s.toml" --json >"$WORK/$s.json"

@@ -50,11 +50,32 @@ with h5py.File(sys.argv[1], "r") as f:
     assert h.shape == (4, 4) and np.isfinite(h).all() and (h >= 0).all(), h
     assert (h > 0).any(), "overlapped buckets, yet no exchange time before the end of backward"
     assert f["iterations/exchange_hidden"].attrs["units"] == "s"
+    # the calibration (default --calibrate-iters 5): the transport alone on the run's buckets
+    a = f.attrs
+    assert 1 <= a["calibration_iters"] <= 5, a["calibration_iters"]
+    assert 0 < a["calibration_exchange_s"] < 1, a["calibration_exchange_s"]
+    assert a["calibration_bucket_bytes"] == 104856, a["calibration_bucket_bytes"]  # 0.1 MiB floats
+    f_hier = 2 * (2 - 1) / 2 + 2 * (2 - 1) / 2 / 2  # 2 ranks per node, 2 nodes
+    assert abs(a["calibration_busbw_factor"] - f_hier) < 1e-12, a["calibration_busbw_factor"]
 with h5py.File(sys.argv[2], "r") as f:
     assert (f["iterations/exchange_hidden"][:] == 0).all(), "1 rank: nothing to hide"
-print("ok: exchange_hidden recorded: 0 without exchange, > 0 with overlapped buckets")
+    assert f.attrs["calibration_iters"] == 0, "1 rank: nothing to calibrate"
+print("ok: exchange_hidden recorded: 0 without exchange, > 0 with overlapped buckets; calibration stored")
 PY
 pass "lenet: 4 ranks (hier, 2 nodes, overlap) and 2 ranks (mpi, overlap) train the 1-rank parameters"
+
+# Hybrid parallelism: 2 replicas of a 2-stage pipeline on 4 ranks, every CPU transport; hier on 2
+# "nodes" of 2 (each stage's replicas are one rank per node: the transport must take the
+# topology of the stage's communicator, not the job's; that crashed with "malloc(): invalid
+# size"), with and without overlap. Each must train the 1-rank parameters.
+for spec in "mpi:" "hier:--ranks-per-node 2" "hier:--ranks-per-node 2 --overlap" "hier:--ranks-per-node 4"; do
+    tp=${spec%%:*} args=${spec#*:}
+    name=$(echo "$tp$args" | tr -dc 'a-z0-9')
+    run_np 4 $common --parallel hybrid --stages 2 --transport "$tp" $args --bucket-mb 0.1 \
+        --output "$WORK/hy-$name.h5" --save-model "$WORK/hy-$name.params" >/dev/null
+    "$PYTHON" "$TESTS_SRCDIR/compare_params.py" 2e-5 "$WORK/ref.params" "$WORK/hy-$name.params"
+done
+pass "hybrid (2 stages x 2 replicas) with mpi and hier (1, 2 nodes, overlap) trains the 1-rank parameters"
 
 # Bad input: one line, exit status 2.
 set +e
@@ -70,4 +91,10 @@ rc=$?
 set -e
 [ "$rc" = 2 ] && grep -q "^dtbench: error: --transport: 'tcp' is not accepted: expected one of mpi" "$WORK/e.txt" \
     || fail "--transport tcp: exit $rc: $(cat "$WORK/e.txt")"
-pass "bad transports rejected with one line"
+set +e
+run_np 2 --dataset synthetic --iters 1 --exchange ssp --calibrate-iters 3 --output "$WORK/bad.h5" >/dev/null 2>"$WORK/e.txt"
+rc=$?
+set -e
+[ "$rc" = 2 ] && grep -q "^dtbench: error: --calibrate-iters: .*--exchange ssp" "$WORK/e.txt" && [ ! -e "$WORK/bad.h5" ] \
+    || fail "--calibrate-iters with ssp: exit $rc: $(cat "$WORK/e.txt")"
+pass "bad transports rejected with one line; --calibrate-iters refused where nothing calibrates"

@@ -11,7 +11,7 @@ expect_total() {
     local model=$1 total=$2
     shift 2
     out=$("$DTBENCH" --model "$model" --dry-run "$@")
-    echo "$out" | grep -q "total parameters: $total " || fail "$model $*: $(echo "$out" | grep total)"
+    grep -q "total parameters: $total " <<<"$out" || fail "$model $*: $(echo "$out" | grep total)"
     pass "$model $*: $total parameters"
 }
 expect_total alexnet 61100840 --dataset synthetic
@@ -19,10 +19,11 @@ expect_total alexnet 89578 --dataset cifar10
 expect_total vgg16 138357544 --dataset synthetic
 expect_total googlenet 6998552 --dataset synthetic
 expect_total resnet50 25557032 --dataset synthetic
+expect_total resnet8 78042 --dataset synthetic
 expect_total lstm32 6180624 --dataset synthetic
 expect_total lstm64 6180624 --dataset synthetic
 out=$("$DTBENCH" --model googlenet --dataset synthetic --dry-run)
-echo "$out" | grep -q 'inception_3a/output .*concat .*\[256,28,28\]' || fail "googlenet table"
+grep -q 'inception_3a/output .*concat .*\[256,28,28\]' <<<"$out" || fail "googlenet table"
 out=$("$DTBENCH" --model resnet50 --dataset synthetic --parallel model --stages 4 --dry-run)
 [ "$(echo "$out" | grep -c '^  stage [0-3]: layers')" = 4 ] || fail "resnet50 stages: $out"
 pass "dry-run tables and a 4-stage split"

@@ -33,6 +33,7 @@ FACTORS: "OrderedDict[str, Tuple[str, ...]]" = OrderedDict([
     ("batch", ("batch", "batch_global", "batch_per_rank")),
     ("precision", ("precision", "grad_dtype", "grad-dtype")),
     ("microbatches", ("microbatches",)),
+    ("schedule", ("schedule",)),
 ])
 
 

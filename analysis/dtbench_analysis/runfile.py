@@ -69,6 +69,8 @@ def _decode(value):
     """HDF5 attribute/dataset scalar -> plain Python value (str, int, float, list)."""
     if isinstance(value, (bytes, np.bytes_)):
         return bytes(value).rstrip(b"\0").decode("utf-8", errors="replace")
+    if isinstance(value, str):  # h5py's surrogate escapes of bytes that are not UTF-8 (a --tag)
+        return value.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
     if isinstance(value, np.ndarray):
         if value.size == 1 and value.ndim <= 1:
             return _decode(value.reshape(-1)[0])

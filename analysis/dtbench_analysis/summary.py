@@ -27,6 +27,11 @@ DEFINITIONS = {
     "slowest_rank": "rank with the highest median total, vs the median of the per-rank medians",
     "per_rank": "per rank, over its measured iterations: median and p95 of total, median of busy "
                 "(total minus exchange_wait when recorded, else minus exchange) and of exchange",
+    "exchange_efficiency": "calibration_exchange_s (the transport's collectives timed alone on the "
+                           "run's buckets before training) / median recorded exchange; below "
+                           "0.9 the recorded exchange costs more than the library's work. "
+                           "busbw: median bytes_sent / median (exchange - exchange_wait) x "
+                           "calibration_busbw_factor (nccl-tests' bus bandwidth)",
     "energy": "integral of sampled power over each rank's measured iterations (trapezoid rule), "
               "summed over ranks, / samples those ranks processed (batch_per_rank each)",
 }
@@ -39,6 +44,30 @@ MAX_RANK_ROWS = 16
 
 def _ms(seconds: Optional[float]) -> Optional[float]:
     return None if seconds is None else seconds * MS
+
+
+EFFICIENCY_WARN = 0.9
+
+
+def _exchange_efficiency(run: Run, exchange_ms: Optional[float]) -> Optional[Dict[str, object]]:
+    """The calibration stored by dtbench (issue 12) against the recorded exchange; None when the
+    run holds no calibration (older files, --calibrate-iters 0, one rank)."""
+    lib = run.attrs.get("calibration_exchange_s")
+    if lib is None or not np.isfinite(lib) or int(run.attrs.get("calibration_iters", 0)) <= 0:
+        return None
+    d = run.measured("exchange") - run.measured("exchange_wait")
+    d = d[np.isfinite(d)]
+    sent = run.measured("bytes_sent")
+    sent = sent[np.isfinite(sent)]
+    xfer = float(np.median(d)) if d.size else None
+    factor = float(run.attrs.get("calibration_busbw_factor", float("nan")))
+    busbw = (float(np.median(sent)) / xfer * factor
+             if xfer and xfer > 0 and sent.size and np.isfinite(factor) else None)
+    eff = lib * MS / exchange_ms if exchange_ms else None
+    return {"library_ms": lib * MS, "recorded_ms": exchange_ms,
+            "transfer_ms": None if xfer is None else xfer * MS, "efficiency": eff,
+            "warn": eff is not None and eff < EFFICIENCY_WARN,
+            "calibration_busbw": run.attrs.get("calibration_busbw"), "recorded_busbw": busbw}
 
 
 def summarize(run: Run) -> Dict[str, object]:
@@ -93,6 +122,7 @@ def summarize(run: Run) -> Dict[str, object]:
                        "critical_path_median_ms": _ms(tp["critical_path_median_s"]),
                        "iterations": tp["iterations"], "method": tp["method"]},
         "exchange_share": share,
+        "exchange_efficiency": _exchange_efficiency(run, phases["exchange"]["median"]),
         "slowest_rank": None if slow is None else {
             "rank": slow["rank"], "host": slow["host"],
             "median_total_ms": _ms(slow["median_total_s"]),
@@ -169,6 +199,18 @@ def format_text(s: Dict[str, object]) -> str:
     share = s["exchange_share"]["median"]
     lines.append(f"  exchange share: {_num(None if share is None else share * 100, '.1f')}% "
                  f"(median over iterations of sum-over-ranks exchange / sum-over-ranks total)")
+    eff = s.get("exchange_efficiency")
+    if eff:
+        bw = "" if eff["recorded_busbw"] is None else (
+            f"; busbw {eff['recorded_busbw'] / 1e9:.3g} GB/s recorded vs "
+            f"{(eff['calibration_busbw'] or 0) / 1e9:.3g} GB/s alone")
+        lines.append(f"  exchange efficiency: {_num(eff['efficiency'], '.2f')} (library alone "
+                     f"{_num(eff['library_ms'])} ms / recorded {_num(eff['recorded_ms'])} ms median "
+                     f"exchange{bw})")
+        if eff["warn"]:
+            lines.append(f"  WARNING: exchange efficiency below {EFFICIENCY_WARN}: the recorded "
+                         f"exchange costs more than the library's collectives alone; the exchange "
+                         f"share overstates communication")
     slow = s["slowest_rank"]
     if slow:
         pct = "" if slow["ratio"] is None else f" ({(slow['ratio'] - 1) * 100:+.1f}%)"

@@ -60,8 +60,10 @@ def label(run: Run, names: Optional[Dict[str, str]] = None) -> str:
     """Short label: file, model, exchange, ranks (and precision when recorded)."""
     extra = " ".join(precision(run).values())
     par = str(run.attrs.get("parallel") or "data")
+    sched = run.config.get("schedule")
     shape = f"{run.nranks}r" if par == "data" else \
-        f"{run.nranks}r {par} K={run.attrs.get('stages')} M={run.attrs.get('microbatches')}"
+        f"{run.nranks}r {par} K={run.attrs.get('stages')} M={run.attrs.get('microbatches')}" + \
+        (f" {sched}" if sched else "")
     text = f"{run_name(run, names)}: {run.attrs.get('model')} {run.exchange} {shape}"
     return text + (f" {extra}" if extra else "") + ("" if run.is_complete else " *")
 

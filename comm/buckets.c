@@ -1,6 +1,6 @@
-/* pipeline.c - the bucket pipeline of the exchange transports (see pipeline.h). */
+/* buckets.c - the bucket engine of the exchange transports (see buckets.h). */
 #include "check.h"
-#include "pipeline.h"
+#include "buckets.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -21,32 +21,51 @@ typedef struct {
     size_t host_cap;
 } Piece;
 
-struct Pipeline {
+struct BucketEngine {
     const CollOps *io, *to; /* intra (NULL: flat) and top level */
     Coll *intra, *top;
     int staged;
     int L, lrank, N; /* node size, rank in the node, nodes */
-    float scale;     /* 1/P */
+    float scale;     /* 1/P, or 1 with leave_sum */
+    float left;      /* what the caller still applies: 1/P with leave_sum, else 1 */
     Piece *pieces;
     int npieces, cap;
     int top_next; /* next piece whose step 2 is to be posted */
     int finished; /* finish() ran: the next start() begins an iteration */
     int measured; /* hidden() ran since finish() */
+    int blocking; /* buckets started after backward use the blocking collectives */
 };
 
-Pipeline *pipeline_create(const CollOps *intra_ops, Coll *intra, const CollOps *top_ops, Coll *top,
-                          int staged, int nranks) {
-    Pipeline *p = xcalloc(1, sizeof *p);
+/* Blocking (1) or non-blocking (0) collectives from now on, where the Coll offers the choice. */
+static void set_blocking(BucketEngine *p, int on) {
+    if (!p->blocking) return;
+    if (p->to->set_blocking) p->to->set_blocking(p->top, on);
+    if (p->intra && p->io->set_blocking) p->io->set_blocking(p->intra, on);
+}
+
+/* A new iteration: forget the last one's pieces; buckets go non-blocking until backward ends. */
+static void new_iteration(BucketEngine *p) {
+    if (!p->measured) buckets_hidden(p);
+    p->npieces = p->top_next = 0;
+    p->finished = 0;
+    set_blocking(p, 0);
+}
+
+BucketEngine *buckets_create(const CollOps *intra_ops, Coll *intra, const CollOps *top_ops,
+                             Coll *top, int staged, int nranks, int blocking, int leave_sum) {
+    BucketEngine *p = xcalloc(1, sizeof *p);
+    p->blocking = blocking;
     p->io = intra_ops, p->intra = intra, p->to = top_ops, p->top = top, p->staged = staged;
     p->L = intra ? intra_ops->size(intra) : 1;
     p->lrank = intra ? intra_ops->rank(intra) : 0;
     p->N = top_ops->size(top);
-    p->scale = 1.0f / (float)nranks;
+    p->scale = leave_sum ? 1.0f : 1.0f / (float)nranks;
+    p->left = leave_sum ? 1.0f / (float)nranks : 1.0f;
     p->measured = 1;
     return p;
 }
 
-static Piece *new_piece(Pipeline *p) {
+static Piece *new_piece(BucketEngine *p) {
     if (p->npieces == p->cap) {
         int cap = p->cap ? 2 * p->cap : 16;
         p->pieces = realloc(p->pieces, (size_t)cap * sizeof(Piece));
@@ -58,7 +77,7 @@ static Piece *new_piece(Pipeline *p) {
 }
 
 /* Step 1 of a hierarchical piece, and the copy of its shard to the host when staged. */
-static void start_piece(Pipeline *p, Piece *pc) {
+static void start_piece(BucketEngine *p, Piece *pc) {
     const CollOps *io = p->io;
     float *mine = pc->work + (size_t)p->lrank * pc->shard;
     if (pc->tail) io->copy(p->intra, pc->work, pc->dst, pc->count);
@@ -73,7 +92,7 @@ static void start_piece(Pipeline *p, Piece *pc) {
     }
 }
 
-static void add_hier_piece(Pipeline *p, float *buf, size_t count, int tail) {
+static void add_hier_piece(BucketEngine *p, float *buf, size_t count, int tail) {
     Piece *pc = new_piece(p);
     pc->tail = tail, pc->count = count, pc->dst = buf;
     pc->shard = tail ? 1 : count / (size_t)p->L;
@@ -86,12 +105,8 @@ static void add_hier_piece(Pipeline *p, float *buf, size_t count, int tail) {
     start_piece(p, pc);
 }
 
-void pipeline_start(Pipeline *p, float *buf, size_t n) {
-    if (p->finished) { /* a new iteration */
-        if (!p->measured) pipeline_hidden(p);
-        p->npieces = p->top_next = 0;
-        p->finished = 0;
-    }
+void buckets_start(BucketEngine *p, float *buf, size_t n) {
+    if (p->finished) new_iteration(p);
     if (n == 0) return;
     if (!p->intra) { /* flat */
         p->to->after_compute(p->top);
@@ -105,16 +120,16 @@ void pipeline_start(Pipeline *p, float *buf, size_t n) {
     size_t main = n / (size_t)p->L * (size_t)p->L;
     if (main) add_hier_piece(p, buf, main, 0);
     if (n > main) add_hier_piece(p, buf + main, n - main, 1);
-    pipeline_progress(p);
+    buckets_progress(p);
 }
 
 /* Step 2 of piece i (its step 1 is complete). */
-static void post_top(Pipeline *p, Piece *pc) {
+static void post_top(BucketEngine *p, Piece *pc) {
     float *data = p->staged ? pc->host : pc->work + (size_t)p->lrank * pc->shard;
     pc->top_ticket = p->to->allreduce(p->top, data, pc->shard, p->scale);
 }
 
-void pipeline_progress(Pipeline *p) {
+void buckets_progress(BucketEngine *p) {
     if (p->npieces == 0) return;
     if (!p->intra) { /* flat: let MPI progress the allreduces (NCCL: a cheap event query) */
         (void)p->to->done(p->top, p->pieces[p->npieces - 1].top_ticket);
@@ -131,17 +146,29 @@ void pipeline_progress(Pipeline *p) {
         (void)p->to->done(p->top, p->pieces[p->top_next - 1].top_ticket);
 }
 
-void pipeline_backward_done(Pipeline *p) {
-    if (p->finished) { /* no bucket started during backward: a new iteration starts here */
-        if (!p->measured) pipeline_hidden(p);
-        p->npieces = p->top_next = 0;
-        p->finished = 0;
-    }
+void buckets_backward_done(BucketEngine *p) {
+    if (p->finished) new_iteration(p); /* no bucket started during backward */
     if (p->intra) p->io->mark_backward_end(p->intra);
     p->to->mark_backward_end(p->top);
+    /* Blocking only in iterations where nothing was started during backward: mixing blocking
+     * collectives with non-blocking ones still in flight on the same communicators hung Open MPI
+     * 4.1 intermittently (hier, 4 ranks). */
+    set_blocking(p, p->npieces == 0);
 }
 
-void pipeline_finish(Pipeline *p) {
+void buckets_alone(BucketEngine *p, float *buf, size_t n) {
+    float scale = p->scale;
+    int blocking = p->blocking;
+    p->scale = 1.0f, p->blocking = 1;
+    buckets_backward_done(p);
+    buckets_start(p, buf, n);
+    buckets_finish(p);
+    buckets_hidden(p);
+    set_blocking(p, 0);
+    p->scale = scale, p->blocking = blocking;
+}
+
+void buckets_finish(BucketEngine *p) {
     if (!p->intra) { /* host: wait (and scale); device: the compute stream will wait */
         if (!p->to->on_device(p->top))
             for (int i = 0; i < p->npieces; i++)
@@ -181,14 +208,18 @@ void pipeline_finish(Pipeline *p) {
     p->finished = 1, p->measured = 0;
 }
 
-double pipeline_hidden(Pipeline *p) {
+double buckets_hidden(BucketEngine *p) {
     double h = p->to->hidden(p->top);
     if (p->intra) h += p->io->hidden(p->intra);
     p->measured = 1;
     return h;
 }
 
-void pipeline_destroy(Pipeline *p) {
+double buckets_scale_left(BucketEngine *p) {
+    return p->left;
+}
+
+void buckets_destroy(BucketEngine *p) {
     if (!p) return;
     for (int i = 0; i < p->cap; i++) {
         if (p->pieces[i].scratch) p->io->buf_free(p->intra, p->pieces[i].scratch);

@@ -1,4 +1,4 @@
-/* pipeline.h - averages gradient buckets over all ranks with one or two levels of collectives
+/* buckets.h - the bucket engine: averages gradient buckets over all ranks with one or two levels of collectives
  * (coll.h); the engine behind every transport (comm/transport_*.c).
  *
  * Flat (intra == NULL): each bucket is one allreduce on `top`, which spans all ranks.
@@ -19,30 +19,39 @@
  * sequence on every rank, whatever the timing.
  *
  * Averaging: step 2 (or step 1 with one node; the allreduce when flat) scales by 1/P, P = all
- * ranks. */
-#ifndef DTBENCH_PIPELINE_H
-#define DTBENCH_PIPELINE_H
+ * ranks; with leave_sum nothing is scaled and the caller applies buckets_scale_left(). */
+#ifndef DTBENCH_BUCKETS_H
+#define DTBENCH_BUCKETS_H
 
 #include "coll.h"
 
 #include <stddef.h>
 
-typedef struct Pipeline Pipeline;
+typedef struct BucketEngine BucketEngine;
 
-/* Takes ownership of the Colls (destroyed with the pipeline). nranks: P, the ranks averaged. */
-Pipeline *pipeline_create(const CollOps *intra_ops, Coll *intra, const CollOps *top_ops, Coll *top,
-                          int staged, int nranks);
+/* Takes ownership of the Colls (destroyed with the engine). nranks: P, the ranks averaged.
+ * blocking: in an iteration where no bucket was started during backward (no --overlap), the
+ * buckets use the library's blocking collectives (where the Coll offers them: coll.h
+ * set_blocking); when some were, every bucket of the iteration stays non-blocking. */
+BucketEngine *buckets_create(const CollOps *intra_ops, Coll *intra, const CollOps *top_ops,
+                             Coll *top, int staged, int nranks, int blocking, int leave_sum);
+/* 1/P when created with leave_sum (the buckets hold sums), else 1. */
+double buckets_scale_left(BucketEngine *p);
 /* Starts bucket buf[0 .. n). Buckets are started in the same order on every rank. */
-void pipeline_start(Pipeline *p, float *buf, size_t n);
+void buckets_start(BucketEngine *p, float *buf, size_t n);
 /* Posts what can be posted without waiting (called between layers of backward). */
-void pipeline_progress(Pipeline *p);
-/* The end of backward, for pipeline_hidden. */
-void pipeline_backward_done(Pipeline *p);
+void buckets_progress(BucketEngine *p);
+/* The end of backward, for buckets_hidden. */
+void buckets_backward_done(BucketEngine *p);
 /* Completes every started bucket (device: the compute stream's later work waits for them). */
-void pipeline_finish(Pipeline *p);
+void buckets_finish(BucketEngine *p);
 /* Seconds of this iteration's exchange work before the end of backward (see coll.h); call once
  * per iteration, after finish. */
-double pipeline_hidden(Pipeline *p);
-void pipeline_destroy(Pipeline *p);
+double buckets_hidden(BucketEngine *p);
+void buckets_destroy(BucketEngine *p);
+/* Calibration: the collectives of one bucket buf[0 .. n), blocking where possible, summing
+ * without the 1/P scale, outside any iteration (call between iterations). On the device the
+ * result is queued: the caller synchronizes. */
+void buckets_alone(BucketEngine *p, float *buf, size_t n);
 
 #endif

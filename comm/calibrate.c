@@ -1,0 +1,68 @@
+/* calibrate.c - the transport's collectives alone on the run's buckets (see calibrate.h).
+ * Each repetition starts after a barrier and runs every bucket through TransportOps.alone (the
+ * library's blocking collectives, summing) or, for transports without it, start/finish; one
+ * unmeasured repetition first (connections, first touch). The result is the median over the
+ * repetitions of this rank's time, then the mean over the ranks. Bounded: it stops after about
+ * 2 s of measuring (decided together). */
+#include "calibrate.h"
+#include "check.h"
+#include "util.h"
+
+#include <stdlib.h>
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double one_pass(const TransportOps *ops, Transport *tp, MPI_Comm comm,
+                       const BackendOps *be, BackendCtx *ctx, float *buf, size_t n,
+                       size_t bucket) {
+    MPI_CHECK(MPI_Barrier(comm));
+    double t0 = dt_now();
+    if (ops->alone) {
+        for (size_t hi = n; hi > 0; hi = bucket_lo(hi, bucket))
+            ops->alone(tp, buf + bucket_lo(hi, bucket), hi - bucket_lo(hi, bucket));
+    } else {
+        ops->backward_done(tp);
+        for (size_t hi = n; hi > 0; hi = bucket_lo(hi, bucket))
+            ops->start(tp, buf + bucket_lo(hi, bucket), hi - bucket_lo(hi, bucket));
+        ops->finish(tp);
+    }
+    be->synchronize(ctx);
+    double t = dt_now() - t0;
+    if (!ops->alone) (void)ops->hidden(tp);
+    return t;
+}
+
+void transport_calibrate(const TransportOps *ops, Transport *tp, MPI_Comm comm,
+                         const BackendOps *be, BackendCtx *ctx, float *buf, size_t n,
+                         size_t bucket, int iters, ExchangeCalibration *out) {
+    int P;
+    MPI_CHECK(MPI_Comm_size(comm, &P));
+    out->nbuckets = (int)((n + bucket - 1) / bucket);
+    out->bucket_bytes = (double)(n < bucket ? n : bucket) * sizeof(float);
+    out->bytes = (double)n * sizeof(float);
+    out->busbw_factor = ops->busbw_factor ? ops->busbw_factor(tp) : 2.0 * (P - 1) / P;
+    out->iters = 0, out->seconds = out->algbw = out->busbw = 0.0;
+    if (iters <= 0 || P < 2 || n == 0) return;
+
+    double *t = xmalloc((size_t)iters * sizeof(double)), spent = 0.0;
+    one_pass(ops, tp, comm, be, ctx, buf, n, bucket); /* warm-up */
+    int k = 0;
+    while (k < iters) {
+        t[k] = one_pass(ops, tp, comm, be, ctx, buf, n, bucket);
+        spent += t[k++];
+        double most = spent; /* every rank stops after the same repetition */
+        MPI_CHECK(MPI_Allreduce(&spent, &most, 1, MPI_DOUBLE, MPI_MAX, comm));
+        if (most > 2.0) break;
+    }
+    qsort(t, (size_t)k, sizeof(double), cmp_double);
+    double med = k % 2 ? t[k / 2] : 0.5 * (t[k / 2 - 1] + t[k / 2]), sum = 0.0;
+    MPI_CHECK(MPI_Allreduce(&med, &sum, 1, MPI_DOUBLE, MPI_SUM, comm));
+    free(t);
+    out->iters = k;
+    out->seconds = sum / P;
+    out->algbw = out->seconds > 0 ? out->bytes / out->seconds : 0.0;
+    out->busbw = out->algbw * out->busbw_factor;
+}

@@ -1,0 +1,20 @@
+/* calibrate.h - times a transport's collectives alone on a run's buckets (see exchange.h,
+ * ExchangeCalibration), and the bucket cut every strategy shares. */
+#ifndef DTBENCH_CALIBRATE_H
+#define DTBENCH_CALIBRATE_H
+
+#include "exchange.h"
+#include "transport.h"
+
+/* Bucket k of n floats in buckets of b covers [n - (k+1)b, n - kb), clipped at 0: cut from the
+ * END, since backward produces the last layers' gradients first. */
+static inline size_t bucket_lo(size_t hi, size_t b) {
+    return hi > b ? hi - b : 0;
+}
+
+/* Collective over comm. buf[n] in the backend's memory. */
+void transport_calibrate(const TransportOps *ops, Transport *tp, MPI_Comm comm,
+                         const BackendOps *be, BackendCtx *ctx, float *buf, size_t n,
+                         size_t bucket, int iters, ExchangeCalibration *out);
+
+#endif

@@ -1,0 +1,184 @@
+/* cuda_elem.h - the per-element arithmetic of dtbench's CUDA kernels, written once and compiled
+ * twice: as __host__ __device__ functions by nvcc (kernels/cuda_kernels.cu, cuda_zoo_kernels.cu,
+ * cuda_lstm_kernels.cu call them) and as plain static inline C by the CPU-only test
+ * tests/test_device_arith.c, which checks them bit for bit against the CPU backend's kernels.
+ * So what a GPU kernel computes per element is tested in CI without a GPU; what is left to the
+ * GPU tests is indexing, reduction order and the libraries.
+ *
+ * Rules: no libm call whose GPU and host results may differ (only +, -, *, /, sqrtf, which are
+ * correctly rounded on both sides: nvcc's defaults -prec-div=true -prec-sqrt=true, and the CUDA
+ * kernels are built with -fmad=false so that no multiply-add is contracted); powf only on the
+ * generic LRN exponent, which the CPU backend also takes through powf. Plain C11 and C++17. */
+#ifndef DTBENCH_CUDA_ELEM_H
+#define DTBENCH_CUDA_ELEM_H
+
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+
+#ifdef __CUDACC__
+#define DT_HD __host__ __device__ static inline
+#else
+#define DT_HD static inline
+#endif
+
+/* ---- SGD (backend.h): g' = g + wd*p; v = momentum*v + g'; p -= lr*v ------------------------ */
+DT_HD void dt_sgd_momentum(float *p, float g, float *v, float lr, float momentum, float wd) {
+    const float gi = g + wd * *p;
+    const float vi = momentum * *v + gi;
+    *v = vi;
+    *p -= lr * vi;
+}
+DT_HD float dt_sgd_plain(float p, float g, float lr, float wd) {
+    return p - lr * (g + wd * p);
+}
+
+/* ---- softmax cross-entropy: one element of dlogits = exp(z - m) * (inv_n / S) - [label] inv_n */
+DT_HD float dt_xent_grad(float e, float scale, int is_label, float inv_n) {
+    float v = e * scale;
+    if (is_label) v -= inv_n;
+    return v;
+}
+
+/* ---- Cephes expf, sigmoid, tanh: the CPU backend's cpu_expf (cpu_vec.h), operation for
+ * operation, so the LSTM cell is the same function on both devices --------------------------- */
+DT_HD float dt_expf(float x) {
+    x = x < -87.3f ? -87.3f : x;
+    x = x > 88.3f ? 88.3f : x;
+    const int n = (int)(x * 1.44269504088896341f + 128.5f) - 128;
+    const float fn = (float)n;
+    float r = x - fn * 0.693359375f;
+    r = r + fn * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    const int32_t bits = (n + 127) << 23; /* 2^n, n in [-126, 127] */
+    float two_n;
+    memcpy(&two_n, &bits, sizeof two_n);
+    return p * two_n;
+}
+DT_HD float dt_sigmoidf(float x) {
+    return 1.0f / (1.0f + dt_expf(-x));
+}
+DT_HD float dt_tanhf(float x) {
+    return 2.0f / (1.0f + dt_expf(-2.0f * x)) - 1.0f;
+}
+
+/* ---- dropout (backend.h's counter-based mask) ---------------------------------------------- */
+DT_HD uint64_t dt_mix64(uint64_t z) {
+    z += 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+/* key of global sample g */
+DT_HD uint64_t dt_dropout_key(uint64_t seed, uint64_t g) {
+    return dt_mix64(seed ^ (g * 0x9E3779B97F4A7C15ULL));
+}
+/* 1 when element j of the sample with `key` is kept */
+DT_HD int dt_dropout_keep(uint64_t key, uint64_t j, float rate) {
+    const float u = (float)(dt_mix64(key + j) >> 40) * (1.0f / 16777216.0f);
+    return u >= rate;
+}
+DT_HD float dt_dropout_scale(float rate) {
+    return 1.0f / (1.0f - rate);
+}
+
+/* ---- pooling windows ----------------------------------------------------------------------- */
+/* Window rows [*lo, *hi) of output index o: o*stride - pad + [0, k), clipped to [0, len). */
+DT_HD void dt_window(int o, int stride, int pad, int k, int len, int *lo, int *hi) {
+    const int start = o * stride - pad;
+    *lo = start < 0 ? 0 : start;
+    *hi = start + k > len ? len : start + k;
+}
+/* Outputs [*lo, *hi) whose window holds input i (for the gathering backward passes):
+ * o*stride - pad <= i < o*stride - pad + k, clipped to [0, out_len). */
+DT_HD void dt_outputs_of(int i, int stride, int pad, int k, int out_len, int *lo, int *hi) {
+    const int a = i + pad - k + 1; /* o*stride >= a */
+    int l = a <= 0 ? 0 : (a + stride - 1) / stride;
+    int h = (i + pad) / stride + 1; /* o*stride <= i + pad */
+    if (h > out_len) h = out_len;
+    if (l > h) l = h;
+    *lo = l, *hi = h;
+}
+DT_HD float dt_avgpool_inv(int k) {
+    return 1.0f / (float)(k * k);
+}
+
+/* ---- LRN (backend.h's LrnShape) ------------------------------------------------------------ */
+/* s^-beta: 0.75 as r*sqrt(r) with r = 1/sqrt(s), as the CPU backend computes it */
+DT_HD float dt_pow_neg_beta(float s, float beta) {
+    if (beta == 0.75f) {
+        const float r = 1.0f / sqrtf(s);
+        return r * sqrtf(r);
+    }
+    return powf(s, -beta);
+}
+/* scale = bias + alpha/size * (sum of squares) */
+DT_HD float dt_lrn_scale(float bias, float a, float sumsq) {
+    return bias + a * sumsq;
+}
+/* one term of the backward sum: dy[c'] * y[c'] / s[c'] */
+DT_HD float dt_lrn_back_term(float g, float y, float s) {
+    return g * y / s;
+}
+/* dx = dy * s^-beta - k * x * sum, k = 2 alpha beta / size */
+DT_HD float dt_lrn_back(float g, float s, float x, float sum, float k, float beta) {
+    return g * dt_pow_neg_beta(s, beta) - k * x * sum;
+}
+
+/* ---- batch normalisation (backend.h's BnShape) --------------------------------------------- */
+/* running = (1 - momentum) * running + momentum * batch value */
+DT_HD float dt_bn_running(float running, float momentum, float value) {
+    return (1.0f - momentum) * running + momentum * value;
+}
+/* y = x * mul + add with mul = gamma*invstd, add = beta - mean*mul */
+DT_HD void dt_bn_coeffs(float gamma, float beta, float mean, float invstd, float *mul, float *add) {
+    *mul = gamma * invstd;
+    *add = beta - mean * *mul;
+}
+DT_HD float dt_bn_affine(float x, float mul, float add) {
+    return x * mul + add;
+}
+/* inference: invstd from the running variance */
+DT_HD float dt_bn_infer_invstd(float running_var, float eps) {
+    return 1.0f / sqrtf(running_var + eps);
+}
+/* dx = k * (dy - m_dy - (x - mean) * m_xdy), k = gamma*invstd */
+DT_HD float dt_bn_back(float k, float g, float m_dy, float x, float mean, float m_xdy) {
+    return k * (g - m_dy - (x - mean) * m_xdy);
+}
+
+/* ---- LSTM cell (backend.h's LstmShape; dtbench's fused gate order i, f, g, o) -------------- */
+/* Pre-activations in *gi..*go become activations; returns c, writes h. */
+DT_HD float dt_lstm_cell(float *gi, float *gf, float *gg, float *go, float c_prev, float *h) {
+    const float i = dt_sigmoidf(*gi), f = dt_sigmoidf(*gf);
+    const float gv = dt_tanhf(*gg), o = dt_sigmoidf(*go);
+    const float cv = f * c_prev + i * gv;
+    *gi = i, *gf = f, *gg = gv, *go = o;
+    *h = o * dt_tanhf(cv);
+    return cv;
+}
+/* From the activations i, f, g, o, the cell c and c_prev, dh = dy + dh_rec and the carried dc:
+ * the pre-activation gradients; returns the gradient reaching c_prev. */
+DT_HD float dt_lstm_cell_back(float i, float f, float g, float o, float c, float c_prev, float dh,
+                              float dc, float *di, float *df, float *dg, float *dout) {
+    const float tc = dt_tanhf(c);
+    const float dcv = dc + dh * o * (1.0f - tc * tc);
+    *di = dcv * g * i * (1.0f - i);
+    *df = dcv * c_prev * f * (1.0f - f);
+    *dg = dcv * i * (1.0f - g * g);
+    *dout = dh * tc * o * (1.0f - o);
+    return dcv * f;
+}
+
+/* ---- embedding: the row of a token id stored as a float, -1 outside [0, vocab) ------------- */
+DT_HD int dt_token(float id, int vocab) {
+    return id >= 0.0f && id < (float)vocab ? (int)id : -1;
+}
+
+#endif

@@ -1,0 +1,25 @@
+/* outputs.h - claiming the run's output files before any work (rank 0): results (--output) and
+ * saved model (--save-model) resolved (realpath of the folder + name) and compared, opened, and
+ * locked (an fcntl lock, see outputs.c) for the whole run, so that nothing a run or another job wrote is destroyed. */
+#ifndef DTBENCH_OUTPUTS_H
+#define DTBENCH_OUTPUTS_H
+
+#include <stddef.h>
+
+/* Rank 0, before any work: 0, or -1 with one line naming the option (one file named twice, a
+ * folder, an unwritable place, an existing file without overwrite, a path another running job
+ * holds). Holds the locks until the process ends; installs outputs_abandon as dt_fatal_hook. */
+int outputs_claim(const char *output, const char *save_model, int overwrite, char *err,
+                  size_t errlen);
+
+/* The hidden name the results file is built under: "<dir>/.<name>.partial". */
+void outputs_partial_path(const char *path, char *buf, size_t len);
+
+/* Rank 0: the partial file was renamed to the results' name. */
+void outputs_published(void);
+/* Rank 0: the results file holds at least one written block (it is kept whatever happens). */
+void outputs_committed(void);
+/* A failed run: removes the files this run created and never filled (no block, empty model). */
+void outputs_abandon(void);
+
+#endif

@@ -1,0 +1,49 @@
+/* run_limits.c - the memory a run needs, estimated before anything is allocated (see run_limits.h).
+ * Deliberately rough (within a factor of ~2 of what the backends allocate): it exists to refuse
+ * runs that are impossible by orders of magnitude with a line naming the option, instead of an
+ * abort in an allocation later ("util.c: p: out of memory") or a machine swapping to death. */
+#include "run_limits.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int limits_check(const Options *o, const Model *plan, int first, int last, int batch,
+                 int ranks_on_node, char *err, size_t errlen) {
+    double per_sample = 0, params = 0;
+    for (int l = first; l < last && l < plan->nlayers; l++) {
+        const Layer *L = &plan->layers[l];
+        /* output, its gradient, and a mask/argmax/aux of the same size at most */
+        per_sample += 3.0 * (double)L->out_size * sizeof(float);
+        params += (double)L->nparams;
+    }
+    per_sample += 2.0 * (double)plan->in_c * plan->in_h * plan->in_w * sizeof(float);
+    double activations = per_sample * batch;
+    double weights = 4.0 * params * sizeof(float); /* parameters, gradients, momentum, exchange */
+    double ssp = !strcmp(o->exchange, "ssp") ? ((double)o->staleness + 1) * params * sizeof(float)
+                                             : 0;
+    double timings = 2.0 * ((double)o->iters + o->warmup) * sizeof(double);
+    double need = activations + weights + ssp + timings;
+    double avail = dt_mem_available();
+    if (avail <= 0) return 0; /* unknown: nothing to compare with */
+    double share = avail / (ranks_on_node > 0 ? ranks_on_node : 1);
+    if (need <= share) return 0;
+    const char *option = "--model";
+    char what[200];
+    snprintf(what, sizeof what, "the model's parameters");
+    if (activations >= ssp && activations >= timings && activations >= weights) {
+        option = "--batch";
+        snprintf(what, sizeof what, "activations of %d samples per rank", batch);
+    } else if (ssp >= timings && ssp >= weights) {
+        option = "--staleness";
+        snprintf(what, sizeof what, "%d delayed gradients of --exchange ssp", o->staleness + 1);
+    } else if (timings >= weights) {
+        option = "--iters";
+        snprintf(what, sizeof what, "timings of %d iterations", o->iters + o->warmup);
+    }
+    snprintf(err, errlen,
+             "%s: this run needs about %.1f GB of memory per rank (%s), and this node has %.1f GB "
+             "available, %.1f GB for each of its %d ranks",
+             option, need / 1e9, what, avail / 1e9, share / 1e9, ranks_on_node);
+    return -1;
+}

@@ -1,0 +1,53 @@
+# test_gpu_matrix.sh - the GPU coverage matrix: `dtbench --device cuda --dry-run` (no GPU needed:
+# a dry run plans the model and checks the options, it never initialises the backend) for every
+# model x --parallel mode x --exchange strategy, against the table committed in docs/gpu.md
+# ("GPU coverage matrix"). A cell "runs" must plan (exit 0); a cell "no: --opt ..." must be
+# refused as a usage error (exit 2) with one line naming one of those options, and leave no file.
+# Every model must run data-parallel with sync. Skipped (77) when dtbench was built without the
+# CUDA backend (--device cuda is then refused as unknown).
+. "$(dirname "$0")/lib.sh"
+
+DOC="$TESTS_SRCDIR/../docs/gpu.md"
+[ -f "$DOC" ] || fail "no $DOC"
+if ! "$DTBENCH" --device cuda --model lenet --dataset synthetic --dry-run >/dev/null 2>"$WORK/probe.err"; then
+    if grep -q -- "--device" "$WORK/probe.err"; then
+        echo "SKIP: dtbench was built without the CUDA backend: $(head -1 "$WORK/probe.err")"
+        exit 77
+    fi
+fi
+
+table=$(sed -n '/<!-- gpu-matrix: begin -->/,/<!-- gpu-matrix: end -->/p' "$DOC" | grep '^| ')
+[ -n "$table" ] || fail "docs/gpu.md has no coverage matrix between its gpu-matrix markers"
+IFS='|' read -r -a head <<<"$(echo "$table" | head -1)"
+cells=0
+while IFS='|' read -r -a row; do
+    model=$(echo "${row[1]}" | xargs)
+    case "$model" in model | ---* | -*) continue ;; esac
+    [ "$(echo "${row[2]}" | xargs)" = runs ] || fail "$model: the table must have it run data-parallel with sync"
+    for ((i = 2; i < ${#head[@]}; i++)); do
+        col=$(echo "${head[$i]}" | xargs) want=$(echo "${row[$i]}" | xargs)
+        [ -n "$col" ] || continue
+        read -r parallel exchange extra <<<"$col"
+        args=(--model "$model" --dataset synthetic --device cuda --parallel "$parallel"
+              --exchange "$exchange" --dry-run --output "$WORK/never.h5")
+        [ -n "$extra" ] && args+=(--microbatches "${extra#mb}")
+        rc=0
+        timeout -k 5 60 "$DTBENCH" "${args[@]}" >"$WORK/out.txt" 2>"$WORK/err.txt" || rc=$?
+        [ ! -e "$WORK/never.h5" ] || fail "$model $col: a dry run left a file"
+        case "$want" in
+        runs)
+            [ $rc -eq 0 ] || fail "$model $col: the table says it runs; exit $rc: $(head -1 "$WORK/err.txt")"
+            grep -q "FLOPs" "$WORK/out.txt" || fail "$model $col: no plan printed" ;;
+        no:*)
+            [ $rc -eq 2 ] || fail "$model $col: the table says refused; exit $rc"
+            [ "$(grep -c 'dtbench: error:' "$WORK/err.txt")" -eq 1 ] || fail "$model $col: not one error line"
+            ok=0
+            for opt in ${want#no:}; do grep -q -- "error: $opt" "$WORK/err.txt" && ok=1; done
+            [ $ok -eq 1 ] || fail "$model $col: refusal names none of ${want#no:}: $(head -1 "$WORK/err.txt")" ;;
+        *) fail "$model $col: unknown cell '$want' in docs/gpu.md" ;;
+        esac
+        cells=$((cells + 1))
+    done
+done <<<"$(echo "$table" | tail -n +2)"
+[ $cells -ge 9 ] || fail "only $cells cells checked"
+pass "GPU coverage matrix: $cells model x parallel x exchange cells as docs/gpu.md says"

@@ -1,0 +1,102 @@
+# test_reliability_outputs.sh - output files are claimed before any work (issue 16): one file named
+# twice is refused (it was destroyed with exit 0), an unwritable --save-model is found before
+# training, a path a running job writes is refused to a second job (--overwrite included), and a
+# failed run leaves nothing behind.
+. "$(dirname "$0")/lib.sh"
+cd "$WORK"
+S="--dataset synthetic --batch 4 --warmup 0"
+
+# noleft : no results file and no hidden partial file in the current folder.
+noleft() {
+    [ -z "$(ls -A | grep -E '^(\.?o\.h5|\.o\.h5\.partial|m\.bin)' || true)" ] || fail "$*: left $(ls -A)"
+}
+
+# 1. The results file named again as --save-model, however spelled: exit 2, nothing written.
+expect_bad 0 "--save-model: o.h5 is the results file (--output o.h5)" $S --iters 1 --output o.h5 --save-model o.h5
+noleft "same name"
+expect_bad 2 "--save-model: ./o.h5 is the results file (--output o.h5)" $S --iters 1 --output o.h5 --save-model ./o.h5
+mkdir -p sub
+expect_bad 0 "--save-model: sub/../o.h5 is the results file" $S --iters 1 --output o.h5 --save-model sub/../o.h5
+noleft "same file, other spelling"
+echo "earlier results" >o.h5 && ln o.h5 hard.h5
+expect_bad 0 "--save-model: hard.h5 is the results file" $S --iters 1 --output o.h5 --save-model hard.h5 --overwrite
+[ "$(cat o.h5)" = "earlier results" ] || fail "hard-linked results file modified"
+rm -f o.h5 hard.h5
+
+# A device or FIFO is never taken for (or replaced by) a results file.
+expect_bad 0 "--output: /dev/null is not a regular file" $S --iters 1 --output /dev/null --overwrite
+mkfifo fifo
+expect_bad 0 "--save-model: fifo is not a regular file" $S --iters 1 --output o.h5 --save-model fifo --overwrite
+[ -p fifo ] && rm fifo
+
+# 2. --save-model where nothing can be written: refused before training (it was found after).
+expect_bad 0 "--save-model: cannot create /proc/dtbench-model.bin" $S --iters 1 --output o.h5 --save-model /proc/dtbench-model.bin
+noleft "unwritable --save-model"
+expect_bad 0 "--save-model: cannot create /nonexistent/m.bin" $S --iters 1 --output o.h5 --save-model /nonexistent/m.bin
+# A run that fails after the claim (bad data here) leaves neither file.
+expect_bad 2 "--data-dir: /nonexistent has no" --iters 1 --data-dir /nonexistent --output o.h5 --save-model m.bin
+noleft "failed run"
+
+# 3. A second job on a path a running job writes: refused, --overwrite included; the first job's
+#    results complete. (Two jobs with --overwrite both reported success while one's data was gone.)
+timeout -k 10 200 "$MPIRUN" -np 2 "$DTBENCH" $S --iters 400 --flush-every 10 --output o.h5 >a.log 2>&1 &
+job=$!
+"$PYTHON" - o.h5 <<'PY' || { kill -9 $job; fail "first job did not start writing"; }
+import sys, time, h5py
+deadline = time.time() + 120
+while time.time() < deadline:
+    try:
+        with h5py.File(sys.argv[1], "r") as f:
+            if (f["ranks/completed"][:] >= 10).all():
+                sys.exit(0)
+    except (OSError, KeyError):
+        pass
+    time.sleep(0.1)
+sys.exit(1)
+PY
+expect_bad 0 "--output: o.h5 is being written by another running job" $S --iters 1 --output o.h5 --overwrite
+expect_bad 2 "--output: o.h5 is being written by another running job" $S --iters 1 --output o.h5 --overwrite
+expect_bad 0 "--output: .*o.h5" $S --iters 1 --output o.h5
+wait $job || fail "first job failed: $(cat a.log)"
+"$PYTHON" - o.h5 <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    assert f.attrs["finished"] == 1 and f.attrs["stop_reason"] == "completed", dict(f.attrs)
+    assert (f["ranks/completed"][:] == 400).all(), f["ranks/completed"][:]
+PY
+pass "a running job's file is refused to a second job; the first completes intact"
+
+# 4. Two jobs started together on one path with --overwrite, several times: exactly one succeeds,
+#    the other is refused with exit 2, and the file holds the successful job's complete results.
+for round in 1 2 3; do
+    rm -f o.h5
+    for j in 1 2; do
+        # each mpirun its own session folder (two starting at once race on a shared one)
+        mkdir -p "$WORK/ompi$j"
+        (set +e; export OMPI_MCA_orte_tmpdir_base="$WORK/ompi$j"; timeout -k 10 200 "$MPIRUN" -np 2 "$DTBENCH" $S --iters 60 --flush-every 10 \
+            --tag "job$j" --output o.h5 --overwrite >job$j.log 2>&1; echo $? >job$j.rc) &
+    done
+    wait
+    rcs="$(cat job1.rc) $(cat job2.rc)"
+    case "$rcs" in
+    "0 2") winner=job1 ;;
+    "2 0") winner=job2 ;;
+    "0 0") winner=both ;; # one ran after the other had finished: both right, nothing lost
+    *) fail "round $round: exit statuses $rcs: $(cat job1.log job2.log)" ;;
+    esac
+    if [ "$winner" != both ]; then
+        loser=$([ $winner = job1 ] && echo job2 || echo job1)
+        grep -q "^dtbench: error: --output: o.h5 is being written by another running job" $loser.log ||
+            grep -q "^dtbench: error: --output: o.h5 exists" $loser.log ||
+            fail "round $round: $loser: $(cat $loser.log)"
+    fi
+    "$PYTHON" - o.h5 "$winner" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    assert f.attrs["finished"] == 1 and (f["ranks/completed"][:] == 60).all(), dict(f.attrs)
+    tag = f.attrs["tag"]
+    assert sys.argv[2] in ("both", tag), (tag, sys.argv[2])
+    print(f"ok: concurrent --overwrite: {sys.argv[2]} -> the file is {tag}'s, complete")
+PY
+done
+[ ! -e .o.h5.partial ] || fail "a partial file was left behind"
