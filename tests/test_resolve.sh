@@ -6,10 +6,9 @@
 cd "$WORK"
 
 O="--dataset synthetic --iters 1 --warmup 0 --batch 8 --output bad.h5"
-# --transport is read by the sync exchange only (ssp, async and mixed average without it).
-expect_bad 0 "--transport: 'hier' is not accepted with --exchange ssp (read only by --exchange sync)" --exchange ssp --transport hier $O
-expect_bad 0 "--transport: 'mpi' is not accepted with --exchange async (read only by --exchange sync)" --exchange async --transport mpi $O
-expect_bad 0 "--transport: 'hier' is not accepted with --exchange mixed" --exchange mixed --transport hier $O
+# --transport is not read by the parameter server (async pushes and pulls point to point).
+expect_bad 0 "--transport: 'mpi' is not accepted with --exchange async (read only by --exchange " --exchange async --transport mpi $O
+expect_bad 0 "--transport: 'hier' is not accepted with --exchange async" --exchange async --transport hier $O
 # Strategy settings given to a strategy that has no such setting.
 expect_bad 0 "--staleness: 2 is not accepted with --exchange sync (read only by --exchange async, --exchange ssp)" --staleness 2 $O
 expect_bad 0 "--ps-ranks: 1 is not accepted with --exchange ssp (read only by --exchange async)" --exchange ssp --ps-ranks 1 $O
@@ -34,7 +33,7 @@ ok() { # on 2 ranks, so that a parameter server leaves a worker
     run_np 2 "$@" --dry-run >out.txt 2>err.txt || fail "'$*' refused: $(cat err.txt)"
     pass "accepted: $*"
 }
-ok --dataset synthetic --exchange ssp --staleness 2 --bucket-mb 1
+ok --dataset synthetic --exchange ssp --staleness 2 --bucket-mb 1 --transport hier
 ok --dataset synthetic --exchange async --ps-ranks 1 --staleness 3
 ok --dataset synthetic --exchange mixed --sync-period 3 --bucket-mb 2
 ok --dataset synthetic --exchange sync --transport hier --overlap --bucket-mb 1 --threads 1
