@@ -169,6 +169,16 @@ void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
                     "--dataset: '%s' is not accepted with %s, a language model on token "
                     "sequences: expected synthetic",
                     opt->dataset, p->md->name);
+    /* Synthetic data have no test split: nothing would be evaluated, no target reached. */
+    int no_test = !strcmp(opt->dataset, "synthetic");
+    usage_check_all(!no_test || opt->target_acc == 0,
+                    "--target-acc: %g is not accepted with --dataset synthetic (no test split): "
+                    "expected fashion-mnist, mnist or cifar10",
+                    opt->target_acc);
+    usage_check_all(!no_test || !options_given(opt, "eval-every"),
+                    "--eval-every: %d is not accepted with --dataset synthetic (no test split): "
+                    "expected fashion-mnist, mnist or cifar10",
+                    opt->eval_every);
     usage_check_all(p->mode == PARALLEL_DATA || x->pipeline_ok,
                     "--exchange: '%s' is not accepted with --parallel %s: the stage replicas of a "
                     "pipeline exchange with %s",

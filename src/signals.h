@@ -1,5 +1,5 @@
 /* signals.h - a graceful stop: SIGTERM and SIGUSR1 (Slurm's time limit, scancel, or a job
- * script's trap) only set a flag; the trainer finishes the iteration in progress, the ranks
+ * script's trap) only set a flag; the driver finishes the iteration in progress, the ranks
  * agree to stop after the same one (see exchange.h), and the file is closed as stopped early. */
 #ifndef DTBENCH_SIGNALS_H
 #define DTBENCH_SIGNALS_H

@@ -6,10 +6,9 @@
 cd "$WORK"
 
 O="--dataset synthetic --iters 1 --warmup 0 --batch 8 --output bad.h5"
-# --transport is read by the sync exchange only (ssp, async and mixed average without it).
-expect_bad 0 "--transport: 'hier' is not accepted with --exchange ssp (read only by --exchange sync)" --exchange ssp --transport hier $O
-expect_bad 0 "--transport: 'mpi' is not accepted with --exchange async (read only by --exchange sync)" --exchange async --transport mpi $O
-expect_bad 0 "--transport: 'hier' is not accepted with --exchange mixed" --exchange mixed --transport hier $O
+# --transport is not read by the parameter server (async pushes and pulls point to point).
+expect_bad 0 "--transport: 'mpi' is not accepted with --exchange async (read only by --exchange " --exchange async --transport mpi $O
+expect_bad 0 "--transport: 'hier' is not accepted with --exchange async" --exchange async --transport hier $O
 # Strategy settings given to a strategy that has no such setting.
 expect_bad 0 "--staleness: 2 is not accepted with --exchange sync (read only by --exchange async, --exchange ssp)" --staleness 2 $O
 expect_bad 0 "--ps-ranks: 1 is not accepted with --exchange ssp (read only by --exchange async)" --exchange ssp --ps-ranks 1 $O
@@ -23,6 +22,9 @@ expect_bad 0 "--schedule: '1f1b' is not accepted with --parallel data: expected 
 expect_bad 0 "--schedule: 'data' is not accepted with --parallel model: expected a pipeline schedule (gpipe or 1f1b)" --parallel model --schedule data $O
 expect_bad 0 "--exchange: 'ssp' is not accepted with --parallel model: the stage replicas of a pipeline exchange with sync" --parallel model --exchange ssp $O
 expect_bad 0 "--microbatches: 1 is not accepted with --parallel data" --microbatches 1 $O
+# Synthetic data have no test split: nothing to evaluate, no target to reach.
+expect_bad 0 "--target-acc: 0.5 is not accepted with --dataset synthetic (no test split): expected fashion-mnist, mnist or cifar10" --target-acc 0.5 $O
+expect_bad 0 "--eval-every: 5 is not accepted with --dataset synthetic (no test split)" --eval-every 5 $O
 # Under mpirun every rank agrees and one line is printed.
 expect_bad 2 "--staleness: 3 is not accepted with --exchange mixed" --exchange mixed --staleness 3 $O
 
@@ -31,10 +33,11 @@ ok() { # on 2 ranks, so that a parameter server leaves a worker
     run_np 2 "$@" --dry-run >out.txt 2>err.txt || fail "'$*' refused: $(cat err.txt)"
     pass "accepted: $*"
 }
-ok --dataset synthetic --exchange ssp --staleness 2 --bucket-mb 1
+ok --dataset synthetic --exchange ssp --staleness 2 --bucket-mb 1 --transport hier
 ok --dataset synthetic --exchange async --ps-ranks 1 --staleness 3
 ok --dataset synthetic --exchange mixed --sync-period 3 --bucket-mb 2
 ok --dataset synthetic --exchange sync --transport hier --overlap --bucket-mb 1 --threads 1
 ok --dataset synthetic --parallel model --stages 2 --schedule 1f1b --microbatches 2
 ok --dataset synthetic --schedule data
+ok --dataset fashion-mnist --data-dir "$FMNIST_DIR" --eval-every 5 --target-acc 0.5
 [ ! -e bad.h5 ] && [ ! -e dtbench.h5 ] || fail "a refused or dry run left a file"
