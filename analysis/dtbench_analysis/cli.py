@@ -12,11 +12,11 @@ import argparse
 import sys
 from typing import List, Optional
 
-from . import (__version__, compare, export, predict, report, scaling, stragglers, summary,
-               timeline)
+from . import (__version__, compare, export, figure_cmd, predict, report, scaling, stragglers,
+               summary, timeline)
 
 PROG = "dtbench-analyze"
-COMMANDS = (summary, scaling, stragglers, timeline, compare, export, report, predict)
+COMMANDS = (summary, scaling, stragglers, timeline, compare, export, report, figure_cmd, predict)
 
 
 class OneLineParser(argparse.ArgumentParser):

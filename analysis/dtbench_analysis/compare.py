@@ -11,7 +11,9 @@ times; with k groups the level is alpha / (k - 1) (Bonferroni). Per-iteration ti
 are not independent draws (they share a machine state), so the repeats' own medians are listed
 too: a difference smaller than their spread deserves more repeats rather than trust.
 
-``--plot OUT.png`` draws training loss and test accuracy against time for every run on one figure.
+``--plot OUT.png|OUT.svg`` draws training loss and test accuracy against wall time and against
+iterations, the target accuracy and when each run first reached it (the report's strategies
+figure, figures_training.strategies).
 """
 
 from __future__ import annotations
@@ -99,7 +101,8 @@ def compare(runs: Sequence[Run], ignore: Sequence[str] = (), baseline: int = 1,
             stats.compare_samples(base["_times"], g["_times"], level)
     for g in out_groups:
         del g["_times"]
-    return {"common": common, "groups": out_groups, "baseline": baseline, "alpha": alpha,
+    unlike = [k for k in ("model", "dataset") if any(k in d for d in differing)]
+    return {"common": common, "unlike": unlike, "groups": out_groups, "baseline": baseline, "alpha": alpha,
             "alpha_per_test": level, "confidence": confidence, "target": target}
 
 
@@ -114,6 +117,9 @@ def format_text(result: Dict[str, object], runs: Sequence[Run]) -> str:
              f"{conventions.plural(len(groups), 'configuration')} "
              f"(repeats of a configuration pooled)",
              "  common configuration: " + configs.describe(result["common"]),
+             *([f"  WARNING: these configurations differ in {' and '.join(result['unlike'])}: "
+                "their times measure different work (dtbench-analyze report compares runs "
+                "only along one factor)"] if result.get("unlike") else []),
              f"  time per iteration: lockstep runs (sync, ssp): "
              f"{metrics.ITERATION_TIME_METHOD[True]}; async/mixed: "
              f"{metrics.ITERATION_TIME_METHOD[False]}",
@@ -235,8 +241,9 @@ def add_parser(subparsers) -> None:
                    help="target test accuracy (0..1); default: the runs' target_accuracy")
     p.add_argument("--ignore", metavar="KEY", action="append", default=[],
                    help="configuration key to ignore when grouping repeats (repeatable)")
-    p.add_argument("--plot", metavar="OUT.png",
-                   help="write loss and accuracy against time of every run to this PNG file")
+    p.add_argument("--plot", metavar="OUT.png|OUT.svg",
+                   help="write loss and accuracy against time and iterations of every run to "
+                        "this file (PNG or SVG by its ending)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     outputs.add_overwrite(p)
     p.set_defaults(func=run_command)
@@ -263,7 +270,8 @@ def run_command(args, report_error) -> int:
         return 2
     if args.plot:
         paths, _ = inputs.expand(args.inputs)
-        err = outputs.check_output(args.plot, "--plot", (".png",), args.overwrite, paths)
+        from .plotting import FIGURE_SUFFIXES
+        err = outputs.check_output(args.plot, "--plot", FIGURE_SUFFIXES, args.overwrite, paths)
         if err:
             report_error(err)
             return 2
@@ -281,7 +289,8 @@ def run_command(args, report_error) -> int:
     else:
         print(format_text(result, runs))
     if args.plot:
-        from .plotting import save_png
-        save_png(figure(runs, result), args.plot)
+        from .figures_training import strategies
+        from .plotting import save
+        save(strategies(runs, args.target), args.plot)
         print(f"wrote {args.plot}")
     return 0

@@ -1,4 +1,4 @@
-"""Matplotlib on the Agg backend (no display needed) and figure output as PNG.
+"""Matplotlib on the Agg backend (no display needed) and figure output as PNG or SVG.
 
 Import pyplot from here (``from .plotting import plt``) so the backend is set before pyplot is
 first imported. Figures are written atomically (see outputs.py) or returned as PNG bytes for the
@@ -17,7 +17,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from .outputs import write_bytes  # noqa: E402
 
-__all__ = ["plt", "png_bytes", "save_png", "data_uri", "INCOMPLETE_NOTE"]
+__all__ = ["plt", "png_bytes", "save_png", "save", "data_uri", "INCOMPLETE_NOTE",
+           "FIGURE_SUFFIXES"]
+
+#: file name endings accepted by every --plot option (the format follows the ending)
+FIGURE_SUFFIXES = (".png", ".svg")
 
 DPI = 110
 #: appended to a title or legend entry of an incomplete run
@@ -37,6 +41,23 @@ def png_bytes(fig) -> bytes:
 def save_png(fig, path: str) -> None:
     """Write ``fig`` as a PNG file at ``path`` (atomically) and close it."""
     write_bytes(path, png_bytes(fig))
+
+
+def figure_bytes(fig, fmt: str) -> bytes:
+    """Render ``fig`` as ``png`` or ``svg`` and close it."""
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format=fmt, dpi=DPI, bbox_inches="tight",
+                    **({"metadata": {"Date": None}} if fmt == "svg" else {}))
+    finally:
+        plt.close(fig)
+    return buf.getvalue()
+
+
+def save(fig, path: str) -> None:
+    """Write ``fig`` to ``path`` as SVG when the name ends in .svg, else PNG (atomically)."""
+    fmt = "svg" if path.lower().endswith(".svg") else "png"
+    write_bytes(path, figure_bytes(fig, fmt))
 
 
 def data_uri(png: bytes) -> str:

@@ -1,9 +1,14 @@
-"""The ``report`` command: one self-contained HTML page about a set of runs.
+"""The ``report`` command: one self-contained HTML page about a folder of runs, figures first.
 
-Sections: the runs (factors, completeness, headline numbers), each run's summary, scaling,
-stragglers and the comparison of configurations, plus how every number was obtained. Figures are
-PNG images embedded as base64 ``data:`` URIs and the style sheet is inline, so the page needs no
-other file and no network; it has no scripts. Written atomically.
+Sections, each with its figures first and its table second: where the time goes (stacked phases
+per run, exchange share and efficiency), scaling (speedup and efficiency with intervals per
+series), ranks x iterations (heat maps and a Gantt chart of a window), strategies (loss and
+accuracy against time and iterations, time to target), pipelines (per-stage compute, send,
+receive, idle; bubble fraction against micro-batches), power and memory (sampler), comparisons
+(only between runs that differ in one factor: grouping.py), then the runs and the text summaries.
+Figures are PNG images embedded as base64 ``data:`` URIs, the style sheet is inline, there are
+no scripts: the page needs no other file and no network. Written atomically. The same tables
+are DataFrames from ``dtbench_analysis.load`` (api.py).
 """
 
 from __future__ import annotations
@@ -11,24 +16,43 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import os
-from typing import List, Sequence
+from typing import List, Optional, Sequence, Tuple
 
-from . import compare, configs, conventions, inputs, outputs, scaling, stragglers, summary
+import numpy as np
+import pandas as pd
+
+from . import (compare, configs, conventions, figures, figures_training, inputs, outputs,
+               stragglers, summary, tables, timeline)
+from .api import Results
 from .runfile import Run
 
 CSS = """
-body { font-family: sans-serif; margin: 1.5em auto; max-width: 1200px; color: #222; }
-h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
-table { border-collapse: collapse; font-size: 0.9em; }
-th, td { border: 1px solid #ddd; padding: 0.25em 0.5em; text-align: right; }
+body { font-family: sans-serif; margin: 1em auto; max-width: 1200px; padding: 0 1em;
+       color: #222; }
+h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; margin-top: 1.6em; }
+h3 { font-size: 1em; margin: 1em 0 0.3em; }
+nav a { margin-right: 0.8em; }
+.figs img { max-width: 100%; height: auto; display: block; margin: 0.4em 0;
+            border: 1px solid #eee; }
+.tablewrap { overflow-x: auto; }
+table { border-collapse: collapse; font-size: 0.8em; margin: 0.5em 0; }
+th, td { border: 1px solid #ddd; padding: 0.2em 0.45em; text-align: right; white-space: nowrap; }
 th { background: #f3f3f3; } td.l, th.l { text-align: left; }
 tr.incomplete td { background: #fff3e0; }
 .badge { background: #e65100; color: white; border-radius: 3px; padding: 0 0.4em;
          font-size: 0.8em; }
-pre { background: #f8f8f8; padding: 0.6em; white-space: pre-wrap; font-size: 0.8em; }
-img { max-width: 100%; border: 1px solid #eee; }
+pre { background: #f8f8f8; padding: 0.6em; white-space: pre-wrap; font-size: 0.75em; }
 .note { color: #555; font-size: 0.9em; }
 """
+
+BADGE = '<span class="badge">INCOMPLETE</span>'
+#: sections of the page, in order: (id, heading)
+SECTIONS = (("time", "Where the time goes"), ("scaling", "Scaling"),
+            ("ranks", "Ranks x iterations"), ("strategies", "Strategies"),
+            ("pipelines", "Pipelines"), ("resources", "Power and memory"),
+            ("comparisons", "Comparisons"), ("runs", "Runs"), ("details", "Details"))
+MAX_HEATMAPS = 3
+MAX_STRATEGY_FIGURES = 3
 
 
 def _e(text) -> str:
@@ -37,11 +61,8 @@ def _e(text) -> str:
 
 def _img(fig, ident: str, alt: str) -> str:
     from .plotting import data_uri, png_bytes
-    return f'<p><img id="{_e(ident)}" class="figure" alt="{_e(alt)}" ' \
-           f'src="{data_uri(png_bytes(fig))}"></p>'
-
-
-BADGE = '<span class="badge">INCOMPLETE</span>'
+    return f'<img id="{_e(ident)}" class="figure" alt="{_e(alt)}" ' \
+           f'src="{data_uri(png_bytes(fig))}">'
 
 
 def display_names(runs: Sequence[Run]) -> dict:
@@ -53,107 +74,236 @@ def display_names(runs: Sequence[Run]) -> dict:
     return {r.path: os.path.relpath(os.path.abspath(r.path), common) for r in runs}
 
 
-def _heading(run: Run, names) -> str:
-    return f"<h3>{_e(names[run.path])}{'' if run.is_complete else ' ' + BADGE}</h3>"
+def _cell(value, column: str) -> Tuple[str, bool]:
+    """(text, left-aligned) for one table cell."""
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+        return "n/a", False
+    if isinstance(value, (bool, np.bool_)):
+        return ("yes" if value else "no"), True
+    if isinstance(value, (float, np.floating)):
+        if any(w in column for w in ("share", "efficiency", "fraction", "bubble")) and \
+                "ms" not in column:
+            return f"{value:.1%}", False
+        if column == "p":
+            return f"{value:.3g}", False
+        return (f"{value:.3f}" if abs(value) < 100 else f"{value:.1f}"), False
+    if isinstance(value, (int, np.integer)):
+        return str(int(value)), False
+    return str(value), True
 
 
-def _runs_table(runs: Sequence[Run], sums, names) -> str:
-    head = ["file", "status", "model", "dataset", "exchange", "ranks", "nodes", "batch",
-            "measured iters/rank", "median iteration ms", "samples/s", "exchange share"]
-    rows = ["<table id=\"runs-table\"><tr>" +
-            "".join(f'<th class="{"l" if i < 5 else ""}">{_e(h)}</th>'
-                    for i, h in enumerate(head)) + "</tr>"]
-    for run, s in zip(runs, sums):
-        f, it = s["factors"], s["iterations"]
-        lo, hi = it["measured_per_rank_min"], it["measured_per_rank_max"]
-        status = "complete" if run.is_complete else f"{BADGE} {_e(run.completeness_note())}"
-        cp = s["throughput"]["critical_path_median_ms"]
-        med = cp if cp is not None else s["phases_ms"]["total"]["median"]
-        tp = s["throughput"]["samples_per_s"]
-        share = s["exchange_share"]["median"]
-        cells = [f'<td class="l">{_e(names[run.path])}</td>',
-                 f'<td class="l">{status}</td>'] + \
-            [f'<td class="l">{_e(f[k])}</td>' for k in ("model", "dataset", "exchange")] + \
-            [f"<td>{_e(v)}</td>" for v in (f["nranks"], f["nnodes"], f["batch_global"],
-                                           lo if lo == hi else f"{lo}-{hi}",
-                                           "n/a" if med is None else f"{med:.3f}",
-                                           "n/a" if tp is None else f"{tp:.1f}",
-                                           "n/a" if share is None else f"{share:.1%}")]
-        cls = "" if run.is_complete else ' class="incomplete"'
+def html_table(frame: pd.DataFrame, ident: str, drop: Sequence[str] = ("file",),
+               incomplete: Optional[Sequence[bool]] = None) -> str:
+    """A DataFrame as an HTML table (numbers right-aligned, NaN as n/a, shares in %)."""
+    frame = frame.drop(columns=[c for c in drop if c in frame.columns])
+    head = "".join(f"<th>{_e(c)}</th>" for c in frame.columns)
+    rows = [f'<div class="tablewrap"><table id="{_e(ident)}"><tr>{head}</tr>']
+    for i, rec in enumerate(frame.itertuples(index=False)):
+        cells = []
+        for col, v in zip(frame.columns, rec):
+            text, left = _cell(v, str(col))
+            cells.append(f'<td{" class=l" if left else ""}>{_e(text)}</td>')
+        cls = ' class="incomplete"' if incomplete is not None and incomplete[i] else ""
         rows.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
-    return "\n".join(rows) + "</table>"
+    return "\n".join(rows) + "</table></div>"
+
+
+def _note(text: str) -> str:
+    return f'<p class="note">{_e(text)}</p>'
+
+
+def _section_time(res: Results, names) -> List[str]:
+    ph = res.phases.assign(run=[t.replace(r.path, names[r.path]) for t, r in
+                                zip(res.phases["run"], res.runs)])
+    return ['<div class="figs">', _img(figures.breakdown(ph), "fig-phases",
+                                       "stacked phases per run"), "</div>",
+            _note("Mean ms per rank and measured iteration of each phase (means add up to the "
+                  "mean iteration; the median time per iteration is in the table). Exchange "
+                  "wait: waiting for other ranks (recorded by newer exchanges; else all of the "
+                  "exchange counts as transfer). Hidden exchange: overlapped with backward, "
+                  "not part of the iteration. Efficiency: the library's own collective time "
+                  "for the same bytes / the measured transfer, where the file has a "
+                  "calibration record."),
+            html_table(ph, "table-phases")]
+
+
+def _section_scaling(res: Results) -> List[str]:
+    pts = res.scaling
+    if pts.empty:
+        return [_note("No scaling series: no two scales (ranks) share a configuration and a "
+                      "global or per-rank batch.")]
+    return ['<div class="figs">', _img(figures.scaling(pts), "fig-scaling",
+                                       "speedup and efficiency against ranks"), "</div>",
+            _note("One line per series (solid: strong scaling, global batch fixed; dashed: "
+                  "weak scaling, per-rank batch fixed); error bars from the 95% confidence "
+                  "interval of the median time per iteration (repeats pooled; fewer than 6 "
+                  "iterations give none); dotted: ideal."),
+            html_table(pts, "table-scaling")]
+
+
+def _section_ranks(res: Results, names, window) -> List[str]:
+    candidates = sorted([r for r in res.runs if int(r.valid.sum())],
+                        key=lambda r: (-r.nranks, names[r.path]))[:MAX_HEATMAPS]
+    if not candidates:
+        return [_note("No run has a completed iteration.")]
+    parts = ['<div class="figs">']
+    for i, run in enumerate(candidates):
+        title = f"{names[run.path]}: {run.attrs.get('model')} {run.exchange}, " \
+                f"{run.nranks} ranks" + ("" if run.is_complete else " [INCOMPLETE]")
+        parts.append(_img(figures.heatmaps(run, title), f"fig-heatmap-{i + 1}",
+                          f"ranks x iterations heat map of {names[run.path]}"))
+    chosen = candidates[0]
+    lo, hi = timeline.window_for(chosen, *window)
+    parts.append(_img(figures.gantt(chosen, window), "fig-gantt",
+                      f"per-rank timeline of {names[chosen.path]}"))
+    parts.append("</div>")
+    parts.append(_note(f"Heat maps: ms per rank (rows) and iteration (columns), warm-up left of "
+                       f"the dashed line, grey: not written. Timeline: iterations {lo}-{hi - 1} "
+                       f"of {names[chosen.path]} (report --window A:B)."))
+    if chosen.nranks > 1:
+        verdict = stragglers.verdict(stragglers.analyse(chosen))
+        parts.append(_note(f"{names[chosen.path]}: {verdict}"))
+    parts.append(_note(f"Per rank, {names[chosen.path]} (ms over each rank's measured iterations;"
+                       " busy = total minus the exchange wait, or minus the exchange when the "
+                       "wait is not recorded):"))
+    parts.append(html_table(tables.per_rank(chosen), "table-ranks"))
+    return parts
+
+
+def _section_strategies(res: Results, names) -> List[str]:
+    groups = figures_training.strategy_groups(res.runs, res.ignore)[:MAX_STRATEGY_FIGURES]
+    if not groups:
+        return [_note("No runs of one model and data set with several exchange strategies "
+                      "or with evaluations.")]
+    parts = ['<div class="figs">']
+    for i, g in enumerate(groups, 1):
+        parts.append(_img(figures_training.strategies(g, res.target, names),
+                          f"fig-strategies-{i}", "loss and accuracy against time and iterations"))
+    parts.append("</div>")
+    members = {r.path for g in groups for r in g}
+    table = res.strategies[[r.path in members for r in res.runs]].copy()
+    table["run"] = [t.replace(r.path, names[r.path]) for t, r in
+                    zip(table["run"], [r for r in res.runs if r.path in members])]
+    parts.append(_note("Each figure: runs of one model, data set and batch, differing in the "
+                       "exchange strategy (and ranks). Loss: mean over ranks per iteration; "
+                       "time: s since rank 0's start on the aligned clock (evaluations "
+                       "included); star: first evaluation reaching the target."))
+    parts.append(html_table(table, "table-strategies"))
+    return parts
+
+
+def _section_pipelines(res: Results, names) -> List[str]:
+    pipe = res.pipelines
+    if pipe.empty:
+        return [_note("No pipeline runs (dtbench --parallel model or hybrid).")]
+    pipe = pipe.assign(run=[names.get(f, f) for f in pipe["file"]])
+    return ['<div class="figs">', _img(figures_training.pipeline(pipe), "fig-pipelines",
+                                       "pipeline stages and bubble fraction"), "</div>",
+            _note("From the pipe_* fields: compute (forward, loss, backward of the stage's "
+                  "rows), send, receive (transfer after the sender started) and idle (waiting "
+                  "before the sender started: the bubble), mean ms per iteration."),
+            html_table(pipe, "table-pipelines")]
+
+
+def _section_resources(res: Results, names) -> List[str]:
+    sampled = figures_training.sampled_runs(res.runs)
+    if not sampled:
+        return [_note("No samples (dtbench --sample-hz N).")]
+    def count(run):
+        return int(np.isfinite(run.samples["time"]).sum()) if "time" in run.samples else 0
+    shown = sorted(sampled, key=lambda r: (-count(r), names[r.path]))[:4]
+    table = res.samples.assign(run=[names.get(f, f) for f in res.samples["file"]])
+    return ['<div class="figs">', _img(figures_training.samples(shown, names),
+                                       "fig-resources", "power, memory and utilisation"),
+            "</div>",
+            _note(f"Sampled runs shown: {', '.join(names[r.path] for r in shown)}"
+                  f"{' (of ' + str(len(sampled)) + ')' if len(sampled) > len(shown) else ''}."
+                  " CPU runs (procfs): memory is the process's resident set, utilisation its "
+                  "CPU time in % of one core; GPU runs (NVML): board power, memory in use, "
+                  "utilisation. Energy per sample needs power samples."),
+            html_table(table, "table-resources")]
+
+
+def _section_comparisons(res: Results, runs) -> List[str]:
+    groups = res.comparison_groups
+    if not groups:
+        return [_note("No comparison: no two runs differ in exactly one factor (exchange, "
+                      "transport, ranks, batch, precision, micro-batches) with everything "
+                      "else, model and data set included, equal.")]
+    parts = [_note("Runs are compared only inside a configuration, along one factor; the "
+                   "first configuration of each comparison is its baseline (Mann-Whitney U "
+                   "of the per-iteration times, Bonferroni within the comparison)."),
+             html_table(res.comparisons, "table-comparisons")]
+    for i, c in enumerate(groups, 1):
+        parts.append(f"<details><summary>comparison {i}: {_e(c['factor'])} "
+                     f"({_e(c['common'].get('model'))} on {_e(c['common'].get('dataset'))})"
+                     f"</summary><pre>{_e(compare.format_text(c['result'], c['runs']))}</pre>"
+                     "</details>")
+    return parts
 
 
 def build(runs: Sequence[Run], sources: Sequence[str], ignore: Sequence[str] = (),
-          target=None, title: str = "dtbench report") -> str:
+          target=None, title: str = "dtbench report",
+          window: Tuple[Optional[int], Optional[int]] = (None, None)) -> str:
     """The whole HTML page as a string."""
-    sums = [summary.summarize(r) for r in runs]
+    res = Results(runs, ignore, target)
     names = display_names(runs)
+    body = {
+        "time": lambda: _section_time(res, names),
+        "scaling": lambda: _section_scaling(res),
+        "ranks": lambda: _section_ranks(res, names, window),
+        "strategies": lambda: _section_strategies(res, names),
+        "pipelines": lambda: _section_pipelines(res, names),
+        "resources": lambda: _section_resources(res, names),
+        "comparisons": lambda: _section_comparisons(res, runs),
+        "runs": lambda: _section_runs(res, names),
+        "details": lambda: _section_details(res, names),
+    }
     parts: List[str] = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_e(title)}</title><style>{CSS}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
         f'<p class="note">{len(runs)} runs from {_e(", ".join(sources))}; generated '
-        f'{_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}.</p>',
-        '<p class="note">How the numbers were obtained: '
-        f"{_e(conventions.warmup_statement(runs))}; unwritten iterations of killed runs "
-        "excluded (such runs are marked INCOMPLETE everywhere); medians and percentiles "
-        "(linear interpolation) rather than means; across ranks, the critical path (max over "
-        "ranks) per iteration for lockstep exchanges and each rank's own time otherwise; "
-        "repeats of a configuration pooled, their count shown; confidence intervals of "
-        "medians from order statistics; differences tested with Mann-Whitney U.</p>",
-        '<p><a href="#runs">runs</a> · <a href="#summaries">summaries</a> · '
-        '<a href="#scaling">scaling</a> · <a href="#stragglers">stragglers</a> · '
-        '<a href="#comparison">comparison</a></p>',
-        '<section id="runs"><h2>Runs</h2>', _runs_table(runs, sums, names)]
-    incomplete = conventions.incomplete_lines(runs)
-    if incomplete:
-        parts.append("<p>" + "<br>".join(_e(x) for x in incomplete) + "</p>")
-    parts.append("</section>")
-
-    parts.append('<section id="summaries"><h2>Summaries</h2>')
-    for run, s in zip(runs, sums):
-        parts.append(_heading(run, names) + f"<pre>{_e(summary.format_text(s))}</pre>")
-    parts.append("</section>")
-
-    parts.append('<section id="scaling"><h2>Scaling</h2>')
-    result = scaling.find_series(runs, "ranks", ignore)
-    parts.append(f"<pre>{_e(scaling.format_text(result, runs, 'ranks', 0.95))}</pre>")
-    if result["series"]:
-        parts.append(_img(scaling.figure(result, "ranks"), "fig-scaling", "scaling figure"))
-    else:
-        parts.append('<p class="note">No scaling series: no two scales share a global or '
-                     'per-rank batch in one configuration.</p>')
-    parts.append("</section>")
-
-    parts.append('<section id="stragglers"><h2>Stragglers</h2>')
-    multi = [r for r in runs if r.nranks > 1]
-    if not multi:
-        parts.append('<p class="note">Every run has a single rank.</p>')
-    for run in multi:
-        a = stragglers.analyse(run)
-        parts.append(_heading(run, names) + f"<p>{_e(stragglers.verdict(a))}</p>"
-                     f"<pre>{_e(stragglers.format_text(a, run, top=8))}</pre>")
-    parts.append("</section>")
-
-    parts.append('<section id="comparison"><h2>Comparison</h2>')
-    cmp = compare.compare(runs, ignore, target=target)
-    if len(cmp["groups"]) < 2:
-        parts.append('<p class="note">One configuration only: nothing to compare; its '
-                     'statistics and training progress follow.</p>')
-    parts.append(f"<pre>{_e(compare.format_text(cmp, runs))}</pre>")
-    parts.append(_img(compare.figure(runs, cmp), "fig-progress",
-                      "training loss and test accuracy against time"))
-    parts.append("</section>")
-    parts.append("<p class=\"note\">Configuration keys: " +
-                 _e(", ".join(sorted({k for r in runs for k in configs.configuration(r)}))) +
-                 "</p></body></html>")
+        f'{_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}. '
+        f"{_e(conventions.warmup_statement(runs))}; iterations killed runs never wrote are "
+        "excluded and such runs are marked INCOMPLETE (*) everywhere.</p>",
+        "<nav>" + "".join(f'<a href="#{i}">{_e(h)}</a>' for i, h in SECTIONS) + "</nav>"]
+    for ident, heading in SECTIONS:
+        parts.append(f'<section id="{ident}"><h2>{_e(heading)}</h2>')
+        parts += body[ident]()
+        parts.append("</section>")
+    parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
 
+def _section_runs(res: Results, names) -> List[str]:
+    table = res.runs_table.assign(file=[names[r.path] for r in res.runs])
+    parts = [html_table(table, "runs-table", drop=(),
+                        incomplete=[not r.is_complete for r in res.runs])]
+    incomplete = conventions.incomplete_lines(res.runs)
+    if incomplete:
+        parts.append("<p>" + BADGE + " " + "<br>".join(_e(x) for x in incomplete) + "</p>")
+    return parts
+
+
+def _section_details(res: Results, names) -> List[str]:
+    parts = [_note("How the numbers were obtained: medians and percentiles (linear "
+                   "interpolation); across ranks, the critical path (max over ranks) per "
+                   "iteration for lockstep exchanges (sync, ssp) and each rank's own time "
+                   "otherwise; repeats of a configuration pooled; confidence intervals of "
+                   "medians from order statistics; differences tested with Mann-Whitney U.")]
+    for run, s in zip(res.runs, res.summaries):
+        badge = "" if run.is_complete else " " + BADGE
+        parts.append(f"<details><summary>{_e(names[run.path])}{badge}</summary>"
+                     f"<pre>{_e(summary.format_text(s))}</pre></details>")
+    parts.append(_note("Configuration keys: " + ", ".join(
+        sorted({k for r in res.runs for k in configs.configuration(r)}))))
+    return parts
+
+
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("report", help="self-contained HTML report (summary, scaling, "
-                              "stragglers, comparison)",
+    p = subparsers.add_parser("report", help="self-contained HTML report with figures",
                               description="Write one self-contained HTML page about the runs.")
     inputs.add_inputs(p)
     p.add_argument("-o", "--output", metavar="OUT.html", required=True,
@@ -161,6 +311,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--title", default="dtbench report", help="page title")
     p.add_argument("--target", type=float, metavar="ACC",
                    help="target test accuracy (0..1); default: the runs' target_accuracy")
+    p.add_argument("--window", metavar="A:B",
+                   help="iterations A..B-1 of the per-rank timeline [the first 5 measured]")
     p.add_argument("--ignore", metavar="KEY", action="append", default=[],
                    help="configuration key to ignore when grouping (repeatable)")
     outputs.add_overwrite(p)
@@ -171,6 +323,12 @@ def run_command(args, report_error) -> int:
     if args.target is not None and not 0.0 < args.target <= 1.0:
         report_error(f"--target {args.target}: accepted: an accuracy in (0, 1], e.g. 0.8")
         return 2
+    try:
+        window = timeline.parse_window(args.window)
+    except ValueError:
+        report_error(f"--window {args.window}: accepted: A:B with 0 <= A < B (iterations "
+                     f"A..B-1), A: or :B")
+        return 2
     paths, _ = inputs.expand(args.inputs)
     err = outputs.check_output(args.output, "--output", (".html", ".htm"), args.overwrite,
                                paths)
@@ -180,7 +338,7 @@ def run_command(args, report_error) -> int:
     runs, status = inputs.load_all(args.inputs, report_error)
     if status:
         return status
-    page = build(runs, args.inputs, args.ignore, args.target, args.title)
+    page = build(runs, args.inputs, args.ignore, args.target, args.title, window)
     outputs.write_text(args.output, page)
     n_incomplete = sum(not r.is_complete for r in runs)
     print(f"wrote {args.output}: {len(runs)} runs"

@@ -39,7 +39,8 @@ RANK_FIELDS = (
 )
 #: Optional per-rank datasets (used when present): role 0 worker / 1 parameter server, the
 #: update counts of the exchange, and the hash of the final parameters.
-OPTIONAL_RANK_FIELDS = ("role", "updates_pushed", "updates_applied", "param_hash")
+OPTIONAL_RANK_FIELDS = ("role", "updates_pushed", "updates_applied", "param_hash",
+                        "sample_source", "device_name")
 EVAL_FIELDS = ("iteration", "time", "accuracy", "loss")
 #: Optional per-iteration datasets written by newer dtbench versions (used when present).
 OPTIONAL_ITERATION_FIELDS = ("staleness", "version", "bytes_recv", "exchange_wait",
@@ -379,7 +380,7 @@ def load_run(path, fields: Optional[Sequence[str]] = None) -> Run:
             ranks[name] = _decode_strings(data)
         for name in OPTIONAL_RANK_FIELDS:
             if name in ranks_group and ranks_group[name].shape == (nranks,):
-                ranks[name] = ranks_group[name][()]
+                ranks[name] = _decode_strings(ranks_group[name][()])
         ranks_df = pd.DataFrame(ranks)
         completed = np.clip(ranks_df["completed"].to_numpy().astype(np.int64), 0, iters_total)
         valid = np.arange(iters_total)[None, :] < completed[:, None]

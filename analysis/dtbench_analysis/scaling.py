@@ -217,7 +217,8 @@ def add_parser(subparsers) -> None:
     inputs.add_inputs(p)
     p.add_argument("--unit", choices=UNITS, default="ranks",
                    help="scale p counted in ranks or nodes [ranks]")
-    p.add_argument("--plot", metavar="OUT.png", help="write the figure to this PNG file")
+    p.add_argument("--plot", metavar="OUT.png|OUT.svg",
+                   help="write the figure to this file (PNG or SVG by its ending)")
     p.add_argument("--ignore", metavar="KEY", action="append", default=[],
                    help="configuration key to ignore when grouping (repeatable), e.g. tag")
     p.add_argument("--confidence", type=float, default=stats.DEFAULT_CONFIDENCE,
@@ -239,7 +240,8 @@ def run_command(args, report_error) -> int:
         return 2
     if args.plot:
         paths, _ = inputs.expand(args.inputs)
-        err = outputs.check_output(args.plot, "--plot", (".png",), args.overwrite, paths)
+        from .plotting import FIGURE_SUFFIXES
+        err = outputs.check_output(args.plot, "--plot", FIGURE_SUFFIXES, args.overwrite, paths)
         if err:
             report_error(err)
             return 2
@@ -256,7 +258,7 @@ def run_command(args, report_error) -> int:
     else:
         print(format_text(result, runs, args.unit, args.confidence))
     if args.plot:
-        from .plotting import save_png
-        save_png(figure(result, args.unit), args.plot)
+        from .plotting import save
+        save(figure(result, args.unit), args.plot)
         print(f"wrote {args.plot}")
     return 0

@@ -22,7 +22,7 @@ from typing import Dict, List
 import numpy as np
 import pandas as pd
 
-from . import configs, conventions, inputs, jsonout, metrics
+from . import configs, conventions, inputs, jsonout, metrics, outputs
 from .runfile import PHASES, Run
 
 
@@ -201,12 +201,19 @@ def add_parser(subparsers) -> None:
     inputs.add_inputs(p)
     p.add_argument("--top", type=int, default=10, help="ranks and nodes listed per run [10]")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument("--plot", metavar="OUT.png|OUT.svg",
+                   help="write ranks x iterations heat maps (iteration time, exchange wait) of "
+                        "the run with the most ranks to this file")
+    outputs.add_overwrite(p)
     p.set_defaults(func=run_command)
 
 
 def run_command(args, report_error) -> int:
     if args.top < 1:
         report_error(f"--top {args.top}: accepted: a positive number of ranks")
+        return 2
+    from .summary import plot_allowed
+    if args.plot and not plot_allowed(args, report_error):
         return 2
     runs, status = inputs.load_all(args.inputs, report_error)
     if status:
@@ -216,5 +223,16 @@ def run_command(args, report_error) -> int:
         print(jsonout.dumps(results[0] if len(results) == 1 else results))
     else:
         print("\n\n".join(format_text(a, r, args.top) for a, r in zip(results, runs)))
+    if args.plot:
+        from . import figures
+        from .plotting import save
+        run = figures.pick_rank_run(runs)
+        if run is None:
+            report_error(f"--plot {args.plot}: nothing to plot: no run has a completed "
+                         f"iteration")
+            return 2
+        save(figures.heatmaps(run), args.plot)
+        if not args.json:
+            print(f"wrote {args.plot} (heat maps of {run.path})")
     return 0
 

@@ -12,7 +12,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from . import energy, inputs, jsonout, metrics
+from . import energy, inputs, jsonout, metrics, outputs
 from .runfile import PHASES, STATUS_NAMES, Run
 
 MS = 1e3
@@ -238,12 +238,17 @@ def add_parser(subparsers) -> None:
     inputs.add_inputs(p)
     p.add_argument("--json", action="store_true",
                    help="print a JSON object (an array of them for several files)")
+    p.add_argument("--plot", metavar="OUT.png|OUT.svg",
+                   help="write where the time goes (stacked phases per run) to this file")
+    outputs.add_overwrite(p)
     p.set_defaults(func=run_command)
 
 
 def run_command(args, report_error) -> int:
     """Summarise each file; report_error(msg) is called for each unreadable one. Returns the
     exit status: 0, or 2 when any file could not be read (the others are still summarised)."""
+    if args.plot and not plot_allowed(args, report_error):
+        return 2
     runs, status = inputs.load_all(args.inputs, report_error)
     results = [summarize(r) for r in runs]
     several = len(inputs.expand(args.inputs)[0]) > 1
@@ -253,4 +258,20 @@ def run_command(args, report_error) -> int:
             print(jsonout.dumps(payload))
     elif results:
         print("\n\n".join(format_text(r) for r in results))
+    if args.plot and runs:
+        from . import figures, tables
+        from .plotting import save
+        save(figures.breakdown(tables.phases(runs, summaries=results)), args.plot)
+        if not args.json:
+            print(f"wrote {args.plot}")
     return status
+
+
+def plot_allowed(args, report_error) -> bool:
+    """Check ``--plot`` before any work (suffix, folder, no overwrite, not an input)."""
+    from .plotting import FIGURE_SUFFIXES
+    err = outputs.check_output(args.plot, "--plot", FIGURE_SUFFIXES, args.overwrite,
+                               inputs.expand(args.inputs)[0])
+    if err:
+        report_error(err)
+    return err is None

@@ -99,7 +99,7 @@ def figure(runs: Sequence[Run], windows: Sequence[Tuple[int, int]]):
         title = f"{os.path.basename(run.path)}: iterations {lo}-{hi - 1}, {run.exchange}, " \
                 f"{run.nranks} ranks on {run.nnodes} node{'s' if run.nnodes != 1 else ''}"
         if not run.is_complete:
-            title += f"  [INCOMPLETE{INCOMPLETE_MARK}: {run.completeness_note()}]"
+            title += f"  [INCOMPLETE{INCOMPLETE_MARK}]"
         if n == 0:
             ax.text(0.5, 0.5, "no completed iteration in this window", ha="center",
                     transform=ax.transAxes)
@@ -121,7 +121,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--iters", metavar="A:B",
                    help="iterations A..B-1 as counted in the file (0-based, warm-up included); "
                         f"default: the first {DEFAULT_WINDOW} measured ones")
-    p.add_argument("-o", "--output", metavar="OUT.png", required=True, help="PNG file to write")
+    p.add_argument("-o", "--output", metavar="OUT.png|OUT.svg",
+                   help="figure file to write (PNG or SVG by its ending)")
+    p.add_argument("--plot", dest="output", metavar="OUT.png|OUT.svg", help="same as -o")
     outputs.add_overwrite(p)
     p.set_defaults(func=run_command)
 
@@ -133,8 +135,12 @@ def run_command(args, report_error) -> int:
         report_error(f"--iters {args.iters}: accepted: A:B with integers 0 <= A < B "
                      f"(also A:, :B or A)")
         return 2
+    if not args.output:
+        report_error("the following arguments are required: -o/--output (or --plot)")
+        return 2
     paths, _ = inputs.expand(args.inputs)
-    err = outputs.check_output(args.output, "--output", (".png",), args.overwrite, paths)
+    from .plotting import FIGURE_SUFFIXES
+    err = outputs.check_output(args.output, "--output", FIGURE_SUFFIXES, args.overwrite, paths)
     if err:
         report_error(err)
         return 2
@@ -156,8 +162,8 @@ def run_command(args, report_error) -> int:
         warm = f" ({min(hi, run.warmup) - lo} warm-up)" if lo < run.warmup else ""
         lines.append(f"timeline: {run.path}: iterations {lo}-{hi - 1}{warm}, {run.nranks} ranks,"
                      f" aligned clock {span}{mark}")
-    from .plotting import save_png
-    save_png(figure(runs, windows), args.output)
+    from .plotting import save
+    save(figure(runs, windows), args.output)
     print("\n".join(lines))
     print(f"wrote {args.output}")
     return 0

@@ -59,3 +59,67 @@ def render(page: str, workdir: str) -> Dict[str, object]:
     _run(["--window-size=1280,2000", f"--screenshot={shot}", "file://" + os.path.abspath(page)])
     result["screenshot"] = shot if os.path.exists(shot) else None
     return result
+
+
+LAYOUT = ("<script>addEventListener('load',function(){var y=window.scrollY;"
+          "var box=function(e){if(!e)return null;var r=e.getBoundingClientRect();"
+          "return {top:r.top+y,left:r.left,width:r.width,height:r.height};};"
+          "var s=[].map.call(document.querySelectorAll('section'),function(e){"
+          "return {id:e.id,box:box(e),figs:box(e.querySelector('.figs')),"
+          "images:e.querySelectorAll('img').length};});"
+          "var im=[].map.call(document.images,function(i){return {id:i.id,"
+          "width:(i.complete&&i.naturalWidth)||0,height:i.naturalHeight||0};});"
+          "document.body.setAttribute('data-layout',JSON.stringify({sections:s,images:im,"
+          "errors:window.__errs,"
+          "height:document.documentElement.scrollHeight,"
+          "width:document.documentElement.clientWidth}));});</script>")
+
+
+def layout(page: str, workdir: str, width: int) -> Dict[str, object]:
+    """Where each <section> (and its figures block, ``.figs``) lies on the page at a window
+    ``width`` pixels wide, in CSS pixels from the top of the page; the page's height; every
+    image's decoded size and the load errors (as ``render``)."""
+    text = open(page, encoding="utf-8").read()
+    probe = os.path.join(workdir, f"layout{width}.html")
+    with open(probe, "w", encoding="utf-8") as f:
+        f.write(text.replace("<head>", "<head>" + FIRST, 1).replace("</body>", LAYOUT + "</body>"))
+    dom = _run([f"--window-size={width},1000", "--dump-dom", "file://" + os.path.abspath(probe)])
+    m = re.search(r'data-layout="([^"]*)"', dom.stdout)
+    if not m:
+        raise AssertionError(f"Chromium did not lay out the page (rc {dom.returncode}): "
+                             f"{dom.stderr[-2000:]}")
+    return json.loads(html.unescape(m.group(1)))
+
+
+def screenshot(page: str, workdir: str, width: int, height: int) -> str:
+    """A screenshot of the whole page (window ``width`` x ``height``): the PNG's path."""
+    shot = os.path.join(workdir, f"shot{width}.png")
+    _run([f"--window-size={width},{height}", f"--screenshot={shot}",
+          "file://" + os.path.abspath(page)], timeout=180)
+    if not os.path.exists(shot):
+        raise AssertionError(f"Chromium wrote no screenshot of {page} at width {width}")
+    return shot
+
+
+def ink(image, box, background=1.0, tolerance=0.1) -> float:
+    """Fraction of the pixels inside ``box`` (CSS pixels = image pixels) that differ from the
+    white background by more than ``tolerance`` in any channel."""
+    import numpy as np
+    top, left = int(box["top"]), int(box["left"])
+    region = image[top:top + int(box["height"]), left:left + int(box["width"]), :3]
+    if region.size == 0:
+        return 0.0
+    return float((np.abs(region - background) > tolerance).any(axis=2).mean())
+
+
+def blank_sections(page: str, workdir: str, width: int, minimum: float = 0.03):
+    """Render ``page`` at ``width`` and return (sections whose figures block has less than
+    ``minimum`` ink, {section: ink}, layout). Sections without figures are measured over the
+    whole section (heading included)."""
+    from matplotlib.image import imread
+    lay = layout(page, workdir, width)
+    image = imread(screenshot(page, workdir, width, int(lay["height"]) + 10))
+    inks = {}
+    for s in lay["sections"]:
+        inks[s["id"]] = ink(image, s["figs"] or s["box"])
+    return [k for k, v in inks.items() if v < minimum], inks, lay

@@ -69,3 +69,47 @@ def chromium():
         pytest.skip("chromium is not installed (Debian package chromium; scripts/setup.sh "
                     "installs it)")
     return path
+
+
+FMNIST_DIR = os.environ.get("FMNIST_DIR", "/usr/share/datasets/fashion-mnist")
+
+
+@pytest.fixture(scope="session")
+def report_runs(tmp_path_factory):
+    """A folder of real dtbench runs with something for every section of the report (about
+    40 s on a busy 2-core machine): LeNet on synthetic data, batch 16, 8 iterations after 2
+    warm-up, on 1, 2 (twice: repeats), 4 ranks (strong scaling) and on 2 ranks with batch 32
+    (weak); a 2-stage pipeline with 2 and 4 micro-batches; sync, ssp, async (a parameter
+    server) and mixed runs of LeNet on Fashion-MNIST evaluated every 8 iterations with a
+    target accuracy of 0.5. Every run samples CPU use and RSS (dtbench's default 10 Hz; the
+    Fashion-MNIST runs last long enough for several samples). ``DTBENCH_REPORT_RUNS=DIR``
+    reuses a folder an earlier session made (for working on the report)."""
+    if os.environ.get("DTBENCH_REPORT_RUNS"):
+        return os.environ["DTBENCH_REPORT_RUNS"]
+    reason = realruns.skip_reason()
+    if reason:
+        pytest.skip(reason)
+    if not os.path.exists(os.path.join(FMNIST_DIR, "t10k-images-idx3-ubyte.gz")):
+        pytest.skip(f"Fashion-MNIST not found in {FMNIST_DIR} (Debian package "
+                    f"dataset-fashion-mnist; or set FMNIST_DIR)")
+    work = str(tmp_path_factory.mktemp("report"))
+    out = os.path.join(work, "results")
+    os.makedirs(out)
+    short = ["--dataset", "synthetic", "--iters", "8", "--warmup", "2", "--batch", "16"]
+    realruns.run(out, 1, "scale/r1.h5", *short)
+    realruns.run(out, 2, "scale/r2a.h5", *short, "--seed", "1")
+    realruns.run(out, 2, "scale/r2b.h5", *short, "--seed", "2")
+    realruns.run(out, 4, "scale/r4.h5", *short)
+    realruns.run(out, 2, "scale/r2w.h5", *short[:-1], "32")
+    for mb in (2, 4):
+        realruns.run(out, 2, f"pipe/m{mb}.h5", *short, "--parallel", "model", "--stages", "2",
+                     "--microbatches", str(mb))
+    fm = ["--dataset", "fashion-mnist", "--data-dir", FMNIST_DIR, "--batch", "32", "--iters",
+          "24", "--warmup", "2", "--eval-every", "8", "--target-acc", "0.5", "--lr", "0.03"]
+    realruns.run(out, 2, "strategies/sync.h5", *fm)
+    realruns.run(out, 2, "strategies/ssp.h5", *fm, "--exchange", "ssp", "--staleness", "1")
+    realruns.run(out, 3, "strategies/async.h5", *fm, "--exchange", "async", "--ps-ranks", "1")
+    realruns.run(out, 2, "strategies/mixed.h5", *fm, "--exchange", "mixed",
+                 "--ranks-per-node", "1")
+    shutil.rmtree(os.path.join(out, "ompi"), ignore_errors=True)
+    return out

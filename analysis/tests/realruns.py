@@ -55,6 +55,7 @@ def command(np_: int, args: List[str]) -> List[str]:
 def run(workdir: str, np_: int, output: str, *args: str, timeout: int = 180) -> str:
     """One complete run; returns the output path. Raises with dtbench's output on failure."""
     out = os.path.join(workdir, output)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
     proc = subprocess.run(command(np_, ["--model", "lenet", "--dataset", "synthetic",
                                         "--output", out, *args]),
                           capture_output=True, text=True, timeout=timeout,

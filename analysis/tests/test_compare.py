@@ -167,3 +167,15 @@ def _status(argv):
 def test_killed_counts(write):
     g = compare([load_run(write(killed=True, completed=KILLED_COMPLETED))])["groups"][0]
     assert g["incomplete"] and g["iterations"] == 2
+
+
+def test_compare_warns_across_models(capsys, write):
+    """Comparing runs of two models is allowed when asked for, but said to measure different
+    work."""
+    a, b = write(config={"model": "lenet"}), write(config={"model": "resnet50"})
+    assert main(["compare", a, b]) == 0
+    out = capsys.readouterr().out
+    assert "WARNING: these configurations differ in model: their times measure different " \
+           "work" in out
+    assert main(["compare", a, write(config={"model": "lenet", "lr": 0.5})]) == 0
+    assert "WARNING" not in capsys.readouterr().out

@@ -72,9 +72,10 @@ def test_timeline_errors_leave_no_file(capsys, complete_file, tmp_path):
         assert not out_png.exists()
     assert status_of(["timeline", complete_file]) == 2            # -o is required
     assert "the following arguments are required: -o/--output" in capsys.readouterr().err
-    (tmp_path / "t.svg").write_text("x")
-    assert main(["timeline", complete_file, "-o", str(tmp_path / "t.svg")]) == 2
-    assert "accepted: a file name ending in .png" in capsys.readouterr().err
+    (tmp_path / "t.pdf").write_text("x")
+    assert main(["timeline", complete_file, "-o", str(tmp_path / "t.pdf")]) == 2
+    assert "accepted: a file name ending in .png or .svg" in capsys.readouterr().err
+    assert (tmp_path / "t.pdf").read_text() == "x"
     assert main(["timeline", complete_file, "-o", complete_file, "--overwrite"]) == 2
     assert "is one of the input files" in capsys.readouterr().err
 

@@ -1,0 +1,147 @@
+"""Figures about time: where it goes (stacked phases per run), scaling (speedup and efficiency
+with intervals), and ranks x iterations (heat maps, Gantt). Each function takes the DataFrames of
+tables.py (or runs) and returns a matplotlib figure; plotting.save / plotting.png_bytes write it.
+Training, pipeline and sampler figures are in figures_training.py.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+import pandas as pd
+
+from . import tables, timeline
+from .runfile import Run
+
+PHASE_COLORS = {"data": "#8c8c8c", "forward": "#4c72b0", "backward": "#55a868",
+                "exchange wait": "#c44e52", "exchange transfer": "#dd8452",
+                "update": "#8172b3", "other": "#dadada"}
+
+
+def _empty(ax, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=10)
+    ax.set_xticks([]), ax.set_yticks([])
+
+
+def breakdown(ph: pd.DataFrame):
+    """Stacked horizontal bars: mean ms of each phase per rank-iteration, one bar per run, the
+    hidden (overlapped) exchange hatched after the bar, exchange share and efficiency as text."""
+    from .plotting import plt
+    n = max(1, len(ph))
+    fig, ax = plt.subplots(figsize=(11, 1.2 + 0.42 * n))
+    if ph.empty:
+        _empty(ax, "no runs")
+        return fig
+    y = np.arange(len(ph))
+    left = np.zeros(len(ph))
+    for phase in tables.BREAKDOWN:
+        w = ph[phase].fillna(0.0).to_numpy(dtype=float)
+        ax.barh(y, w, left=left, color=PHASE_COLORS[phase], label=phase, height=0.7)
+        left += w
+    hidden = ph["exchange hidden"].fillna(0.0).to_numpy(dtype=float)
+    if (hidden > 0).any():
+        ax.barh(y, hidden, left=left, color="none", edgecolor="#dd8452", hatch="///",
+                height=0.7, label="exchange hidden (overlapped, not in the iteration)")
+    for i, row in enumerate(ph.itertuples(index=False)):
+        share = row[ph.columns.get_loc("exchange share")]
+        eff = row[ph.columns.get_loc("exchange efficiency")]
+        text = "exch. " + ("n/a" if share is None or not np.isfinite(share) else f"{share:.0%}")
+        if eff is not None and np.isfinite(eff):
+            text += f", eff. {eff:.0%} of library"
+        ax.text(left[i] + hidden[i], i, "  " + text, va="center", fontsize=8)
+    ax.set_yticks(y)
+    ax.set_yticklabels(ph["run"], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, float(np.nanmax(left + hidden)) * 1.35 or 1.0)
+    ax.set_xlabel("ms per iteration and rank (mean over ranks x measured iterations)")
+    ax.set_title("Where the time goes", loc="left")
+    ax.legend(fontsize=7, ncol=4, loc="lower right")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def scaling(points: pd.DataFrame):
+    """Speedup and efficiency against ranks, one line per series (strong/weak, strategy and
+    transport), error bars from the time's confidence interval, the ideal dashed."""
+    from .plotting import plt
+    fig, (ax_s, ax_e) = plt.subplots(1, 2, figsize=(11, 4.2))
+    if points.empty:
+        for ax in (ax_s, ax_e):
+            _empty(ax, "no scaling series: no two scales share\na configuration and a batch")
+        return fig
+    for i, (series, pts) in enumerate(points.groupby("series", sort=True)):
+        pts = pts.sort_values("ranks")
+        first = pts.iloc[0]
+        style = "-" if first["kind"] == "strong" else "--"
+        name = f"{first['model']} {first['line']}: {first['kind']}, {first['fixed']}"
+        color = f"C{i % 10}"
+        for ax, col in ((ax_s, "speedup"), (ax_e, "efficiency")):
+            v = pts[col].to_numpy(dtype=float)
+            lo = v - pts[f"{col} lo"].to_numpy(dtype=float)
+            hi = pts[f"{col} hi"].to_numpy(dtype=float) - v
+            err = np.vstack([np.nan_to_num(lo, nan=0.0), np.nan_to_num(hi, nan=0.0)])
+            ax.errorbar(pts["ranks"], v, yerr=np.clip(err, 0, None), fmt=style + "o",
+                        color=color, capsize=3, label=name, ms=4)
+    ranks = np.array(sorted(points["ranks"].unique()), dtype=float)
+    base = float(points["ranks"].min())
+    ax_s.plot(ranks, ranks / base, "k:", label="ideal")
+    ax_e.axhline(1.0, color="k", ls=":", label="ideal")
+    ax_s.set(title="speedup (throughput / base case)", xlabel="ranks", ylabel="S")
+    ax_e.set(title="parallel efficiency", xlabel="ranks", ylabel="E = S p_base / p",
+             ylim=(0, max(1.2, float(np.nanmax(points["efficiency hi"].fillna(0))) * 1.1)))
+    for ax in (ax_s, ax_e):
+        ax.set_xticks(ranks)
+        ax.grid(alpha=0.3)
+    ax_s.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def heatmaps(run: Run, title: Optional[str] = None):
+    """Ranks x iterations: iteration time and exchange wait (pipelines: idle time) in ms,
+    warm-up marked, NaN grey."""
+    from .plotting import plt
+    if tables.is_pipeline(run):
+        second = ("pipe_idle", "pipeline idle (bubble)")
+    else:
+        second = ("wait", "exchange wait" if run.has("exchange_wait") else
+                  "exchange (wait not recorded)")
+    fields = (("total", "iteration time"), second)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 1.6 + 0.32 * run.nranks))
+    for ax, (field, name) in zip(axes, fields):
+        frame = tables.rank_iteration(run, field)
+        data = np.ma.masked_invalid(frame.to_numpy())
+        cmap = plt.get_cmap("viridis").with_extremes(bad="#cccccc")
+        measured = data[:, run.warmup:].compressed()
+        # colour scale to the 98th percentile of measured cells: one huge warm-up or
+        # evaluation iteration must not flatten the rest (brighter cells saturate)
+        vmax = float(np.percentile(measured, 98)) if measured.size else None
+        im = ax.imshow(data, aspect="auto", interpolation="nearest", cmap=cmap,
+                       vmin=0, vmax=vmax or None)
+        if run.warmup:
+            ax.axvline(run.warmup - 0.5, color="w", lw=1.5, ls="--")
+        ax.set_yticks(range(run.nranks))
+        ax.set_yticklabels([str(r) for r in frame.index])
+        ax.set(xlabel="iteration (left of the dashed line: warm-up)", ylabel="rank",
+               title=f"{name}, ms (colours saturate at the 98th percentile)")
+        fig.colorbar(im, ax=ax, fraction=0.04)
+    fig.suptitle(title or tables.label(run), fontsize=9, x=0.01, ha="left")
+    fig.tight_layout()
+    return fig
+
+
+def gantt(run: Run, window: Tuple[Optional[int], Optional[int]] = (None, None)):
+    """Per-rank timeline of a window of iterations (timeline.figure)."""
+    lo, hi = timeline.window_for(run, *window)
+    return timeline.figure([run], [(lo, hi)])
+
+
+def pick_rank_run(runs: Sequence[Run]) -> Optional[Run]:
+    """The run whose ranks x iterations view says most: most ranks, then most iterations."""
+    multi = [r for r in runs if int(r.valid.sum()) > 0]
+    if not multi:
+        return None
+    return max(multi, key=lambda r: (r.nranks, int(r.valid.sum()), os.path.basename(r.path)))

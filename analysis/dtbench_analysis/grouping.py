@@ -1,0 +1,106 @@
+"""Which runs may be compared with which: comparisons along one factor inside one configuration.
+
+A comparison only makes sense between runs that differ in what is being compared. For each
+factor (``FACTORS``: exchange, transport, ranks, batch, precision, micro-batches) the runs are
+grouped by their configuration (configs.py) *without* that factor's keys; a group whose runs take
+two or more values of the factor is one comparison. Everything else (model, data set, device,
+learning rate, ...) is equal inside a comparison, so LeNet is never compared with ResNet-50 and
+synthetic data never with Fashion-MNIST. Runs that differ in two factors at once appear in no
+comparison of either (their difference cannot be attributed to one factor).
+
+Exchange strategies are compared at an equal number of *workers* (root attribute ``nworkers``,
+else ``nranks``): ``--exchange async`` adds parameter-server ranks and ``mixed`` needs a node
+layout (``--ranks-per-node``), so for this factor the rank counts vary with the strategy.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Dict, List, Sequence, Tuple
+
+import pandas as pd
+
+from . import configs
+from .runfile import Run
+
+#: factor -> the configuration keys that vary with it (options that only make sense with a
+#: factor's value, e.g. ``--staleness`` with ``--exchange ssp``, vary together with it)
+FACTORS: "OrderedDict[str, Tuple[str, ...]]" = OrderedDict([
+    ("exchange", ("exchange", "staleness", "ps-ranks", "sync-period", "staleness_bound",
+                  "ps_ranks", "sync_period", "nranks", "nnodes", "ranks-per-node")),
+    ("transport", ("transport", "bucket-mb", "overlap")),
+    ("ranks", ("nranks", "nnodes", "ranks-per-node", "gpus-per-node")),
+    ("batch", ("batch", "batch_global", "batch_per_rank")),
+    ("precision", ("precision", "grad_dtype", "grad-dtype")),
+    ("microbatches", ("microbatches",)),
+])
+
+
+#: order of the exchange strategies in a comparison (the first present is the baseline)
+EXCHANGE_ORDER = ("sync", "ssp", "async", "mixed")
+
+
+def _order(run: Run, key: str, ignore: Sequence[str]):
+    """Sort key putting the baseline first: sync before the others, small numbers first."""
+    value = configs.configuration(run, ignore).get(key, "")
+    if value in EXCHANGE_ORDER:
+        return (0, EXCHANGE_ORDER.index(value), "")
+    try:
+        return (1, float(value), "")
+    except ValueError:
+        return (2, 0.0, value)
+
+
+def _values(run: Run, keys: Sequence[str], ignore: Sequence[str]) -> Tuple[Tuple[str, str], ...]:
+    conf = configs.configuration(run, ignore)
+    return tuple((k, conf[k]) for k in keys if k in conf)
+
+
+def comparisons(runs: Sequence[Run], ignore: Sequence[str] = (),
+                factors: Sequence[str] = tuple(FACTORS)) -> List[Dict[str, object]]:
+    """Every comparison among ``runs``: dicts with ``factor``, ``runs`` (input order),
+    ``common`` (the configuration all of them share) and ``values`` (the distinct values of the
+    factor's keys); runs in the order sync, ssp, async, mixed or by increasing value, so the
+    first, the baseline of compare.compare, is sync or the smallest."""
+    out: List[Dict[str, object]] = []
+    for factor in factors:
+        keys = FACTORS[factor]
+        groups: "OrderedDict[tuple, List[Run]]" = OrderedDict()
+        for run in runs:
+            key = configs.key_of(run, tuple(ignore) + tuple(keys))
+            if factor == "exchange":
+                key += (("workers", str(run.attrs.get("nworkers") or run.nranks)),)
+            groups.setdefault(key, []).append(run)
+        for key, members in groups.items():
+            if len({_values(r, keys[:1], ignore) for r in members}) < 2:
+                continue            # the factor itself does not vary (only options that go
+                                    # with it): not a comparison of this factor
+            values = list(OrderedDict.fromkeys(_values(r, keys, ignore) for r in members))
+            if len(values) < 2:
+                continue
+            members = sorted(members, key=lambda r: _order(r, keys[0], ignore))
+            out.append({"factor": factor, "runs": list(members),
+                        "common": {k: v for k, v in key if k != "workers"},
+                        "values": [dict(v) for v in values]})
+    return out
+
+
+def value_label(values: Dict[str, str], differing: Sequence[str]) -> str:
+    """``exchange=ssp staleness=2`` limited to the keys that differ within the comparison."""
+    return " ".join(f"{k}={values[k]}" for k in differing if k in values) or "-"
+
+
+def table(runs: Sequence[Run], ignore: Sequence[str] = ()) -> pd.DataFrame:
+    """One row per comparison: factor, the values compared, the runs, and what they share."""
+    rows = []
+    for i, c in enumerate(comparisons(runs, ignore), 1):
+        differing = [k for k in OrderedDict.fromkeys(k for v in c["values"] for k in v)
+                     if len({v.get(k) for v in c["values"]}) > 1]
+        rows.append({"comparison": i, "factor": c["factor"],
+                     "values": " | ".join(value_label(v, differing) for v in c["values"]),
+                     "runs": len(c["runs"]),
+                     "model": c["common"].get("model"), "dataset": c["common"].get("dataset"),
+                     "common": configs.describe({k: v for k, v in c["common"].items()
+                                                 if k not in ("model", "dataset")})})
+    return pd.DataFrame(rows, columns=["comparison", "factor", "values", "runs", "model",
+                                       "dataset", "common"])

@@ -1,0 +1,311 @@
+"""The report's tables as pandas DataFrames (one function per question), for the HTML report, the
+figures (figures.py, figures_training.py) and notebooks (``dtbench_analysis.load``).
+
+Times are in milliseconds. Conventions (runfile.py, metrics.py): only measured iterations
+(completed, warm-up excluded). Phase breakdowns use the *mean* over ranks x measured iterations,
+so the stacked phases add up to the mean iteration (medians of parts do not add up); the median
+time per iteration (critical path for lockstep runs) is given beside them.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import calibration, energy, metrics, scaling
+from .runfile import Run
+
+MS = 1e3
+#: the stacked phases of "where the time goes", in the order the trainer runs them
+BREAKDOWN = ("data", "forward", "backward", "exchange wait", "exchange transfer", "update",
+             "other")
+#: optional configuration fields shown when a run has them
+PRECISION_KEYS = ("precision", "grad_dtype")
+PIPE_FIELDS = ("pipe_compute", "pipe_send", "pipe_recv", "pipe_idle")
+
+
+def run_name(run: Run, names: Optional[Dict[str, str]] = None) -> str:
+    return (names or {}).get(run.path) or os.path.basename(run.path)
+
+
+def _mean(values: np.ndarray) -> float:
+    v = values[np.isfinite(values)]
+    return float(v.mean()) if v.size else float("nan")
+
+
+def _median(values: np.ndarray) -> float:
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    return float(np.median(v)) if v.size else float("nan")
+
+
+def precision(run: Run) -> Dict[str, str]:
+    """The precision fields of the configuration (or root attributes) that the run has."""
+    out = {}
+    for k in PRECISION_KEYS:
+        for source in (run.config, run.attrs, run.config_attrs):
+            for name in (k, k.replace("_", "-")):
+                if source.get(name) not in (None, ""):
+                    out[k] = str(source[name])
+                    break
+            if k in out:
+                break
+    return out
+
+
+def label(run: Run, names: Optional[Dict[str, str]] = None) -> str:
+    """Short label: file, model, exchange, ranks (and precision when recorded)."""
+    extra = " ".join(precision(run).values())
+    par = str(run.attrs.get("parallel") or "data")
+    shape = f"{run.nranks}r" if par == "data" else \
+        f"{run.nranks}r {par} K={run.attrs.get('stages')} M={run.attrs.get('microbatches')}"
+    text = f"{run_name(run, names)}: {run.attrs.get('model')} {run.exchange} {shape}"
+    return text + (f" {extra}" if extra else "") + ("" if run.is_complete else " *")
+
+
+def runs_table(runs: Sequence[Run], names=None, summaries=None) -> pd.DataFrame:
+    """One row per run: its factors, completeness and headline numbers."""
+    rows = []
+    for i, run in enumerate(runs):
+        tp = metrics.throughput(run)
+        times = metrics.iteration_times(run)
+        s = summaries[i] if summaries else None
+        row = {"file": run_name(run, names), "complete": run.is_complete,
+               "note": run.completeness_note() or "",
+               "model": run.attrs.get("model"), "dataset": run.attrs.get("dataset"),
+               "exchange": run.exchange, "transport": run.attrs.get("transport"),
+               "parallel": run.attrs.get("parallel") or "data",
+               "ranks": run.nranks, "nodes": run.nnodes, "batch": run.batch_global,
+               "device": run.attrs.get("device")}
+        row.update(precision(run))
+        row.update({"measured iters": int(run.ranks["measured"].max()),
+                    "time/iter ms": _median(times) * MS,
+                    "samples/s": tp["samples_per_s"],
+                    "exchange share": metrics.exchange_share(run)["median"],
+                    "exchange efficiency": calibration.efficiency(run, s)})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def phases(runs: Sequence[Run], names=None, summaries=None) -> pd.DataFrame:
+    """Where the time goes: per run the mean ms of each BREAKDOWN phase per rank-iteration,
+    the hidden exchange (overlapped with backward, not part of the iteration), the mean and
+    median iteration, the exchange share and, where the file has it, the exchange efficiency."""
+    rows = []
+    for i, run in enumerate(runs):
+        m = {p: run.measured(p) for p in ("data", "forward", "backward", "exchange", "update",
+                                          "total")}
+        wait = run.measured("exchange_wait") if run.has("exchange_wait") else \
+            np.zeros_like(m["exchange"])
+        row = {"run": label(run, names), "file": run.path,
+               "data": _mean(m["data"]) * MS, "forward": _mean(m["forward"]) * MS,
+               "backward": _mean(m["backward"]) * MS,
+               "exchange wait": _mean(wait) * MS,
+               "exchange transfer": _mean(m["exchange"] - wait) * MS,
+               "update": _mean(m["update"]) * MS}
+        parts = sum(row[p] for p in BREAKDOWN[:-1])
+        row["total mean"] = _mean(m["total"]) * MS
+        row["other"] = max(0.0, row["total mean"] - parts) if np.isfinite(parts) else np.nan
+        row["exchange hidden"] = _mean(run.measured("exchange_hidden")) * MS \
+            if run.has("exchange_hidden") else 0.0
+        row["time/iter median"] = _median(metrics.iteration_times(run)) * MS
+        row["exchange share"] = metrics.exchange_share(run)["median"]
+        row["exchange efficiency"] = calibration.efficiency(
+            run, summaries[i] if summaries else None)
+        rows.append(row)
+    cols = ["run", "file", *BREAKDOWN, "exchange hidden", "total mean", "time/iter median",
+            "exchange share", "exchange efficiency"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def scaling_points(runs: Sequence[Run], ignore: Sequence[str] = (),
+                   result: Optional[Dict[str, object]] = None) -> pd.DataFrame:
+    """One row per point of every scaling series (scaling.find_series): series number, kind,
+    the strategy/transport it belongs to, scale, time with its CI, speedup and efficiency
+    with intervals propagated from the time's CI (base case taken at its median)."""
+    result = result or scaling.find_series(runs, "ranks", ignore)
+    rows = []
+    for i, s in enumerate(result["series"], 1):
+        f = s["factors"]
+        line = " ".join(x for x in (f.get("exchange"), f.get("transport")) if x) or "-"
+        base = s["base"]
+        for q in s["points"]:
+            row = {"series": i, "kind": s["kind"], "fixed": s["fixed"], "line": line,
+                   "model": f.get("model"), "ranks": q["ranks"], "nodes": q["nodes"],
+                   "batch": q["batch_global"], "repeats": q["repeats"],
+                   "time/iter ms": _f(q["time_median_s"]) * MS,
+                   "time lo": _f(q["time_lo_s"]) * MS, "time hi": _f(q["time_hi_s"]) * MS,
+                   "samples/s": _f(q["throughput"]), "speedup": _f(q["speedup"]),
+                   "ideal": q["ideal_speedup"], "efficiency": _f(q["efficiency"]),
+                   "exchange share": _f(q["exchange_share"])}
+            scale = base["p"] / q["p"]
+            for side, t in (("hi", q["throughput_hi"]), ("lo", q["throughput_lo"])):
+                sp = t / base["throughput"] if t and base["throughput"] else np.nan
+                row[f"speedup {side}"] = sp
+                row[f"efficiency {side}"] = sp * scale
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _f(x) -> float:
+    return float("nan") if x is None else float(x)
+
+
+def rank_iteration(run: Run, field: str = "total") -> pd.DataFrame:
+    """ms of ``field`` per rank (rows, MPI rank) and iteration (columns), warm-up included,
+    NaN where not written (parameter servers, killed ranks). ``field`` "busy" and "wait" are
+    metrics.busy and the exchange wait (or the whole exchange when the wait is not recorded)."""
+    if field == "wait":
+        values = run.iterations["exchange_wait" if run.has("exchange_wait") else "exchange"]
+    elif field == "busy":
+        values = run.iterations["total"] - run.iterations[
+            "exchange_wait" if run.has("exchange_wait") else "exchange"]
+    else:
+        values = run.iterations[field]
+    return pd.DataFrame(values * MS, index=pd.Index(run.ranks["rank"].to_numpy(), name="rank"),
+                        columns=pd.RangeIndex(run.iters_total, name="iteration"))
+
+
+def per_rank(run: Run) -> pd.DataFrame:
+    """One row per rank (metrics.per_rank_table) with times in ms: median and p95 of total,
+    median busy, exchange and wait (when recorded) over the rank's measured iterations."""
+    frame = metrics.per_rank_table(run)
+    for col in list(frame.columns):
+        if col.endswith("_median") or col.endswith("_p95"):
+            if col != "staleness_median":
+                frame[col] = frame[col] * MS
+                frame = frame.rename(columns={col: col.replace("_", " ") + " ms"})
+    return frame
+
+
+def progress(run: Run) -> pd.DataFrame:
+    """Training progress per iteration: iteration, end time (s, aligned clock, max over ranks),
+    loss (mean over ranks)."""
+    end = pd.DataFrame(run.iterations["start"] + run.iterations["total"]).max().to_numpy()
+    loss = pd.DataFrame(run.iterations["loss"]).mean().to_numpy()
+    frame = pd.DataFrame({"iteration": np.arange(run.iters_total) + 1, "time_s": end,
+                          "loss": loss})
+    return frame[np.isfinite(end) & np.isfinite(loss)].reset_index(drop=True)
+
+
+def strategies(runs: Sequence[Run], names=None, target: Optional[float] = None) -> pd.DataFrame:
+    """Per run: model, data set, exchange, final loss, evaluations, best accuracy, and the
+    iterations and time (s since start) to the target accuracy."""
+    rows = []
+    for run in runs:
+        goal = target if target is not None else run.target_accuracy
+        tt = metrics.time_to_target(run, goal)
+        pr = progress(run)
+        ev = run.eval[np.isfinite(run.eval["accuracy"].to_numpy(dtype=float))]
+        rows.append({"run": label(run, names), "model": run.attrs.get("model"),
+                     "dataset": run.attrs.get("dataset"), "exchange": run.exchange,
+                     "ranks": run.nranks,
+                     "final loss": float(pr["loss"].iloc[-5:].mean()) if len(pr) else np.nan,
+                     "evaluations": int(len(ev)),
+                     "best accuracy": float(ev["accuracy"].max()) if len(ev) else np.nan,
+                     "target": goal if goal is not None else np.nan,
+                     "iters to target": tt["iteration"] if tt and tt["reached"] else np.nan,
+                     "s to target": tt["time_s"] if tt and tt["reached"] else np.nan})
+    return pd.DataFrame(rows)
+
+
+def is_pipeline(run: Run) -> bool:
+    return int(run.attrs.get("stages") or 1) > 1 and all(run.has(f) for f in PIPE_FIELDS)
+
+
+def pipeline(runs: Sequence[Run], names=None) -> pd.DataFrame:
+    """Per pipeline run and stage: mean ms of compute, send, receive and idle (bubble) per
+    iteration over the stage's ranks, and the bubble fraction idle / (their sum); with the
+    GPipe ideal (K-1)/(M+K-1) for K stages and M micro-batches."""
+    rows = []
+    for run in runs:
+        if not is_pipeline(run):
+            continue
+        k = int(run.attrs.get("stages") or 1)
+        mb = int(run.attrs.get("microbatches") or 1)
+        stage_of = np.arange(run.nranks) % k
+        for stage in range(k):
+            sel = stage_of == stage
+            row = {"run": label(run, names), "file": run.path, "stages": k,
+                   "microbatches": mb, "stage": stage}
+            for fld in PIPE_FIELDS:
+                row[fld.replace("pipe_", "")] = _mean(run.measured(fld)[sel]) * MS
+            busy = sum(row[x] for x in ("compute", "send", "recv", "idle"))
+            row["bubble fraction"] = row["idle"] / busy if busy > 0 else np.nan
+            row["ideal bubble"] = (k - 1) / (mb + k - 1)
+            rows.append(row)
+    return pd.DataFrame(rows, columns=["run", "file", "stages", "microbatches", "stage",
+                                       "compute", "send", "recv", "idle", "bubble fraction",
+                                       "ideal bubble"])
+
+
+def samples(runs: Sequence[Run], names=None) -> pd.DataFrame:
+    """Per sampled run and rank: source, median power (W), peak memory (MiB), median
+    utilisation (%), and energy per sample (J) when power was sampled."""
+    rows = []
+    for run in runs:
+        if not run.samples:
+            continue
+        per = energy.sampler_per_rank(run)
+        e = energy.energy_summary(run)
+        source = run.ranks["sample_source"] if "sample_source" in run.ranks else None
+        for row in range(run.nranks):
+            n = int(np.isfinite(run.samples.get("time", np.full((run.nranks, 0), np.nan))[row])
+                    .sum())
+            if n == 0:
+                continue
+            rows.append({"run": label(run, names), "file": run.path,
+                         "rank": int(run.ranks["rank"].iloc[row]),
+                         "source": None if source is None else str(source.iloc[row]),
+                         "samples": n,
+                         "power median W": per.get("power_median_w", [np.nan] * run.nranks)[row],
+                         "memory max MiB": per.get("memory_max_mib", [np.nan] * run.nranks)[row],
+                         "utilization median %": per.get("utilization_median",
+                                                         [np.nan] * run.nranks)[row],
+                         "J per sample (run)": e["joules_per_sample"] if e else np.nan})
+    return pd.DataFrame(rows)
+
+
+def comparison_groups(runs: Sequence[Run], ignore: Sequence[str] = (),
+                      target: Optional[float] = None) -> List[Dict[str, object]]:
+    """grouping.comparisons with compare.compare's statistics inside each."""
+    from . import compare, grouping
+    out = []
+    for c in grouping.comparisons(runs, ignore):
+        c = dict(c)
+        c["result"] = compare.compare(c["runs"], ignore, target=target)
+        out.append(c)
+    return out
+
+
+def comparisons(runs: Sequence[Run], ignore: Sequence[str] = (), target=None,
+                groups=None) -> pd.DataFrame:
+    """One row per configuration inside each comparison: factor, label, time per iteration
+    (median, CI), throughput, exchange share, ratio to the comparison's baseline and the
+    Mann-Whitney p value."""
+    rows = []
+    for i, c in enumerate(groups if groups is not None else
+                          comparison_groups(runs, ignore, target), 1):
+        common = c["common"]
+        for g in c["result"]["groups"]:
+            t, test = g["time_s"], g["test"]
+            rows.append({"comparison": i, "factor": c["factor"],
+                         "model": common.get("model"), "dataset": common.get("dataset"),
+                         "configuration": g["label"], "repeats": g["repeats"],
+                         "time/iter ms": _f(t["median"]) * MS, "lo": _f(t["lo"]) * MS,
+                         "hi": _f(t["hi"]) * MS,
+                         "samples/s": _f(g["throughput"]["median"]),
+                         "exchange share": _f(g["exchange_share"]),
+                         "ratio to baseline": 1.0 if test is None else
+                         _f(test.get("median_ratio")),
+                         "p": np.nan if test is None else _f(test.get("p")),
+                         "significant": None if test is None else test.get("significant")})
+    return pd.DataFrame(rows)
+
+
+__all__ = ["runs_table", "phases", "scaling_points", "rank_iteration", "progress",
+           "strategies", "pipeline", "samples", "comparisons", "comparison_groups", "label",
+           "precision", "per_rank"]
