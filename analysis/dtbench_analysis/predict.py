@@ -297,6 +297,7 @@ def _fmt_param(name: str, value, sd, beta_known: bool = False) -> str:
 def format_text(result: Dict, simulate_mode: bool) -> str:
     lines = [f"predict: {len(result['runs'])} runs; model fitted to all of them, validated by "
              f"holding out each strategy's largest measured scale"]
+    lines += [f"   left out: {x['file']}: {x['why']}" for x in result.get("left_out", [])]
     for r in result["runs"]:
         lines.append(f"   {r['strategy']:6s} {r['nodes']:4d} nodes {r['ranks']:5d} ranks  "
                      f"batch/rank {r['batch_per_rank']:4d}  iteration {_ms(r['iteration_s'])} ms  "
@@ -478,11 +479,21 @@ def run_command(args, report_error) -> int:
     runs, status = inputs.load_all(args.inputs, report_error)
     if status:
         return status
+    pipelined = [r for r in runs if str(r.attrs.get("parallel") or "data") != "data"]
+    runs = [r for r in runs if r not in pipelined]
+    if not runs:
+        report_error(f"predict: {pipelined[0].path}: parallel="
+                     f"{pipelined[0].attrs.get('parallel')}: predict models data parallelism "
+                     f"only (no run with parallel=data given)")
+        return 2
     result = build(runs, nodes, strategies, args.algorithm, args.ranks_per_node,
                    args.batch_per_rank, args.batch_global, args.max_error, args.seed)
     refuse = result["refused"] and not args.force
     if refuse:
         result["predictions"], result["curve"] = [], []
+    result["left_out"] = [{"file": r.path, "why": f"parallel={r.attrs.get('parallel')}: "
+                                                  f"predict models data parallelism only"}
+                          for r in pipelined]
     if args.json:
         print(jsonout.dumps(result))
     else:

@@ -40,10 +40,11 @@ LEVELS = ("intra", "inter")
 PARAMS = ("alpha_intra", "beta_intra", "alpha_inter", "beta_inter")
 ALGORITHMS = ("auto", "ring", "tree", "rabenseifner")
 ALGORITHM_HELP = {
-    "ring": "ring: 2(p-1) steps, 2(p-1)/p of the bucket per rank",
-    "tree": "binomial reduce + broadcast: 2 ceil(log2 p) steps of the whole bucket",
-    "rabenseifner": "recursive halving reduce-scatter + doubling all-gather: 2 log2 p steps, "
-                    "2(p-1)/p of the bucket",
+    "ring": "2(p-1) steps, 2(p-1)/p of the bucket per link",
+    "tree": "Open MPI libnbc's binomial reduce, then a broadcast sending to all children at "
+            "once",
+    "rabenseifner": "halving reduce-scatter + doubling all-gather, 2 log2 p steps, 2(p-1)/p of "
+                    "the bucket",
 }
 #: MPI_Allreduce/Iallreduce of ``bucket-mb`` when --bucket-mb is not in the file's options
 DEFAULT_BUCKET_MB = 25.0

@@ -289,3 +289,14 @@ def test_strong_scaling_splits_the_global_batch(tmp_path):
     mixed = [p["prediction"]["iteration_s"]["value"] for p in result["predictions"]
              if p["strategy"] == "mixed"]
     assert mixed[1] < mixed[0]
+
+
+def test_pipelines_are_left_out(tmp_path, capsys):
+    files = measured_set(tmp_path)
+    pipe = synthetic.write_run(str(tmp_path / "pipe.h5"), attrs={"parallel": "hybrid"})
+    assert cli.main(["predict", *files, pipe, "--nodes", "16", "--strategies", "sync"]) == 0
+    out = capsys.readouterr().out
+    assert f"left out: {pipe}: parallel=hybrid" in out
+    assert cli.main(["predict", pipe, "--nodes", "16"]) == 2
+    err = capsys.readouterr().err
+    assert "data parallelism only" in err and len(err.strip().splitlines()) == 1
