@@ -72,7 +72,8 @@ def scenario_for(o: Observation, strategy: str, nnodes: int, per_node: int, batc
                  algorithm: str) -> Scenario:
     return Scenario(strategy=strategy, nnodes=nnodes, per_node=per_node, batch_per_rank=batch,
                     grad_bytes=o.grad_bytes, bucket_bytes=o.bucket_bytes,
-                    algorithm=o.algorithm_hint if algorithm == "auto" else algorithm,
+                    algorithm=(o.hint_for(strategy, o.staleness if strategy == "ssp" else 1)
+                               if algorithm == "auto" else algorithm),
                     staleness=o.staleness, sync_period=max(1, o.sync_period),
                     ps_ranks=max(1, o.ps_ranks))
 
