@@ -222,8 +222,8 @@ ASSUMPTIONS = [
     "compute c(b) = c0 + c1 b per rank, independent of the number of ranks",
     "rank and iteration factors drawn independently for every rank (no correlated slowdowns "
     "beyond those measured)",
-    "collective cost: alpha-beta per level for the algorithm named; a node's link is not shared "
-    "by other jobs",
+    "collective cost: alpha-beta per level for the algorithm named (across nodes, messages above "
+    "the 64 KiB eager limit with their own beta); a node's link is not shared by other jobs",
     f"a rank-iteration is slow when its compute exceeds {SLOW_FACTOR}x the median",
     "async: the measured number of parameter servers (1 when none was measured), whatever the "
     "scale",
@@ -422,8 +422,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--algorithm", choices=ALGORITHMS, default="auto",
                    help="allreduce algorithm of the communication model: "
                         + "; ".join(f"{k}: {v}" for k, v in ALGORITHM_HELP.items())
-                        + "; auto: tree for Open MPI (dtbench's in-place MPI_Iallreduce takes "
-                          "libnbc's binomial tree), rabenseifner otherwise [auto]")
+                        + "; auto: what each run did: with Open MPI, tuned for blocking "
+                          "exchanges (sync, hier, mixed without --overlap; calibrations), tree "
+                          "for MPI_Iallreduce (--overlap, ssp); rabenseifner with other "
+                          "libraries [auto]")
     p.add_argument("--ranks-per-node", type=int, metavar="L",
                    help="ranks per node of the predictions [as the largest measured run]")
     batch = p.add_mutually_exclusive_group()
