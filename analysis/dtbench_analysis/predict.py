@@ -20,8 +20,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import inputs, jsonout, metrics, outputs
-from .predict_fit import (ALGORITHM_HELP, ALGORITHMS, PARAMS, CommFit, Observation, fit_comm,
-                          fit_compute, observe, transfer_factors)
+from .predict_fit import (ALGORITHM_HELP, ALGORITHMS, PARAMS, CommFit, Observation,
+                          exchange_terms, fit_comm, fit_compute, observe, transfer_factors)
 from .predict_sim import SLOW_FACTOR, STRATEGIES, Scenario, needs, simulate, summarise
 from .runfile import Run
 
@@ -92,6 +92,21 @@ def _run_scenario(s: Scenario, key, models: CommModels, compute, tf, rng, draws,
     return out, None
 
 
+def _calibration_error(o: Observation, strategy: str, models: CommModels,
+                       algorithm: str) -> Optional[float]:
+    """The held-out run's calibration (its transport's blocking collectives alone on its
+    buckets) predicted by the fit, relative error; None without a calibration."""
+    if not o.calibration or strategy not in ("sync", "hier"):
+        return None
+    level = "inter" if o.nnodes > 1 else "intra"
+    _, comm = models.for_strategy(strategy, level)
+    if not comm.level_known(level):
+        return None
+    algo = o.calibration_hint if algorithm == "auto" else algorithm
+    terms = exchange_terms(strategy, algo, o.nnodes, o.per_node, o.grad_bytes, o.bucket_bytes)
+    return comm.time(terms) / o.calibration - 1.0
+
+
 def validate(observations: List[Observation], algorithm: str, rng, draws: int) -> List[Dict]:
     out = []
     for strategy in sorted({o.strategy for o in observations}):
@@ -115,6 +130,7 @@ def validate(observations: List[Observation], algorithm: str, rng, draws: int) -
                 row["error"] = pred["iteration_s"]["value"] / measured - 1.0
                 row["transfer_error"] = (pred["comm_model_s"] / row["measured_transfer_s"] - 1.0
                                          if row["measured_transfer_s"] else None)
+                row["calibration_error"] = _calibration_error(o, strategy, comm, algorithm)
             out.append(row)
     return out
 
@@ -336,12 +352,14 @@ def format_text(result: Dict, simulate_mode: bool) -> str:
                          f"not predicted ({v['why']})")
             continue
         pi = v["predicted"]["iteration_s"]
-        te = v.get("transfer_error")
+        te, ce = v.get("transfer_error"), v.get("calibration_error")
         lines.append(f"   {v['strategy']} {v['nodes']} nodes {v['ranks']} ranks "
                      f"(fitted on {v['fitted_on']} runs): measured {_ms(v['measured_s'])} ms, "
                      f"predicted {_ms(pi['value'])} ms [{_ms(pi['lo'])}, {_ms(pi['hi'])}]: "
                      f"error {100 * v['error']:+.1f}%"
-                     + (f" (exchange transfer {100 * te:+.1f}%)" if te is not None else ""))
+                     + (f" (exchange transfer {100 * te:+.1f}%" if te is not None else "")
+                     + (f"; collectives alone {100 * ce:+.1f}%" if ce is not None else "")
+                     + (")" if te is not None else ""))
     if result["worst_error"] is not None:
         lines.append(f"   worst |error| {100 * result['worst_error']:.1f}% (bound --max-error "
                      f"{100 * result['max_error']:.0f}%)")

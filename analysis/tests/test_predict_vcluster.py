@@ -107,7 +107,8 @@ def test_held_out_four_nodes_two_transports(tmp_path, capsys):
         print(f"emulated nodes at {RATE}: {name} held out at 4 nodes: measured "
               f"{1e3 * c['measured_s']:.1f} ms, predicted "
               f"{1e3 * c['predicted']['iteration_s']['value']:.1f} ms, error "
-              f"{100 * c['error']:+.1f}%")
+              f"{100 * c['error']:+.1f}% (transfer {100 * c['transfer_error']:+.1f}%, "
+              f"collectives alone {100 * (c.get('calibration_error') or 0):+.1f}%)")
     print(f"mpi transport: beta_inter {mpi['beta_inter']:.3g} s/B "
           f"({1e-6 / mpi['beta_inter']:.1f} MB/s), beta_inter_rndv "
           f"{1e-6 / mpi['beta_inter_rndv']:.1f} MB/s, alpha_inter {mpi['alpha_inter']:.3g} s")
