@@ -128,7 +128,7 @@ TrainResult driver_run(Driver *d) {
         int eval_due = o->eval_every > 0 ? (it + 1) % o->eval_every == 0 : 0;
         if (evaluates && nevals > 0 && evals < nevals && (eval_due || it + 1 == total)) {
             double acc, eloss;
-            stage_evaluate(d, &acc, &eloss);
+            stage_evaluate(d, &s, &acc, &eloss);
             EvalRecord e = {(double)(it + 1), dt_now() - d->clock_offset - d->t0, acc, eloss};
             if (d->topo->rank == 0) d->rops->record_eval(d->rec, evals, &e);
             evals++;
