@@ -522,6 +522,7 @@ const BackendOps cuda_backend = {
     .init = cuda_init,
     .finalize = cuda_finalize,
     .describe = cuda_describe,
+    .describe_kernels = cuda_conv_algorithms,
     .alloc = cuda_alloc,
     .free = cuda_free,
     .upload = cuda_upload,
