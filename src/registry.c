@@ -127,6 +127,8 @@ void registry_device_info(const BackendOps *be, BackendCtx *ctx, DeviceInfo *inf
 #ifdef DTBENCH_CUDA_BACKEND
     if (be == &cuda_backend) {
         cuda_device_info(ctx, info);
+        const CollOps *nccl = registry_coll("nccl"); /* the NCCL version from comm/, if built */
+        if (nccl && nccl->version) nccl->version(info->nccl, sizeof info->nccl);
         return;
     }
 #endif
