@@ -16,6 +16,10 @@
  * send downloads the micro-batch's slice after the step's synchronize() (counted in pipe_send),
  * a receive is uploaded into the device slice once it has arrived (counted in pipe_recv).
  *
+ * A straggler's delay (--straggler) follows its compute time; with one stage on a device backend
+ * that time is read from the device's marks after synchronize() (the host only queued the work),
+ * and the delay is slept with the device idle, so it delays the device as it delays a CPU.
+ *
  * The stop vote travels forward in the headers (each stage ORs its own in); the last stage's
  * decision travels back in the backward headers. Every schedule ends every stage with the
  * backward of the same micro-batch, whose header carries the last stage's final decision, so all
@@ -163,7 +167,16 @@ static void backward_step(Driver *d, StageRun *s, int64_t it, int j, int nth, in
     double c1 = compute_end(m, K > 1);
     s->st.compute += c1 - c0;
     if (final) { /* a straggler holds its last result back: its neighbours wait for it */
-        s->straggler_delay = straggler_delay(&d->straggler, d->topo->rank, it, s->st.compute);
+        double compute = s->st.compute;
+        const Straggler *sg = &d->straggler;
+        if (K == 1 && m->be->device_memory && (sg->rank == d->topo->rank || sg->random_p > 0)) {
+            /* One stage on a device: the host only queued the work. The delay follows the
+             * device's compute time (its marks), and the sleep starts once the device is idle. */
+            m->be->timer_record(m->ctx, MARK_COMPUTED);
+            m->be->synchronize(m->ctx);
+            compute = m->be->timer_elapsed(m->ctx, MARK_DATA, MARK_COMPUTED);
+        }
+        s->straggler_delay = straggler_delay(&d->straggler, d->topo->rank, it, compute);
         straggler_sleep(s->straggler_delay);
         c1 = dt_now();
     }

@@ -9,7 +9,8 @@
 #include "pipeline_p2p.h"
 
 /* Phase marks on the backend's timeline (BackendOps.timer_record slots). */
-enum { MARK_START, MARK_DATA, MARK_FORWARD, MARK_BACKWARD, MARK_EXCHANGE, MARK_UPDATE };
+enum { MARK_START, MARK_DATA, MARK_FORWARD, MARK_BACKWARD, MARK_EXCHANGE, MARK_UPDATE,
+       MARK_COMPUTED /* device backends, one stage: the end of this iteration's compute */ };
 
 /* Time accounting of one stage and iteration (s, bytes): IterRecord's pipe_* fields. */
 typedef struct {
