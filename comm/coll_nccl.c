@@ -327,7 +327,8 @@ static void nccl_version(char *buf, size_t len) {
     int v = 0;
     if (len == 0) return;
     buf[0] = '\0';
-    if (ncclGetVersion(&v) == ncclSuccess) snprintf(buf, len, "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+    if (ncclGetVersion(&v) == ncclSuccess)
+        snprintf(buf, len, "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
 }
 
 const CollOps coll_nccl = {

@@ -22,9 +22,9 @@
 struct ExchangeState {
     const ExchangeOps *inner;
     ExchangeState *in;
-    ExchangeConfig cfg;    /* the device side: cfg.be, cfg.ctx, cfg.velocity on the device */
-    BackendCtx *host_ctx;  /* cfg.host_be's context, made here */
-    float *p, *g, *v;      /* host mirrors [nparams] */
+    ExchangeConfig cfg;   /* the device side: cfg.be, cfg.ctx, cfg.velocity on the device */
+    BackendCtx *host_ctx; /* cfg.host_be's context, made here */
+    float *p, *g, *v;     /* host mirrors [nparams] */
 };
 
 static ExchangeState *staged_create(const ExchangeOps *inner, const ExchangeConfig *cfg, char *err,

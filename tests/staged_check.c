@@ -93,10 +93,19 @@ static void run(const ExchangeOps *x, const BackendOps *be, const Topology *topo
         hp[i] = 0.001f * (float)((int)(i * 37 % 101) - 50);
     float *p = be->alloc(NULL, N * 4), *g = be->alloc(NULL, N * 4), *v = be->alloc(NULL, N * 4);
     be->upload(NULL, p, hp, N * 4);
-    ExchangeConfig cfg = {.comm = MPI_COMM_WORLD, .topo = topo, .nparams = N, .bucket_floats = 300,
-                          .be = be, .host_be = &cpu_backend, .lr = LR, .momentum = MOM,
-                          .weight_decay = WD, .velocity = v, .staleness = staleness,
-                          .ps_ranks = 1, .sync_period = period};
+    ExchangeConfig cfg = {.comm = MPI_COMM_WORLD,
+                          .topo = topo,
+                          .nparams = N,
+                          .bucket_floats = 300,
+                          .be = be,
+                          .host_be = &cpu_backend,
+                          .lr = LR,
+                          .momentum = MOM,
+                          .weight_decay = WD,
+                          .velocity = v,
+                          .staleness = staleness,
+                          .ps_ranks = 1,
+                          .sync_period = period};
     char err[256] = "";
     ExchangeState *st = x->create(&cfg, err, sizeof err);
     if (!st) fprintf(stderr, "create: %s\n", err), exit(1);

@@ -6,7 +6,8 @@
 . "$(dirname "$0")/lib.sh"
 
 DOC="$TESTS_SRCDIR/../docs/hdf5-layout.md"
-grep -q '^| `kernel_choices` |' "$DOC" || fail "docs/hdf5-layout.md does not document /ranks/kernel_choices"
+grep -q '^| `kernel_choices` |' "$DOC" ||
+    fail "docs/hdf5-layout.md does not document /ranks/kernel_choices"
 run_np 2 --model lenet --dataset synthetic --batch 16 --iters 2 --warmup 0 \
     --output "$WORK/cpu.h5" >"$WORK/cpu.log"
 "$PYTHON" - "$WORK/cpu.h5" <<'PY'

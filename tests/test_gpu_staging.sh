@@ -15,7 +15,8 @@
 CHECK=$(dirname "$DTBENCH")/../tests/staged_check
 for spec in "ssp 0" "async 0" "mixed 1" "mixed 2"; do
     set -- $spec
-    out=$(timeout -k 5 120 "$MPIRUN" -np 2 "$CHECK" $1 $2 6 2>&1) || { echo "$out"; fail "staged_check $spec"; }
+    out=$(timeout -k 5 120 "$MPIRUN" -np 2 "$CHECK" $1 $2 6 2>&1) ||
+        { echo "$out"; fail "staged_check $spec"; }
     echo "$out"
 done
 
@@ -25,10 +26,12 @@ for spec in "ssp:2:--exchange ssp --staleness 1" "async:2:--exchange async --ps-
     "model:2:--parallel model --microbatches 2" "hybrid:4:--parallel hybrid --microbatches 2" \
     "straggler:2:--straggler 1:2"; do
     IFS=: read -r name np args <<<"$spec"
-    run_np "$np" $common $args --output "$WORK/$name-host.h5" --save-model "$WORK/$name-host.p" >/dev/null
+    run_np "$np" $common $args --output "$WORK/$name-host.h5" \
+        --save-model "$WORK/$name-host.p" >/dev/null
     DTBENCH_CPU_AS_DEVICE=1 run_np "$np" $common $args \
         --output "$WORK/$name-dev.h5" --save-model "$WORK/$name-dev.p" >/dev/null
-    cmp -s "$WORK/$name-host.p" "$WORK/$name-dev.p" || fail "$name: staged through the host, other parameters"
+    cmp -s "$WORK/$name-host.p" "$WORK/$name-dev.p" ||
+        fail "$name: staged through the host, other parameters"
     echo "ok: $name: staged run = host run, bit for bit"
 done
-pass "ssp, async and mixed on a fake device, and dtbench's staging paths: the parameters of the host run"
+pass "ssp, async and mixed on a fake device, and dtbench's staging paths: the host run's parameters"
