@@ -14,8 +14,9 @@ Three parts, each from the runs' per-rank, per-iteration records (measured cells
   on earlier start the next iteration sooner and then wait in its stop vote); without
   ``exchange_wait``: the min over ranks of ``exchange``, the last rank to arrive waits least.
   The gradient is cut in buckets of ``bucket-mb``; each bucket is one allreduce whose cost is
-  ``a*alpha + b*s*beta`` summed over the levels its steps cross, for the algorithm in use
-  (``collective_terms``). A calibration in the file (root attributes
+  ``a*alpha + b*s*beta`` summed over the levels its steps cross, for the algorithm the run used
+  (predict_coll.py: Open MPI tuned's rules for the blocking exchange, libnbc's tree for
+  MPI_Iallreduce); across nodes, bytes in messages above the eager limit have their own beta. A calibration in the file (root attributes
   ``calibration_exchange_s``: the transport's collectives alone on the run's buckets, median over
   ``calibration_iters`` repetitions) stands in for the transfer time of ssp runs, whose
   exchange time hides the allreduce; for sync and hier it is shown beside the measured transfer.
