@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -171,4 +173,40 @@ void outputs_abandon(void) {
     int empty = claims[OUT_MODEL].fd >= 0 && fstat(claims[OUT_MODEL].fd, &st) == 0 &&
                 st.st_size == 0;
     drop(OUT_MODEL, claims[OUT_MODEL].created && empty);
+}
+
+/* Rank 0: is there room for `need` bytes where `path` goes? Reserves them in the (created) file
+ * where the file system allows it (fallocate, size unchanged), so that no write of this run can
+ * meet a full disk. 0, or -1 with a reason. */
+int outputs_reserve_space(const char *path, const char *shown, double need, const char *option,
+                          int created, char *err, size_t errlen) {
+    char dir[PATH_MAX + 64];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    else
+        strcpy(dir, ".");
+    struct statvfs vfs;
+    if (!created) {
+        if (statvfs(dir, &vfs) == 0 && (double)vfs.f_bavail * (double)vfs.f_frsize < need) {
+            snprintf(err, errlen,
+                     "%s: the results file %s needs about %.1f MB, and its file system has %.1f MB "
+                     "free",
+                     option, shown, need / 1e6, (double)vfs.f_bavail * (double)vfs.f_frsize / 1e6);
+            return -1;
+        }
+        return 0;
+    }
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return 0; /* H5Fcreate's own check reports it */
+    int rc = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)need);
+    int e = errno;
+    close(fd);
+    if (rc != 0 && (e == ENOSPC || e == EDQUOT || e == EFBIG)) {
+        snprintf(err, errlen, "%s: the results file %s needs about %.1f MB: %s (errno %d)", option,
+                 shown, need / 1e6, strerror(e), e);
+        return -1;
+    }
+    return 0;
 }

@@ -22,4 +22,10 @@ void outputs_committed(void);
 /* A failed run: removes the files this run created and never filled (no block, empty model). */
 void outputs_abandon(void);
 
+/* Rank 0: is there room for `need` bytes where `path` goes (created = 0: the free space of its
+ * folder's file system; 1: reserved in the created file with fallocate, size unchanged, so that
+ * no write of this run can meet a full disk)? 0, or -1 with a one-line reason naming `option`. */
+int outputs_reserve_space(const char *path, const char *shown, double need, const char *option,
+                          int created, char *err, size_t errlen);
+
 #endif

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define HOST_LEN 64
@@ -246,65 +245,18 @@ static double file_estimate(const RecorderConfig *c, int nranks, const char **op
     return iters + samples + rows + (double)c->n_evals * 32 + meta;
 }
 
-/* Rank 0: is there room for `need` bytes where `path` goes? Reserves them in the (created) file
- * where the file system allows it (fallocate, size unchanged), so that no write of this run can
- * meet a full disk. 0, or -1 with a reason. */
-static int reserve_space(const char *path, const char *shown, double need, const char *option,
-                         int created, char *err, size_t errlen) {
-    char dir[PATH_MAX + 64];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *(slash == dir ? slash + 1 : slash) = '\0';
-    else
-        strcpy(dir, ".");
-    struct statvfs vfs;
-    if (!created) {
-        if (statvfs(dir, &vfs) == 0 && (double)vfs.f_bavail * (double)vfs.f_frsize < need) {
-            snprintf(err, errlen,
-                     "%s: the results file %s needs about %.1f MB, and its file system has %.1f MB "
-                     "free",
-                     option, shown, need / 1e6, (double)vfs.f_bavail * (double)vfs.f_frsize / 1e6);
-            return -1;
-        }
-        return 0;
-    }
-    int fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0) return 0; /* H5Fcreate's own check reports it */
-    int rc = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)need);
-    int e = errno;
-    close(fd);
-    if (rc != 0 && (e == ENOSPC || e == EDQUOT || e == EFBIG)) {
-        snprintf(err, errlen, "%s: the results file %s needs about %.1f MB: %s (errno %d)", option,
-                 shown, need / 1e6, strerror(e), e);
-        return -1;
-    }
-    return 0;
-}
-
-static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) {
-    Recorder *r = xcalloc(1, sizeof *r);
-    r->comm = c->comm;
-    MPI_CHECK(MPI_Comm_rank(c->comm, &r->rank));
-    MPI_CHECK(MPI_Comm_size(c->comm, &r->nranks));
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported by H5_CHECK, once */
-    snprintf(r->path, sizeof r->path, "%s", c->path);
-    r->inject_rank = -1;
-
-    /* Room for the whole file, checked before anything is created (same verdict everywhere). */
+/* Collective. Checks the room for the whole file, creates it under its hidden name and reserves
+ * the space; returns the file, or -1 with err set (the same verdict on every rank, no file left). */
+static hid_t create_file(Recorder *r, const RecorderConfig *c, const char *partial, char *err,
+                         size_t errlen) {
     const char *option = "--output";
     double need = file_estimate(c, r->nranks, &option);
-    int verdict = r->rank == 0 ? reserve_space(c->path, c->path, need, option, 0, err, errlen) : 0;
+    int verdict = r->rank == 0 ? outputs_reserve_space(c->path, c->path, need, option, 0, err, errlen) : 0;
     MPI_CHECK(MPI_Bcast(&verdict, 1, MPI_INT, 0, c->comm));
     if (verdict) {
         MPI_CHECK(MPI_Bcast(err, (int)errlen, MPI_CHAR, 0, c->comm));
-        free(r);
-        return NULL;
+        return -1;
     }
-
-    /* Built under a hidden name, renamed into place once it describes itself (outputs.h). */
-    char partial[PATH_MAX + 64];
-    outputs_partial_path(c->path, partial, sizeof partial);
     hid_t fapl = H5_CHECK(H5Pcreate(H5P_FILE_ACCESS));
     H5_CHECK(H5Pset_fapl_mpio(fapl, c->comm, MPI_INFO_NULL));
     errno = 0;
@@ -319,27 +271,21 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
     if (!all_ok) {
         if (ok) check_fail(__FILE__, __LINE__, "H5Fcreate", "created on some ranks only");
         snprintf(err, errlen, "--output: cannot create %s: %s", c->path, reason);
-        free(r);
-        return NULL;
+        return -1;
     }
-    verdict = r->rank == 0 ? reserve_space(partial, c->path, need, option, 1, err, errlen) : 0;
+    verdict = r->rank == 0 ? outputs_reserve_space(partial, c->path, need, option, 1, err, errlen) : 0;
     MPI_CHECK(MPI_Bcast(&verdict, 1, MPI_INT, 0, c->comm));
     if (verdict) {
         MPI_CHECK(MPI_Bcast(err, (int)errlen, MPI_CHAR, 0, c->comm));
         H5Fclose(file);
         if (r->rank == 0) unlink(partial);
-        free(r);
-        return NULL;
+        return -1;
     }
-    r->file = file;
-    r->flush_every = c->flush_every;
-    r->iters_total = c->iters_total;
-    /* A block never holds more than the run's iterations (--flush-every may be larger). */
-    if (r->flush_every > r->iters_total) r->flush_every = (int)(r->iters_total > 0 ? r->iters_total : 1);
-    r->buf = xcalloc((size_t)r->flush_every, sizeof(IterRecord));
-    r->column = xcalloc((size_t)r->flush_every, sizeof(double));
+    return file;
+}
 
-    /* Root attributes. */
+/* Root attributes and /config. */
+static void write_root_attrs(hid_t file, const RecorderConfig *c) {
     attr_ll(file, "schema_version", 1);
     for (int i = 0; i < c->nattrs; i++) {
         if (c->attrs[i].text)
@@ -362,11 +308,13 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
     for (int i = 0; i < c->nconfig; i++)
         attr_text(g, c->config[i].key, c->config[i].text);
     H5Gclose(g);
+}
 
-    /* /iterations */
+/* /iterations, /samples and /eval, created at their final size (NaN until written). */
+static void create_data_sets(Recorder *r, hid_t file, const RecorderConfig *c) {
     double nan = NAN;
     hsize_t dims[2] = {(hsize_t)r->nranks, (hsize_t)c->iters_total};
-    g = H5_CHECK(H5Gcreate2(file, "iterations", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    hid_t g = H5_CHECK(H5Gcreate2(file, "iterations", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     attr_ll(g, "warmup", c->warmup);
     for (int i = 0; i < ITER_NFIELDS; i++) {
         r->iter_sets[i] = create_set(g, ITER_FIELDS[i].name, H5T_IEEE_F64LE, 2, dims, &nan);
@@ -375,14 +323,42 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
     }
     H5Gclose(g);
 
-    /* /ranks */
+    r->sample_capacity = c->sample_capacity;
+    r->sample_pull = c->sample_pull, r->sample_user = c->sample_user;
+    if (c->sample_capacity > 0) {
+        hsize_t sdims[2] = {(hsize_t)r->nranks, (hsize_t)c->sample_capacity};
+        g = H5_CHECK(H5Gcreate2(file, "samples", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+        attr_number(g, "sample_hz", H5T_NATIVE_DOUBLE, &c->sample_hz);
+        attr_ll(g, "capacity", c->sample_capacity);
+        for (int i = 0; i < NSAMPLE_SETS; i++) {
+            r->sample_sets[i] = create_set(g, SAMPLE_SETS[i].name, H5T_IEEE_F64LE, 2, sdims, &nan);
+            attr_text(r->sample_sets[i], "units", SAMPLE_SETS[i].units);
+            attr_text(r->sample_sets[i], "description", SAMPLE_SETS[i].description);
+        }
+        H5Gclose(g);
+    }
+
+    if (c->n_evals > 0) {
+        static const char *names[4] = {"iteration", "time", "accuracy", "loss"};
+        hsize_t n = (hsize_t)c->n_evals;
+        g = H5_CHECK(H5Gcreate2(file, "eval", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+        for (int i = 0; i < 4; i++)
+            r->eval_sets[i] = create_set(g, names[i], H5T_IEEE_F64LE, 1, &n, &nan);
+        H5Gclose(g);
+    }
+}
+
+/* /ranks: the data sets (collective), then this rank's row and its text (independent raw data). */
+static void create_rank_sets(Recorder *r, hid_t file, const RecorderConfig *c) {
+    double nan = NAN;
+    hsize_t dims[2] = {(hsize_t)r->nranks, (hsize_t)c->iters_total};
     hid_t host_type = H5_CHECK(H5Tcopy(H5T_C_S1));
     H5_CHECK(H5Tset_size(host_type, HOST_LEN));
     hid_t types[R_N] = {H5T_STD_I32LE, host_type,      H5T_STD_I32LE,  H5T_STD_I32LE,
                         H5T_STD_I64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE,
                         H5T_STD_I64LE, H5T_STD_I32LE,  H5T_STD_U64LE,  H5T_STD_I32LE,
                         H5T_STD_I64LE, H5T_STD_I64LE,  H5T_STD_I64LE};
-    g = H5_CHECK(H5Gcreate2(file, "ranks", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    hid_t g = H5_CHECK(H5Gcreate2(file, "ranks", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     for (int i = 0; i < R_N; i++) {
         const void *fill = H5Tequal(types[i], H5T_IEEE_F64LE) > 0 ? (const void *)&nan : NULL;
         r->rank_sets[i] = create_set(g, RANK_SETS[i].name, types[i], 1, dims, fill);
@@ -400,33 +376,6 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
         text_sets[i] = create_set(file, path, text_type, 1, dims, NULL);
     }
 
-    /* /samples */
-    r->sample_capacity = c->sample_capacity;
-    r->sample_pull = c->sample_pull, r->sample_user = c->sample_user;
-    if (c->sample_capacity > 0) {
-        hsize_t sdims[2] = {(hsize_t)r->nranks, (hsize_t)c->sample_capacity};
-        g = H5_CHECK(H5Gcreate2(file, "samples", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-        attr_number(g, "sample_hz", H5T_NATIVE_DOUBLE, &c->sample_hz);
-        attr_ll(g, "capacity", c->sample_capacity);
-        for (int i = 0; i < NSAMPLE_SETS; i++) {
-            r->sample_sets[i] = create_set(g, SAMPLE_SETS[i].name, H5T_IEEE_F64LE, 2, sdims, &nan);
-            attr_text(r->sample_sets[i], "units", SAMPLE_SETS[i].units);
-            attr_text(r->sample_sets[i], "description", SAMPLE_SETS[i].description);
-        }
-        H5Gclose(g);
-    }
-
-    /* /eval */
-    if (c->n_evals > 0) {
-        static const char *names[4] = {"iteration", "time", "accuracy", "loss"};
-        hsize_t n = (hsize_t)c->n_evals;
-        g = H5_CHECK(H5Gcreate2(file, "eval", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-        for (int i = 0; i < 4; i++)
-            r->eval_sets[i] = create_set(g, names[i], H5T_IEEE_F64LE, 1, &n, &nan);
-        H5Gclose(g);
-    }
-
-    /* This rank's row of /ranks (raw data, independent). */
     char host[HOST_LEN] = {0};
     snprintf(host, sizeof host, "%s", c->host);
     int rank = r->rank;
@@ -449,6 +398,49 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
     free(text_sets);
     H5Tclose(text_type);
     write_kernel_choices(r, file, c->kernel_choices, dims);
+}
+
+/* Tests only: DTBENCH_TEST_WRITE_ERROR=RANK:BLOCK:ERRNO makes RANK's (all: every rank's) writes
+ * of its block BLOCK (0: the first) fail with ERRNO, as a full or failing disk would. */
+static void read_injection(Recorder *r) {
+    r->inject_rank = -1;
+    const char *inject = getenv("DTBENCH_TEST_WRITE_ERROR");
+    long long b = 0;
+    if (inject && !strncmp(inject, "all:", 4)) {
+        if (sscanf(inject + 4, "%lld:%d", &b, &r->inject_errno) == 2) r->inject_rank = INJECT_ALL;
+    } else if (inject && sscanf(inject, "%d:%lld:%d", &r->inject_rank, &b, &r->inject_errno) != 3)
+        r->inject_rank = -1;
+    r->inject_block = b;
+}
+
+static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) {
+    Recorder *r = xcalloc(1, sizeof *r);
+    r->comm = c->comm;
+    MPI_CHECK(MPI_Comm_rank(c->comm, &r->rank));
+    MPI_CHECK(MPI_Comm_size(c->comm, &r->nranks));
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported by H5_CHECK, once */
+    snprintf(r->path, sizeof r->path, "%s", c->path);
+    r->inject_rank = -1;
+
+    /* Built under a hidden name, renamed into place once it describes itself (outputs.h). */
+    char partial[PATH_MAX + 64];
+    outputs_partial_path(c->path, partial, sizeof partial);
+    hid_t file = create_file(r, c, partial, err, errlen);
+    if (file < 0) {
+        free(r);
+        return NULL;
+    }
+    r->file = file;
+    r->flush_every = c->flush_every;
+    r->iters_total = c->iters_total;
+    /* A block never holds more than the run's iterations (--flush-every may be larger). */
+    if (r->flush_every > r->iters_total) r->flush_every = (int)(r->iters_total > 0 ? r->iters_total : 1);
+    r->buf = xcalloc((size_t)r->flush_every, sizeof(IterRecord));
+    r->column = xcalloc((size_t)r->flush_every, sizeof(double));
+
+    write_root_attrs(file, c);
+    create_data_sets(r, file, c);
+    create_rank_sets(r, file, c);
 
     /* Everything that describes the file is now on disk; from here on only raw data. */
     H5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));
@@ -457,15 +449,7 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
             check_fail(__FILE__, __LINE__, "rename to --output", strerror(errno));
         outputs_published();
     }
-    /* Tests only: DTBENCH_TEST_WRITE_ERROR=RANK:BLOCK:ERRNO makes RANK's (all: every rank's)
-     * writes of its block BLOCK (0: the first) fail with ERRNO, as a full or failing disk would. */
-    const char *inject = getenv("DTBENCH_TEST_WRITE_ERROR");
-    long long b = 0;
-    if (inject && !strncmp(inject, "all:", 4)) {
-        if (sscanf(inject + 4, "%lld:%d", &b, &r->inject_errno) == 2) r->inject_rank = INJECT_ALL;
-    } else if (inject && sscanf(inject, "%d:%lld:%d", &r->inject_rank, &b, &r->inject_errno) != 3)
-        r->inject_rank = -1;
-    r->inject_block = b;
+    read_injection(r);
     return r;
 }
 
