@@ -135,8 +135,15 @@ static void build(Run *r) {
 static TrainResult train(Run *r) {
     const Options *o = &r->opt;
     TrainResult res = {.last_accuracy = -1.0};
+    /* A stop asked for during start-up (on any rank): no iteration runs; servers still serve
+     * until every worker has said it is done, and the file is closed as stopped. */
+    int before = signals_stop_requested() != 0;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &before, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
     if (r->sampler) sampler_start(r->sampler);
-    if (r->role == EXCHANGE_SERVER) {
+    if (before && r->role != EXCHANGE_SERVER) {
+        r->plan.xops->finish(r->xstate, r->model.params);
+        res.stopped = 1;
+    } else if (r->role == EXCHANGE_SERVER) {
         r->plan.xops->serve(r->xstate, r->model.params);
         r->plan.xops->finish(r->xstate, r->model.params);
     } else {
@@ -196,7 +203,11 @@ static void finish(Run *r, const TrainResult *res) {
     double worst = res->median_total;
     MPI_CHECK(MPI_Reduce(&res->median_total, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
     int64_t total = (int64_t)o->warmup + o->iters;
-    if (r->topo.rank == 0 && early && !dt_exit_status) /* a write error printed its own line */
+    if (r->topo.rank == 0 && early && !dt_exit_status && res->iterations == 0)
+        printf("stopped before training (%s): no iteration ran; the file is closed and marked "
+               "stop_reason=%s\n",
+               end.stop_reason, end.stop_reason);
+    else if (r->topo.rank == 0 && early && !dt_exit_status) /* a write error printed its own line */
         printf("stopped early (%s) after %lld of %lld iterations; the file is closed and "
                "marked stop_reason=%s\n",
                end.stop_reason, (long long)res->iterations, (long long)total, end.stop_reason);
@@ -221,9 +232,9 @@ static void release(Run *r) {
 }
 
 int main(int argc, char **argv) {
+    signals_install(); /* first: a stop asked for during start-up is kept, not fatal */
     MPI_CHECK(MPI_Init(&argc, &argv));
     MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-    signals_install();
     static Run run; /* large; zeroed */
     Run *r = &run;
     r->argc = argc, r->argv = argv;
