@@ -48,12 +48,26 @@ static void print_steps(const ScheduleOps *s, const Pipeline *p) {
 }
 
 /* --dry-run: the model and how it would be split, on the nominal input shape. */
+/* --dry-run --ranks N: this process stands for rank 0 of N, grouped into nodes as
+ * --ranks-per-node says (one node otherwise), so that every rule that depends on the ranks
+ * (servers, stages, batch shares) is checked as in the real run. */
+static void as_ranks(Run *r) {
+    const Options *o = &r->opt;
+    usage_check_all(o->dry_run, "--ranks: %d is only accepted with --dry-run (a run has the "
+                    "ranks its launcher starts)", o->ranks);
+    usage_check_all(o->ranks >= 1, "--ranks: %d is not accepted: expected 1 or more", o->ranks);
+    Topology *t = &r->topo;
+    int per = o->ranks_per_node > 0 ? o->ranks_per_node : o->ranks;
+    t->nranks = o->ranks, t->rank = 0, t->node = 0, t->local_rank = 0;
+    t->nnodes = (o->ranks + per - 1) / per, t->local_size = per < o->ranks ? per : o->ranks;
+}
+
 static int dry_run(Run *r) {
     const RunPlan *p = &r->plan;
     Model plan;
     plan_model(&plan, p->md, p->be, r->opt.microbatches, p->in_c, p->in_h, p->in_w, p->classes);
     Pipeline pipe;
-    pipeline_setup(&pipe, &r->opt, p->mode, &plan, &r->topo, 1);
+    pipeline_setup(&pipe, &r->opt, p->mode, &plan, &r->topo, r->opt.ranks ? 2 : 1);
     if (r->topo.rank == 0) {
         model_print(&plan, stdout);
         if (pipe.mode == PARALLEL_DATA)
@@ -240,6 +254,7 @@ int main(int argc, char **argv) {
     r->argc = argc, r->argv = argv;
     options_parse(argc, argv, &r->opt);
     topology_init(&r->topo, r->opt.ranks_per_node);
+    if (options_given(&r->opt, "ranks")) as_ranks(r);
     resolve_plan(&r->opt, &r->topo, &r->plan);
     if (r->opt.dry_run) return dry_run(r);
 

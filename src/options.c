@@ -99,6 +99,9 @@ static const OptSpec SPECS[] = {
      "write the final parameters to this file (raw float32 after a 64-byte header; \"\": don't)"},
     {"dry-run", T_FLAG, F(dry_run), NULL, 0, 0,
      "print the model (layers, shapes, parameters, FLOPs) and exit"},
+    {"ranks", T_INT, F(ranks), NULL, 0, 0,
+     "with --dry-run: check the run as it will be on N ranks, every rule included, from one "
+     "process (0: the ranks it runs on); refused without --dry-run"},
     {"parallel", T_CHOICE, F(parallel), "data,model,hybrid", 0, 0,
      "data: every rank trains the whole model on its share of the batch; model: the layers are "
      "split into --stages consecutive stages, one per rank, a pipeline; hybrid: data-parallel "
@@ -137,6 +140,7 @@ static void set_defaults(Options *o) {
     o->flush_every = 50;
     o->eval_every = 0;
     o->ranks_per_node = 0;
+    o->ranks = 0;
     o->ps_ranks = 1;
     o->staleness = 1;
     o->sync_period = 2;

@@ -39,6 +39,7 @@ typedef struct {
     long seed;
     int overwrite;
     int dry_run;
+    int ranks; /* --dry-run as on this many ranks (0: the job's) */
     /* model parallelism (src/pipeline.h) */
     char *parallel;   /* data | model | hybrid */
     int stages;       /* pipeline stages; 0 = model: one per rank, hybrid: 2 */

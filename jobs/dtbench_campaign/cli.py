@@ -53,10 +53,11 @@ def _select(runs: List[plan.Run], only: Optional[List[str]]) -> List[plan.Run]:
 
 
 def _coverage(runs: List[plan.Run]) -> List[plan.Run]:
-    """Runs that together use every option value once (what --dry-run checks)."""
+    """Runs that together use every option value, and every rank count with each, once (what
+    --dry-run checks)."""
     seen, picked = set(), []
     for r in runs:
-        pairs = {(k, repr(v)) for k, v in r.options.items()}
+        pairs = {(k, repr(v), r.ranks) for k, v in r.options.items()} | {("", "", r.ranks)}
         if not pairs <= seen:
             seen |= pairs
             picked.append(r)
@@ -75,12 +76,17 @@ def prepare(args, need_dtbench: bool = True):
     if need_dtbench:
         dtbench = dtoptions.find_dtbench(spec.dtbench)
         if not getattr(args, "no_check", False):
-            dtoptions.check(spec.options, dtoptions.query_help(dtbench))
+            known = dtoptions.query_help(dtbench)
+            dtoptions.check(spec.options, known)
+            # dtbench --dry-run --ranks N checks each run as the N ranks it will have (servers,
+            # stages, batch shares, --ranks-per-node); an older dtbench without --ranks checks
+            # from one process, which cannot judge --ranks-per-node.
+            as_ranks = "ranks" in known
             for r in _coverage(runs):
-                # --ranks-per-node, like --batch, depends on the number of ranks: a one-process
-                # dry run cannot judge it (check_runs does the batch).
-                words = [w for k, v in r.options.items() if k != "ranks-per-node"
+                words = [w for k, v in r.options.items() if as_ranks or k != "ranks-per-node"
                          for w in dtoptions.option_args(k, v)]
+                if as_ranks:
+                    words += ["--ranks", str(r.ranks)]
                 problem = dtoptions.dry_run(dtbench, words)
                 if problem:
                     raise SpecError(f"options: run {r.id}: dtbench --dry-run rejects "
