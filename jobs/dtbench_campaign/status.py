@@ -35,7 +35,8 @@ class RunStatus:
     job: str  # Slurm job id (ID or ID_TASK), "local", or ""
     state: str
     detail: str
-    iterations: Optional[int]  # completed iterations in the file (every rank), warm-up included
+    iterations: Optional[int]  # completed iterations in the file (every worker: parameter
+    # servers, /ranks/role 1, run none), warm-up included
     iters_total: Optional[int]
     file: str  # the result file ("" when none)
 
@@ -66,6 +67,8 @@ def read_result(path: str) -> Optional[Dict[str, Any]]:
         with h5py.File(path, "r") as f:
             a = f.attrs
             done = f["ranks/completed"][:] if "ranks/completed" in f else []
+            if len(done) and "ranks/role" in f and f["ranks/role"].shape == done.shape:
+                done = done[f["ranks/role"][:] != 1]  # parameter servers run no iterations
             return {
                 "finished": int(a["finished"]) if "finished" in a else 0,
                 "stop_reason": str(a["stop_reason"]) if "stop_reason" in a else "",

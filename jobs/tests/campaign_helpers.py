@@ -59,15 +59,19 @@ BASIC = """\
 
 
 def result_file(path: str, finished: bool, stop_reason: str, completed: int, iters_total: int,
-                nranks: int = 2) -> None:
-    """A result file with what status and collect read (docs/hdf5-layout.md)."""
+                nranks: int = 2, servers: int = 0) -> None:
+    """A result file with what status and collect read (docs/hdf5-layout.md); the last
+    `servers` ranks are parameter servers (role 1, 0 iterations, as dtbench writes them)."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with h5py.File(path, "w") as f:
         f.attrs["iters_total"] = iters_total
         if finished:
             f.attrs["finished"] = 1
             f.attrs["stop_reason"] = stop_reason
-        f.create_dataset("ranks/completed", data=np.full(nranks, completed, dtype=np.int64))
+        done = np.full(nranks, completed, dtype=np.int64)
+        done[nranks - servers:] = 0
+        f.create_dataset("ranks/completed", data=done)
+        f.create_dataset("ranks/role", data=(np.arange(nranks) >= nranks - servers).astype(np.int32))
 
 
 def state_file(path: str, **kv) -> None:

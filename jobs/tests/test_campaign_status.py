@@ -115,3 +115,22 @@ def test_collect_prefers_completed_attempts_and_keeps_the_folder_in_step(tmp_pat
     _attempt(spec, "n2x2_exchange-sync", 1, "15", SIGNALLED, stop_request="cancelled", exit_code=0)
     n, _, left_out = run_collect(completed_only=True)
     assert n == 2 and "n2x2_exchange-sync: stopped early" in left_out
+
+
+def test_parameter_servers_do_not_count_in_iterations(tmp_path):
+    """An async run: the server rank completes no iteration; status and index.csv give the
+    workers' count (the minimum over every rank was 0)."""
+    spec = _spec(tmp_path)
+    runs = plan.expand(spec)[:1]
+    base = plan.result_base(spec, runs[0].id, 1)
+    result_file(base + ".h5", True, "completed", 12, 12, nranks=3, servers=1)
+    state_file(base + ".state", job_id="21", exit_code=0)
+    plan.append_log(spec, {"job_id": "21", "array": True,
+                           "tasks": [{"index": 0, "run": runs[0].id, "attempt": 1}]})
+    (row,) = status.campaign_status(spec, runs, query_slurm=False)
+    assert row.state == "completed" and row.iterations == 12, row
+    _, index_path, _ = collect.collect(spec, runs, status.campaign_status(spec, runs, query_slurm=False),
+                                       os.path.join(str(tmp_path), "col"))
+    with open(index_path) as f:
+        index = list(csv.DictReader(f))
+    assert index[0]["iterations"] == "12", index
