@@ -192,11 +192,16 @@ static void finish(Run *r, const TrainResult *res) {
     r->plan.xops->counts(r->xstate, &pushed, &applied);
     ClockOffset off_end = clocksync_measure(MPI_COMM_WORLD, CLOCK_SYNC_ROUNDS);
     /* One verdict for the run: stopped early on any rank (servers included) means on all. */
-    int why = res->target_reached ? 2 : (res->stopped ? 1 : 0), why_all = why;
+    /* 3 duration, 2 target, 1 signal: a rank that only heard another's vote says signal. */
+    int why = res->duration_reached ? 3 : res->target_reached ? 2 : (res->stopped ? 1 : 0);
+    int why_all = why;
     MPI_CHECK(MPI_Allreduce(&why, &why_all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
     int early = why_all > 0;
     RunEnd end = {early ? RUN_STOPPED : RUN_COMPLETED,
-                  why_all == 2 ? "target" : (why_all == 1 ? "signal" : "completed"),
+                  why_all == 3   ? "duration"
+                  : why_all == 2 ? "target"
+                  : why_all == 1 ? "signal"
+                                 : "completed",
                   off_end.offset,
                   model_param_hash(&r->model),
                   pushed,

@@ -84,6 +84,10 @@ static const OptSpec SPECS[] = {
      "slow one rank: RANK:FACTOR (compute x FACTOR) or RANK:+MS (\"\": none)"},
     {"straggler-random", T_DOUBLE, F(straggler_random), NULL, 0, 1,
      "probability per rank and iteration of a hiccup (compute x 3)"},
+    {"duration", T_DOUBLE, F(duration), NULL, 0, 0,
+     "stop after this many seconds of training, agreed by every rank after the same iteration, "
+     "the file closed with stop_reason=duration (0: no limit; for runs meant to last until a "
+     "time limit, with a large --iters)"},
     {"target-acc", T_DOUBLE, F(target_acc), NULL, 0, 1,
      "stop when the test accuracy reaches this (0: never); see --eval-every"},
     {"ranks-per-node", T_INT, F(ranks_per_node), NULL, 0, 0,
@@ -147,6 +151,7 @@ static void set_defaults(Options *o) {
     o->straggler = "";
     o->straggler_random = 0.0;
     o->target_acc = 0.0;
+    o->duration = 0.0;
     o->gpus_per_node = 0;
     o->overlap = 0;
     o->sample_hz = 10.0;
