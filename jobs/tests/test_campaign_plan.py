@@ -213,3 +213,22 @@ def test_local_hostfile_too_small_is_refused_before_running(tmp_path, fake_slurm
     err = capsys.readouterr().err
     assert "--hostfile: run n2x2_exchange-sync needs 2 hosts, the hostfile lists 1 (a)" in err
     assert not os.path.exists(os.path.join(str(tmp_path), "OUT", "runs"))
+
+
+def test_friction_warnings(tmp_path):
+    from dtbench_campaign import cli
+    from dtbench_campaign.spec import load
+    short = load(write_spec(tmp_path, BASIC.replace("tasks_per_node = 2",
+                                                    'tasks_per_node = 2\n    time = "1"')),
+                 cwd=str(tmp_path))
+    (w,) = cli.friction_warnings(short, {}, 1000)
+    assert "resources.time '1' (60 s) is not well above signal_before (120 s)" in w
+    ok = load(write_spec(tmp_path, BASIC.replace("tasks_per_node = 2",
+                                                 'tasks_per_node = 2\n    time = "00:10:00"')
+                         .replace('name = "t"', 'name = "t"\n    launcher = "mpirun"')),
+              cwd=str(tmp_path))
+    assert cli.friction_warnings(ok, {}, 1000) == []
+    (w,) = cli.friction_warnings(ok, {}, 0)
+    assert "OMPI_ALLOW_RUN_AS_ROOT=1" in w
+    assert cli.friction_warnings(ok, {"OMPI_ALLOW_RUN_AS_ROOT": "1",
+                                      "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}, 0) == []

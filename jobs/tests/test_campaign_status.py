@@ -18,6 +18,11 @@ KILLED = {"finished": 0, "stop_reason": "", "completed": 5, "iters_total": 12}
 
 @pytest.mark.parametrize("res,st,sched,state,detail", [
     (None, {}, "PENDING", "pending", "pending"),
+    (KILLED, {"start": "1"}, "COMPLETING", "completing", "Slurm is ending the job; 5 iterations"),
+    ({**DONE, "stop_reason": "duration", "completed": 7}, {}, "", "completed",
+     "--duration reached after 7 iterations"),
+    ({**SIGNALLED, "completed": 0}, {"stop_request": "time_limit"}, "", "stopped early",
+     "time limit before training (0 iterations); file closed"),
     (KILLED, {"start": "1"}, "RUNNING", "running", "5 iterations written"),
     (DONE, {"exit_code": "0"}, "", "completed", ""),
     (DONE, {}, "COMPLETED", "completed", ""),
@@ -134,3 +139,25 @@ def test_parameter_servers_do_not_count_in_iterations(tmp_path):
     with open(index_path) as f:
         index = list(csv.DictReader(f))
     assert index[0]["iterations"] == "12", index
+
+
+def test_status_wait_returns_once_nothing_is_under_way(tmp_path, capsys):
+    """--wait polls until the local run's process has ended, then prints the final table."""
+    import subprocess
+    from dtbench_campaign import cli
+    spec_path = write_spec(tmp_path, BASIC)
+    spec = load(spec_path, cwd=str(tmp_path))
+    runs = plan.expand(spec)
+    proc = subprocess.Popen(["sleep", "1.5"])
+    _attempt(spec, runs[0].id, 1, "local", KILLED, job_id="local", pid=proc.pid,
+             host=socket.gethostname(), start=1)
+    (row,) = status.campaign_status(spec, runs[:1], query_slurm=False)
+    assert row.state == "running"
+    import threading
+    threading.Thread(target=proc.wait).start()  # reaps it, so its pid goes away
+    os.chdir(str(tmp_path))
+    assert cli.main(["status", "--wait", "--interval", "0.2", spec_path]) == 0
+    out = capsys.readouterr().out
+    assert proc.returncode is not None
+    line = [x for x in out.splitlines() if x.startswith(runs[0].id + " ")][0]
+    assert "running" not in line and "failed" in line, out
