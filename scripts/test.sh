@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
 
 # Tests that need a GPU (they exit 77 without one): shell patterns over make check's test names.
-GPU_TESTS="tests/test_gpu_*.sh tests/test_cuda_kernels"
+GPU_TESTS="tests/test_gpu_*.sh tests/test_cuda_kernels tests/test_cuda_zoo"
 if nvidia-smi -L >/dev/null 2>&1; then have_gpu=1; else have_gpu=0; fi
 # skip_expected NAME: a GPU test on a machine without a GPU
 skip_expected() {

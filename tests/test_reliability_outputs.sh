@@ -39,7 +39,9 @@ noleft "failed run"
 
 # 3. A second job on a path a running job writes: refused, --overwrite included; the first job's
 #    results complete. (Two jobs with --overwrite both reported success while one's data was gone.)
-timeout -k 10 200 "$MPIRUN" -np 2 "$DTBENCH" $S --iters 400 --flush-every 10 --output o.h5 >a.log 2>&1 &
+# The first job runs until it is stopped (as scancel does: SIGTERM to its ranks), so the checks
+# below do not depend on how fast this machine trains.
+timeout -k 10 200 "$MPIRUN" -np 2 "$DTBENCH" $S --iters 1000000 --flush-every 10 --output o.h5 >a.log 2>&1 &
 job=$!
 "$PYTHON" - o.h5 <<'PY' || { kill -9 $job; fail "first job did not start writing"; }
 import sys, time, h5py
@@ -57,14 +59,16 @@ PY
 expect_bad 0 "--output: o.h5 is being written by another running job" $S --iters 1 --output o.h5 --overwrite
 expect_bad 2 "--output: o.h5 is being written by another running job" $S --iters 1 --output o.h5 --overwrite
 expect_bad 0 "--output: .*o.h5" $S --iters 1 --output o.h5
-wait $job || fail "first job failed: $(cat a.log)"
-"$PYTHON" - o.h5 <<'PY'
+kill -TERM $("$PYTHON" -c "import h5py,sys; print(*h5py.File(sys.argv[1],'r')['ranks/pid'][:])" o.h5)
+wait $job
+"$PYTHON" - o.h5 <<'PY' || fail "first job's file: $(cat a.log)"
 import sys, h5py
 with h5py.File(sys.argv[1], "r") as f:
-    assert f.attrs["finished"] == 1 and f.attrs["stop_reason"] == "completed", dict(f.attrs)
-    assert (f["ranks/completed"][:] == 400).all(), f["ranks/completed"][:]
+    assert f.attrs["finished"] == 1 and f.attrs["stop_reason"] == "signal", dict(f.attrs)
+    done = f["ranks/completed"][:]
+    assert len(set(done)) == 1 and done[0] >= 10, done
 PY
-pass "a running job's file is refused to a second job; the first completes intact"
+pass "a running job's file is refused to a second job; the first ends intact"
 
 # 4. Two jobs started together on one path with --overwrite, several times: exactly one succeeds,
 #    the other is refused with exit 2, and the file holds the successful job's complete results.

@@ -55,7 +55,9 @@ def _exchange_efficiency(run: Run, exchange_ms: Optional[float]) -> Optional[Dic
     lib = run.attrs.get("calibration_exchange_s")
     if lib is None or not np.isfinite(lib) or int(run.attrs.get("calibration_iters", 0)) <= 0:
         return None
-    d = run.measured("exchange") - run.measured("exchange_wait")
+    d = run.measured("exchange")
+    if run.has("exchange_wait"):  # older files hold no wait: all of the exchange is transfer
+        d = d - run.measured("exchange_wait")
     d = d[np.isfinite(d)]
     sent = run.measured("bytes_sent")
     sent = sent[np.isfinite(sent)]
