@@ -232,3 +232,17 @@ def test_friction_warnings(tmp_path):
     assert "OMPI_ALLOW_RUN_AS_ROOT=1" in w
     assert cli.friction_warnings(ok, {"OMPI_ALLOW_RUN_AS_ROOT": "1",
                                       "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}, 0) == []
+
+
+def test_batch_divides_across_workers_not_servers(tmp_path):
+    spec = _spec(tmp_path, BASIC.replace('exchange = ["sync", "mixed"]',
+                                         'exchange = "async"\n    ps-ranks = 1').replace(
+                                             "batch = 64", "batch = 9"))
+    runs = plan.expand(spec)  # 2 ranks: 1 worker; 4 ranks: 3 workers; 9 splits over both
+    plan.check_runs(runs)
+    spec = _spec(tmp_path, BASIC.replace('exchange = ["sync", "mixed"]',
+                                         'exchange = "async"\n    ps-ranks = 1').replace(
+                                             "batch = 64", "batch = 8"))
+    with pytest.raises(SpecError) as e:
+        plan.check_runs(plan.expand(spec))
+    assert "options.batch: 8 is not accepted for run n2x2 (3 workers: 4 ranks minus ps-ranks)" in str(e.value)
