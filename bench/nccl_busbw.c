@@ -16,7 +16,8 @@
 #include <config.h>
 #include "cuda.h"
 #include "check.h"      /* defines: MPI_CHECK (no longer through cuda_check.h) */
-#include "cuda_check.h" /* defines: CUDA_CHECK, NCCL_CHECK */
+#include "cuda_check.h" /* defines: CUDA_CHECK */
+#include "nccl_check.h" /* defines: NCCL_CHECK */
 #include "util.h"
 
 #include <nccl.h>

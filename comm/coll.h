@@ -71,6 +71,8 @@ typedef struct CollOps {
     void (*set_blocking)(Coll *c, int blocking);
     void (*mark_backward_end)(Coll *c);
     double (*hidden)(Coll *c); /* may wait for the device; resets the iteration's intervals */
+    /* Optional: the library's version ("2.27.3"), for /ranks/nccl_version (src/registry.c). */
+    void (*version)(char *buf, size_t len);
 } CollOps;
 
 extern const CollOps coll_mpi; /* comm/coll_mpi.c */

@@ -26,7 +26,8 @@
 #include "coll.h"
 #include "cuda.h"
 #include "coll_nccl_plan.h" /* defines: nccl_red_choice, hidden_union, duplicate_gpu */
-#include "cuda_check.h"     /* defines: CUDA_CHECK, NCCL_CHECK */
+#include "cuda_check.h"     /* defines: CUDA_CHECK */
+#include "nccl_check.h"     /* defines: NCCL_CHECK */
 #include "util.h"
 
 #include <nccl.h>
@@ -321,8 +322,18 @@ static double nccl_hidden(Coll *c) {
     return sum;
 }
 
+/* ncclGetVersion's code (major*10000 + minor*100 + patch since NCCL 2.9) as text. */
+static void nccl_version(char *buf, size_t len) {
+    int v = 0;
+    if (len == 0) return;
+    buf[0] = '\0';
+    if (ncclGetVersion(&v) == ncclSuccess)
+        snprintf(buf, len, "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+}
+
 const CollOps coll_nccl = {
     .name = "nccl",
+    .version = nccl_version,
     .create = nccl_create,
     .destroy = nccl_destroy,
     .rank = nccl_rank,

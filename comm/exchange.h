@@ -28,6 +28,9 @@ typedef struct {
     size_t bucket_floats; /* gradients per message (from --bucket-mb) */
     const BackendOps *be;
     BackendCtx *ctx;
+    /* A backend on host memory (the CPU backend), for strategies run through the host-staging
+     * wrapper (exchange_staged below) on a device backend: their own optimizer steps. */
+    const BackendOps *host_be;
     const TransportOps *transport; /* --transport (NULL: mpi), for the gradient average */
     const CollOps *device_coll;    /* collectives on device memory (NCCL) or NULL (registry) */
     int overlap;                   /* --overlap: buckets start while backward still runs */
@@ -124,5 +127,10 @@ typedef struct ExchangeOps {
     const char *reads;
     int pipeline_ok;
 } ExchangeOps;
+
+/* The host-staging wrapper of a strategy with device_ok 0 (comm/staged.c): the same strategy,
+ * device_ok 1, on host mirrors of the device buffers made at create (cfg->host_be required).
+ * Chosen by the resolver when the backend has device memory. NULL when too many are wrapped. */
+const ExchangeOps *exchange_staged(const ExchangeOps *inner);
 
 #endif

@@ -14,7 +14,10 @@
  * means its neighbour blends older parameters (recorded as staleness, in iterations: the
  * receiver's iteration minus the sender's; negative when the sender is ahead).
  * A stop request is voted inside the node every iteration and carried to the next node in the
- * ring messages. finish(): leaders receive every message still addressed to them (counts are
+ * ring messages. On a device backend the node's average runs on the device buffers through the
+ * transport (nccl inside the node where chosen) and the ring on a host copy of the parameters
+ * made at create (downloaded on the leaders every P iterations, uploaded where they changed).
+ * finish(): leaders receive every message still addressed to them (counts are
  * exchanged), then all nodes average their parameters once, so every rank ends with one model. */
 #include "check.h"
 #include "exchange.h"
@@ -40,6 +43,7 @@ struct ExchangeState {
     MPI_Comm node, leaders; /* leaders: MPI_COMM_NULL on other ranks */
     int local_size, nleaders, leader_rank, next, prev;
     char *sendbuf, *recvbuf; /* header + params */
+    float *mirror;           /* device backends: host copy of the params for the ring, or NULL */
     MPI_Request send_req, recv_req;
     int64_t sent, received, updates;
     int stop_heard;
@@ -66,6 +70,8 @@ static ExchangeState *mixed_create(const ExchangeConfig *cfg, char *err, size_t 
                           .blocking = 1};
     st->intra = st->cfg.transport->create(&tc);
     st->send_req = st->recv_req = MPI_REQUEST_NULL;
+    if (cfg->be->device_memory && st->comm.topo.nnodes > 1)
+        st->mirror = xmalloc((cfg->nparams ? cfg->nparams : 1) * sizeof(float));
     if (st->leaders != MPI_COMM_NULL) {
         MPI_CHECK(MPI_Comm_size(st->leaders, &st->nleaders));
         MPI_CHECK(MPI_Comm_rank(st->leaders, &st->leader_rank));
@@ -150,19 +156,26 @@ static int mixed_step(ExchangeState *st, float *params, float *grads, ExchangeSt
     int period = c->sync_period > 0 ? c->sync_period : 1;
     if (st->comm.topo.nnodes > 1) { /* the same decision on every rank of every node */
         if ((step->iteration + 1) % period == 0) {
-            int changed = st->leaders != MPI_COMM_NULL && st->nleaders > 1
-                              ? ring_step(st, params, step, step->stop)
-                              : 0;
+            int lead = st->leaders != MPI_COMM_NULL && st->nleaders > 1;
+            float *hp = st->mirror ? st->mirror : params; /* device: the ring works on a copy */
+            if (lead && st->mirror)
+                c->be->download(c->ctx, hp, params, c->nparams * sizeof(float));
+            int changed = lead ? ring_step(st, hp, step, step->stop) : 0;
             MPI_CHECK(MPI_Bcast(&changed, 1, MPI_INT, 0, st->node));
-            if (changed) MPI_CHECK(MPI_Bcast(params, (int)c->nparams, MPI_FLOAT, 0, st->node));
+            if (changed) {
+                MPI_CHECK(MPI_Bcast(hp, (int)c->nparams, MPI_FLOAT, 0, st->node));
+                if (st->mirror) c->be->upload(c->ctx, params, hp, c->nparams * sizeof(float));
+            }
         }
     }
     step->version = (double)++st->updates;
     return EXCHANGE_APPLY_UPDATE;
 }
 
-static void mixed_finish(ExchangeState *st, float *params) {
+static void mixed_finish(ExchangeState *st, float *dev_params) {
     const ExchangeConfig *c = &st->cfg;
+    float *params = st->mirror ? st->mirror : dev_params;
+    if (st->mirror) c->be->download(c->ctx, params, dev_params, c->nparams * sizeof(float));
     if (st->leaders != MPI_COMM_NULL && st->nleaders > 1) {
         /* Receive everything still addressed to us: the previous leader says how much it sent. */
         int64_t *sent = xcalloc((size_t)st->nleaders, sizeof(int64_t));
@@ -188,6 +201,10 @@ static void mixed_finish(ExchangeState *st, float *params) {
             params[i] *= scale;
     }
     MPI_CHECK(MPI_Bcast(params, (int)c->nparams, MPI_FLOAT, 0, st->node));
+    if (st->mirror) {
+        c->be->upload(c->ctx, dev_params, params, c->nparams * sizeof(float));
+        c->be->synchronize(c->ctx);
+    }
 }
 
 static void mixed_counts(ExchangeState *st, int64_t *pushed, int64_t *applied) {
@@ -198,14 +215,14 @@ static void mixed_counts(ExchangeState *st, int64_t *pushed, int64_t *applied) {
 static void mixed_destroy(ExchangeState *st) {
     st->cfg.transport->destroy(st->intra);
     communicator_free(&st->comm);
-    free(st->sendbuf), free(st->recvbuf), free(st);
+    free(st->sendbuf), free(st->recvbuf), free(st->mirror), free(st);
 }
 
 const ExchangeOps mixed_exchange = {
     .name = "mixed",
     .reads = "sync-period,bucket-mb,transport",
     .lockstep = 0,
-    .device_ok = 0,
+    .device_ok = 1, /* gradients through the transport; the ring on a host copy (mirror) */
     .create = mixed_create,
     .role = mixed_role,
     .exchange = mixed_step,

@@ -32,9 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef HAVE_NCCL
-#include <nccl.h>
-#endif
 
 static const float ONE = 1.0f, ZERO = 0.0f;
 
@@ -161,10 +158,6 @@ void cuda_device_info(BackendCtx *ctx, DeviceInfo *info) {
     CUBLAS_CHECK(cublasGetProperty(MINOR_VERSION, &minor));
     CUBLAS_CHECK(cublasGetProperty(PATCH_LEVEL, &patch));
     snprintf(info->cublas, sizeof info->cublas, "%d.%d.%d", major, minor, patch);
-#ifdef HAVE_NCCL
-    int nv = 0;
-    if (ncclGetVersion(&nv) == ncclSuccess) version_text(info->nccl, sizeof info->nccl, nv);
-#endif
 }
 
 static void cuda_describe(BackendCtx *ctx, char *buf, size_t len) {
@@ -172,9 +165,9 @@ static void cuda_describe(BackendCtx *ctx, char *buf, size_t len) {
     DeviceInfo d;
     cuda_device_info(ctx, &d);
     snprintf(buf, len,
-             "GPU %d: %s (%s, %s); CUDA runtime %s, driver API %s; cuBLAS %s; cuDNN %s%s%s",
+             "GPU %d: %s (%s, %s); CUDA runtime %s, driver API %s; cuBLAS %s; cuDNN %s",
              ctx->device, d.name, d.pci_bus_id, d.uuid, d.cuda_runtime, d.cuda_driver_api, d.cublas,
-             d.cudnn, d.nccl[0] ? "; NCCL " : "", d.nccl);
+             d.cudnn);
 }
 
 /* ---- memory -------------------------------------------------------------------------------- */
@@ -522,6 +515,7 @@ const BackendOps cuda_backend = {
     .init = cuda_init,
     .finalize = cuda_finalize,
     .describe = cuda_describe,
+    .describe_kernels = cuda_conv_algorithms,
     .alloc = cuda_alloc,
     .free = cuda_free,
     .upload = cuda_upload,

@@ -1,4 +1,5 @@
-/* cuda_check.h - every CUDA runtime, cuBLAS, cuDNN and NCCL call is checked here, as MPI and HDF5
+/* cuda_check.h - every CUDA runtime, cuBLAS and cuDNN call is checked here (NCCL's in
+ * comm/nccl_check.h), as MPI and HDF5
  * calls are in src/check.h, through base/fail.h: on failure the macro prints
  *   dtbench: rank R on HOST: file.c:LINE: <call>: <library>: <error name>: <library message>
  * and aborts the whole job with MPI_Abort (exit(1) outside MPI), so no rank is left hanging in a
@@ -6,8 +7,7 @@
 #ifndef DTBENCH_CUDA_CHECK_H
 #define DTBENCH_CUDA_CHECK_H
 
-#include <config.h> /* defines: HAVE_NCCL */
-#include "fail.h"   /* defines: check_fail (base/, no MPI) */
+#include "fail.h" /* defines: check_fail (base/, no MPI) */
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -49,23 +49,5 @@
         }                                                                                          \
     } while (0)
 
-#ifdef HAVE_NCCL
-#include <nccl.h>
-/* NCCL: the error string, and NCCL's own last message (which names the failing peer or
- * transport) when it has one. */
-#define NCCL_CHECK(call)                                                                           \
-    do {                                                                                           \
-        ncclResult_t nccl_check_rc_ = (call);                                                      \
-        if (nccl_check_rc_ != ncclSuccess) {                                                       \
-            char nccl_check_msg_[768];                                                             \
-            const char *nccl_check_last_ = ncclGetLastError(NULL);                                 \
-            snprintf(nccl_check_msg_, sizeof nccl_check_msg_, "NCCL: result %d: %s%s%s",           \
-                     (int)nccl_check_rc_, ncclGetErrorString(nccl_check_rc_),                      \
-                     nccl_check_last_ &&*nccl_check_last_ ? ": " : "",                             \
-                     nccl_check_last_ ? nccl_check_last_ : "");                                    \
-            check_fail(__FILE__, __LINE__, #call, nccl_check_msg_);                                \
-        }                                                                                          \
-    } while (0)
-#endif
 
 #endif

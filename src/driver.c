@@ -103,6 +103,11 @@ TrainResult driver_run(Driver *d) {
         s.vote = signals_stop_requested() != 0 || target_stop || duration_stop;
         stage_iteration(d, &s, it); /* records MARK_FORWARD */
         be->timer_record(ctx, MARK_BACKWARD);
+        /* On a device the host runs ahead of the device: wait for the compute stream, so that
+         * the stop vote and every wait the strategy measures (exchange_wait) start when this
+         * rank's device has finished backward, as they do on a CPU (no-op there). The exchange
+         * phase itself is read from the device's marks (fill_record). */
+        if (be->device_memory) be->synchronize(ctx);
 
         /* The stage's replicas average their gradients; the stop decision travels with them. */
         ExchangeStep xs = {.iteration = it, .stop_requested = s.decision};
@@ -132,7 +137,7 @@ TrainResult driver_run(Driver *d) {
         int eval_due = o->eval_every > 0 ? (it + 1) % o->eval_every == 0 : 0;
         if (evaluates && nevals > 0 && evals < nevals && (eval_due || it + 1 == total)) {
             double acc, eloss;
-            stage_evaluate(d, &acc, &eloss);
+            stage_evaluate(d, &s, &acc, &eloss);
             EvalRecord e = {(double)(it + 1), dt_now() - d->clock_offset - d->t0, acc, eloss};
             if (d->topo->rank == 0) d->rops->record_eval(d->rec, evals, &e);
             evals++;

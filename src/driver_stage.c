@@ -12,6 +12,13 @@
  *   pipe_idle     waiting for a neighbour that had not started sending: the pipeline bubble.
  * With one stage nothing is sent or waited for and nothing is synchronised (a GPU keeps queuing):
  * the pipe_* fields stay 0.
+ * On a backend with device memory the messages go through host copies made at stage_init: a
+ * send downloads the micro-batch's slice after the step's synchronize() (counted in pipe_send),
+ * a receive is uploaded into the device slice once it has arrived (counted in pipe_recv).
+ *
+ * A straggler's delay (--straggler) follows its compute time; with one stage on a device backend
+ * that time is read from the device's marks after synchronize() (the host only queued the work),
+ * and the delay is slept with the device idle, so it delays the device as it delays a CPU.
  *
  * The stop vote travels forward in the headers (each stage ORs its own in); the last stage's
  * decision travels back in the backward headers. Every schedule ends every stage with the
@@ -41,11 +48,35 @@ void stage_init(StageRun *s, const Driver *d) {
         for (int q = 0; q < 2; q++)
             s->fwd_in[j].req[q] = s->fwd_out[j].req[q] = s->bwd_in[j].req[q] =
                 s->bwd_out[j].req[q] = MPI_REQUEST_NULL;
+    const Model *m = d->model;
+    if (m->be->device_memory && p->stages > 1) {
+        size_t in = (size_t)M * m->chunk * m->x_size;
+        size_t out = (size_t)M * m->chunk * m->layers[m->last - 1].out_size;
+        s->h_x = xcalloc(in ? in : 1, sizeof(float)), s->h_dx = xcalloc(in ? in : 1, sizeof(float));
+        s->h_y = xcalloc(out ? out : 1, sizeof(float));
+        s->h_dy = xcalloc(out ? out : 1, sizeof(float));
+    }
+}
+
+/* Where a message's payload lives on the host: the device slice's host copy, or the slice. */
+static float *host_side(float *host, float *dev, size_t offset) {
+    return host ? host + offset : dev + offset;
+}
+
+/* Device backends: a received slice into the device buffer. */
+static void arrived(const Model *m, float *host, float *dev, size_t offset, size_t floats) {
+    if (host) m->be->upload(m->ctx, dev + offset, host + offset, floats * sizeof(float));
+}
+
+/* Device backends: a slice to send onto the host (the compute step has been synchronised). */
+static void to_send(const Model *m, float *host, const float *dev, size_t offset, size_t floats) {
+    if (host) m->be->download(m->ctx, host + offset, dev + offset, floats * sizeof(float));
 }
 
 void stage_free(StageRun *s) {
     free(s->steps), free(s->losses);
     free(s->fwd_in), free(s->fwd_out), free(s->bwd_in), free(s->bwd_out);
+    free(s->h_x), free(s->h_y), free(s->h_dy), free(s->h_dx);
     memset(s, 0, sizeof *s);
 }
 
@@ -81,7 +112,11 @@ static void forward_step(Driver *d, StageRun *s, int j) {
     const Layer *out = &m->layers[m->last - 1];
     const size_t out_floats = (size_t)mb * out->out_size;
     if (k > 0) {
+        const size_t in_floats = (size_t)mb * m->x_size;
         wait_timed(&s->fwd_in[j], &s->st, d->clock_offset, d->t0);
+        double u0 = dt_now();
+        arrived(m, s->h_x, m->x, (size_t)j * in_floats, in_floats);
+        s->st.recv += dt_now() - u0;
         s->vote |= s->fwd_in[j].header.stop != 0.0;
     }
     double c0 = dt_now();
@@ -96,8 +131,9 @@ static void forward_step(Driver *d, StageRun *s, int j) {
     s->st.compute += c1 - c0;
     if (k < K - 1) {
         s->fwd_out[j].header = (P2pHeader){c1 - d->clock_offset - d->t0, s->vote, 0.0, 0.0};
-        p2p_send(&s->fwd_out[j], out->y + (size_t)j * out_floats, out_floats, k + 1, 0, j,
-                 p->pipe_comm);
+        to_send(m, s->h_y, out->y, (size_t)j * out_floats, out_floats);
+        p2p_send(&s->fwd_out[j], host_side(s->h_y, out->y, (size_t)j * out_floats), out_floats,
+                 k + 1, 0, j, p->pipe_comm);
         p2p_progress(s->fwd_out, M);
         s->st.bytes += (double)out_floats * sizeof(float);
         s->st.send += dt_now() - c1;
@@ -111,7 +147,12 @@ static void backward_step(Driver *d, StageRun *s, int64_t it, int j, int nth, in
     const int K = p->stages, k = p->stage, mb = m->chunk;
     const size_t in_floats = (size_t)mb * m->x_size;
     if (k < K - 1) {
+        const Layer *out = &m->layers[m->last - 1];
+        const size_t out_floats = (size_t)mb * out->out_size;
         wait_timed(&s->bwd_in[j], &s->st, d->clock_offset, d->t0);
+        double u0 = dt_now();
+        arrived(m, s->h_dy, out->dy, (size_t)j * out_floats, out_floats);
+        s->st.recv += dt_now() - u0;
         s->decision = s->bwd_in[j].header.stop != 0.0;
         s->losses[j] = s->bwd_in[j].header.loss;
     } else {
@@ -126,15 +167,25 @@ static void backward_step(Driver *d, StageRun *s, int64_t it, int j, int nth, in
     double c1 = compute_end(m, K > 1);
     s->st.compute += c1 - c0;
     if (final) { /* a straggler holds its last result back: its neighbours wait for it */
-        s->straggler_delay = straggler_delay(&d->straggler, d->topo->rank, it, s->st.compute);
+        double compute = s->st.compute;
+        const Straggler *sg = &d->straggler;
+        if (K == 1 && m->be->device_memory && (sg->rank == d->topo->rank || sg->random_p > 0)) {
+            /* One stage on a device: the host only queued the work. The delay follows the
+             * device's compute time (its marks), and the sleep starts once the device is idle. */
+            m->be->timer_record(m->ctx, MARK_COMPUTED);
+            m->be->synchronize(m->ctx);
+            compute = m->be->timer_elapsed(m->ctx, MARK_DATA, MARK_COMPUTED);
+        }
+        s->straggler_delay = straggler_delay(&d->straggler, d->topo->rank, it, compute);
         straggler_sleep(s->straggler_delay);
         c1 = dt_now();
     }
     if (k > 0) {
         s->bwd_out[j].header = (P2pHeader){c1 - d->clock_offset - d->t0, s->decision, s->losses[j],
                                            0.0};
-        p2p_send(&s->bwd_out[j], m->dx + (size_t)j * in_floats, in_floats, k - 1, 1, j,
-                 p->pipe_comm);
+        to_send(m, s->h_dx, m->dx, (size_t)j * in_floats, in_floats);
+        p2p_send(&s->bwd_out[j], host_side(s->h_dx, m->dx, (size_t)j * in_floats), in_floats,
+                 k - 1, 1, j, p->pipe_comm);
         p2p_progress(s->bwd_out, p->microbatches);
         s->st.bytes += (double)in_floats * sizeof(float);
         s->st.send += dt_now() - c1;
@@ -154,11 +205,11 @@ void stage_iteration(Driver *d, StageRun *s, int64_t it) {
     /* Every receive of the iteration is posted up front: each has its own buffer. */
     for (int j = 0; j < M && K > 1; j++) {
         if (k > 0)
-            p2p_post_recv(&s->fwd_in[j], m->x + (size_t)j * in_floats, in_floats, k - 1, 0, j,
-                          p->pipe_comm);
+            p2p_post_recv(&s->fwd_in[j], host_side(s->h_x, m->x, (size_t)j * in_floats),
+                          in_floats, k - 1, 0, j, p->pipe_comm);
         if (k < K - 1)
-            p2p_post_recv(&s->bwd_in[j], out->dy + (size_t)j * out_floats, out_floats, k + 1, 1, j,
-                          p->pipe_comm);
+            p2p_post_recv(&s->bwd_in[j], host_side(s->h_dy, out->dy, (size_t)j * out_floats),
+                          out_floats, k + 1, 1, j, p->pipe_comm);
     }
 
     int backwards = 0;
@@ -180,7 +231,7 @@ void stage_iteration(Driver *d, StageRun *s, int64_t it) {
     if (K > 1) s->st.send += dt_now() - s0;
 }
 
-void stage_evaluate(Driver *d, double *accuracy, double *loss) {
+void stage_evaluate(Driver *d, StageRun *s, double *accuracy, double *loss) {
     Model *m = d->model;
     const Dataset *ds = d->data;
     const Pipeline *p = d->pipe;
@@ -205,8 +256,11 @@ void stage_evaluate(Driver *d, double *accuracy, double *loss) {
         }
         P2pMessage msg = {0};
         if (!first_stage) {
-            p2p_post_recv(&msg, m->x, (size_t)n * m->x_size, p->stage - 1, 0, 0, p->pipe_comm);
+            size_t floats = (size_t)n * m->x_size;
+            p2p_post_recv(&msg, host_side(s->h_x, m->x, 0), floats, p->stage - 1, 0, 0,
+                          p->pipe_comm);
             p2p_wait(&msg);
+            arrived(m, s->h_x, m->x, 0, floats);
         }
         model_forward_part(m, 0, n, 0, 0);
         if (last_stage) {
@@ -215,7 +269,10 @@ void stage_evaluate(Driver *d, double *accuracy, double *loss) {
             sums[0] += correct, sums[1] += (double)l * n;
         } else {
             m->be->synchronize(m->ctx);
-            p2p_send(&msg, out->y, (size_t)n * out->out_size, p->stage + 1, 0, 0, p->pipe_comm);
+            size_t floats = (size_t)n * out->out_size;
+            to_send(m, s->h_y, out->y, 0, floats);
+            p2p_send(&msg, host_side(s->h_y, out->y, 0), floats, p->stage + 1, 0, 0,
+                     p->pipe_comm);
             p2p_wait(&msg);
         }
     }

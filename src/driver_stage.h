@@ -9,7 +9,8 @@
 #include "pipeline_p2p.h"
 
 /* Phase marks on the backend's timeline (BackendOps.timer_record slots). */
-enum { MARK_START, MARK_DATA, MARK_FORWARD, MARK_BACKWARD, MARK_EXCHANGE, MARK_UPDATE };
+enum { MARK_START, MARK_DATA, MARK_FORWARD, MARK_BACKWARD, MARK_EXCHANGE, MARK_UPDATE,
+       MARK_COMPUTED /* device backends, one stage: the end of this iteration's compute */ };
 
 /* Time accounting of one stage and iteration (s, bytes): IterRecord's pipe_* fields. */
 typedef struct {
@@ -24,6 +25,10 @@ typedef struct {
     int vote;       /* in: this rank's stop vote; OR-ed with the upstream stages' votes */
     int decision;   /* out: the replica's stop decision (the same on all its stages) */
     double straggler_delay; /* s slept this iteration */
+    /* Device backends: host copies of what crosses stages (made at stage_init), [M x floats]:
+     * activations in (in_floats each) and out (out_floats), gradients in (out) and out (in).
+     * NULL on host backends (the messages use the model's buffers directly). */
+    float *h_x, *h_y, *h_dy, *h_dx;
 } StageRun;
 
 void stage_init(StageRun *s, const Driver *d);
@@ -38,6 +43,6 @@ void stage_iteration(Driver *d, StageRun *s, int64_t it);
  * takes a share of the test set through its pipeline in chunks of a micro-batch, collective
  * over MPI_COMM_WORLD. Otherwise (data parallelism, ranks drifting apart): this rank alone, on
  * all of it. */
-void stage_evaluate(Driver *d, double *accuracy, double *loss);
+void stage_evaluate(Driver *d, StageRun *s, double *accuracy, double *loss);
 
 #endif

@@ -119,6 +119,7 @@ static void build(Run *r) {
         .bucket_floats = bucket < 1 ? 1 : (bucket > 1 << 30 ? (size_t)1 << 30 : (size_t)bucket),
         .be = p->be,
         .ctx = r->ctx,
+        .host_be = registry_host_backend(), /* staged strategies on GPUs (comm/staged.c) */
         .lr = (float)o->lr,
         .momentum = (float)o->momentum,
         .weight_decay = (float)o->weight_decay,

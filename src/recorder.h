@@ -85,6 +85,9 @@ typedef struct {
      * device name and library versions */
     const RunAttr *rank_text;
     int nrank_text;
+    /* /ranks/kernel_choices: this rank's kernel choices (BackendOps.describe_kernels: cuDNN
+     * algorithms and math modes), any length; NULL or "" on every rank: no such dataset (CPU) */
+    const char *kernel_choices;
     /* /samples: datasets of sample_capacity entries per rank (0: no /samples group); the
      * recorder pulls new samples with sample_pull(sample_user, ...) when it writes a block */
     int64_t sample_capacity;

@@ -211,6 +211,28 @@ static void write_rank_value(Recorder *r, int which, hid_t memtype, const void *
 
 /* Bytes the file will take: every dataset is allocated at creation, plus room for the
  * metadata (attributes, /config, object headers). Sets *option to the option that drives it. */
+/* /ranks/kernel_choices: one string per rank, as long as the longest rank's text (collective);
+ * not created when no rank has any (CPU backend). */
+static void write_kernel_choices(Recorder *r, hid_t file, const char *text, const hsize_t *dims) {
+    long long len = text ? (long long)strlen(text) : 0;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &len, 1, MPI_LONG_LONG, MPI_MAX, r->comm));
+    if (len == 0) return;
+    hid_t type = H5_CHECK(H5Tcopy(H5T_C_S1));
+    H5_CHECK(H5Tset_size(type, (size_t)len + 1));
+    hid_t set = create_set(file, "ranks/kernel_choices", type, 1, dims, NULL);
+    attr_text(set, "description",
+              "the backend's kernel choice per layer shape, one line each (CUDA: cuDNN forward, "
+              "backward-data and backward-filter algorithms with their math modes), then the "
+              "number of plans made inside a step");
+    char *row = xcalloc((size_t)len + 1, 1);
+    if (text) memcpy(row, text, strlen(text));
+    hsize_t start = (hsize_t)r->rank;
+    write_at(r, set, type, 1, &start, 1, row);
+    free(row);
+    H5Dclose(set);
+    H5Tclose(type);
+}
+
 static double file_estimate(const RecorderConfig *c, int nranks, const char **option) {
     double iters = (double)ITER_NFIELDS * nranks * (double)c->iters_total * 8;
     double samples = (double)NSAMPLE_SETS * nranks * (double)c->sample_capacity * 8;
@@ -426,6 +448,7 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
     }
     free(text_sets);
     H5Tclose(text_type);
+    write_kernel_choices(r, file, c->kernel_choices, dims);
 
     /* Everything that describes the file is now on disk; from here on only raw data. */
     H5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));

@@ -7,6 +7,7 @@
 #include "registry.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(HAVE_CUDA) && defined(HAVE_CUDNN)
@@ -63,8 +64,25 @@ static const ModelDesc *const MODELS[] = {
         if (!strcmp(table[i]->name, key)) return table[i];                                         \
     return NULL
 
+/* Tests only: DTBENCH_CPU_AS_DEVICE=1 makes the CPU backend declare device memory (its upload and
+ * download are copies), so that every host-staging path of the GPU backend (exchange strategies,
+ * transports, pipeline messages, the driver's synchronisation) runs, and is checked, on a CPU. */
+static const BackendOps *as_device(const BackendOps *be) {
+    static BackendOps cpu_dev;
+    const char *e = getenv("DTBENCH_CPU_AS_DEVICE");
+    if (be != &cpu_backend || !e || strcmp(e, "1")) return be;
+    if (!cpu_dev.name) cpu_dev = cpu_backend, cpu_dev.device_memory = 1;
+    return &cpu_dev;
+}
+
+const BackendOps *registry_host_backend(void) {
+    return &cpu_backend;
+}
+
 const BackendOps *registry_backend(const char *name) {
-    FIND(BACKENDS, name);
+    for (size_t i = 0; i < COUNT(BACKENDS); i++)
+        if (!strcmp(BACKENDS[i]->name, name)) return as_device(BACKENDS[i]);
+    return NULL;
 }
 const ExchangeOps *registry_exchange(const char *name) {
     FIND(EXCHANGES, name);
@@ -127,6 +145,8 @@ void registry_device_info(const BackendOps *be, BackendCtx *ctx, DeviceInfo *inf
 #ifdef DTBENCH_CUDA_BACKEND
     if (be == &cuda_backend) {
         cuda_device_info(ctx, info);
+        const CollOps *nccl = registry_coll("nccl"); /* the NCCL version from comm/, if built */
+        if (nccl && nccl->version) nccl->version(info->nccl, sizeof info->nccl);
         return;
     }
 #endif

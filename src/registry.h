@@ -13,6 +13,8 @@
 #include "schedule.h"
 
 const BackendOps *registry_backend(const char *name);
+/* The backend on host memory (CPU), for strategies staged through the host (comm/staged.c). */
+const BackendOps *registry_host_backend(void);
 const ExchangeOps *registry_exchange(const char *name);
 const RecorderOps *registry_recorder(const char *name);
 const ModelDesc *registry_model(const char *name);

@@ -200,13 +200,22 @@ void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
     usage_check_all(opt->sample_hz * opt->sample_max_s <= 1e7,
                     "--sample-hz %g with --sample-max-s %g: more than 10 million samples per rank",
                     opt->sample_hz, opt->sample_max_s);
-    usage_check_all(!be->device_memory || x->device_ok,
-                    "--exchange %s: this strategy works on host memory; with --device %s use "
-                    "--exchange sync",
-                    opt->exchange, opt->device);
+    /* A strategy on host memory runs on a device backend through host mirrors (comm/staged.c);
+     * transports on device memory cannot serve those mirrors. */
+    if (be->device_memory && !x->device_ok) {
+        usage_check_all(!p->tops->device_only,
+                        "--transport: '%s' is not accepted with --exchange %s on --device %s (the "
+                        "strategy runs on host copies): expected mpi or hier",
+                        opt->transport, opt->exchange, opt->device);
+        p->xops = x = exchange_staged(x);
+        if (!x) check_fail(__FILE__, __LINE__, "exchange_staged", opt->exchange);
+    }
     /* Workers train; a strategy with servers gives them the last --ps-ranks ranks. */
     p->ps_ranks = x->serve ? opt->ps_ranks : 0;
     p->nworkers = topo->nranks - p->ps_ranks;
+    /* A dry run on one process (how dtbench-campaign checks a run's options) cannot know the
+     * job's ranks: it plans one worker beside the servers, as --ranks-per-node is not judged. */
+    if (opt->dry_run && topo->nranks == 1 && p->nworkers < 1) p->nworkers = 1;
     usage_check_all(p->nworkers >= 1,
                     "--ps-ranks: %d is not accepted with %d ranks for --exchange %s: expected 1 "
                     "to %d (the other ranks are workers)",

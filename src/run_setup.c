@@ -122,6 +122,12 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
     int len = 0;
     MPI_Get_library_version(mpi_lib, &len);
     mpi_lib[strcspn(mpi_lib, "\n")] = '\0';
+    char *kernels = NULL; /* the backend's per-layer choices (the model is built: all planned) */
+    if (p->be->describe_kernels) {
+        size_t n = p->be->describe_kernels(r->ctx, NULL, 0);
+        kernels = xcalloc(n + 1, 1);
+        p->be->describe_kernels(r->ctx, kernels, n + 1);
+    }
     unsigned maj, min, rel;
     H5get_libversion(&maj, &min, &rel);
     snprintf(hdf5_ver, sizeof hdf5_ver, "%u.%u.%u", maj, min, rel);
@@ -209,12 +215,14 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         .clock_rtt = r->off.rtt,
         .rank_text = rank_text,
         .nrank_text = (int)(sizeof rank_text / sizeof rank_text[0]),
+        .kernel_choices = kernels,
         .sample_capacity = sample_cap,
         .sample_hz = o->sample_hz,
         .sample_pull = r->sampler ? sampler_pull : NULL,
         .sample_user = r->sampler,
     };
     r->rec = p->rops->create(&rcfg, err, sizeof err);
+    free(kernels);
     usage_check_all(r->rec != NULL, "%s", err);
 }
 

@@ -23,6 +23,6 @@ const ScheduleOps onef1b_schedule = {
     .name = "1f1b",
     .reads = "stages,split,microbatches,schedule",
     .pipeline = 1,
-    .device_memory = 0,
+    .device_memory = 1, /* messages staged through the host (driver_stage.c) */
     .steps = onef1b_steps,
 };

@@ -15,6 +15,6 @@ const ScheduleOps gpipe_schedule = {
     .name = "gpipe",
     .reads = "stages,split,microbatches,schedule",
     .pipeline = 1,
-    .device_memory = 0,
+    .device_memory = 1, /* messages staged through the host (driver_stage.c) */
     .steps = gpipe_steps,
 };

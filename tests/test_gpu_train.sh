@@ -38,6 +38,9 @@ with h5py.File(sys.argv[1], "r") as f:
               "cudnn_version", "cublas_version"]:
         assert r[k][0], k
     assert r["device_uuid"][0].startswith(b"GPU-"), r["device_uuid"][0]
+    kc = r["kernel_choices"][0].decode()  # LeNet: 2 convolution shapes (and eval), strict fp32
+    assert kc.count("conv ") >= 2 and "DEFAULT" not in kc and "TENSOR_OP" not in kc, kc
+    assert kc.rstrip().endswith("plans made inside a step: 0"), kc
     n = f["ranks/samples_written"][0]
     assert n > 0
     src = r["sample_source"][0]

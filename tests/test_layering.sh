@@ -2,7 +2,7 @@
 #   base/    includes nothing of the project outside base/, no MPI, no HDF5;
 #   kernels/ includes only base/ and kernels/ headers, no MPI, no HDF5;
 #   comm/    no HDF5 and no model (src/model*.h, src/layers.h, src/models*, src/data.h);
-#   only src/registry.c tests feature macros (#if*def HAVE_*) - kernels/cuda* still do (issue 11).
+#   only src/registry.c tests feature macros (#if*def HAVE_*).
 # Greps catch a wrong include however it is spelled in the tree; compiling base/ and kernels/ with
 # the plain C compiler under mpicc and only -I base -I kernels proves they need nothing else.
 set -eu
@@ -45,11 +45,10 @@ for f in comm/*.c comm/*.h; do
     done
 done
 
-# Feature macros only in the registry (kernels/cuda* are being cleaned under issue 11: listed).
+# Feature macros only in the registry.
 for f in $(grep -l -E '^[[:space:]]*#[[:space:]]*(if|ifdef|ifndef|elif).*HAVE_' base/* kernels/* comm/* src/* 2>/dev/null); do
     case "$f" in
     src/registry.c) ;;
-    kernels/cuda*) echo "note: $f tests HAVE_* (to move into src/registry.c, issue 11)" ;;
     *) bad "$f tests a HAVE_* feature macro: only src/registry.c may" ;;
     esac
 done

@@ -1,0 +1,188 @@
+/* staged_check.c - host-memory strategies on device memory (comm/staged.c, and mixed's own host
+ * copy) give the parameters the unwrapped strategy gives on the host, without a GPU.
+ *
+ *   mpirun -np 2 staged_check STRATEGY RANKS_PER_NODE [ITERS]
+ *
+ * The "device" is a fake backend: its buffers are separate host allocations holding every float
+ * byte-swapped, reached only through its upload/download (which count the bytes they move) and
+ * its sgd_update (decode, the CPU backend's step, encode). A strategy that read or wrote a device
+ * buffer directly would see garbage. Both runs do what the driver does: gradients that depend on
+ * the parameters (so every update's order matters), the strategy's exchange, the optimizer step
+ * when the strategy asks for it (grad_scale folded in as src/driver.c does), then finish(). The
+ * final parameters must be equal bit for bit, and the wrapped run must move exactly the copies
+ * the design says (per iteration: 2 downloads and 1 upload of the parameter buffer through the
+ * wrapper; mixed: none outside finish with a period longer than the run).
+ * Exit 0 pass, 1 fail. */
+#include "check.h"
+#include "exchange.h"
+#include "topology.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const BackendOps cpu_backend;
+extern const ExchangeOps ssp_exchange, async_exchange, mixed_exchange;
+
+/* ---- the fake device: byte-swapped floats in separate allocations ---------------------------- */
+static double down_bytes, up_bytes;
+
+static void swap_copy(void *dst, const void *src, size_t bytes) {
+    const uint32_t *s = src;
+    uint32_t *d = dst;
+    for (size_t i = 0; i < bytes / 4; i++)
+        d[i] = __builtin_bswap32(s[i]);
+}
+static void *fake_alloc(BackendCtx *c, size_t bytes) {
+    (void)c;
+    return xcalloc(bytes ? bytes : 4, 1);
+}
+static void fake_free(BackendCtx *c, void *p) {
+    (void)c, free(p);
+}
+static void fake_upload(BackendCtx *c, void *dst, const void *src, size_t bytes) {
+    (void)c, swap_copy(dst, src, bytes), up_bytes += (double)bytes;
+}
+static void fake_download(BackendCtx *c, void *dst, const void *src, size_t bytes) {
+    (void)c, swap_copy(dst, src, bytes), down_bytes += (double)bytes;
+}
+static void fake_zero(BackendCtx *c, void *p, size_t bytes) {
+    (void)c, memset(p, 0, bytes);
+}
+static void fake_sync(BackendCtx *c) {
+    (void)c;
+}
+static void fake_sgd(BackendCtx *c, size_t n, float *p, const float *g, float *v, float lr,
+                     float mom, float wd) {
+    (void)c;
+    float *hp = xmalloc(n * 4), *hg = xmalloc(n * 4), *hv = xmalloc(n * 4);
+    swap_copy(hp, p, n * 4), swap_copy(hg, g, n * 4), swap_copy(hv, v, n * 4);
+    cpu_backend.sgd_update(NULL, n, hp, hg, hv, lr, mom, wd);
+    swap_copy(p, hp, n * 4), swap_copy(v, hv, n * 4);
+    free(hp), free(hg), free(hv);
+}
+static const BackendOps fake_device = {.name = "fake",
+                                       .device_memory = 1,
+                                       .alloc = fake_alloc,
+                                       .free = fake_free,
+                                       .upload = fake_upload,
+                                       .download = fake_download,
+                                       .zero = fake_zero,
+                                       .synchronize = fake_sync,
+                                       .sgd_update = fake_sgd};
+
+/* ---- one run, as the driver runs it ---------------------------------------------------------- */
+enum { N = 1000 };
+static const float LR = 0.05f, MOM = 0.9f, WD = 1e-3f;
+
+/* Gradients from the parameters, the rank and the iteration. */
+static void gradients(const float *p, float *g, int rank, int64_t it) {
+    for (size_t i = 0; i < N; i++)
+        g[i] = sinf(p[i] * (float)(rank + 1)) + 0.01f * (float)((int64_t)i % 7 - it);
+}
+
+/* Trains `iters` iterations; returns the final parameters (host) in out. */
+static void run(const ExchangeOps *x, const BackendOps *be, const Topology *topo, int iters,
+                int staleness, int period, float *out) {
+    int rank = topo->rank;
+    float *hp = xmalloc(N * 4), *hg = xmalloc(N * 4);
+    for (size_t i = 0; i < N; i++)
+        hp[i] = 0.001f * (float)((int)(i * 37 % 101) - 50);
+    float *p = be->alloc(NULL, N * 4), *g = be->alloc(NULL, N * 4), *v = be->alloc(NULL, N * 4);
+    be->upload(NULL, p, hp, N * 4);
+    ExchangeConfig cfg = {.comm = MPI_COMM_WORLD,
+                          .topo = topo,
+                          .nparams = N,
+                          .bucket_floats = 300,
+                          .be = be,
+                          .host_be = &cpu_backend,
+                          .lr = LR,
+                          .momentum = MOM,
+                          .weight_decay = WD,
+                          .velocity = v,
+                          .staleness = staleness,
+                          .ps_ranks = 1,
+                          .sync_period = period};
+    char err[256] = "";
+    ExchangeState *st = x->create(&cfg, err, sizeof err);
+    if (!st) fprintf(stderr, "create: %s\n", err), exit(1);
+    int index, count;
+    if (x->role(st, &index, &count) == EXCHANGE_SERVER) {
+        x->serve(st, p);
+    } else {
+        for (int64_t it = 0; it < iters; it++) {
+            be->download(NULL, hp, p, N * 4);
+            gradients(hp, hg, rank, it);
+            be->upload(NULL, g, hg, N * 4);
+            ExchangeStep xs = {.iteration = it};
+            if (x->exchange(st, p, g, &xs) == EXCHANGE_APPLY_UPDATE) {
+                double gs = xs.grad_scale > 0 ? xs.grad_scale : 1.0;
+                be->sgd_update(NULL, N, p, g, v, (float)(LR * gs), MOM, (float)(WD / gs));
+            }
+        }
+    }
+    x->finish(st, p);
+    x->destroy(st);
+    be->download(NULL, out, p, N * 4);
+    be->free(NULL, p), be->free(NULL, g), be->free(NULL, v);
+    free(hp), free(hg);
+}
+
+int main(int argc, char **argv) {
+    MPI_CHECK(MPI_Init(&argc, &argv));
+    if (argc < 3) fprintf(stderr, "usage: staged_check STRATEGY RANKS_PER_NODE [ITERS]\n"), exit(2);
+    const char *name = argv[1];
+    int iters = argc > 3 ? atoi(argv[3]) : 6;
+    const ExchangeOps *x = !strcmp(name, "ssp")     ? &ssp_exchange
+                           : !strcmp(name, "async") ? &async_exchange
+                                                    : &mixed_exchange;
+    Topology topo;
+    topology_init(&topo, atoi(argv[2]));
+    int staleness = 2, period = iters + 1; /* mixed: the ring never runs (its timing is free) */
+
+    float ref[N], dev[N];
+    run(x, &cpu_backend, &topo, iters, staleness, period, ref);
+    /* the wrapper where the resolver picks it (device_ok 0), the strategy itself otherwise */
+    const ExchangeOps *wx = x->device_ok ? x : exchange_staged(x);
+    down_bytes = up_bytes = 0;
+    run(wx, &fake_device, &topo, iters, staleness, period, dev);
+
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+        bad += memcmp(&ref[i], &dev[i], 4) != 0;
+    double moved = 0;
+    for (int i = 0; i < N; i++)
+        moved += fabs((double)dev[i] - (0.001 * (double)((int)(i * 37 % 101) - 50)));
+    /* copies beyond the driver's own (per worker iteration: params down, grads up; an update
+     * on the device moves nothing) and the run's set-up (params up, final params down) */
+    double per = (double)N * 4, extra_down, extra_up;
+    int server = x->serve != NULL && topo.rank >= topo.nranks - 1; /* --ps-ranks 1: the last */
+    double worker_iters = server ? 0 : iters;
+    extra_down = down_bytes - per * (worker_iters + 1);
+    extra_up = up_bytes - per * (worker_iters + 1);
+    double want_down, want_up;
+    if (x->device_ok) { /* mixed: one node's average through the transport, the ring in finish */
+        want_down = topo.nnodes > 1 ? per : 0;
+        want_up = topo.nnodes > 1 ? per : 0;
+        if (topo.local_size > 1) /* mpi transport on device memory: buckets down and up */
+            want_down += per * worker_iters, want_up += per * worker_iters;
+    } else {
+        /* create: velocity down; each iteration: params and grads down, one of them up; finish
+         * (and serve): params and velocity down and up */
+        want_down = per * (1 + 2 * worker_iters + 2 + 2 * server);
+        want_up = per * (worker_iters + 2 + 2 * server);
+    }
+    int copies_ok = extra_down == want_down && extra_up == want_up;
+    printf("rank %d %s%s (%d nodes of %d): %d of %d parameters differ, moved %.3g; copies down "
+           "%.0f (expected %.0f), up %.0f (expected %.0f) buffers\n",
+           topo.rank, name, x->device_ok ? "" : " staged", topo.nnodes, topo.local_size, bad, N,
+           moved, extra_down / per, want_down / per, extra_up / per, want_up / per);
+    int ok = bad == 0 && moved > 0 && copies_ok;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    topology_free(&topo);
+    MPI_CHECK(MPI_Finalize());
+    return ok ? 0 : 1;
+}
