@@ -161,10 +161,7 @@ def test_cli_missing_dtbench(tmp_path, monkeypatch, capsys):
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 # Shipped examples that the dtbench of this tree cannot run yet, with the refusal that says so
 # (a different refusal, or none, fails the test: remove the entry once the example plans).
-KNOWN_REFUSALS = {
-    "exchange-comparison.toml": ("--exchange async: this strategy works on host memory",
-                                 "ssp/async/mixed on --device cuda (issue 11 follow-up)"),
-}
+KNOWN_REFUSALS: dict = {}
 
 
 @pytest.mark.parametrize("name", sorted(os.listdir(EXAMPLES)))
