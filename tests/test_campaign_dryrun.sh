@@ -10,8 +10,8 @@ L="--model lenet --dataset synthetic"
 # accepted as N ranks, refused as one process (what the campaign check did before)
 "$DTBENCH" $L --dry-run --exchange async --ps-ranks 1 --ranks 2 >ok.txt || fail "async on 2 ranks refused"
 grep -q "on 2 ranks" ok.txt || fail "the dry run did not take 2 ranks"
-expect_bad 0 "--ps-ranks: 1 is not accepted with 1 ranks" $L --dry-run --exchange async --ps-ranks 1
-pass "--exchange async --ps-ranks 1: accepted with --ranks 2, refused on one process"
+expect_bad 0 "--ps-ranks: 1 is not accepted with 1 ranks" $L --dry-run --exchange async --ps-ranks 1 --ranks 1
+pass "--exchange async --ps-ranks 1: accepted with --ranks 2, refused with --ranks 1"
 
 expect_bad 0 "--ps-ranks: 2 is not accepted with 2 ranks" $L --dry-run --exchange async --ps-ranks 2 --ranks 2
 expect_bad 0 "--stages: 2 is not accepted with --parallel model on 3 ranks" $L --dry-run --parallel model --stages 2 --ranks 3

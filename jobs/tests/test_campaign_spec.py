@@ -129,7 +129,7 @@ def test_cli_dry_run_refusal_is_a_spec_error(tmp_path, monkeypatch, capsys):
 
 
 def test_cli_async_campaign_plans_as_its_ranks(tmp_path, monkeypatch, capsys):
-    """One server among the run's ranks: refused by a one-process dry run, accepted as N ranks."""
+    """One server among the run's ranks: planned as the N ranks of the run, without --no-check."""
     spec = write_spec(tmp_path, BASIC.replace('exchange = ["sync", "mixed"]',
                                               'exchange = "async"\n    ps-ranks = 1').replace("batch = 64", "batch = 96"))
     rc, out, err = _cli(tmp_path, monkeypatch, capsys, "plan", spec)
