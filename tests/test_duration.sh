@@ -4,6 +4,7 @@
 # exit 0, the file closed and marked stop_reason=duration, with every completed iteration.
 # Also with a parameter server (workers stop on their own votes, the server with them).
 . "$(dirname "$0")/lib.sh"
+cd "$WORK" # expect_bad writes out.txt and err.txt here
 
 for spec in "sync:2:" "async:3:--exchange async --ps-ranks 1"; do
     x=${spec%%:*} rest=${spec#*:} np=${rest%%:*} extra=${rest#*:}
