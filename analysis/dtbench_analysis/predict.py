@@ -20,8 +20,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import inputs, jsonout, metrics, outputs
-from .predict_fit import (ALGORITHM_HELP, ALGORITHMS, PARAMS, CommFit, Observation, fit_comm,
-                          fit_compute, observe, transfer_factors)
+from .predict_fit import (ALGORITHM_HELP, ALGORITHMS, PARAMS, CommFit, Observation,
+                          exchange_terms, fit_comm, fit_compute, observe, transfer_factors)
 from .predict_sim import SLOW_FACTOR, STRATEGIES, Scenario, needs, simulate, summarise
 from .runfile import Run
 
@@ -72,7 +72,8 @@ def scenario_for(o: Observation, strategy: str, nnodes: int, per_node: int, batc
                  algorithm: str) -> Scenario:
     return Scenario(strategy=strategy, nnodes=nnodes, per_node=per_node, batch_per_rank=batch,
                     grad_bytes=o.grad_bytes, bucket_bytes=o.bucket_bytes,
-                    algorithm=o.algorithm_hint if algorithm == "auto" else algorithm,
+                    algorithm=(o.hint_for(strategy, o.staleness if strategy == "ssp" else 1)
+                               if algorithm == "auto" else algorithm),
                     staleness=o.staleness, sync_period=max(1, o.sync_period),
                     ps_ranks=max(1, o.ps_ranks))
 
@@ -89,6 +90,21 @@ def _run_scenario(s: Scenario, key, models: CommModels, compute, tf, rng, draws,
     out = summarise(simulate(s, comm, fit, tf, rng, draws=draws), widen)
     out["comm_fit"] = name
     return out, None
+
+
+def _calibration_error(o: Observation, strategy: str, models: CommModels,
+                       algorithm: str) -> Optional[float]:
+    """The held-out run's calibration (its transport's blocking collectives alone on its
+    buckets) predicted by the fit, relative error; None without a calibration."""
+    if not o.calibration or strategy not in ("sync", "hier"):
+        return None
+    level = "inter" if o.nnodes > 1 else "intra"
+    _, comm = models.for_strategy(strategy, level)
+    if not comm.level_known(level):
+        return None
+    algo = o.calibration_hint if algorithm == "auto" else algorithm
+    terms = exchange_terms(strategy, algo, o.nnodes, o.per_node, o.grad_bytes, o.bucket_bytes)
+    return comm.time(terms) / o.calibration - 1.0
 
 
 def validate(observations: List[Observation], algorithm: str, rng, draws: int) -> List[Dict]:
@@ -114,6 +130,7 @@ def validate(observations: List[Observation], algorithm: str, rng, draws: int) -
                 row["error"] = pred["iteration_s"]["value"] / measured - 1.0
                 row["transfer_error"] = (pred["comm_model_s"] / row["measured_transfer_s"] - 1.0
                                          if row["measured_transfer_s"] else None)
+                row["calibration_error"] = _calibration_error(o, strategy, comm, algorithm)
             out.append(row)
     return out
 
@@ -221,8 +238,8 @@ ASSUMPTIONS = [
     "compute c(b) = c0 + c1 b per rank, independent of the number of ranks",
     "rank and iteration factors drawn independently for every rank (no correlated slowdowns "
     "beyond those measured)",
-    "collective cost: alpha-beta per level for the algorithm named; a node's link is not shared "
-    "by other jobs",
+    "collective cost: alpha-beta per level for the algorithm named (across nodes, messages above "
+    "the 64 KiB eager limit with their own beta); a node's link is not shared by other jobs",
     f"a rank-iteration is slow when its compute exceeds {SLOW_FACTOR}x the median",
     "async: the measured number of parameter servers (1 when none was measured), whatever the "
     "scale",
@@ -335,12 +352,14 @@ def format_text(result: Dict, simulate_mode: bool) -> str:
                          f"not predicted ({v['why']})")
             continue
         pi = v["predicted"]["iteration_s"]
-        te = v.get("transfer_error")
+        te, ce = v.get("transfer_error"), v.get("calibration_error")
         lines.append(f"   {v['strategy']} {v['nodes']} nodes {v['ranks']} ranks "
                      f"(fitted on {v['fitted_on']} runs): measured {_ms(v['measured_s'])} ms, "
                      f"predicted {_ms(pi['value'])} ms [{_ms(pi['lo'])}, {_ms(pi['hi'])}]: "
                      f"error {100 * v['error']:+.1f}%"
-                     + (f" (exchange transfer {100 * te:+.1f}%)" if te is not None else ""))
+                     + (f" (exchange transfer {100 * te:+.1f}%" if te is not None else "")
+                     + (f"; collectives alone {100 * ce:+.1f}%" if ce is not None else "")
+                     + (")" if te is not None else ""))
     if result["worst_error"] is not None:
         lines.append(f"   worst |error| {100 * result['worst_error']:.1f}% (bound --max-error "
                      f"{100 * result['max_error']:.0f}%)")
@@ -421,8 +440,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--algorithm", choices=ALGORITHMS, default="auto",
                    help="allreduce algorithm of the communication model: "
                         + "; ".join(f"{k}: {v}" for k, v in ALGORITHM_HELP.items())
-                        + "; auto: tree for Open MPI (dtbench's in-place MPI_Iallreduce takes "
-                          "libnbc's binomial tree), rabenseifner otherwise [auto]")
+                        + "; auto: what each run did: with Open MPI, tuned for blocking "
+                          "exchanges (sync, hier, mixed without --overlap; calibrations), tree "
+                          "for MPI_Iallreduce (--overlap, ssp); rabenseifner with other "
+                          "libraries [auto]")
     p.add_argument("--ranks-per-node", type=int, metavar="L",
                    help="ranks per node of the predictions [as the largest measured run]")
     batch = p.add_mutually_exclusive_group()

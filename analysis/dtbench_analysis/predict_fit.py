@@ -14,8 +14,9 @@ Three parts, each from the runs' per-rank, per-iteration records (measured cells
   on earlier start the next iteration sooner and then wait in its stop vote); without
   ``exchange_wait``: the min over ranks of ``exchange``, the last rank to arrive waits least.
   The gradient is cut in buckets of ``bucket-mb``; each bucket is one allreduce whose cost is
-  ``a*alpha + b*s*beta`` summed over the levels its steps cross, for the algorithm in use
-  (``collective_terms``). A calibration in the file (root attributes
+  ``a*alpha + b*s*beta`` summed over the levels its steps cross, for the algorithm the run used
+  (predict_coll.py: Open MPI tuned's rules for the blocking exchange, libnbc's tree for
+  MPI_Iallreduce); across nodes, bytes in messages above the eager limit have their own beta. A calibration in the file (root attributes
   ``calibration_exchange_s``: the transport's collectives alone on the run's buckets, median over
   ``calibration_iters`` repetitions) stands in for the transfer time of ssp runs, whose
   exchange time hides the allreduce; for sync and hier it is shown beside the measured transfer.
@@ -27,24 +28,28 @@ message pattern only (alpha and beta collinear) is fitted with beta alone (alpha
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from scipy.optimize import nnls
 
+from .predict_coll import (EAGER_BYTES, NPARAMS, collective_terms,  # noqa: F401
+                           exchange_terms, hier_terms, tuned_allreduce)
 from .runfile import Run
 
 LEVELS = ("intra", "inter")
-PARAMS = ("alpha_intra", "beta_intra", "alpha_inter", "beta_inter")
-ALGORITHMS = ("auto", "ring", "tree", "rabenseifner")
+PARAMS = ("alpha_intra", "beta_intra", "alpha_inter", "beta_inter", "beta_inter_rndv")
+ALGORITHMS = ("auto", "tuned", "tree", "ring", "recursive_doubling", "rabenseifner")
 ALGORITHM_HELP = {
-    "ring": "2(p-1) steps, 2(p-1)/p of the bucket per link",
+    "tuned": "Open MPI 4.1 tuned's fixed decision (ompi_coll_tuned_allreduce_intra_dec_fixed) "
+             "per bucket, buckets one after the other (blocking MPI_Allreduce)",
     "tree": "Open MPI libnbc's binomial reduce, then a broadcast sending to all children at "
-            "once",
-    "rabenseifner": "halving reduce-scatter + doubling all-gather, 2 log2 p steps, 2(p-1)/p of "
-                    "the bucket",
+            "once (MPI_Iallreduce)",
+    "ring": "2(p-1) steps, 2(p-1)/p of the bucket per link",
+    "recursive_doubling": "log2 p exchanges of the whole bucket",
+    "rabenseifner": "halving reduce-scatter + doubling all-gather (distance 1 first, as Open "
+                    "MPI's redscat_allgather), 2 log2 p steps, 2(p-1)/p of the bucket",
 }
 #: MPI_Allreduce/Iallreduce of ``bucket-mb`` when --bucket-mb is not in the file's options
 DEFAULT_BUCKET_MB = 25.0
@@ -62,7 +67,7 @@ class Observation:
     batch_per_rank: int
     grad_bytes: float
     bucket_bytes: float
-    algorithm_hint: str      # the algorithm "auto" means for this run's MPI library
+    algorithm_hint: str      # the algorithm "auto" means for this run's exchange
     staleness: int
     sync_period: int
     ps_ranks: int
@@ -71,6 +76,14 @@ class Observation:
     iteration: np.ndarray    # the run's time-per-iteration sample (metrics.iteration_times)
     wait: np.ndarray         # exchange_wait of measured cells (empty when not recorded)
     calibration: Optional[float] = None  # the collectives alone on the run's buckets, s
+    calibration_hint: str = "tuned"      # the algorithm the calibration ran (blocking)
+    mpi_library: str = ""
+    overlap: bool = False
+
+    def hint_for(self, strategy: str, staleness: int) -> str:
+        """The algorithm ``auto`` means for ``strategy`` run as this run was (library, overlap)."""
+        return auto_algorithm(self.mpi_library,
+                              blocking_exchange(self.overlap, strategy, staleness))
 
     @property
     def compute_median(self) -> float:
@@ -101,11 +114,27 @@ def _option(run: Run, name: str, default):
     return default
 
 
-def auto_algorithm(mpi_library: str) -> str:
-    """The allreduce algorithm ``auto`` assumes. dtbench averages in place (MPI_IN_PLACE) with
-    MPI_Iallreduce; Open MPI's libnbc (4.x, 5.x) then always takes the binomial tree. Other
-    libraries: Rabenseifner (MPICH's choice for large in-place reductions)."""
-    return "tree" if "open mpi" in (mpi_library or "").lower() else "rabenseifner"
+def overlap_of(run: Run) -> bool:
+    return str(_option(run, "overlap", "no")).lower() in ("yes", "1", "true", "on")
+
+
+def blocking_exchange(overlap: bool, strategy: str, staleness: int) -> bool:
+    """Whether an exchange calls the blocking collectives: sync, hier and mixed switch to
+    MPI_Allreduce when nothing was started during backward (no --overlap); ssp only with
+    staleness 0; async has no collective."""
+    if strategy in ("sync", "hier", "mixed"):
+        return not overlap
+    return strategy == "ssp" and staleness == 0
+
+
+def auto_algorithm(mpi_library: str, blocking: bool = True) -> str:
+    """The allreduce algorithm ``auto`` assumes. Open MPI: blocking MPI_Allreduce goes through
+    the tuned component's fixed rules (``tuned``), MPI_Iallreduce through libnbc, whose in-place
+    allreduce is always the binomial tree (``tree``). Other libraries: Rabenseifner (MPICH's
+    choice for large reductions)."""
+    if "open mpi" not in (mpi_library or "").lower():
+        return "rabenseifner"
+    return "tuned" if blocking else "tree"
 
 
 def observe(run: Run) -> Observation:
@@ -133,8 +162,11 @@ def observe(run: Run) -> Observation:
             grad_bytes = float(np.median(sent))
     nnodes = max(1, run.nnodes)
     nworkers = int(train.sum())
+    strategy = strategy_of(run)
+    staleness = int(run.attrs.get("staleness_bound") or _option(run, "staleness", 0))
+    library = str(run.attrs.get("mpi_library", ""))
     return Observation(
-        path=run.path, strategy=strategy_of(run),
+        path=run.path, strategy=strategy,
         key=(str(run.attrs.get("model", "")), str(run.attrs.get("dataset", "")),
              str(run.attrs.get("device", ""))),
         nranks=run.nranks, nnodes=nnodes, per_node=max(1, run.nranks // nnodes),
@@ -142,13 +174,15 @@ def observe(run: Run) -> Observation:
                            max(1, run.batch_global // max(1, nworkers))),
         grad_bytes=grad_bytes,
         bucket_bytes=_option(run, "bucket-mb", DEFAULT_BUCKET_MB) * 2 ** 20,
-        algorithm_hint=auto_algorithm(str(run.attrs.get("mpi_library", ""))),
-        staleness=int(run.attrs.get("staleness_bound") or _option(run, "staleness", 0)),
+        algorithm_hint=auto_algorithm(library,
+                                      blocking_exchange(overlap_of(run), strategy, staleness)),
+        staleness=staleness,
         sync_period=int(run.attrs.get("sync_period") or _option(run, "sync-period", 1)),
         ps_ranks=int(run.attrs.get("ps_ranks") or 0),
         compute=compute, transfer=transfer, iteration=iteration_times(run),
         wait=(wait[np.isfinite(wait)] if wait is not None else np.array([])),
-        calibration=read_calibration(run))
+        calibration=read_calibration(run), calibration_hint=auto_algorithm(library, True),
+        mpi_library=library, overlap=overlap_of(run))
 
 
 def read_calibration(run: Run) -> Optional[float]:
@@ -160,87 +194,6 @@ def read_calibration(run: Run) -> Optional[float]:
     except (TypeError, ValueError):
         return None
     return secs if iters > 0 and np.isfinite(secs) and secs > 0 else None
-
-
-# ---- collective cost terms ------------------------------------------------------------------
-def _log2(n: int) -> int:
-    return int(math.ceil(math.log2(n))) if n > 1 else 0
-
-
-def collective_terms(algorithm: str, nnodes: int, per_node: int, size: float,
-                     pipelined: bool = False) -> np.ndarray:
-    """Coefficients of PARAMS for one allreduce of ``size`` bytes over nnodes x per_node ranks
-    (ranks numbered node by node): time = terms . (alpha_intra, beta_intra, alpha_inter,
-    beta_inter). ``pipelined``: the bandwidth terms of a bucket that streams behind others (the
-    load of the busiest link instead of the critical path), latency terms unchanged."""
-    p = nnodes * per_node
-    t = np.zeros(4)
-    if p <= 1:
-        return t
-    l, n = _log2(per_node), _log2(nnodes)
-    if algorithm == "ring":
-        # every step is limited by the slowest link the ring crosses
-        at = 2 if nnodes > 1 else 0
-        t[at] += 2 * (p - 1)
-        t[at + 1] += 2 * (p - 1) / p * size
-    elif algorithm == "tree":
-        # Open MPI libnbc's binomial allreduce (in place): a reduce in rounds at distance 1, 2,
-        # 4, ... (l rounds inside the node, n across), then a binomial broadcast in which every
-        # rank sends to all its children at once (vrank v -> v + 2^r for 2^r > v). The ranks
-        # of node 0 each feed n other nodes over node 0's link (L*n copies at once), the next
-        # node on the deepest path L*(n-1), ...: L*n(n+1)/2 link-times across nodes, l(l+1)/2
-        # inside node 0. Streaming behind other buckets, a bucket costs the busiest link's load:
-        # L*n copies out of node 0, l+1 through its memory.
-        t[0] += 2 * l
-        t[2] += 2 * n
-        if pipelined:
-            t[1] += (l + 1) * size if l else 0.0
-            t[3] += per_node * n * size
-        else:
-            t[1] += (l + l * (l + 1) / 2) * size
-            t[3] += (n + per_node * n * (n + 1) / 2) * size
-    elif algorithm == "rabenseifner":
-        # halving at distances p/2, p/4, ... : the first log2 N rounds cross nodes
-        t[2] += 2 * n
-        t[3] += 2 * size * (1 - 2.0 ** -n)
-        t[0] += 2 * l
-        t[1] += 2 * size * (2.0 ** -n - 2.0 ** -(n + l))
-    else:
-        raise ValueError(f"unknown algorithm {algorithm!r}")
-    return t
-
-
-def hier_terms(algorithm: str, nnodes: int, per_node: int, size: float,
-               pipelined: bool = False) -> np.ndarray:
-    """--transport hier: ring reduce-scatter inside the node, allreduce of the shard across the
-    nodes (``algorithm``, one rank per node), ring all-gather inside the node. The L ranks of a
-    node run their shards' allreduces at once through the node's one link: the bandwidth terms
-    are those of the whole bucket, the latency terms those of one shard."""
-    t = np.zeros(4)
-    L = per_node
-    if L > 1:
-        t[0] += 2 * (L - 1)
-        t[1] += 2 * (L - 1) / L * size
-    across = collective_terms(algorithm, nnodes, 1, size, pipelined)
-    across[0::2] = collective_terms(algorithm, nnodes, 1, size / L, pipelined)[0::2]
-    return t + across
-
-
-def exchange_terms(strategy: str, algorithm: str, nnodes: int, per_node: int,
-                   grad_bytes: float, bucket_bytes: float) -> np.ndarray:
-    """Terms of one iteration's gradient exchange: one allreduce per bucket, all in flight at
-    once (MPI_Iallreduce): the largest bucket pays the whole critical path, the others stream
-    behind it at the rate of the busiest link."""
-    nfull = int(grad_bytes // bucket_bytes) if bucket_bytes > 0 else 0
-    sizes = [bucket_bytes] * nfull
-    rest = grad_bytes - nfull * bucket_bytes
-    if rest > 0 or not sizes:
-        sizes.append(max(rest, 0.0))
-    fn = hier_terms if strategy == "hier" else collective_terms
-    first = fn(algorithm, nnodes, per_node, max(sizes))
-    others = sizes[:]
-    others.remove(max(sizes))
-    return first + sum((fn(algorithm, nnodes, per_node, x, True) for x in others), np.zeros(4))
 
 
 def rows_of(obs: Observation, algorithm: str) -> List[Tuple[np.ndarray, float, str]]:
@@ -259,7 +212,9 @@ def rows_of(obs: Observation, algorithm: str) -> List[Tuple[np.ndarray, float, s
         terms = exchange_terms("sync", algo, 1, obs.per_node, obs.grad_bytes, obs.bucket_bytes)
         rows.append((terms, float(np.median(obs.transfer)), "exchange"))
     elif obs.strategy == "ssp" and obs.nranks > 1 and obs.calibration:
-        terms = exchange_terms("sync", algo, obs.nnodes, obs.per_node, obs.grad_bytes,
+        # the calibration runs the blocking collectives whatever the strategy
+        cal = obs.calibration_hint if algorithm == "auto" else algorithm
+        terms = exchange_terms("sync", cal, obs.nnodes, obs.per_node, obs.grad_bytes,
                                obs.bucket_bytes)
         rows.append((terms, obs.calibration, "calibration"))
     return rows
@@ -276,14 +231,15 @@ def _rank(a: np.ndarray) -> int:
 class CommFit:
     algorithm: str
     params: np.ndarray            # PARAMS, NaN where not determined
-    cov: np.ndarray               # 4x4, zero where not determined
+    cov: np.ndarray               # NPARAMS x NPARAMS, zero where not determined
     determined: Dict[str, bool]   # per parameter
     notes: List[str]
     rows: int
     rel_residual: float           # median |relative residual| of the fitted rows
 
     def level_known(self, level: str) -> bool:
-        return self.determined[f"beta_{level}"]
+        return self.determined[f"beta_{level}"] or (
+            level == "inter" and self.determined["beta_inter_rndv"])
 
     def time(self, terms: np.ndarray, params: Optional[np.ndarray] = None) -> float:
         p = np.nan_to_num(self.params if params is None else params)
@@ -296,8 +252,8 @@ def fit_comm(observations: Sequence[Observation], algorithm: str) -> CommFit:
         if algorithm == "auto" else [algorithm]
     algo_name = algorithm if algorithm != "auto" else f"auto ({'/'.join(used) or 'tree'})"
     notes: List[str] = []
-    params = np.full(4, np.nan)
-    cov = np.zeros((4, 4))
+    params = np.full(NPARAMS, np.nan)
+    cov = np.zeros((NPARAMS, NPARAMS))
     determined = {p: False for p in PARAMS}
     if not rows:
         return CommFit(algo_name, params, cov, determined,
@@ -305,7 +261,7 @@ def fit_comm(observations: Sequence[Observation], algorithm: str) -> CommFit:
     X = np.array([r[0] for r in rows])
     y = np.array([r[1] for r in rows])
     w = 1.0 / np.maximum(y, 1e-9)
-    cols = [c for c in range(4) if np.any(X[:, c] > 0)]
+    cols = [c for c in range(NPARAMS) if np.any(X[:, c] > 0)]
     # Drop what the rows cannot separate, least informative first: alpha inside, alpha across,
     # then beta inside (one multi-node pattern cannot split its time between the two levels).
     for c, why in ((0, "alpha_intra not separable from the other terms (one message pattern "
@@ -313,7 +269,9 @@ def fit_comm(observations: Sequence[Observation], algorithm: str) -> CommFit:
                    (2, "alpha_inter not separable from the other terms (one message pattern "
                        "across nodes): taken as 0; runs with two --bucket-mb values separate it"),
                    (1, "beta_intra not separable from beta_inter (no run inside one node with "
-                       "several ranks): not determined")):
+                       "several ranks): not determined"),
+                   (4, "beta_inter_rndv not separable from beta_inter (messages across nodes "
+                       "above and below the eager limit in the same proportion): taken equal")):
         if c in cols and _rank(X[:, cols] * w[:, None]) < len(cols):
             cols.remove(c)
             notes.append(why)
@@ -326,6 +284,7 @@ def fit_comm(observations: Sequence[Observation], algorithm: str) -> CommFit:
     for c in (0, 2):
         if determined[PARAMS[c + 1]] and not determined[PARAMS[c]]:
             params[c] = 0.0
+    _share_regimes(params, cov, determined, notes)
     resid = b - A @ coef
     dof = max(1, len(b) - len(cols))
     sigma2 = float(resid @ resid) / dof if len(b) > len(cols) else 0.0
@@ -339,6 +298,20 @@ def fit_comm(observations: Sequence[Observation], algorithm: str) -> CommFit:
                      f"estimate its uncertainty from")
     rel = float(np.median(np.abs(resid))) if resid.size else float("nan")
     return CommFit(algo_name, params, cov, determined, notes, len(rows), rel)
+
+
+def _share_regimes(params, cov, determined, notes) -> None:
+    """Across nodes, a message regime (eager: beta_inter, rendezvous: beta_inter_rndv) that no
+    run measured takes the other's value: one link, one bandwidth, the best guess available."""
+    for have, lack in ((3, 4), (4, 3)):
+        if determined[PARAMS[have]] and not determined[PARAMS[lack]]:
+            params[lack] = params[have]
+            cov[lack, :], cov[:, lack] = cov[have, :], cov[:, have]
+            cov[lack, lack] = cov[have, have]
+            determined[PARAMS[lack]] = True
+            notes.append(f"{PARAMS[lack]}: no message across nodes in its regime (eager limit "
+                         f"{EAGER_BYTES} B) measured: taken equal to {PARAMS[have]}")
+            return
 
 
 @dataclass

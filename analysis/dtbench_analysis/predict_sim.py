@@ -28,7 +28,8 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from .predict_fit import CommFit, ComputeFit, collective_terms, exchange_terms
+from .predict_coll import EAGER_BYTES, NPARAMS, collective_terms, exchange_terms
+from .predict_fit import CommFit, ComputeFit
 
 STRATEGIES = ("sync", "hier", "ssp", "async", "mixed")
 #: an iteration of a rank is "slow" when its compute exceeds this multiple of the median
@@ -83,18 +84,24 @@ def comm_terms(s: Scenario) -> np.ndarray:
         bcast = collective_terms("tree", 1, s.per_node, s.grad_bytes) / 2.0  # half a reduce+bcast
         return inside + bcast / max(1, s.sync_period)
     # async: a worker's push and pull of its shard to each server
-    t = np.zeros(4)
+    t = np.zeros(NPARAMS)
     level = 2 if s.nnodes > 1 else 0
     t[level] = 2 * s.ps_ranks
-    t[level + 1] = 2 * s.grad_bytes
+    t[_beta_col(s, s.grad_bytes / max(1, s.ps_ranks))] = 2 * s.grad_bytes
     return t
+
+
+def _beta_col(s: Scenario, message: float) -> int:
+    if s.nnodes <= 1:
+        return 1
+    return 4 if message > EAGER_BYTES else 3
 
 
 def server_terms(s: Scenario) -> np.ndarray:
     """async: one round of every worker's push and pull through one server's link."""
-    t = np.zeros(4)
-    level = 2 if s.nnodes > 1 else 0
-    t[level + 1] = 2 * s.grad_bytes * s.workers / max(1, s.ps_ranks)
+    t = np.zeros(NPARAMS)
+    t[_beta_col(s, s.grad_bytes / max(1, s.ps_ranks))] = \
+        2 * s.grad_bytes * s.workers / max(1, s.ps_ranks)
     return t
 
 

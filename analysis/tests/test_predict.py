@@ -11,19 +11,22 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 import numpy as np
 import pytest
 
 from dtbench_analysis import cli, predict
+from dtbench_analysis.predict_coll import tuned_allreduce
 from dtbench_analysis.predict_fit import collective_terms, exchange_terms, fit_comm, observe
 from dtbench_analysis.runfile import load_run
 
 sys.path.insert(0, os.path.dirname(__file__))
 import synthetic  # noqa: E402
 
-TRUE = {"alpha_intra": 20e-6, "beta_intra": 0.5e-9, "alpha_inter": 80e-6, "beta_inter": 10e-9}
+TRUE = {"alpha_intra": 20e-6, "beta_intra": 0.5e-9, "alpha_inter": 80e-6, "beta_inter": 10e-9,
+        "beta_inter_rndv": 20e-9}
 C0, C1 = 1e-3, 0.5e-3            # s, s per sample
 PARAMS = 2_500_000               # 10 MB of float gradients
 NOISE = 0.03                     # lognormal sd of iteration and transfer factors
@@ -44,9 +47,9 @@ def make_run(path, nnodes, per_node, batch, bucket_mb=25.0, iters=40, seed=0, sl
     rank_f = np.exp(rng.normal(0, 0.02, (nranks, 1)))
     c = (C0 + C1 * batch) * rank_f * np.exp(rng.normal(0, NOISE, shape))
     c = np.where(rng.random(shape) < slow_p, 3 * c, c)
-    terms = exchange_terms("sync", "tree", nnodes, per_node, 4.0 * PARAMS, bucket_mb * 2 ** 20)
-    t_x = terms @ np.array([TRUE[k] for k in ("alpha_intra", "beta_intra", "alpha_inter",
-                                              "beta_inter")])
+    # no --overlap in the file: dtbench's sync ran blocking MPI_Allreduce (tuned's rules)
+    terms = exchange_terms("sync", "tuned", nnodes, per_node, 4.0 * PARAMS, bucket_mb * 2 ** 20)
+    t_x = terms @ np.array(list(TRUE.values()))
     transfer = inflate * t_x * np.exp(rng.normal(0, NOISE, total_iters))
     wait = c.max(axis=0, keepdims=True) - c if nranks > 1 else np.zeros(shape)
     exch = (wait + transfer[None, :]) if nranks > 1 else np.zeros(shape)
@@ -65,9 +68,13 @@ def make_run(path, nnodes, per_node, batch, bucket_mb=25.0, iters=40, seed=0, sl
 
 
 def measured_set(tmp_path, top_nodes=8, inflate_top=1.0):
-    """1x1 (b 8, 16), 1x2 and 2x2 (buckets of 25 and 0.05 MiB), 4x2, top_nodes x 2 (held out)."""
+    """1x1 (b 8, 16), 1x2, 2x2 and 4x2 (buckets of 25 and 0.05 MiB), top_nodes x 2 (held out).
+    Across nodes the 10 MB buckets send rendezvous-size messages, the 0.05 MiB ones eager ones
+    (Open MPI's Rabenseifner, 13 and 6.5 kB across), whose latency the two small-bucket scales
+    separate from their bandwidth."""
     spec = [(1, 1, 8, 25.0), (1, 1, 16, 25.0), (1, 2, 8, 25.0), (1, 2, 8, 0.05),
-            (2, 2, 8, 25.0), (2, 2, 8, 0.05), (4, 2, 8, 25.0), (top_nodes, 2, 8, 25.0)]
+            (2, 2, 8, 25.0), (2, 2, 8, 0.05), (4, 2, 8, 25.0), (4, 2, 8, 0.05),
+            (top_nodes, 2, 8, 25.0)]
     out = []
     for i, (n, l, b, mb) in enumerate(spec):
         path = tmp_path / f"r{n}x{l}_b{b}_m{mb}.h5"
@@ -79,25 +86,51 @@ def measured_set(tmp_path, top_nodes=8, inflate_top=1.0):
 def test_terms_of_the_algorithms():
     # p = 8 on 2 nodes of 4: ring crosses nodes every step; tree (libnbc): reduce 2 intra + 1
     # inter rounds; broadcast: node 0's 4 ranks each send to node 1 at once (4 link-times),
-    # rank 0 to ranks 1, 2 then rank 1 to 3 inside (3); rabenseifner: the first halving round
-    # crosses nodes with half the data.
+    # rank 0 to ranks 1, 2 then rank 1 to 3 inside (3); rabenseifner (Open MPI: distance 1
+    # first): halves of s/2 and s/4 inside the node, s/8 across, each way and back.
     s = 1000.0
-    assert collective_terms("ring", 2, 4, s).tolist() == [0, 0, 14, 2 * 7 / 8 * s]
-    assert collective_terms("tree", 2, 4, s).tolist() == [4, 5 * s, 2, 5 * s]
+    assert collective_terms("ring", 2, 4, s).tolist() == [0, 0, 14, 2 * 7 / 8 * s, 0]
+    assert collective_terms("tree", 2, 4, s).tolist() == [4, 5 * s, 2, 5 * s, 0]
     # 4 nodes of 1: reduce 2 rounds, broadcast 0 -> {1, 2} at once (2), then 1 -> 3 (1)
-    assert collective_terms("tree", 4, 1, s).tolist() == [0, 0, 4, 5 * s]
-    assert collective_terms("tree", 4, 1, s, pipelined=True).tolist() == [0, 0, 4, 2 * s]
-    assert collective_terms("rabenseifner", 2, 4, s).tolist() == [4, 2 * s * 0.375, 2, s]
+    assert collective_terms("tree", 4, 1, s).tolist() == [0, 0, 4, 5 * s, 0]
+    assert collective_terms("tree", 4, 1, s, pipelined=True).tolist() == [0, 0, 4, 2 * s, 0]
+    assert collective_terms("rabenseifner", 2, 4, s).tolist() == [4, 1.5 * s, 2, 0.25 * s, 0]
+    # 3 ranks: the third hands its whole vector over and gets the result back, then 1 exchange
+    assert collective_terms("recursive_doubling", 3, 1, s).tolist() == [0, 0, 3, 3 * s, 0]
     assert not collective_terms("tree", 1, 1, s).any()
+    # messages across nodes above the 64 KiB eager limit count in beta_inter_rndv
+    big = 1e6
+    assert collective_terms("tree", 4, 1, big).tolist() == [0, 0, 4, 0, 5 * big]
+    assert collective_terms("ring", 4, 1, big).tolist() == [0, 0, 6, 0, 1.5 * big]
+    assert collective_terms("ring", 32, 1, big)[3] == pytest.approx(2 * 31 / 32 * big)
+
+
+def test_tuned_rules_of_open_mpi_4_1():
+    # ompi_coll_tuned_allreduce_intra_dec_fixed, commutative table (v4.1.4), spot checks
+    assert tuned_allreduce(2, 1724320) == "rabenseifner"     # >= 256 KiB below 4 ranks
+    assert tuned_allreduce(2, 52428) == "ring"               # 16 KiB..64 KiB: ring
+    assert tuned_allreduce(2, 100000) == "ring"              # segmented ring, segment size 0
+    assert tuned_allreduce(2, 1000) == "recursive_doubling"
+    assert tuned_allreduce(4, 1000) == "recursive_doubling"  # 4..7 ranks below 8 KiB
+    assert tuned_allreduce(4, 8192) == "rabenseifner"
+    assert tuned_allreduce(40, 100) == "ring"               # segmented ring below 128 B
+    assert tuned_allreduce(64, 100) == "recursive_doubling"
+    assert tuned_allreduce(100, 200000) == "recursive_doubling"
+    assert tuned_allreduce(2048, 1000) == "tree"             # nonoverlapping: reduce + bcast
+    assert tuned_allreduce(8192, 20000) == "recursive_doubling"
+    # blocking buckets run one after the other: two halves cost the sum of their allreduces
+    half = exchange_terms("sync", "tuned", 2, 1, 2e6, 1e6)
+    assert half.tolist() == (2 * collective_terms("rabenseifner", 2, 1, 1e6)).tolist()
 
 
 def test_fit_recovers_known_parameters(tmp_path):
     runs = [load_run(p) for p in measured_set(tmp_path)]
     obs = [observe(r) for r in runs]
     comm = fit_comm(obs, "auto")
-    got = dict(zip(("alpha_intra", "beta_intra", "alpha_inter", "beta_inter"), comm.params))
+    got = dict(zip(TRUE, comm.params))
     print({k: (got[k], TRUE[k]) for k in TRUE})
-    for k in ("beta_intra", "beta_inter"):
+    assert comm.algorithm == "auto (tuned)"
+    for k in ("beta_intra", "beta_inter", "beta_inter_rndv"):
         assert got[k] == pytest.approx(TRUE[k], rel=TOL_BETA), k
     for k in ("alpha_intra", "alpha_inter"):
         assert got[k] == pytest.approx(TRUE[k], rel=TOL_ALPHA), k
@@ -112,7 +145,7 @@ def test_held_out_scale_predicted(tmp_path, capsys):
     assert cli.main(["predict", *files, "--nodes", "16,64,1024", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     (check,) = result["validation"]
-    assert check["nodes"] == 8 and check["fitted_on"] == 7
+    assert check["nodes"] == 8 and check["fitted_on"] == 8
     assert abs(check["error"]) < TOL_HELDOUT, check
     # the true model at 16 nodes: the median of the max of 32 rank compute times + the transfer
     rows = {(p["strategy"], p["nodes"]): p for p in result["predictions"]}
@@ -120,7 +153,7 @@ def test_held_out_scale_predicted(tmp_path, capsys):
     rng = np.random.default_rng(5)
     c = (C0 + C1 * 8) * np.exp(rng.normal(0, 0.02, (1, 32))) * np.exp(
         rng.normal(0, NOISE, (4000, 32)))
-    t_x = exchange_terms("sync", "tree", 16, 2, 4.0 * PARAMS, 25 * 2 ** 20) @ np.array(
+    t_x = exchange_terms("sync", "tuned", 16, 2, 4.0 * PARAMS, 25 * 2 ** 20) @ np.array(
         list(TRUE.values()))
     truth = float(np.median(c.max(axis=1))) + t_x
     assert sync16["value"] == pytest.approx(truth, rel=0.05)
@@ -135,7 +168,7 @@ def test_refuses_when_held_out_error_is_large(tmp_path, capsys):
     assert cli.main(["predict", *files, "--nodes", "64"]) == 1
     cap = capsys.readouterr()
     assert "refusing to extrapolate" in cap.err and len(cap.err.strip().splitlines()) == 1
-    assert "64 " not in cap.out.split("predictions:")[-1].split("\n", 2)[-1]
+    assert not re.search(r"^ +sync +64 ", cap.out, re.M), cap.out  # no prediction row
     assert cli.main(["predict", *files, "--nodes", "64", "--force", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["worst_error"] > 0.25
@@ -211,8 +244,8 @@ def test_one_scale_is_not_validated(tmp_path, capsys):
 
 def _fits(beta_inter, compute_s, iter_factors=(1.0,)):
     from dtbench_analysis.predict_fit import CommFit, ComputeFit
-    params = np.array([0.0, 1e-10, 0.0, beta_inter])
-    comm = CommFit("tree", params, np.zeros((4, 4)), {k: True for k in TRUE}, [], 4, 0.0)
+    params = np.array([0.0, 1e-10, 0.0, beta_inter, beta_inter])
+    comm = CommFit("tree", params, np.zeros((5, 5)), {k: True for k in TRUE}, [], 4, 0.0)
     comp = ComputeFit(("m", "d", "cpu"), 0.0, compute_s / 8, (0, 0), [8], np.ones(1),
                       np.array(iter_factors, dtype=float), 0.0)
     return comm, comp
