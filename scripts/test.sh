@@ -60,8 +60,8 @@ done
 grep -q '^# TOTAL' check.out || count "make check (did not run: see check.out)" fail
 
 echo "== pytest analysis/tests jobs/tests"
-.venv/bin/python -m pytest -q -rfEs -p no:cacheprovider analysis/tests jobs/tests --junitxml=pytest.xml >pytest.out 2>&1
-grep -E "^(SKIPPED|FAILED|ERROR)" pytest.out # -rfEs: each failure, error and skip, with its reason
+.venv/bin/python -m pytest -q -rfEsx -p no:cacheprovider analysis/tests jobs/tests --junitxml=pytest.xml >pytest.out 2>&1
+grep -E "^(SKIPPED|FAILED|ERROR|XFAIL)" pytest.out # -rfEsx: each failure, error, skip and expected failure, with its reason
 tail -1 pytest.out
 read -r py_tests py_fail py_err py_skip < <(.venv/bin/python - <<'PY'
 import xml.etree.ElementTree as ET

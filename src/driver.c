@@ -80,7 +80,7 @@ TrainResult driver_run(Driver *d) {
     /* Lock-step strategies evaluate together; the others let the first worker do it alone. */
     const int evaluates = d->xops->lockstep || d->shard == 0;
     const int64_t total = o->warmup + o->iters;
-    int evals = 0, target_stop = 0;
+    int evals = 0, target_stop = 0, duration_stop = 0;
     float *x = xmalloc((size_t)b * d->data->sample_size * sizeof(float));
     int32_t *labels = xmalloc((size_t)b * d->data->label_size * sizeof(int32_t));
     double *totals = xmalloc((size_t)o->iters * sizeof(double));
@@ -97,7 +97,10 @@ TrainResult driver_run(Driver *d) {
         load_batch(d, it, x, labels);
         be->timer_record(ctx, MARK_DATA);
 
-        s.vote = signals_stop_requested() != 0 || target_stop;
+        /* --duration: on the common clock, so every rank sees it at about the same iteration;
+         * the vote makes it the same one. */
+        if (o->duration > 0 && start - d->clock_offset - d->t0 >= o->duration) duration_stop = 1;
+        s.vote = signals_stop_requested() != 0 || target_stop || duration_stop;
         stage_iteration(d, &s, it); /* records MARK_FORWARD */
         be->timer_record(ctx, MARK_BACKWARD);
         /* On a device the host runs ahead of the device: wait for the compute stream, so that
@@ -125,8 +128,9 @@ TrainResult driver_run(Driver *d) {
         record_cost = dt_now() - rec_start;
         res.iterations = it + 1;
         if (xs.stop) { /* agreed (or heard) stop: end after this iteration, skip evaluations */
-            res.stopped = !target_stop;
             res.target_reached = target_stop;
+            res.duration_reached = duration_stop && !target_stop;
+            res.stopped = !target_stop && !duration_stop;
             break;
         }
 

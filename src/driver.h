@@ -38,6 +38,7 @@ typedef struct {
     int batch;             /* global batch */
     int eval_every;        /* 0: only at the end */
     double target_acc;     /* 0: none */
+    double duration;       /* s after the run's start (t0) to stop at, 0: none */
     int overlap;           /* hand gradients to the exchange during the last backward step */
     float lr, momentum, weight_decay;
 } DriverSettings;
@@ -63,6 +64,7 @@ typedef struct {
     int64_t iterations;   /* completed */
     int stopped;          /* stopped early: a rank received SIGTERM / SIGUSR1 */
     int target_reached;   /* stopped because --target-acc was reached */
+    int duration_reached; /* stopped because --duration had passed (on this rank's clock) */
     double median_total;  /* this rank, measured iterations, s */
     double last_accuracy; /* -1 when never evaluated */
 } TrainResult;

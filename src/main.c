@@ -48,12 +48,26 @@ static void print_steps(const ScheduleOps *s, const Pipeline *p) {
 }
 
 /* --dry-run: the model and how it would be split, on the nominal input shape. */
+/* --dry-run --ranks N: this process stands for rank 0 of N, grouped into nodes as
+ * --ranks-per-node says (one node otherwise), so that every rule that depends on the ranks
+ * (servers, stages, batch shares) is checked as in the real run. */
+static void as_ranks(Run *r) {
+    const Options *o = &r->opt;
+    usage_check_all(o->dry_run, "--ranks: %d is only accepted with --dry-run (a run has the "
+                    "ranks its launcher starts)", o->ranks);
+    usage_check_all(o->ranks >= 1, "--ranks: %d is not accepted: expected 1 or more", o->ranks);
+    Topology *t = &r->topo;
+    int per = o->ranks_per_node > 0 ? o->ranks_per_node : o->ranks;
+    t->nranks = o->ranks, t->rank = 0, t->node = 0, t->local_rank = 0;
+    t->nnodes = (o->ranks + per - 1) / per, t->local_size = per < o->ranks ? per : o->ranks;
+}
+
 static int dry_run(Run *r) {
     const RunPlan *p = &r->plan;
     Model plan;
     plan_model(&plan, p->md, p->be, r->opt.microbatches, p->in_c, p->in_h, p->in_w, p->classes);
     Pipeline pipe;
-    pipeline_setup(&pipe, &r->opt, p->mode, &plan, &r->topo, 1);
+    pipeline_setup(&pipe, &r->opt, p->mode, &plan, &r->topo, r->opt.ranks ? 2 : 1);
     if (r->topo.rank == 0) {
         model_print(&plan, stdout);
         if (pipe.mode == PARALLEL_DATA)
@@ -136,8 +150,15 @@ static void build(Run *r) {
 static TrainResult train(Run *r) {
     const Options *o = &r->opt;
     TrainResult res = {.last_accuracy = -1.0};
+    /* A stop asked for during start-up (on any rank): no iteration runs; servers still serve
+     * until every worker has said it is done, and the file is closed as stopped. */
+    int before = signals_stop_requested() != 0;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &before, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
     if (r->sampler) sampler_start(r->sampler);
-    if (r->role == EXCHANGE_SERVER) {
+    if (before && r->role != EXCHANGE_SERVER) {
+        r->plan.xops->finish(r->xstate, r->model.params);
+        res.stopped = 1;
+    } else if (r->role == EXCHANGE_SERVER) {
         r->plan.xops->serve(r->xstate, r->model.params);
         r->plan.xops->finish(r->xstate, r->model.params);
     } else {
@@ -172,11 +193,16 @@ static void finish(Run *r, const TrainResult *res) {
     r->plan.xops->counts(r->xstate, &pushed, &applied);
     ClockOffset off_end = clocksync_measure(MPI_COMM_WORLD, CLOCK_SYNC_ROUNDS);
     /* One verdict for the run: stopped early on any rank (servers included) means on all. */
-    int why = res->target_reached ? 2 : (res->stopped ? 1 : 0), why_all = why;
+    /* 3 duration, 2 target, 1 signal: a rank that only heard another's vote says signal. */
+    int why = res->duration_reached ? 3 : res->target_reached ? 2 : (res->stopped ? 1 : 0);
+    int why_all = why;
     MPI_CHECK(MPI_Allreduce(&why, &why_all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
     int early = why_all > 0;
     RunEnd end = {early ? RUN_STOPPED : RUN_COMPLETED,
-                  why_all == 2 ? "target" : (why_all == 1 ? "signal" : "completed"),
+                  why_all == 3   ? "duration"
+                  : why_all == 2 ? "target"
+                  : why_all == 1 ? "signal"
+                                 : "completed",
                   off_end.offset,
                   model_param_hash(&r->model),
                   pushed,
@@ -197,7 +223,11 @@ static void finish(Run *r, const TrainResult *res) {
     double worst = res->median_total;
     MPI_CHECK(MPI_Reduce(&res->median_total, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
     int64_t total = (int64_t)o->warmup + o->iters;
-    if (r->topo.rank == 0 && early && !dt_exit_status) /* a write error printed its own line */
+    if (r->topo.rank == 0 && early && !dt_exit_status && res->iterations == 0)
+        printf("stopped before training (%s): no iteration ran; the file is closed and marked "
+               "stop_reason=%s\n",
+               end.stop_reason, end.stop_reason);
+    else if (r->topo.rank == 0 && early && !dt_exit_status) /* a write error printed its own line */
         printf("stopped early (%s) after %lld of %lld iterations; the file is closed and "
                "marked stop_reason=%s\n",
                end.stop_reason, (long long)res->iterations, (long long)total, end.stop_reason);
@@ -222,14 +252,15 @@ static void release(Run *r) {
 }
 
 int main(int argc, char **argv) {
+    signals_install(); /* first: a stop asked for during start-up is kept, not fatal */
     MPI_CHECK(MPI_Init(&argc, &argv));
     MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-    signals_install();
     static Run run; /* large; zeroed */
     Run *r = &run;
     r->argc = argc, r->argv = argv;
     options_parse(argc, argv, &r->opt);
     topology_init(&r->topo, r->opt.ranks_per_node);
+    if (options_given(&r->opt, "ranks")) as_ranks(r);
     resolve_plan(&r->opt, &r->topo, &r->plan);
     if (r->opt.dry_run) return dry_run(r);
 

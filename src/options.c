@@ -84,6 +84,10 @@ static const OptSpec SPECS[] = {
      "slow one rank: RANK:FACTOR (compute x FACTOR) or RANK:+MS (\"\": none)"},
     {"straggler-random", T_DOUBLE, F(straggler_random), NULL, 0, 1,
      "probability per rank and iteration of a hiccup (compute x 3)"},
+    {"duration", T_DOUBLE, F(duration), NULL, 0, 0,
+     "stop after this many seconds of training, agreed by every rank after the same iteration, "
+     "the file closed with stop_reason=duration (0: no limit; for runs meant to last until a "
+     "time limit, with a large --iters)"},
     {"target-acc", T_DOUBLE, F(target_acc), NULL, 0, 1,
      "stop when the test accuracy reaches this (0: never); see --eval-every"},
     {"ranks-per-node", T_INT, F(ranks_per_node), NULL, 0, 0,
@@ -99,6 +103,9 @@ static const OptSpec SPECS[] = {
      "write the final parameters to this file (raw float32 after a 64-byte header; \"\": don't)"},
     {"dry-run", T_FLAG, F(dry_run), NULL, 0, 0,
      "print the model (layers, shapes, parameters, FLOPs) and exit"},
+    {"ranks", T_INT, F(ranks), NULL, 0, 0,
+     "with --dry-run: check the run as it will be on N ranks, every rule included, from one "
+     "process (0: the ranks it runs on); refused without --dry-run"},
     {"parallel", T_CHOICE, F(parallel), "data,model,hybrid", 0, 0,
      "data: every rank trains the whole model on its share of the batch; model: the layers are "
      "split into --stages consecutive stages, one per rank, a pipeline; hybrid: data-parallel "
@@ -137,12 +144,14 @@ static void set_defaults(Options *o) {
     o->flush_every = 50;
     o->eval_every = 0;
     o->ranks_per_node = 0;
+    o->ranks = 0;
     o->ps_ranks = 1;
     o->staleness = 1;
     o->sync_period = 2;
     o->straggler = "";
     o->straggler_random = 0.0;
     o->target_acc = 0.0;
+    o->duration = 0.0;
     o->gpus_per_node = 0;
     o->overlap = 0;
     o->sample_hz = 10.0;

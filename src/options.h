@@ -29,6 +29,7 @@ typedef struct {
     char *straggler;    /* "RANK:FACTOR" or "RANK:+MS", "" = none */
     double straggler_random;
     double target_acc;   /* 0 = none */
+    double duration;     /* s of training before stopping (0 = none) */
     int gpus_per_node;   /* 0 = every visible GPU */
     int overlap;         /* exchange buckets while backward runs */
     double sample_hz;    /* sampler rate, 0 = off */
@@ -39,6 +40,7 @@ typedef struct {
     long seed;
     int overwrite;
     int dry_run;
+    int ranks; /* --dry-run as on this many ranks (0: the job's) */
     /* model parallelism (src/pipeline.h) */
     char *parallel;   /* data | model | hybrid */
     int stages;       /* pipeline stages; 0 = model: one per rank, hybrid: 2 */

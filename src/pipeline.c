@@ -50,18 +50,18 @@ void pipeline_setup(Pipeline *p, const Options *opt, ParallelMode mode, const Mo
             "--stages: %d is not accepted: %s can be split into at most %d stages (cuts "
             "are possible before layers %s)",
             K, plan->desc->name, ncuts + 1, cuts);
-        if (!dry_run && p->mode == PARALLEL_MODEL)
+        if (dry_run != 1 && p->mode == PARALLEL_MODEL)
             usage_check_all(K == nranks,
                             "--stages: %d is not accepted with --parallel model on %d ranks: it "
                             "runs one stage per rank (--parallel hybrid runs replicas of a "
                             "pipeline)",
                             K, nranks);
-        if (!dry_run && p->mode == PARALLEL_HYBRID)
+        if (dry_run != 1 && p->mode == PARALLEL_HYBRID)
             usage_check_all(nranks % K == 0,
                             "--stages: %d is not accepted with --parallel hybrid on %d ranks: the "
                             "ranks must be a multiple of the stages (replicas x stages)",
                             K, nranks);
-        p->replicas = dry_run ? (nranks % K == 0 ? nranks / K : 1) : nranks / K;
+        p->replicas = dry_run == 1 ? (nranks % K == 0 ? nranks / K : 1) : nranks / K;
         p->stage = topo->rank % K, p->replica = topo->rank / K;
     }
     const int K = p->stages, R = p->replicas, M = p->microbatches;

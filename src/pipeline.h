@@ -41,7 +41,7 @@ typedef struct {
 /* Checks --parallel, --stages, --split, --microbatches and --batch against the model `plan` and
  * the ranks (collective: on bad input every rank exits 2 after one line naming the option), and
  * fills p. With --parallel data: one stage, every rank a replica, stage_comm = MPI_COMM_WORLD.
- * dry_run: the rank count is not checked (the stages are only printed) and no communicator is
+ * dry_run 1: the rank count is not checked (the stages are only printed) and no communicator is
  * made. */
 void pipeline_setup(Pipeline *p, const Options *opt, ParallelMode mode, const Model *plan,
                     const Topology *topo, int dry_run);

@@ -213,9 +213,10 @@ void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
     /* Workers train; a strategy with servers gives them the last --ps-ranks ranks. */
     p->ps_ranks = x->serve ? opt->ps_ranks : 0;
     p->nworkers = topo->nranks - p->ps_ranks;
-    /* A dry run on one process (how dtbench-campaign checks a run's options) cannot know the
-     * job's ranks: it plans one worker beside the servers, as --ranks-per-node is not judged. */
-    if (opt->dry_run && topo->nranks == 1 && p->nworkers < 1) p->nworkers = 1;
+    /* A dry run on one process without --ranks cannot know the job's ranks: it plans one
+     * worker beside the servers, as --ranks-per-node is not judged. With --ranks N (what
+     * dtbench-campaign runs) the ranks are known and judged. */
+    if (opt->dry_run && !opt->ranks && topo->nranks == 1 && p->nworkers < 1) p->nworkers = 1;
     usage_check_all(p->nworkers >= 1,
                     "--ps-ranks: %d is not accepted with %d ranks for --exchange %s: expected 1 "
                     "to %d (the other ranks are workers)",

@@ -27,6 +27,7 @@ DriverSettings run_driver_settings(const Options *o) {
         .batch = o->batch,
         .eval_every = o->eval_every,
         .target_acc = o->target_acc,
+        .duration = o->duration,
         .overlap = o->overlap,
         .lr = (float)o->lr,
         .momentum = (float)o->momentum,

@@ -4,8 +4,11 @@
 #ifndef DTBENCH_SIGNALS_H
 #define DTBENCH_SIGNALS_H
 
+/* Installed as main's first instruction, before MPI_Init: a signal at any time after the
+ * process starts is a stop request, never its death. */
 void signals_install(void);
-int signals_stop_requested(void); /* the signal number received, 0 if none */
+/* The signal number received (SIGUSR1 for the stop file), 0 if none. */
+int signals_stop_requested(void);
 double signals_time(void);        /* CLOCK_MONOTONIC seconds of the first one, 0 if none */
 
 #endif

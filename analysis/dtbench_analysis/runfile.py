@@ -253,6 +253,8 @@ class Run:
             why = "run stopped early by a signal (stop_reason=signal)"
         elif self.stop_reason == "target":
             why = "run stopped early: the target accuracy was reached (stop_reason=target)"
+        elif self.stop_reason == "duration":
+            why = "run stopped at its --duration (stop_reason=duration)"
         elif self.stop_reason == "error":
             why = "run ended with an error (stop_reason=error)"
         else:

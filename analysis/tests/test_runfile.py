@@ -92,6 +92,12 @@ def test_note_signal_and_error(write):
     assert "rank 2 stopped after 12/12 iterations (status 3: error)" in run.completeness_note()
 
 
+def test_note_duration(write):
+    run = load_run(write(completed=[8] * 4, status=[2] * 4, stop_reason="duration"))
+    assert run.completeness_note().startswith(
+        "run stopped at its --duration (stop_reason=duration); ranks 0-3 stopped after 8/12")
+
+
 def test_to_frame(killed_file):
     run = load_run(killed_file)
     frame = run.to_frame()

@@ -53,10 +53,11 @@ def _select(runs: List[plan.Run], only: Optional[List[str]]) -> List[plan.Run]:
 
 
 def _coverage(runs: List[plan.Run]) -> List[plan.Run]:
-    """Runs that together use every option value once (what --dry-run checks)."""
+    """Runs that together use every option value, and every rank count with each, once (what
+    --dry-run checks)."""
     seen, picked = set(), []
     for r in runs:
-        pairs = {(k, repr(v)) for k, v in r.options.items()}
+        pairs = {(k, repr(v), r.ranks) for k, v in r.options.items()} | {("", "", r.ranks)}
         if not pairs <= seen:
             seen |= pairs
             picked.append(r)
@@ -66,6 +67,9 @@ def _coverage(runs: List[plan.Run]) -> List[plan.Run]:
 def prepare(args, need_dtbench: bool = True):
     """Spec -> (spec, runs, dtbench): everything checked; raises SpecError."""
     spec = load(args.spec)
+    if need_dtbench:
+        for line in friction_warnings(spec, os.environ, os.geteuid()):
+            print(f"{PROG}: warning: {line}", file=sys.stderr)
     if getattr(args, "results", None):
         spec.output = os.path.abspath(args.results)
     runs = plan.expand(spec)
@@ -75,17 +79,48 @@ def prepare(args, need_dtbench: bool = True):
     if need_dtbench:
         dtbench = dtoptions.find_dtbench(spec.dtbench)
         if not getattr(args, "no_check", False):
-            dtoptions.check(spec.options, dtoptions.query_help(dtbench))
+            known = dtoptions.query_help(dtbench)
+            dtoptions.check(spec.options, known)
+            # dtbench --dry-run --ranks N checks each run as the N ranks it will have (servers,
+            # stages, batch shares, --ranks-per-node); an older dtbench without --ranks checks
+            # from one process, which cannot judge --ranks-per-node.
+            as_ranks = "ranks" in known
             for r in _coverage(runs):
-                # --ranks-per-node, like --batch, depends on the number of ranks: a one-process
-                # dry run cannot judge it (check_runs does the batch).
-                words = [w for k, v in r.options.items() if k != "ranks-per-node"
+                words = [w for k, v in r.options.items() if as_ranks or k != "ranks-per-node"
                          for w in dtoptions.option_args(k, v)]
+                if as_ranks:
+                    words += ["--ranks", str(r.ranks)]
                 problem = dtoptions.dry_run(dtbench, words)
                 if problem:
                     raise SpecError(f"options: run {r.id}: dtbench --dry-run rejects "
                                     f"{shlex.join(words)}: {problem}")
     return spec, runs, dtbench
+
+
+# Seconds dtbench needs from the launcher's start to its first iteration on a cluster (MPI start-up,
+# data, the result file); Slurm's warning signal may also come up to a minute before the asked
+# time (it checks limits about every 30-60 s).
+STARTUP_S = 60
+SIGNAL_JITTER_S = 60
+
+
+def friction_warnings(spec: Spec, env, euid: int) -> List[str]:
+    """Things that are accepted but will likely waste the allocation, one line each."""
+    out = []
+    room = spec.time_seconds - spec.signal_before - SIGNAL_JITTER_S - STARTUP_S
+    if room < 60:
+        out.append(f"resources.time {spec.time!r} ({spec.time_seconds} s) is not well above "
+                   f"signal_before ({spec.signal_before} s) plus start-up (~{STARTUP_S} s) and "
+                   f"Slurm's early warning (up to {SIGNAL_JITTER_S} s): runs may be asked to "
+                   "stop before or soon after their first iteration; raise time or lower "
+                   "signal_before")
+    root_ok = (env.get("OMPI_ALLOW_RUN_AS_ROOT") and env.get("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")) \
+        or "--allow-run-as-root" in spec.launcher_args
+    if "mpirun" in spec.launchers and euid == 0 and not root_ok:
+        out.append("launcher mpirun will run as root, and Open MPI refuses that unless "
+                   "OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 are exported "
+                   "before submitting (or launcher_args has --allow-run-as-root)")
+    return out
 
 
 def _todo(spec: Spec, runs: List[plan.Run], retry: bool) -> List[plan.Run]:
@@ -203,6 +238,9 @@ def _print_table(rows: List[status_mod.RunStatus]) -> None:
 def cmd_status(args) -> int:
     spec, runs, _ = prepare(args, need_dtbench=False)
     rows = status_mod.campaign_status(spec, runs, all_attempts=args.all_attempts)
+    while args.wait and any(r.state in status_mod.UNDER_WAY for r in rows):
+        time.sleep(args.interval)  # --wait: until no run is pending, running or completing
+        rows = status_mod.campaign_status(spec, runs, all_attempts=args.all_attempts)
     if args.json:
         import json
         print(json.dumps([r.as_dict() for r in rows], indent=1))
@@ -320,6 +358,10 @@ def build_parser() -> argparse.ArgumentParser:
             "state of every run (Slurm when it knows the job, else the files)")
     c.add_argument("--json", action="store_true", help="print JSON")
     c.add_argument("--all-attempts", action="store_true", help="every attempt, not only the newest")
+    c.add_argument("--wait", action="store_true",
+                   help="wait until no run is pending, running or completing, then print")
+    c.add_argument("--interval", type=float, default=5.0, metavar="S",
+                   help="seconds between looks with --wait (default 5)")
     c = add("cancel", cmd_cancel,
             "stop running jobs after their current iteration, drop pending ones")
     c.add_argument("--now", action="store_true", help="plain scancel (SIGTERM to everything)")

@@ -20,6 +20,7 @@ RESERVED = {
     "output": "results go to campaign.output, one file per run",
     "overwrite": "a campaign never overwrites a result",
     "dry-run": "runs are real",
+    "ranks": "the ranks are nodes x tasks_per_node",
     "help": "not an option for a run",
     "version": "not an option for a run",
 }

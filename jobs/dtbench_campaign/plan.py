@@ -125,13 +125,19 @@ def expand(spec: Spec) -> List[Run]:
 
 
 def check_runs(runs: List[Run]) -> None:
-    """Rules that dtbench applies only once it knows the number of ranks (so --dry-run on one
-    process cannot see them): the global batch is split evenly across the ranks."""
+    """The rule that needs no dtbench (it also holds with --no-check): the global batch is split
+    evenly across the ranks that train, all of them but the --ps-ranks parameter servers
+    (dtbench --dry-run --ranks N then checks every rule exactly)."""
     for r in runs:
         b = r.options.get("batch")
-        if isinstance(b, int) and not isinstance(b, bool) and b % r.ranks:
-            raise SpecError(f"options.batch: {b} is not accepted for run {r.id} ({r.ranks} ranks); "
-                            "accepted: a multiple of nodes x tasks_per_node (or batch_per_rank)")
+        ps = r.options.get("ps-ranks", 0)
+        ps = ps if isinstance(ps, int) and 0 <= ps < r.ranks else 0
+        workers = r.ranks - ps
+        if isinstance(b, int) and not isinstance(b, bool) and b % workers:
+            who = f"{r.ranks} ranks" if not ps else f"{workers} workers: {r.ranks} ranks minus ps-ranks"
+            raise SpecError(f"options.batch: {b} is not accepted for run {r.id} ({who}); "
+                            "accepted: a multiple of nodes x tasks_per_node (minus ps-ranks), or "
+                            "batch_per_rank")
 
 
 # ---- files ---------------------------------------------------------------------------------------

@@ -19,9 +19,10 @@ os.environ.setdefault("HDF5_USE_FILE_LOCKING", "FALSE")  # read files that jobs 
 from . import plan, slurm  # noqa: E402
 from .spec import Spec  # noqa: E402
 
-STATES = ("not submitted", "pending", "running", "completed", "stopped early", "timed out",
+STATES = ("not submitted", "pending", "running", "completing", "completed", "stopped early", "timed out",
           "cancelled", "failed", "unknown")
 ENDED_OK = ("completed",)
+UNDER_WAY = ("pending", "running", "completing")
 RETRY = ("stopped early", "timed out", "cancelled", "failed", "unknown")
 QUEUED = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD",
           "SUSPENDED", "STOPPED"}
@@ -35,7 +36,8 @@ class RunStatus:
     job: str  # Slurm job id (ID or ID_TASK), "local", or ""
     state: str
     detail: str
-    iterations: Optional[int]  # completed iterations in the file (every rank), warm-up included
+    iterations: Optional[int]  # completed iterations in the file (every worker: parameter
+    # servers, /ranks/role 1, run none), warm-up included
     iters_total: Optional[int]
     file: str  # the result file ("" when none)
 
@@ -66,6 +68,8 @@ def read_result(path: str) -> Optional[Dict[str, Any]]:
         with h5py.File(path, "r") as f:
             a = f.attrs
             done = f["ranks/completed"][:] if "ranks/completed" in f else []
+            if len(done) and "ranks/role" in f and f["ranks/role"].shape == done.shape:
+                done = done[f["ranks/role"][:] != 1]  # parameter servers run no iterations
             return {
                 "finished": int(a["finished"]) if "finished" in a else 0,
                 "stop_reason": str(a["stop_reason"]) if "stop_reason" in a else "",
@@ -89,6 +93,9 @@ def resolve(res: Optional[Dict[str, Any]], st: Dict[str, str], sched: str) -> tu
     ('' when Slurm does not know the job)."""
     if sched in QUEUED:
         return "pending", sched.lower()
+    if sched == "COMPLETING":  # Slurm is ending the job (processes still being killed)
+        return "completing", (f"Slurm is ending the job; {res['completed']} iterations written"
+                              if res and "completed" in res else "Slurm is ending the job")
     if sched in ACTIVE:
         return "running", (f"{res['completed']} iterations written" if res and "completed" in res
                            else "starting")
@@ -97,11 +104,16 @@ def resolve(res: Optional[Dict[str, Any]], st: Dict[str, str], sched: str) -> tu
     if res is not None:
         if res["finished"] and res["stop_reason"] == "completed":
             return "completed", ""
+        if res["finished"] and res["stop_reason"] in ("duration", "target"):  # planned ends
+            what = "--duration reached" if res["stop_reason"] == "duration" else \
+                "--target-acc reached"
+            return "completed", f"{what} after {res['completed']} iterations"
         if res["finished"] and res["stop_reason"] == "signal":
             why = _reason_text(st.get("stop_request", ""), sched)
             secs = st.get("stop_seconds")
             after = f", launcher exited {secs} s after the signal" if secs else ""
-            return "stopped early", f"{why}; file closed{after}"
+            before = " before training (0 iterations)" if res.get("completed") == 0 else ""
+            return "stopped early", f"{why}{before}; file closed{after}"
         if res["finished"]:
             return "failed", f"dtbench stopped with stop_reason={res['stop_reason'] or '?'}"
         # A file that was never closed: killed.

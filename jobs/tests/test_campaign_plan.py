@@ -213,3 +213,36 @@ def test_local_hostfile_too_small_is_refused_before_running(tmp_path, fake_slurm
     err = capsys.readouterr().err
     assert "--hostfile: run n2x2_exchange-sync needs 2 hosts, the hostfile lists 1 (a)" in err
     assert not os.path.exists(os.path.join(str(tmp_path), "OUT", "runs"))
+
+
+def test_friction_warnings(tmp_path):
+    from dtbench_campaign import cli
+    from dtbench_campaign.spec import load
+    short = load(write_spec(tmp_path, BASIC.replace("tasks_per_node = 2",
+                                                    'tasks_per_node = 2\n    time = "1"')),
+                 cwd=str(tmp_path))
+    (w,) = cli.friction_warnings(short, {}, 1000)
+    assert "resources.time '1' (60 s) is not well above signal_before (120 s)" in w
+    ok = load(write_spec(tmp_path, BASIC.replace("tasks_per_node = 2",
+                                                 'tasks_per_node = 2\n    time = "00:10:00"')
+                         .replace('name = "t"', 'name = "t"\n    launcher = "mpirun"')),
+              cwd=str(tmp_path))
+    assert cli.friction_warnings(ok, {}, 1000) == []
+    (w,) = cli.friction_warnings(ok, {}, 0)
+    assert "OMPI_ALLOW_RUN_AS_ROOT=1" in w
+    assert cli.friction_warnings(ok, {"OMPI_ALLOW_RUN_AS_ROOT": "1",
+                                      "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}, 0) == []
+
+
+def test_batch_divides_across_workers_not_servers(tmp_path):
+    spec = _spec(tmp_path, BASIC.replace('exchange = ["sync", "mixed"]',
+                                         'exchange = "async"\n    ps-ranks = 1').replace(
+                                             "batch = 64", "batch = 9"))
+    runs = plan.expand(spec)  # 2 ranks: 1 worker; 4 ranks: 3 workers; 9 splits over both
+    plan.check_runs(runs)
+    spec = _spec(tmp_path, BASIC.replace('exchange = ["sync", "mixed"]',
+                                         'exchange = "async"\n    ps-ranks = 1').replace(
+                                             "batch = 64", "batch = 8"))
+    with pytest.raises(SpecError) as e:
+        plan.check_runs(plan.expand(spec))
+    assert "options.batch: 8 is not accepted for run n2x2 (3 workers: 4 ranks minus ps-ranks)" in str(e.value)

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from campaign_helpers import BASIC, HELP, fake_dtbench, write_spec
+from campaign_helpers import BASIC, fake_dtbench, real_dtbench, real_help, write_spec
 from dtbench_campaign import cli, dtoptions
 from dtbench_campaign.spec import SpecError, load, time_seconds
 
@@ -69,8 +69,8 @@ def test_bad_specs_name_the_key_and_what_is_accepted(tmp_path, text, message):
 
 
 def test_parse_help_reads_kinds_and_choices():
-    opts = dtoptions.parse_help(HELP)
-    assert opts["exchange"].kind == "choice" and opts["exchange"].choices == ("sync", "async", "mixed")
+    opts = dtoptions.parse_help(real_help())
+    assert opts["exchange"].kind == "choice" and {"sync", "async"} <= set(opts["exchange"].choices)
     assert opts["batch"].kind == "int" and opts["lr"].kind == "float"
     assert opts["tag"].kind == "text" and opts["overwrite"].kind == "flag"
     assert "help" in opts and "Usage" not in opts
@@ -78,7 +78,7 @@ def test_parse_help_reads_kinds_and_choices():
 
 @pytest.mark.parametrize("options,message", [
     ({"modle": ["lenet"]}, "options.modle: not a dtbench option; accepted: model, dataset"),
-    ({"exchange": ["ssp"]}, "options.exchange: 'ssp' is not accepted; accepted: sync, async, mixed"),
+    ({"exchange": ["nosuch"]}, "options.exchange: 'nosuch' is not accepted; accepted: sync, async"),
     ({"batch": [6.5]}, "options.batch: 6.5 is not accepted; accepted: an integer"),
     ({"batch": [True]}, "options.batch: True is not accepted; accepted: an integer"),
     ({"lr": ["fast"]}, "options.lr: 'fast' is not accepted; accepted: a number"),
@@ -88,13 +88,13 @@ def test_parse_help_reads_kinds_and_choices():
 ])
 def test_option_values_are_checked_against_dtbench_help(options, message):
     with pytest.raises(SpecError) as e:
-        dtoptions.check(options, dtoptions.parse_help(HELP))
+        dtoptions.check(options, dtoptions.parse_help(real_help()))
     assert message in str(e.value)
 
 
 def test_option_check_accepts_good_values():
     dtoptions.check({"model": ["lenet", "resnet50"], "lr": [0.1, 1], "tag": ["x", 3],
-                     "batch_per_rank": [8]}, dtoptions.parse_help(HELP))
+                     "batch_per_rank": [8]}, dtoptions.parse_help(real_help()))
 
 
 def test_option_args():
@@ -112,18 +112,29 @@ def _cli(tmp_path, monkeypatch, capsys, *argv):
 
 
 def test_cli_bad_spec_exits_2_with_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys):
-    spec = write_spec(tmp_path, BASIC.replace('"mixed"', '"ssp"'))
+    spec = write_spec(tmp_path, BASIC.replace('"mixed"', '"nosuch"'))
     for command in ("plan", "submit", "local"):
         rc, out, err = _cli(tmp_path, monkeypatch, capsys, command, spec)
         assert rc == 2 and out == ""
-        assert err.count("\n") == 1 and "options.exchange: 'ssp' is not accepted; accepted: sync, async, mixed" in err
+        assert err.count("\n") == 1 and "options.exchange: 'nosuch' is not accepted; accepted: sync, async" in err
     assert not os.path.exists(os.path.join(str(tmp_path), "OUT"))
 
 
 def test_cli_dry_run_refusal_is_a_spec_error(tmp_path, monkeypatch, capsys):
-    spec = write_spec(tmp_path, BASIC.replace('model = "lenet"', 'model = "resnet50"\ndataset = "mnist"'))
+    # 2 servers leave no worker on 1 node x 2 tasks: only a check on the run's 2 ranks sees it.
+    spec = write_spec(tmp_path, BASIC.replace('exchange = ["sync", "mixed"]',
+                                              'exchange = "async"\n    ps-ranks = 2'))
     rc, out, err = _cli(tmp_path, monkeypatch, capsys, "plan", spec)
-    assert rc == 2 and "dtbench --dry-run rejects" in err and "mnist is not accepted for resnet50" in err
+    assert rc == 2 and "dtbench --dry-run rejects" in err and "--ps-ranks: 2 is not accepted" in err
+
+
+def test_cli_async_campaign_plans_as_its_ranks(tmp_path, monkeypatch, capsys):
+    """One server among the run's ranks: planned as the N ranks of the run, without --no-check."""
+    spec = write_spec(tmp_path, BASIC.replace('exchange = ["sync", "mixed"]',
+                                              'exchange = "async"\n    ps-ranks = 1').replace("batch = 64", "batch = 96"))
+    rc, out, err = _cli(tmp_path, monkeypatch, capsys, "plan", spec)
+    assert rc == 0, err
+    assert "--exchange async --ps-ranks 1" in out
 
 
 def test_cli_batch_not_divisible_by_ranks(tmp_path, monkeypatch, capsys):
@@ -148,22 +159,21 @@ def test_cli_missing_dtbench(tmp_path, monkeypatch, capsys):
 
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
-REAL_DTBENCH = os.environ.get("DTBENCH") or os.path.join(os.path.dirname(EXAMPLES), "..", "src", "dtbench")
+# Shipped examples that the dtbench of this tree cannot run yet, with the refusal that says so
+# (a different refusal, or none, fails the test: remove the entry once the example plans).
+KNOWN_REFUSALS: dict = {}
 
 
 @pytest.mark.parametrize("name", sorted(os.listdir(EXAMPLES)))
-def test_examples_are_valid_campaigns(name, tmp_path):
-    from dtbench_campaign import plan
-    spec = load(os.path.join(EXAMPLES, name), cwd=str(tmp_path))
-    runs = plan.expand(spec)
-    plan.check_runs(runs)
-    dtoptions.check(spec.options, dtoptions.parse_help(HELP))  # the options of the merged dtbench
-    assert len(runs) >= 4, (name, len(runs))
-
-
-@pytest.mark.parametrize("name", ["lenet-smoke.toml", "cpu-threads-sweep.toml"])
-def test_cpu_examples_are_accepted_by_this_dtbench(name, tmp_path):
-    if not os.access(REAL_DTBENCH, os.X_OK):
-        pytest.skip("dtbench is not built")
-    spec = load(os.path.join(EXAMPLES, name), cwd=str(tmp_path))
-    dtoptions.check(spec.options, dtoptions.query_help(REAL_DTBENCH))
+def test_examples_plan_with_this_dtbench(name, tmp_path, monkeypatch, capsys):
+    """Every shipped example plans against the real dtbench: each option, and dtbench --dry-run
+    --ranks N of a run per option value and rank count."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DTBENCH", real_dtbench())
+    rc = cli.main(["plan", "--results", str(tmp_path / "out"), os.path.join(EXAMPLES, name)])
+    out, err = capsys.readouterr()
+    if rc != 0 and name in KNOWN_REFUSALS and KNOWN_REFUSALS[name][0] in err:
+        pytest.xfail(f"{name} cannot plan yet: {KNOWN_REFUSALS[name][1]}: {err.strip()}")
+    assert rc == 0, err
+    assert name not in KNOWN_REFUSALS, f"{name} plans now: remove it from KNOWN_REFUSALS"
+    assert out.count("\n") >= 4

@@ -18,6 +18,11 @@ KILLED = {"finished": 0, "stop_reason": "", "completed": 5, "iters_total": 12}
 
 @pytest.mark.parametrize("res,st,sched,state,detail", [
     (None, {}, "PENDING", "pending", "pending"),
+    (KILLED, {"start": "1"}, "COMPLETING", "completing", "Slurm is ending the job; 5 iterations"),
+    ({**DONE, "stop_reason": "duration", "completed": 7}, {}, "", "completed",
+     "--duration reached after 7 iterations"),
+    ({**SIGNALLED, "completed": 0}, {"stop_request": "time_limit"}, "", "stopped early",
+     "time limit before training (0 iterations); file closed"),
     (KILLED, {"start": "1"}, "RUNNING", "running", "5 iterations written"),
     (DONE, {"exit_code": "0"}, "", "completed", ""),
     (DONE, {}, "COMPLETED", "completed", ""),
@@ -115,3 +120,44 @@ def test_collect_prefers_completed_attempts_and_keeps_the_folder_in_step(tmp_pat
     _attempt(spec, "n2x2_exchange-sync", 1, "15", SIGNALLED, stop_request="cancelled", exit_code=0)
     n, _, left_out = run_collect(completed_only=True)
     assert n == 2 and "n2x2_exchange-sync: stopped early" in left_out
+
+
+def test_parameter_servers_do_not_count_in_iterations(tmp_path):
+    """An async run: the server rank completes no iteration; status and index.csv give the
+    workers' count (the minimum over every rank was 0)."""
+    spec = _spec(tmp_path)
+    runs = plan.expand(spec)[:1]
+    base = plan.result_base(spec, runs[0].id, 1)
+    result_file(base + ".h5", True, "completed", 12, 12, nranks=3, servers=1)
+    state_file(base + ".state", job_id="21", exit_code=0)
+    plan.append_log(spec, {"job_id": "21", "array": True,
+                           "tasks": [{"index": 0, "run": runs[0].id, "attempt": 1}]})
+    (row,) = status.campaign_status(spec, runs, query_slurm=False)
+    assert row.state == "completed" and row.iterations == 12, row
+    _, index_path, _ = collect.collect(spec, runs, status.campaign_status(spec, runs, query_slurm=False),
+                                       os.path.join(str(tmp_path), "col"))
+    with open(index_path) as f:
+        index = list(csv.DictReader(f))
+    assert index[0]["iterations"] == "12", index
+
+
+def test_status_wait_returns_once_nothing_is_under_way(tmp_path, capsys):
+    """--wait polls until the local run's process has ended, then prints the final table."""
+    import subprocess
+    from dtbench_campaign import cli
+    spec_path = write_spec(tmp_path, BASIC)
+    spec = load(spec_path, cwd=str(tmp_path))
+    runs = plan.expand(spec)
+    proc = subprocess.Popen(["sleep", "1.5"])
+    _attempt(spec, runs[0].id, 1, "local", KILLED, job_id="local", pid=proc.pid,
+             host=socket.gethostname(), start=1)
+    (row,) = status.campaign_status(spec, runs[:1], query_slurm=False)
+    assert row.state == "running"
+    import threading
+    threading.Thread(target=proc.wait).start()  # reaps it, so its pid goes away
+    os.chdir(str(tmp_path))
+    assert cli.main(["status", "--wait", "--interval", "0.2", spec_path]) == 0
+    out = capsys.readouterr().out
+    assert proc.returncode is not None
+    line = [x for x in out.splitlines() if x.startswith(runs[0].id + " ")][0]
+    assert "running" not in line and "failed" in line, out
