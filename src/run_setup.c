@@ -114,23 +114,33 @@ static int64_t start_sampler(Run *r, const DeviceInfo *dev) {
 }
 
 /* The result file: root attributes, /config, this rank's device and clocks. */
+/* The MPI library's version line and HDF5's version, for the file's root attributes. */
+static void library_versions(char mpi_lib[MPI_MAX_LIBRARY_VERSION_STRING], char *hdf5_ver,
+                             size_t len) {
+    int n = 0;
+    MPI_Get_library_version(mpi_lib, &n);
+    mpi_lib[strcspn(mpi_lib, "\n")] = '\0';
+    unsigned maj, min, rel;
+    H5get_libversion(&maj, &min, &rel);
+    snprintf(hdf5_ver, len, "%u.%u.%u", maj, min, rel);
+}
+
+/* The backend's per-layer choices (the model is built: all planned), malloc'd; NULL if none. */
+static char *kernel_choices(const BackendOps *be, BackendCtx *ctx) {
+    if (!be->describe_kernels) return NULL;
+    size_t n = be->describe_kernels(ctx, NULL, 0);
+    char *text = xcalloc(n + 1, 1);
+    be->describe_kernels(ctx, text, n + 1);
+    return text;
+}
+
 static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_info,
                             int64_t sample_cap) {
     const Options *o = &r->opt;
     const RunPlan *p = &r->plan;
     char mpi_lib[MPI_MAX_LIBRARY_VERSION_STRING] = "", hdf5_ver[64], err[1024] = "";
-    int len = 0;
-    MPI_Get_library_version(mpi_lib, &len);
-    mpi_lib[strcspn(mpi_lib, "\n")] = '\0';
-    char *kernels = NULL; /* the backend's per-layer choices (the model is built: all planned) */
-    if (p->be->describe_kernels) {
-        size_t n = p->be->describe_kernels(r->ctx, NULL, 0);
-        kernels = xcalloc(n + 1, 1);
-        p->be->describe_kernels(r->ctx, kernels, n + 1);
-    }
-    unsigned maj, min, rel;
-    H5get_libversion(&maj, &min, &rel);
-    snprintf(hdf5_ver, sizeof hdf5_ver, "%u.%u.%u", maj, min, rel);
+    library_versions(mpi_lib, hdf5_ver, sizeof hdf5_ver);
+    char *kernels = kernel_choices(p->be, r->ctx);
     RunAttr rank_text[] = {
         RUN_TEXT("device_name", dev->name),
         RUN_TEXT("device_uuid", dev->uuid),
