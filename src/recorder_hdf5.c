@@ -1,14 +1,17 @@
 /* recorder_hdf5.c - every rank writes into ONE parallel HDF5 file over MPI-IO.
  *
  * Survival of killed jobs (docs/hdf5-layout.md): all groups, datasets and attributes are created
- * collectively at their final size (contiguous, allocated early, NaN-filled), then the file is
- * flushed. From then on each rank only writes raw data - its own row, one block of flush_every
- * iterations at a time, with independent I/O - and then its /ranks/completed entry. Raw writes
- * go straight to the file through MPI-IO, so a SIGKILL leaves every written block readable. */
+ * collectively (allocated early, NaN-filled), then the file is flushed. From then on each rank
+ * only writes raw data - its own row, one block of flush_every iterations at a time, with
+ * independent I/O - and then its /ranks/completed entry. Raw writes go straight to the file
+ * through MPI-IO, so a SIGKILL leaves every written block readable. The one metadata change is
+ * the collective extension of /iterations at a block boundary of lock-step runs
+ * (recorder_grow.c), flushed before any rank writes into it. */
 #define _GNU_SOURCE
 #include "check.h"
 #include "outputs.h"
 #include "recorder.h"
+#include "recorder_grow.h"
 #include "util.h"
 
 #include <errno.h>
@@ -99,6 +102,7 @@ struct Recorder {
     int64_t blocks;                 /* blocks written */
     int inject_rank, inject_errno;  /* DTBENCH_TEST_WRITE_ERROR (tests only) */
     int64_t inject_block;
+    GrowState grow; /* the extent of /iterations (recorder_grow.h) */
 };
 
 /* ---- HDF5 error text for H5_CHECK ---------------------------------------------------------- */
@@ -232,8 +236,9 @@ static void write_kernel_choices(Recorder *r, hid_t file, const char *text, cons
     H5Tclose(type);
 }
 
-static double file_estimate(const RecorderConfig *c, int nranks, const char **option) {
-    double iters = (double)ITER_NFIELDS * nranks * (double)c->iters_total * 8;
+static double file_estimate(const RecorderConfig *c, int nranks, int64_t extent,
+                            const char **option) {
+    double iters = (double)ITER_NFIELDS * nranks * (double)extent * 8;
     double samples = (double)NSAMPLE_SETS * nranks * (double)c->sample_capacity * 8;
     double rows = (double)nranks * (R_N * 8 + HOST_LEN + (double)c->nrank_text * RANK_TEXT_LEN);
     double meta = 4 << 20;
@@ -245,12 +250,13 @@ static double file_estimate(const RecorderConfig *c, int nranks, const char **op
     return iters + samples + rows + (double)c->n_evals * 32 + meta;
 }
 
-/* Collective. Checks the room for the whole file, creates it under its hidden name and reserves
- * the space; returns the file, or -1 with err set (the same verdict on every rank, no file left). */
+/* Collective. Checks the room for the whole file (every iteration), creates it under its hidden
+ * name and reserves the space of its first extent (recorder_grow.h: the rest is reserved step by
+ * step); returns the file, or -1 with err set (the same verdict on every rank, no file left). */
 static hid_t create_file(Recorder *r, const RecorderConfig *c, const char *partial, char *err,
                          size_t errlen) {
     const char *option = "--output";
-    double need = file_estimate(c, r->nranks, &option);
+    double need = file_estimate(c, r->nranks, c->iters_total, &option);
     int verdict = r->rank == 0 ? outputs_reserve_space(c->path, c->path, need, option, 0, err, errlen) : 0;
     MPI_CHECK(MPI_Bcast(&verdict, 1, MPI_INT, 0, c->comm));
     if (verdict) {
@@ -273,6 +279,8 @@ static hid_t create_file(Recorder *r, const RecorderConfig *c, const char *parti
         snprintf(err, errlen, "--output: cannot create %s: %s", c->path, reason);
         return -1;
     }
+    const char *unused;
+    need = file_estimate(c, r->nranks, r->grow.extent, &unused);
     verdict = r->rank == 0 ? outputs_reserve_space(partial, c->path, need, option, 1, err, errlen) : 0;
     MPI_CHECK(MPI_Bcast(&verdict, 1, MPI_INT, 0, c->comm));
     if (verdict) {
@@ -310,14 +318,15 @@ static void write_root_attrs(hid_t file, const RecorderConfig *c) {
     H5Gclose(g);
 }
 
-/* /iterations, /samples and /eval, created at their final size (NaN until written). */
+/* /iterations at its first extent (recorder_grow.h), /samples and /eval at their final size
+ * (NaN until written). */
 static void create_data_sets(Recorder *r, hid_t file, const RecorderConfig *c) {
     double nan = NAN;
-    hsize_t dims[2] = {(hsize_t)r->nranks, (hsize_t)c->iters_total};
     hid_t g = H5_CHECK(H5Gcreate2(file, "iterations", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     attr_ll(g, "warmup", c->warmup);
+    attr_ll(g, "grow_step", r->grow.growing ? r->grow.step : 0);
     for (int i = 0; i < ITER_NFIELDS; i++) {
-        r->iter_sets[i] = create_set(g, ITER_FIELDS[i].name, H5T_IEEE_F64LE, 2, dims, &nan);
+        r->iter_sets[i] = grow_create_set(&r->grow, g, ITER_FIELDS[i].name);
         attr_text(r->iter_sets[i], "units", ITER_FIELDS[i].units);
         attr_text(r->iter_sets[i], "description", ITER_FIELDS[i].description);
     }
@@ -421,6 +430,9 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported by H5_CHECK, once */
     snprintf(r->path, sizeof r->path, "%s", c->path);
     r->inject_rank = -1;
+    if (ITER_NFIELDS > (int)(sizeof r->iter_sets / sizeof r->iter_sets[0]))
+        check_fail(__FILE__, __LINE__, "hdf5_create", "more ITER_FIELDS than iter_sets");
+    grow_plan(&r->grow, c->grow, c->iters_total, r->nranks, ITER_NFIELDS, c->flush_every);
 
     /* Built under a hidden name, renamed into place once it describes itself (outputs.h). */
     char partial[PATH_MAX + 64];
@@ -501,10 +513,32 @@ static void write_block(Recorder *r) {
     if (!r->failed && r->blocks++ == 0 && r->rank == 0) outputs_committed();
 }
 
+/* Collective (every rank of a lock-step run records the same iterations): room for `iter`. A step
+ * that cannot be reserved stops the run as a write error does, on every rank, with rank 0's
+ * reason; the blocks written before stay readable. */
+static void extend(Recorder *r, int64_t iter) {
+    char why[1024] = "";
+    if (grow_extend(&r->grow, iter, r->file, r->iter_sets, r->comm, r->path, why, sizeof why) == 0)
+        return;
+    if (r->failed) return;
+    r->failed = 1;
+    snprintf(r->failure, sizeof r->failure, "rank 0: extending %s (/iterations) to iteration %lld failed: %s",
+             r->path, (long long)iter + 1, why);
+    if (r->rank == 0) {
+        fprintf(stderr,
+                "dtbench: error: %s; stopping the run (blocks written before stay readable)\n",
+                r->failure);
+        fflush(stderr);
+    }
+    raise(SIGUSR1); /* the stop request of signals.h */
+}
+
 static void hdf5_record_iteration(Recorder *r, int64_t iter, const IterRecord *rec) {
-    if (r->failed) return; /* the stop is on its way; nothing more is written by this rank */
-    if (iter != r->next_to_write + r->nbuf || iter >= r->iters_total)
+    if (!r->failed && (iter != r->next_to_write + r->nbuf || iter >= r->iters_total))
         check_fail(__FILE__, __LINE__, "record_iteration", "iterations must be recorded in order");
+    /* A rank that failed still takes part: the others are extending with it. */
+    if (iter >= r->grow.extent && r->grow.growing && !r->grow.refused) extend(r, iter);
+    if (r->failed) return; /* the stop is on its way; nothing more is written by this rank */
     r->buf[r->nbuf++] = *rec;
     if (r->nbuf == r->flush_every) write_block(r);
 }
@@ -555,6 +589,14 @@ static void hdf5_close(Recorder *r, const RunEnd *end) {
     MPI_CHECK(MPI_Allreduce(&latency, &worst_latency, 1, MPI_DOUBLE, MPI_MAX, r->comm));
     if (worst_latency > 0)
         attr_number(r->file, "stop_latency_s", H5T_NATIVE_DOUBLE, &worst_latency);
+    if (r->grow.growing) { /* what growing the file cost (rank 0's clock) */
+        hid_t g = H5_CHECK(H5Gopen2(r->file, "iterations", H5P_DEFAULT));
+        double median = grow_median_seconds(&r->grow);
+        MPI_CHECK(MPI_Bcast(&median, 1, MPI_DOUBLE, 0, r->comm));
+        attr_ll(g, "extensions", r->grow.extensions);
+        attr_number(g, "extension_s_median", H5T_NATIVE_DOUBLE, &median);
+        H5Gclose(g);
+    }
     attr_ll(r->file, "finished", 1);
 
     for (int i = 0; i < ITER_NFIELDS; i++)
@@ -571,6 +613,7 @@ static void hdf5_close(Recorder *r, const RunEnd *end) {
     if (write_error && r->rank == 0)
         fprintf(stderr, "dtbench: error: the run stopped on a write error (%s); %s\n", r->failure,
                 most_written ? "stop_reason=write_error in the file" : "no block written, no file left");
+    grow_free(&r->grow);
     free(r->buf), free(r->column), free(r);
 }
 
