@@ -69,12 +69,21 @@ int grow_extend(GrowState *g, int64_t iter, hid_t file, const hid_t *sets, MPI_C
     double bytes = (double)g->nsets * g->nranks * (double)(next - g->extent) * 8.0;
     int rank = 0;
     MPI_CHECK(MPI_Comm_rank(comm, &rank));
+    char why[1024] = "";
     int verdict =
-        rank == 0 ? outputs_reserve_more(path, bytes + GROW_SLACK_BYTES, "--iters", err, errlen)
+        rank == 0 ? outputs_reserve_more(path, bytes + GROW_SLACK_BYTES, "--iters", why, sizeof why)
                   : 0;
     MPI_CHECK(MPI_Bcast(&verdict, 1, MPI_INT, 0, comm));
     if (verdict) {
+        snprintf(err, errlen, "rank 0: extending %s (/iterations) to iteration %lld failed: %s",
+                 path, (long long)iter + 1, why);
         MPI_CHECK(MPI_Bcast(err, (int)errlen, MPI_CHAR, 0, comm));
+        if (rank == 0) {
+            fprintf(stderr,
+                    "dtbench: error: %s; stopping the run (blocks written before stay readable)\n",
+                    err);
+            fflush(stderr);
+        }
         g->refused = 1;
         return -1;
     }
@@ -98,17 +107,32 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-double grow_median_seconds(const GrowState *g) {
-    if (g->extensions == 0) return 0.0;
-    double *s = xmalloc((size_t)g->extensions * sizeof(double));
-    memcpy(s, g->seconds, (size_t)g->extensions * sizeof(double));
-    qsort(s, (size_t)g->extensions, sizeof(double), cmp_double);
-    double m = s[g->extensions / 2];
-    free(s);
-    return m;
+static void attr_value(hid_t loc, const char *name, hid_t type, const void *value) {
+    hid_t space = H5_CHECK(H5Screate(H5S_SCALAR));
+    hid_t a = H5_CHECK(H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT));
+    H5_CHECK(H5Awrite(a, type, value));
+    H5Aclose(a), H5Sclose(space);
 }
 
-void grow_free(GrowState *g) {
+void grow_describe(const GrowState *g, hid_t group) {
+    long long step = g->growing ? g->step : 0;
+    attr_value(group, "grow_step", H5T_NATIVE_LLONG, &step);
+}
+
+void grow_finish(GrowState *g, hid_t file, MPI_Comm comm) {
+    if (g->growing) {
+        double median = 0.0; /* of the extensions' durations, s */
+        if (g->extensions > 0) {
+            qsort(g->seconds, (size_t)g->extensions, sizeof(double), cmp_double);
+            median = g->seconds[g->extensions / 2];
+        }
+        MPI_CHECK(MPI_Bcast(&median, 1, MPI_DOUBLE, 0, comm));
+        long long n = g->extensions;
+        hid_t group = H5_CHECK(H5Gopen2(file, "iterations", H5P_DEFAULT));
+        attr_value(group, "extensions", H5T_NATIVE_LLONG, &n);
+        attr_value(group, "extension_s_median", H5T_NATIVE_DOUBLE, &median);
+        H5Gclose(group);
+    }
     free(g->seconds);
     g->seconds = NULL;
 }

@@ -42,15 +42,19 @@ void grow_plan(GrowState *g, int lockstep, int64_t iters_total, int nranks, int 
 /* Collective: one /iterations dataset (float64, NaN until written) at the planned extent. */
 hid_t grow_create_set(const GrowState *g, hid_t loc, const char *name);
 
-/* Collective: makes room for iteration `iter` (>= extent). Returns 0, or -1 with a one-line
- * reason in err (the same on every rank) when the step's space could not be reserved; the
- * datasets keep their extent and g->refused is set. HDF5 failures end the job (H5_CHECK). */
+/* Attribute grow_step of the /iterations group (0: allocated whole). */
+void grow_describe(const GrowState *g, hid_t group);
+
+/* Collective: makes room for iteration `iter` (>= extent). Returns 0, or -1 when the step's
+ * space could not be reserved: the datasets keep their extent, g->refused is set, and err holds
+ * the same one-line reason on every rank ("rank 0: extending PATH (/iterations) to iteration N
+ * failed: ..."), which rank 0 has printed as dtbench's error line. HDF5 failures end the job
+ * (H5_CHECK). */
 int grow_extend(GrowState *g, int64_t iter, hid_t file, const hid_t *sets, MPI_Comm comm,
                 const char *path, char *err, size_t errlen);
 
-/* Median duration of the extensions done so far, s (0 if none). */
-double grow_median_seconds(const GrowState *g);
-
-void grow_free(GrowState *g);
+/* Collective, at close: attributes extensions and extension_s_median (rank 0's) of the
+ * /iterations group of a growing file; frees g. */
+void grow_finish(GrowState *g, hid_t file, MPI_Comm comm);
 
 #endif

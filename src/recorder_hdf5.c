@@ -105,27 +105,6 @@ struct Recorder {
     GrowState grow; /* the extent of /iterations (recorder_grow.h) */
 };
 
-/* ---- HDF5 error text for H5_CHECK ---------------------------------------------------------- */
-
-typedef struct {
-    char api[64], desc[400];
-} H5Msg;
-
-static herr_t h5_walk(unsigned n, const H5E_error2_t *e, void *data) {
-    H5Msg *m = data;
-    if (n == 0) snprintf(m->api, sizeof m->api, "%s", e->func_name);
-    snprintf(m->desc, sizeof m->desc, "%s", e->desc); /* keep the innermost */
-    return 0;
-}
-
-const char *h5_error_message(void) {
-    static char text[512];
-    H5Msg m = {"", "no HDF5 error on the stack"};
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, h5_walk, &m);
-    snprintf(text, sizeof text, "HDF5 %s: %s", m.api, m.desc);
-    return text;
-}
-
 /* ---- small writers ------------------------------------------------------------------------- */
 
 static void attr_text(hid_t loc, const char *name, const char *value) {
@@ -324,7 +303,7 @@ static void create_data_sets(Recorder *r, hid_t file, const RecorderConfig *c) {
     double nan = NAN;
     hid_t g = H5_CHECK(H5Gcreate2(file, "iterations", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     attr_ll(g, "warmup", c->warmup);
-    attr_ll(g, "grow_step", r->grow.growing ? r->grow.step : 0);
+    grow_describe(&r->grow, g);
     for (int i = 0; i < ITER_NFIELDS; i++) {
         r->iter_sets[i] = grow_create_set(&r->grow, g, ITER_FIELDS[i].name);
         attr_text(r->iter_sets[i], "units", ITER_FIELDS[i].units);
@@ -517,19 +496,12 @@ static void write_block(Recorder *r) {
  * that cannot be reserved stops the run as a write error does, on every rank, with rank 0's
  * reason; the blocks written before stay readable. */
 static void extend(Recorder *r, int64_t iter) {
-    char why[1024] = "";
-    if (grow_extend(&r->grow, iter, r->file, r->iter_sets, r->comm, r->path, why, sizeof why) == 0)
+    char why[sizeof r->failure];
+    if (grow_extend(&r->grow, iter, r->file, r->iter_sets, r->comm, r->path, why, sizeof why) == 0 ||
+        r->failed)
         return;
-    if (r->failed) return;
     r->failed = 1;
-    snprintf(r->failure, sizeof r->failure, "rank 0: extending %s (/iterations) to iteration %lld failed: %s",
-             r->path, (long long)iter + 1, why);
-    if (r->rank == 0) {
-        fprintf(stderr,
-                "dtbench: error: %s; stopping the run (blocks written before stay readable)\n",
-                r->failure);
-        fflush(stderr);
-    }
+    snprintf(r->failure, sizeof r->failure, "%s", why);
     raise(SIGUSR1); /* the stop request of signals.h */
 }
 
@@ -589,14 +561,7 @@ static void hdf5_close(Recorder *r, const RunEnd *end) {
     MPI_CHECK(MPI_Allreduce(&latency, &worst_latency, 1, MPI_DOUBLE, MPI_MAX, r->comm));
     if (worst_latency > 0)
         attr_number(r->file, "stop_latency_s", H5T_NATIVE_DOUBLE, &worst_latency);
-    if (r->grow.growing) { /* what growing the file cost (rank 0's clock) */
-        hid_t g = H5_CHECK(H5Gopen2(r->file, "iterations", H5P_DEFAULT));
-        double median = grow_median_seconds(&r->grow);
-        MPI_CHECK(MPI_Bcast(&median, 1, MPI_DOUBLE, 0, r->comm));
-        attr_ll(g, "extensions", r->grow.extensions);
-        attr_number(g, "extension_s_median", H5T_NATIVE_DOUBLE, &median);
-        H5Gclose(g);
-    }
+    grow_finish(&r->grow, r->file, r->comm);
     attr_ll(r->file, "finished", 1);
 
     for (int i = 0; i < ITER_NFIELDS; i++)
@@ -613,7 +578,6 @@ static void hdf5_close(Recorder *r, const RunEnd *end) {
     if (write_error && r->rank == 0)
         fprintf(stderr, "dtbench: error: the run stopped on a write error (%s); %s\n", r->failure,
                 most_written ? "stop_reason=write_error in the file" : "no block written, no file left");
-    grow_free(&r->grow);
     free(r->buf), free(r->column), free(r);
 }
 
