@@ -191,8 +191,6 @@ static void write_rank_value(Recorder *r, int which, hid_t memtype, const void *
 
 /* ---- create --------------------------------------------------------------------------------- */
 
-/* Bytes the file will take: every dataset is allocated at creation, plus room for the
- * metadata (attributes, /config, object headers). Sets *option to the option that drives it. */
 /* /ranks/kernel_choices: one string per rank, as long as the longest rank's text (collective);
  * not created when no rank has any (CPU backend). */
 static void write_kernel_choices(Recorder *r, hid_t file, const char *text, const hsize_t *dims) {
@@ -215,6 +213,9 @@ static void write_kernel_choices(Recorder *r, hid_t file, const char *text, cons
     H5Tclose(type);
 }
 
+/* Bytes the file takes with `extent` iterations in /iterations (every other dataset is allocated
+ * whole at creation), plus room for the metadata (attributes, /config, object headers). Sets
+ * *option to the option that drives it. */
 static double file_estimate(const RecorderConfig *c, int nranks, int64_t extent,
                             const char **option) {
     double iters = (double)ITER_NFIELDS * nranks * (double)extent * 8;
