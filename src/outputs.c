@@ -234,8 +234,9 @@ int outputs_reserve_more(const char *path, double bytes, const char *option, cha
     }
     close(fd);
     if (rc != 0) {
-        snprintf(err, errlen, "%s: no room for the next %.1f MB of the results file %s: %s (errno %d)",
-                 option, bytes / 1e6, path, strerror(e), e);
+        snprintf(err, errlen,
+                 "%s: no room for the next %.1f MB of the results file %s: %s (errno %d)", option,
+                 bytes / 1e6, path, strerror(e), e);
         return -1;
     }
     return 0;

@@ -498,9 +498,9 @@ static void write_block(Recorder *r) {
  * reason; the blocks written before stay readable. */
 static void extend(Recorder *r, int64_t iter) {
     char why[sizeof r->failure];
-    if (grow_extend(&r->grow, iter, r->file, r->iter_sets, r->comm, r->path, why, sizeof why) == 0 ||
-        r->failed)
-        return;
+    int refused =
+        grow_extend(&r->grow, iter, r->file, r->iter_sets, r->comm, r->path, why, sizeof why);
+    if (!refused || r->failed) return;
     r->failed = 1;
     snprintf(r->failure, sizeof r->failure, "%s", why);
     raise(SIGUSR1); /* the stop request of signals.h */
