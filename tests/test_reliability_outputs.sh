@@ -43,19 +43,7 @@ noleft "failed run"
 # below do not depend on how fast this machine trains.
 timeout -k 10 200 "$MPIRUN" -np 2 "$DTBENCH" $S --iters 1000000 --flush-every 10 --output o.h5 >a.log 2>&1 &
 job=$!
-"$PYTHON" - o.h5 <<'PY' || { kill -9 $job; fail "first job did not start writing"; }
-import sys, time, h5py
-deadline = time.time() + 120
-while time.time() < deadline:
-    try:
-        with h5py.File(sys.argv[1], "r") as f:
-            if (f["ranks/completed"][:] >= 10).all():
-                sys.exit(0)
-    except (OSError, KeyError):
-        pass
-    time.sleep(0.1)
-sys.exit(1)
-PY
+wait_completed o.h5 10 120 || { kill -9 $job; fail "first job did not start writing"; }
 expect_bad 0 "--output: o.h5 is being written by another running job" $S --iters 1 --output o.h5 --overwrite
 expect_bad 2 "--output: o.h5 is being written by another running job" $S --iters 1 --output o.h5 --overwrite
 expect_bad 0 "--output: .*o.h5" $S --iters 1 --output o.h5
