@@ -107,15 +107,22 @@ if [ "$sanitize" = 1 ]; then
     grep -E '^(PASS|FAIL|SKIP|XFAIL|XPASS|ERROR):' sanitize.out | sed 's/^/sanitize: /'
     for t in $(sed -n 's/^PASS: //p' sanitize.out); do count "sanitize: $t" pass; done
     for t in $(sed -n 's/^SKIP: //p' sanitize.out); do # a CPU-only build: the GPU tests skip
-        why=$(grep -v -e '^SKIP .*(exit status: 77)$' -e '^ *$' "sanitize/tree/$t.log" 2>/dev/null | tail -2 | tr '\n' ' ')
-        echo "skipped$(gpu_test "$t" && echo ' (CPU-only build)' || echo ' (unexpected)'): sanitize: $t: $why"
-        if gpu_test "$t"; then count "sanitize: $t" skip; else count "sanitize: $t (skipped)" fail; fi
+        why=$(grep -v -e '^SKIP .*(exit status: 77)$' -e '^ *$' "sanitize/tree/$t.log" 2>/dev/null |
+            tail -2 | tr '\n' ' ')
+        if gpu_test "$t"; then
+            echo "skipped (CPU-only build): sanitize: $t: $why"
+            count "sanitize: $t" skip
+        else
+            echo "unexpected skip: sanitize: $t: $why"
+            count "sanitize: $t (skipped)" fail
+        fi
     done
     for t in $(sed -nE 's/^(FAIL|XPASS|ERROR): //p' sanitize.out); do
         count "sanitize: $t" fail
         tail -30 "sanitize/tree/$t.log" 2>/dev/null
     done
-    grep -q '^# TOTAL' sanitize.out || { tail -30 sanitize.out; count "make check-sanitize-ci (did not run: see sanitize.out)" fail; }
+    grep -q '^# TOTAL' sanitize.out ||
+        { tail -30 sanitize.out; count "make check-sanitize-ci (did not run: see sanitize.out)" fail; }
 fi
 
 echo "$passed passed, $failed failed, $skipped skipped"
