@@ -210,6 +210,7 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         .iters_total = (int64_t)o->warmup + o->iters,
         .warmup = o->warmup,
         .flush_every = o->flush_every,
+        .grow = p->xops->lockstep, /* /iterations grows at the block boundaries ranks share */
         .n_evals = driver_eval_count(&set, &r->data),
         .attrs = attrs,
         .nattrs = (int)(sizeof attrs / sizeof attrs[0]),
