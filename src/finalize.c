@@ -57,7 +57,11 @@ static int parse(int argc, char **argv, int *by, Lost *lost, int *nlost) {
                    (!strcmp(kind, "silent") || !strcmp(kind, "gone")) && lost[*nlost].rank >= 0) {
             lost[(*nlost)++].gone = !strcmp(kind, "gone");
         } else {
-            return usage(argv[i]);
+            char why[256];
+            snprintf(why, sizeof why, "%s: '%.100s' is not accepted (expected %s)", argv[i],
+                     argv[i + 1],
+                     !strcmp(argv[i], "--lost") ? "RANK:SECONDS:silent|gone" : "--by or --lost");
+            return usage(why);
         }
     }
     return *nlost ? 0 : usage("no --lost RANK:SECONDS:silent|gone");

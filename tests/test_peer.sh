@@ -1,0 +1,102 @@
+# test_peer.sh - a rank SIGKILLed mid-run under plain mpirun on this machine (--peer-timeout):
+#   1. the survivors find it gone (same host: its pid no longer exists) and exit within
+#      --peer-timeout + a few seconds; the file is closed marked stop_reason=peer_lost naming the
+#      rank and host, the survivors' /ranks/status 2 and the dead rank's 0, every completed block
+#      readable; dtbench-analyze opens it.
+#   2. --peer-timeout 0 turns the watchdog off: the same kill leaves the file unmarked.
+#   3. `dtbench --finalize` refuses bad arguments (exit 2, one line) and leaves a file the run
+#      closed itself as it is.
+# The emulated-node cases (a silent node, a rank gone on another node, srun) are in
+# tests/test_slurm_peer.sh.
+. "$(dirname "$0")/lib.sh"
+cd "$WORK"
+
+# start NAME TIMEOUT : a long 3-rank run in the background (pid in $job), until every rank has
+# written 10 iterations.
+start() {
+    rm -f "$1.h5"
+    timeout -k 5 120 "$MPIRUN" -np 3 "$DTBENCH" --model lenet --dataset synthetic --batch 6 \
+        --iters 1000000 --warmup 0 --flush-every 5 --peer-timeout "$2" --output "$1.h5" \
+        >"$1.log" 2>&1 &
+    job=$!
+    "$PYTHON" - "$1.h5" <<'PY' || { kill -9 $job; cat "$1.log"; fail "$1: no 10 iterations in time"; }
+import sys, time, h5py
+deadline = time.time() + 120
+while time.time() < deadline:
+    try:
+        with h5py.File(sys.argv[1], "r") as f:
+            if (f["ranks/completed"][:] >= 10).all():
+                sys.exit(0)
+    except (OSError, KeyError):
+        pass
+    time.sleep(0.2)
+sys.exit(1)
+PY
+}
+
+# kill_rank NAME RANK : SIGKILL one rank; waits for mpirun; sets $took (s) and $rc.
+kill_rank() {
+    local pid t0
+    pid=$("$PYTHON" -c "import h5py,sys; print(h5py.File(sys.argv[1],'r')['ranks/pid'][int(sys.argv[2])])" "$1.h5" "$2")
+    t0=$(date +%s.%N)
+    kill -9 "$pid"
+    set +e
+    wait "$job"
+    rc=$?
+    set -e
+    took=$("$PYTHON" -c "import sys,time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$t0")
+}
+
+# ---- 1. a rank killed: the survivors mark the file ---------------------------------------------
+start lost 6
+kill_rank lost 1
+[ "$rc" != 0 ] || fail "mpirun exited 0 after a rank was killed"
+grep -q "rank 1 on $(hostname) is gone" lost.log || fail "no survivor reported rank 1 gone: $(cat lost.log)"
+"$PYTHON" - lost.h5 "$(hostname)" <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    a = f.attrs
+    assert a["finished"] == 1 and a["stop_reason"] == "peer_lost", dict(a)
+    assert a["stop_detail"].startswith(f"rank 1 on {sys.argv[2]} ended"), a["stop_detail"]
+    assert a["lost_ranks"] == "1" and a["failed_nodes"] == "", (a["lost_ranks"], a["failed_nodes"])
+    assert "end_time" in a
+    assert list(f["ranks/status"][:]) == [2, 0, 2], f["ranks/status"][:]
+    done, total = f["ranks/completed"][:], f["iterations/total"][:]
+    assert (done >= 10).all(), done
+    for r, n in enumerate(done):
+        assert not np.isnan(total[r, :n]).any(), (r, n)
+    print(f"ok: file marked: {a['stop_detail']}; completed {list(done)}")
+PY
+analyze summary lost.h5 >summary.txt || fail "dtbench-analyze cannot read the marked file: $(cat summary.txt)"
+# mpirun itself tears the job down ~3 s after a rank dies (odls sigkill timeout): the survivors
+# must have marked the file before; mpirun's own exit bounds the time.
+"$PYTHON" -c "import sys; sys.exit(float(sys.argv[1]) >= 11)" "$took" ||
+    fail "the job took $took s to end after the kill (--peer-timeout 6: expected under 11 s)"
+pass "a rank SIGKILLed: file closed as peer_lost, mpirun exited $rc after $took s"
+
+# ---- 2. --peer-timeout 0: off -------------------------------------------------------------------
+start off 0
+kill_rank off 1
+"$PYTHON" -c "
+import h5py, sys
+a = h5py.File(sys.argv[1], 'r').attrs
+assert 'stop_reason' not in a and 'finished' not in a, dict(a)" off.h5 || fail "--peer-timeout 0 still marked the file"
+! grep -q "is gone\|silent for" off.log || fail "--peer-timeout 0 still watched: $(cat off.log)"
+pass "--peer-timeout 0: no watchdog, the killed run's file is left unmarked"
+
+# ---- 3. the finalizer by hand ---------------------------------------------------------------------
+set +e
+"$DTBENCH" --finalize lost.h5 --lost nonsense >out.txt 2>err.txt
+rc=$?
+set -e
+[ "$rc" = 2 ] && [ "$(wc -l <err.txt)" = 1 ] && grep -q "^dtbench: --finalize: --lost: .nonsense. is not accepted" err.txt ||
+    fail "--finalize with a bad --lost: exit $rc, $(cat err.txt)"
+run_np 2 --model lenet --dataset synthetic --batch 4 --iters 3 --warmup 0 --output done.h5 >/dev/null
+sum=$(md5sum <done.h5)
+set +e
+"$DTBENCH" --finalize done.h5 --lost 1:12:silent 2>err.txt
+rc=$?
+set -e
+[ "$rc" = 3 ] || fail "--finalize of a closed file: exit $rc, expected 3 ($(cat err.txt))"
+[ "$sum" = "$(md5sum <done.h5)" ] || fail "--finalize changed a file the run had closed"
+pass "--finalize: bad arguments refused (exit 2); a file the run closed is left as it is (exit 3)"
