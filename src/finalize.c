@@ -147,7 +147,8 @@ static void describe(const Lost *lost, int nlost, int nranks, const char (*host)
                               n ? "; " : "", r, host[r],
                               lost[k].gone ? "ended (process gone), silent" : "silent",
                               lost[k].silent);
-        if (lost[k].gone) continue;
+        /* a rank silent on this very host: the host lives (the finalizer runs on it) */
+        if (lost[k].gone || !strncmp(host[r], dt_hostname(), HOST_LEN - 1)) continue;
         if (!strstr(nodes, host[r]))
             snprintf(nodes + strlen(nodes), nlen - strlen(nodes), "%s%.64s", nodes[0] ? "," : "", host[r]);
         for (int q = 0; q < nranks; q++) /* the node is lost: its other ranks too */
