@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +36,8 @@ typedef struct {
     uint32_t addr[WD_ADDRS]; /* network order; 0: unused */
     uint32_t port;           /* network order */
     int32_t pid;
+    uint64_t pidns;          /* inode of /proc/self/ns/pid: pids compare only within one */
+    uint64_t start;          /* start time in /proc/PID/stat: a reused pid is another process */
     char host[WD_HOST];
 } PeerInfo;
 
@@ -160,18 +163,39 @@ static void read_errors(void) {
     }
 }
 
-/* A process on this host that no longer exists (or is a zombie waiting for its parent). */
-static int process_gone(pid_t pid) {
-    if (kill(pid, 0) != 0) return errno == ESRCH;
-    char path[64], buf[256];
+/* Field 22 of /proc/PID/stat (start time, clock ticks after boot) and the state letter; 0 and
+ * '?' when there is no such process. */
+static uint64_t start_time(pid_t pid, char *state) {
+    char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    *state = '?';
     FILE *f = fopen(path, "r");
     if (!f) return 0;
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = '\0';
-    const char *paren = strrchr(buf, ')');
-    return paren && paren[1] == ' ' && paren[2] == 'Z';
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    unsigned long long t = 0;
+    if (!p || sscanf(p + 2, "%c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+                            "%*s %*s %llu", state, &t) != 2)
+        return 0;
+    return (uint64_t)t;
+}
+
+static uint64_t pid_namespace(void) {
+    struct stat st;
+    return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+/* A neighbour on this host, in this pid namespace, whose process no longer exists: no such pid,
+ * another process under it, or a zombie waiting for its parent. */
+static int process_gone(const PeerInfo *q) {
+    const PeerInfo *me = &wd.peers[wd.rank];
+    if (strcmp(q->host, me->host) != 0 || !q->pidns || q->pidns != me->pidns || !q->start) return 0;
+    char state;
+    uint64_t t = start_time(q->pid, &state);
+    if (t == 0) return kill(q->pid, 0) != 0 && errno == ESRCH;
+    return t != q->start || state == 'Z' || state == 'X';
 }
 
 /* Starts the finalizer in a session of its own (a launcher tearing the job down signals the
@@ -260,7 +284,7 @@ static void *watch(void *unused) {
             Neighbour *n = &wd.nb[i];
             if (n->bye) continue;
             double silent = now - n->last;
-            int gone = n->refused || (same_host(n->rank) && process_gone(wd.peers[n->rank].pid));
+            int gone = n->refused || process_gone(&wd.peers[n->rank]);
             if ((gone && silent >= WD_GONE_GRACE) || silent >= wd.timeout)
                 peer_lost(now, n, gone && silent < wd.timeout);
         }
@@ -305,7 +329,9 @@ int watchdog_start(MPI_Comm comm, double timeout, const char *result_path, char 
     wd.timeout = timeout;
     wd.interval = timeout / 5 < 1.0 ? timeout / 5 : 1.0;
     snprintf(wd.path, sizeof wd.path, "%s", result_path);
-    PeerInfo me = {.pid = (int32_t)getpid()};
+    char state;
+    PeerInfo me = {.pid = (int32_t)getpid(), .pidns = pid_namespace()};
+    me.start = start_time(getpid(), &state);
     snprintf(me.host, sizeof me.host, "%s", dt_hostname());
     local_addresses(&me);
     int ok = open_socket(&me, err, errlen) == 0, all = 0;

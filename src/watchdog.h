@@ -6,9 +6,10 @@
  * theirs; addresses (every IPv4 address of each rank's host), pids and host names are exchanged
  * once with MPI_Allgather when it starts. A neighbour is lost when
  *   - it has been silent for --peer-timeout seconds (a dead or cut-off node), or
- *   - its process is known to be gone and it has been silent for a second: on the same host its
- *     pid no longer exists; elsewhere its port answered "port unreachable" at an address its
- *     heartbeats came from (a dead process on a live node).
+ *   - its process is known to be gone and it has been silent for a second: on the same host (and
+ *     pid namespace) its pid no longer exists, holds another process or a zombie; elsewhere its
+ *     port answered "port unreachable" at an address its heartbeats came from (a dead process on
+ *     a live node).
  * A run that ends normally says goodbye first (watchdog_stop), so a rank that leaves MPI_Finalize
  * early is never taken for a dead one.
  *

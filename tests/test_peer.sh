@@ -65,7 +65,7 @@ with h5py.File(sys.argv[1], "r") as f:
     assert (done >= 10).all(), done
     for r, n in enumerate(done):
         assert not np.isnan(total[r, :n]).any(), (r, n)
-    print(f"ok: file marked: {a['stop_detail']}; completed {list(done)}")
+    print(f"ok: file marked: {a['stop_detail']}; completed {[int(x) for x in done]}")
 PY
 analyze summary lost.h5 >summary.txt || fail "dtbench-analyze cannot read the marked file: $(cat summary.txt)"
 # mpirun itself tears the job down ~3 s after a rank dies (odls sigkill timeout): the survivors
