@@ -121,9 +121,11 @@ static void receive(double now) {
     Packet p;
     struct sockaddr_in from;
     socklen_t len = sizeof from;
-    while (recvfrom(wd.fd, &p, sizeof p, MSG_DONTWAIT, (struct sockaddr *)&from, &len) ==
-           (ssize_t)sizeof p) {
+    for (int i = 0; i < 1000; i++) {
+        ssize_t got = recvfrom(wd.fd, &p, sizeof p, MSG_DONTWAIT, (struct sockaddr *)&from, &len);
         len = sizeof from;
+        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        if (got != (ssize_t)sizeof p) continue; /* a pending ICMP error (read_errors), or junk */
         Neighbour *n = p.magic == WD_MAGIC && p.token == wd.token ? neighbour(p.rank) : NULL;
         if (!n) continue;
         n->last = now, n->refused = 0;
@@ -271,13 +273,19 @@ static _Noreturn void peer_lost(double now, const Neighbour *first, int gone) {
 
 static void *watch(void *unused) {
     (void)unused;
-    double next = 0;
+    double next = 0, prev = mono();
     while (!wd.stop) {
         double now = mono();
         if (now >= next) send_all(1), next = now + wd.interval;
         struct pollfd p = {wd.fd, POLLIN, 0};
         poll(&p, 1, 100);
         now = mono();
+        /* This thread did not run for a while (host frozen, suspended, starved): that time is
+         * not the neighbours' silence. */
+        if (now - prev > 1.0)
+            for (int i = 0; i < wd.nnb; i++)
+                wd.nb[i].last += now - prev;
+        prev = now;
         receive(now);
         read_errors();
         for (int i = 0; i < wd.nnb && !wd.stop; i++) {
