@@ -28,9 +28,23 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h" /* h5_error_message */
+
 #define MAX_LOST  64
-#define HOST_LEN  64               /* /ranks/host: fixed 64-byte strings (recorder_hdf5.c) */
+#define HOST_LEN  64                     /* /ranks/host: fixed 64-byte strings (recorder_hdf5.c) */
 #define LOCK_BYTE (((off_t)1 << 62) - 1) /* outputs.c locks the byte after it */
+
+/* The first failed HDF5 call: file:line, the call and HDF5's message (no MPI here, so no
+ * H5_CHECK: it would abort a job this process is not part of). */
+static char failure[700];
+#define FZ(call)                                                                                   \
+    __extension__({                                                                                \
+        __typeof__(call) fz_rc_ = (call);                                                          \
+        if (fz_rc_ < 0 && !failure[0])                                                             \
+            snprintf(failure, sizeof failure, "%s:%d: %s: %s", __FILE__, __LINE__, #call,          \
+                     h5_error_message());                                                          \
+        fz_rc_;                                                                                    \
+    })
 
 typedef struct {
     int rank;
@@ -39,8 +53,10 @@ typedef struct {
 } Lost;
 
 static int usage(const char *why) {
-    fprintf(stderr, "dtbench: --finalize: %s; usage: dtbench --finalize FILE [--by RANK] "
-            "--lost RANK:SECONDS:silent|gone ...\n", why);
+    fprintf(stderr,
+            "dtbench: --finalize: %s; usage: dtbench --finalize FILE [--by RANK] "
+            "--lost RANK:SECONDS:silent|gone ...\n",
+            why);
     return 2;
 }
 
@@ -70,11 +86,11 @@ static int parse(int argc, char **argv, int *by, Lost *lost, int *nlost) {
 /* A string attribute, malloc'd ("" when absent). */
 static char *attr_string(hid_t loc, const char *name) {
     char *out = NULL;
-    if (H5Aexists(loc, name) > 0) {
-        hid_t a = H5Aopen(loc, name, H5P_DEFAULT), t = H5Aget_type(a);
-        if (H5Tis_variable_str(t) > 0) { /* read as stored (HDF5 converts no cset) */
+    if (FZ(H5Aexists(loc, name)) > 0) {
+        hid_t a = FZ(H5Aopen(loc, name, H5P_DEFAULT)), t = FZ(H5Aget_type(a));
+        if (FZ(H5Tis_variable_str(t)) > 0) { /* read as stored (HDF5 converts no cset) */
             char *v = NULL;
-            if (H5Aread(a, t, &v) >= 0 && v) out = strdup(v), H5free_memory(v);
+            if (FZ(H5Aread(a, t, &v)) >= 0 && v) out = strdup(v), H5free_memory(v);
         }
         H5Tclose(t), H5Aclose(a);
     }
@@ -82,21 +98,21 @@ static char *attr_string(hid_t loc, const char *name) {
 }
 
 static int set_text(hid_t loc, const char *name, const char *value) {
-    if (H5Aexists(loc, name) > 0 && H5Adelete(loc, name) < 0) return -1;
-    hid_t type = H5Tcopy(H5T_C_S1), space = H5Screate(H5S_SCALAR);
-    H5Tset_size(type, H5T_VARIABLE), H5Tset_cset(type, H5T_CSET_UTF8);
-    hid_t a = H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t rc = a < 0 ? -1 : H5Awrite(a, type, &value);
+    if (FZ(H5Aexists(loc, name)) > 0 && FZ(H5Adelete(loc, name)) < 0) return -1;
+    hid_t type = FZ(H5Tcopy(H5T_C_S1)), space = FZ(H5Screate(H5S_SCALAR));
+    FZ(H5Tset_size(type, H5T_VARIABLE)), FZ(H5Tset_cset(type, H5T_CSET_UTF8));
+    hid_t a = FZ(H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT));
+    herr_t rc = a < 0 ? -1 : FZ(H5Awrite(a, type, &value));
     if (a >= 0) H5Aclose(a);
     H5Sclose(space), H5Tclose(type);
     return rc < 0 ? -1 : 0;
 }
 
 static int set_ll(hid_t loc, const char *name, long long v) {
-    if (H5Aexists(loc, name) > 0 && H5Adelete(loc, name) < 0) return -1;
-    hid_t space = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(loc, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t rc = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_LLONG, &v);
+    if (FZ(H5Aexists(loc, name)) > 0 && FZ(H5Adelete(loc, name)) < 0) return -1;
+    hid_t space = FZ(H5Screate(H5S_SCALAR));
+    hid_t a = FZ(H5Acreate2(loc, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT));
+    herr_t rc = a < 0 ? -1 : FZ(H5Awrite(a, H5T_NATIVE_LLONG, &v));
     if (a >= 0) H5Aclose(a);
     H5Sclose(space);
     return rc < 0 ? -1 : 0;
@@ -104,10 +120,10 @@ static int set_ll(hid_t loc, const char *name, long long v) {
 
 /* A whole 1-D dataset read into (or written from) buf, as memtype; -1 on failure. */
 static int rw_set(hid_t file, const char *name, hid_t memtype, void *buf, int write) {
-    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
+    hid_t d = FZ(H5Dopen2(file, name, H5P_DEFAULT));
     if (d < 0) return -1;
-    herr_t rc = write ? H5Dwrite(d, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf)
-                      : H5Dread(d, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+    herr_t rc = write ? FZ(H5Dwrite(d, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf))
+                      : FZ(H5Dread(d, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf));
     H5Dclose(d);
     return rc < 0 ? -1 : 0;
 }
@@ -136,21 +152,21 @@ static void append_state(const char *detail, const char *ranks, const char *node
 }
 
 /* Which ranks are lost, the text naming them, and the hosts lost whole. */
-static void describe(const Lost *lost, int nlost, int nranks, const char (*host)[HOST_LEN],
-                     int by, char *is_lost, char *detail, size_t dlen, char *nodes, size_t nlen) {
+static void describe(const Lost *lost, int nlost, int nranks, const char (*host)[HOST_LEN], int by,
+                     char *is_lost, char *detail, size_t dlen, char *nodes, size_t nlen) {
     size_t n = strlen(detail), before = n;
     for (int k = 0; k < nlost; k++) {
         int r = lost[k].rank;
         if (r >= nranks || is_lost[r]) continue;
         is_lost[r] = 1;
-        n += (size_t)snprintf(detail + n, n < dlen ? dlen - n : 0, "%srank %d on %.64s %s for %.1f s",
-                              n ? "; " : "", r, host[r],
-                              lost[k].gone ? "ended (process gone), silent" : "silent",
-                              lost[k].silent);
+        n += (size_t)snprintf(
+            detail + n, n < dlen ? dlen - n : 0, "%srank %d on %.64s %s for %.1f s", n ? "; " : "",
+            r, host[r], lost[k].gone ? "ended (process gone), silent" : "silent", lost[k].silent);
         /* a rank silent on this very host: the host lives (the finalizer runs on it) */
         if (lost[k].gone || !strncmp(host[r], dt_hostname(), HOST_LEN - 1)) continue;
         if (!strstr(nodes, host[r]))
-            snprintf(nodes + strlen(nodes), nlen - strlen(nodes), "%s%.64s", nodes[0] ? "," : "", host[r]);
+            snprintf(nodes + strlen(nodes), nlen - strlen(nodes), "%s%.64s", nodes[0] ? "," : "",
+                     host[r]);
         for (int q = 0; q < nranks; q++) /* the node is lost: its other ranks too */
             if (!strncmp(host[q], host[r], HOST_LEN)) is_lost[q] = 1;
     }
@@ -162,8 +178,10 @@ static int mark(hid_t file, const Lost *lost, int nlost, int by, const char *pat
     char *reason = attr_string(file, "stop_reason");
     int finished = H5Aexists(file, "finished") > 0;
     if (finished && strcmp(reason, "peer_lost") != 0) {
-        fprintf(stderr, "dtbench: --finalize: %s was closed by the run itself (stop_reason=%s); "
-                "left as it is\n", path, reason);
+        fprintf(stderr,
+                "dtbench: --finalize: %s was closed by the run itself (stop_reason=%s); "
+                "left as it is\n",
+                path, reason);
         free(reason);
         return FINALIZE_ALREADY_CLOSED;
     }
@@ -174,8 +192,10 @@ static int mark(hid_t file, const Lost *lost, int nlost, int by, const char *pat
         free(d), free(nd);
     }
     free(reason);
-    hid_t d = H5Dopen2(file, "ranks/status", H5P_DEFAULT);
-    hssize_t nr = d < 0 ? -1 : H5Sget_simple_extent_npoints(H5Dget_space(d));
+    hid_t d = FZ(H5Dopen2(file, "ranks/status", H5P_DEFAULT)),
+          space = d < 0 ? -1 : FZ(H5Dget_space(d));
+    hssize_t nr = space < 0 ? -1 : FZ(H5Sget_simple_extent_npoints(space));
+    if (space >= 0) H5Sclose(space);
     if (d >= 0) H5Dclose(d);
     if (nr <= 0) return 1;
     int nranks = (int)nr;
@@ -198,8 +218,10 @@ static int mark(hid_t file, const Lost *lost, int nlost, int by, const char *pat
         describe(lost, nlost, nranks, (const char(*)[HOST_LEN])host, by, is_lost, detail,
                  sizeof detail, nodes, sizeof nodes);
         for (int r = 0; r < nranks; r++) {
-            if (is_lost[r]) status[r] = 0; /* never finished */
-            else if (status[r] == 0) status[r] = 2; /* stopped early: see stop_reason */
+            if (is_lost[r])
+                status[r] = 0; /* never finished */
+            else if (status[r] == 0)
+                status[r] = 2; /* stopped early: see stop_reason */
             if (is_lost[r])
                 snprintf(ranks + strlen(ranks), sizeof ranks - strlen(ranks), "%s%d",
                          ranks[0] ? "," : "", r);
@@ -237,15 +259,18 @@ int finalize_main(int argc, char **argv) {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_fapl_sec2(fapl);
-    hid_t file = H5Fopen(path, H5F_ACC_RDWR, fapl);
+    hid_t file = FZ(H5Fopen(path, H5F_ACC_RDWR, fapl));
     H5Pclose(fapl);
     int rc = 1;
     if (file >= 0) {
         rc = mark(file, lost, nlost, by, path);
-        if (H5Fclose(file) < 0) rc = 1;
+        if (FZ(H5Fclose(file)) < 0) rc = 1;
     }
-    if (rc == 1) fprintf(stderr, "dtbench: --finalize: %s: cannot mark it (HDF5 error); every "
-                         "written block stays readable\n", path);
+    if (rc == 1)
+        fprintf(stderr,
+                "dtbench: --finalize on %s: %s: cannot mark it: %s; every written block "
+                "stays readable\n",
+                dt_hostname(), path, failure[0] ? failure : "no /ranks/status");
     if (rc == 0) fdatasync(lock);
     close(lock);
     return rc;

@@ -27,17 +27,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WD_ADDRS 6  /* IPv4 addresses kept per rank */
-#define WD_HOST  64 /* host name bytes */
-#define WD_MAGIC 0x6474626568727462ull
+#define WD_ADDRS      6  /* IPv4 addresses kept per rank */
+#define WD_HOST       64 /* host name bytes */
+#define WD_MAGIC      0x6474626568727462ull
 #define WD_GONE_GRACE 1.0 /* s of silence before a peer known to be gone is declared lost */
 
 typedef struct {
     uint32_t addr[WD_ADDRS]; /* network order; 0: unused */
     uint32_t port;           /* network order */
     int32_t pid;
-    uint64_t pidns;          /* inode of /proc/self/ns/pid: pids compare only within one */
-    uint64_t start;          /* start time in /proc/PID/stat: a reused pid is another process */
+    uint64_t pidns; /* inode of /proc/self/ns/pid: pids compare only within one */
+    uint64_t start; /* start time in /proc/PID/stat: a reused pid is another process */
     char host[WD_HOST];
 } PeerInfo;
 
@@ -104,8 +104,8 @@ static void send_all(int kind) {
             if (is_loopback(q->addr[a]) && !same_host(wd.nb[i].rank)) continue;
             struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = (in_port_t)q->port};
             to.sin_addr.s_addr = q->addr[a];
-            (void)sendto(wd.fd, &p, sizeof p, MSG_DONTWAIT | MSG_NOSIGNAL,
-                         (struct sockaddr *)&to, sizeof to);
+            (void)sendto(wd.fd, &p, sizeof p, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&to,
+                         sizeof to);
         }
     }
 }
@@ -148,8 +148,12 @@ static void read_errors(void) {
         char ctrl[512], data[64];
         struct sockaddr_in dst;
         struct iovec io = {data, sizeof data};
-        struct msghdr m = {.msg_name = &dst, .msg_namelen = sizeof dst, .msg_iov = &io,
-                           .msg_iovlen = 1, .msg_control = ctrl, .msg_controllen = sizeof ctrl};
+        struct msghdr m = {.msg_name = &dst,
+                           .msg_namelen = sizeof dst,
+                           .msg_iov = &io,
+                           .msg_iovlen = 1,
+                           .msg_control = ctrl,
+                           .msg_controllen = sizeof ctrl};
         if (recvmsg(wd.fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) return;
         for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
             if (c->cmsg_level != SOL_IP || c->cmsg_type != IP_RECVERR) continue;
@@ -178,8 +182,10 @@ static uint64_t start_time(pid_t pid, char *state) {
     buf[n] = '\0';
     const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
     unsigned long long t = 0;
-    if (!p || sscanf(p + 2, "%c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-                            "%*s %*s %llu", state, &t) != 2)
+    if (!p || sscanf(p + 2,
+                     "%c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+                     "%*s %*s %llu",
+                     state, &t) != 2)
         return 0;
     return (uint64_t)t;
 }
@@ -219,7 +225,8 @@ static int run_finalizer(char **argv) {
             }
             int st = 0;
             unsigned char code = 255;
-            if (f > 0 && waitpid(f, &st, 0) == f && WIFEXITED(st)) code = (unsigned char)WEXITSTATUS(st);
+            if (f > 0 && waitpid(f, &st, 0) == f && WIFEXITED(st))
+                code = (unsigned char)WEXITSTATUS(st);
             (void)!write(pipefd[1], &code, 1);
             _exit(0);
         }
@@ -260,14 +267,20 @@ static _Noreturn void peer_lost(double now, const Neighbour *first, int gone) {
             "dtbench: rank %d on %s: rank %d on %s %s for %.1f s (--peer-timeout %g); closing "
             "%s as stop_reason=peer_lost and ending this rank (exit %d)\n",
             wd.rank, wd.peers[wd.rank].host, first->rank, q->host,
-            gone ? "is gone (its process ended), silent" : "silent", now - first->last,
-            wd.timeout, wd.path, WATCHDOG_EXIT_STATUS);
+            gone ? "is gone (its process ended), silent" : "silent", now - first->last, wd.timeout,
+            wd.path, WATCHDOG_EXIT_STATUS);
     fflush(stderr);
     int code = run_finalizer(argv);
-    if (code == FINALIZE_ALREADY_CLOSED) _exit(dt_exit_status); /* the run had ended: a clean file */
+    /* Leaving on purpose: a goodbye, so that the other survivors do not take this rank for a
+     * lost one too (they find the dead rank themselves, or the launcher ends them). */
+    send_all(2), send_all(2);
+    if (code == FINALIZE_ALREADY_CLOSED)
+        _exit(dt_exit_status); /* the run had ended: a clean file */
     if (code != 0)
-        fprintf(stderr, "dtbench: rank %d: the finalizer of %s failed (%d); the file keeps every "
-                "written block but is not marked\n", wd.rank, wd.path, code);
+        fprintf(stderr,
+                "dtbench: rank %d: the finalizer of %s failed (%d); the file keeps every "
+                "written block but is not marked\n",
+                wd.rank, wd.path, code);
     _exit(WATCHDOG_EXIT_STATUS);
 }
 
@@ -320,9 +333,10 @@ static int open_socket(PeerInfo *me, char *err, size_t errlen) {
     if (wd.fd < 0 || bind(wd.fd, (struct sockaddr *)&any, sizeof any) != 0 ||
         getsockname(wd.fd, (struct sockaddr *)&any, &len) != 0 ||
         setsockopt(wd.fd, SOL_IP, IP_RECVERR, &on, sizeof on) != 0) {
-        snprintf(err, errlen, "--peer-timeout: rank %d on %s: cannot open a UDP socket for the "
-                 "heartbeats: %s (--peer-timeout 0 turns them off)", wd.rank, dt_hostname(),
-                 strerror(errno));
+        snprintf(err, errlen,
+                 "--peer-timeout: rank %d on %s: cannot open a UDP socket for the "
+                 "heartbeats: %s (--peer-timeout 0 turns them off)",
+                 wd.rank, dt_hostname(), strerror(errno));
         return -1;
     }
     me->port = any.sin_port;
@@ -353,8 +367,8 @@ int watchdog_start(MPI_Comm comm, double timeout, const char *result_path, char 
     wd.token = ((uint64_t)getpid() << 32) ^ (uint64_t)(mono() * 1e9);
     MPI_CHECK(MPI_Bcast(&wd.token, 1, MPI_UINT64_T, 0, comm));
     wd.peers = xcalloc((size_t)wd.nranks, sizeof *wd.peers);
-    MPI_CHECK(MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, wd.peers, (int)sizeof me, MPI_BYTE,
-                            comm));
+    MPI_CHECK(
+        MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, wd.peers, (int)sizeof me, MPI_BYTE, comm));
     choose_neighbours(mono());
     /* The thread takes no stop signal: SIGTERM/SIGUSR1 go to the main thread (signals.c). */
     sigset_t block, old;

@@ -3,13 +3,18 @@
 #      --peer-timeout + a few seconds; the file is closed marked stop_reason=peer_lost naming the
 #      rank and host, the survivors' /ranks/status 2 and the dead rank's 0, every completed block
 #      readable; dtbench-analyze opens it.
-#   2. --peer-timeout 0 turns the watchdog off: the same kill leaves the file unmarked.
-#   3. `dtbench --finalize` refuses bad arguments (exit 2, one line) and leaves a file the run
+#   2. a rank frozen (SIGSTOP: its process lives, its heartbeats stop) is lost after
+#      --peer-timeout of silence: the same marks, its host (the survivors' own) not a failed node.
+#   3. --peer-timeout 0 turns the watchdog off: the same kill leaves the file unmarked.
+#   4. `dtbench --finalize` refuses bad arguments (exit 2, one line) and leaves a file the run
 #      closed itself as it is.
 # The emulated-node cases (a silent node, a rank gone on another node, srun) are in
 # tests/test_slurm_peer.sh.
 . "$(dirname "$0")/lib.sh"
 cd "$WORK"
+
+# running PID : the process exists and is not a zombie waiting for its parent.
+running() { [ -e "/proc/$1" ] && ! grep -q '^[0-9]* (.*) Z' "/proc/$1/stat" 2>/dev/null; }
 
 # start NAME TIMEOUT : a long 3-rank run in the background (pid in $job), until every rank has
 # written 10 iterations.
@@ -74,7 +79,35 @@ analyze summary lost.h5 >summary.txt || fail "dtbench-analyze cannot read the ma
     fail "the job took $took s to end after the kill (--peer-timeout 6: expected under 11 s)"
 pass "a rank SIGKILLed: file closed as peer_lost, mpirun exited $rc after $took s"
 
-# ---- 2. --peer-timeout 0: off -------------------------------------------------------------------
+# ---- 2. a rank frozen: silent for --peer-timeout ----------------------------------------------
+start frozen 4
+set -- $("$PYTHON" -c "import h5py,sys; print(*h5py.File(sys.argv[1],'r')['ranks/pid'][:])" frozen.h5)
+pid=$3
+t0=$(date +%s.%N)
+kill -STOP "$pid"
+for _ in $(seq 300); do running "$1" || running "$2" || break; sleep 0.1; done # the survivors
+took=$("$PYTHON" -c "import sys,time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$t0")
+set +e
+wait "$job"
+rc=$?
+set -e
+kill -KILL "$pid" 2>/dev/null || true
+[ "$rc" != 0 ] || fail "mpirun exited 0 after a rank was frozen"
+grep -q "rank 2 on $(hostname) silent for [4-9]" frozen.log || fail "no survivor reported rank 2 silent: $(cat frozen.log)"
+"$PYTHON" - frozen.h5 "$(hostname)" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    a = f.attrs
+    assert a["finished"] == 1 and a["stop_reason"] == "peer_lost", dict(a)
+    assert a["stop_detail"].startswith(f"rank 2 on {sys.argv[2]} silent for "), a["stop_detail"]
+    assert a["lost_ranks"] == "2" and a["failed_nodes"] == "", (a["lost_ranks"], a["failed_nodes"])
+    assert list(f["ranks/status"][:]) == [2, 2, 0], f["ranks/status"][:]
+PY
+"$PYTHON" -c "import sys; sys.exit(float(sys.argv[1]) >= 4 + 6)" "$took" ||
+    fail "the survivors ended $took s after the freeze (--peer-timeout 4)"
+pass "a rank frozen: lost after --peer-timeout 4 of silence, file marked, survivors ended after $took s"
+
+# ---- 3. --peer-timeout 0: off -------------------------------------------------------------------
 start off 0
 kill_rank off 1
 "$PYTHON" -c "
@@ -84,7 +117,7 @@ assert 'stop_reason' not in a and 'finished' not in a, dict(a)" off.h5 || fail "
 ! grep -q "is gone\|silent for" off.log || fail "--peer-timeout 0 still watched: $(cat off.log)"
 pass "--peer-timeout 0: no watchdog, the killed run's file is left unmarked"
 
-# ---- 3. the finalizer by hand ---------------------------------------------------------------------
+# ---- 4. the finalizer by hand ---------------------------------------------------------------------
 set +e
 "$DTBENCH" --finalize lost.h5 --lost nonsense >out.txt 2>err.txt
 rc=$?
