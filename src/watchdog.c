@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,7 +64,7 @@ static struct {
     int nnb;
     char path[PATH_MAX];
     pthread_t thread;
-    volatile sig_atomic_t stop;
+    atomic_int stop; /* set by watchdog_stop, read by the thread */
 } wd;
 
 static double mono(void) {
