@@ -73,6 +73,8 @@ with h5py.File(sys.argv[1], "r") as f:
     print(f"ok: file marked: {a['stop_detail']}; completed {[int(x) for x in done]}")
 PY
 analyze summary lost.h5 >summary.txt || fail "dtbench-analyze cannot read the marked file: $(cat summary.txt)"
+grep -q "stop_reason=peer_lost: rank 1 on $(hostname)" summary.txt ||
+    fail "dtbench-analyze summary does not name the lost rank: $(head -3 summary.txt)"
 # mpirun itself tears the job down ~3 s after a rank dies (odls sigkill timeout): the survivors
 # must have marked the file before; mpirun's own exit bounds the time.
 "$PYTHON" -c "import sys; sys.exit(float(sys.argv[1]) >= 11)" "$took" ||
