@@ -46,6 +46,7 @@ typedef struct {
     int rank;
     double last;                  /* last heartbeat seen, s (monotonic) */
     int bye;                      /* it ended its run normally */
+    int heard;                    /* a datagram of it has arrived */
     uint32_t seen_from[WD_ADDRS]; /* source addresses of its heartbeats */
     int refused;                  /* its port was unreachable at one of them */
 } Neighbour;
@@ -64,7 +65,9 @@ static struct {
     int nnb;
     char path[PATH_MAX];
     pthread_t thread;
-    atomic_int stop; /* set by watchdog_stop, read by the thread */
+    atomic_int stop;  /* set by watchdog_stop, read by the thread */
+    atomic_int heard; /* neighbours heard at least once (watchdog_start waits for all) */
+    int mute;         /* tests only: DTBENCH_TEST_MUTE_HEARTBEAT names this rank, it sends none */
 } wd;
 
 static double mono(void) {
@@ -98,6 +101,7 @@ static int same_host(int peer) {
 
 static void send_all(int kind) {
     Packet p = {WD_MAGIC, wd.token, wd.rank, kind};
+    if (wd.mute) return;
     for (int i = 0; i < wd.nnb; i++) {
         const PeerInfo *q = &wd.peers[wd.nb[i].rank];
         if (wd.nb[i].bye) continue;
@@ -130,6 +134,7 @@ static void receive(double now) {
         Neighbour *n = p.magic == WD_MAGIC && p.token == wd.token ? neighbour(p.rank) : NULL;
         if (!n) continue;
         n->last = now, n->refused = 0;
+        if (!n->heard) n->heard = 1, atomic_fetch_add(&wd.heard, 1);
         if (p.kind == 2) n->bye = 1;
         for (int a = 0; a < WD_ADDRS; a++) {
             if (n->seen_from[a] == from.sin_addr.s_addr) break;
@@ -344,6 +349,35 @@ static int open_socket(PeerInfo *me, char *err, size_t errlen) {
     return 0;
 }
 
+/* Collective: every rank has heard every neighbour once (within the timeout), or the watchdog is
+ * off again on every rank and err names a pair that cannot hear each other (a firewall on UDP
+ * would otherwise make every run lose its peers after the timeout). */
+static int heard_from_all(MPI_Comm comm, char *err, size_t errlen) {
+    double until = mono() + wd.timeout;
+    while (atomic_load(&wd.heard) < wd.nnb && mono() < until)
+        usleep(10000);
+    int ok = atomic_load(&wd.heard) >= wd.nnb, all = 0;
+    MPI_CHECK(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm));
+    if (all) return 0;
+    wd.stop = 1;
+    pthread_join(wd.thread, NULL);
+    close(wd.fd);
+    wd.on = 0;
+    const Neighbour *n = NULL;
+    for (int i = 0; i < wd.nnb && !n; i++)
+        if (!wd.nb[i].heard) n = &wd.nb[i];
+    if (n)
+        snprintf(err, errlen,
+                 "--peer-timeout: rank %d on %s heard no UDP heartbeat from rank %d on %s in %g s "
+                 "(UDP between the nodes blocked?); --peer-timeout 0 runs without dead-peer "
+                 "detection",
+                 wd.rank, wd.peers[wd.rank].host, n->rank, wd.peers[n->rank].host, wd.timeout);
+    else
+        snprintf(err, errlen, "--peer-timeout: another rank heard no UDP heartbeat");
+    free(wd.peers);
+    return -1;
+}
+
 int watchdog_start(MPI_Comm comm, double timeout, const char *result_path, char *err,
                    size_t errlen) {
     MPI_CHECK(MPI_Comm_rank(comm, &wd.rank));
@@ -352,6 +386,8 @@ int watchdog_start(MPI_Comm comm, double timeout, const char *result_path, char 
     wd.timeout = timeout;
     wd.interval = timeout / 5 < 1.0 ? timeout / 5 : 1.0;
     snprintf(wd.path, sizeof wd.path, "%s", result_path);
+    const char *mute = getenv("DTBENCH_TEST_MUTE_HEARTBEAT");
+    wd.mute = mute && atoi(mute) == wd.rank;
     char state;
     PeerInfo me = {.pid = (int32_t)getpid(), .pidns = pid_namespace()};
     me.start = start_time(getpid(), &state);
@@ -380,7 +416,7 @@ int watchdog_start(MPI_Comm comm, double timeout, const char *result_path, char 
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) check_fail(__FILE__, __LINE__, "pthread_create (watchdog)", strerror(rc));
     wd.on = 1;
-    return 0;
+    return heard_from_all(comm, err, errlen);
 }
 
 void watchdog_stop(void) {

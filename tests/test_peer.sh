@@ -6,6 +6,8 @@
 #   2. a rank frozen (SIGSTOP: its process lives, its heartbeats stop) is lost after
 #      --peer-timeout of silence: the same marks, its host (the survivors' own) not a failed node.
 #   3. --peer-timeout 0 turns the watchdog off: the same kill leaves the file unmarked.
+#   3b. heartbeats that never arrive (UDP blocked; a test hook mutes rank 1): the run is refused
+#      (exit 2, one line naming --peer-timeout and the way out), no file left.
 #   4. `dtbench --finalize` refuses bad arguments (exit 2, one line) and leaves a file the run
 #      closed itself as it is.
 # The emulated-node cases (a silent node, a rank gone on another node, srun) are in
@@ -118,6 +120,10 @@ a = h5py.File(sys.argv[1], 'r').attrs
 assert 'stop_reason' not in a and 'finished' not in a, dict(a)" off.h5 || fail "--peer-timeout 0 still marked the file"
 ! grep -q "is gone\|silent for" off.log || fail "--peer-timeout 0 still watched: $(cat off.log)"
 pass "--peer-timeout 0: no watchdog, the killed run's file is left unmarked"
+
+# ---- 3b. heartbeats that never arrive (a firewall on UDP): refused, nothing left ---------------
+DTBENCH_TEST_MUTE_HEARTBEAT=1 expect_bad 3 "--peer-timeout: rank 0 on .* heard no UDP heartbeat from rank 1 on .*--peer-timeout 0 runs without" \
+    --model lenet --dataset synthetic --batch 6 --iters 5 --peer-timeout 2 --output bad.h5
 
 # ---- 4. the finalizer by hand ---------------------------------------------------------------------
 set +e
