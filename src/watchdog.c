@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
+#include <net/if.h>
 #include <limits.h>
 #include <linux/errqueue.h>
 #include <netinet/in.h>
@@ -28,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WD_ADDRS      6  /* IPv4 addresses kept per rank */
+#define WD_ADDRS      16 /* IPv4 addresses kept per rank */
 #define WD_HOST       64 /* host name bytes */
 #define WD_MAGIC      0x6474626568727462ull
 #define WD_GONE_GRACE 1.0 /* s of silence before a peer known to be gone is declared lost */
@@ -76,14 +77,16 @@ static double mono(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* This host's IPv4 addresses, loopback last (used only towards ranks on the same host). */
+/* This host's IPv4 addresses on interfaces that are up, loopback last (used only towards ranks on
+ * the same host). */
 static void local_addresses(PeerInfo *me) {
     struct ifaddrs *list = NULL;
     int n = 0;
     if (getifaddrs(&list) != 0) return;
     for (int pass = 0; pass < 2; pass++)
         for (struct ifaddrs *i = list; i && n < WD_ADDRS; i = i->ifa_next) {
-            if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+            if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP))
+                continue;
             uint32_t a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
             int loop = (ntohl(a) >> 24) == 127;
             if (loop == pass) me->addr[n++] = a;

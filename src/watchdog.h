@@ -3,15 +3,17 @@
  * The exchange uses blocking MPI collectives, so a rank whose peer died waits in MPI_Allreduce
  * forever (srun: until Slurm marks the node down, 300 s by default). A thread per rank sends UDP
  * heartbeats to its WATCHDOG_NEIGHBOURS nearest ranks on either side of the rank ring and watches
- * theirs; addresses (every IPv4 address of each rank's host), pids and host names are exchanged
- * once with MPI_Allgather when it starts. A neighbour is lost when
+ * theirs; addresses (the IPv4 addresses of interfaces that are up on each rank's host), pids and
+ * host names are exchanged once with MPI_Allgather when it starts, and every rank must hear each
+ * neighbour once before the run goes on (blocked UDP: the run is refused). A neighbour is lost
+ * when
  *   - it has been silent for --peer-timeout seconds (a dead or cut-off node), or
  *   - its process is known to be gone and it has been silent for a second: on the same host (and
  *     pid namespace) its pid no longer exists, holds another process or a zombie; elsewhere its
  *     port answered "port unreachable" at an address its heartbeats came from (a dead process on
  *     a live node).
- * A run that ends normally says goodbye first (watchdog_stop), so a rank that leaves MPI_Finalize
- * early is never taken for a dead one.
+ * A run that ends normally says goodbye after MPI_Finalize (watchdog_stop), and so does a survivor
+ * leaving after the finalizer, so that neither is taken for a lost one.
  *
  * On a loss the watchdog prints one line, starts `dtbench --finalize` (src/finalize.c) in a
  * session of its own, which reopens the result file without MPI-IO and closes it marked
