@@ -220,6 +220,8 @@ static int in_list(const char *list, const char *word) {
 
 static void print_help(const Options *defaults) {
     printf("Usage: mpirun -np N dtbench [options]\n"
+           "       dtbench --finalize FILE --lost RANK:SECONDS:silent|gone... [--by RANK]  (what a\n"
+           "       survivor runs after a lost peer, see --peer-timeout: closes FILE as peer_lost)\n"
            "Trains a network, data-parallel on every rank or pipelined across ranks, and records\n"
            "per-iteration timings of every rank into one HDF5 file.\n\nOptions (default in "
            "brackets):\n");
