@@ -141,3 +141,29 @@ set -e
 [ "$rc" = 3 ] || fail "--finalize of a closed file: exit $rc, expected 3 ($(cat err.txt))"
 [ "$sum" = "$(md5sum <done.h5)" ] || fail "--finalize changed a file the run had closed"
 pass "--finalize: bad arguments refused (exit 2); a file the run closed is left as it is (exit 3)"
+
+# A file in the newest format (superblock version 3) still open for writing by a process that then
+# dies: its "open for write" mark is cleared as h5clear would, the file marked.
+"$PYTHON" - v3.h5 <<'PY' &
+import os, sys, time, h5py, numpy as np
+with open(sys.argv[1] + ".ready", "w"):
+    pass
+f = h5py.File(sys.argv[1], "w", libver="latest")
+f.create_dataset("ranks/status", data=np.zeros(2, dtype=np.int32))
+f.create_dataset("ranks/host", data=np.array([b"a", b"b"], dtype="S64"))
+f.flush()
+os.rename(sys.argv[1] + ".ready", sys.argv[1] + ".open")
+time.sleep(3)
+os._exit(0)  # as a survivor ends: no close
+PY
+writer=$!
+for _ in $(seq 100); do [ -e v3.h5.open ] && break; sleep 0.1; done
+"$DTBENCH" --finalize v3.h5 --lost 1:5:silent 2>err.txt || fail "--finalize of a version-3 file held open: $(cat err.txt)"
+wait $writer
+"$PYTHON" -c "
+import sys, h5py
+with h5py.File(sys.argv[1], 'r') as f:
+    assert f.id.get_create_plist().get_version()[0] == 3
+    assert f.attrs['stop_reason'] == 'peer_lost' and list(f['ranks/status'][:]) == [2, 0], dict(f.attrs)
+" v3.h5 || fail "the version-3 file is not marked"
+pass "--finalize: a version-3 superblock file still open for writing elsewhere is marked too"
