@@ -6,12 +6,14 @@
 #include <config.h>
 #include "check.h"
 #include "driver.h"
+#include "finalize.h"
 #include "registry.h"
 #include "run.h"
 #include "run_limits.h"
 #include "sampler.h"
 #include "signals.h"
 #include "util.h"
+#include "watchdog.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -253,6 +255,7 @@ static void release(Run *r) {
 
 int main(int argc, char **argv) {
     signals_install(); /* first: a stop asked for during start-up is kept, not fatal */
+    if (argc > 1 && !strcmp(argv[1], "--finalize")) return finalize_main(argc, argv); /* no MPI */
     MPI_CHECK(MPI_Init(&argc, &argv));
     MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     static Run run; /* large; zeroed */
@@ -267,9 +270,13 @@ int main(int argc, char **argv) {
     run_check_outputs(r); /* rank 0 looks at the paths before any work is done */
     build(r);
     run_open_records(r); /* clocks, the start-up lines, the sampler, the result file */
+    char err[512] = "";    /* heartbeats from here: a lost peer closes the file (watchdog.h) */
+    usage_check_all(watchdog_start(MPI_COMM_WORLD, r->opt.peer_timeout, r->opt.output, err,
+                                   sizeof err) == 0, "%s", err);
     TrainResult res = train(r);
     finish(r, &res);
     release(r);
     MPI_Finalize();
+    watchdog_stop(); /* after MPI_Finalize: no rank says goodbye while another still needs it */
     return dt_exit_status; /* 1 after a write error (recorder) */
 }
