@@ -88,10 +88,10 @@ def comparisons(runs: Sequence[Run], ignore: Sequence[str] = (),
             if len({_values(r, primary, ignore) for r in members}) < 2:
                 continue            # the factor itself does not vary (only options that go
                                     # with it): not a comparison of this factor
+            members = sorted(members, key=lambda r: _order(r, keys[0], ignore))
             values = list(OrderedDict.fromkeys(_values(r, keys, ignore) for r in members))
             if len(values) < 2:
                 continue
-            members = sorted(members, key=lambda r: _order(r, keys[0], ignore))
             out.append({"factor": factor, "runs": list(members),
                         "common": {k: v for k, v in key if k != "workers"},
                         "values": [dict(v) for v in values]})
