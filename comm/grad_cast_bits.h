@@ -2,7 +2,8 @@
  * plain static inline C by comm/grad_cast.c (MPI's wire type, host memory) and as
  * __host__ __device__ functions by nvcc in comm/grad_cast_cuda.cu (NCCL's wire type, GPU
  * memory), so a gradient is rounded the same way whichever transport carries it. Integer
- * arithmetic only: independent of the FPU's rounding mode and flush-to-zero. Round to nearest
+ * arithmetic, but for two exact or default-rounded float operations on fp16 subnormals (with
+ * flush-to-zero they still give the right result: the operands are normal). Round to nearest
  * even; fp16 overflows (|x| >= 65520) to inf, NaN stays a quiet NaN with its sign. Checked
  * against a naive reference on every pattern by tests/test_grad_cast.c. */
 #ifndef DTBENCH_GRAD_CAST_BITS_H
@@ -29,11 +30,12 @@ GC_HD float gc_float(uint32_t u) {
     return x;
 }
 
+/* Branch-free (selects only), so that the loops over buffers vectorize. */
 GC_HD uint16_t gc_bf16_from_float(float x) {
     uint32_t u = gc_bits(x);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN */
-    u += 0x7fffu + ((u >> 16) & 1u); /* ties to even; a carry into the exponent is right */
-    return (uint16_t)(u >> 16);
+    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; /* ties to even; a carry is right */
+    uint32_t nan = (u >> 16) | 0x0040u;                  /* quiet, sign and payload kept */
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? nan : r);
 }
 
 GC_HD float gc_bf16_to_float(uint16_t h) {
@@ -41,31 +43,24 @@ GC_HD float gc_bf16_to_float(uint16_t h) {
 }
 
 GC_HD uint16_t gc_fp16_from_float(float x) {
-    uint32_t u = gc_bits(x), a = u & 0x7fffffffu;
-    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN */
-    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 (and inf): inf */
-    if (a >= 0x38800000u) {                                   /* normal: >= 2^-14 */
-        uint32_t r = a - 0x38000000u;                         /* exponent bias 127 -> 15 */
-        r += 0x0fffu + ((r >> 13) & 1u);
-        return (uint16_t)(sign | (r >> 13));
-    }
-    uint32_t e = a >> 23; /* subnormal result: m * 2^-24, m = significand >> (126 - e) */
-    if (e < 102) return sign; /* at most 2^-25 (a tie with 0): zero */
-    uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126 - e; /* 14 .. 24 */
-    uint32_t q = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
-    if (rem > half || (rem == half && (q & 1u))) q++; /* 1024 is the smallest normal: right */
-    return (uint16_t)(sign | q);
+    uint32_t u = gc_bits(x), a = u & 0x7fffffffu, sign = (u >> 16) & 0x8000u;
+    /* normal result (2^-14 <= |x| < 65520): rebias 127 -> 15, round the 13 dropped bits to even
+     * (a carry into the exponent is right, up to 0x7c00 = inf just below 65520's tie) */
+    uint32_t normal = (a - 0x38000000u + 0x0fffu + ((a >> 13) & 1u)) >> 13;
+    /* subnormal result (|x| < 2^-14): |x| + 0.5 puts |x| / 2^-24 rounded to nearest even (the
+     * FPU's default rounding, which dtbench never changes) in the low bits of 0.5's pattern */
+    uint32_t sub = gc_bits(gc_float(a) + 0.5f) - 0x3f000000u;
+    uint32_t big = a > 0x7f800000u ? 0x7e00u | ((a >> 13) & 0x3ffu) : 0x7c00u; /* NaN, inf */
+    uint32_t r = a >= 0x477ff000u ? big : a >= 0x38800000u ? normal : sub;
+    return (uint16_t)(sign | r);
 }
 
 GC_HD float gc_fp16_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    if (e == 0x1f) return gc_float(sign | 0x7f800000u | (m << 13));
-    if (e) return gc_float(sign | ((e + 112) << 23) | (m << 13));
-    if (!m) return gc_float(sign);
-    uint32_t k = 0; /* subnormal m * 2^-24: normalise the significand (exact) */
-    while (!(m & 0x400u)) m <<= 1, k++;
-    return gc_float(sign | ((113 - k) << 23) | ((m & 0x3ffu) << 13));
+    uint32_t normal = ((e + 112u) << 23) | (m << 13);
+    uint32_t infnan = 0x7f800000u | (m << 13);
+    uint32_t sub = gc_bits((float)(int32_t)m * 0x1p-24f); /* m 2^-24: exact, a normal fp32 (or 0) */
+    return gc_float(sign | (e == 0x1fu ? infnan : e ? normal : sub));
 }
 
 #endif
