@@ -50,8 +50,12 @@ GC_HD uint16_t gc_fp16_from_float(float x) {
     /* subnormal result (|x| < 2^-14): |x| + 0.5 puts |x| / 2^-24 rounded to nearest even (the
      * FPU's default rounding, which dtbench never changes) in the low bits of 0.5's pattern */
     uint32_t sub = gc_bits(gc_float(a) + 0.5f) - 0x3f000000u;
-    uint32_t big = a > 0x7f800000u ? 0x7e00u | ((a >> 13) & 0x3ffu) : 0x7c00u; /* NaN, inf */
-    uint32_t r = a >= 0x477ff000u ? big : a >= 0x38800000u ? normal : sub;
+    uint32_t nan = 0x7e00u | ((a >> 13) & 0x3ffu);
+    /* the selects as masks: every path is computed, which lets the loops vectorize */
+    uint32_t is_nan = 0u - (uint32_t)(a > 0x7f800000u), is_big = 0u - (uint32_t)(a >= 0x477ff000u);
+    uint32_t is_normal = (0u - (uint32_t)(a >= 0x38800000u)) & ~is_big;
+    uint32_t big = (nan & is_nan) | (0x7c00u & ~is_nan); /* NaN, or inf from 65520 up */
+    uint32_t r = (big & is_big) | (normal & is_normal) | (sub & ~(is_big | is_normal));
     return (uint16_t)(sign | r);
 }
 
@@ -60,7 +64,8 @@ GC_HD float gc_fp16_to_float(uint16_t h) {
     uint32_t normal = ((e + 112u) << 23) | (m << 13);
     uint32_t infnan = 0x7f800000u | (m << 13);
     uint32_t sub = gc_bits((float)(int32_t)m * 0x1p-24f); /* m 2^-24: exact, a normal fp32 (or 0) */
-    return gc_float(sign | (e == 0x1fu ? infnan : e ? normal : sub));
+    uint32_t is_top = 0u - (uint32_t)(e == 0x1fu), is_sub = 0u - (uint32_t)(e == 0u);
+    return gc_float(sign | (infnan & is_top) | (sub & is_sub) | (normal & ~(is_top | is_sub)));
 }
 
 #endif
