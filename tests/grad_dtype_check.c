@@ -108,6 +108,34 @@ static int check_async(const ExchangeOps *x, ExchangeConfig *cfg, GradDtype dt, 
     return ok;
 }
 
+/* The averages of the group first .. first+G-1 for iteration src in grads[n] against the
+ * rounding (see the header); returns the values outside, sets the largest difference from the
+ * exact average and how many differ from it by more than fp32's rounding. */
+static size_t check_average(GradDtype dt, const float *grads, size_t n, int first, int G, int src,
+                            double *worst, size_t *rounded) {
+    double u = dt == GRAD_BF16 ? 0x1p-8 : dt == GRAD_FP16 ? 0x1p-11 : 0x1p-24;
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        double sum = 0.0, sabs = 0.0;
+        for (int r = first; r < first + G; r++) {
+            double g = grad_of(r, i, src);
+            sum += g, sabs += fabs(g);
+        }
+        double avg = sum / G, d = fabs((double)grads[i] - avg);
+        *rounded += d > 0x1p-24 * sabs;
+        if (G == 2) { /* one rounded sum of the two rounded inputs, halved: exact (or that half
+                         rounded once more, by hier's all-gather after the scale) */
+            double want = 0.5 * round_to(dt, round_to(dt, grad_of(first, i, src)) +
+                                                 round_to(dt, grad_of(first + 1, i, src)));
+            bad += (double)grads[i] != want && grads[i] != round_to(dt, (float)want);
+        } else {
+            bad += !(d <= u * (sabs + 2.0 * fabs(avg)) + G * 0x1p-24);
+        }
+        if (d > *worst) *worst = d;
+    }
+    return bad;
+}
+
 int main(int argc, char **argv) {
     MPI_CHECK(MPI_Init(&argc, &argv));
     MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
@@ -161,8 +189,6 @@ int main(int argc, char **argv) {
     int in_node = x == &mixed_exchange;
     int G = in_node ? topo.local_size : P, first = in_node ? me - topo.local_rank : 0;
     MPI_Comm group = in_node ? topo.node_comm : MPI_COMM_WORLD;
-    double u = dt == GRAD_BF16 ? 0x1p-8 : dt == GRAD_FP16 ? 0x1p-11 : 0x1p-24;
-
     char err[256] = "";
     ExchangeState *st = x->create(&cfg, err, sizeof err);
     if (!st) check_fail(__FILE__, __LINE__, "create", err);
@@ -181,28 +207,9 @@ int main(int argc, char **argv) {
         if (step.grad_scale > 0 && step.grad_scale != 1.0)
             for (size_t i = 0; i < nparams; i++)
                 grads[i] *= (float)step.grad_scale;
-        int src = it - lag;
         double worst = 0.0;
-        size_t bad = 0, rounded = 0;
-        for (size_t i = 0; i < nparams; i++) {
-            double sum = 0.0, sabs = 0.0, avg, want;
-            for (int r = first; r < first + G; r++) {
-                double g = grad_of(r, i, src);
-                sum += g, sabs += fabs(g);
-            }
-            avg = sum / G;
-            double d = fabs((double)grads[i] - avg);
-            rounded += d > 0x1p-24 * sabs;
-            if (G == 2) { /* one rounded sum of the two rounded inputs, halved: exact (or that
-                             half rounded once more, by hier's all-gather after the scale) */
-                want = 0.5 * round_to(dt, round_to(dt, grad_of(first, i, src)) +
-                                              round_to(dt, grad_of(first + 1, i, src)));
-                bad += (double)grads[i] != want && grads[i] != round_to(dt, (float)want);
-            } else {
-                bad += !(d <= u * (sabs + 2.0 * fabs(avg)) + G * 0x1p-24);
-            }
-            if (d > worst) worst = d;
-        }
+        size_t rounded = 0, bad = check_average(dt, grads, nparams, first, G, it - lag, &worst,
+                                                &rounded);
         int same = same_on_group(group, grads, nparams);
         int ok = all_ok(bad == 0 && same && (dt == GRAD_FP32 || rounded > 0));
         failures += !ok;
