@@ -76,21 +76,27 @@ void grad_round(GradDtype dt, float *x, size_t n) {
 /* ---- MPI ------------------------------------------------------------------------------------- */
 
 /* inout[i] = round(in[i] + inout[i]): the fp32 sum of two 2-byte values rounds once more to the
- * wire type (commutative, so MPI may combine in any order it likes). */
+ * wire type (commutative, so MPI may combine in any order it likes). Through fp32 chunks of 256
+ * values, so that each step is one of the vectorized loops above. */
+static void sum_wire(GradDtype dt, const uint16_t *in, uint16_t *inout, int len) {
+    float x[256], y[256];
+    for (size_t i = 0, n = (size_t)len; i < n; i += 256) {
+        size_t m = n - i < 256 ? n - i : 256;
+        grad_unpack(dt, x, in + i, m, 1.0f);
+        grad_unpack(dt, y, inout + i, m, 1.0f);
+        BLOCKED(k, m, x[k] += y[k]);
+        grad_pack(dt, inout + i, x, m);
+    }
+}
+
 static void sum_bf16(void *in, void *inout, int *len, MPI_Datatype *type) {
     (void)type;
-    const uint16_t *restrict a = in;
-    uint16_t *restrict b = inout;
-    size_t n = (size_t)*len;
-    BLOCKED(i, n, b[i] = gc_bf16_from_float(gc_bf16_to_float(a[i]) + gc_bf16_to_float(b[i])));
+    sum_wire(GRAD_BF16, in, inout, *len);
 }
 
 static void sum_fp16(void *in, void *inout, int *len, MPI_Datatype *type) {
     (void)type;
-    const uint16_t *restrict a = in;
-    uint16_t *restrict b = inout;
-    size_t n = (size_t)*len;
-    BLOCKED(i, n, b[i] = gc_fp16_from_float(gc_fp16_to_float(a[i]) + gc_fp16_to_float(b[i])));
+    sum_wire(GRAD_FP16, in, inout, *len);
 }
 
 static MPI_Datatype wire_type = MPI_DATATYPE_NULL;
