@@ -2,7 +2,7 @@
  * rounding to that type predicts, on CPU ranks, for every strategy and the transports mpi and hier.
  *
  *   mpirun -np P grad_dtype_check STRATEGY TRANSPORT DTYPE RANKS_PER_NODE [--overlap]
- *                                 [--nparams N] [--bucket FLOATS]
+ *                                 [--nparams N] [--bucket FLOATS] [--device cuda]
  *
  * Gradients: seeded multiples of 2^-12 in (-1, 1), scaled by 2^-s (s in 0..3): more significant
  * bits than bf16 (8) or fp16 (11) keep, so the wire type must round them.
@@ -16,6 +16,8 @@
  *   async (1 server, lr 1, momentum 0; run it with W = P - 1 a power of two, gradients q/4096):
  *   the final parameters are p0 - sum over pushes of r(g)/W exactly (every partial sum exact), which fails if the server applies unrounded
  *   gradients or misreads the 2-byte push.
+ * --device cuda (sync only; transports mpi, hier, nccl): the same on GPU buffers, NCCL reducing
+ * in ncclBfloat16/ncclFloat16 with the casts on the GPU; exit 77 when no GPU (or NCCL) is here.
  * Prints one line per check from rank 0; exit 0 pass, 1 fail. */
 #include "check.h"
 #include "exchange.h"
@@ -29,6 +31,9 @@
 #include <string.h>
 
 extern const BackendOps cpu_backend;
+extern const BackendOps cuda_backend __attribute__((weak)); /* present where CUDA was built */
+extern const TransportOps nccl_transport __attribute__((weak));
+extern const CollOps coll_nccl __attribute__((weak));
 extern const ExchangeOps sync_exchange, ssp_exchange, mixed_exchange, async_exchange;
 
 static int spread = 4; /* scales 2^0 .. 2^-(spread-1); async: 1 (sums stay exact in fp32) */
@@ -136,47 +141,77 @@ static size_t check_average(GradDtype dt, const float *grads, size_t n, int firs
     return bad;
 }
 
-int main(int argc, char **argv) {
-    MPI_CHECK(MPI_Init(&argc, &argv));
-    MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+typedef struct {
+    const char *xname, *tname;
+    const ExchangeOps *x;
+    const TransportOps *tp;
+    const BackendOps *be;
+    GradDtype dt;
+    int rpn, overlap;
+    size_t nparams, bucket;
+} Args;
+
+static Args parse(int argc, char **argv) {
     if (argc < 5) {
         fprintf(stderr, "usage: grad_dtype_check STRATEGY TRANSPORT DTYPE RANKS_PER_NODE ...\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    const char *xname = argv[1], *tname = argv[2];
-    int dtv = grad_dtype_parse(argv[3]), rpn = atoi(argv[4]), overlap = 0, iters = 3;
-    size_t nparams = 4099, bucket = 1000;
-    for (int a = 5; a < argc; a++) {
-        if (!strcmp(argv[a], "--overlap"))
-            overlap = 1;
-        else if (!strcmp(argv[a], "--nparams") && a + 1 < argc)
-            nparams = strtoul(argv[++a], 0, 10);
-        else if (!strcmp(argv[a], "--bucket") && a + 1 < argc)
-            bucket = strtoul(argv[++a], 0, 10);
+    Args a = {.xname = argv[1], .tname = argv[2], .rpn = atoi(argv[4]), .nparams = 4099,
+              .bucket = 1000, .be = &cpu_backend};
+    for (int i = 5; i < argc; i++) {
+        if (!strcmp(argv[i], "--overlap"))
+            a.overlap = 1;
+        else if (!strcmp(argv[i], "--nparams") && i + 1 < argc)
+            a.nparams = strtoul(argv[++i], 0, 10);
+        else if (!strcmp(argv[i], "--bucket") && i + 1 < argc)
+            a.bucket = strtoul(argv[++i], 0, 10);
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc)
+            a.be = !strcmp(argv[++i], "cuda") ? (&cuda_backend ? &cuda_backend : NULL) : a.be;
     }
-    const ExchangeOps *x = !strcmp(xname, "sync")    ? &sync_exchange
-                           : !strcmp(xname, "ssp")   ? &ssp_exchange
-                           : !strcmp(xname, "mixed") ? &mixed_exchange
-                           : !strcmp(xname, "async") ? &async_exchange
-                                                     : NULL;
-    const TransportOps *tp = !strcmp(tname, "hier") ? &hier_transport : &mpi_transport;
-    if (!x || dtv < 0) {
-        fprintf(stderr, "grad_dtype_check: unknown strategy %s or type %s\n", xname, argv[3]);
+    a.x = !strcmp(a.xname, "sync")    ? &sync_exchange
+          : !strcmp(a.xname, "ssp")   ? &ssp_exchange
+          : !strcmp(a.xname, "mixed") ? &mixed_exchange
+          : !strcmp(a.xname, "async") ? &async_exchange
+                                      : NULL;
+    a.tp = !strcmp(a.tname, "hier") ? &hier_transport
+           : !strcmp(a.tname, "nccl") ? (&nccl_transport ? &nccl_transport : NULL)
+                                      : &mpi_transport;
+    int dtv = grad_dtype_parse(argv[3]);
+    if (!a.x || dtv < 0 || (a.be && a.be != &cpu_backend && a.x != &sync_exchange)) {
+        fprintf(stderr, "grad_dtype_check: strategy %s, type %s: not accepted\n", a.xname, argv[3]);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    GradDtype dt = (GradDtype)dtv;
+    a.dt = (GradDtype)dtv;
+    return a;
+}
+
+int main(int argc, char **argv) {
+    MPI_CHECK(MPI_Init(&argc, &argv));
+    MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    Args a = parse(argc, argv);
+    const ExchangeOps *x = a.x;
+    const GradDtype dt = a.dt;
+    const size_t nparams = a.nparams;
+    const int iters = 3;
     Topology topo;
-    topology_init(&topo, rpn);
+    topology_init(&topo, a.rpn);
     const int P = topo.nranks, me = topo.rank;
     BackendCtx *ctx = NULL;
     BackendConfig bcfg = {.threads = 1, .local_rank = topo.host_local_rank};
-    if (cpu_backend.init(&bcfg, &ctx) != 0) check_fail(__FILE__, __LINE__, "init", "cpu");
-    float *velocity = xcalloc(nparams, sizeof(float));
+    int here = a.be && a.tp && a.be->init(&bcfg, &ctx) == 0;
+    if (!all_ok(here)) { /* no GPU, or NCCL not built */
+        if (me == 0) printf("SKIP: device or transport %s not available here\n", a.tname);
+        MPI_Finalize();
+        return 77;
+    }
+    const BackendOps *be = a.be;
+    float *velocity = be->alloc(ctx, nparams * sizeof(float));
     ExchangeConfig cfg = {.comm = MPI_COMM_WORLD, .topo = &topo, .nparams = nparams,
-                          .bucket_floats = bucket, .be = &cpu_backend, .ctx = ctx,
-                          .host_be = &cpu_backend, .transport = tp, .overlap = overlap,
+                          .bucket_floats = a.bucket, .be = be, .ctx = ctx,
+                          .host_be = &cpu_backend, .transport = a.tp, .overlap = a.overlap,
                           .lr = 1.0f, .velocity = velocity, .staleness = 1, .ps_ranks = 1,
-                          .sync_period = 1, .grad_dtype = dt};
+                          .sync_period = 1, .grad_dtype = dt,
+                          .device_coll = &coll_nccl ? &coll_nccl : NULL};
     if (x == &async_exchange) { /* W a power of two: 1/W exact */
         spread = 1;
         int ok = check_async(x, &cfg, dt, iters);
@@ -192,17 +227,20 @@ int main(int argc, char **argv) {
     char err[256] = "";
     ExchangeState *st = x->create(&cfg, err, sizeof err);
     if (!st) check_fail(__FILE__, __LINE__, "create", err);
-    float *grads = xmalloc(nparams * sizeof(float)), *params = xcalloc(nparams, sizeof(float));
+    float *grads = xmalloc(nparams * sizeof(float)), *dgrads = be->alloc(ctx, nparams * 4);
+    float *params = be->alloc(ctx, nparams * sizeof(float));
     int failures = 0, lag = x == &ssp_exchange ? 1 : 0;
     for (int it = 0; it < iters; it++) {
         for (size_t i = 0; i < nparams; i++)
             grads[i] = grad_of(me, i, it);
+        be->upload(ctx, dgrads, grads, nparams * sizeof(float));
         if (cfg.overlap && x->grads_ready)
             for (int cut = 4; cut >= 0; cut--)
-                x->grads_ready(st, grads, nparams * (size_t)cut / 5 + (cut ? 3 : 0));
+                x->grads_ready(st, dgrads, nparams * (size_t)cut / 5 + (cut ? 3 : 0));
         ExchangeStep step = {.iteration = it};
-        int rc = x->exchange(st, params, grads, &step);
+        int rc = x->exchange(st, params, dgrads, &step);
         if (x->report) x->report(st, &step);
+        be->download(ctx, grads, dgrads, nparams * sizeof(float));
         if (rc != EXCHANGE_APPLY_UPDATE) continue; /* ssp: nothing old enough yet */
         if (step.grad_scale > 0 && step.grad_scale != 1.0)
             for (size_t i = 0; i < nparams; i++)
@@ -219,15 +257,16 @@ int main(int argc, char **argv) {
             printf("%s: %s over %s in %s, %d ranks as %d node(s) of %d%s, iteration %d: "
                    "%zu outside %s, max |avg - fp32 avg| %.3g, %zu rounded, equal on the "
                    "group: %s\n",
-                   ok ? "ok" : "FAIL", xname, tname, grad_dtype_name(dt), P, topo.nnodes,
+                   ok ? "ok" : "FAIL", a.xname, a.tname, grad_dtype_name(dt), P, topo.nnodes,
                    topo.local_size, cfg.overlap ? ", overlapped" : "", it, bad,
                    G == 2 ? "r(r(g0)+r(g1))/2" : "the rounding bound", worst_all, rounded,
                    same ? "yes" : "NO");
     }
     x->finish(st, params);
     x->destroy(st);
-    cpu_backend.finalize(ctx);
-    free(grads), free(params), free(velocity);
+    be->free(ctx, dgrads), be->free(ctx, params), be->free(ctx, velocity);
+    be->finalize(ctx);
+    free(grads);
     topology_free(&topo);
     MPI_Finalize();
     return failures ? 1 : 0;
