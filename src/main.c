@@ -7,6 +7,7 @@
 #include "check.h"
 #include "driver.h"
 #include "finalize.h"
+#include "grad_cast.h"
 #include "registry.h"
 #include "run.h"
 #include "run_limits.h"
@@ -132,6 +133,7 @@ static void build(Run *r) {
         .transport = p->tops,
         .device_coll = registry_coll("nccl"),
         .overlap = o->overlap,
+        .grad_dtype = grad_dtype_parse(o->grad_dtype), /* a choice of the option table */
     };
     r->xstate = p->xops->create(&xcfg, err, sizeof err);
     usage_check_all(r->xstate != NULL, "%s", err);

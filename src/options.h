@@ -38,6 +38,7 @@ typedef struct {
     double lr, momentum, weight_decay;
     double bucket_mb;
     int calibrate_iters; /* exchange calibration repetitions, 0 = off */
+    char *grad_dtype;    /* fp32 | bf16 | fp16: gradients on the wire (comm/grad_cast.h) */
     long seed;
     int overwrite;
     int dry_run;

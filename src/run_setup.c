@@ -172,6 +172,7 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_TEXT("dataset", o->dataset),
         RUN_TEXT("exchange", o->exchange),
         RUN_TEXT("transport", o->transport),
+        RUN_TEXT("grad_dtype", o->grad_dtype),
         RUN_TEXT("device", o->device),
         RUN_TEXT("tag", o->tag),
         RUN_INT("nranks", r->topo.nranks),
