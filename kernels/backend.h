@@ -99,11 +99,21 @@ typedef struct {
 
 typedef struct BackendCtx BackendCtx; /* opaque, one per rank */
 
+/* Arithmetic of the matrix products (--precision; docs/gpu.md "Precision"). Tensors, master
+ * weights, optimizer state and reductions stay fp32 in every mode:
+ *   FP32: strict fp32 (no TF32 tensor-op math on GPUs);
+ *   TF32: GEMMs and convolutions on TF32 tensor cores (fp32 data, 10-bit mantissa products);
+ *   BF16 / FP16: GEMM and convolution inputs rounded to bfloat16 / IEEE half, fp32 accumulation;
+ *   FP16 adds dynamic loss scaling (src/precision.h). */
+typedef enum { PRECISION_FP32 = 0, PRECISION_TF32, PRECISION_BF16, PRECISION_FP16 } Precision;
+#define PRECISION_NAMES "fp32,tf32,bf16,fp16" /* in enum order */
+
 typedef struct {
     int threads;    /* BLAS / OpenMP threads per rank (CPU) */
     int local_rank; /* rank within the node: picks the GPU */
     int gpus_per_node;
     int verbose; /* set on one rank: the backend may print warnings about its set-up */
+    Precision precision; /* accepted by precision_ok first */
 } BackendConfig;
 
 typedef struct BackendOps {
@@ -115,6 +125,10 @@ typedef struct BackendOps {
     /* Long options the backend reads (comma-separated), for the resolver (src/resolve.c): given
      * explicitly with a backend that does not read them, they are refused. */
     const char *reads;
+
+    /* Optional (NULL: fp32 only): 1 if this backend runs `precision` on this machine, else 0 with
+     * a reason in why (the resolver refuses the option with it, before anything is built). */
+    int (*precision_ok)(Precision precision, char *why, size_t len);
 
     int (*init)(const BackendConfig *cfg, BackendCtx **out); /* 0 on success */
     void (*finalize)(BackendCtx *ctx);

@@ -3,7 +3,6 @@
 #include "cpu_kernels.h"
 #include "cpu_vec.h"
 
-#include <cblas.h>
 #include <string.h>
 
 /* ---- fully connected ----------------------------------------------------------------------- */
@@ -29,7 +28,7 @@ void cpu_fc_forward(BackendCtx *ctx, const FcShape *s, const float *x, const flo
             memcpy(y + (size_t)i * out, b, (size_t)out * sizeof(float));
         beta = 1.0f;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in, beta, y,
+    cpu_gemm(ctx, 0, 1, n, out, in, 1.0f, x, in, w, in, beta, y,
                 out);
 }
 
@@ -48,7 +47,7 @@ void cpu_fc_backward(BackendCtx *ctx, const FcShape *s, const float *x, const fl
         return;
     }
     if (in > 0)
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, n, 1.0f, dy, out, x, in, 0.0f,
+        cpu_gemm(ctx, 1, 0, out, in, n, 1.0f, dy, out, x, in, 0.0f,
                     dw, in);
 
     /* db[out]: column sums of dy[n,out], row by row so the inner loop is contiguous */
@@ -59,6 +58,6 @@ void cpu_fc_backward(BackendCtx *ctx, const FcShape *s, const float *x, const fl
     }
 
     if (dx && in > 0)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in, out, 1.0f, dy, out, w, in,
+        cpu_gemm(ctx, 0, 0, n, in, out, 1.0f, dy, out, w, in,
                     0.0f, dx, in);
 }

@@ -173,6 +173,7 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_TEXT("exchange", o->exchange),
         RUN_TEXT("transport", o->transport),
         RUN_TEXT("device", o->device),
+        RUN_TEXT("precision", o->precision),
         RUN_TEXT("tag", o->tag),
         RUN_INT("nranks", r->topo.nranks),
         RUN_INT("nnodes", r->topo.nnodes),
