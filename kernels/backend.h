@@ -280,6 +280,11 @@ typedef struct BackendOps {
     void (*lstm_backward)(BackendCtx *ctx, const LstmShape *s, const float *x, const float *w,
                           const float *y, const void *reserve, const float *dy, float *dx,
                           float *dw, float *db, void *work);
+
+    /* ---- appended for --precision fp16 (issue 14). ---- */
+    /* 1 if none of x[n] is inf or NaN (the loss scaler's overflow check; waits for the result).
+     * NULL: the backend cannot run fp16's loss scaling. */
+    int (*all_finite)(BackendCtx *ctx, size_t n, const float *x);
 } BackendOps;
 
 #define BACKEND_TIMER_SLOTS 16

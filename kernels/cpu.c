@@ -220,4 +220,5 @@ const BackendOps cpu_backend = {
     .lstm_workspace_bytes = cpu_lstm_workspace_bytes,
     .lstm_forward = cpu_lstm_forward,
     .lstm_backward = cpu_lstm_backward,
+    .all_finite = cpu_all_finite,
 };

@@ -82,6 +82,7 @@ void cpu_softmax_xent(BackendCtx *ctx, int n, int c, const float *logits, const 
                       float *dlogits, float *stats);
 void cpu_sgd_update(BackendCtx *ctx, size_t n, float *p, const float *g, float *v, float lr,
                     float momentum, float weight_decay);
+int cpu_all_finite(BackendCtx *ctx, size_t n, const float *x);
 
 /* cpu_recurrent.c */
 void cpu_embedding_forward(BackendCtx *ctx, const EmbeddingShape *s, const float *ids,

@@ -2,7 +2,26 @@
 #include "precision.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+
+int precision_loss_scaling(const char *name) {
+    const char *t = getenv("DTBENCH_TEST_LOSS_SCALING");
+    return (name && !strcmp(name, "fp16")) || (t && !strcmp(t, "1"));
+}
+
+int precision_test_overflow(long long it) {
+    const char *e = getenv("DTBENCH_TEST_OVERFLOW");
+    for (const char *p = e; p && *p;) {
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p) return 0;
+        if (v == it) return 1;
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',') return 0;
+    }
+    return 0;
+}
 
 int precision_from_name(const char *name) {
     static const char *const names[] = {"fp32", "tf32", "bf16", "fp16"};

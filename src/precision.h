@@ -12,6 +12,13 @@
 
 #include <stdint.h>
 
+/* 1 when `name` runs with dynamic loss scaling: fp16 (and, for tests on CPUs, any mode when
+ * DTBENCH_TEST_LOSS_SCALING=1: the scaler's path in the real loop, fp32 arithmetic). */
+int precision_loss_scaling(const char *name);
+/* Tests only: 1 when DTBENCH_TEST_OVERFLOW (comma-separated iterations) names iteration `it`:
+ * the driver then puts an inf into rank 0's gradients before the exchange. */
+int precision_test_overflow(long long it);
+
 /* The mode named `name` (one of PRECISION_NAMES); -1 if none. */
 int precision_from_name(const char *name);
 const char *precision_name(Precision p);

@@ -176,6 +176,10 @@ static void check_precision(const Options *opt, RunPlan *p) {
                     "--precision: 'fp16' is not accepted with --exchange %s --parallel %s: its "
                     "loss scaling needs --exchange sync --parallel data",
                     opt->exchange, opt->parallel);
+    usage_check_all(p->precision != PRECISION_FP16 || p->be->all_finite,
+                    "--precision: 'fp16' is not accepted with --device %s: no overflow check for "
+                    "its loss scaling; expected fp32",
+                    opt->device);
 }
 
 void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {

@@ -6,6 +6,7 @@
 #include "check.h"
 #include "nvml.h"
 #include "outputs.h"
+#include "precision.h" /* defines: precision_loss_scaling */
 #include "registry.h"
 #include "util.h"
 
@@ -32,6 +33,7 @@ DriverSettings run_driver_settings(const Options *o) {
         .lr = (float)o->lr,
         .momentum = (float)o->momentum,
         .weight_decay = (float)o->weight_decay,
+        .loss_scaling = precision_loss_scaling(o->precision),
     };
 }
 

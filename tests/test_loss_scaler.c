@@ -1,4 +1,4 @@
-/* test_precision.c - fp16's dynamic loss scaler (src/precision.c) against GradScaler's rules, and
+/* test_loss_scaler.c - fp16's dynamic loss scaler (src/precision.c) against GradScaler's rules, and
  * the --precision names. Each check prints what it expected and got; exit 1 on any failure. */
 #include "precision.h"
 
