@@ -91,44 +91,97 @@ static inline float at(const float *x, int ld, int trans, int r, int c) {
 
 /* ---- the avx512bf16 engine ------------------------------------------------------------------ */
 
-/* op(B)[k0.., j0..] (kb x nb) into panels of NR columns: panel p, pair q at
- * bp + (p * kq + q) * 2*NR, element (2q+h, j) at 2*j + h. Zero padding. */
-static void pack_b(uint16_t *bp, const float *b, int ldb, int tb, int k0, int kb, int j0, int nb) {
-    const int kq = (kb + 1) / 2, panels = (nb + NR - 1) / NR;
-    for (int p = 0; p < panels; p++)
-        for (int q = 0; q < kq; q++) {
-            uint16_t *dst = bp + ((size_t)p * kq + q) * 2 * NR;
-            for (int h = 0; h < 2; h++) {
-                const int kk = 2 * q + h;
-                for (int j = 0; j < NR; j++) {
-                    const int jj = p * NR + j;
-                    dst[2 * j + h] =
-                        kk < kb && jj < nb ? cpu_bf16_round(at(b, ldb, tb, k0 + kk, j0 + jj)) : 0;
-                }
-            }
-        }
+/* Packing rounds with VCVTNEPS2BF16 (round to nearest even, NaN kept) and builds the 32-bit
+ * pair words the micro-kernel reads: word = bf16(x at k) | bf16(x at k+1) << 16. */
+#define AVX512BF16 __attribute__((target("avx512f,avx512bf16")))
+
+static inline AVX512BF16 __mmask16 first_n(int n) {
+    return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
 }
 
-/* op(A)[i0.., k0..] (mb x kb) into panels of MR rows: panel p, pair q at ap + (p*kq + q)*2*MR,
- * element (i, 2q+h) at 2*i + h. */
-static void pack_a(uint16_t *ap, const float *a, int lda, int ta, int i0, int mb, int k0, int kb) {
-    const int kq = (kb + 1) / 2, panels = (mb + MR - 1) / MR;
-    for (int p = 0; p < panels; p++)
-        for (int q = 0; q < kq; q++) {
-            uint16_t *dst = ap + ((size_t)p * kq + q) * 2 * MR;
-            for (int i = 0; i < MR; i++) {
-                const int ii = p * MR + i;
-                for (int h = 0; h < 2; h++) {
-                    const int kk = 2 * q + h;
-                    dst[2 * i + h] =
-                        ii < mb && kk < kb ? cpu_bf16_round(at(a, lda, ta, i0 + ii, k0 + kk)) : 0;
-                }
-            }
+/* Pair words of two rows contiguous over j: word j = (r0[j], r1[j]) for j < n <= 16, else 0;
+ * r1 NULL: zeros (odd k). */
+static inline AVX512BF16 __m512i pair_rows(const float *r0, const float *r1, int n) {
+    const __mmask16 m = first_n(n);
+    const __m512 a = _mm512_maskz_loadu_ps(m, r0);
+    const __m512 b = r1 ? _mm512_maskz_loadu_ps(m, r1) : _mm512_setzero_ps();
+    const __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(a));
+    const __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(b));
+    return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+
+/* Pair words along one row: word t = (x[2t], x[2t+1]) for the first n <= 32 values, zeros after. */
+static inline AVX512BF16 __m512i pair_along(const float *x, int n) {
+    const __m512 a = _mm512_maskz_loadu_ps(first_n(n), x);
+    const __m512 b = _mm512_maskz_loadu_ps(first_n(n - 16), x + 16);
+    return (__m512i)_mm512_cvtne2ps_pbh(b, a); /* words 0..7 from a, 8..15 from b */
+}
+
+/* Rows contiguous along k (op(X) = X for A, X^T for B): `rows` rows of the panel, row r at
+ * x + r*ld (r >= nrows: zeros), into words dst[q * stride + r] for the kq pairs. */
+static AVX512BF16 void pack_along_k(uint32_t *dst, int stride, const float *x, size_t ld, int rows,
+                                     int nrows, int kb) {
+    const int kq = (kb + 1) / 2;
+    const __m512i idx = _mm512_mullo_epi32(_mm512_set1_epi32(stride),
+                                           _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                                             12, 13, 14, 15));
+    for (int r = 0; r < rows; r++) {
+        const float *row = x + (size_t)r * ld;
+        for (int q0 = 0; q0 < kq; q0 += 16) {
+            const __m512i w = r < nrows ? pair_along(row + 2 * q0, kb - 2 * q0)
+                                        : _mm512_setzero_si512();
+            _mm512_mask_i32scatter_epi32(dst + (size_t)q0 * stride + r, first_n(kq - q0), idx, w,
+                                         4);
         }
+    }
+}
+
+/* Rows contiguous along the panel (op(X) = X^T for A, X for B): pair q from rows k0+2q and
+ * k0+2q+1 at x + k*ld, `cols` words per pair (n valid, the rest zeros) at dst + q*cols. */
+static AVX512BF16 void pack_across_k(uint32_t *dst, int cols, const float *x, size_t ld, int n,
+                                      int kb) {
+    const int kq = (kb + 1) / 2;
+    for (int q = 0; q < kq; q++) {
+        const float *r0 = x + (size_t)(2 * q) * ld, *r1 = 2 * q + 1 < kb ? r0 + ld : NULL;
+        for (int c = 0; c < cols; c += 16) {
+            const __m512i w = pair_rows(r0 + c, r1 ? r1 + c : NULL, n - c);
+            _mm512_mask_storeu_epi32(dst + (size_t)q * cols + c, first_n(cols - c), w);
+        }
+    }
+}
+
+/* op(B)[k0.., j0..] (kb x nb) into panels of NR columns: panel p, pair q at words
+ * bp + (p * kq + q) * NR, word j = (op(B)[2q][j], op(B)[2q+1][j]). */
+static AVX512BF16 void pack_b(uint16_t *bp, const float *b, int ldb, int tb, int k0, int kb,
+                              int j0, int nb) {
+    const int kq = (kb + 1) / 2, panels = (nb + NR - 1) / NR;
+    for (int p = 0; p < panels; p++) {
+        uint32_t *dst = (uint32_t *)bp + (size_t)p * kq * NR;
+        const int n = nb - p * NR < NR ? nb - p * NR : NR, j = j0 + p * NR;
+        if (tb) /* B[j][k]: each column's k run is contiguous */
+            pack_along_k(dst, NR, b + (size_t)j * ldb + k0, (size_t)ldb, NR, n, kb);
+        else
+            pack_across_k(dst, NR, b + (size_t)k0 * ldb + j, (size_t)ldb, n, kb);
+    }
+}
+
+/* op(A)[i0.., k0..] (mb x kb) into panels of MR rows: panel p, pair q at words
+ * ap + (p*kq + q)*MR, word i = (op(A)[i][2q], op(A)[i][2q+1]). */
+static AVX512BF16 void pack_a(uint16_t *ap, const float *a, int lda, int ta, int i0, int mb,
+                              int k0, int kb) {
+    const int kq = (kb + 1) / 2, panels = (mb + MR - 1) / MR;
+    for (int p = 0; p < panels; p++) {
+        uint32_t *dst = (uint32_t *)ap + (size_t)p * kq * MR;
+        const int n = mb - p * MR < MR ? mb - p * MR : MR, i = i0 + p * MR;
+        if (ta) /* A[k][i]: rows k, k+1 contiguous over i */
+            pack_across_k(dst, MR, a + (size_t)k0 * lda + i, (size_t)lda, n, kb);
+        else
+            pack_along_k(dst, MR, a + (size_t)i * lda + k0, (size_t)lda, MR, n, kb);
+    }
 }
 
 /* C[mr x nr] (= or +=) alpha * Apanel * Bpanel over kq pairs; beta applies when `first`. */
-__attribute__((target("avx512f,avx512bf16"))) static void
+AVX512BF16 static void
 micro(int kq, const uint16_t *ap, const uint16_t *bp, float *c, int ldc, int mr, int nr,
       float alpha, float beta, int first) {
     __m512 acc[MR][2];
