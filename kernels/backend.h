@@ -107,6 +107,8 @@ typedef struct BackendCtx BackendCtx; /* opaque, one per rank */
  *   FP16 adds dynamic loss scaling (src/precision.h). */
 typedef enum { PRECISION_FP32 = 0, PRECISION_TF32, PRECISION_BF16, PRECISION_FP16 } Precision;
 #define PRECISION_NAMES "fp32,tf32,bf16,fp16" /* in enum order */
+#define PRECISION_NAME(p)                                                                          \
+    ((p) == PRECISION_TF32 ? "tf32" : (p) == PRECISION_BF16 ? "bf16" : (p) == PRECISION_FP16 ? "fp16" : "fp32")
 
 typedef struct {
     int threads;    /* BLAS / OpenMP threads per rank (CPU) */
