@@ -249,6 +249,35 @@ static int cpuinfo_has(const char *flag) {
     return found;
 }
 
+/* The LSTM's products (input, recurrent, weight gradient) also go through the bf16 GEMM; its
+ * nonlinear cell has no simple bound, so: forward output h in (-1, 1) within 2e-2 of the fp32
+ * backend's (8 steps; each step's rounding is ~2^-8 relative), and not equal to it. */
+static void lstm_test(Ctxs *c) {
+    LstmShape s = {4, 8, 24, 32};
+    size_t nx = (size_t)s.batch * s.seq * s.in, nw = (size_t)4 * s.hidden * (s.in + s.hidden);
+    size_t ny = (size_t)s.batch * s.seq * s.hidden;
+    float *x = randv(nx), *w = randv(nw), *b = randv(4 * (size_t)s.hidden);
+    for (size_t i = 0; i < nw; i++)
+        w[i] *= 0.3f;
+    float *y = malloc(ny * 4), *y32 = malloc(ny * 4);
+    size_t rb = c->be->lstm_reserve_bytes(c->bf, &s), wb = c->be->lstm_workspace_bytes(c->bf, &s);
+    void *res = malloc(rb), *work = malloc(wb);
+    c->be->lstm_forward(c->bf, &s, x, w, b, y, res, work);
+    c->be->lstm_forward(c->f32, &s, x, w, b, y32, res, work);
+    double worst = 0;
+    int differs = 0;
+    for (size_t i = 0; i < ny; i++) {
+        double e = fabs((double)y[i] - y32[i]);
+        if (!(e <= worst)) worst = e;
+        differs |= y[i] != y32[i];
+    }
+    int ok = worst <= 2e-2 && differs;
+    printf("bf16 backend lstm 4x8x24->32 forward           max |bf16 - fp32| %.2e (bound 2e-2) %s\n",
+           worst, ok ? "ok" : "FAIL");
+    failures += !ok;
+    free(x), free(w), free(b), free(y), free(y32), free(res), free(work);
+}
+
 int main(void) {
     CpuBf16 *g = cpu_bf16_create();
     if (!g) return 1;
@@ -278,6 +307,7 @@ int main(void) {
     conv_test(&c, 4, 1, 28, 20, 5, 1, 0);  /* LeNet's conv1 */
     conv_test(&c, 5, 24, 7, 32, 1, 1, 0);  /* pointwise, grouped small images */
     conv_test(&c, 2, 8, 13, 12, 3, 2, 1);  /* stride 2 */
+    lstm_test(&c);
     c.be->finalize(c.bf), c.be->finalize(c.f32);
     printf("%s\n", failures ? "FAILED" : "all bf16 checks passed");
     return failures ? 1 : 0;
