@@ -117,21 +117,46 @@ static inline AVX512BF16 __m512i pair_along(const float *x, int n) {
     return (__m512i)_mm512_cvtne2ps_pbh(b, a); /* words 0..7 from a, 8..15 from b */
 }
 
+/* 16 x 16 transpose of 32-bit words: v[r] word c -> v[c] word r. */
+static inline AVX512BF16 void transpose16(__m512i v[16]) {
+    __m512i t[16];
+    for (int i = 0; i < 16; i += 2) { /* 2x2 blocks of words */
+        t[i] = _mm512_unpacklo_epi32(v[i], v[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(v[i], v[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) /* 4x4 within 128-bit lanes: v[i+c] = column c of the lane */
+        for (int j = 0; j < 2; j++) {
+            v[i + 2 * j] = _mm512_unpacklo_epi64(t[i + j], t[i + 2 + j]);
+            v[i + 2 * j + 1] = _mm512_unpackhi_epi64(t[i + j], t[i + 2 + j]);
+        }
+    for (int i = 0; i < 16; i += 8) /* 128-bit lanes: pairs of 4-row groups */
+        for (int j = 0; j < 4; j++) {
+            t[i + j] = _mm512_shuffle_i32x4(v[i + j], v[i + 4 + j], 0x88);
+            t[i + 4 + j] = _mm512_shuffle_i32x4(v[i + j], v[i + 4 + j], 0xdd);
+        }
+    for (int j = 0; j < 8; j++) {
+        v[j] = _mm512_shuffle_i32x4(t[j], t[j + 8], 0x88);
+        v[j + 8] = _mm512_shuffle_i32x4(t[j], t[j + 8], 0xdd);
+    }
+}
+
 /* Rows contiguous along k (op(X) = X for A, X^T for B): `rows` rows of the panel, row r at
- * x + r*ld (r >= nrows: zeros), into words dst[q * stride + r] for the kq pairs. */
+ * x + r*ld (r >= nrows: zeros), into words dst[q * stride + r] for the kq pairs: 16 rows x 16
+ * pairs at a time, transposed in registers. */
 static AVX512BF16 void pack_along_k(uint32_t *dst, int stride, const float *x, size_t ld, int rows,
                                      int nrows, int kb) {
     const int kq = (kb + 1) / 2;
-    const __m512i idx = _mm512_mullo_epi32(_mm512_set1_epi32(stride),
-                                           _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
-                                                             12, 13, 14, 15));
-    for (int r = 0; r < rows; r++) {
-        const float *row = x + (size_t)r * ld;
+    __m512i v[16];
+    for (int r0 = 0; r0 < rows; r0 += 16) {
+        const __mmask16 lanes = first_n(rows - r0);
         for (int q0 = 0; q0 < kq; q0 += 16) {
-            const __m512i w = r < nrows ? pair_along(row + 2 * q0, kb - 2 * q0)
-                                        : _mm512_setzero_si512();
-            _mm512_mask_i32scatter_epi32(dst + (size_t)q0 * stride + r, first_n(kq - q0), idx, w,
-                                         4);
+            for (int r = 0; r < 16; r++)
+                v[r] = r0 + r < nrows && r0 + r < rows
+                           ? pair_along(x + (size_t)(r0 + r) * ld + 2 * q0, kb - 2 * q0)
+                           : _mm512_setzero_si512();
+            transpose16(v); /* v[q]: pair q0+q of rows r0 .. r0+15 */
+            for (int q = 0; q < 16 && q0 + q < kq; q++)
+                _mm512_mask_storeu_epi32(dst + (size_t)(q0 + q) * stride + r0, lanes, v[q]);
         }
     }
 }
