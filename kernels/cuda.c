@@ -367,7 +367,10 @@ static size_t conv_ws(const ConvPlan *p) {
  * build time (counted in plans_made_late; then planning happens inside a step). */
 static ConvPlan *conv_plan_late(BackendCtx *ctx, const ConvShape *s) {
     int before = ctx->nplans;
-    ConvPlan *p = conv_plan(ctx, s, ctx->ws_granted);
+    /* bf16/fp16: the 16-bit copies follow cuDNN's workspace in the same (largest) buffer */
+    size_t extra = cuda_prec_conv_extra(ctx, s), limit = ctx->ws_granted;
+    if (extra) limit = ctx->work_granted > extra ? ctx->work_granted - extra : 0;
+    ConvPlan *p = conv_plan(ctx, s, limit);
     if (ctx->nplans != before) ctx->plans_made_late++;
     return p;
 }
@@ -376,7 +379,9 @@ static size_t cuda_conv_workspace_bytes(BackendCtx *ctx, const ConvShape *s) {
     if (s->batch <= 0 || s->c_out <= 0 || s->c_in <= 0) return 0;
     size_t ws = conv_ws(conv_plan(ctx, s, CONV_WS_LIMIT));
     if (ws > ctx->ws_granted) ctx->ws_granted = ws;
-    return ws + cuda_prec_conv_extra(ctx, s); /* bf16/fp16: the 16-bit copies after it */
+    ws += cuda_prec_conv_extra(ctx, s); /* bf16/fp16: the 16-bit copies after it */
+    if (ws > ctx->work_granted) ctx->work_granted = ws;
+    return ws;
 }
 
 static void cuda_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,

@@ -40,7 +40,8 @@ struct BackendCtx {
     ConvPlan *plans;
     int nplans, cap_plans;
     int plans_made_late; /* plans first made by a forward/backward call (not at build time) */
-    size_t ws_granted;   /* largest workspace conv_workspace_bytes has returned */
+    size_t ws_granted;   /* largest cuDNN workspace conv_workspace_bytes has planned */
+    size_t work_granted; /* largest value it returned (bf16/fp16: with the 16-bit copies) */
     cudnnTensorDescriptor_t ta, tb; /* ReLU, set per call */
     cudnnActivationDescriptor_t relu;
     double *row_loss; /* softmax scratch [xent_cap], made at init */
