@@ -4,7 +4,7 @@
 # one line, no file); fp16's dynamic loss scaling in the real training loop on 2 ranks. fp16 runs
 # only on GPUs, so the scaler's path is driven here with fp32 arithmetic (DTBENCH_TEST_LOSS_SCALING=1)
 # and overflows are injected on rank 0 only (DTBENCH_TEST_OVERFLOW=3,4: an inf in one gradient
-# before the exchange). Checked:
+# before the exchange). Checked: the default run's root attribute precision=fp32, and
 #   - scaling by 65536 and unscaling is exact (a power of two): final parameters bit for bit those
 #     of the plain run (/ranks/param_hash), loss_scale 65536 and no step skipped;
 #   - an overflow on rank 0 reaches every rank through the average: both ranks skip steps 3 and 4,
@@ -42,6 +42,10 @@ def load(p):
         return {k: it[k][:, :] for k in ("loss", "loss_scale", "step_skipped")}, \
             f["ranks/param_hash"][:]
 plain, hp = load(sys.argv[1]); scaled, hs = load(sys.argv[2]); over, ho = load(sys.argv[3])
+with h5py.File(sys.argv[1], "r") as f:
+    prec = f.attrs["precision"]
+    assert (prec.decode() if isinstance(prec, bytes) else prec) == "fp32", prec
+    assert "precision fp32" in str(f.attrs["backend_info"]), f.attrs["backend_info"]
 assert (plain["loss_scale"] == 1).all() and (plain["step_skipped"] == 0).all(), plain
 assert (scaled["loss_scale"] == 65536).all(), scaled["loss_scale"]
 assert (scaled["step_skipped"] == 0).all(), scaled["step_skipped"]
