@@ -19,7 +19,6 @@
 #include "fail.h" /* defines: check_fail */
 
 #include <dlfcn.h>
-#include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -44,9 +43,20 @@ static SbgemmFn sbgemm_symbol(void) {
     return (SbgemmFn)(uintptr_t)dlsym(RTLD_DEFAULT, "cblas_sbgemm");
 }
 
+/* Our engine is x86-64 only (AVX512-BF16); elsewhere (aarch64...) bf16 needs cblas_sbgemm. The
+ * one architecture test of the file: the engine below is compiled only where it can run. */
+#if defined(__x86_64__)
+#define DT_BF16_X86 1
+#include <immintrin.h>
+#endif
+
 static int have_avx512bf16(void) {
+#ifdef DT_BF16_X86
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+#else
+    return 0;
+#endif
 }
 
 const char *cpu_bf16_engine(char *why, size_t len) {
@@ -90,6 +100,7 @@ static inline float at(const float *x, int ld, int trans, int r, int c) {
 }
 
 /* ---- the avx512bf16 engine ------------------------------------------------------------------ */
+#ifdef DT_BF16_X86
 
 /* Packing rounds with VCVTNEPS2BF16 (round to nearest even, NaN kept) and builds the 32-bit
  * pair words the micro-kernel reads: word = bf16(x at k) | bf16(x at k+1) << 16. */
@@ -263,6 +274,15 @@ static void gemm_avx512(CpuBf16 *g, int ta, int tb, int m, int n, int k, float a
         }
     }
 }
+
+#else
+static void gemm_avx512(CpuBf16 *g, int ta, int tb, int m, int n, int k, float alpha,
+                        const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                        int ldc) {
+    (void)g, (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda;
+    (void)b, (void)ldb, (void)beta, (void)c, (void)ldc; /* never called: have_avx512bf16() is 0 */
+}
+#endif
 
 /* ---- the openblas-sbgemm engine ------------------------------------------------------------- */
 

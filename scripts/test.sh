@@ -19,7 +19,7 @@ GPU_TESTS="tests/test_gpu_*.sh tests/test_cuda_kernels tests/test_cuda_zoo"
 if nvidia-smi -L >/dev/null 2>&1; then have_gpu=1; else have_gpu=0; fi
 # Tests that need bf16 arithmetic on the CPU (--precision bf16: AVX512-BF16 or an OpenBLAS with
 # cblas_sbgemm): they may skip only where /proc/cpuinfo has no avx512_bf16.
-BF16_TESTS="tests/test_precision_bf16.sh"
+BF16_TESTS="tests/test_precision_bf16.sh tests/test_precision_torch.sh"
 if grep -qw avx512_bf16 /proc/cpuinfo 2>/dev/null; then have_bf16=1; else have_bf16=0; fi
 # skip_expected NAME: a GPU test on a machine without a GPU, or a bf16 test on a CPU without bf16
 skip_expected() {
