@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
 
 # Tests that need a GPU (they exit 77 without one): shell patterns over make check's test names.
-GPU_TESTS="tests/test_gpu_*.sh tests/test_cuda_kernels tests/test_cuda_zoo"
+GPU_TESTS="tests/test_gpu_*.sh tests/test_cuda_kernels tests/test_cuda_zoo tests/test_cuda_precision"
 if nvidia-smi -L >/dev/null 2>&1; then have_gpu=1; else have_gpu=0; fi
 # Tests that need bf16 arithmetic on the CPU (--precision bf16: AVX512-BF16 or an OpenBLAS with
 # cblas_sbgemm): they may skip only where /proc/cpuinfo has no avx512_bf16.
