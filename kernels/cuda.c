@@ -433,12 +433,7 @@ size_t cuda_conv_algorithms(BackendCtx *ctx, char *buf, size_t len) {
     size_t used = 0;
     char line[256];
     if (buf && len) buf[0] = 0;
-    snprintf(line, sizeof line, "precision %s: cuBLAS %s; cuDNN %s\n",
-             PRECISION_NAME(ctx->precision),
-             ctx->precision == PRECISION_FP32   ? "sgemm, default math (no TF32)"
-             : ctx->precision == PRECISION_TF32 ? "sgemm, CUBLAS_TF32_TENSOR_OP_MATH"
-                                                : "cublasGemmEx on 16-bit copies, CUBLAS_COMPUTE_32F",
-             cuda_prec_16bit(ctx) ? "on 16-bit x/W/dy, float compute" : "fp32 tensors");
+    cuda_prec_describe(ctx, line, sizeof line); /* "precision bf16: cuBLAS ...; cuDNN ..." */
     if (buf && used < len) snprintf(buf + used, len - used, "%s", line);
     used += strlen(line);
     for (int i = 0; i <= ctx->nplans; i++) {

@@ -51,6 +51,8 @@ void cuda_prec_conv_forward(BackendCtx *ctx, const ConvPlan *p, const float *x, 
 void cuda_prec_conv_backward(BackendCtx *ctx, const ConvPlan *p, const float *x, const float *w,
                              const float *dy, float *dx, float *dw, void *work, size_t conv_ws);
 void cuda_prec_free(BackendCtx *ctx);
+/* The first line of /ranks/kernel_choices: the precision and its cuBLAS/cuDNN modes. */
+void cuda_prec_describe(const BackendCtx *ctx, char *line, size_t len);
 #endif
 
 #ifdef __cplusplus
