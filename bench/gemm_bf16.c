@@ -50,8 +50,10 @@ int main(int argc, char **argv) {
         const int lda = S[s].ta ? m : k, ldb = S[s].tb ? k : n;
         float *a = malloc(sizeof(float) * m * k), *b = malloc(sizeof(float) * k * n);
         float *c = malloc(sizeof(float) * m * n);
-        for (long i = 0; i < (long)m * k; i++) a[i] = (float)(i % 17) / 17.0f - 0.5f;
-        for (long i = 0; i < (long)k * n; i++) b[i] = (float)(i % 13) / 13.0f - 0.5f;
+        for (long i = 0; i < (long)m * k; i++)
+            a[i] = (float)(i % 17) / 17.0f - 0.5f;
+        for (long i = 0; i < (long)k * n; i++)
+            b[i] = (float)(i % 13) / 13.0f - 0.5f;
         double t32[64], t16[64];
         const double flop = 2.0 * m * n * k;
         int reps = (int)(2e9 / flop) + 1; /* ~0.1-0.5 s per timing */

@@ -108,13 +108,16 @@ typedef struct BackendCtx BackendCtx; /* opaque, one per rank */
 typedef enum { PRECISION_FP32 = 0, PRECISION_TF32, PRECISION_BF16, PRECISION_FP16 } Precision;
 #define PRECISION_NAMES "fp32,tf32,bf16,fp16" /* in enum order */
 #define PRECISION_NAME(p)                                                                          \
-    ((p) == PRECISION_TF32 ? "tf32" : (p) == PRECISION_BF16 ? "bf16" : (p) == PRECISION_FP16 ? "fp16" : "fp32")
+    ((p) == PRECISION_TF32   ? "tf32"                                                              \
+     : (p) == PRECISION_BF16 ? "bf16"                                                              \
+     : (p) == PRECISION_FP16 ? "fp16"                                                              \
+                             : "fp32")
 
 typedef struct {
     int threads;    /* BLAS / OpenMP threads per rank (CPU) */
     int local_rank; /* rank within the node: picks the GPU */
     int gpus_per_node;
-    int verbose; /* set on one rank: the backend may print warnings about its set-up */
+    int verbose;         /* set on one rank: the backend may print warnings about its set-up */
     Precision precision; /* accepted by precision_ok first */
 } BackendConfig;
 

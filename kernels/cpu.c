@@ -59,8 +59,9 @@ static int cpu_precision_ok(Precision p, char *why, size_t len) {
         snprintf(why, len, "%s; expected fp32", reason);
         return 0;
     }
-    snprintf(why, len, "%s is a GPU tensor-core mode; expected fp32 or bf16 (bf16 where the CPU "
-                       "has AVX512-BF16)",
+    snprintf(why, len,
+             "%s is a GPU tensor-core mode; expected fp32 or bf16 (bf16 where the CPU "
+             "has AVX512-BF16)",
              p == PRECISION_TF32 ? "tf32" : "fp16");
     return 0;
 }
@@ -97,8 +98,8 @@ static void cpu_describe(BackendCtx *ctx, char *buf, size_t len) {
     if (!buf || len == 0) return;
     const char *engine = ctx && ctx->bf16 ? cpu_bf16_engine(NULL, 0) : NULL;
     snprintf(buf, len, "%s; core %s; threads %d; precision %s%s%s%s", openblas_get_config(),
-             openblas_get_corename(), openblas_get_num_threads(),
-             engine ? "bf16" : "fp32", engine ? " (GEMM engine " : "", engine ? engine : "",
+             openblas_get_corename(), openblas_get_num_threads(), engine ? "bf16" : "fp32",
+             engine ? " (GEMM engine " : "", engine ? engine : "",
              engine ? ", fp32 accumulation, single-threaded)" : "");
 }
 

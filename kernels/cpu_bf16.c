@@ -25,8 +25,8 @@
 
 #define MR 12
 #define NR 32
-#define KC 256 /* even */
-#define MC 192 /* multiple of MR */
+#define KC 256  /* even */
+#define MC 192  /* multiple of MR */
 #define NC 2048 /* multiple of NR */
 
 /* cblas_sbgemm(order, transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) with
@@ -71,8 +71,9 @@ const char *cpu_bf16_engine(char *why, size_t len) {
     if (sb) return "openblas-sbgemm";
     if (hw) return "avx512bf16";
     if (why)
-        snprintf(why, len, "this CPU has no AVX512-BF16 and the linked OpenBLAS has no "
-                           "cblas_sbgemm (built without BUILD_BFLOAT16)");
+        snprintf(why, len,
+                 "this CPU has no AVX512-BF16 and the linked OpenBLAS has no "
+                 "cblas_sbgemm (built without BUILD_BFLOAT16)");
     return NULL;
 }
 
@@ -155,7 +156,7 @@ static inline AVX512BF16 void transpose16(__m512i v[16]) {
  * x + r*ld (r >= nrows: zeros), into words dst[q * stride + r] for the kq pairs: 16 rows x 16
  * pairs at a time, transposed in registers. */
 static AVX512BF16 void pack_along_k(uint32_t *dst, int stride, const float *x, size_t ld, int rows,
-                                     int nrows, int kb) {
+                                    int nrows, int kb) {
     const int kq = (kb + 1) / 2;
     __m512i v[16];
     for (int r0 = 0; r0 < rows; r0 += 16) {
@@ -175,7 +176,7 @@ static AVX512BF16 void pack_along_k(uint32_t *dst, int stride, const float *x, s
 /* Rows contiguous along the panel (op(X) = X^T for A, X for B): pair q from rows k0+2q and
  * k0+2q+1 at x + k*ld, `cols` words per pair (n valid, the rest zeros) at dst + q*cols. */
 static AVX512BF16 void pack_across_k(uint32_t *dst, int cols, const float *x, size_t ld, int n,
-                                      int kb) {
+                                     int kb) {
     const int kq = (kb + 1) / 2;
     for (int q = 0; q < kq; q++) {
         const float *r0 = x + (size_t)(2 * q) * ld, *r1 = 2 * q + 1 < kb ? r0 + ld : NULL;
@@ -188,8 +189,8 @@ static AVX512BF16 void pack_across_k(uint32_t *dst, int cols, const float *x, si
 
 /* op(B)[k0.., j0..] (kb x nb) into panels of NR columns: panel p, pair q at words
  * bp + (p * kq + q) * NR, word j = (op(B)[2q][j], op(B)[2q+1][j]). */
-static AVX512BF16 void pack_b(uint16_t *bp, const float *b, int ldb, int tb, int k0, int kb,
-                              int j0, int nb) {
+static AVX512BF16 void pack_b(uint16_t *bp, const float *b, int ldb, int tb, int k0, int kb, int j0,
+                              int nb) {
     const int kq = (kb + 1) / 2, panels = (nb + NR - 1) / NR;
     for (int p = 0; p < panels; p++) {
         uint32_t *dst = (uint32_t *)bp + (size_t)p * kq * NR;
@@ -203,8 +204,8 @@ static AVX512BF16 void pack_b(uint16_t *bp, const float *b, int ldb, int tb, int
 
 /* op(A)[i0.., k0..] (mb x kb) into panels of MR rows: panel p, pair q at words
  * ap + (p*kq + q)*MR, word i = (op(A)[i][2q], op(A)[i][2q+1]). */
-static AVX512BF16 void pack_a(uint16_t *ap, const float *a, int lda, int ta, int i0, int mb,
-                              int k0, int kb) {
+static AVX512BF16 void pack_a(uint16_t *ap, const float *a, int lda, int ta, int i0, int mb, int k0,
+                              int kb) {
     const int kq = (kb + 1) / 2, panels = (mb + MR - 1) / MR;
     for (int p = 0; p < panels; p++) {
         uint32_t *dst = (uint32_t *)ap + (size_t)p * kq * MR;
@@ -217,9 +218,8 @@ static AVX512BF16 void pack_a(uint16_t *ap, const float *a, int lda, int ta, int
 }
 
 /* C[mr x nr] (= or +=) alpha * Apanel * Bpanel over kq pairs; beta applies when `first`. */
-AVX512BF16 static void
-micro(int kq, const uint16_t *ap, const uint16_t *bp, float *c, int ldc, int mr, int nr,
-      float alpha, float beta, int first) {
+AVX512BF16 static void micro(int kq, const uint16_t *ap, const uint16_t *bp, float *c, int ldc,
+                             int mr, int nr, float alpha, float beta, int first) {
     __m512 acc[MR][2];
     for (int i = 0; i < MR; i++)
         acc[i][0] = _mm512_setzero_ps(), acc[i][1] = _mm512_setzero_ps();
@@ -268,8 +268,8 @@ static void gemm_avx512(CpuBf16 *g, int ta, int tb, int m, int n, int k, float a
                         micro(kq, g->apack + (size_t)(ip / MR) * kq * 2 * MR,
                               g->bpack + (size_t)(jp / NR) * kq * 2 * NR,
                               c + (size_t)(i0 + ip) * ldc + j0 + jp, ldc,
-                              mb - ip < MR ? mb - ip : MR, nb - jp < NR ? nb - jp : NR, alpha,
-                              beta, k0 == 0);
+                              mb - ip < MR ? mb - ip : MR, nb - jp < NR ? nb - jp : NR, alpha, beta,
+                              k0 == 0);
             }
         }
     }
@@ -295,8 +295,7 @@ static void gemm_sbgemm(CpuBf16 *g, SbgemmFn sb, int ta, int tb, int m, int n, i
             const int kb = k - k0 < KC ? k - k0 : KC;
             for (int kk = 0; kk < kb; kk++) /* bpack[kb, nb], row-major */
                 for (int j = 0; j < nb; j++)
-                    g->bpack[(size_t)kk * nb + j] =
-                        cpu_bf16_round(at(b, ldb, tb, k0 + kk, j0 + j));
+                    g->bpack[(size_t)kk * nb + j] = cpu_bf16_round(at(b, ldb, tb, k0 + kk, j0 + j));
             for (int i0 = 0; i0 < m; i0 += MC) {
                 const int mb = m - i0 < MC ? m - i0 : MC;
                 for (int i = 0; i < mb; i++) /* apack[mb, kb] */

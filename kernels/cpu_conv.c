@@ -69,8 +69,7 @@ size_t cpu_conv_workspace_bytes(BackendCtx *ctx, const ConvShape *s) {
     const int g = conv_group(s);
     size_t bytes =
         g == 1 ? kk * hw * sizeof(float) : (kk + (size_t)s->c_out) * g * hw * sizeof(float);
-    if (wino(ctx, s) && cpu_wino_workspace_bytes(s) > bytes)
-        bytes = cpu_wino_workspace_bytes(s);
+    if (wino(ctx, s) && cpu_wino_workspace_bytes(s) > bytes) bytes = cpu_wino_workspace_bytes(s);
     return bytes;
 }
 
@@ -120,8 +119,7 @@ void cpu_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, const
             const int gn = s->batch - i0 < g ? s->batch - i0 : g;
             const int cols = gn * hw;
             conv_group_columns(s, x, i0, gn, col, (size_t)cols);
-            cpu_gemm(ctx, 0, 0, c_out, cols, kk, 1.0f, w, kk,
-                        col, cols, 0.0f, ybuf, cols);
+            cpu_gemm(ctx, 0, 0, c_out, cols, kk, 1.0f, w, kk, col, cols, 0.0f, ybuf, cols);
             for (int j = 0; j < gn; j++)
                 for (int co = 0; co < c_out; co++) {
                     float *dst = y + (i0 + j) * y_stride + (size_t)co * hw;
@@ -142,8 +140,7 @@ void cpu_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, const
             beta = 1.0f;
         }
         if (pointwise) {
-            cpu_gemm(ctx, 0, 0, c_out, hw, kk, 1.0f, w, kk, xi,
-                        hw, beta, yi, hw);
+            cpu_gemm(ctx, 0, 0, c_out, hw, kk, 1.0f, w, kk, xi, hw, beta, yi, hw);
             continue;
         }
         const int rows = conv_block_rows(s);
@@ -151,8 +148,8 @@ void cpu_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, const
             const int oh1 = oh0 + rows < s->h_out ? oh0 + rows : s->h_out;
             const int cols = (oh1 - oh0) * s->w_out; /* col[K, cols], y[:, oh0*w_out..] */
             cpu_im2col_rows(s, xi, oh0, oh1, col, (size_t)cols);
-            cpu_gemm(ctx, 0, 0, c_out, cols, kk, 1.0f, w, kk,
-                        col, cols, beta, yi + (size_t)oh0 * s->w_out, hw);
+            cpu_gemm(ctx, 0, 0, c_out, cols, kk, 1.0f, w, kk, col, cols, beta,
+                     yi + (size_t)oh0 * s->w_out, hw);
         }
     }
 }
@@ -204,12 +201,11 @@ void cpu_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, cons
                     memcpy(dybuf + (size_t)co * cols + (size_t)j * hw,
                            dy + (i0 + j) * y_stride + (size_t)co * hw, hw * sizeof(float));
             /* dW (+)= dybuf[c_out, cols] * col[K, cols]^T; the first group overwrites */
-            cpu_gemm(ctx, 0, 1, c_out, kk, cols, 1.0f, dybuf, cols,
-                        col, cols, i0 == 0 ? 0.0f : 1.0f, dw, kk);
+            cpu_gemm(ctx, 0, 1, c_out, kk, cols, 1.0f, dybuf, cols, col, cols,
+                     i0 == 0 ? 0.0f : 1.0f, dw, kk);
             if (!dx) continue;
             /* dcol[K, cols] = W^T dybuf, into col; then to each sample's dx */
-            cpu_gemm(ctx, 1, 0, kk, cols, c_out, 1.0f, w, kk,
-                        dybuf, cols, 0.0f, col, cols);
+            cpu_gemm(ctx, 1, 0, kk, cols, c_out, 1.0f, w, kk, dybuf, cols, 0.0f, col, cols);
             for (int j = 0; j < gn; j++) {
                 float *dxi = dx + (i0 + j) * x_stride;
                 if (pointwise) {
@@ -230,11 +226,10 @@ void cpu_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, cons
         const float *dyi = dy + i * y_stride; /* dyi[c_out, hw] */
         if (pointwise) {                      /* the column matrix is xi itself; dcol is dxi */
             /* dW[c_out, K] (+)= dyi[c_out, hw] * xi[K, hw]^T; the first sample overwrites */
-            cpu_gemm(ctx, 0, 1, c_out, kk, hw, 1.0f, dyi, hw, xi,
-                        hw, i == 0 ? 0.0f : 1.0f, dw, kk);
+            cpu_gemm(ctx, 0, 1, c_out, kk, hw, 1.0f, dyi, hw, xi, hw, i == 0 ? 0.0f : 1.0f, dw, kk);
             if (dx)
-                cpu_gemm(ctx, 1, 0, kk, hw, c_out, 1.0f, w, kk,
-                            dyi, hw, 0.0f, dx + i * x_stride, hw);
+                cpu_gemm(ctx, 1, 0, kk, hw, c_out, 1.0f, w, kk, dyi, hw, 0.0f, dx + i * x_stride,
+                         hw);
             continue;
         }
         /* Per block of output rows: dW (+)= dyi[:, block] * col^T; then the same buffer takes
@@ -247,11 +242,10 @@ void cpu_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, cons
             const int cols = (oh1 - oh0) * s->w_out;
             const float *dyb = dyi + (size_t)oh0 * s->w_out; /* dyb[c_out, cols], ld hw */
             cpu_im2col_rows(s, xi, oh0, oh1, col, (size_t)cols);
-            cpu_gemm(ctx, 0, 1, c_out, kk, cols, 1.0f, dyb, hw,
-                        col, cols, i == 0 && oh0 == 0 ? 0.0f : 1.0f, dw, kk);
+            cpu_gemm(ctx, 0, 1, c_out, kk, cols, 1.0f, dyb, hw, col, cols,
+                     i == 0 && oh0 == 0 ? 0.0f : 1.0f, dw, kk);
             if (dxi) {
-                cpu_gemm(ctx, 1, 0, kk, cols, c_out, 1.0f, w, kk,
-                            dyb, hw, 0.0f, col, cols);
+                cpu_gemm(ctx, 1, 0, kk, cols, c_out, 1.0f, w, kk, dyb, hw, 0.0f, col, cols);
                 cpu_col2im_rows_add(s, col, oh0, oh1, (size_t)cols, dxi);
             }
         }

@@ -20,12 +20,12 @@
  * --gpus-per-node (0: all visible devices), after CUDA_VISIBLE_DEVICES has narrowed them. */
 #include <config.h>
 #include "cuda.h"
-#include "cuda_check.h"   /* defines: CUDA_CHECK, CUBLAS_CHECK, CUDNN_CHECK */
-#include "cuda_ctx.h"     /* defines: struct BackendCtx, ConvPlan */
-#include "cuda_kernels.h" /* defines: dtk_* launchers */
-#include "cuda_plan.h"    /* defines: fc_*_gemm, pick_algo */
+#include "cuda_check.h"     /* defines: CUDA_CHECK, CUBLAS_CHECK, CUDNN_CHECK */
+#include "cuda_ctx.h"       /* defines: struct BackendCtx, ConvPlan */
+#include "cuda_kernels.h"   /* defines: dtk_* launchers */
+#include "cuda_plan.h"      /* defines: fc_*_gemm, pick_algo */
 #include "cuda_precision.h" /* defines: cuda_prec_* (tf32, bf16, fp16) */
-#include "cuda_zoo.h"     /* defines: dtz_* launchers, cuda_zoo_* operations */
+#include "cuda_zoo.h"       /* defines: dtz_* launchers, cuda_zoo_* operations */
 
 #include <cublas_v2.h>
 #include <cudnn.h>
@@ -271,7 +271,8 @@ static void plan_algorithms(BackendCtx *ctx, ConvPlan *p, size_t limit) {
 
     cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     /* fp32: ask for strict fp32; the others for tensor cores */
-    const cudnnMathType_t ask = ctx->precision == PRECISION_FP32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+    const cudnnMathType_t ask =
+        ctx->precision == PRECISION_FP32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
     CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, ask));
     CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
         ctx->cudnn, p->x, p->w, p->conv, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fwd));
@@ -340,8 +341,8 @@ static ConvPlan *conv_plan(BackendCtx *ctx, const ConvShape *s, size_t limit) {
     set_nchw_t(p->y, t, s->batch, s->c_out, s->h_out, s->w_out);
     set_nchw(p->y32, s->batch, s->c_out, s->h_out, s->w_out);
     set_nchw(p->b, 1, s->c_out, 1, 1);
-    CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w, t, CUDNN_TENSOR_NCHW, s->c_out, s->c_in, s->k,
-                                           s->k));
+    CUDNN_CHECK(
+        cudnnSetFilter4dDescriptor(p->w, t, CUDNN_TENSOR_NCHW, s->c_out, s->c_in, s->k, s->k));
     CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p->conv, s->pad, s->pad, s->stride, s->stride, 1, 1,
                                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     int n, c, h, w; /* cuDNN's output shape must be the one the model planned */

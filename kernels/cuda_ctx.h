@@ -18,7 +18,7 @@
 typedef struct {
     ConvShape s;
     cudnnTensorDescriptor_t x, y, b; /* x, y in cuda_prec_conv_type (float unless bf16/fp16) */
-    cudnnTensorDescriptor_t y32;      /* y as fp32, for the bias */
+    cudnnTensorDescriptor_t y32;     /* y as fp32, for the bias */
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t conv;
     cudnnConvolutionFwdAlgo_t fwd;
@@ -49,9 +49,9 @@ struct BackendCtx {
     int xent_cap;
     /* --precision (kernels/cuda_precision.c) */
     Precision precision;
-    void *h16;         /* 16-bit copies of GEMM operands, grown on first use */
+    void *h16; /* 16-bit copies of GEMM operands, grown on first use */
     size_t h16_bytes;
-    int *nonfinite;    /* [1] overflow flag of all_finite, made at init */
+    int *nonfinite; /* [1] overflow flag of all_finite, made at init */
 };
 
 #endif

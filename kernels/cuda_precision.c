@@ -74,17 +74,18 @@ void cuda_prec_gemm(BackendCtx *ctx, ColGemm g, const float *a, const float *b, 
 
 void cuda_prec_describe(const BackendCtx *ctx, char *line, size_t len) {
     snprintf(line, len, "precision %s: cuBLAS %s; cuDNN %s\n", PRECISION_NAME(ctx->precision),
-             ctx->precision == PRECISION_FP32   ? "sgemm, default math (no TF32)"
-             : ctx->precision == PRECISION_TF32 ? "sgemm, CUBLAS_TF32_TENSOR_OP_MATH"
-                                                : "cublasGemmEx on 16-bit copies, CUBLAS_COMPUTE_32F",
+             ctx->precision == PRECISION_FP32 ? "sgemm, default math (no TF32)"
+             : ctx->precision == PRECISION_TF32
+                 ? "sgemm, CUBLAS_TF32_TENSOR_OP_MATH"
+                 : "cublasGemmEx on 16-bit copies, CUBLAS_COMPUTE_32F",
              cuda_prec_16bit(ctx) ? "on 16-bit x/W/dy, float compute" : "fp32 tensors");
 }
 
 int cuda_all_finite(BackendCtx *ctx, size_t n, const float *x) {
     int flag = 0;
     CUDA_CHECK(dtp_nonfinite(ctx->stream, n, x, ctx->nonfinite));
-    CUDA_CHECK(cudaMemcpyAsync(&flag, ctx->nonfinite, sizeof flag, cudaMemcpyDeviceToHost,
-                               ctx->stream));
+    CUDA_CHECK(
+        cudaMemcpyAsync(&flag, ctx->nonfinite, sizeof flag, cudaMemcpyDeviceToHost, ctx->stream));
     CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
     return !flag;
 }

@@ -24,12 +24,12 @@ int precision_from_name(const char *name);
 const char *precision_name(Precision p);
 
 typedef struct {
-    double scale;     /* current loss scale */
-    double growth;    /* factor after `interval` good steps */
-    double backoff;   /* factor after an overflow */
-    int interval;     /* good steps in a row before growing */
-    int good;         /* good steps since the last change */
-    int64_t skipped;  /* steps skipped so far */
+    double scale;    /* current loss scale */
+    double growth;   /* factor after `interval` good steps */
+    double backoff;  /* factor after an overflow */
+    int interval;    /* good steps in a row before growing */
+    int good;        /* good steps since the last change */
+    int64_t skipped; /* steps skipped so far */
 } LossScaler;
 
 /* GradScaler's defaults: scale 65536, growth 2 every 2000 good steps, backoff 0.5. */

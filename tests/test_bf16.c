@@ -77,10 +77,11 @@ static void check_gemm(CpuBf16 *g, const char *engine, int ta, int tb, int m, in
     float *a = randv((size_t)arows * lda), *b = randv((size_t)brows * ldb);
     float *c0 = randv((size_t)m * ldc), *c = malloc((size_t)m * ldc * sizeof(float));
     float *c32 = malloc((size_t)m * ldc * sizeof(float));
-    memcpy(c, c0, (size_t)m * ldc * sizeof(float)), memcpy(c32, c0, (size_t)m * ldc * sizeof(float));
+    memcpy(c, c0, (size_t)m * ldc * sizeof(float)),
+        memcpy(c32, c0, (size_t)m * ldc * sizeof(float));
     cpu_bf16_gemm_with(g, engine, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
-                n, k, alpha, a, lda, b, ldb, beta, c32, ldc);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+                k, alpha, a, lda, b, ldb, beta, c32, ldc);
     double worst = 0, worst32 = 0, differs = 0;
     int bad = 0;
     for (int i = 0; i < m; i++)
@@ -95,7 +96,8 @@ static void check_gemm(CpuBf16 *g, const char *engine, int ta, int tb, int m, in
             s = fabs(alpha) * s * 1.01 + fabs(beta * cin);
             double got = c[(size_t)i * ldc + j], g32 = c32[(size_t)i * ldc + j];
             double e = fabs(got - ref), e32 = fabs(got - g32);
-            double tol = 2.0 * k * ldexp(1.0, -24) * s + 1e-30, tol32 = (ldexp(1.0, -7) + ldexp(1.0, -16)) * s + tol;
+            double tol = 2.0 * k * ldexp(1.0, -24) * s + 1e-30,
+                   tol32 = (ldexp(1.0, -7) + ldexp(1.0, -16)) * s + tol;
             if (!(e <= tol) || !(e32 <= tol32)) bad++;
             if (e / (s + 1e-30) > worst) worst = e / (s + 1e-30);
             if (e32 / (s + 1e-30) > worst32) worst32 = e32 / (s + 1e-30);
@@ -115,7 +117,7 @@ static void check_gemm(CpuBf16 *g, const char *engine, int ta, int tb, int m, in
 }
 
 static void engine_tests(CpuBf16 *g, const char *engine) {
-    static const int shapes[][3] = {{1, 1, 1},    {5, 7, 3},     {12, 32, 2},   {13, 33, 257},
+    static const int shapes[][3] = {{1, 1, 1},     {5, 7, 3},      {12, 32, 2},   {13, 33, 257},
                                     {37, 70, 300}, {64, 120, 800}, {200, 50, 31}, {3, 2100, 17}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int t = 0; t < 4; t++)
@@ -123,7 +125,8 @@ static void engine_tests(CpuBf16 *g, const char *engine) {
                        s % 2 ? 0.5f : 1.0f, s % 3 == 0 ? 0.0f : (s % 3 == 1 ? 1.0f : -0.5f));
 }
 
-/* ---- the backend's layers ---------------------------------------------------------------------- */
+/* ---- the backend's layers ----------------------------------------------------------------------
+ */
 
 static void absv(const float *x, float *y, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -134,8 +137,8 @@ static void roundv(const float *x, float *y, size_t n) {
         y[i] = rnd(x[i]);
 }
 
-/* got vs ref (fp32 inputs) within (2^-7 + 2^-16) S (+ accumulation), vs refr (rounded inputs) within
- * 2 k 2^-24 S; must differ from ref32 (the fp32 backend) somewhere. */
+/* got vs ref (fp32 inputs) within (2^-7 + 2^-16) S (+ accumulation), vs refr (rounded inputs)
+ * within 2 k 2^-24 S; must differ from ref32 (the fp32 backend) somewhere. */
 static void compare(const char *what, const float *got, const float *ref, const float *refr,
                     const float *s, const float *ref32, size_t n, int k) {
     double worst = 0, worstr = 0;
@@ -200,7 +203,8 @@ static void conv_test(Ctxs *c, int n, int ci, int h, int co, int k, int stride, 
     s.w_out = s.h_out;
     size_t nx = (size_t)n * ci * h * h, nw = (size_t)co * ci * k * k;
     size_t ny = (size_t)n * co * s.h_out * s.w_out;
-    size_t wb = c->be->conv_workspace_bytes(c->bf, &s), wb32 = c->be->conv_workspace_bytes(c->f32, &s);
+    size_t wb = c->be->conv_workspace_bytes(c->bf, &s),
+           wb32 = c->be->conv_workspace_bytes(c->f32, &s);
     void *work = malloc(wb > wb32 ? wb : wb32);
     float *x = randv(nx), *w = randv(nw), *b = randv(co), *dy = randv(ny);
     float *ax = malloc(nx * 4), *aw = malloc(nw * 4), *ab = malloc(co * 4), *ady = malloc(ny * 4);
@@ -224,7 +228,8 @@ static void conv_test(Ctxs *c, int n, int ci, int h, int co, int k, int stride, 
     float *dxs = malloc(nx * 4), *dws = malloc(nw * 4), *dbs = malloc(co * 4);
     c->be->conv_backward(c->bf, &s, x, w, dy, dx, dw, db, work);
     c->be->conv_backward(c->f32, &s, x, w, dy, dx32, dw32, db32, work);
-    ref_conv_backward(&s, x, w, dy, dxf, dwf, dbf), ref_conv_backward(&s, rx, rw, rdy, dxr, dwr, dbr);
+    ref_conv_backward(&s, x, w, dy, dxf, dwf, dbf),
+        ref_conv_backward(&s, rx, rw, rdy, dxr, dwr, dbr);
     ref_conv_backward(&s, ax, aw, ady, dxs, dws, dbs);
     snprintf(what, sizeof what, "conv n%d %dx%d^2 k%d -> %d dx", n, ci, h, k, co);
     compare(what, dx, dxf, dxr, dxs, dx32, nx, co * k * k);
@@ -272,8 +277,9 @@ static void lstm_test(Ctxs *c) {
         differs |= y[i] != y32[i];
     }
     int ok = worst <= 2e-2 && differs;
-    printf("bf16 backend lstm 4x8x24->32 forward           max |bf16 - fp32| %.2e (bound 2e-2) %s\n",
-           worst, ok ? "ok" : "FAIL");
+    printf(
+        "bf16 backend lstm 4x8x24->32 forward           max |bf16 - fp32| %.2e (bound 2e-2) %s\n",
+        worst, ok ? "ok" : "FAIL");
     failures += !ok;
     free(x), free(w), free(b), free(y), free(y32), free(res), free(work);
 }
@@ -292,7 +298,8 @@ int main(void) {
     else
         printf("avx512bf16 engine not tested: this CPU has no AVX512-BF16\n");
     engine_tests(g, "openblas-sbgemm");
-    if (sbgemm_calls == 0) printf("FAIL: the sbgemm engine never called cblas_sbgemm\n"), failures++;
+    if (sbgemm_calls == 0)
+        printf("FAIL: the sbgemm engine never called cblas_sbgemm\n"), failures++;
     cpu_bf16_free(g);
     /* the layers below run on our engine where the CPU has it (the process keeps this choice) */
     if (!own_ok) unsetenv("DTBENCH_BF16_ENGINE");

@@ -1,6 +1,6 @@
-/* test_cuda_precision.c - the CUDA backend's tf32, bf16 and fp16 products (kernels/cuda_precision.c)
- * against the naive fp32 references (tests/ref_kernels.c), and all_finite. Exits 77 (skipped)
- * when no GPU is visible. Written without a GPU: not run yet.
+/* test_cuda_precision.c - the CUDA backend's tf32, bf16 and fp16 products
+ * (kernels/cuda_precision.c) against the naive fp32 references (tests/ref_kernels.c), and
+ * all_finite. Exits 77 (skipped) when no GPU is visible. Written without a GPU: not run yet.
  *
  * Tolerance of element i, S_i = the reference on absolute values (sum |a||b| (+ |bias|)):
  *   |got - ref| <= (2u + u^2 + slack) S_i + u |ref|
@@ -71,7 +71,8 @@ static void fc(BackendCtx *c, const char *prec, double u, int n, int in, int out
     float *dyo = B->alloc(c, ny * 4), *dgx = B->alloc(c, nx * 4), *dgw = B->alloc(c, nw * 4),
           *dgb = B->alloc(c, out * 4);
     float *ref = malloc(ny * 4), *sy = malloc(ny * 4), *rdx = malloc(nx * 4), *rdw = malloc(nw * 4),
-          *rdb = malloc(out * 4), *sdx = malloc(nx * 4), *sdw = malloc(nw * 4), *sdb = malloc(out * 4);
+          *rdb = malloc(out * 4), *sdx = malloc(nx * 4), *sdw = malloc(nw * 4),
+          *sdb = malloc(out * 4);
     B->fc_forward(c, &s, dx_, dw_, db_, dyo);
     B->fc_backward(c, &s, dx_, dw_, ddy, dgx, dgw, dgb);
     ref_fc_forward(&s, x, w, b, ref), ref_fc_forward(&s, ax, aw, ab, sy);
@@ -107,11 +108,13 @@ static void conv(BackendCtx *c, const char *prec, double u, int n, int ci, int h
     float *dyo = B->alloc(c, ny * 4), *dgx = B->alloc(c, nx * 4), *dgw = B->alloc(c, nw * 4),
           *dgb = B->alloc(c, co * 4);
     float *ref = malloc(ny * 4), *sy = malloc(ny * 4), *rdx = malloc(nx * 4), *rdw = malloc(nw * 4),
-          *rdb = malloc(co * 4), *sdx = malloc(nx * 4), *sdw = malloc(nw * 4), *sdb = malloc(co * 4);
+          *rdb = malloc(co * 4), *sdx = malloc(nx * 4), *sdw = malloc(nw * 4),
+          *sdb = malloc(co * 4);
     B->conv_forward(c, &s, dx_, dw_, db_, dyo, work);
     B->conv_backward(c, &s, dx_, dw_, ddy, dgx, dgw, dgb, work);
     ref_conv_forward(&s, x, w, b, ref), ref_conv_forward(&s, ax, aw, ab, sy);
-    ref_conv_backward(&s, x, w, dy, rdx, rdw, rdb), ref_conv_backward(&s, ax, aw, ady, sdx, sdw, sdb);
+    ref_conv_backward(&s, x, w, dy, rdx, rdw, rdb),
+        ref_conv_backward(&s, ax, aw, ady, sdx, sdw, sdb);
     char what[64];
     float *g = down(c, dyo, ny);
     snprintf(what, sizeof what, "conv %dx%d^2 k%d s%d -> %d fwd", ci, h, k, stride, co);
@@ -139,7 +142,8 @@ int main(void) {
         Precision p;
         const char *name;
         double u;
-    } P[] = {{PRECISION_TF32, "tf32", 0x1p-11}, {PRECISION_BF16, "bf16", 0x1p-8},
+    } P[] = {{PRECISION_TF32, "tf32", 0x1p-11},
+             {PRECISION_BF16, "bf16", 0x1p-8},
              {PRECISION_FP16, "fp16", 0x1p-11}};
     for (size_t i = 0; i < sizeof P / sizeof P[0]; i++) {
         BackendConfig cfg = {.threads = 1, .verbose = 1, .precision = P[i].p};
