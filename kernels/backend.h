@@ -131,9 +131,10 @@ typedef struct BackendOps {
      * explicitly with a backend that does not read them, they are refused. */
     const char *reads;
 
-    /* Optional (NULL: fp32 only): 1 if this backend runs `precision` on this machine, else 0 with
-     * a reason in why (the resolver refuses the option with it, before anything is built). */
-    int (*precision_ok)(Precision precision, char *why, size_t len);
+    /* Optional (NULL: fp32 only): 1 if this backend runs `precision` on this machine with
+     * `threads` (--threads), else 0 with a reason in why (the resolver refuses the option with it,
+     * before anything is built). */
+    int (*precision_ok)(Precision precision, int threads, char *why, size_t len);
 
     int (*init)(const BackendConfig *cfg, BackendCtx **out); /* 0 on success */
     void (*finalize)(BackendCtx *ctx);

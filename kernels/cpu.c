@@ -49,14 +49,23 @@ static void warn_generic_kernels(void) {
                 better);
 }
 
-/* fp32 always; bf16 where a bf16 GEMM engine exists (cpu_bf16.h); tf32 and fp16 never (they are
- * tensor-core modes of GPUs; a CPU emulation would measure nothing real). */
-static int cpu_precision_ok(Precision p, char *why, size_t len) {
+/* fp32 always; bf16 where a bf16 GEMM engine exists (cpu_bf16.h), with one thread for our own
+ * (single-threaded) engine, so that --threads never silently means less than it says; tf32 and
+ * fp16 never (they are tensor-core modes of GPUs; a CPU emulation would measure nothing real). */
+static int cpu_precision_ok(Precision p, int threads, char *why, size_t len) {
     if (p == PRECISION_FP32) return 1;
     if (p == PRECISION_BF16) {
         char reason[200];
-        if (cpu_bf16_engine(reason, sizeof reason)) return 1;
-        snprintf(why, len, "%s; expected fp32", reason);
+        const char *engine = cpu_bf16_engine(reason, sizeof reason);
+        if (engine && (threads <= 1 || strcmp(engine, "avx512bf16") != 0)) return 1;
+        if (engine)
+            snprintf(why, len,
+                     "with --threads %d: dtbench's AVX512-BF16 GEMM runs on one thread (this "
+                     "OpenBLAS has no cblas_sbgemm); expected --threads 1 (one rank per core) or "
+                     "--precision fp32",
+                     threads);
+        else
+            snprintf(why, len, "%s; expected fp32", reason);
         return 0;
     }
     snprintf(why, len,
@@ -72,7 +81,8 @@ static int cpu_init(const BackendConfig *cfg, BackendCtx **out) {
     BackendCtx *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return -1;
     ctx->precision = cfg ? cfg->precision : PRECISION_FP32;
-    if (ctx->precision != PRECISION_FP32 && !cpu_precision_ok(ctx->precision, NULL, 0)) {
+    if (ctx->precision != PRECISION_FP32 &&
+        !cpu_precision_ok(ctx->precision, cfg ? cfg->threads : 1, NULL, 0)) {
         free(ctx);
         return -1;
     }

@@ -10,8 +10,8 @@
 
 static const float ONE = 1.0f, ZERO = 0.0f;
 
-int cuda_precision_ok(Precision p, char *why, size_t len) {
-    (void)p, (void)why, (void)len; /* all four; TF32/bf16 tensor cores need sm_80 (CUDA_ARCHS) */
+int cuda_precision_ok(Precision p, int threads, char *why, size_t len) {
+    (void)p, (void)threads, (void)why, (void)len; /* all four; TF32/bf16 need sm_80 (CUDA_ARCHS) */
     return 1;
 }
 

@@ -35,7 +35,7 @@ cudaError_t dtp_nonfinite(cudaStream_t s, size_t n, const float *x, int *flag);
 
 /* At init: the cuBLAS math mode of the precision, the overflow flag. */
 void cuda_prec_init(BackendCtx *ctx, Precision p);
-int cuda_precision_ok(Precision p, char *why, size_t len);
+int cuda_precision_ok(Precision p, int threads, char *why, size_t len);
 int cuda_prec_16bit(const BackendCtx *ctx); /* bf16 or fp16 */
 /* C = op(A) op(B) + beta C (column-major, alpha 1) in the context's precision */
 void cuda_prec_gemm(BackendCtx *ctx, ColGemm g, const float *a, const float *b, float beta,

@@ -3,7 +3,7 @@
 # the printed configuration, the file's root attributes and config_json, and backend_info names
 # the bf16 GEMM that ran; LeNet trained on Fashion-MNIST in bf16 reaches the fp32 run's test
 # accuracy within 1 point (same seed, same data order; the runs differ only in the rounding of the
-# GEMM and convolution inputs to bf16).
+# GEMM and convolution inputs to bf16); --threads 2 with dtbench's single-threaded engine is refused.
 # Skips (exit 77, saying why) where dtbench refuses bf16: a CPU without AVX512-BF16 and an
 # OpenBLAS without cblas_sbgemm (scripts/test.sh accepts that skip only when /proc/cpuinfo has no
 # avx512_bf16).
@@ -13,6 +13,13 @@ cd "$WORK"
 if ! "$DTBENCH" --precision bf16 --dry-run >dry.txt 2>dry.err; then
     echo "SKIP: this machine cannot run bf16: $(cat dry.err)"
     exit 77
+fi
+
+# Our engine is single-threaded: --threads 2 with it is refused rather than silently ignored.
+if grep -qw avx512_bf16 /proc/cpuinfo; then
+    DTBENCH_BF16_ENGINE=avx512bf16 expect_bad 0 \
+        "--precision: 'bf16' is not accepted with --device cpu: with --threads 2: .*expected --threads 1" \
+        --precision bf16 --threads 2 --output bad.h5
 fi
 
 run_np 2 --model lenet --dataset synthetic --batch 16 --iters 3 --warmup 0 --sample-hz 0 \
