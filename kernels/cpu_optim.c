@@ -119,3 +119,13 @@ void cpu_sgd_update(BackendCtx *ctx, size_t n, float *restrict p, const float *r
             p[i] -= lr * (g[i] + weight_decay * p[i]);
     }
 }
+
+/* 1 if no element of x is inf or NaN: x - x is 0 for finite x and NaN otherwise, so one
+ * vectorisable sum decides (the loss scaler's overflow check, --precision fp16). */
+int cpu_all_finite(BackendCtx *ctx, size_t n, const float *x) {
+    (void)ctx;
+    float acc = 0.0f;
+    for (size_t i = 0; i < n; i++)
+        acc += x[i] - x[i];
+    return acc == 0.0f;
+}

@@ -5,6 +5,7 @@
 #include <config.h>
 #include "grad_cast.h" /* defines: GRAD_DTYPE_NAMES */
 #include "options.h"
+#include "backend.h" /* defines: PRECISION_NAMES */
 #include "registry.h"
 #include "util.h"
 
@@ -131,6 +132,10 @@ static const OptSpec SPECS[] = {
      "order of a pipeline stage's forward and backward micro-batch steps: gpipe (all forwards, "
      "then all backwards), 1f1b (PipeDream-Flush: warm-up forwards, then one forward, one "
      "backward); data parallelism runs 'data' (one stage, one micro-batch)"},
+    {"precision", T_CHOICE, F(precision), PRECISION_NAMES, 0, 0,
+     "arithmetic of GEMMs and convolutions: fp32 (strict), tf32 (GPU tensor cores on fp32 "
+     "data), bf16 or fp16 (inputs rounded, fp32 accumulation; fp32 master weights, optimizer and "
+     "reductions; fp16 with dynamic loss scaling, GPU only); bf16 on CPUs with AVX512-BF16"},
 };
 #undef F
 #define NSPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
@@ -179,6 +184,7 @@ static void set_defaults(Options *o) {
     o->split = "";
     o->microbatches = 1;
     o->schedule = "gpipe";
+    o->precision = "fp32";
 }
 
 const char *options_choices(const char *key) {
