@@ -103,7 +103,7 @@ static void sync_counts(ExchangeState *st, int64_t *pushed, int64_t *applied) {
 static void sync_calibrate(ExchangeState *st, float *buf, int iters, ExchangeCalibration *out) {
     const ExchangeConfig *c = &st->cfg;
     transport_calibrate(c->transport, st->tp, c->comm, c->be, c->ctx, buf, c->nparams,
-                        c->bucket_floats, iters, out);
+                        c->bucket_floats, iters, c->overlap, out);
 }
 
 static void sync_destroy(ExchangeState *st) {

@@ -31,7 +31,12 @@ xchg 4 hier 2 --nparams 5 --bucket 5
 # flat MPI
 xchg 4 mpi 2 --overlap
 xchg 3 mpi 1
-pass "exchange: exact averages for hier and mpi on 1-6 ranks, 1-4 nodes, with and without overlap"
+# buckets staged through host copies as on a GPU without CUDA-aware MPI (--device staged); the
+# transport must hold every staging buffer from setup on (iteration 0 grows no heap)
+xchg 4 mpi 1 --device staged --nparams 400009 --bucket 40000
+xchg 4 hier 2 --device staged --nparams 400009 --bucket 40000 --overlap
+xchg 6 hier 3 --device staged --nparams 400009 --bucket 40000
+pass "exchange: exact averages for hier and mpi on 1-6 ranks, 1-4 nodes, with and without overlap, host and staged buffers; staging allocated at setup"
 
 # Whole runs: the hierarchy and overlap change only the order of float sums.
 common="--model lenet --dataset fashion-mnist --data-dir $FMNIST_DIR --batch 16 --iters 4 --warmup 0 --lr 0.05 --seed 11"
