@@ -64,7 +64,10 @@ static void start_buckets(ExchangeState *st, float *grads, size_t first) {
 }
 
 static void sync_grads_ready(ExchangeState *st, float *grads, size_t first) {
-    if (st->nranks == 1 || !st->cfg.overlap) return;
+    /* first == 0: backward has ended; the last buckets start in exchange(), with the blocking
+     * collectives when nothing else was started (a non-blocking start now would hide nothing
+     * and run with the slower algorithms: LeNet's single bucket) */
+    if (st->nranks == 1 || !st->cfg.overlap || first == 0) return;
     start_buckets(st, grads, first);
     st->cfg.transport->progress(st->tp);
 }
