@@ -47,8 +47,19 @@ run_np 2 $common --transport mpi --overlap --bucket-mb 0.05 \
     --output "$WORK/mpi.h5" --save-model "$WORK/mpi.params" >/dev/null
 "$PYTHON" "$TESTS_SRCDIR/compare_params.py" 2e-5 "$WORK/ref.params" "$WORK/hier.params" "$WORK/mpi.params"
 h5check finished "$WORK/hier.h5" --ranks 4 --iters 4
-"$PYTHON" - "$WORK/hier.h5" "$WORK/ref.h5" <<'PY'
+"$PYTHON" - "$WORK/hier.h5" "$WORK/ref.h5" "$WORK/mpi.h5" <<'PY'
 import sys, h5py, numpy as np
+# nccl-tests' bus bandwidth per transport: bytes = the gradient (4 x param_count), busbw = bytes /
+# calibrated seconds x factor; allreduce over P: 2(P-1)/P; hier: the node's reduce-scatter and
+# all-gather (L-1)/L each plus the allreduce of a 1/L shard across N nodes, 2(N-1)/N / L
+for path, factor in ((sys.argv[1], 2 * (2 - 1) / 2 + 2 * (2 - 1) / 2 / 2), (sys.argv[3], 1.0)):
+    with h5py.File(path, "r") as f:
+        a, n = f.attrs, int(f.attrs["param_count"])
+        assert abs(a["calibration_busbw_factor"] - factor) < 1e-12, (path, a["calibration_busbw_factor"])
+        want = 4 * n / a["calibration_exchange_s"] * factor
+        assert abs(a["calibration_busbw"] - want) <= 1e-9 * want, (path, a["calibration_busbw"], want)
+        sent = f["iterations/bytes_sent"][:]
+        assert (sent == 4 * n).all(), (path, np.unique(sent), 4 * n)
 with h5py.File(sys.argv[1], "r") as f:
     assert f.attrs["transport"] == "hier", f.attrs["transport"]
     h = f["iterations/exchange_hidden"][:]
