@@ -8,9 +8,10 @@
  *   alone_ms MEDIAN_ALLREDUCE iallreduce_ms MEDIAN_IALLREDUCE_WAITALL
  * (medians over repetitions of the mean over ranks).
  *
- * BUSY_MS: instead, REPS "iterations" shaped as dtbench's: BUSY_MS of this process's CPU time
- * (not wall time: a rank that loses its core to another takes longer, as a computing rank does),
- * ending with a write of the whole gradient buffer (backward writes it last), then a one-int
+ * BUSY_MS: instead, REPS "iterations" shaped as dtbench's: BUSY_MS of this thread's CPU time
+ * (not wall time: a rank that loses its core to another takes longer, as a computing rank does)
+ * streaming over 2 x NPARAMS floats (parameters and momentum; at most 32 MiB), ending with a write of the whole
+ * gradient buffer (backward writes it last), then a one-int
  * MPI_Allreduce (the stop vote: its time is the arrival wait), then MPI_Allreduce of every bucket
  * (the transfer). Prints
  *   train_exch_ms E train_wait_ms W train_xfer_ms X
@@ -64,14 +65,21 @@ static double pass(float *g, size_t n, size_t b, int nonblocking, MPI_Request *r
     return sum / P;
 }
 
-/* One dtbench-shaped iteration: compute, vote, buckets. wait/xfer: this rank's seconds. */
-static void train_pass(float *g, size_t n, size_t b, double busy_ms, double *wait,
+/* 2n floats, at most 32 MiB (beyond the caches, more changes nothing). */
+static size_t state_floats(size_t n) {
+    return 2 * n < (8u << 20) ? 2 * n + 1 : (8u << 20);
+}
+
+/* One dtbench-shaped iteration: compute, vote, buckets. wait/xfer: this rank's seconds. The
+ * compute streams over `state` (2n floats: what the update reads besides the gradient, the
+ * parameters and the momentum) so that the caches hold what they hold in training. */
+static void train_pass(float *g, float *state, size_t n, size_t b, double busy_ms, double *wait,
                        double *xfer) {
+    size_t at = 0, m = state_floats(n);
     for (double c = cpu_now(); cpu_now() - c < busy_ms * 1e-3;) {
-        float s = 0;
-        for (int i = 0; i < 4096; i++)
-            s += (float)i * 1e-3f;
-        sink = s;
+        for (int i = 0; i < 4096; i++, at = at + 1 < m ? at + 1 : 0)
+            state[at] = state[at] * 0.999f + 1e-3f;
+        sink = state[at];
     }
     for (size_t i = 0; i < n; i++) /* the gradient, written last by backward */
         g[i] = 1e-3f * (float)(i & 1023);
@@ -90,11 +98,12 @@ static double median(double *x, int n) {
 
 static void train(float *g, size_t n, size_t b, int reps, double busy_ms, int rank, int P) {
     double *w = malloc(3 * (size_t)reps * sizeof(double)), *all = NULL;
-    if (!w) MPI_Abort(MPI_COMM_WORLD, 1);
+    float *state = calloc(state_floats(n), sizeof(float));
+    if (!w || !state) MPI_Abort(MPI_COMM_WORLD, 1);
     double dummy;
-    train_pass(g, n, b, busy_ms, &dummy, &dummy); /* unmeasured */
+    train_pass(g, state, n, b, busy_ms, &dummy, &dummy); /* unmeasured */
     for (int r = 0; r < reps; r++) {
-        train_pass(g, n, b, busy_ms, &w[r], &w[reps + r]);
+        train_pass(g, state, n, b, busy_ms, &w[r], &w[reps + r]);
         w[2 * reps + r] = w[r] + w[reps + r];
     }
     if (rank == 0) all = malloc(3 * (size_t)reps * (size_t)P * sizeof(double));
@@ -116,7 +125,7 @@ static void train(float *g, size_t n, size_t b, int reps, double busy_ms, int ra
             free(col[k]);
         free(all);
     }
-    free(w);
+    free(w), free(state);
 }
 
 int main(int argc, char **argv) {
