@@ -3,8 +3,9 @@
  * averaging itself is the transport's (--transport: comm/transport_*.c, on host or device
  * memory). Buckets are cut from the END of the gradient buffer, since backward produces the last
  * layers' gradients first: with --overlap a bucket starts as soon as backward has finished every
- * gradient in it (grads_ready), the rest when backward is done; without, all start then, and the
- * transport runs them with the library's blocking collectives (TransportConfig.blocking).
+ * gradient in it (grads_ready), the rest when backward is done; without, all start then. The
+ * buckets started after backward run with the library's blocking collectives
+ * (TransportConfig.blocking), once those started during backward have completed (buckets.h).
  *
  * Wait versus transfer: the end of backward is marked first (the transport's backward_done: what
  * exchange_hidden is measured against), then a one-int allreduce (the stop vote) runs; it cannot
