@@ -139,9 +139,11 @@ static void build(Run *r) {
     r->xstate = p->xops->create(&xcfg, err, sizeof err);
     usage_check_all(r->xstate != NULL, "%s", err);
     /* The transport's collectives alone on this run's buckets (comm/calibrate.c); the slowest
-     * exchanging group's figures, so that the attributes are the same on every rank. */
+     * exchanging group's figures, so that the attributes are the same on every rank. Called with
+     * --calibrate-iters 0 too: one unmeasured exchange then makes the transport allocate what it
+     * keeps, so that iteration 0 does not pay for it. */
     ExchangeCalibration *cal = &r->calibration;
-    if (p->xops->calibrate && o->calibrate_iters > 0)
+    if (p->xops->calibrate)
         p->xops->calibrate(r->xstate, r->model.grads, o->calibrate_iters, cal);
     double calv[5] = {cal->seconds, cal->bytes, cal->bucket_bytes, cal->busbw_factor, cal->iters};
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, calv, 5, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
