@@ -33,6 +33,7 @@ static struct {
     char path[PATH_MAX + 64];
 } claims[OUT_N] = {{-1, 0, ""}, {-1, 0, ""}, {-1, 0, ""}};
 static int results_committed; /* the results file holds a written block */
+static char results_path[PATH_MAX + 64]; /* where the partial file is renamed to */
 
 void outputs_partial_path(const char *path, char *buf, size_t len) {
     const char *slash = strrchr(path, '/');
@@ -128,6 +129,7 @@ int outputs_claim(const char *output, const char *save_model, int overwrite, cha
     }
     /* The partial name first, then the results' own name: a job that renamed its partial file
      * into place still holds its lock on it, so a second job is refused either way. */
+    snprintf(results_path, sizeof results_path, "%s", output);
     outputs_partial_path(output, partial, sizeof partial);
     if (claim(OUT_PARTIAL, "--output", partial, output, 1, err, errlen)) goto fail;
     struct stat st;
@@ -148,6 +150,8 @@ void outputs_published(void) {
     if (claims[OUT_RESULTS].fd >= 0) close(claims[OUT_RESULTS].fd);
     claims[OUT_RESULTS] = claims[OUT_PARTIAL];
     claims[OUT_RESULTS].created = 1;
+    /* the file now has the results' name: abandoning it must remove that name (same inode) */
+    snprintf(claims[OUT_RESULTS].path, sizeof claims[OUT_RESULTS].path, "%s", results_path);
     claims[OUT_PARTIAL].fd = -1, claims[OUT_PARTIAL].path[0] = '\0';
 }
 

@@ -23,6 +23,9 @@ typedef struct {
     double exchange_hidden;    /* exchange work that ran while backward still ran (--overlap), s */
     /* pipeline stages (--parallel model / hybrid; 0 in data parallelism), s and bytes */
     double pipe_compute, pipe_send, pipe_recv, pipe_idle, pipe_bytes;
+    /* --precision fp16 (src/precision.h): the loss scale this iteration's backward ran with (1
+     * without loss scaling), and 1 if its optimizer step was skipped (inf/NaN gradients) */
+    double loss_scale, step_skipped;
 } IterRecord;
 
 typedef struct {

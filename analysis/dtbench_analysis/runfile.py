@@ -266,6 +266,8 @@ class Run:
             why = "run stopped at its --duration (stop_reason=duration)"
         elif self.stop_reason == "error":
             why = "run ended with an error (stop_reason=error)"
+        elif self.stop_reason == "peer_lost":  # closed by the survivors (slurm/README.md)
+            why = f"a rank or node was lost (stop_reason=peer_lost: {self.attrs.get('stop_detail', '?')})"
         else:
             why = f"run finished (stop_reason={self.stop_reason}) but not every rank completed"
         bad = self.incomplete_ranks()
