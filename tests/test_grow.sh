@@ -26,7 +26,7 @@ PY
 pids_of() { "$PYTHON" -c "import h5py,sys; print(*h5py.File(sys.argv[1],'r')['ranks/pid'][:])" "$1"; }
 
 # 1. --iters 1000000 on 2 ranks, SIGTERM to every rank after >= 45 iterations (as scancel does).
-#    The whole allocation would be 21 quantities x 2 ranks x 1e6 x 8 bytes = 336 MB.
+#    The whole allocation would be 23 quantities x 2 ranks x 1e6 x 8 bytes = 368 MB.
 timeout -k 30 300 "$MPIRUN" -np 2 "$DTBENCH" --model lenet --dataset synthetic --batch 4 \
     --iters 1000000 --warmup 2 --flush-every 5 --output long.h5 >long.log 2>&1 &
 job=$!
@@ -51,7 +51,7 @@ with h5py.File(sys.argv[1], "r") as f:
         v = d[:]
         assert not np.isnan(v[:, :done[0]]).any(), name  # every completed iteration readable
         assert np.isnan(v[:, done[0]:]).all(), name  # NaN beyond
-    whole = 21 * 2 * n * 8
+    whole = len(f["iterations"]) * 2 * n * 8
     assert size < 8e6, f"{size / 1e6:.1f} MB after {done[0]} iterations"
     print(f"ok: stopped after {done[0]} of {n} iterations: file {size / 1e6:.2f} MB "
           f"(/iterations extent {f['iterations/total'].shape[1]}; allocated whole: "

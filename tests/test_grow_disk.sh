@@ -15,7 +15,7 @@ trap 'umount "$WORK/disk" 2>/dev/null; rm -rf "$WORK"' EXIT
 S="--model lenet --dataset synthetic --batch 4 --warmup 0 --sample-hz 0 --flush-every 10"
 
 # 1. Growing or not, a run whose every iteration cannot fit is refused before any work:
-#    200000 iterations x 21 quantities x 2 ranks x 8 bytes = 67 MB on 32 MB.
+#    200000 iterations x 23 quantities x 2 ranks x 8 bytes = 74 MB on 32 MB.
 expect_bad 2 "--iters: the results file disk/r.h5 needs about [67][0-9].[0-9] MB, and its file system has 3[0-9].[0-9] MB free" $S --iters 200000 --output disk/r.h5
 [ -z "$(ls -A disk)" ] || fail "refused run left $(ls -A disk)"
 pass "a growing file that cannot reach its full size is refused before the start"
