@@ -8,7 +8,7 @@
 #   2b. 8 ranks, rank 4 frozen, mpirun told not to end the job on a non-zero exit: rank 0, which
 #      does not watch rank 4, ends too, told by its neighbours that the run is over.
 #   3. --peer-timeout 0 turns the watchdog off: the same kill leaves the file unmarked.
-#   3b. heartbeats that never arrive (UDP blocked; a test hook mutes rank 1): the run is refused
+#   3b. --peer-timeout below 1 s refused; heartbeats that never arrive (UDP blocked; a test hook mutes rank 1): the run is refused
 #      (exit 2, one line naming --peer-timeout and the way out), no file left.
 #   4. `dtbench --finalize` refuses bad arguments (exit 2, one line) and leaves a file the run
 #      closed itself as it is.
@@ -173,6 +173,8 @@ assert 'stop_reason' not in a and 'finished' not in a, dict(a)" off.h5 || fail "
 pass "--peer-timeout 0: no watchdog, the killed run's file is left unmarked"
 
 # ---- 3b. heartbeats that never arrive (a firewall on UDP): refused, nothing left ---------------
+expect_bad 0 "--peer-timeout: 0.5 is not accepted: expected 0 (off) or at least 1 second" \
+    --model lenet --dataset synthetic --peer-timeout 0.5 --output bad.h5
 DTBENCH_TEST_MUTE_HEARTBEAT=1 expect_bad 3 "--peer-timeout: rank 0 on .* heard no UDP heartbeat from rank 1 on .*--peer-timeout 0 runs without" \
     --model lenet --dataset synthetic --batch 6 --iters 5 --peer-timeout 2 --output bad.h5
 
