@@ -373,7 +373,7 @@ static int open_socket(PeerInfo *me, char *err, size_t errlen) {
  * off again on every rank and err names a pair that cannot hear each other (a firewall on UDP
  * would otherwise make every run lose its peers after the timeout). */
 static int heard_from_all(MPI_Comm comm, char *err, size_t errlen) {
-    double until = mono() + wd.timeout;
+    double wait = wd.timeout < 30 ? wd.timeout : 30, until = mono() + wait;
     while (atomic_load(&wd.heard) < wd.nnb && mono() < until)
         usleep(10000);
     int ok = atomic_load(&wd.heard) >= wd.nnb, all = 0;
@@ -391,7 +391,7 @@ static int heard_from_all(MPI_Comm comm, char *err, size_t errlen) {
                  "--peer-timeout: rank %d on %s heard no UDP heartbeat from rank %d on %s in %g s "
                  "(UDP between the nodes blocked?); --peer-timeout 0 runs without dead-peer "
                  "detection",
-                 wd.rank, wd.peers[wd.rank].host, n->rank, wd.peers[n->rank].host, wd.timeout);
+                 wd.rank, wd.peers[wd.rank].host, n->rank, wd.peers[n->rank].host, wait);
     else
         snprintf(err, errlen, "--peer-timeout: another rank heard no UDP heartbeat");
     free(wd.peers);
