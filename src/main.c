@@ -7,6 +7,7 @@
 #include "check.h"
 #include "driver.h"
 #include "finalize.h"
+#include "grad_cast.h"
 #include "registry.h"
 #include "run.h"
 #include "run_limits.h"
@@ -107,7 +108,8 @@ static void build(Run *r) {
                                  err, sizeof err) == 0,
                     "%s", err); /* memory, before any allocation (run_limits.h) */
 
-    BackendConfig bcfg = {o->threads, r->topo.host_local_rank, o->gpus_per_node, r->topo.rank == 0};
+    BackendConfig bcfg = {o->threads, r->topo.host_local_rank, o->gpus_per_node, r->topo.rank == 0,
+                          p->precision};
     if (p->be->init(&bcfg, &r->ctx) != 0) check_fail(__FILE__, __LINE__, "backend init", o->device);
     model_build_part(&r->model, r->md, ds->c, ds->h, ds->w, ds->classes, r->batch,
                      r->pipe.microbatches, r->pipe.first[r->pipe.stage],
@@ -132,13 +134,16 @@ static void build(Run *r) {
         .transport = p->tops,
         .device_coll = registry_coll("nccl"),
         .overlap = o->overlap,
+        .grad_dtype = grad_dtype_parse(o->grad_dtype), /* a choice of the option table */
     };
     r->xstate = p->xops->create(&xcfg, err, sizeof err);
     usage_check_all(r->xstate != NULL, "%s", err);
     /* The transport's collectives alone on this run's buckets (comm/calibrate.c); the slowest
-     * exchanging group's figures, so that the attributes are the same on every rank. */
+     * exchanging group's figures, so that the attributes are the same on every rank. Called with
+     * --calibrate-iters 0 too: one unmeasured exchange then makes the transport allocate what it
+     * keeps, so that iteration 0 does not pay for it. */
     ExchangeCalibration *cal = &r->calibration;
-    if (p->xops->calibrate && o->calibrate_iters > 0)
+    if (p->xops->calibrate)
         p->xops->calibrate(r->xstate, r->model.grads, o->calibrate_iters, cal);
     double calv[5] = {cal->seconds, cal->bytes, cal->bucket_bytes, cal->busbw_factor, cal->iters};
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, calv, 5, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));

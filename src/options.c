@@ -3,7 +3,9 @@
  * /config group are all generated from these rows, so a default can never go stale. */
 #define _GNU_SOURCE
 #include <config.h>
+#include "grad_cast.h" /* defines: GRAD_DTYPE_NAMES */
 #include "options.h"
+#include "backend.h" /* defines: PRECISION_NAMES */
 #include "registry.h"
 #include "util.h"
 
@@ -73,6 +75,10 @@ static const OptSpec SPECS[] = {
     {"calibrate-iters", T_INT, F(calibrate_iters), NULL, 0, 0,
      "before training, time the transport's collectives alone on the run's buckets this many "
      "times (at most ~2 s), stored as calibration_* attributes (0: off)"},
+    {"grad-dtype", T_CHOICE, F(grad_dtype), GRAD_DTYPE_NAMES, 0, 0,
+     "type of the gradients on the wire, every strategy and transport: bf16 and fp16 halve the "
+     "bytes exchanged (round to nearest even, summed in that type; fp16 overflows to inf, "
+     "no loss scaling); parameters stay fp32"},
     {"ps-ranks", T_INT, F(ps_ranks), NULL, 1, 0,
      "async: ranks that serve parameters (the last ones); the others train"},
     {"staleness", T_INT, F(staleness), NULL, 0, 0,
@@ -126,6 +132,10 @@ static const OptSpec SPECS[] = {
      "order of a pipeline stage's forward and backward micro-batch steps: gpipe (all forwards, "
      "then all backwards), 1f1b (PipeDream-Flush: warm-up forwards, then one forward, one "
      "backward); data parallelism runs 'data' (one stage, one micro-batch)"},
+    {"precision", T_CHOICE, F(precision), PRECISION_NAMES, 0, 0,
+     "arithmetic of GEMMs and convolutions: fp32 (strict), tf32 (GPU tensor cores on fp32 "
+     "data), bf16 or fp16 (inputs rounded, fp32 accumulation; fp32 master weights, optimizer and "
+     "reductions; fp16 with dynamic loss scaling, GPU only); bf16 on CPUs with AVX512-BF16"},
 };
 #undef F
 #define NSPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
@@ -167,12 +177,14 @@ static void set_defaults(Options *o) {
     o->weight_decay = 0.0;
     o->bucket_mb = 25.0;
     o->calibrate_iters = 5;
+    o->grad_dtype = "fp32";
     o->seed = 42;
     o->parallel = "data";
     o->stages = 0;
     o->split = "";
     o->microbatches = 1;
     o->schedule = "gpipe";
+    o->precision = "fp32";
 }
 
 const char *options_choices(const char *key) {

@@ -38,6 +38,7 @@ typedef struct {
     double lr, momentum, weight_decay;
     double bucket_mb;
     int calibrate_iters; /* exchange calibration repetitions, 0 = off */
+    char *grad_dtype;    /* fp32 | bf16 | fp16: gradients on the wire (comm/grad_cast.h) */
     long seed;
     int overwrite;
     int dry_run;
@@ -48,6 +49,7 @@ typedef struct {
     char *split;      /* first layer of stages 2..K, comma-separated; "" = balanced by FLOPs */
     int microbatches; /* per replica batch, pipelined */
     char *schedule;   /* data | gpipe | 1f1b (src/schedule.h) */
+    char *precision;  /* fp32 | tf32 | bf16 | fp16 (backend.h: Precision) */
     /* Bit i: the i-th option of the table was given on the command line (options_given). */
     unsigned long long given;
 } Options;

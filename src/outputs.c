@@ -214,3 +214,33 @@ int outputs_reserve_space(const char *path, const char *shown, double need, cons
     }
     return 0;
 }
+
+/* Rank 0: reserves `bytes` more beyond the end of `path` (fallocate, size unchanged) for a step
+ * of a growing file; where the file system cannot reserve, checks its free space instead.
+ * 0, or -1 with a one-line reason naming `option`. */
+int outputs_reserve_more(const char *path, double bytes, const char *option, char *err,
+                         size_t errlen) {
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "%s: cannot reserve %.1f MB more for %s: %s", option, bytes / 1e6,
+                 path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    int rc = fallocate(fd, FALLOC_FL_KEEP_SIZE, st.st_size, (off_t)bytes);
+    int e = errno;
+    struct statvfs vfs;
+    /* Only a full disk or quota is an answer; a file system that cannot reserve is asked. */
+    if (rc != 0 && e != ENOSPC && e != EDQUOT && e != EFBIG && fstatvfs(fd, &vfs) == 0) {
+        rc = (double)vfs.f_bavail * (double)vfs.f_frsize < bytes ? -1 : 0;
+        e = ENOSPC;
+    }
+    close(fd);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: no room for the next %.1f MB of the results file %s: %s (errno %d)",
+                 option, bytes / 1e6, path, strerror(e), e);
+        return -1;
+    }
+    return 0;
+}
