@@ -39,6 +39,9 @@ typedef struct {
     float *velocity; /* [nparams] the model's momentum buffer */
     /* Strategy settings (--staleness, --ps-ranks, --sync-period). */
     int staleness, ps_ranks, sync_period;
+    /* --grad-dtype (GradDtype, comm/grad_cast.h): gradients cross the network in this type
+     * (bytes_sent counts it); 0: fp32. Parameters (async pulls, mixed's ring) stay fp32. */
+    int grad_dtype;
 } ExchangeConfig;
 
 /* One iteration's exchange: what the driver tells the strategy, and what the strategy reports
@@ -118,7 +121,8 @@ typedef struct ExchangeOps {
     void (*destroy)(ExchangeState *st);
     /* Optional: collective over cfg->comm, before training: times the transport's collectives
      * alone at this run's bucket sizes, `iters` times (bounded to about 2 s), on buf[nparams]
-     * (device memory; its contents are destroyed). */
+     * (device memory; its contents are destroyed). With iters 0 it only runs one unmeasured
+     * exchange, so that the transport allocates at setup what it keeps across iterations. */
     void (*calibrate)(ExchangeState *st, float *buf, int iters, ExchangeCalibration *out);
     /* For the resolver (src/resolve.c). reads: the long options the strategy reads
      * (comma-separated; given explicitly with a strategy that does not read them, they are

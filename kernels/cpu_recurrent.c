@@ -1,6 +1,6 @@
 /* cpu_recurrent.c - the CPU backend's language-model layers: embedding lookup and the LSTM layer
  * (input, recurrent and weight-gradient products through OpenBLAS; gates through the branch-free
- * cpu_sigmoidf / cpu_tanhf). Semantics: backend.h. */
+ * dt_sigmoidf / dt_tanhf). Semantics: backend.h. */
 #include "cpu_kernels.h"
 #include "cpu_vec.h"
 
@@ -66,12 +66,12 @@ static void lstm_cell(float *restrict gi, float *restrict gf, float *restrict gg
     int j = 0;
 #define LSTM_STEP(J)                                                                               \
     do {                                                                                           \
-        const float i = cpu_sigmoidf(gi[J]), f = cpu_sigmoidf(gf[J]);                              \
-        const float gv = cpu_tanhf(gg[J]), o = cpu_sigmoidf(go[J]);                                \
+        const float i = dt_sigmoidf(gi[J]), f = dt_sigmoidf(gf[J]);                                \
+        const float gv = dt_tanhf(gg[J]), o = dt_sigmoidf(go[J]);                                  \
         const float cv = f * c_prev[J] + i * gv;                                                   \
         gi[J] = i, gf[J] = f, gg[J] = gv, go[J] = o;                                               \
         c[J] = cv;                                                                                 \
-        h[J] = o * cpu_tanhf(cv);                                                                  \
+        h[J] = o * dt_tanhf(cv);                                                                   \
     } while (0)
     for (; j + VBLOCK <= hidden; j += VBLOCK)
         for (int u = 0; u < VBLOCK; u++)
@@ -123,7 +123,7 @@ static void lstm_cell_backward(const float *restrict ai, const float *restrict a
     do {                                                                                           \
         const float i = ai[J], f = af[J], g = ag[J], o = ao[J];                                    \
         const float dh = dy[J] + dh_rec[J];                                                        \
-        const float tc = cpu_tanhf(c[J]);                                                          \
+        const float tc = dt_tanhf(c[J]);                                                           \
         const float dcv = dc[J] + dh * o * (1.0f - tc * tc);                                       \
         di[J] = dcv * g * i * (1.0f - i);                                                          \
         df[J] = dcv * c_prev[J] * f * (1.0f - f);                                                  \

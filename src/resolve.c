@@ -30,7 +30,8 @@ typedef struct {
 
 enum { MAX_READERS = 64 };
 
-/* Every registered component; the chosen ones first (*nchosen of them). */
+/* Every registered component, then those this build left out; the chosen ones first (*nchosen
+ * of them). */
 static int all_readers(const RunPlan *p, Reader *r, int *nchosen) {
     int n = 0, k;
     snprintf(r[n].label, sizeof r[n].label, "--device %s", p->be->name), r[n++].reads = p->be->reads;
@@ -61,6 +62,8 @@ static int all_readers(const RunPlan *p, Reader *r, int *nchosen) {
             snprintf(r[n].label, sizeof r[n].label, "--parallel data");
         r[n].reads = s[i]->reads;
     }
+    for (const RegistryUnbuilt *u = registry_unbuilt(); u->label && n < MAX_READERS; u++, n++)
+        snprintf(r[n].label, sizeof r[n].label, "%s", u->label), r[n].reads = u->reads;
     return n;
 }
 

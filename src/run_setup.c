@@ -174,6 +174,7 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_TEXT("dataset", o->dataset),
         RUN_TEXT("exchange", o->exchange),
         RUN_TEXT("transport", o->transport),
+        RUN_TEXT("grad_dtype", o->grad_dtype),
         RUN_TEXT("device", o->device),
         RUN_TEXT("precision", o->precision),
         RUN_TEXT("tag", o->tag),
@@ -213,6 +214,7 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         .iters_total = (int64_t)o->warmup + o->iters,
         .warmup = o->warmup,
         .flush_every = o->flush_every,
+        .grow = p->xops->lockstep, /* /iterations grows at the block boundaries ranks share */
         .n_evals = driver_eval_count(&set, &r->data),
         .attrs = attrs,
         .nattrs = (int)(sizeof attrs / sizeof attrs[0]),
