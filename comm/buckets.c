@@ -146,14 +146,38 @@ void buckets_progress(BucketEngine *p) {
         (void)p->to->done(p->top, p->pieces[p->top_next - 1].top_ticket);
 }
 
+/* Completes every collective started so far (during backward), posting the steps 2 of
+ * hierarchical pieces on the way. */
+static void drain(BucketEngine *p) {
+    Piece *last = &p->pieces[p->npieces - 1];
+    if (!p->intra) {
+        p->to->wait(p->top, last->top_ticket);
+        return;
+    }
+    if (p->N == 1) {
+        p->io->wait(p->intra, last->ready);
+        return;
+    }
+    for (; p->top_next < p->npieces; p->top_next++) {
+        p->io->wait(p->intra, p->pieces[p->top_next].ready);
+        post_top(p, &p->pieces[p->top_next]);
+    }
+    p->to->wait(p->top, last->top_ticket);
+}
+
 void buckets_backward_done(BucketEngine *p) {
     if (p->finished) new_iteration(p); /* no bucket started during backward */
     if (p->intra) p->io->mark_backward_end(p->intra);
     p->to->mark_backward_end(p->top);
-    /* Blocking only in iterations where nothing was started during backward: mixing blocking
-     * collectives with non-blocking ones still in flight on the same communicators hung Open MPI
-     * 4.1 intermittently (hier, 4 ranks). */
-    set_blocking(p, p->npieces == 0);
+    /* The buckets started from here on use the blocking collectives (Open MPI's tuned ones,
+     * faster than libnbc's non-blocking ones) when every level offers them. Blocking
+     * collectives issued while non-blocking ones were still in flight on the same communicators
+     * hung Open MPI 4.1 intermittently (hier, 4 ranks): the ones started during backward are
+     * completed first. Their transfer is exposed either way: waiting for them now or in
+     * finish() costs the same, and the rest then runs at the blocking collectives' speed. */
+    int can = p->blocking && p->to->set_blocking && (!p->intra || p->io->set_blocking);
+    if (p->npieces && can) drain(p);
+    set_blocking(p, p->npieces == 0 || can);
 }
 
 void buckets_alone(BucketEngine *p, float *buf, size_t n) {

@@ -30,9 +30,10 @@
 typedef struct BucketEngine BucketEngine;
 
 /* Takes ownership of the Colls (destroyed with the engine). nranks: P, the ranks averaged.
- * blocking: in an iteration where no bucket was started during backward (no --overlap), the
- * buckets use the library's blocking collectives (where the Coll offers them: coll.h
- * set_blocking); when some were, every bucket of the iteration stays non-blocking. */
+ * blocking: the buckets started after backward use the library's blocking collectives where
+ * every level offers them (coll.h set_blocking: MPI); those started during backward
+ * (--overlap) are non-blocking and are completed at backward_done, before any blocking one
+ * is issued. Where a level has no blocking form (NCCL), every bucket stays as it is. */
 BucketEngine *buckets_create(const CollOps *intra_ops, Coll *intra, const CollOps *top_ops,
                              Coll *top, int staged, int nranks, int blocking, int leave_sum);
 /* 1/P when created with leave_sum (the buckets hold sums), else 1. */

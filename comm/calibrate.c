@@ -1,9 +1,14 @@
 /* calibrate.c - the transport's collectives alone on the run's buckets (see calibrate.h).
- * Each repetition starts after a barrier and runs every bucket through TransportOps.alone (the
- * library's blocking collectives, summing) or, for transports without it, start/finish; one
- * unmeasured repetition first (connections, first touch). The result is the median over the
- * repetitions of this rank's time, then the mean over the ranks. Bounded: it stops after about
- * 2 s of measuring (decided together). */
+ * First, always (also with --calibrate-iters 0), one unmeasured exchange shaped as a training
+ * iteration's (backward_done, every bucket started, finish; with --overlap also once with the
+ * buckets started before backward_done, the non-blocking form): it makes the transport allocate
+ * what it keeps across iterations (operation slots, host staging of device buffers, tail
+ * scratch, pinned shards) and the library open its connections, so that iteration 0's exchange
+ * does not pay for them. Then each repetition starts after a barrier and runs every bucket
+ * through TransportOps.alone (the library's blocking collectives, summing) or, for transports
+ * without it, start/finish. The result is the median over the repetitions of this rank's time,
+ * then the mean over the ranks. Bounded: it stops after about 2 s of measuring (decided
+ * together). */
 #include "calibrate.h"
 #include "check.h"
 #include "util.h"
@@ -15,6 +20,17 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Every bucket as an iteration runs them: all started after backward (the blocking
+ * collectives), or, overlapped, started before its end (the non-blocking ones). */
+static void iteration_pass(const TransportOps *ops, Transport *tp, float *buf, size_t n,
+                           size_t bucket, int overlapped) {
+    if (!overlapped) ops->backward_done(tp);
+    for (size_t hi = n; hi > 0; hi = bucket_lo(hi, bucket))
+        ops->start(tp, buf + bucket_lo(hi, bucket), hi - bucket_lo(hi, bucket));
+    if (overlapped) ops->backward_done(tp);
+    ops->finish(tp);
+}
+
 static double one_pass(const TransportOps *ops, Transport *tp, MPI_Comm comm,
                        const BackendOps *be, BackendCtx *ctx, float *buf, size_t n,
                        size_t bucket) {
@@ -24,10 +40,7 @@ static double one_pass(const TransportOps *ops, Transport *tp, MPI_Comm comm,
         for (size_t hi = n; hi > 0; hi = bucket_lo(hi, bucket))
             ops->alone(tp, buf + bucket_lo(hi, bucket), hi - bucket_lo(hi, bucket));
     } else {
-        ops->backward_done(tp);
-        for (size_t hi = n; hi > 0; hi = bucket_lo(hi, bucket))
-            ops->start(tp, buf + bucket_lo(hi, bucket), hi - bucket_lo(hi, bucket));
-        ops->finish(tp);
+        iteration_pass(ops, tp, buf, n, bucket, 0);
     }
     be->synchronize(ctx);
     double t = dt_now() - t0;
@@ -37,7 +50,7 @@ static double one_pass(const TransportOps *ops, Transport *tp, MPI_Comm comm,
 
 void transport_calibrate(const TransportOps *ops, Transport *tp, MPI_Comm comm,
                          const BackendOps *be, BackendCtx *ctx, float *buf, size_t n,
-                         size_t bucket, int iters, ExchangeCalibration *out) {
+                         size_t bucket, int iters, int overlap, ExchangeCalibration *out) {
     int P;
     MPI_CHECK(MPI_Comm_size(comm, &P));
     out->nbuckets = (int)((n + bucket - 1) / bucket);
@@ -45,10 +58,16 @@ void transport_calibrate(const TransportOps *ops, Transport *tp, MPI_Comm comm,
     out->bytes = (double)n * sizeof(float);
     out->busbw_factor = ops->busbw_factor ? ops->busbw_factor(tp) : 2.0 * (P - 1) / P;
     out->iters = 0, out->seconds = out->algbw = out->busbw = 0.0;
-    if (iters <= 0 || P < 2 || n == 0) return;
+    if (P < 2 || n == 0) return;
+    for (int form = overlap; form >= 0; form--) { /* warm-up: see the file's comment */
+        iteration_pass(ops, tp, buf, n, bucket, form);
+        be->synchronize(ctx);
+        (void)ops->hidden(tp);
+    }
+    if (iters <= 0) return;
 
     double *t = xmalloc((size_t)iters * sizeof(double)), spent = 0.0;
-    one_pass(ops, tp, comm, be, ctx, buf, n, bucket); /* warm-up */
+    one_pass(ops, tp, comm, be, ctx, buf, n, bucket); /* warm-up of the measured form */
     int k = 0;
     while (k < iters) {
         t[k] = one_pass(ops, tp, comm, be, ctx, buf, n, bucket);

@@ -121,7 +121,8 @@ typedef struct ExchangeOps {
     void (*destroy)(ExchangeState *st);
     /* Optional: collective over cfg->comm, before training: times the transport's collectives
      * alone at this run's bucket sizes, `iters` times (bounded to about 2 s), on buf[nparams]
-     * (device memory; its contents are destroyed). */
+     * (device memory; its contents are destroyed). With iters 0 it only runs one unmeasured
+     * exchange, so that the transport allocates at setup what it keeps across iterations. */
     void (*calibrate)(ExchangeState *st, float *buf, int iters, ExchangeCalibration *out);
     /* For the resolver (src/resolve.c). reads: the long options the strategy reads
      * (comma-separated; given explicitly with a strategy that does not read them, they are

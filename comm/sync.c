@@ -3,8 +3,9 @@
  * averaging itself is the transport's (--transport: comm/transport_*.c, on host or device
  * memory). Buckets are cut from the END of the gradient buffer, since backward produces the last
  * layers' gradients first: with --overlap a bucket starts as soon as backward has finished every
- * gradient in it (grads_ready), the rest when backward is done; without, all start then, and the
- * transport runs them with the library's blocking collectives (TransportConfig.blocking).
+ * gradient in it (grads_ready), the rest when backward is done; without, all start then. The
+ * buckets started after backward run with the library's blocking collectives
+ * (TransportConfig.blocking), once those started during backward have completed (buckets.h).
  *
  * Wait versus transfer: the end of backward is marked first (the transport's backward_done: what
  * exchange_hidden is measured against), then a one-int allreduce (the stop vote) runs; it cannot
@@ -66,7 +67,10 @@ static void start_buckets(ExchangeState *st, float *grads, size_t first) {
 }
 
 static void sync_grads_ready(ExchangeState *st, float *grads, size_t first) {
-    if (st->nranks == 1 || !st->cfg.overlap) return;
+    /* first == 0: backward has ended; the last buckets start in exchange(), with the blocking
+     * collectives when nothing else was started (a non-blocking start now would hide nothing
+     * and run with the slower algorithms: LeNet's single bucket) */
+    if (st->nranks == 1 || !st->cfg.overlap || first == 0) return;
     start_buckets(st, grads, first);
     st->cfg.transport->progress(st->tp);
 }
@@ -105,7 +109,7 @@ static void sync_counts(ExchangeState *st, int64_t *pushed, int64_t *applied) {
 static void sync_calibrate(ExchangeState *st, float *buf, int iters, ExchangeCalibration *out) {
     const ExchangeConfig *c = &st->cfg;
     transport_calibrate(c->transport, st->tp, c->comm, c->be, c->ctx, buf, c->nparams,
-                        c->bucket_floats, iters, out);
+                        c->bucket_floats, iters, c->overlap, out);
     double w = (double)grad_dtype_size(c->grad_dtype) / sizeof(float); /* --grad-dtype's bytes */
     out->bucket_bytes *= w, out->bytes *= w, out->algbw *= w, out->busbw *= w;
 }

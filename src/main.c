@@ -6,6 +6,7 @@
 #include <config.h>
 #include "check.h"
 #include "driver.h"
+#include "finalize.h"
 #include "grad_cast.h"
 #include "registry.h"
 #include "run.h"
@@ -13,6 +14,7 @@
 #include "sampler.h"
 #include "signals.h"
 #include "util.h"
+#include "watchdog.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -106,7 +108,8 @@ static void build(Run *r) {
                                  err, sizeof err) == 0,
                     "%s", err); /* memory, before any allocation (run_limits.h) */
 
-    BackendConfig bcfg = {o->threads, r->topo.host_local_rank, o->gpus_per_node, r->topo.rank == 0};
+    BackendConfig bcfg = {o->threads, r->topo.host_local_rank, o->gpus_per_node, r->topo.rank == 0,
+                          p->precision};
     if (p->be->init(&bcfg, &r->ctx) != 0) check_fail(__FILE__, __LINE__, "backend init", o->device);
     model_build_part(&r->model, r->md, ds->c, ds->h, ds->w, ds->classes, r->batch,
                      r->pipe.microbatches, r->pipe.first[r->pipe.stage],
@@ -136,9 +139,11 @@ static void build(Run *r) {
     r->xstate = p->xops->create(&xcfg, err, sizeof err);
     usage_check_all(r->xstate != NULL, "%s", err);
     /* The transport's collectives alone on this run's buckets (comm/calibrate.c); the slowest
-     * exchanging group's figures, so that the attributes are the same on every rank. */
+     * exchanging group's figures, so that the attributes are the same on every rank. Called with
+     * --calibrate-iters 0 too: one unmeasured exchange then makes the transport allocate what it
+     * keeps, so that iteration 0 does not pay for it. */
     ExchangeCalibration *cal = &r->calibration;
-    if (p->xops->calibrate && o->calibrate_iters > 0)
+    if (p->xops->calibrate)
         p->xops->calibrate(r->xstate, r->model.grads, o->calibrate_iters, cal);
     double calv[5] = {cal->seconds, cal->bytes, cal->bucket_bytes, cal->busbw_factor, cal->iters};
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, calv, 5, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
@@ -255,6 +260,7 @@ static void release(Run *r) {
 
 int main(int argc, char **argv) {
     signals_install(); /* first: a stop asked for during start-up is kept, not fatal */
+    if (argc > 1 && !strcmp(argv[1], "--finalize")) return finalize_main(argc, argv); /* no MPI */
     MPI_CHECK(MPI_Init(&argc, &argv));
     MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     static Run run; /* large; zeroed */
@@ -269,9 +275,13 @@ int main(int argc, char **argv) {
     run_check_outputs(r); /* rank 0 looks at the paths before any work is done */
     build(r);
     run_open_records(r); /* clocks, the start-up lines, the sampler, the result file */
+    char err[512] = "";    /* heartbeats from here: a lost peer closes the file (watchdog.h) */
+    usage_check_all(watchdog_start(MPI_COMM_WORLD, r->opt.peer_timeout, r->opt.output, err,
+                                   sizeof err) == 0, "%s", err);
     TrainResult res = train(r);
     finish(r, &res);
     release(r);
     MPI_Finalize();
+    watchdog_stop(); /* after MPI_Finalize: no rank says goodbye while another still needs it */
     return dt_exit_status; /* 1 after a write error (recorder) */
 }

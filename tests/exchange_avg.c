@@ -11,6 +11,14 @@
  * simulated: grads_ready() is called at five decreasing layer boundaries before the exchange, as
  * model_backward_hook does. The last iteration also checks the stop vote: the last rank asks to
  * stop, every rank must see stop set then and only then.
+ * --device staged: CPU memory that the transports treat as device memory (device_memory 1), so
+ * the MPI transports stage every bucket through host copies as they do on a GPU without a
+ * CUDA-aware MPI. Before the iterations the strategy's calibrate(iters 0) runs, as dtbench's
+ * setup does: it must leave the transport holding everything it keeps across iterations, so
+ * iteration 0's exchange may not grow the heap by more than a bucket and 256 KiB (glibc
+ * mallinfo2: staging buffers of a gradient of 400k floats would; Open MPI grows free lists of
+ * requests when more non-blocking collectives are in flight than before, by up to ~140 KB on 4
+ * ranks here, at any iteration).
  * Prints one line per iteration from rank 0; exit status 0 pass, 1 fail, 77 when the backend or
  * transport is not available here (e.g. --device cuda without a GPU). */
 #include "check.h"
@@ -18,6 +26,7 @@
 #include "topology.h"
 #include "util.h"
 
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,8 +41,29 @@ extern const TransportOps nccl_transport __attribute__((weak));
 extern const CollOps coll_nccl __attribute__((weak));
 extern const ExchangeOps sync_exchange;
 
+/* --device staged: the CPU backend's memory, declared device memory. */
+static BackendOps staged_backend;
+
+static void *staged_alloc(BackendCtx *c, size_t bytes) {
+    (void)c;
+    return xcalloc(bytes ? bytes : 1, 1);
+}
+static void staged_copy(BackendCtx *c, void *dst, const void *src, size_t bytes) {
+    (void)c;
+    memcpy(dst, src, bytes);
+}
+
 static const BackendOps *backend_named(const char *name) {
     if (!strcmp(name, "cpu")) return &cpu_backend;
+    if (!strcmp(name, "staged")) {
+        staged_backend = cpu_backend;
+        staged_backend.name = "staged";
+        staged_backend.device_memory = 1;
+        staged_backend.alloc = staged_alloc;
+        staged_backend.upload = staged_copy;
+        staged_backend.download = staged_copy;
+        return &staged_backend;
+    }
     if (!strcmp(name, "cuda") && &cuda_backend) return &cuda_backend;
     return NULL;
 }
@@ -94,7 +124,7 @@ int main(int argc, char **argv) {
                           .be = be,
                           .ctx = ctx,
                           .transport = tp,
-                          .device_coll = &coll_nccl ? &coll_nccl : NULL,
+                          .device_coll = &coll_nccl && be != &staged_backend ? &coll_nccl : NULL,
                           .overlap = overlap};
     const ExchangeOps *x = &sync_exchange;
     char err[256] = "";
@@ -104,6 +134,8 @@ int main(int argc, char **argv) {
     float *host = xmalloc(nparams * sizeof(float)), *want = xmalloc(nparams * sizeof(float));
     int exact = (P & (P - 1)) == 0 && strcmp(tname, "nccl") != 0, failures = 0;
     double tol = exact ? 0.0 : 1e-6;
+    ExchangeCalibration cal;
+    x->calibrate(st, grads, 0, &cal); /* setup, as dtbench's (src/main.c) */
 
     for (int it = 0; it < iters; it++) {
         for (size_t i = 0; i < nparams; i++) {
@@ -120,7 +152,16 @@ int main(int argc, char **argv) {
                 x->grads_ready(st, grads, first < nparams ? first : nparams);
             }
         ExchangeStep step = {.iteration = it, .stop_requested = it == iters - 1 && me == P - 1};
+        struct mallinfo2 m0 = mallinfo2();
         int rc = x->exchange(st, NULL, grads, &step);
+        struct mallinfo2 m1 = mallinfo2();
+        double grew = ((double)m1.uordblks + (double)m1.hblkhd) -
+                      ((double)m0.uordblks + (double)m0.hblkhd);
+        int alloc_ok = it > 0 || be != &staged_backend ||
+                       grew <= 262144.0 + (double)bucket * sizeof(float); /* MPI's free lists */
+        if (!alloc_ok)
+            fprintf(stderr, "rank %d: iteration %d's exchange grew the heap by %.0f bytes\n", me,
+                    it, grew);
         x->report(st, &step);
         be->download(ctx, host, grads, nparams * sizeof(float));
         if (step.grad_scale > 0 && step.grad_scale != 1.0) /* sums left for the update */
@@ -137,7 +178,7 @@ int main(int argc, char **argv) {
         int stop_ok = step.stop == (it == iters - 1);
         int hidden_ok = isfinite(step.hidden) && step.hidden >= 0.0 &&
                         (overlap || P == 1 || step.hidden == 0.0);
-        int mine = bad != 0 || !stop_ok || !hidden_ok || rc != EXCHANGE_APPLY_UPDATE;
+        int mine = bad != 0 || !stop_ok || !hidden_ok || !alloc_ok || rc != EXCHANGE_APPLY_UPDATE;
         double worst_all = 0.0;
         int bad_all = 0;
         MPI_CHECK(MPI_Reduce(&worst, &worst_all, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));

@@ -96,16 +96,30 @@ def iteration_columns(run: Run) -> np.ndarray:
 
 def exchange_share(run: Run) -> Dict[str, object]:
     """Median over iterations measured by every rank (any rank, for non-lockstep runs) of
-    sum over ranks of ``exchange`` / sum over ranks of ``total``."""
+    sum over ranks of ``exchange`` / sum over ranks of ``total``. The recorded ``exchange`` is
+    the whole phase between backward and update: the arrival wait (``exchange_wait``, time
+    blocked until the last rank has finished backward) and the transfer (the rest). Where the
+    file records the wait, ``transfer`` and ``wait`` are the same median for each part alone
+    (None otherwise)."""
     ratio = exchange_share_per_iteration(run)
-    return {"median": float(np.median(ratio)) if ratio.size else None,
-            "iterations": int(ratio.size)}
+    out = {"median": float(np.median(ratio)) if ratio.size else None,
+           "iterations": int(ratio.size), "transfer": None, "wait": None}
+    if run.has("exchange_wait"):
+        for key, part in (("transfer", "transfer"), ("wait", "exchange_wait")):
+            r = exchange_share_per_iteration(run, part)
+            out[key] = float(np.median(r)) if r.size else None
+    return out
 
 
-def exchange_share_per_iteration(run: Run) -> np.ndarray:
-    """Per iteration (see ``exchange_share``): sum over ranks of exchange / of total."""
+def exchange_share_per_iteration(run: Run, part: str = "exchange") -> np.ndarray:
+    """Per iteration (see ``exchange_share``): sum over ranks of exchange / of total. part:
+    "exchange_wait" or "transfer" (exchange - exchange_wait) for one part of the phase."""
     cols = iteration_columns(run)
-    exch = np.nansum(run.measured("exchange")[:, cols], axis=0)
+    if part == "transfer":
+        x = run.measured("exchange") - run.measured("exchange_wait")
+    else:
+        x = run.measured(part)
+    exch = np.nansum(x[:, cols], axis=0)
     total = np.nansum(run.measured("total")[:, cols], axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = exch / total

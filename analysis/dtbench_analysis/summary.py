@@ -23,13 +23,18 @@ DEFINITIONS = {
     "throughput": "batch_global / median over iterations of the critical path "
                   "(critical path = max over ranks of total, iterations measured by every rank)",
     "exchange_share": "median over iterations of (sum over ranks of exchange) / "
-                      "(sum over ranks of total), iterations measured by every rank",
+                      "(sum over ranks of total), iterations measured by every rank; exchange "
+                      "= arrival wait (exchange_wait: blocked until the last rank ends "
+                      "backward) + transfer (the rest); transfer and wait: the same median "
+                      "for each part alone",
     "slowest_rank": "rank with the highest median total, vs the median of the per-rank medians",
     "per_rank": "per rank, over its measured iterations: median and p95 of total, median of busy "
                 "(total minus exchange_wait when recorded, else minus exchange) and of exchange",
     "exchange_efficiency": "calibration_exchange_s (the transport's collectives timed alone on the "
-                           "run's buckets before training) / median recorded exchange; below "
-                           "0.9 the recorded exchange costs more than the library's work. "
+                           "run's buckets before training) / median recorded transfer "
+                           "(exchange - exchange_wait: the arrival wait is load imbalance, not "
+                           "the library's work); below 0.9 the transfer costs more than the "
+                           "library's collectives. "
                            "busbw: median bytes_sent / median (exchange - exchange_wait) x "
                            "calibration_busbw_factor (nccl-tests' bus bandwidth)",
     "energy": "integral of sampled power over each rank's measured iterations (trapezoid rule), "
@@ -50,6 +55,8 @@ EFFICIENCY_WARN = 0.9
 
 
 def _exchange_efficiency(run: Run, exchange_ms: Optional[float]) -> Optional[Dict[str, object]]:
+    # efficiency: library / median transfer (exchange - exchange_wait), as calibration.py and
+    # the busbw below; the arrival wait is not the library's work (docs/exchange.md)
     """The calibration stored by dtbench (issue 12) against the recorded exchange; None when the
     run holds no calibration (older files, --calibrate-iters 0, one rank)."""
     lib = run.attrs.get("calibration_exchange_s")
@@ -65,7 +72,7 @@ def _exchange_efficiency(run: Run, exchange_ms: Optional[float]) -> Optional[Dic
     factor = float(run.attrs.get("calibration_busbw_factor", float("nan")))
     busbw = (float(np.median(sent)) / xfer * factor
              if xfer and xfer > 0 and sent.size and np.isfinite(factor) else None)
-    eff = lib * MS / exchange_ms if exchange_ms else None
+    eff = lib / xfer if xfer else None
     return {"library_ms": lib * MS, "recorded_ms": exchange_ms,
             "transfer_ms": None if xfer is None else xfer * MS, "efficiency": eff,
             "warn": eff is not None and eff < EFFICIENCY_WARN,
@@ -202,21 +209,24 @@ def format_text(s: Dict[str, object]) -> str:
         lines.append(f"  throughput: {_num(tp['samples_per_s'], '.1f')} samples/s = "
                      f"{tp['method']} (exchange={f['exchange']}: ranks do not advance in "
                      f"lockstep)")
-    share = s["exchange_share"]["median"]
-    lines.append(f"  exchange share: {_num(None if share is None else share * 100, '.1f')}% "
-                 f"(median over iterations of sum-over-ranks exchange / sum-over-ranks total)")
+    sh = s["exchange_share"]
+    pct = lambda v: _num(None if v is None else v * 100, '.1f')  # noqa: E731
+    parts = ("" if sh.get("transfer") is None else
+             f"; transfer {pct(sh['transfer'])}%, arrival wait {pct(sh['wait'])}%")
+    lines.append(f"  exchange share: {pct(sh['median'])}% (median over iterations of "
+                 f"sum-over-ranks exchange / sum-over-ranks total{parts})")
     eff = s.get("exchange_efficiency")
     if eff:
         bw = "" if eff["recorded_busbw"] is None else (
             f"; busbw {eff['recorded_busbw'] / 1e9:.3g} GB/s recorded vs "
             f"{(eff['calibration_busbw'] or 0) / 1e9:.3g} GB/s alone")
         lines.append(f"  exchange efficiency: {_num(eff['efficiency'], '.2f')} (library alone "
-                     f"{_num(eff['library_ms'])} ms / recorded {_num(eff['recorded_ms'])} ms median "
-                     f"exchange{bw})")
+                     f"{_num(eff['library_ms'])} ms / recorded {_num(eff['transfer_ms'])} ms median "
+                     f"transfer; median exchange with the wait {_num(eff['recorded_ms'])} ms{bw})")
         if eff["warn"]:
             lines.append(f"  WARNING: exchange efficiency below {EFFICIENCY_WARN}: the recorded "
-                         f"exchange costs more than the library's collectives alone; the exchange "
-                         f"share overstates communication")
+                         f"transfer costs more than the library's collectives alone; the "
+                         f"transfer share overstates communication")
     slow = s["slowest_rank"]
     if slow:
         pct = "" if slow["ratio"] is None else f" ({(slow['ratio'] - 1) * 100:+.1f}%)"

@@ -168,7 +168,7 @@ def rank_iteration(run: Run, field: str = "total") -> pd.DataFrame:
     else:
         values = run.iterations[field]
     return pd.DataFrame(values * MS, index=pd.Index(run.ranks["rank"].to_numpy(), name="rank"),
-                        columns=pd.RangeIndex(run.iters_total, name="iteration"))
+                        columns=pd.RangeIndex(run.extent, name="iteration"))
 
 
 def per_rank(run: Run) -> pd.DataFrame:
@@ -188,7 +188,7 @@ def progress(run: Run) -> pd.DataFrame:
     loss (mean over ranks)."""
     end = pd.DataFrame(run.iterations["start"] + run.iterations["total"]).max().to_numpy()
     loss = pd.DataFrame(run.iterations["loss"]).mean().to_numpy()
-    frame = pd.DataFrame({"iteration": np.arange(run.iters_total) + 1, "time_s": end,
+    frame = pd.DataFrame({"iteration": np.arange(run.extent) + 1, "time_s": end,
                           "loss": loss})
     return frame[np.isfinite(end) & np.isfinite(loss)].reset_index(drop=True)
 

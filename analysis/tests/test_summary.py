@@ -58,7 +58,31 @@ def test_throughput_rotating_straggler(write):
 def test_exchange_share(complete_file):
     share = summarize(load_run(complete_file))["exchange_share"]
     # per iteration: 4 * 5 ms / (3 * 40 + 80) ms = 0.1 (a mean of per-rank ratios would be 0.109)
-    assert share == {"median": approx(0.1), "iterations": 10}
+    assert share == {"median": approx(0.1), "iterations": 10, "transfer": None, "wait": None}
+
+
+def test_exchange_wait_transfer_and_efficiency(write):
+    """With exchange_wait recorded, the share splits into transfer and wait, and the efficiency
+    compares the calibration with the transfer alone (the wait is not the library's work).
+    Every rank: exchange 5 ms, of which wait 3 ms on ranks 0-1 and 1 ms on ranks 2-3 (median
+    transfer over the 40 cells: 3 ms); the calibration says 2.4 ms alone."""
+    wait = np.full((4, 12), 0.003)
+    wait[2:, :] = 0.001
+    run = load_run(write(overrides={"exchange_wait": wait},
+                         attrs={"calibration_iters": np.int32(5),
+                                "calibration_exchange_s": 0.0024,
+                                "calibration_busbw_factor": 1.5}))
+    s = summarize(run)
+    # per iteration: sum over ranks of total = 3 * 40 + 80 = 200 ms
+    assert s["exchange_share"]["median"] == approx(20 / 200)
+    assert s["exchange_share"]["wait"] == approx(8 / 200)
+    assert s["exchange_share"]["transfer"] == approx(12 / 200)
+    eff = s["exchange_efficiency"]
+    assert eff["transfer_ms"] == approx(3.0) and eff["recorded_ms"] == approx(5.0)
+    assert eff["efficiency"] == approx(2.4 / 3.0) and eff["warn"]
+    assert eff["recorded_busbw"] == approx(syn.BYTES_SENT / 0.003 * 1.5)
+    text = format_text(s)
+    assert "transfer 6.0%, arrival wait 4.0%" in text and "efficiency: 0.80" in text
 
 
 def test_slowest_rank(complete_file):
