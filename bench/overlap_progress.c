@@ -5,7 +5,9 @@
  *     LAYER_PARAMS  comma-separated parameters per layer, first layer first (e.g. LeNet's
  *                   520,25050,400500,5010); the gradient buffer is their concatenation
  *     BWD_MS        the whole backward's compute, CPU time, shared by the layers in proportion
- *                   to their parameters, run last layer first
+ *                   to their parameters, run last layer first (a layer writes its gradients,
+ *                   then works for the rest of its share; a layer whose write alone takes
+ *                   longer takes longer)
  *
  * Buckets are cut from the END of the buffer, as dtbench cuts them; a bucket is ready once
  * backward has passed the first layer it touches. Modes, alternating within each repetition:
@@ -77,14 +79,15 @@ static double cpu_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* One layer's backward: ms of this thread's CPU time over a 256 KiB scratch, then its
- * gradients written. */
+/* One layer's backward: ms of this thread's CPU time, writing the layer's gradients and then
+ * working over a 256 KiB scratch for the rest of the time. */
 static void compute(int l) {
-    for (double c = cpu_now(); cpu_now() - c < layer_ms[l] * 1e-3;)
-        for (int i = 0; i < 65536; i++)
-            scratch[i] = scratch[i] * 0.999f + 1e-3f;
+    double c = cpu_now();
     for (size_t i = layer_off[l]; i < layer_off[l] + layer_n[l]; i++)
         grads[i] = 1e-3f * (float)(i & 255);
+    while (cpu_now() - c < layer_ms[l] * 1e-3)
+        for (int i = 0; i < 65536; i++)
+            scratch[i] = scratch[i] * 0.999f + 1e-3f;
     sink = scratch[7];
 }
 
