@@ -17,9 +17,12 @@
  * Shutdown: a worker sends DONE after its last iteration; a server serves until all workers are
  * DONE (every push received before DONE is applied: MPI keeps a sender's messages in order);
  * finish() then broadcasts each server's final shard so that every rank holds the same model.
- * A stop request travels in the push header; servers then answer every later pull with stop. */
+ * A stop request travels in the push header; servers then answer every later pull with stop.
+ * --grad-dtype bf16/fp16: the pushed gradient shard travels in that type (grad_cast.h; the server
+ * applies the rounded gradient); the parameters pulled back stay fp32. */
 #include "check.h"
 #include "exchange.h"
+#include "grad_cast.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -125,12 +128,17 @@ static int ps_exchange(ExchangeState *st, float *params, float *grads, ExchangeS
         size_t n = shard_len(st, j);
         PushHeader h = {st->pushes, st->versions_seen[j], step->stop_requested != 0, 0};
         memcpy(st->sendbufs[j], &h, sizeof h);
-        memcpy(st->sendbufs[j] + sizeof h, grads + st->lo[j], n * sizeof(float));
+        size_t gbytes = n * grad_dtype_size(st->cfg.grad_dtype);
+        if (st->cfg.grad_dtype)
+            grad_pack(st->cfg.grad_dtype, (uint16_t *)(st->sendbufs[j] + sizeof h), grads + st->lo[j],
+                      n);
+        else
+            memcpy(st->sendbufs[j] + sizeof h, grads + st->lo[j], gbytes);
         int dest = st->nworkers + j;
         MPI_CHECK(MPI_Irecv(st->recvbufs[j], (int)(sizeof(ParamsHeader) + n * sizeof(float)),
                             MPI_BYTE, dest, TAG_PARAMS, st->cfg.comm, &reqs[ns + j]));
-        MPI_CHECK(MPI_Isend(st->sendbufs[j], (int)(sizeof h + n * sizeof(float)), MPI_BYTE, dest,
-                            TAG_PUSH, st->cfg.comm, &reqs[j]));
+        MPI_CHECK(MPI_Isend(st->sendbufs[j], (int)(sizeof h + gbytes), MPI_BYTE, dest, TAG_PUSH,
+                            st->cfg.comm, &reqs[j]));
     }
     MPI_CHECK(MPI_Waitall(2 * ns, reqs, MPI_STATUSES_IGNORE));
     step->stop = 0, step->staleness = 0, step->wait = 0, step->version = 0;
@@ -144,8 +152,8 @@ static int ps_exchange(ExchangeState *st, float *params, float *grads, ExchangeS
         st->versions_seen[j] = h.version;
         step->stop |= h.stop;
     }
-    step->bytes_sent = (double)st->cfg.nparams * sizeof(float);
-    step->bytes_recv = step->bytes_sent;
+    step->bytes_sent = (double)st->cfg.nparams * grad_dtype_size(st->cfg.grad_dtype);
+    step->bytes_recv = (double)st->cfg.nparams * sizeof(float);
     return EXCHANGE_PARAMS_UPDATED;
 }
 
@@ -183,9 +191,14 @@ static void ps_serve(ExchangeState *st, float *params) {
         } else if (s.MPI_TAG == TAG_PUSH) {
             PushHeader h;
             memcpy(&h, st->msg, sizeof h);
-            const float *g = (const float *)(st->msg + sizeof h);
-            for (size_t i = 0; i < n; i++)
-                st->grad[i] = g[i] * scale;
+            if (c->grad_dtype) {
+                grad_unpack(c->grad_dtype, st->grad, (const uint16_t *)(st->msg + sizeof h), n,
+                            scale);
+            } else {
+                const float *g = (const float *)(st->msg + sizeof h);
+                for (size_t i = 0; i < n; i++)
+                    st->grad[i] = g[i] * scale;
+            }
             c->be->sgd_update(c->ctx, n, params + st->lo[j], st->grad, c->velocity + st->lo[j],
                               c->lr, c->momentum, c->weight_decay);
             pending[w] = (Pending){1, st->version - h.version, dt_now()};
@@ -235,7 +248,7 @@ static void ps_destroy(ExchangeState *st) {
 
 const ExchangeOps async_exchange = {
     .name = "async",
-    .reads = "ps-ranks,staleness",
+    .reads = "ps-ranks,staleness,grad-dtype",
     .lockstep = 0,
     .device_ok = 0,
     .create = ps_create,

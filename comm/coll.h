@@ -73,6 +73,11 @@ typedef struct CollOps {
     double (*hidden)(Coll *c); /* may wait for the device; resets the iteration's intervals */
     /* Optional: the library's version ("2.27.3"), for /ranks/nccl_version (src/registry.c). */
     void (*version)(char *buf, size_t len);
+    /* Optional (NULL: fp32 only). The wire type of the collectives from now on (GradDtype of
+     * comm/grad_cast.h, --grad-dtype): buffers stay fp32; allreduce and reduce_scatter sum in
+     * the wire type, and every value a collective delivers, the rank's own block included, is
+     * rounded to it, so every rank holds the same values. */
+    void (*set_wire)(Coll *c, int grad_dtype);
 } CollOps;
 
 extern const CollOps coll_mpi; /* comm/coll_mpi.c */

@@ -13,9 +13,14 @@
  * meant for speed is NCCL (comm/coll_nccl.c).
  *
  * Operations of an iteration are numbered by their tickets; their slots, with the staging
- * buffers, are kept and reused by the next iteration (hidden() starts it). */
+ * buffers, are kept and reused by the next iteration (hidden() starts it).
+ *
+ * --grad-dtype bf16/fp16 (set_wire): each collective packs its fp32 input into a 2-byte wire
+ * copy kept per slot, runs on it with grad_cast.c's MPI type and sum, and unpacks (and scales)
+ * on completion; on device memory the cast is done on the host copy. */
 #include "check.h"
 #include "coll.h"
+#include "grad_cast.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -33,6 +38,7 @@ typedef struct {
     double t_issue, t_done;
     float *stage; /* host copy for device memory, kept for the slot */
     size_t stage_cap;
+    GradWire wire; /* --grad-dtype: the 2-byte copy MPI works on, kept for the slot */
 } Op;
 
 struct Coll {
@@ -45,6 +51,7 @@ struct Coll {
     double bwd_end;
     int bwd_marked;
     int blocking; /* set_blocking */
+    int wire;     /* GradDtype (set_wire); 0: fp32 */
 };
 
 static Coll *mpi_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, int device_memory) {
@@ -58,7 +65,7 @@ static Coll *mpi_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, in
 
 static void mpi_destroy(Coll *c) {
     for (int i = 0; i < c->cap; i++)
-        free(c->ops[i].stage);
+        free(c->ops[i].stage), grad_wire_free(&c->ops[i].wire);
     free(c->ops);
     MPI_Comm_free(&c->comm);
     free(c);
@@ -108,18 +115,35 @@ static void scale_host(float *x, size_t n, float s) {
             x[i] *= s;
 }
 
+/* What MPI works on: op->data itself, or (--grad-dtype) its wire copy of `all` values, of which
+ * [from, from + count) are packed from op->data now. */
+static void *wire_in(Coll *c, Op *op, size_t all, size_t from, size_t count) {
+    if (!c->wire) return op->data;
+    uint16_t *w = grad_wire_reserve(&op->wire, all);
+    grad_pack((GradDtype)c->wire, w + from, op->data + from, count);
+    return w;
+}
+
+/* The result into op->data[0 .. n), scaled: from the wire copy, or in place. */
+static void wire_out(Coll *c, Op *op, size_t n, float scale) {
+    if (c->wire)
+        grad_unpack((GradDtype)c->wire, op->data, op->wire.buf, n, scale);
+    else
+        scale_host(op->data, n, scale);
+}
+
 /* What happens when op's MPI request has completed. */
 static void complete(Coll *c, Op *op) {
     op->t_done = dt_now();
     size_t bytes = op->n * sizeof(float);
     switch (op->kind) {
     case OP_ALLREDUCE:
-        scale_host(op->data, op->n, op->scale);
+        wire_out(c, op, op->n, op->scale);
         if (c->device) c->be->upload(c->ctx, op->buf, op->data, bytes);
         break;
     case OP_REDUCE_SCATTER: { /* MPI left the block at the front: move it to rank*shard */
         float *block = op->data;
-        scale_host(block, op->n, op->scale);
+        wire_out(c, op, op->n, op->scale);
         size_t at = (size_t)c->rank * op->n;
         if (c->device)
             c->be->upload(c->ctx, op->buf + at, block, bytes);
@@ -128,6 +152,7 @@ static void complete(Coll *c, Op *op) {
         break;
     }
     case OP_ALLGATHER:
+        if (c->wire) wire_out(c, op, op->n, 1.0f); /* the own block too: equal on every rank */
         if (c->device) c->be->upload(c->ctx, op->buf, op->data, bytes);
         break;
     default:
@@ -147,11 +172,13 @@ static int issued(Coll *c, Op *op) {
 static int mpi_allreduce(Coll *c, float *buf, size_t n, float scale) {
     Op *op = new_op(c, OP_ALLREDUCE, buf, n, scale, n);
     if (c->device) c->be->download(c->ctx, op->data, buf, n * sizeof(float));
+    void *data = wire_in(c, op, n, 0, n);
+    MPI_Datatype type = grad_mpi_type((GradDtype)c->wire);
+    MPI_Op sum = grad_mpi_sum((GradDtype)c->wire);
     if (c->blocking)
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, op->data, (int)n, MPI_FLOAT, MPI_SUM, c->comm));
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, (int)n, type, sum, c->comm));
     else
-        MPI_CHECK(
-            MPI_Iallreduce(MPI_IN_PLACE, op->data, (int)n, MPI_FLOAT, MPI_SUM, c->comm, &op->req));
+        MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, (int)n, type, sum, c->comm, &op->req));
     return issued(c, op);
 }
 
@@ -159,12 +186,14 @@ static int mpi_reduce_scatter(Coll *c, float *buf, size_t shard, float scale) {
     size_t all = shard * (size_t)c->size;
     Op *op = new_op(c, OP_REDUCE_SCATTER, buf, shard, scale, all);
     if (c->device) c->be->download(c->ctx, op->data, buf, all * sizeof(float));
+    void *data = wire_in(c, op, all, 0, all);
+    MPI_Datatype type = grad_mpi_type((GradDtype)c->wire);
+    MPI_Op sum = grad_mpi_sum((GradDtype)c->wire);
     if (c->blocking)
-        MPI_CHECK(MPI_Reduce_scatter_block(MPI_IN_PLACE, op->data, (int)shard, MPI_FLOAT, MPI_SUM,
-                                           c->comm));
+        MPI_CHECK(MPI_Reduce_scatter_block(MPI_IN_PLACE, data, (int)shard, type, sum, c->comm));
     else
-        MPI_CHECK(MPI_Ireduce_scatter_block(MPI_IN_PLACE, op->data, (int)shard, MPI_FLOAT, MPI_SUM,
-                                            c->comm, &op->req));
+        MPI_CHECK(MPI_Ireduce_scatter_block(MPI_IN_PLACE, data, (int)shard, type, sum, c->comm,
+                                            &op->req));
     return issued(c, op);
 }
 
@@ -172,12 +201,14 @@ static int mpi_allgather(Coll *c, float *buf, size_t shard) {
     size_t all = shard * (size_t)c->size, at = (size_t)c->rank * shard;
     Op *op = new_op(c, OP_ALLGATHER, buf, all, 1.0f, all);
     if (c->device) c->be->download(c->ctx, op->data + at, buf + at, shard * sizeof(float));
+    void *data = wire_in(c, op, all, at, shard);
+    MPI_Datatype type = grad_mpi_type((GradDtype)c->wire);
     if (c->blocking)
-        MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, op->data, (int)shard,
-                                MPI_FLOAT, c->comm));
+        MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, (int)shard, type,
+                                c->comm));
     else
-        MPI_CHECK(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, op->data, (int)shard,
-                                 MPI_FLOAT, c->comm, &op->req));
+        MPI_CHECK(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, (int)shard, type,
+                                 c->comm, &op->req));
     return issued(c, op);
 }
 
@@ -268,6 +299,10 @@ static void mpi_set_blocking(Coll *c, int blocking) {
     c->blocking = blocking;
 }
 
+static void mpi_set_wire(Coll *c, int grad_dtype) {
+    c->wire = grad_dtype;
+}
+
 static void mpi_mark_backward_end(Coll *c) {
     c->bwd_end = dt_now();
     c->bwd_marked = 1;
@@ -315,4 +350,5 @@ const CollOps coll_mpi = {
     .set_blocking = mpi_set_blocking,
     .mark_backward_end = mpi_mark_backward_end,
     .hidden = mpi_hidden,
+    .set_wire = mpi_set_wire,
 };

@@ -16,6 +16,11 @@
  * operator (destroyed as soon as the call that uses it has returned, as NCCL allows); the choice,
  * the hidden-interval union and the duplicate-GPU check are plain C in coll_nccl_plan.c.
  *
+ * --grad-dtype bf16/fp16 (set_wire): each collective casts its fp32 input into a device wire
+ * buffer (grad_cast_cuda.cu), reduces it with ncclSum in ncclBfloat16/ncclFloat16, and casts the
+ * result back applying the scale in fp32, all on this Coll's stream (so one wire buffer serves
+ * every operation in turn).
+ *
  * Failures: before ncclCommInitRank the ranks gather their GPUs' UUIDs; two ranks of one
  * communicator on one GPU (NCCL would abort with "Duplicate GPU") end the job with a usage error
  * naming them. The host never blocks in cudaEventSynchronize on NCCL work: it polls the event and
@@ -27,6 +32,7 @@
 #include "cuda.h"
 #include "coll_nccl_plan.h" /* defines: nccl_red_choice, hidden_union, duplicate_gpu */
 #include "cuda_check.h"     /* defines: CUDA_CHECK */
+#include "grad_cast_cuda.h" /* defines: grad_cast_pack_cuda, grad_cast_unpack_cuda */
 #include "nccl_check.h"     /* defines: NCCL_CHECK */
 #include "util.h"
 
@@ -52,6 +58,9 @@ struct Coll {
     cudaEvent_t gate, join; /* after_compute / before_compute */
     cudaEvent_t bwd;        /* end of backward, on the compute stream */
     int have_origin, bwd_marked;
+    int wire;        /* GradDtype (set_wire): 1 bf16, 2 fp16; 0 fp32 */
+    uint16_t *wbuf;  /* the device wire buffer, wcap values */
+    size_t wcap;
 };
 
 /* Gathers the GPUs' UUIDs over comm and ends the job with a usage error (exit 2, on every rank:
@@ -109,6 +118,7 @@ static void nccl_destroy(Coll *c) {
         cudaEventDestroy(c->ops[i].end);
     }
     free(c->ops);
+    if (c->wbuf) cudaFree(c->wbuf);
     cudaEventDestroy(c->origin), cudaEventDestroy(c->bwd);
     cudaEventDestroy(c->gate), cudaEventDestroy(c->join);
     cudaStreamDestroy(c->stream);
@@ -159,7 +169,53 @@ static ncclRedOp_t reduction(Coll *c, float scale, int *made) {
     return op;
 }
 
+/* --grad-dtype: the wire buffer for n values (grown once the stream's work using it is done). */
+static uint16_t *wire_buf(Coll *c, size_t n) {
+    if (n > c->wcap) {
+        CUDA_CHECK(cudaStreamSynchronize(c->stream));
+        if (c->wbuf) CUDA_CHECK(cudaFree(c->wbuf));
+        CUDA_CHECK(cudaMalloc((void **)&c->wbuf, (n ? n : 1) * sizeof(uint16_t)));
+        c->wcap = n;
+    }
+    return c->wbuf;
+}
+
+static ncclDataType_t wire_type(Coll *c) {
+    return c->wire == 1 ? ncclBfloat16 : ncclFloat16;
+}
+
+/* The three collectives in the wire type: cast in, reduce or gather, cast out with the scale. */
+static int wire_allreduce(Coll *c, float *buf, size_t n, float scale) {
+    uint16_t *w = wire_buf(c, n);
+    begin_op(c);
+    CUDA_CHECK(grad_cast_pack_cuda(c->stream, c->wire, w, buf, n));
+    NCCL_CHECK(ncclAllReduce(w, w, n, wire_type(c), ncclSum, c->nccl, c->stream));
+    CUDA_CHECK(grad_cast_unpack_cuda(c->stream, c->wire, buf, w, n, scale));
+    return end_op(c);
+}
+
+static int wire_reduce_scatter(Coll *c, float *buf, size_t shard, float scale) {
+    size_t at = (size_t)c->rank * shard;
+    uint16_t *w = wire_buf(c, shard * (size_t)c->size);
+    begin_op(c);
+    CUDA_CHECK(grad_cast_pack_cuda(c->stream, c->wire, w, buf, shard * (size_t)c->size));
+    NCCL_CHECK(ncclReduceScatter(w, w + at, shard, wire_type(c), ncclSum, c->nccl, c->stream));
+    CUDA_CHECK(grad_cast_unpack_cuda(c->stream, c->wire, buf + at, w + at, shard, scale));
+    return end_op(c);
+}
+
+static int wire_allgather(Coll *c, float *buf, size_t shard) {
+    size_t at = (size_t)c->rank * shard, all = shard * (size_t)c->size;
+    uint16_t *w = wire_buf(c, all);
+    begin_op(c);
+    CUDA_CHECK(grad_cast_pack_cuda(c->stream, c->wire, w + at, buf + at, shard));
+    NCCL_CHECK(ncclAllGather(w + at, w, shard, wire_type(c), c->nccl, c->stream));
+    CUDA_CHECK(grad_cast_unpack_cuda(c->stream, c->wire, buf, w, all, 1.0f)); /* own block too */
+    return end_op(c);
+}
+
 static int nccl_allreduce(Coll *c, float *buf, size_t n, float scale) {
+    if (c->wire) return wire_allreduce(c, buf, n, scale);
     int made;
     ncclRedOp_t op = reduction(c, scale, &made);
     begin_op(c);
@@ -170,6 +226,7 @@ static int nccl_allreduce(Coll *c, float *buf, size_t n, float scale) {
 
 /* In place as NCCL defines it: the result lands at buf + rank*shard. */
 static int nccl_reduce_scatter(Coll *c, float *buf, size_t shard, float scale) {
+    if (c->wire) return wire_reduce_scatter(c, buf, shard, scale);
     int made;
     ncclRedOp_t op = reduction(c, scale, &made);
     begin_op(c);
@@ -180,6 +237,7 @@ static int nccl_reduce_scatter(Coll *c, float *buf, size_t shard, float scale) {
 }
 
 static int nccl_allgather(Coll *c, float *buf, size_t shard) {
+    if (c->wire) return wire_allgather(c, buf, shard);
     begin_op(c);
     NCCL_CHECK(
         ncclAllGather(buf + (size_t)c->rank * shard, buf, shard, ncclFloat32, c->nccl, c->stream));
@@ -331,6 +389,10 @@ static void nccl_version(char *buf, size_t len) {
         snprintf(buf, len, "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
 }
 
+static void nccl_set_wire(Coll *c, int grad_dtype) {
+    c->wire = grad_dtype;
+}
+
 const CollOps coll_nccl = {
     .name = "nccl",
     .version = nccl_version,
@@ -355,4 +417,5 @@ const CollOps coll_nccl = {
     .before_compute = nccl_before_compute,
     .mark_backward_end = nccl_mark_backward_end,
     .hidden = nccl_hidden,
+    .set_wire = nccl_set_wire,
 };

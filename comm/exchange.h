@@ -39,6 +39,9 @@ typedef struct {
     float *velocity; /* [nparams] the model's momentum buffer */
     /* Strategy settings (--staleness, --ps-ranks, --sync-period). */
     int staleness, ps_ranks, sync_period;
+    /* --grad-dtype (GradDtype, comm/grad_cast.h): gradients cross the network in this type
+     * (bytes_sent counts it); 0: fp32. Parameters (async pulls, mixed's ring) stay fp32. */
+    int grad_dtype;
 } ExchangeConfig;
 
 /* One iteration's exchange: what the driver tells the strategy, and what the strategy reports

@@ -23,6 +23,7 @@
 #include "exchange.h"
 #include "calibrate.h"
 #include "communicator.h"
+#include "grad_cast.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -67,7 +68,8 @@ static ExchangeState *mixed_create(const ExchangeConfig *cfg, char *err, size_t 
                           .be = cfg->be,
                           .ctx = cfg->ctx,
                           .device_coll = cfg->device_coll,
-                          .blocking = 1};
+                          .blocking = 1,
+                          .grad_dtype = cfg->grad_dtype};
     st->intra = st->cfg.transport->create(&tc);
     st->send_req = st->recv_req = MPI_REQUEST_NULL;
     if (cfg->be->device_memory && st->comm.topo.nnodes > 1)
@@ -149,7 +151,7 @@ static int mixed_step(ExchangeState *st, float *params, float *grads, ExchangeSt
         (void)ops->hidden(st->intra);
     }
     if (st->local_size > 1)
-        step->bytes_sent = step->bytes_recv = (double)c->nparams * sizeof(float);
+        step->bytes_sent = step->bytes_recv = (double)c->nparams * grad_dtype_size(c->grad_dtype);
 
     /* Across nodes, every P iterations: the parameters to be updated are this iteration's
      * starting point, so the blend happens before the local optimizer step. */
@@ -220,7 +222,7 @@ static void mixed_destroy(ExchangeState *st) {
 
 const ExchangeOps mixed_exchange = {
     .name = "mixed",
-    .reads = "sync-period,bucket-mb,transport",
+    .reads = "sync-period,bucket-mb,transport,grad-dtype",
     .lockstep = 0,
     .device_ok = 1, /* gradients through the transport; the ring on a host copy (mirror) */
     .create = mixed_create,

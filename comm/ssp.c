@@ -14,6 +14,7 @@
 #include "check.h"
 #include "communicator.h"
 #include "exchange.h"
+#include "grad_cast.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -48,7 +49,8 @@ static ExchangeState *ssp_create(const ExchangeConfig *cfg, char *err, size_t er
                           .be = cfg->be,
                           .ctx = cfg->ctx,
                           .device_coll = cfg->device_coll,
-                          .blocking = st->S == 0};
+                          .blocking = st->S == 0,
+                          .grad_dtype = cfg->grad_dtype};
     st->slots = xcalloc((size_t)st->S + 1, sizeof(Slot));
     for (int i = 0; i <= st->S; i++) {
         st->slots[i].buf = xmalloc((cfg->nparams + 1) * sizeof(float));
@@ -97,7 +99,8 @@ static int ssp_step(ExchangeState *st, float *params, float *grads, ExchangeStep
     memcpy(now->buf, grads, n * sizeof(float));
     now->buf[n] = (float)(step->stop_requested != 0);
     start(st, now, t);
-    step->bytes_sent = step->bytes_recv = st->nranks > 1 ? (double)(n + 1) * sizeof(float) : 0.0;
+    size_t wire = grad_dtype_size(st->cfg.grad_dtype); /* the vote travels in the wire type too */
+    step->bytes_sent = step->bytes_recv = st->nranks > 1 ? (double)(n + 1) * wire : 0.0;
 
     for (int i = 0; i <= st->S && st->nranks > 1; i++) /* let the averages in flight advance */
         if (st->slots[i].iteration >= 0) st->cfg.transport->progress(st->slots[i].tp);
@@ -145,7 +148,7 @@ static void ssp_destroy(ExchangeState *st) {
 
 const ExchangeOps ssp_exchange = {
     .name = "ssp",
-    .reads = "staleness,bucket-mb,transport",
+    .reads = "staleness,bucket-mb,transport,grad-dtype",
     .lockstep = 1,
     .device_ok = 0,
     .create = ssp_create,

@@ -15,6 +15,7 @@
 #include "check.h"
 #include "communicator.h"
 #include "exchange.h"
+#include "grad_cast.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -41,7 +42,8 @@ static ExchangeState *sync_create(const ExchangeConfig *cfg, char *err, size_t e
                           .ctx = cfg->ctx,
                           .device_coll = cfg->device_coll,
                           .blocking = 1,
-                          .leave_sum = 1};
+                          .leave_sum = 1,
+                          .grad_dtype = cfg->grad_dtype};
     st->tp = st->cfg.transport->create(&tc);
     st->started_from = cfg->nparams;
     return st;
@@ -83,7 +85,7 @@ static int sync_average(ExchangeState *st, float *params, float *grads, Exchange
         st->cfg.transport->finish(st->tp);
     }
     st->started_from = n;
-    double bytes = st->nranks > 1 ? (double)n * sizeof(float) : 0.0;
+    double bytes = st->nranks > 1 ? (double)n * grad_dtype_size(st->cfg.grad_dtype) : 0.0;
     step->bytes_sent = step->bytes_recv = bytes;
     step->staleness = 0;
     step->version = (double)++st->updates;
@@ -108,6 +110,8 @@ static void sync_calibrate(ExchangeState *st, float *buf, int iters, ExchangeCal
     const ExchangeConfig *c = &st->cfg;
     transport_calibrate(c->transport, st->tp, c->comm, c->be, c->ctx, buf, c->nparams,
                         c->bucket_floats, iters, c->overlap, out);
+    double w = (double)grad_dtype_size(c->grad_dtype) / sizeof(float); /* --grad-dtype's bytes */
+    out->bucket_bytes *= w, out->bytes *= w, out->algbw *= w, out->busbw *= w;
 }
 
 static void sync_destroy(ExchangeState *st) {
@@ -118,7 +122,7 @@ static void sync_destroy(ExchangeState *st) {
 
 const ExchangeOps sync_exchange = {
     .name = "sync",
-    .reads = "transport,overlap,bucket-mb,calibrate-iters", .pipeline_ok = 1,
+    .reads = "transport,overlap,bucket-mb,calibrate-iters,grad-dtype", .pipeline_ok = 1,
     .lockstep = 1,
     .device_ok = 1,
     .create = sync_create,

@@ -33,6 +33,8 @@ typedef struct {
      * the update) instead of a pass over every bucket; transports that cannot (NCCL averages in
      * the collective, for free) ignore it. */
     int leave_sum;
+    /* --grad-dtype (GradDtype, comm/grad_cast.h): the collectives' wire type; 0: fp32 */
+    int grad_dtype;
 } TransportConfig;
 
 typedef struct Transport Transport;

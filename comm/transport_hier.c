@@ -8,6 +8,7 @@
  * run on, not by the job's node sizes. */
 #include "check.h"
 #include "buckets.h"
+#include "grad_cast.h"
 #include "transport.h"
 #include "util.h"
 
@@ -33,11 +34,13 @@ static Transport *hier_create(const TransportConfig *cfg) {
     if (cfg->be->device_memory && cfg->device_coll) intra_ops = cfg->device_coll;
     Coll *intra = intra_ops->create(topo->node_comm, cfg->be, cfg->ctx, cfg->be->device_memory);
     int staged = intra_ops->on_device(intra) && topo->nnodes > 1;
+    grad_wire_set(intra_ops, intra, cfg->grad_dtype);
 
     MPI_Comm cross; /* the ranks with this local rank, one per node */
     MPI_CHECK(MPI_Comm_split(cfg->comm, topo->local_rank, topo->rank, &cross));
     Coll *top = coll_mpi.create(cross, cfg->be, cfg->ctx, cfg->be->device_memory && !staged);
     MPI_CHECK(MPI_Comm_free(&cross));
+    grad_wire_set(&coll_mpi, top, cfg->grad_dtype);
 
     Transport *t = xcalloc(1, sizeof *t);
     t->pipe = buckets_create(intra_ops, intra, &coll_mpi, top, staged, nranks, cfg->blocking,

@@ -4,6 +4,7 @@
  * and uploaded (coll_mpi.c): the portable baseline, correct without a CUDA-aware MPI. */
 #include "buckets.h"
 #include "check.h"
+#include "grad_cast.h"
 #include "transport.h"
 #include "util.h"
 
@@ -18,6 +19,7 @@ static Transport *mpi_t_create(const TransportConfig *cfg) {
     Transport *t = xcalloc(1, sizeof *t);
     MPI_CHECK(MPI_Comm_size(cfg->comm, &t->nranks));
     Coll *all = coll_mpi.create(cfg->comm, cfg->be, cfg->ctx, cfg->be->device_memory);
+    grad_wire_set(&coll_mpi, all, cfg->grad_dtype);
     t->pipe = buckets_create(NULL, NULL, &coll_mpi, all, 0, t->nranks, cfg->blocking,
                              cfg->leave_sum);
     return t;

@@ -4,6 +4,7 @@
 #include <config.h>
 #include "check.h"
 #include "buckets.h"
+#include "grad_cast.h"
 #include "transport.h"
 #include "util.h"
 
@@ -21,6 +22,7 @@ static Transport *nccl_t_create(const TransportConfig *cfg) {
     MPI_CHECK(MPI_Comm_size(cfg->comm, &nranks));
     Transport *t = xcalloc(1, sizeof *t);
     Coll *all = coll_nccl.create(cfg->comm, cfg->be, cfg->ctx, 1);
+    grad_wire_set(&coll_nccl, all, cfg->grad_dtype);
     t->pipe = buckets_create(NULL, NULL, &coll_nccl, all, 0, nranks, 0, 0);
     return t;
 }

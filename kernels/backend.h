@@ -99,11 +99,26 @@ typedef struct {
 
 typedef struct BackendCtx BackendCtx; /* opaque, one per rank */
 
+/* Arithmetic of the matrix products (--precision; docs/gpu.md "Precision"). Tensors, master
+ * weights, optimizer state and reductions stay fp32 in every mode:
+ *   FP32: strict fp32 (no TF32 tensor-op math on GPUs);
+ *   TF32: GEMMs and convolutions on TF32 tensor cores (fp32 data, 10-bit mantissa products);
+ *   BF16 / FP16: GEMM and convolution inputs rounded to bfloat16 / IEEE half, fp32 accumulation;
+ *   FP16 adds dynamic loss scaling (src/precision.h). */
+typedef enum { PRECISION_FP32 = 0, PRECISION_TF32, PRECISION_BF16, PRECISION_FP16 } Precision;
+#define PRECISION_NAMES "fp32,tf32,bf16,fp16" /* in enum order */
+#define PRECISION_NAME(p)                                                                          \
+    ((p) == PRECISION_TF32   ? "tf32"                                                              \
+     : (p) == PRECISION_BF16 ? "bf16"                                                              \
+     : (p) == PRECISION_FP16 ? "fp16"                                                              \
+                             : "fp32")
+
 typedef struct {
     int threads;    /* BLAS / OpenMP threads per rank (CPU) */
     int local_rank; /* rank within the node: picks the GPU */
     int gpus_per_node;
-    int verbose; /* set on one rank: the backend may print warnings about its set-up */
+    int verbose;         /* set on one rank: the backend may print warnings about its set-up */
+    Precision precision; /* accepted by precision_ok first */
 } BackendConfig;
 
 typedef struct BackendOps {
@@ -115,6 +130,11 @@ typedef struct BackendOps {
     /* Long options the backend reads (comma-separated), for the resolver (src/resolve.c): given
      * explicitly with a backend that does not read them, they are refused. */
     const char *reads;
+
+    /* Optional (NULL: fp32 only): 1 if this backend runs `precision` on this machine with
+     * `threads` (--threads), else 0 with a reason in why (the resolver refuses the option with it,
+     * before anything is built). */
+    int (*precision_ok)(Precision precision, int threads, char *why, size_t len);
 
     int (*init)(const BackendConfig *cfg, BackendCtx **out); /* 0 on success */
     void (*finalize)(BackendCtx *ctx);
@@ -266,6 +286,11 @@ typedef struct BackendOps {
     void (*lstm_backward)(BackendCtx *ctx, const LstmShape *s, const float *x, const float *w,
                           const float *y, const void *reserve, const float *dy, float *dx,
                           float *dw, float *db, void *work);
+
+    /* ---- appended for --precision fp16 (issue 14). ---- */
+    /* 1 if none of x[n] is inf or NaN (the loss scaler's overflow check; waits for the result).
+     * NULL: the backend cannot run fp16's loss scaling. */
+    int (*all_finite)(BackendCtx *ctx, size_t n, const float *x);
 } BackendOps;
 
 #define BACKEND_TIMER_SLOTS 16

@@ -12,6 +12,7 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 
 #include "backend.h"
+#include "cpu_bf16.h"    /* defines: the bf16 GEMM engines (--precision bf16) */
 #include "cpu_kernels.h" /* defines: the kernels entered into the table below */
 
 #include <cblas.h>
@@ -24,6 +25,8 @@
 
 struct BackendCtx {
     int threads;                       /* OpenBLAS threads set at init (0: OpenBLAS's default) */
+    Precision precision;               /* FP32 or BF16 (cpu_precision_ok) */
+    CpuBf16 *bf16;                     /* BF16: the packing scratch of cpu_bf16_gemm */
     double marks[BACKEND_TIMER_SLOTS]; /* timer_record(): CLOCK_MONOTONIC seconds per slot */
 };
 
@@ -46,11 +49,47 @@ static void warn_generic_kernels(void) {
                 better);
 }
 
+/* fp32 always; bf16 where a bf16 GEMM engine exists (cpu_bf16.h), with one thread for our own
+ * (single-threaded) engine, so that --threads never silently means less than it says; tf32 and
+ * fp16 never (they are tensor-core modes of GPUs; a CPU emulation would measure nothing real). */
+static int cpu_precision_ok(Precision p, int threads, char *why, size_t len) {
+    if (p == PRECISION_FP32) return 1;
+    if (p == PRECISION_BF16) {
+        char reason[200];
+        const char *engine = cpu_bf16_engine(reason, sizeof reason);
+        if (engine && (threads <= 1 || strcmp(engine, "avx512bf16") != 0)) return 1;
+        if (engine)
+            snprintf(why, len,
+                     "with --threads %d: dtbench's AVX512-BF16 GEMM runs on one thread (this "
+                     "OpenBLAS has no cblas_sbgemm); expected --threads 1 (one rank per core) or "
+                     "--precision fp32",
+                     threads);
+        else
+            snprintf(why, len, "%s; expected fp32", reason);
+        return 0;
+    }
+    snprintf(why, len,
+             "%s is a GPU tensor-core mode; expected fp32 or bf16 (bf16 where the CPU "
+             "has AVX512-BF16)",
+             p == PRECISION_TF32 ? "tf32" : "fp16");
+    return 0;
+}
+
 static int cpu_init(const BackendConfig *cfg, BackendCtx **out) {
     if (!out) return -1;
     *out = NULL;
     BackendCtx *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return -1;
+    ctx->precision = cfg ? cfg->precision : PRECISION_FP32;
+    if (ctx->precision != PRECISION_FP32 &&
+        !cpu_precision_ok(ctx->precision, cfg ? cfg->threads : 1, NULL, 0)) {
+        free(ctx);
+        return -1;
+    }
+    if (ctx->precision == PRECISION_BF16 && !(ctx->bf16 = cpu_bf16_create())) {
+        free(ctx);
+        return -1;
+    }
     if (cfg && cfg->threads > 0) {
         openblas_set_num_threads(cfg->threads);
         ctx->threads = cfg->threads;
@@ -61,14 +100,32 @@ static int cpu_init(const BackendConfig *cfg, BackendCtx **out) {
 }
 
 static void cpu_finalize(BackendCtx *ctx) {
+    if (ctx) cpu_bf16_free(ctx->bf16);
     free(ctx);
 }
 
 static void cpu_describe(BackendCtx *ctx, char *buf, size_t len) {
-    (void)ctx;
     if (!buf || len == 0) return;
-    snprintf(buf, len, "%s; core %s; threads %d", openblas_get_config(), openblas_get_corename(),
-             openblas_get_num_threads());
+    const char *engine = ctx && ctx->bf16 ? cpu_bf16_engine(NULL, 0) : NULL;
+    snprintf(buf, len, "%s; core %s; threads %d; precision %s%s%s%s", openblas_get_config(),
+             openblas_get_corename(), openblas_get_num_threads(), engine ? "bf16" : "fp32",
+             engine ? " (GEMM engine " : "", engine ? engine : "",
+             engine ? ", fp32 accumulation, single-threaded)" : "");
+}
+
+/* ---- the matrix products of every layer ------------------------------------------------------ */
+
+int cpu_ctx_bf16(const BackendCtx *ctx) {
+    return ctx && ctx->bf16;
+}
+
+void cpu_gemm(BackendCtx *ctx, int ta, int tb, int m, int n, int k, float alpha, const float *a,
+              int lda, const float *b, int ldb, float beta, float *c, int ldc) {
+    if (cpu_ctx_bf16(ctx))
+        cpu_bf16_gemm(ctx->bf16, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    else
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 /* ---- memory -------------------------------------------------------------------------------- */
@@ -125,6 +182,7 @@ static double cpu_timer_elapsed(BackendCtx *ctx, int slot_a, int slot_b) {
 const BackendOps cpu_backend = {
     .name = "cpu",
     .reads = "threads",
+    .precision_ok = cpu_precision_ok,
     .init = cpu_init,
     .finalize = cpu_finalize,
     .describe = cpu_describe,
@@ -173,4 +231,5 @@ const BackendOps cpu_backend = {
     .lstm_workspace_bytes = cpu_lstm_workspace_bytes,
     .lstm_forward = cpu_lstm_forward,
     .lstm_backward = cpu_lstm_backward,
+    .all_finite = cpu_all_finite,
 };

@@ -6,7 +6,6 @@
 #include "cpu_winograd.h" /* 3x3 stride-1 convolutions */
 #include "cpu_vec.h"
 
-#include <cblas.h>
 #include <string.h>
 
 /* ---- convolution --------------------------------------------------------------------------- */
@@ -35,6 +34,12 @@ static int conv_block_rows(const ConvShape *s) {
     return rows > (size_t)s->h_out ? s->h_out : (int)rows;
 }
 
+/* Winograd's transforms run in fp32 and its products are not convolutions of rounded inputs: with
+ * --precision bf16 every convolution is im2col + the bf16 GEMM (as autocast's bf16 convolution). */
+static int wino(BackendCtx *ctx, const ConvShape *s) {
+    return !cpu_ctx_bf16(ctx) && cpu_wino_applies(s);
+}
+
 /* A 1x1, stride-1, unpadded convolution's column matrix is the input itself: no im2col needed. */
 static int conv_is_pointwise(const ConvShape *s) {
     return s->k == 1 && s->stride == 1 && s->pad == 0;
@@ -60,13 +65,11 @@ static int conv_group(const ConvShape *s) {
 /* Workspace: one sample's column matrix col[c_in*k*k, h_out*w_out] (the row blocks use its start);
  * for grouped samples col[K, g*hw] and ybuf[c_out, g*hw]. */
 size_t cpu_conv_workspace_bytes(BackendCtx *ctx, const ConvShape *s) {
-    (void)ctx;
     const size_t kk = (size_t)s->c_in * s->k * s->k, hw = (size_t)s->h_out * s->w_out;
     const int g = conv_group(s);
     size_t bytes =
         g == 1 ? kk * hw * sizeof(float) : (kk + (size_t)s->c_out) * g * hw * sizeof(float);
-    if (cpu_wino_applies(s) && cpu_wino_workspace_bytes(s) > bytes)
-        bytes = cpu_wino_workspace_bytes(s);
+    if (wino(ctx, s) && cpu_wino_workspace_bytes(s) > bytes) bytes = cpu_wino_workspace_bytes(s);
     return bytes;
 }
 
@@ -98,7 +101,7 @@ void cpu_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, const
     const int pointwise = conv_is_pointwise(s);
     float *col = work;
     if (s->batch <= 0 || c_out <= 0 || hw <= 0) return;
-    if (cpu_wino_applies(s)) { /* 3x3, stride 1, pad 1: F(2x2, 3x3), cpu_winograd.c */
+    if (wino(ctx, s)) { /* 3x3, stride 1, pad 1: F(2x2, 3x3), cpu_winograd.c */
         cpu_wino_forward(s, x, w, b, y, work);
         return;
     }
@@ -116,8 +119,7 @@ void cpu_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, const
             const int gn = s->batch - i0 < g ? s->batch - i0 : g;
             const int cols = gn * hw;
             conv_group_columns(s, x, i0, gn, col, (size_t)cols);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c_out, cols, kk, 1.0f, w, kk,
-                        col, cols, 0.0f, ybuf, cols);
+            cpu_gemm(ctx, 0, 0, c_out, cols, kk, 1.0f, w, kk, col, cols, 0.0f, ybuf, cols);
             for (int j = 0; j < gn; j++)
                 for (int co = 0; co < c_out; co++) {
                     float *dst = y + (i0 + j) * y_stride + (size_t)co * hw;
@@ -138,8 +140,7 @@ void cpu_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, const
             beta = 1.0f;
         }
         if (pointwise) {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c_out, hw, kk, 1.0f, w, kk, xi,
-                        hw, beta, yi, hw);
+            cpu_gemm(ctx, 0, 0, c_out, hw, kk, 1.0f, w, kk, xi, hw, beta, yi, hw);
             continue;
         }
         const int rows = conv_block_rows(s);
@@ -147,8 +148,8 @@ void cpu_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, const
             const int oh1 = oh0 + rows < s->h_out ? oh0 + rows : s->h_out;
             const int cols = (oh1 - oh0) * s->w_out; /* col[K, cols], y[:, oh0*w_out..] */
             cpu_im2col_rows(s, xi, oh0, oh1, col, (size_t)cols);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c_out, cols, kk, 1.0f, w, kk,
-                        col, cols, beta, yi + (size_t)oh0 * s->w_out, hw);
+            cpu_gemm(ctx, 0, 0, c_out, cols, kk, 1.0f, w, kk, col, cols, beta,
+                     yi + (size_t)oh0 * s->w_out, hw);
         }
     }
 }
@@ -167,11 +168,11 @@ void cpu_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, cons
     const int pointwise = conv_is_pointwise(s);
     float *col = work; /* col[K, cols]: im2col(x), then reused for dcol = W^T dy */
 
-    if (s->batch > 0 && hw > 0 && cpu_wino_weights_apply(s)) {
+    if (s->batch > 0 && hw > 0 && wino(ctx, s) && cpu_wino_weights_apply(s)) {
         cpu_wino_backward(s, x, w, dy, dx, dw, db, work);
         return;
     }
-    if (s->batch > 0 && hw > 0 && dx && cpu_wino_applies(s)) {
+    if (s->batch > 0 && hw > 0 && dx && wino(ctx, s)) {
         /* weights by the GEMMs below, input gradient by Winograd (after: it reuses the work) */
         cpu_conv_backward(ctx, s, x, w, dy, NULL, dw, db, work);
         cpu_wino_backward_data(s, w, dy, dx, work);
@@ -200,12 +201,11 @@ void cpu_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, cons
                     memcpy(dybuf + (size_t)co * cols + (size_t)j * hw,
                            dy + (i0 + j) * y_stride + (size_t)co * hw, hw * sizeof(float));
             /* dW (+)= dybuf[c_out, cols] * col[K, cols]^T; the first group overwrites */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c_out, kk, cols, 1.0f, dybuf, cols,
-                        col, cols, i0 == 0 ? 0.0f : 1.0f, dw, kk);
+            cpu_gemm(ctx, 0, 1, c_out, kk, cols, 1.0f, dybuf, cols, col, cols,
+                     i0 == 0 ? 0.0f : 1.0f, dw, kk);
             if (!dx) continue;
             /* dcol[K, cols] = W^T dybuf, into col; then to each sample's dx */
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kk, cols, c_out, 1.0f, w, kk,
-                        dybuf, cols, 0.0f, col, cols);
+            cpu_gemm(ctx, 1, 0, kk, cols, c_out, 1.0f, w, kk, dybuf, cols, 0.0f, col, cols);
             for (int j = 0; j < gn; j++) {
                 float *dxi = dx + (i0 + j) * x_stride;
                 if (pointwise) {
@@ -226,11 +226,10 @@ void cpu_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, cons
         const float *dyi = dy + i * y_stride; /* dyi[c_out, hw] */
         if (pointwise) {                      /* the column matrix is xi itself; dcol is dxi */
             /* dW[c_out, K] (+)= dyi[c_out, hw] * xi[K, hw]^T; the first sample overwrites */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c_out, kk, hw, 1.0f, dyi, hw, xi,
-                        hw, i == 0 ? 0.0f : 1.0f, dw, kk);
+            cpu_gemm(ctx, 0, 1, c_out, kk, hw, 1.0f, dyi, hw, xi, hw, i == 0 ? 0.0f : 1.0f, dw, kk);
             if (dx)
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kk, hw, c_out, 1.0f, w, kk,
-                            dyi, hw, 0.0f, dx + i * x_stride, hw);
+                cpu_gemm(ctx, 1, 0, kk, hw, c_out, 1.0f, w, kk, dyi, hw, 0.0f, dx + i * x_stride,
+                         hw);
             continue;
         }
         /* Per block of output rows: dW (+)= dyi[:, block] * col^T; then the same buffer takes
@@ -243,11 +242,10 @@ void cpu_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, cons
             const int cols = (oh1 - oh0) * s->w_out;
             const float *dyb = dyi + (size_t)oh0 * s->w_out; /* dyb[c_out, cols], ld hw */
             cpu_im2col_rows(s, xi, oh0, oh1, col, (size_t)cols);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c_out, kk, cols, 1.0f, dyb, hw,
-                        col, cols, i == 0 && oh0 == 0 ? 0.0f : 1.0f, dw, kk);
+            cpu_gemm(ctx, 0, 1, c_out, kk, cols, 1.0f, dyb, hw, col, cols,
+                     i == 0 && oh0 == 0 ? 0.0f : 1.0f, dw, kk);
             if (dxi) {
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kk, cols, c_out, 1.0f, w, kk,
-                            dyb, hw, 0.0f, col, cols);
+                cpu_gemm(ctx, 1, 0, kk, cols, c_out, 1.0f, w, kk, dyb, hw, 0.0f, col, cols);
                 cpu_col2im_rows_add(s, col, oh0, oh1, (size_t)cols, dxi);
             }
         }

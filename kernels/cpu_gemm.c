@@ -3,7 +3,6 @@
 #include "cpu_kernels.h"
 #include "cpu_vec.h"
 
-#include <cblas.h>
 #include <string.h>
 
 /* ---- fully connected ----------------------------------------------------------------------- */
@@ -29,8 +28,7 @@ void cpu_fc_forward(BackendCtx *ctx, const FcShape *s, const float *x, const flo
             memcpy(y + (size_t)i * out, b, (size_t)out * sizeof(float));
         beta = 1.0f;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in, beta, y,
-                out);
+    cpu_gemm(ctx, 0, 1, n, out, in, 1.0f, x, in, w, in, beta, y, out);
 }
 
 /* dy[n,out] -> dW[out,in] = dy^T x, db[out] = sum_n dy, dx[n,in] = dy W (skipped if dx == NULL) */
@@ -47,9 +45,7 @@ void cpu_fc_backward(BackendCtx *ctx, const FcShape *s, const float *x, const fl
         if (db) memset(db, 0, (size_t)out * sizeof(float));
         return;
     }
-    if (in > 0)
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, n, 1.0f, dy, out, x, in, 0.0f,
-                    dw, in);
+    if (in > 0) cpu_gemm(ctx, 1, 0, out, in, n, 1.0f, dy, out, x, in, 0.0f, dw, in);
 
     /* db[out]: column sums of dy[n,out], row by row so the inner loop is contiguous */
     if (db) {
@@ -58,7 +54,5 @@ void cpu_fc_backward(BackendCtx *ctx, const FcShape *s, const float *x, const fl
             cpu_vaxpy(db, dy + (size_t)i * out, (size_t)out, 1.0f);
     }
 
-    if (dx && in > 0)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in, out, 1.0f, dy, out, w, in,
-                    0.0f, dx, in);
+    if (dx && in > 0) cpu_gemm(ctx, 0, 0, n, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
 }

@@ -9,6 +9,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* cpu.c: the one matrix product every layer calls. Row-major C[m,n] = alpha op(A) op(B) + beta C
+ * (ta, tb: transpose A, B), as cblas_sgemm(CblasRowMajor, ...); with --precision bf16 through
+ * cpu_bf16_gemm (bf16 inputs, fp32 accumulation). ctx may be NULL: fp32. */
+void cpu_gemm(BackendCtx *ctx, int ta, int tb, int m, int n, int k, float alpha, const float *a,
+              int lda, const float *b, int ldb, float beta, float *c, int ldc);
+int cpu_ctx_bf16(const BackendCtx *ctx); /* 1 with --precision bf16 */
+
 /* cpu_gemm.c */
 void cpu_fc_forward(BackendCtx *ctx, const FcShape *s, const float *x, const float *w,
                     const float *b, float *y);
@@ -75,6 +82,7 @@ void cpu_softmax_xent(BackendCtx *ctx, int n, int c, const float *logits, const 
                       float *dlogits, float *stats);
 void cpu_sgd_update(BackendCtx *ctx, size_t n, float *p, const float *g, float *v, float lr,
                     float momentum, float weight_decay);
+int cpu_all_finite(BackendCtx *ctx, size_t n, const float *x);
 
 /* cpu_recurrent.c */
 void cpu_embedding_forward(BackendCtx *ctx, const EmbeddingShape *s, const float *ids,

@@ -24,7 +24,7 @@ static float vec_max(const float *restrict z, size_t n) {
     return m;
 }
 
-/* sum of exp(z[j] - m) over z[n], also written to d[n] unless d is NULL; cpu_expf in VBLOCK float
+/* sum of exp(z[j] - m) over z[n], also written to d[n] unless d is NULL; dt_expf in VBLOCK float
  * lanes (each lane sums n/VBLOCK terms), the lanes added in double */
 static double vec_exp_sum(const float *restrict z, float *restrict d, size_t n, float m) {
     float acc[VBLOCK] = {0};
@@ -32,20 +32,20 @@ static double vec_exp_sum(const float *restrict z, float *restrict d, size_t n, 
     if (d) {
         for (; i + VBLOCK <= n; i += VBLOCK)
             for (int j = 0; j < VBLOCK; j++) {
-                const float e = cpu_expf(z[i + j] - m);
+                const float e = dt_expf(z[i + j] - m);
                 d[i + j] = e;
                 acc[j] += e;
             }
     } else {
         for (; i + VBLOCK <= n; i += VBLOCK)
             for (int j = 0; j < VBLOCK; j++)
-                acc[j] += cpu_expf(z[i + j] - m);
+                acc[j] += dt_expf(z[i + j] - m);
     }
     double sum = 0.0;
     for (int j = 0; j < VBLOCK; j++)
         sum += acc[j];
     for (; i < n; i++) {
-        const float e = cpu_expf(z[i] - m);
+        const float e = dt_expf(z[i] - m);
         if (d) d[i] = e;
         sum += e;
     }
@@ -55,8 +55,8 @@ static double vec_exp_sum(const float *restrict z, float *restrict d, size_t n, 
 /* logits[n,c], labels[n] -> stats = {mean loss, correct}; dlogits[n,c] = (softmax - onehot)/n
  * unless NULL.
  * Per row: m = max z, S = sum exp(z - m), loss = log S - (z_label - m). A label outside [0, c)
- * gives a NaN loss and no one-hot term (never an out-of-bounds access). exp is cpu_expf
- * (cpu_vec.h), which vectorises: libm's scalar expf made the 10000-way softmax of every position
+ * gives a NaN loss and no one-hot term (never an out-of-bounds access). exp is dt_expf
+ * (elem_math.h), which vectorises: libm's scalar expf made the 10000-way softmax of every position
  * of the LSTM models a large share of their step. */
 void cpu_softmax_xent(BackendCtx *ctx, int n, int c, const float *logits, const int32_t *labels,
                       float *dlogits, float *stats) {
@@ -118,4 +118,14 @@ void cpu_sgd_update(BackendCtx *ctx, size_t n, float *restrict p, const float *r
         for (; i < n; i++)
             p[i] -= lr * (g[i] + weight_decay * p[i]);
     }
+}
+
+/* 1 if no element of x is inf or NaN: x - x is 0 for finite x and NaN otherwise, so one
+ * vectorisable sum decides (the loss scaler's overflow check, --precision fp16). */
+int cpu_all_finite(BackendCtx *ctx, size_t n, const float *x) {
+    (void)ctx;
+    float acc = 0.0f;
+    for (size_t i = 0; i < n; i++)
+        acc += x[i] - x[i];
+    return acc == 0.0f;
 }

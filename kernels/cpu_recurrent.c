@@ -1,10 +1,9 @@
 /* cpu_recurrent.c - the CPU backend's language-model layers: embedding lookup and the LSTM layer
  * (input, recurrent and weight-gradient products through OpenBLAS; gates through the branch-free
- * cpu_sigmoidf / cpu_tanhf). Semantics: backend.h. */
+ * dt_sigmoidf / dt_tanhf). Semantics: backend.h. */
 #include "cpu_kernels.h"
 #include "cpu_vec.h"
 
-#include <cblas.h>
 #include <string.h>
 
 /* ---- embedding ------------------------------------------------------------------------------- */
@@ -67,12 +66,12 @@ static void lstm_cell(float *restrict gi, float *restrict gf, float *restrict gg
     int j = 0;
 #define LSTM_STEP(J)                                                                               \
     do {                                                                                           \
-        const float i = cpu_sigmoidf(gi[J]), f = cpu_sigmoidf(gf[J]);                              \
-        const float gv = cpu_tanhf(gg[J]), o = cpu_sigmoidf(go[J]);                                \
+        const float i = dt_sigmoidf(gi[J]), f = dt_sigmoidf(gf[J]);                                \
+        const float gv = dt_tanhf(gg[J]), o = dt_sigmoidf(go[J]);                                  \
         const float cv = f * c_prev[J] + i * gv;                                                   \
         gi[J] = i, gf[J] = f, gg[J] = gv, go[J] = o;                                               \
         c[J] = cv;                                                                                 \
-        h[J] = o * cpu_tanhf(cv);                                                                  \
+        h[J] = o * dt_tanhf(cv);                                                                   \
     } while (0)
     for (; j + VBLOCK <= hidden; j += VBLOCK)
         for (int u = 0; u < VBLOCK; u++)
@@ -96,14 +95,11 @@ void cpu_lstm_forward(BackendCtx *ctx, const LstmShape *s, const float *x, const
     /* gates[BT, 4H] = b + x[BT, D] W[:, :D]^T: the input part of every step in one GEMM */
     for (size_t r = 0; r < bt; r++)
         memcpy(gates + r * G, b, (size_t)G * sizeof(float));
-    if (D > 0)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bt, G, D, 1.0f, x, D, w, ldw,
-                    1.0f, gates, G);
+    if (D > 0) cpu_gemm(ctx, 0, 1, (int)bt, G, D, 1.0f, x, D, w, ldw, 1.0f, gates, G);
     for (int t = 0; t < T; t++) {
         if (t > 0) /* += h_{t-1}[B, H] W[:, D:]^T, both strided over the sequence */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, G, H, 1.0f,
-                        y + (size_t)(t - 1) * H, T * H, w + D, ldw, 1.0f, gates + (size_t)t * G,
-                        T * G);
+            cpu_gemm(ctx, 0, 1, B, G, H, 1.0f, y + (size_t)(t - 1) * H, T * H, w + D, ldw, 1.0f,
+                     gates + (size_t)t * G, T * G);
         for (int n = 0; n < B; n++) {
             const size_t row = (size_t)n * T + t;
             float *g = gates + row * G;
@@ -127,7 +123,7 @@ static void lstm_cell_backward(const float *restrict ai, const float *restrict a
     do {                                                                                           \
         const float i = ai[J], f = af[J], g = ag[J], o = ao[J];                                    \
         const float dh = dy[J] + dh_rec[J];                                                        \
-        const float tc = cpu_tanhf(c[J]);                                                          \
+        const float tc = dt_tanhf(c[J]);                                                           \
         const float dcv = dc[J] + dh * o * (1.0f - tc * tc);                                       \
         di[J] = dcv * g * i * (1.0f - i);                                                          \
         df[J] = dcv * c_prev[J] * f * (1.0f - f);                                                  \
@@ -173,8 +169,8 @@ void cpu_lstm_backward(BackendCtx *ctx, const LstmShape *s, const float *x, cons
                                dg, dg + H, dg + 2 * H, dg + 3 * H, H);
         }
         if (t > 0) /* dh_rec[B, H] = dgates_t[B, 4H] W[:, D:] */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, H, G, 1.0f,
-                        dgates + (size_t)t * G, T * G, w + D, ldw, 0.0f, dh_rec, H);
+            cpu_gemm(ctx, 0, 0, B, H, G, 1.0f, dgates + (size_t)t * G, T * G, w + D, ldw, 0.0f,
+                     dh_rec, H);
     }
 
     /* dW[:, :D] = dgates^T x, dW[:, D:] = dgates^T hprev, db = column sums: one GEMM each */
@@ -183,14 +179,9 @@ void cpu_lstm_backward(BackendCtx *ctx, const LstmShape *s, const float *x, cons
         memcpy(hprev + ((size_t)n * T + 1) * H, y + (size_t)n * T * H,
                (size_t)(T - 1) * H * sizeof(float));
     }
-    if (D > 0)
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, G, D, (int)bt, 1.0f, dgates, G, x, D,
-                    0.0f, dw, ldw);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, G, H, (int)bt, 1.0f, dgates, G, hprev, H,
-                0.0f, dw + D, ldw);
+    if (D > 0) cpu_gemm(ctx, 1, 0, G, D, (int)bt, 1.0f, dgates, G, x, D, 0.0f, dw, ldw);
+    cpu_gemm(ctx, 1, 0, G, H, (int)bt, 1.0f, dgates, G, hprev, H, 0.0f, dw + D, ldw);
     for (size_t r = 0; r < bt; r++)
         cpu_axpy(ctx, (size_t)G, 1.0f, dgates + r * G, db);
-    if (dx && D > 0)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)bt, D, G, 1.0f, dgates, G, w,
-                    ldw, 0.0f, dx, D);
+    if (dx && D > 0) cpu_gemm(ctx, 0, 0, (int)bt, D, G, 1.0f, dgates, G, w, ldw, 0.0f, dx, D);
 }

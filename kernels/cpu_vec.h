@@ -1,5 +1,6 @@
 /* cpu_vec.h - the CPU kernels' shared vector helpers, each defined once: VBLOCK and the blocked
- * loops (add, add a scalar, scale, sum, fill) and the branch-free exp, sigmoid and tanh.
+ * loops (add, add a scalar, scale, sum, fill). The branch-free exp, sigmoid and tanh the CPU
+ * kernels call (dt_expf, dt_sigmoidf, dt_tanhf) are kernels/elem_math.h's, shared with CUDA.
  *
  * Vectorisation: GCC 12 at plain -O2 uses the "very cheap" vectoriser cost model, which leaves a
  * loop scalar when it would need a remainder loop or a runtime aliasing check. The element-wise
@@ -14,6 +15,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "elem_math.h" /* defines: dt_expf, dt_sigmoidf, dt_tanhf */
 
 #define VBLOCK 8 /* lanes of a blocked loop: 8 floats, one AVX register */
 
@@ -71,39 +74,6 @@ static inline void cpu_vfill(float *restrict d, size_t n, float v) {
             d[i + j] = v;
     for (; i < n; i++)
         d[i] = v;
-}
-
-/* e^x, within 2 ulp for x in [-87.3, 88.3] and saturating outside (e^-87.3 ~ 1e-38 instead of
- * 0): Cephes' expf (range reduction by ln 2, degree-6 polynomial, exponent bits set directly),
- * written branch-free so that -O2 vectorises the loops that call it (softmax, sigmoid, tanh). */
-static inline float cpu_expf(float x) {
-    x = x < -87.3f ? -87.3f : x;
-    x = x > 88.3f ? 88.3f : x;
-    /* x = n ln2 + r, |r| <= ln2/2; n = round(x / ln2), floor taken on a positive value */
-    const int n = (int)(x * 1.44269504088896341f + 128.5f) - 128;
-    const float fn = (float)n;
-    float r = x - fn * 0.693359375f;
-    r = r + fn * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    union {
-        int32_t i;
-        float f;
-    } two_n = {.i = (n + 127) << 23}; /* 2^n, n in [-126, 127] */
-    return p * two_n.f;
-}
-
-/* 1 / (1 + e^-x) and tanh x = 2 sigmoid(2x) - 1 (absolute error ~1e-7 near 0) */
-static inline float cpu_sigmoidf(float x) {
-    return 1.0f / (1.0f + cpu_expf(-x));
-}
-static inline float cpu_tanhf(float x) {
-    return 2.0f / (1.0f + cpu_expf(-2.0f * x)) - 1.0f;
 }
 
 #endif

@@ -13,17 +13,19 @@
  * (softmax rows) at init; nothing is allocated in a training step.
  * Phase marks: one blocking-sync CUDA event per timer slot, recorded on the compute stream;
  * elapsed() waits (sleeping) for the later event, so the driver reads phases after the iteration.
- * Precision: strict fp32 (cuDNN algorithms only under CUDNN_FMA_MATH, cuBLAS's default math mode,
- * which does not use TF32), so results compare with the CPU backend.
+ * Precision: --precision fp32 is strict fp32 (cuDNN algorithms only under CUDNN_FMA_MATH, cuBLAS's
+ * default math mode, which does not use TF32), so results compare with the CPU backend; tf32,
+ * bf16 and fp16 are in cuda_precision.c (docs/gpu.md "Precision").
  * GPU choice: the rank's index among the ranks of its host (BackendConfig.local_rank) modulo
  * --gpus-per-node (0: all visible devices), after CUDA_VISIBLE_DEVICES has narrowed them. */
 #include <config.h>
 #include "cuda.h"
-#include "cuda_check.h"   /* defines: CUDA_CHECK, CUBLAS_CHECK, CUDNN_CHECK */
-#include "cuda_ctx.h"     /* defines: struct BackendCtx, ConvPlan */
-#include "cuda_kernels.h" /* defines: dtk_* launchers */
-#include "cuda_plan.h"    /* defines: fc_*_gemm, pick_algo */
-#include "cuda_zoo.h"     /* defines: dtz_* launchers, cuda_zoo_* operations */
+#include "cuda_check.h"     /* defines: CUDA_CHECK, CUBLAS_CHECK, CUDNN_CHECK */
+#include "cuda_ctx.h"       /* defines: struct BackendCtx, ConvPlan */
+#include "cuda_kernels.h"   /* defines: dtk_* launchers */
+#include "cuda_plan.h"      /* defines: fc_*_gemm, pick_algo */
+#include "cuda_precision.h" /* defines: cuda_prec_* (tf32, bf16, fp16) */
+#include "cuda_zoo.h"       /* defines: dtz_* launchers, cuda_zoo_* operations */
 
 #include <cublas_v2.h>
 #include <cudnn.h>
@@ -82,9 +84,8 @@ static int cuda_init(const BackendConfig *cfg, BackendCtx **out) {
     CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
     CUBLAS_CHECK(cublasCreate(&ctx->cublas));
     CUBLAS_CHECK(cublasSetStream(ctx->cublas, ctx->stream));
-    /* strict fp32: CUBLAS_DEFAULT_MATH never uses TF32 tensor cores (only
-     * CUBLAS_TF32_TENSOR_OP_MATH or a TF32 compute type would) */
-    CUBLAS_CHECK(cublasSetMathMode(ctx->cublas, CUBLAS_DEFAULT_MATH));
+    /* the math mode of --precision (fp32: CUBLAS_DEFAULT_MATH, never TF32) */
+    cuda_prec_init(ctx, cfg ? cfg->precision : PRECISION_FP32);
     CUDNN_CHECK(cudnnCreate(&ctx->cudnn));
     CUDNN_CHECK(cudnnSetStream(ctx->cudnn, ctx->stream));
     /* The host waits on these (timer_elapsed): blocking sync, so it sleeps instead of spinning
@@ -108,6 +109,7 @@ static void plan_destroy(ConvPlan *p) {
     cudnnDestroyTensorDescriptor(p->x);
     cudnnDestroyTensorDescriptor(p->y);
     cudnnDestroyTensorDescriptor(p->b);
+    cudnnDestroyTensorDescriptor(p->y32);
     cudnnDestroyFilterDescriptor(p->w);
     cudnnDestroyConvolutionDescriptor(p->conv);
 }
@@ -123,6 +125,7 @@ static void cuda_finalize(BackendCtx *ctx) {
     cudnnDestroyActivationDescriptor(ctx->relu);
     if (ctx->row_loss) cudaFree(ctx->row_loss);
     if (ctx->row_hit) cudaFree(ctx->row_hit);
+    cuda_prec_free(ctx);
     for (int i = 0; i < BACKEND_TIMER_SLOTS; i++)
         cudaEventDestroy(ctx->marks[i]);
     cudnnDestroy(ctx->cudnn);
@@ -165,9 +168,10 @@ static void cuda_describe(BackendCtx *ctx, char *buf, size_t len) {
     DeviceInfo d;
     cuda_device_info(ctx, &d);
     snprintf(buf, len,
-             "GPU %d: %s (%s, %s); CUDA runtime %s, driver API %s; cuBLAS %s; cuDNN %s",
+             "GPU %d: %s (%s, %s); CUDA runtime %s, driver API %s; cuBLAS %s; cuDNN %s; "
+             "precision %s",
              ctx->device, d.name, d.pci_bus_id, d.uuid, d.cuda_runtime, d.cuda_driver_api, d.cublas,
-             d.cudnn);
+             d.cudnn, PRECISION_NAME(ctx->precision));
 }
 
 /* ---- memory -------------------------------------------------------------------------------- */
@@ -211,9 +215,7 @@ static void cuda_synchronize(BackendCtx *ctx) {
 
 /* C = op(A) op(B) (+ beta C), column-major, as planned in cuda_plan.c */
 static void gemm(BackendCtx *ctx, ColGemm g, const float *a, const float *b, float beta, float *c) {
-    CUBLAS_CHECK(cublasSgemm(ctx->cublas, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                             g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.m, g.n, g.k, &ONE, a, g.lda,
-                             b, g.ldb, &beta, c, g.ldc));
+    cuda_prec_gemm(ctx, g, a, b, beta, c); /* cublasSgemm, or cublasGemmEx on 16-bit copies */
 }
 
 /* y[n,out] = x[n,in] W[out,in]^T + b[out] */
@@ -248,8 +250,17 @@ static void cuda_fc_backward(BackendCtx *ctx, const FcShape *s, const float *x, 
 
 /* ---- convolution (cuDNN) ------------------------------------------------------------------- */
 
+static void set_nchw_t(cudnnTensorDescriptor_t d, cudnnDataType_t t, int n, int c, int h, int w) {
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, t, n, c, h, w));
+}
 static void set_nchw(cudnnTensorDescriptor_t d, int n, int c, int h, int w) {
-    CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+    set_nchw_t(d, CUDNN_DATA_FLOAT, n, c, h, w);
+}
+
+/* Algorithms the precision accepts: fp32 only CUDNN_FMA_MATH (CUDNN_DEFAULT_MATH allows TF32);
+ * tf32, bf16, fp16 any (tensor cores). AlgoPerf.strict_fp32 carries this "accepted". */
+static int math_ok(const BackendCtx *ctx, cudnnMathType_t m) {
+    return ctx->precision != PRECISION_FP32 || m == CUDNN_FMA_MATH;
 }
 
 /* Chooses the forward, backward-data and backward-filter algorithms of plan p from cuDNN's
@@ -259,43 +270,46 @@ static void plan_algorithms(BackendCtx *ctx, ConvPlan *p, size_t limit) {
     int got = 0, i;
 
     cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, CUDNN_FMA_MATH)); /* ask for strict fp32 */
+    /* fp32: ask for strict fp32; the others for tensor cores */
+    const cudnnMathType_t ask =
+        ctx->precision == PRECISION_FP32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+    CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, ask));
     CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
         ctx->cudnn, p->x, p->w, p->conv, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fwd));
     for (i = 0; i < got; i++)
         ap[i] = (AlgoPerf){fwd[i].algo, fwd[i].status == CUDNN_STATUS_SUCCESS,
-                           fwd[i].mathType == CUDNN_FMA_MATH, fwd[i].memory};
+                           math_ok(ctx, fwd[i].mathType), fwd[i].memory};
     i = pick_algo(ap, got, limit);
     p->fwd = i >= 0 ? fwd[i].algo : CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM; /* no workspace */
-    p->fwd_math = i >= 0 ? fwd[i].mathType : CUDNN_FMA_MATH;
+    p->fwd_math = i >= 0 ? fwd[i].mathType : ask;
     CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->fwd_math));
     CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(ctx->cudnn, p->x, p->w, p->conv, p->y,
                                                         p->fwd, &p->fwd_ws));
 
     cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, CUDNN_FMA_MATH));
+    CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, ask));
     CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
         ctx->cudnn, p->w, p->y, p->conv, p->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, bd));
     for (i = 0; i < got; i++)
         ap[i] = (AlgoPerf){bd[i].algo, bd[i].status == CUDNN_STATUS_SUCCESS,
-                           bd[i].mathType == CUDNN_FMA_MATH, bd[i].memory};
+                           math_ok(ctx, bd[i].mathType), bd[i].memory};
     i = pick_algo(ap, got, limit);
     p->bwd_data = i >= 0 ? bd[i].algo : CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
-    p->bwd_data_math = i >= 0 ? bd[i].mathType : CUDNN_FMA_MATH;
+    p->bwd_data_math = i >= 0 ? bd[i].mathType : ask;
     CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_data_math));
     CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(ctx->cudnn, p->w, p->y, p->conv, p->x,
                                                              p->bwd_data, &p->bwd_data_ws));
 
     cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, CUDNN_FMA_MATH));
+    CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, ask));
     CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         ctx->cudnn, p->x, p->y, p->conv, p->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bf));
     for (i = 0; i < got; i++)
         ap[i] = (AlgoPerf){bf[i].algo, bf[i].status == CUDNN_STATUS_SUCCESS,
-                           bf[i].mathType == CUDNN_FMA_MATH, bf[i].memory};
+                           math_ok(ctx, bf[i].mathType), bf[i].memory};
     i = pick_algo(ap, got, limit);
     p->bwd_filter = i >= 0 ? bf[i].algo : CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
-    p->bwd_filter_math = i >= 0 ? bf[i].mathType : CUDNN_FMA_MATH;
+    p->bwd_filter_math = i >= 0 ? bf[i].mathType : ask;
     CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_filter_math));
     CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
         ctx->cudnn, p->x, p->y, p->conv, p->w, p->bwd_filter, &p->bwd_filter_ws));
@@ -319,13 +333,16 @@ static ConvPlan *conv_plan(BackendCtx *ctx, const ConvShape *s, size_t limit) {
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->x));
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->y));
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->b));
+    CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->y32));
     CUDNN_CHECK(cudnnCreateFilterDescriptor(&p->w));
     CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&p->conv));
-    set_nchw(p->x, s->batch, s->c_in, s->h_in, s->w_in);
-    set_nchw(p->y, s->batch, s->c_out, s->h_out, s->w_out);
+    const cudnnDataType_t t = cuda_prec_conv_type(ctx); /* bf16/fp16: 16-bit x, W, y */
+    set_nchw_t(p->x, t, s->batch, s->c_in, s->h_in, s->w_in);
+    set_nchw_t(p->y, t, s->batch, s->c_out, s->h_out, s->w_out);
+    set_nchw(p->y32, s->batch, s->c_out, s->h_out, s->w_out);
     set_nchw(p->b, 1, s->c_out, 1, 1);
-    CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s->c_out,
-                                           s->c_in, s->k, s->k));
+    CUDNN_CHECK(
+        cudnnSetFilter4dDescriptor(p->w, t, CUDNN_TENSOR_NCHW, s->c_out, s->c_in, s->k, s->k));
     CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p->conv, s->pad, s->pad, s->stride, s->stride, 1, 1,
                                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     int n, c, h, w; /* cuDNN's output shape must be the one the model planned */
@@ -351,7 +368,10 @@ static size_t conv_ws(const ConvPlan *p) {
  * build time (counted in plans_made_late; then planning happens inside a step). */
 static ConvPlan *conv_plan_late(BackendCtx *ctx, const ConvShape *s) {
     int before = ctx->nplans;
-    ConvPlan *p = conv_plan(ctx, s, ctx->ws_granted);
+    /* bf16/fp16: the 16-bit copies follow cuDNN's workspace in the same (largest) buffer */
+    size_t extra = cuda_prec_conv_extra(ctx, s), limit = ctx->ws_granted;
+    if (extra) limit = ctx->work_granted > extra ? ctx->work_granted - extra : 0;
+    ConvPlan *p = conv_plan(ctx, s, limit);
     if (ctx->nplans != before) ctx->plans_made_late++;
     return p;
 }
@@ -360,6 +380,8 @@ static size_t cuda_conv_workspace_bytes(BackendCtx *ctx, const ConvShape *s) {
     if (s->batch <= 0 || s->c_out <= 0 || s->c_in <= 0) return 0;
     size_t ws = conv_ws(conv_plan(ctx, s, CONV_WS_LIMIT));
     if (ws > ctx->ws_granted) ctx->ws_granted = ws;
+    ws += cuda_prec_conv_extra(ctx, s); /* bf16/fp16: the 16-bit copies after it */
+    if (ws > ctx->work_granted) ctx->work_granted = ws;
     return ws;
 }
 
@@ -368,9 +390,12 @@ static void cuda_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *
     if (s->batch <= 0 || s->c_out <= 0) return;
     ConvPlan *p = conv_plan_late(ctx, s);
     CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->fwd_math));
-    CUDNN_CHECK(cudnnConvolutionForward(ctx->cudnn, &ONE, p->x, x, p->w, w, p->conv, p->fwd, work,
-                                        p->fwd_ws, &ZERO, p->y, y));
-    if (b) CUDNN_CHECK(cudnnAddTensor(ctx->cudnn, &ONE, p->b, b, &ONE, p->y, y));
+    if (cuda_prec_16bit(ctx))
+        cuda_prec_conv_forward(ctx, p, x, w, y, work, conv_ws(p));
+    else
+        CUDNN_CHECK(cudnnConvolutionForward(ctx->cudnn, &ONE, p->x, x, p->w, w, p->conv, p->fwd,
+                                            work, p->fwd_ws, &ZERO, p->y, y));
+    if (b) CUDNN_CHECK(cudnnAddTensor(ctx->cudnn, &ONE, p->b, b, &ONE, p->y32, y));
 }
 
 static void cuda_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
@@ -384,7 +409,11 @@ static void cuda_conv_backward(BackendCtx *ctx, const ConvShape *s, const float 
     }
     ConvPlan *p = conv_plan_late(ctx, s);
     if (db) /* NULL: a layer without bias (ResNet's convolutions) */
-        CUDNN_CHECK(cudnnConvolutionBackwardBias(ctx->cudnn, &ONE, p->y, dy, &ZERO, p->b, db));
+        CUDNN_CHECK(cudnnConvolutionBackwardBias(ctx->cudnn, &ONE, p->y32, dy, &ZERO, p->b, db));
+    if (cuda_prec_16bit(ctx)) {
+        cuda_prec_conv_backward(ctx, p, x, w, dy, dx, dw, work, conv_ws(p));
+        return;
+    }
     CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_filter_math));
     CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx->cudnn, &ONE, p->x, x, p->y, dy, p->conv,
                                                p->bwd_filter, work, p->bwd_filter_ws, &ZERO, p->w,
@@ -405,6 +434,9 @@ size_t cuda_conv_algorithms(BackendCtx *ctx, char *buf, size_t len) {
     size_t used = 0;
     char line[256];
     if (buf && len) buf[0] = 0;
+    cuda_prec_describe(ctx, line, sizeof line); /* "precision bf16: cuBLAS ...; cuDNN ..." */
+    if (buf && used < len) snprintf(buf + used, len - used, "%s", line);
+    used += strlen(line);
     for (int i = 0; i <= ctx->nplans; i++) {
         if (i < ctx->nplans) {
             const ConvPlan *p = &ctx->plans[i];
@@ -512,6 +544,7 @@ const BackendOps cuda_backend = {
     .name = "cuda",
     .reads = "gpus-per-node",
     .device_memory = 1,
+    .precision_ok = cuda_precision_ok,
     .init = cuda_init,
     .finalize = cuda_finalize,
     .describe = cuda_describe,
@@ -562,4 +595,5 @@ const BackendOps cuda_backend = {
     .lstm_workspace_bytes = cuda_lstm_workspace_bytes,
     .lstm_forward = cuda_lstm_forward,
     .lstm_backward = cuda_lstm_backward,
+    .all_finite = cuda_all_finite,
 };

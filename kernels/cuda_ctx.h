@@ -17,7 +17,8 @@
 /* cuDNN descriptors and chosen algorithms of one convolution shape. */
 typedef struct {
     ConvShape s;
-    cudnnTensorDescriptor_t x, y, b;
+    cudnnTensorDescriptor_t x, y, b; /* x, y in cuda_prec_conv_type (float unless bf16/fp16) */
+    cudnnTensorDescriptor_t y32;     /* y as fp32, for the bias */
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t conv;
     cudnnConvolutionFwdAlgo_t fwd;
@@ -39,12 +40,18 @@ struct BackendCtx {
     ConvPlan *plans;
     int nplans, cap_plans;
     int plans_made_late; /* plans first made by a forward/backward call (not at build time) */
-    size_t ws_granted;   /* largest workspace conv_workspace_bytes has returned */
+    size_t ws_granted;   /* largest cuDNN workspace conv_workspace_bytes has planned */
+    size_t work_granted; /* largest value it returned (bf16/fp16: with the 16-bit copies) */
     cudnnTensorDescriptor_t ta, tb; /* ReLU, set per call */
     cudnnActivationDescriptor_t relu;
     double *row_loss; /* softmax scratch [xent_cap], made at init */
     int *row_hit;
     int xent_cap;
+    /* --precision (kernels/cuda_precision.c) */
+    Precision precision;
+    void *h16; /* 16-bit copies of GEMM operands, grown on first use */
+    size_t h16_bytes;
+    int *nonfinite; /* [1] overflow flag of all_finite, made at init */
 };
 
 #endif

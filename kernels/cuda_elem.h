@@ -16,11 +16,8 @@
 #include <string.h>
 #include <math.h>
 
-#ifdef __CUDACC__
-#define DT_HD __host__ __device__ static inline
-#else
-#define DT_HD static inline
-#endif
+#include "elem_math.h" /* defines: DT_HD; dt_expf, dt_sigmoidf, dt_tanhf (one definition for CPU
+                          * and GPU) */
 
 /* ---- SGD (backend.h): g' = g + wd*p; v = momentum*v + g'; p -= lr*v ------------------------ */
 DT_HD void dt_sgd_momentum(float *p, float g, float *v, float lr, float momentum, float wd) {
@@ -38,34 +35,6 @@ DT_HD float dt_xent_grad(float e, float scale, int is_label, float inv_n) {
     float v = e * scale;
     if (is_label) v -= inv_n;
     return v;
-}
-
-/* ---- Cephes expf, sigmoid, tanh: the CPU backend's cpu_expf (cpu_vec.h), operation for
- * operation, so the LSTM cell is the same function on both devices --------------------------- */
-DT_HD float dt_expf(float x) {
-    x = x < -87.3f ? -87.3f : x;
-    x = x > 88.3f ? 88.3f : x;
-    const int n = (int)(x * 1.44269504088896341f + 128.5f) - 128;
-    const float fn = (float)n;
-    float r = x - fn * 0.693359375f;
-    r = r + fn * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    const int32_t bits = (n + 127) << 23; /* 2^n, n in [-126, 127] */
-    float two_n;
-    memcpy(&two_n, &bits, sizeof two_n);
-    return p * two_n;
-}
-DT_HD float dt_sigmoidf(float x) {
-    return 1.0f / (1.0f + dt_expf(-x));
-}
-DT_HD float dt_tanhf(float x) {
-    return 2.0f / (1.0f + dt_expf(-2.0f * x)) - 1.0f;
 }
 
 /* ---- dropout (backend.h's counter-based mask) ---------------------------------------------- */

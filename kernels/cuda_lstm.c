@@ -8,20 +8,18 @@
  * reserve: gates[B, T, 4H] (activations), cell[B, T, H].
  * work:    dgates[B, T, 4H], hprev[B, T, H], dh_rec[B, H], dcell[B, H], zeros[H]. */
 #include <config.h>
-#include "cuda_check.h"   /* defines: CUDA_CHECK, CUBLAS_CHECK */
-#include "cuda_ctx.h"     /* defines: struct BackendCtx */
-#include "cuda_kernels.h" /* defines: dtk_bias_grad */
-#include "cuda_plan.h"    /* defines: rowmajor_gemm */
-#include "cuda_zoo.h"     /* defines: dtl_* launchers */
+#include "cuda_check.h"     /* defines: CUDA_CHECK, CUBLAS_CHECK */
+#include "cuda_ctx.h"       /* defines: struct BackendCtx */
+#include "cuda_kernels.h"   /* defines: dtk_bias_grad */
+#include "cuda_plan.h"      /* defines: rowmajor_gemm */
+#include "cuda_precision.h" /* defines: cuda_prec_gemm (--precision) */
+#include "cuda_zoo.h"       /* defines: dtl_* launchers */
 
 /* cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1, a, lda, b, ldb, beta, c, ldc) on the GPU */
 static void rm_gemm(BackendCtx *ctx, int ta, int tb, int m, int n, int k, const float *a, int lda,
                     const float *b, int ldb, float beta, float *c, int ldc) {
-    const float one = 1.0f;
     ColGemm g = rowmajor_gemm(ta, tb, m, n, k, lda, ldb, ldc);
-    CUBLAS_CHECK(cublasSgemm(ctx->cublas, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                             g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.m, g.n, g.k, &one, b, g.lda,
-                             a, g.ldb, &beta, c, g.ldc));
+    cuda_prec_gemm(ctx, g, b, a, beta, c); /* B first: see rowmajor_gemm */
 }
 
 size_t cuda_lstm_reserve_bytes(BackendCtx *ctx, const LstmShape *s) {

@@ -5,26 +5,51 @@
 #   make distcheck  the release tarball, configured --without-cuda (so CI builds both the tree's
 #                   configuration and the CPU-only one), builds and passes the quick tests
 #                   (with --full: all tests)
+#   make check-sanitize-ci   with --sanitize (what CI runs): the tests again in an ASan/UBSan
+#                   build, CPU-only, in sanitize/ (Makefile.am says which)
 # and ends with one line "N passed, N failed, N skipped" over all of them.
 # Every skip is printed with its reason. A skip counts as a failure unless this machine cannot run
 # the test: only the GPU tests (GPU_TESTS below) may skip, and only where no GPU is visible
-# (nvidia-smi -L fails); pytest may not skip at all once scripts/setup.sh has run.
+# (nvidia-smi -L fails), and the CPU bf16 tests (BF16_TESTS) only where /proc/cpuinfo lacks
+# avx512_bf16; pytest may not skip at all once scripts/setup.sh has run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+full=0 sanitize=0
+for a in "$@"; do
+    case $a in
+    --full) full=1 ;;
+    --sanitize) sanitize=1 ;;
+    *) echo "usage: scripts/test.sh [--full] [--sanitize]" >&2; exit 2 ;;
+    esac
+done
 scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
 
 # Tests that need a GPU (they exit 77 without one): shell patterns over make check's test names.
-GPU_TESTS="tests/test_gpu_*.sh tests/test_cuda_kernels tests/test_cuda_zoo"
+GPU_TESTS="tests/test_gpu_*.sh tests/test_cuda_kernels tests/test_cuda_zoo tests/test_cuda_precision"
 if nvidia-smi -L >/dev/null 2>&1; then have_gpu=1; else have_gpu=0; fi
-# skip_expected NAME: a GPU test on a machine without a GPU
-skip_expected() {
+gpu_test() {
     local pat
-    [ "$have_gpu" = 0 ] || return 1
     for pat in $GPU_TESTS; do
         # shellcheck disable=SC2053 # the pattern is meant to match
         [[ $1 == $pat ]] && return 0
     done
     return 1
+}
+# Tests that need bf16 arithmetic on the CPU (--precision bf16: AVX512-BF16 or an OpenBLAS with
+# cblas_sbgemm): they may skip only where /proc/cpuinfo has no avx512_bf16.
+BF16_TESTS="tests/test_precision_bf16.sh tests/test_precision_torch.sh"
+if grep -qw avx512_bf16 /proc/cpuinfo 2>/dev/null; then have_bf16=1; else have_bf16=0; fi
+bf16_test() {
+    local pat
+    for pat in $BF16_TESTS; do
+        # shellcheck disable=SC2053 # the pattern is meant to match
+        [[ $1 == $pat ]] && return 0
+    done
+    return 1
+}
+# skip_expected NAME: a GPU test on a machine without a GPU, or a bf16 test on a CPU without bf16
+skip_expected() {
+    { [ "$have_gpu" = 0 ] && gpu_test "$1"; } || { [ "$have_bf16" = 0 ] && bf16_test "$1"; }
 }
 
 passed=0 failed=0 skipped=0
@@ -46,7 +71,7 @@ for t in $(sed -n 's/^SKIP: //p' check.out); do
     # the reason: the test's last lines, without the driver's "SKIP name (exit status: 77)"
     why=$(grep -v -e '^SKIP .*(exit status: 77)$' -e '^ *$' "$t.log" 2>/dev/null | tail -2 | tr '\n' ' ')
     if skip_expected "$t"; then
-        echo "skipped (no GPU here): $t: $why"
+        echo "skipped (no GPU or no AVX512-BF16 here): $t: $why"
         count "$t" skip
     else
         echo "unexpected skip: $t: $why"
@@ -81,12 +106,36 @@ failed=$((failed + py_fail + py_err))
 
 echo "== make distcheck"
 quick="tests/test_kernels tests/test_gradcheck tests/test_model tests/test_cli.sh tests/test_bad_input.sh"
-[ "${1:-}" = "--full" ] && quick=""
+[ "$full" = 1 ] && quick=""
 if make distcheck ${quick:+TESTS="$quick"} >distcheck.out 2>&1; then
     count "make distcheck" pass
 else
     tail -30 distcheck.out
     count "make distcheck" fail
+fi
+
+if [ "$sanitize" = 1 ]; then
+    echo "== make check-sanitize-ci (ASan + UBSan, CPU-only build in sanitize/)"
+    make -j2 check-sanitize-ci >sanitize.out 2>&1
+    grep -E '^(PASS|FAIL|SKIP|XFAIL|XPASS|ERROR):' sanitize.out | sed 's/^/sanitize: /'
+    for t in $(sed -n 's/^PASS: //p' sanitize.out); do count "sanitize: $t" pass; done
+    for t in $(sed -n 's/^SKIP: //p' sanitize.out); do # a CPU-only build: the GPU tests skip
+        why=$(grep -v -e '^SKIP .*(exit status: 77)$' -e '^ *$' "sanitize/tree/$t.log" 2>/dev/null |
+            tail -2 | tr '\n' ' ')
+        if gpu_test "$t" || { [ "$have_bf16" = 0 ] && bf16_test "$t"; }; then
+            echo "skipped (CPU-only build, or no AVX512-BF16): sanitize: $t: $why"
+            count "sanitize: $t" skip
+        else
+            echo "unexpected skip: sanitize: $t: $why"
+            count "sanitize: $t (skipped)" fail
+        fi
+    done
+    for t in $(sed -nE 's/^(FAIL|XPASS|ERROR): //p' sanitize.out); do
+        count "sanitize: $t" fail
+        tail -30 "sanitize/tree/$t.log" 2>/dev/null
+    done
+    grep -q '^# TOTAL' sanitize.out ||
+        { tail -30 sanitize.out; count "make check-sanitize-ci (did not run: see sanitize.out)" fail; }
 fi
 
 echo "$passed passed, $failed failed, $skipped skipped"

@@ -5,9 +5,11 @@
 #include "driver.h"
 #include "check.h"
 #include "driver_stage.h"
+#include "precision.h" /* defines: LossScaler (--precision fp16) */
 #include "signals.h"
 #include "util.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,6 +90,8 @@ TrainResult driver_run(Driver *d) {
     StageRun s;
     stage_init(&s, d);
     TrainResult res = {.last_accuracy = -1.0};
+    LossScaler scaler;
+    loss_scaler_init(&scaler);
 
     for (int64_t it = 0; it < total; it++) {
         IterRecord r;
@@ -101,8 +105,13 @@ TrainResult driver_run(Driver *d) {
          * the vote makes it the same one. */
         if (o->duration > 0 && start - d->clock_offset - d->t0 >= o->duration) duration_stop = 1;
         s.vote = signals_stop_requested() != 0 || target_stop || duration_stop;
+        if (o->loss_scaling) m->loss_scale = (float)scaler.scale;
         stage_iteration(d, &s, it); /* records MARK_FORWARD */
         be->timer_record(ctx, MARK_BACKWARD);
+        if (o->loss_scaling && d->topo->rank == 0 && precision_test_overflow(it)) {
+            const float inf = INFINITY; /* tests: an overflow on one rank */
+            be->upload(ctx, m->grads, &inf, sizeof inf);
+        }
         /* On a device the host runs ahead of the device: wait for the compute stream, so that
          * the stop vote and every wait the strategy measures (exchange_wait) start when this
          * rank's device has finished backward, as they do on a CPU (no-op there). The exchange
@@ -113,7 +122,11 @@ TrainResult driver_run(Driver *d) {
         ExchangeStep xs = {.iteration = it, .stop_requested = s.decision};
         int done = d->xops->exchange(d->xstate, m->params, m->grads, &xs);
         be->timer_record(ctx, MARK_EXCHANGE);
-        if (done == EXCHANGE_APPLY_UPDATE) { /* grads x s: folded into lr and weight decay */
+        /* fp16: the averaged gradients are checked and unscaled; an overflow (the same on every
+         * rank: the average carries it) skips the step everywhere (src/precision.h) */
+        int skip = done == EXCHANGE_APPLY_UPDATE && o->loss_scaling &&
+                   loss_scaler_update(&scaler, !model_unscale_grads(m));
+        if (done == EXCHANGE_APPLY_UPDATE && !skip) { /* grads x s: folded into lr and wd */
             double gs = xs.grad_scale > 0 ? xs.grad_scale : 1.0;
             model_sgd(m, (float)(o->lr * gs), o->momentum, (float)(o->weight_decay / gs));
         }
@@ -122,6 +135,7 @@ TrainResult driver_run(Driver *d) {
         /* Outside the timed phases from here on. */
         fill_record(d, &s, &xs, start, &r);
         r.record = record_cost;
+        r.loss_scale = o->loss_scaling ? m->loss_scale : 1.0, r.step_skipped = skip;
         if (it >= o->warmup) totals[it - o->warmup] = r.total;
         double rec_start = dt_now();
         d->rops->record_iteration(d->rec, it, &r);

@@ -41,6 +41,7 @@ typedef struct {
     double duration;       /* s after the run's start (t0) to stop at, 0: none */
     int overlap;           /* hand gradients to the exchange during the last backward step */
     float lr, momentum, weight_decay;
+    int loss_scaling; /* --precision fp16: dynamic loss scaling (src/precision.h) */
 } DriverSettings;
 
 typedef struct {

@@ -29,5 +29,8 @@ const IterField ITER_FIELDS[] = {
     FIELD(pipe_recv, "s", "pipeline stage: receiving after the neighbour started sending"),
     FIELD(pipe_idle, "s", "pipeline stage: waiting for a neighbour still computing (bubble)"),
     FIELD(pipe_bytes, "bytes", "pipeline stage: activations and gradients sent to neighbours"),
+    FIELD(loss_scale, "1", "loss scale of this iteration's backward (--precision fp16; else 1)"),
+    FIELD(step_skipped, "1",
+          "1 if the optimizer step was skipped: inf/NaN gradients under fp16 loss scaling"),
 };
 const int ITER_NFIELDS = (int)(sizeof ITER_FIELDS / sizeof ITER_FIELDS[0]);

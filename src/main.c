@@ -6,12 +6,15 @@
 #include <config.h>
 #include "check.h"
 #include "driver.h"
+#include "finalize.h"
+#include "grad_cast.h"
 #include "registry.h"
 #include "run.h"
 #include "run_limits.h"
 #include "sampler.h"
 #include "signals.h"
 #include "util.h"
+#include "watchdog.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -105,7 +108,8 @@ static void build(Run *r) {
                                  err, sizeof err) == 0,
                     "%s", err); /* memory, before any allocation (run_limits.h) */
 
-    BackendConfig bcfg = {o->threads, r->topo.host_local_rank, o->gpus_per_node, r->topo.rank == 0};
+    BackendConfig bcfg = {o->threads, r->topo.host_local_rank, o->gpus_per_node, r->topo.rank == 0,
+                          p->precision};
     if (p->be->init(&bcfg, &r->ctx) != 0) check_fail(__FILE__, __LINE__, "backend init", o->device);
     model_build_part(&r->model, r->md, ds->c, ds->h, ds->w, ds->classes, r->batch,
                      r->pipe.microbatches, r->pipe.first[r->pipe.stage],
@@ -130,6 +134,7 @@ static void build(Run *r) {
         .transport = p->tops,
         .device_coll = registry_coll("nccl"),
         .overlap = o->overlap,
+        .grad_dtype = grad_dtype_parse(o->grad_dtype), /* a choice of the option table */
     };
     r->xstate = p->xops->create(&xcfg, err, sizeof err);
     usage_check_all(r->xstate != NULL, "%s", err);
@@ -255,6 +260,7 @@ static void release(Run *r) {
 
 int main(int argc, char **argv) {
     signals_install(); /* first: a stop asked for during start-up is kept, not fatal */
+    if (argc > 1 && !strcmp(argv[1], "--finalize")) return finalize_main(argc, argv); /* no MPI */
     MPI_CHECK(MPI_Init(&argc, &argv));
     MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     static Run run; /* large; zeroed */
@@ -269,9 +275,13 @@ int main(int argc, char **argv) {
     run_check_outputs(r); /* rank 0 looks at the paths before any work is done */
     build(r);
     run_open_records(r); /* clocks, the start-up lines, the sampler, the result file */
+    char err[512] = "";    /* heartbeats from here: a lost peer closes the file (watchdog.h) */
+    usage_check_all(watchdog_start(MPI_COMM_WORLD, r->opt.peer_timeout, r->opt.output, err,
+                                   sizeof err) == 0, "%s", err);
     TrainResult res = train(r);
     finish(r, &res);
     release(r);
     MPI_Finalize();
+    watchdog_stop(); /* after MPI_Finalize: no rank says goodbye while another still needs it */
     return dt_exit_status; /* 1 after a write error (recorder) */
 }

@@ -406,6 +406,7 @@ void model_loss_queue(Model *m, int s0, int n, int train, float grad_scale) {
     float *dlogits = train ? dy_slice(L, s0) : NULL;
     m->be->softmax_xent(m->ctx, rows, m->classes, logits, m->labels + (size_t)s0 * m->label_size,
                         dlogits, m->stats);
+    if (m->loss_scale > 0.0f) grad_scale *= m->loss_scale; /* fp16: the scaled loss's gradient */
     if (dlogits && grad_scale != 1.0f)
         m->be->scale(m->ctx, (size_t)rows * m->classes, grad_scale, dlogits);
 }
@@ -489,4 +490,11 @@ void model_backward_hook(Model *m, int n, GradsReadyFn ready, void *user) {
 void model_sgd(Model *m, float lr, float momentum, float weight_decay) {
     m->be->sgd_update(m->ctx, m->nparams, m->params, m->grads, m->momentum, lr, momentum,
                       weight_decay);
+}
+
+int model_unscale_grads(Model *m) {
+    if (!m->be->all_finite(m->ctx, m->nparams, m->grads)) return 0;
+    if (m->loss_scale > 0.0f && m->loss_scale != 1.0f)
+        m->be->scale(m->ctx, m->nparams, 1.0f / m->loss_scale, m->grads);
+    return 1;
 }

@@ -133,6 +133,7 @@ typedef struct {
     int ndy_pool;
     uint64_t seed;          /* initialisation and dropout masks */
     uint64_t sample_origin; /* global index of sample 0 of the current batch (dropout masks) */
+    float loss_scale; /* --precision fp16: the loss gradient is multiplied by it (0 or 1: none) */
 } Model;
 
 /* Infers shapes and sizes only (no allocation): for --dry-run, splitting and tests. When the input
@@ -193,6 +194,9 @@ void model_backward_part_hook(Model *m, int s0, int n, int slot, int accumulate,
 
 /* SGD with momentum on all parameters this Model holds. */
 void model_sgd(Model *m, float lr, float momentum, float weight_decay);
+/* fp16's loss scaling, after the exchange: 1 if every gradient is finite, and then the gradients
+ * are divided by m->loss_scale (unscaled for the optimizer); 0 (overflow) leaves them. */
+int model_unscale_grads(Model *m);
 
 /* FNV-1a hash of the parameters' bytes: equal on two ranks iff their parameters are identical. */
 uint64_t model_param_hash(const Model *m);

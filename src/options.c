@@ -3,7 +3,9 @@
  * /config group are all generated from these rows, so a default can never go stale. */
 #define _GNU_SOURCE
 #include <config.h>
+#include "grad_cast.h" /* defines: GRAD_DTYPE_NAMES */
 #include "options.h"
+#include "backend.h" /* defines: PRECISION_NAMES */
 #include "registry.h"
 #include "util.h"
 
@@ -73,6 +75,10 @@ static const OptSpec SPECS[] = {
     {"calibrate-iters", T_INT, F(calibrate_iters), NULL, 0, 0,
      "before training, time the transport's collectives alone on the run's buckets this many "
      "times (at most ~2 s), stored as calibration_* attributes (0: off)"},
+    {"grad-dtype", T_CHOICE, F(grad_dtype), GRAD_DTYPE_NAMES, 0, 0,
+     "type of the gradients on the wire, every strategy and transport: bf16 and fp16 halve the "
+     "bytes exchanged (round to nearest even, summed in that type; fp16 overflows to inf, "
+     "no loss scaling); parameters stay fp32"},
     {"ps-ranks", T_INT, F(ps_ranks), NULL, 1, 0,
      "async: ranks that serve parameters (the last ones); the others train"},
     {"staleness", T_INT, F(staleness), NULL, 0, 0,
@@ -88,6 +94,11 @@ static const OptSpec SPECS[] = {
      "stop after this many seconds of training, agreed by every rank after the same iteration, "
      "the file closed with stop_reason=duration (0: no limit; for runs meant to last until a "
      "time limit, with a large --iters)"},
+    {"peer-timeout", T_DOUBLE, F(peer_timeout), NULL, 0, 0,
+     "seconds a rank may be silent (UDP heartbeats between neighbouring ranks, outside MPI) "
+     "before the others take it for lost: they close the file with stop_reason=peer_lost naming "
+     "the rank and host, and exit with status 75 (a rank whose process ended on a live host: "
+     "after 1 s; 0: off)"},
     {"target-acc", T_DOUBLE, F(target_acc), NULL, 0, 1,
      "stop when the test accuracy reaches this (0: never); see --eval-every"},
     {"ranks-per-node", T_INT, F(ranks_per_node), NULL, 0, 0,
@@ -121,6 +132,10 @@ static const OptSpec SPECS[] = {
      "order of a pipeline stage's forward and backward micro-batch steps: gpipe (all forwards, "
      "then all backwards), 1f1b (PipeDream-Flush: warm-up forwards, then one forward, one "
      "backward); data parallelism runs 'data' (one stage, one micro-batch)"},
+    {"precision", T_CHOICE, F(precision), PRECISION_NAMES, 0, 0,
+     "arithmetic of GEMMs and convolutions: fp32 (strict), tf32 (GPU tensor cores on fp32 "
+     "data), bf16 or fp16 (inputs rounded, fp32 accumulation; fp32 master weights, optimizer and "
+     "reductions; fp16 with dynamic loss scaling, GPU only); bf16 on CPUs with AVX512-BF16"},
 };
 #undef F
 #define NSPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
@@ -152,6 +167,7 @@ static void set_defaults(Options *o) {
     o->straggler_random = 0.0;
     o->target_acc = 0.0;
     o->duration = 0.0;
+    o->peer_timeout = 10.0;
     o->gpus_per_node = 0;
     o->overlap = 0;
     o->sample_hz = 10.0;
@@ -161,12 +177,14 @@ static void set_defaults(Options *o) {
     o->weight_decay = 0.0;
     o->bucket_mb = 25.0;
     o->calibrate_iters = 5;
+    o->grad_dtype = "fp32";
     o->seed = 42;
     o->parallel = "data";
     o->stages = 0;
     o->split = "";
     o->microbatches = 1;
     o->schedule = "gpipe";
+    o->precision = "fp32";
 }
 
 const char *options_choices(const char *key) {
@@ -214,6 +232,8 @@ static int in_list(const char *list, const char *word) {
 
 static void print_help(const Options *defaults) {
     printf("Usage: mpirun -np N dtbench [options]\n"
+           "       dtbench --finalize FILE --lost RANK:SECONDS:silent|gone... [--by RANK]  (what a\n"
+           "       survivor runs after a lost peer, see --peer-timeout: closes FILE as peer_lost)\n"
            "Trains a network, data-parallel on every rank or pipelined across ranks, and records\n"
            "per-iteration timings of every rank into one HDF5 file.\n\nOptions (default in "
            "brackets):\n");

@@ -30,6 +30,7 @@ typedef struct {
     double straggler_random;
     double target_acc;   /* 0 = none */
     double duration;     /* s of training before stopping (0 = none) */
+    double peer_timeout; /* s of a peer's silence before it is lost (0 = off), watchdog.h */
     int gpus_per_node;   /* 0 = every visible GPU */
     int overlap;         /* exchange buckets while backward runs */
     double sample_hz;    /* sampler rate, 0 = off */
@@ -37,6 +38,7 @@ typedef struct {
     double lr, momentum, weight_decay;
     double bucket_mb;
     int calibrate_iters; /* exchange calibration repetitions, 0 = off */
+    char *grad_dtype;    /* fp32 | bf16 | fp16: gradients on the wire (comm/grad_cast.h) */
     long seed;
     int overwrite;
     int dry_run;
@@ -47,6 +49,7 @@ typedef struct {
     char *split;      /* first layer of stages 2..K, comma-separated; "" = balanced by FLOPs */
     int microbatches; /* per replica batch, pipelined */
     char *schedule;   /* data | gpipe | 1f1b (src/schedule.h) */
+    char *precision;  /* fp32 | tf32 | bf16 | fp16 (backend.h: Precision) */
     /* Bit i: the i-th option of the table was given on the command line (options_given). */
     unsigned long long given;
 } Options;

@@ -33,6 +33,7 @@ static struct {
     char path[PATH_MAX + 64];
 } claims[OUT_N] = {{-1, 0, ""}, {-1, 0, ""}, {-1, 0, ""}};
 static int results_committed; /* the results file holds a written block */
+static char results_path[PATH_MAX + 64]; /* where the partial file is renamed to */
 
 void outputs_partial_path(const char *path, char *buf, size_t len) {
     const char *slash = strrchr(path, '/');
@@ -128,6 +129,7 @@ int outputs_claim(const char *output, const char *save_model, int overwrite, cha
     }
     /* The partial name first, then the results' own name: a job that renamed its partial file
      * into place still holds its lock on it, so a second job is refused either way. */
+    snprintf(results_path, sizeof results_path, "%s", output);
     outputs_partial_path(output, partial, sizeof partial);
     if (claim(OUT_PARTIAL, "--output", partial, output, 1, err, errlen)) goto fail;
     struct stat st;
@@ -148,6 +150,8 @@ void outputs_published(void) {
     if (claims[OUT_RESULTS].fd >= 0) close(claims[OUT_RESULTS].fd);
     claims[OUT_RESULTS] = claims[OUT_PARTIAL];
     claims[OUT_RESULTS].created = 1;
+    /* the file now has the results' name: abandoning it must remove that name (same inode) */
+    snprintf(claims[OUT_RESULTS].path, sizeof claims[OUT_RESULTS].path, "%s", results_path);
     claims[OUT_PARTIAL].fd = -1, claims[OUT_PARTIAL].path[0] = '\0';
 }
 
@@ -206,6 +210,36 @@ int outputs_reserve_space(const char *path, const char *shown, double need, cons
     if (rc != 0 && (e == ENOSPC || e == EDQUOT || e == EFBIG)) {
         snprintf(err, errlen, "%s: the results file %s needs about %.1f MB: %s (errno %d)", option,
                  shown, need / 1e6, strerror(e), e);
+        return -1;
+    }
+    return 0;
+}
+
+/* Rank 0: reserves `bytes` more beyond the end of `path` (fallocate, size unchanged) for a step
+ * of a growing file; where the file system cannot reserve, checks its free space instead.
+ * 0, or -1 with a one-line reason naming `option`. */
+int outputs_reserve_more(const char *path, double bytes, const char *option, char *err,
+                         size_t errlen) {
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "%s: cannot reserve %.1f MB more for %s: %s", option, bytes / 1e6,
+                 path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    int rc = fallocate(fd, FALLOC_FL_KEEP_SIZE, st.st_size, (off_t)bytes);
+    int e = errno;
+    struct statvfs vfs;
+    /* Only a full disk or quota is an answer; a file system that cannot reserve is asked. */
+    if (rc != 0 && e != ENOSPC && e != EDQUOT && e != EFBIG && fstatvfs(fd, &vfs) == 0) {
+        rc = (double)vfs.f_bavail * (double)vfs.f_frsize < bytes ? -1 : 0;
+        e = ENOSPC;
+    }
+    close(fd);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: no room for the next %.1f MB of the results file %s: %s (errno %d)",
+                 option, bytes / 1e6, path, strerror(e), e);
         return -1;
     }
     return 0;

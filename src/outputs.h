@@ -28,4 +28,10 @@ void outputs_abandon(void);
 int outputs_reserve_space(const char *path, const char *shown, double need, const char *option,
                           int created, char *err, size_t errlen);
 
+/* Rank 0, for a file that grows with the run: reserves `bytes` more beyond its end (fallocate,
+ * size unchanged; where the file system cannot, checks its free space). 0, or -1 with a one-line
+ * reason naming `option` and the errno (ENOSPC, EDQUOT, ...). */
+int outputs_reserve_more(const char *path, double bytes, const char *option, char *err,
+                         size_t errlen);
+
 #endif

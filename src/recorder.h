@@ -23,6 +23,9 @@ typedef struct {
     double exchange_hidden;    /* exchange work that ran while backward still ran (--overlap), s */
     /* pipeline stages (--parallel model / hybrid; 0 in data parallelism), s and bytes */
     double pipe_compute, pipe_send, pipe_recv, pipe_idle, pipe_bytes;
+    /* --precision fp16 (src/precision.h): the loss scale this iteration's backward ran with (1
+     * without loss scaling), and 1 if its optimizer step was skipped (inf/NaN gradients) */
+    double loss_scale, step_skipped;
 } IterRecord;
 
 typedef struct {
@@ -68,6 +71,9 @@ typedef struct {
     MPI_Comm comm;
     int64_t iters_total, warmup;
     int flush_every;
+    /* 1: every rank records the same iterations in step (ExchangeOps.lockstep): /iterations
+     * grows with the run (recorder_grow.h); 0: allocated whole at creation */
+    int grow;
     int n_evals;
     /* root attributes (same on every rank) and the /config group */
     const RunAttr *attrs;
@@ -114,14 +120,16 @@ typedef struct Recorder Recorder;
 
 typedef struct RecorderOps {
     const char *name;
-    /* Collective. Creates the output with every dataset at its final size, under a hidden partial
-     * name renamed into place once it describes itself (the driver has claimed and locked the
-     * path, see outputs.h); refuses a file that cannot fit on its file system, and reserves its
-     * space. Returns NULL with a one-line reason in err if the output cannot be created (same
+    /* Collective. Creates the output under a hidden partial name renamed into place once it
+     * describes itself (the driver has claimed and locked the path, see outputs.h): every dataset
+     * at its final size but /iterations of a growing run (cfg->grow), created at one step;
+     * refuses a file whose every iteration cannot fit on its file system, and reserves the space
+     * of what it creates. Returns NULL with a one-line reason in err if the output cannot be created (same
      * verdict on every rank). */
     Recorder *(*create)(const RecorderConfig *cfg, char *err, size_t errlen);
     /* Buffers iteration `iter`; writes the block when flush_every iterations are buffered.
-     * Independent (no rank waits for another). A failed write is reported on this rank and
+     * Independent (no rank waits for another), except in a growing run: the iteration beyond the
+     * extent is a block boundary where every rank extends /iterations together. A failed write is reported on this rank and
      * raises the stop request (signals.h); the reason is agreed and stored at close. */
     void (*record_iteration)(Recorder *r, int64_t iter, const IterRecord *rec);
     /* Rank 0 only: evaluation number `index`. */

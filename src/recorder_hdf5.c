@@ -1,14 +1,17 @@
 /* recorder_hdf5.c - every rank writes into ONE parallel HDF5 file over MPI-IO.
  *
  * Survival of killed jobs (docs/hdf5-layout.md): all groups, datasets and attributes are created
- * collectively at their final size (contiguous, allocated early, NaN-filled), then the file is
- * flushed. From then on each rank only writes raw data - its own row, one block of flush_every
- * iterations at a time, with independent I/O - and then its /ranks/completed entry. Raw writes
- * go straight to the file through MPI-IO, so a SIGKILL leaves every written block readable. */
+ * collectively (allocated early, NaN-filled), then the file is flushed. From then on each rank
+ * only writes raw data - its own row, one block of flush_every iterations at a time, with
+ * independent I/O - and then its /ranks/completed entry. Raw writes go straight to the file
+ * through MPI-IO, so a SIGKILL leaves every written block readable. The one metadata change is
+ * the collective extension of /iterations at a block boundary of lock-step runs
+ * (recorder_grow.c), flushed before any rank writes into it. */
 #define _GNU_SOURCE
 #include "check.h"
 #include "outputs.h"
 #include "recorder.h"
+#include "recorder_grow.h"
 #include "util.h"
 
 #include <errno.h>
@@ -99,28 +102,8 @@ struct Recorder {
     int64_t blocks;                 /* blocks written */
     int inject_rank, inject_errno;  /* DTBENCH_TEST_WRITE_ERROR (tests only) */
     int64_t inject_block;
+    GrowState grow; /* the extent of /iterations (recorder_grow.h) */
 };
-
-/* ---- HDF5 error text for H5_CHECK ---------------------------------------------------------- */
-
-typedef struct {
-    char api[64], desc[400];
-} H5Msg;
-
-static herr_t h5_walk(unsigned n, const H5E_error2_t *e, void *data) {
-    H5Msg *m = data;
-    if (n == 0) snprintf(m->api, sizeof m->api, "%s", e->func_name);
-    snprintf(m->desc, sizeof m->desc, "%s", e->desc); /* keep the innermost */
-    return 0;
-}
-
-const char *h5_error_message(void) {
-    static char text[512];
-    H5Msg m = {"", "no HDF5 error on the stack"};
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, h5_walk, &m);
-    snprintf(text, sizeof text, "HDF5 %s: %s", m.api, m.desc);
-    return text;
-}
 
 /* ---- small writers ------------------------------------------------------------------------- */
 
@@ -208,8 +191,6 @@ static void write_rank_value(Recorder *r, int which, hid_t memtype, const void *
 
 /* ---- create --------------------------------------------------------------------------------- */
 
-/* Bytes the file will take: every dataset is allocated at creation, plus room for the
- * metadata (attributes, /config, object headers). Sets *option to the option that drives it. */
 /* /ranks/kernel_choices: one string per rank, as long as the longest rank's text (collective);
  * not created when no rank has any (CPU backend). */
 static void write_kernel_choices(Recorder *r, hid_t file, const char *text, const hsize_t *dims) {
@@ -232,8 +213,12 @@ static void write_kernel_choices(Recorder *r, hid_t file, const char *text, cons
     H5Tclose(type);
 }
 
-static double file_estimate(const RecorderConfig *c, int nranks, const char **option) {
-    double iters = (double)ITER_NFIELDS * nranks * (double)c->iters_total * 8;
+/* Bytes the file takes with `extent` iterations in /iterations (every other dataset is allocated
+ * whole at creation), plus room for the metadata (attributes, /config, object headers). Sets
+ * *option to the option that drives it. */
+static double file_estimate(const RecorderConfig *c, int nranks, int64_t extent,
+                            const char **option) {
+    double iters = (double)ITER_NFIELDS * nranks * (double)extent * 8;
     double samples = (double)NSAMPLE_SETS * nranks * (double)c->sample_capacity * 8;
     double rows = (double)nranks * (R_N * 8 + HOST_LEN + (double)c->nrank_text * RANK_TEXT_LEN);
     double meta = 4 << 20;
@@ -245,12 +230,13 @@ static double file_estimate(const RecorderConfig *c, int nranks, const char **op
     return iters + samples + rows + (double)c->n_evals * 32 + meta;
 }
 
-/* Collective. Checks the room for the whole file, creates it under its hidden name and reserves
- * the space; returns the file, or -1 with err set (the same verdict on every rank, no file left). */
+/* Collective. Checks the room for the whole file (every iteration), creates it under its hidden
+ * name and reserves the space of its first extent (recorder_grow.h: the rest is reserved step by
+ * step); returns the file, or -1 with err set (the same verdict on every rank, no file left). */
 static hid_t create_file(Recorder *r, const RecorderConfig *c, const char *partial, char *err,
                          size_t errlen) {
     const char *option = "--output";
-    double need = file_estimate(c, r->nranks, &option);
+    double need = file_estimate(c, r->nranks, c->iters_total, &option);
     int verdict = r->rank == 0 ? outputs_reserve_space(c->path, c->path, need, option, 0, err, errlen) : 0;
     MPI_CHECK(MPI_Bcast(&verdict, 1, MPI_INT, 0, c->comm));
     if (verdict) {
@@ -273,6 +259,8 @@ static hid_t create_file(Recorder *r, const RecorderConfig *c, const char *parti
         snprintf(err, errlen, "--output: cannot create %s: %s", c->path, reason);
         return -1;
     }
+    const char *unused;
+    need = file_estimate(c, r->nranks, r->grow.extent, &unused);
     verdict = r->rank == 0 ? outputs_reserve_space(partial, c->path, need, option, 1, err, errlen) : 0;
     MPI_CHECK(MPI_Bcast(&verdict, 1, MPI_INT, 0, c->comm));
     if (verdict) {
@@ -310,14 +298,15 @@ static void write_root_attrs(hid_t file, const RecorderConfig *c) {
     H5Gclose(g);
 }
 
-/* /iterations, /samples and /eval, created at their final size (NaN until written). */
+/* /iterations at its first extent (recorder_grow.h), /samples and /eval at their final size
+ * (NaN until written). */
 static void create_data_sets(Recorder *r, hid_t file, const RecorderConfig *c) {
     double nan = NAN;
-    hsize_t dims[2] = {(hsize_t)r->nranks, (hsize_t)c->iters_total};
     hid_t g = H5_CHECK(H5Gcreate2(file, "iterations", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     attr_ll(g, "warmup", c->warmup);
+    grow_describe(&r->grow, g);
     for (int i = 0; i < ITER_NFIELDS; i++) {
-        r->iter_sets[i] = create_set(g, ITER_FIELDS[i].name, H5T_IEEE_F64LE, 2, dims, &nan);
+        r->iter_sets[i] = grow_create_set(&r->grow, g, ITER_FIELDS[i].name);
         attr_text(r->iter_sets[i], "units", ITER_FIELDS[i].units);
         attr_text(r->iter_sets[i], "description", ITER_FIELDS[i].description);
     }
@@ -421,6 +410,9 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported by H5_CHECK, once */
     snprintf(r->path, sizeof r->path, "%s", c->path);
     r->inject_rank = -1;
+    if (ITER_NFIELDS > (int)(sizeof r->iter_sets / sizeof r->iter_sets[0]))
+        check_fail(__FILE__, __LINE__, "hdf5_create", "more ITER_FIELDS than iter_sets");
+    grow_plan(&r->grow, c->grow, c->iters_total, r->nranks, ITER_NFIELDS, c->flush_every);
 
     /* Built under a hidden name, renamed into place once it describes itself (outputs.h). */
     char partial[PATH_MAX + 64];
@@ -501,10 +493,25 @@ static void write_block(Recorder *r) {
     if (!r->failed && r->blocks++ == 0 && r->rank == 0) outputs_committed();
 }
 
+/* Collective (every rank of a lock-step run records the same iterations): room for `iter`. A step
+ * that cannot be reserved stops the run as a write error does, on every rank, with rank 0's
+ * reason; the blocks written before stay readable. */
+static void extend(Recorder *r, int64_t iter) {
+    char why[sizeof r->failure];
+    if (grow_extend(&r->grow, iter, r->file, r->iter_sets, r->comm, r->path, why, sizeof why) == 0 ||
+        r->failed)
+        return;
+    r->failed = 1;
+    snprintf(r->failure, sizeof r->failure, "%s", why);
+    raise(SIGUSR1); /* the stop request of signals.h */
+}
+
 static void hdf5_record_iteration(Recorder *r, int64_t iter, const IterRecord *rec) {
-    if (r->failed) return; /* the stop is on its way; nothing more is written by this rank */
-    if (iter != r->next_to_write + r->nbuf || iter >= r->iters_total)
+    if (!r->failed && (iter != r->next_to_write + r->nbuf || iter >= r->iters_total))
         check_fail(__FILE__, __LINE__, "record_iteration", "iterations must be recorded in order");
+    /* A rank that failed still takes part: the others are extending with it. */
+    if (iter >= r->grow.extent && r->grow.growing && !r->grow.refused) extend(r, iter);
+    if (r->failed) return; /* the stop is on its way; nothing more is written by this rank */
     r->buf[r->nbuf++] = *rec;
     if (r->nbuf == r->flush_every) write_block(r);
 }
@@ -555,6 +562,7 @@ static void hdf5_close(Recorder *r, const RunEnd *end) {
     MPI_CHECK(MPI_Allreduce(&latency, &worst_latency, 1, MPI_DOUBLE, MPI_MAX, r->comm));
     if (worst_latency > 0)
         attr_number(r->file, "stop_latency_s", H5T_NATIVE_DOUBLE, &worst_latency);
+    grow_finish(&r->grow, r->file, r->comm);
     attr_ll(r->file, "finished", 1);
 
     for (int i = 0; i < ITER_NFIELDS; i++)

@@ -117,6 +117,16 @@ const ScheduleOps *const *registry_schedules(int *n) {
     ALL(SCHEDULES);
 }
 
+static const RegistryUnbuilt UNBUILT[] = {
+#ifndef DTBENCH_CUDA_BACKEND
+    {"--device cuda", "gpus-per-node"}, /* kernels/cuda.c's reads */
+#endif
+    {NULL, NULL},
+};
+const RegistryUnbuilt *registry_unbuilt(void) {
+    return UNBUILT;
+}
+
 const CollOps *registry_coll(const char *name) {
     for (size_t i = 0; COLLS[i]; i++)
         if (!strcmp(COLLS[i]->name, name)) return COLLS[i];

@@ -26,6 +26,12 @@ const BackendOps *const *registry_backends(int *n);
 const ExchangeOps *const *registry_exchanges(int *n);
 const TransportOps *const *registry_transports(int *n);
 const ScheduleOps *const *registry_schedules(int *n);
+/* Components this build left out (e.g. --device cuda in a CPU-only build) and the options only
+ * they read, so that such an option is refused there rather than ignored; NULL-terminated. */
+typedef struct {
+    const char *label, *reads; /* "--device cuda", "gpus-per-node" */
+} RegistryUnbuilt;
+const RegistryUnbuilt *registry_unbuilt(void);
 /* Collectives of an optional library ("nccl"), NULL when not built. */
 const CollOps *registry_coll(const char *name);
 

@@ -4,6 +4,7 @@
  * against the others and the ranks. */
 #include "resolve.h"
 #include "check.h"
+#include "precision.h" /* defines: precision_from_name */
 #include "registry.h"
 #include "util.h" /* usage_check_all */
 
@@ -29,7 +30,8 @@ typedef struct {
 
 enum { MAX_READERS = 64 };
 
-/* Every registered component; the chosen ones first (*nchosen of them). */
+/* Every registered component, then those this build left out; the chosen ones first (*nchosen
+ * of them). */
 static int all_readers(const RunPlan *p, Reader *r, int *nchosen) {
     int n = 0, k;
     snprintf(r[n].label, sizeof r[n].label, "--device %s", p->be->name), r[n++].reads = p->be->reads;
@@ -60,6 +62,8 @@ static int all_readers(const RunPlan *p, Reader *r, int *nchosen) {
             snprintf(r[n].label, sizeof r[n].label, "--parallel data");
         r[n].reads = s[i]->reads;
     }
+    for (const RegistryUnbuilt *u = registry_unbuilt(); u->label && n < MAX_READERS; u++, n++)
+        snprintf(r[n].label, sizeof r[n].label, "%s", u->label), r[n].reads = u->reads;
     return n;
 }
 
@@ -160,9 +164,32 @@ static void choose(Options *opt, RunPlan *p) {
     nominal_shape(opt, p);
 }
 
+/* --precision: the backend must run it on this machine (a CPU bf16 needs AVX512-BF16, then on
+ * one thread, or an OpenBLAS with cblas_sbgemm); fp16's loss scaler skips a step on every rank together, which needs
+ * the same averaged gradients everywhere: the sync exchange of data parallelism. */
+static void check_precision(const Options *opt, RunPlan *p) {
+    char why[256] = "expected fp32";
+    p->precision = (Precision)precision_from_name(opt->precision);
+    int ok = p->precision == PRECISION_FP32 ||
+             (p->be->precision_ok &&
+              p->be->precision_ok(p->precision, opt->threads, why, sizeof why));
+    usage_check_all(ok, "--precision: '%s' is not accepted with --device %s: %s", opt->precision,
+                    opt->device, why);
+    usage_check_all(p->precision != PRECISION_FP16 ||
+                        (!strcmp(p->xops->name, "sync") && p->mode == PARALLEL_DATA),
+                    "--precision: 'fp16' is not accepted with --exchange %s --parallel %s: its "
+                    "loss scaling needs --exchange sync --parallel data",
+                    opt->exchange, opt->parallel);
+    usage_check_all(p->precision != PRECISION_FP16 || p->be->all_finite,
+                    "--precision: 'fp16' is not accepted with --device %s: no overflow check for "
+                    "its loss scaling; expected fp32",
+                    opt->device);
+}
+
 void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
     choose(opt, p);
     check_reads(opt, p);
+    check_precision(opt, p);
     const BackendOps *be = p->be;
     const ExchangeOps *x = p->xops;
     usage_check_all(!p->md->vocab || !strcmp(opt->dataset, "synthetic"),

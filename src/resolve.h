@@ -33,6 +33,7 @@ typedef struct {
     Straggler straggler; /* --straggler, --straggler-random */
     /* The data set's nominal input shape, without reading it (--dry-run, validation). */
     int in_c, in_h, in_w, classes;
+    Precision precision; /* --precision, accepted by the backend on this machine */
 } RunPlan;
 
 /* Checks opt against the components and the ranks (collective over COMM_WORLD) and fills plan.

@@ -6,6 +6,7 @@
 #include "check.h"
 #include "nvml.h"
 #include "outputs.h"
+#include "precision.h" /* defines: precision_loss_scaling */
 #include "registry.h"
 #include "util.h"
 
@@ -32,6 +33,7 @@ DriverSettings run_driver_settings(const Options *o) {
         .lr = (float)o->lr,
         .momentum = (float)o->momentum,
         .weight_decay = (float)o->weight_decay,
+        .loss_scaling = precision_loss_scaling(o->precision),
     };
 }
 
@@ -172,7 +174,9 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_TEXT("dataset", o->dataset),
         RUN_TEXT("exchange", o->exchange),
         RUN_TEXT("transport", o->transport),
+        RUN_TEXT("grad_dtype", o->grad_dtype),
         RUN_TEXT("device", o->device),
+        RUN_TEXT("precision", o->precision),
         RUN_TEXT("tag", o->tag),
         RUN_INT("nranks", r->topo.nranks),
         RUN_INT("nnodes", r->topo.nnodes),
@@ -210,6 +214,7 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         .iters_total = (int64_t)o->warmup + o->iters,
         .warmup = o->warmup,
         .flush_every = o->flush_every,
+        .grow = p->xops->lockstep, /* /iterations grows at the block boundaries ranks share */
         .n_evals = driver_eval_count(&set, &r->data),
         .attrs = attrs,
         .nattrs = (int)(sizeof attrs / sizeof attrs[0]),

@@ -99,6 +99,10 @@ def check_killed(f, a):
         die("status of a killed rank is not 0")
     for name in PHASES + ["loss", "start"]:
         d = f["iterations"][name][:]
+        # a file that grows with the run holds fewer columns than iters_total (never more, and
+        # never fewer than a rank completed)
+        if d.shape[0] != len(done) or d.shape[1] > n or (done > d.shape[1]).any():
+            die(f"/iterations/{name} shape {d.shape}: completed {done}, iters_total {n}")
         for rank, k in enumerate(done):
             if np.isnan(d[rank, :k]).any():
                 die(f"/iterations/{name} rank {rank}: missing values before {k}")

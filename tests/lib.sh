@@ -48,6 +48,26 @@ analyze() {
     PYTHONPATH="$ANALYSIS_DIR${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m dtbench_analysis "$@"
 }
 
+# wait_completed FILE N [SECONDS] : waits until every worker rank has N iterations in the results
+# file FILE (/ranks/completed, read while the run writes it; parameter servers, /ranks/role 1, have
+# none); status 1 after SECONDS (default 120).
+wait_completed() {
+    "$PYTHON" - "$1" "$2" "${3:-120}" <<'PY'
+import sys, time, h5py
+path, n, deadline = sys.argv[1], int(sys.argv[2]), time.time() + float(sys.argv[3])
+while time.time() < deadline:
+    try:
+        with h5py.File(path, "r") as f:
+            done = f["ranks/completed"][:][f["ranks/role"][:] == 0]
+            if len(done) and (done >= n).all():
+                sys.exit(0)
+    except (OSError, KeyError):
+        pass
+    time.sleep(0.1)
+sys.exit(1)
+PY
+}
+
 fail() {
     echo "FAIL: $*"
     exit 1

@@ -247,7 +247,7 @@ int main(void) {
         printf("SKIP: no CUDA device visible\n");
         return 77;
     }
-    BackendConfig cfg = {1, 0, 0, 1};
+    BackendConfig cfg = {.threads = 1, .verbose = 1}; /* fp32 */
     if (G->init(&cfg, &gctx) != 0 || C->init(&cfg, &cctx) != 0) return 1;
     test_blas1();
     test_pool(2, 3, 13, 3, 2, 1); /* GoogLeNet */

@@ -13,7 +13,7 @@
  * when everything passes, 1 otherwise.
  */
 #include "backend.h"
-#include "cpu_vec.h" /* cpu_expf, tested directly */
+#include "elem_math.h" /* dt_expf, dt_sigmoidf, dt_tanhf: tested directly */
 #include "ref_kernels.h"
 
 #include <math.h>
@@ -440,27 +440,27 @@ static void test_axpy_scale(size_t n) {
     free(r);
 }
 
-/* cpu_expf (softmax, sigmoid, tanh of the LSTM) against libm's exp in double */
+/* dt_expf (softmax, sigmoid, tanh of the LSTM) against libm's exp in double */
 static void test_expf(void) {
     double worst = 0.0;
     for (int i = 0; i <= 200000; i++) {
         float x = -87.0f + 175.0f * (float)i / 200000.0f;
-        double rel = fabs(cpu_expf(x) - exp((double)x)) / exp((double)x);
+        double rel = fabs(dt_expf(x) - exp((double)x)) / exp((double)x);
         if (rel > worst) worst = rel;
     }
-    printf("cpu_expf on [-87, 88]: max relative error %.3g (tolerance 3e-7)\n", worst);
-    check_true("cpu_expf accuracy", worst <= 3e-7);
-    check_true("cpu_expf saturates (-1000 -> tiny, 1000 -> finite)",
-               cpu_expf(-1000.0f) < 1e-37f && isfinite(cpu_expf(1000.0f)) &&
-                   cpu_expf(1000.0f) > 1e38f);
+    printf("dt_expf on [-87, 88]: max relative error %.3g (tolerance 3e-7)\n", worst);
+    check_true("dt_expf accuracy", worst <= 3e-7);
+    check_true("dt_expf saturates (-1000 -> tiny, 1000 -> finite)",
+               dt_expf(-1000.0f) < 1e-37f && isfinite(dt_expf(1000.0f)) &&
+                   dt_expf(1000.0f) > 1e38f);
     double worst_t = 0.0;
     for (int i = 0; i <= 20000; i++) {
         float x = -20.0f + 40.0f * (float)i / 20000.0f;
-        worst_t = fmax(worst_t, fabs(cpu_tanhf(x) - tanh((double)x)));
-        worst_t = fmax(worst_t, fabs(cpu_sigmoidf(x) - 1.0 / (1.0 + exp(-(double)x))));
+        worst_t = fmax(worst_t, fabs(dt_tanhf(x) - tanh((double)x)));
+        worst_t = fmax(worst_t, fabs(dt_sigmoidf(x) - 1.0 / (1.0 + exp(-(double)x))));
     }
-    printf("cpu_tanhf, cpu_sigmoidf on [-20, 20]: max abs error %.3g (tolerance 3e-7)\n", worst_t);
-    check_true("cpu_tanhf / cpu_sigmoidf accuracy", worst_t <= 3e-7);
+    printf("dt_tanhf, dt_sigmoidf on [-20, 20]: max abs error %.3g (tolerance 3e-7)\n", worst_t);
+    check_true("dt_tanhf / dt_sigmoidf accuracy", worst_t <= 3e-7);
 }
 
 static void test_pad_pool(int n, int c, int h_in, int w_in, int k, int stride, int pad,

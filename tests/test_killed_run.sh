@@ -8,19 +8,7 @@ run_np 2 --model lenet --dataset synthetic --batch 8 --iters 100000 --warmup 2 -
 job=$!
 
 # Wait (bounded) until both ranks have written at least 3 blocks.
-"$PYTHON" - "$out" <<'PY' || { kill -9 $job; fail "run did not write 3 blocks in time"; }
-import sys, time, h5py
-deadline = time.time() + 120
-while time.time() < deadline:
-    try:
-        with h5py.File(sys.argv[1], "r") as f:
-            if (f["ranks/completed"][:] >= 30).all():
-                sys.exit(0)
-    except (OSError, KeyError):
-        pass
-    time.sleep(0.2)
-sys.exit(1)
-PY
+wait_completed "$out" 30 120 || { kill -9 $job; fail "run did not write 3 blocks in time"; }
 
 # SIGKILL every rank at once (no chance to close the file), then let mpirun notice.
 pids=$("$PYTHON" -c "import h5py,sys; print(' '.join(str(p) for p in h5py.File(sys.argv[1],'r')['ranks/pid'][:]))" "$out")

@@ -15,19 +15,7 @@ start_run() {
     timeout -k 30 300 "$MPIRUN" -np "$np" "$DTBENCH" --model lenet --dataset synthetic --batch 8 \
         --iters 1000000 --warmup 2 --flush-every 5 --output "$out" "$@" >"$out.log" 2>&1 &
     job=$!
-    "$PYTHON" - "$out" <<'PY' || { kill -9 $job; fail "run did not start writing"; }
-import sys, time, h5py
-deadline = time.time() + 120
-while time.time() < deadline:
-    try:
-        with h5py.File(sys.argv[1], "r") as f:
-            if (f["ranks/completed"][:] >= 10).all():
-                sys.exit(0)
-    except (OSError, KeyError):
-        pass
-    time.sleep(0.2)
-sys.exit(1)
-PY
+    wait_completed "$out" 10 120 || { kill -9 $job; fail "run did not start writing"; }
 }
 
 check_stopped() {

@@ -29,19 +29,7 @@ RUN_TIMEOUT=60 expect_bad 2 "--iters: the results file disk/r.h5 needs about 1[0
 # 3. The disk filled by another process while the run writes: the run completes, file intact.
 timeout -k 10 120 "$MPIRUN" -np 2 "$DTBENCH" $S --iters 400 --flush-every 10 --output disk/r.h5 >run.log 2>&1 &
 job=$!
-"$PYTHON" - disk/r.h5 <<'PY' || { kill -9 $job; fail "run did not start writing"; }
-import sys, time, h5py
-deadline = time.time() + 60
-while time.time() < deadline:
-    try:
-        with h5py.File(sys.argv[1], "r") as f:
-            if (f["ranks/completed"][:] >= 10).all():
-                sys.exit(0)
-    except (OSError, KeyError):
-        pass
-    time.sleep(0.05)
-sys.exit(1)
-PY
+wait_completed disk/r.h5 10 60 || { kill -9 $job; fail "run did not start writing"; }
 dd if=/dev/zero of=disk/fill bs=64k 2>/dev/null || true # until the disk is full
 [ "$(df --output=avail disk | tail -1)" -lt 64 ] || fail "the disk did not fill: $(df disk)"
 set +e; wait $job; rc=$?; set -e

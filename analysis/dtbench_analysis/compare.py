@@ -28,6 +28,22 @@ from . import configs, conventions, inputs, jsonout, metrics, outputs, stats
 from .runfile import Run
 
 
+def _median_of(runs: List[Run], field: str) -> Optional[float]:
+    values = [r.measured(field).ravel() for r in runs if r.has(field)]
+    v = np.concatenate(values) if values else np.array([])
+    v = v[np.isfinite(v)]
+    return float(np.median(v)) if v.size else None
+
+
+def _exchange_payload(runs: List[Run]) -> Dict[str, object]:
+    """Precision (compute, gradients on the wire) and what the exchange moved and took: the
+    medians over the pooled ranks x measured iterations of ``bytes_sent`` and ``exchange``, so an
+    fp32 and a bf16 gradient exchange read side by side."""
+    return {"precision": configs.precision(runs[0]),
+            "bytes_sent_median": _median_of(runs, "bytes_sent"),
+            "exchange_median_s": _median_of(runs, "exchange")}
+
+
 def _group_stats(runs: List[Run], confidence: float,
                  target: Optional[float]) -> Dict[str, object]:
     times = np.concatenate([metrics.iteration_times(r) for r in runs])
@@ -65,6 +81,7 @@ def _group_stats(runs: List[Run], confidence: float,
                              if metrics.iteration_times(r).size else None for r in runs],
         "throughput": tp,
         "exchange_share": float(np.median(shares)) if shares.size else None,
+        **_exchange_payload(runs),
         "staleness": metrics.staleness_distribution(np.concatenate(stale)) if stale else None,
         "target": {
             "runs": targets,
@@ -142,6 +159,12 @@ def format_text(result: Dict[str, object], runs: Sequence[Run]) -> str:
         lines.append(f"    throughput: {tpm} samples/s{ci}")
         share = g["exchange_share"]
         lines.append("    exchange share: " + ("n/a" if share is None else f"{share:.1%}"))
+        prec, sent = g["precision"], g["bytes_sent_median"]
+        lines.append(f"    precision: {prec['precision']} compute, gradients in "
+                     f"{prec['grad_dtype']} on the wire; exchange median "
+                     f"{_ms(g['exchange_median_s'])} ms, "
+                     + ("payload n/a" if sent is None else f"payload {sent:.0f} B")
+                     + " per rank per iteration (median bytes_sent)")
         st = g["staleness"]
         if st:
             counts = ", ".join(f"{k}: {v}" for k, v in list(st["counts"].items())[:12])

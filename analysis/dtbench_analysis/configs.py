@@ -4,7 +4,10 @@ A run's configuration is its resolved options (``config_json``) plus the job's s
 ``nnodes``) and the factors newer writers store as root attributes (``parallel``, ``stages``,
 ``target_accuracy``), minus options that only say where results go or how long to measure
 (``BOOKKEEPING``: output, overwrite, save-model, dry-run, data-dir, seed, iters, warmup). Runs
-with equal configurations are repeats and are pooled. ``--ignore KEY`` drops more keys (e.g. ``tag``
+with equal configurations are repeats and are pooled. The numeric precision (``--precision``, the
+compute) and the gradients' wire type (``--grad-dtype``) are always part of it, ``fp32`` for files
+written before the options existed (they computed and exchanged in fp32), so an old fp32 run
+pools with a new one and a bf16 run never does. ``--ignore KEY`` drops more keys (e.g. ``tag``
 when repeats were tagged differently).
 """
 
@@ -23,6 +26,9 @@ EXTRA_ATTRS = ("nranks", "nnodes", "parallel", "stages", "target_accuracy")
 #: Keys that vary along a scaling series (scale and the batch that goes with it).
 SCALE_KEYS = ("nranks", "nnodes", "batch", "batch_global", "batch_per_rank", "ranks-per-node")
 
+#: The precision keys of a configuration (option names) and their value when not recorded.
+PRECISION_DEFAULTS = (("precision", "fp32"), ("grad-dtype", "fp32"))
+
 Key = Tuple[Tuple[str, str], ...]
 
 
@@ -30,6 +36,21 @@ def _text(value) -> str:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     return str(value)
+
+
+def precision(run: Run) -> Dict[str, str]:
+    """``{"precision": compute type, "grad_dtype": gradients' wire type}``, from the
+    configuration (``grad-dtype`` or ``grad_dtype``), else root attributes, else ``fp32``."""
+    out = {}
+    for key, default in PRECISION_DEFAULTS:
+        name = key.replace("-", "_")
+        for source in (run.config, run.attrs, run.config_attrs):
+            value = source.get(key, source.get(name))
+            if value not in (None, ""):
+                out[name] = _text(value.decode() if isinstance(value, bytes) else value)
+                break
+        out.setdefault(name, default)
+    return out
 
 
 def configuration(run: Run, ignore: Iterable[str] = ()) -> Dict[str, str]:
@@ -42,6 +63,11 @@ def configuration(run: Run, ignore: Iterable[str] = ()) -> Dict[str, str]:
     for k in ("model", "dataset", "exchange", "device", "tag"):
         if k not in out and k not in skip and run.attrs.get(k) is not None:
             out[k] = _text(run.attrs[k])
+    prec = precision(run)
+    for key, _ in PRECISION_DEFAULTS:
+        out.pop(key.replace("-", "_"), None)
+        if key not in skip and key.replace("-", "_") not in skip:
+            out[key] = prec[key.replace("-", "_")]
     for k in EXTRA_ATTRS:
         if k not in skip and run.attrs.get(k) is not None:
             out[k] = _text(run.attrs[k])

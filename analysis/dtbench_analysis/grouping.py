@@ -31,19 +31,30 @@ FACTORS: "OrderedDict[str, Tuple[str, ...]]" = OrderedDict([
     ("transport", ("transport", "bucket-mb", "overlap")),
     ("ranks", ("nranks", "nnodes", "ranks-per-node", "gpus-per-node")),
     ("batch", ("batch", "batch_global", "batch_per_rank")),
-    ("precision", ("precision", "grad_dtype", "grad-dtype")),
+    ("precision", ("precision", "grad-dtype")),
     ("microbatches", ("microbatches",)),
     ("schedule", ("schedule",)),
 ])
 
 
+#: factors whose first N keys are all the factor itself (either varying makes a comparison):
+#: the compute precision and the gradients' wire type (fp32 beside bf16 runs, side by side)
+PRIMARY_KEYS = {"precision": 2}
+
 #: order of the exchange strategies in a comparison (the first present is the baseline)
 EXCHANGE_ORDER = ("sync", "ssp", "async", "mixed")
+#: order of precisions (compute, then wire type): fp32, the strict one, is the baseline
+PRECISION_ORDER = ("fp32", "tf32", "bf16", "fp16")
 
 
 def _order(run: Run, key: str, ignore: Sequence[str]):
     """Sort key putting the baseline first: sync before the others, small numbers first."""
-    value = configs.configuration(run, ignore).get(key, "")
+    conf = configs.configuration(run, ignore)
+    value = conf.get(key, "")
+    if key == "precision":
+        return (0, tuple(PRECISION_ORDER.index(conf.get(k, "fp32"))
+                         if conf.get(k, "fp32") in PRECISION_ORDER else len(PRECISION_ORDER)
+                         for k in FACTORS["precision"]), "")
     if value in EXCHANGE_ORDER:
         return (0, EXCHANGE_ORDER.index(value), "")
     try:
@@ -73,13 +84,14 @@ def comparisons(runs: Sequence[Run], ignore: Sequence[str] = (),
                 key += (("workers", str(run.attrs.get("nworkers") or run.nranks)),)
             groups.setdefault(key, []).append(run)
         for key, members in groups.items():
-            if len({_values(r, keys[:1], ignore) for r in members}) < 2:
+            primary = keys[:PRIMARY_KEYS.get(factor, 1)]
+            if len({_values(r, primary, ignore) for r in members}) < 2:
                 continue            # the factor itself does not vary (only options that go
                                     # with it): not a comparison of this factor
+            members = sorted(members, key=lambda r: _order(r, keys[0], ignore))
             values = list(OrderedDict.fromkeys(_values(r, keys, ignore) for r in members))
             if len(values) < 2:
                 continue
-            members = sorted(members, key=lambda r: _order(r, keys[0], ignore))
             out.append({"factor": factor, "runs": list(members),
                         "common": {k: v for k, v in key if k != "workers"},
                         "values": [dict(v) for v in values]})

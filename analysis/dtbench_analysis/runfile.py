@@ -3,10 +3,12 @@
 ``load_run(path)`` opens one file read-only, checks its schema, reads everything into memory and
 returns a :class:`Run`. Every analysis command is built on it. Files from killed runs (no
 ``finished``/``end_time``/``stop_reason`` attributes, NaN tails, ``completed`` < ``iters_total``) load
-like any other; their incompleteness is reported by :meth:`Run.completeness_note`.
+like any other; their incompleteness is reported by :meth:`Run.completeness_note`. Files of runs
+stopped early hold /iterations datasets of ``extent`` <= ``iters_total`` columns (they grow with the
+run, docs/hdf5-layout.md); the iterations beyond were never run.
 
 Conventions:
-- ``Run.iterations[field]`` is a float64 array of shape ``(nranks, iters_total)``, row = rank
+- ``Run.iterations[field]`` is a float64 array of shape ``(nranks, extent)``, row = rank
   position in ``/ranks``, column = iteration. Cells outside ``Run.valid`` (beyond ``completed[r]``,
   i.e. never written or in a block whose completion was not recorded) are set to NaN.
 - "measured" = valid and not warm-up (iteration >= ``warmup``). Every statistic uses measured cells.
@@ -122,9 +124,9 @@ class Run:
     config_attrs: Dict[str, str]
     #: one row per rank (position = row of /iterations): RANK_FIELDS plus ``measured``
     ranks: pd.DataFrame
-    #: field -> (nranks, iters_total) float64, NaN outside ``valid``
+    #: field -> (nranks, extent) float64, NaN outside ``valid``
     iterations: Dict[str, np.ndarray]
-    #: (nranks, iters_total) bool: iteration i of rank r lies within ``completed[r]``
+    #: (nranks, extent) bool: iteration i of rank r lies within ``completed[r]``
     valid: np.ndarray
     #: field -> ``units`` attribute of its dataset
     units: Dict[str, str] = field(default_factory=dict)
@@ -147,6 +149,13 @@ class Run:
 
     @property
     def iters_total(self) -> int:
+        """Iterations the run was configured for (warm-up included)."""
+        return int(self.attrs.get("iters_total", self.valid.shape[1]))
+
+    @property
+    def extent(self) -> int:
+        """Columns of ``iterations``: ``iters_total``, or fewer in a file that grows with its
+        run and stopped early (the iterations beyond were never run)."""
         return self.valid.shape[1]
 
     @property
@@ -257,6 +266,8 @@ class Run:
             why = "run stopped at its --duration (stop_reason=duration)"
         elif self.stop_reason == "error":
             why = "run ended with an error (stop_reason=error)"
+        elif self.stop_reason == "peer_lost":  # closed by the survivors (slurm/README.md)
+            why = f"a rank or node was lost (stop_reason=peer_lost: {self.attrs.get('stop_detail', '?')})"
         else:
             why = f"run finished (stop_reason={self.stop_reason}) but not every rank completed"
         bad = self.incomplete_ranks()
@@ -282,22 +293,22 @@ class Run:
     # ---- per-iteration data ------------------------------------------------------------------
     @property
     def warmup_mask(self) -> np.ndarray:
-        """(iters_total,) bool: True for warm-up iterations."""
-        return np.arange(self.iters_total) < self.warmup
+        """(extent,) bool: True for warm-up iterations."""
+        return np.arange(self.extent) < self.warmup
 
     @property
     def measured_mask(self) -> np.ndarray:
-        """(nranks, iters_total) bool: valid and not warm-up."""
+        """(nranks, extent) bool: valid and not warm-up."""
         return self.valid & ~self.warmup_mask[None, :]
 
     @property
     def measured_by_all(self) -> np.ndarray:
-        """(iters_total,) bool: iterations measured by every rank (for cross-rank statistics,
+        """(extent,) bool: iterations measured by every rank (for cross-rank statistics,
         e.g. the per-iteration critical path)."""
         return self.measured_mask.all(axis=0)
 
     def measured(self, name: str) -> np.ndarray:
-        """Copy of ``iterations[name]`` (nranks, iters_total) with NaN outside measured cells."""
+        """Copy of ``iterations[name]`` (nranks, extent) with NaN outside measured cells."""
         return np.where(self.measured_mask, self._field(name), np.nan)
 
     def to_frame(self, fields: Optional[Sequence[str]] = None, include_warmup: bool = True,
@@ -387,10 +398,11 @@ def load_run(path, fields: Optional[Sequence[str]] = None) -> Run:
                 ranks[name] = _decode_strings(ranks_group[name][()])
         ranks_df = pd.DataFrame(ranks)
         completed = np.clip(ranks_df["completed"].to_numpy().astype(np.int64), 0, iters_total)
-        valid = np.arange(iters_total)[None, :] < completed[:, None]
         ranks_df["measured"] = np.clip(completed - int(attrs["warmup"]), 0, None)
 
         group = _require(f, "iterations", path)
+        extent = _iterations_extent(group, path, nranks, iters_total)
+        valid = np.arange(extent)[None, :] < np.minimum(completed, extent)[:, None]
         names = [n for n in group if isinstance(group[n], h5py.Dataset)] if fields is None \
             else list(fields)
         missing = [n for n in (ITERATION_FIELDS if fields is None else names) if n not in group]
@@ -400,9 +412,9 @@ def load_run(path, fields: Optional[Sequence[str]] = None) -> Run:
         iterations, units, descriptions = {}, {}, {}
         for name in names:
             ds = group[name]
-            if ds.shape != (nranks, iters_total):
+            if ds.shape != (nranks, extent):
                 raise RunFileError(f"{path}: /iterations/{name} has shape {ds.shape}, "
-                                   f"expected ({nranks}, {iters_total})")
+                                   f"expected ({nranks}, {extent}) as the other datasets")
             iterations[name] = np.where(valid, ds[()].astype(np.float64), np.nan)
             units[name] = _decode(ds.attrs.get("units", ""))
             descriptions[name] = _decode(ds.attrs.get("description", ""))
@@ -419,6 +431,20 @@ def load_run(path, fields: Optional[Sequence[str]] = None) -> Run:
     return Run(path=path, attrs=attrs, config=config, config_attrs=config_attrs, ranks=ranks_df,
                iterations=iterations, valid=valid, units=units, descriptions=descriptions,
                eval=eval_df, samples=samples)
+
+
+def _iterations_extent(group: h5py.Group, path: str, nranks: int, iters_total: int) -> int:
+    """Columns of the /iterations datasets: ``iters_total`` (allocated whole), or fewer when the
+    file grew with a run that stopped early (docs/hdf5-layout.md); never more."""
+    sets = [group[n] for n in group if isinstance(group[n], h5py.Dataset)]
+    widths = {ds.shape[1] for ds in sets if ds.ndim == 2 and ds.shape[0] == nranks}
+    if not widths:
+        return iters_total
+    extent = max(widths)
+    if extent > iters_total:
+        raise RunFileError(f"{path}: /iterations holds {extent} iterations, more than "
+                           f"iters_total {iters_total}")
+    return extent
 
 
 def _read_samples(f: h5py.File, path: str, nranks: int) -> Dict[str, np.ndarray]:

@@ -12,7 +12,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from . import energy, inputs, jsonout, metrics, outputs
+from . import configs, energy, inputs, jsonout, metrics, outputs
 from .runfile import PHASES, STATUS_NAMES, Run
 
 MS = 1e3
@@ -114,6 +114,7 @@ def summarize(run: Run) -> Dict[str, object]:
         "start_time": run.attrs.get("start_time"),
         "end_time": run.attrs.get("end_time"),
         "factors": run.factors,
+        "precision": configs.precision(run),
         "iterations": {
             "configured": run.iters,
             "warmup_excluded": run.warmup,
@@ -180,6 +181,9 @@ def format_text(s: Dict[str, object]) -> str:
                                                           "device", "tag")))
     lines.append(f"  nranks={f['nranks']}  nnodes={f['nnodes']}  batch_global={f['batch_global']}"
                  f"  batch_per_rank={f['batch_per_rank']}")
+    prec = s.get("precision") or {}
+    lines.append(f"  precision={prec.get('precision', 'fp32')} (compute)  "
+                 f"grad_dtype={prec.get('grad_dtype', 'fp32')} (gradients on the wire)")
     lo, hi = it["measured_per_rank_min"], it["measured_per_rank_max"]
     got = f"{lo}" if lo == hi else f"{lo}-{hi}"
     lines.append(f"  iterations measured: {got} per rank (configured {it['configured']}); "

@@ -15,14 +15,14 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from . import calibration, energy, metrics, scaling
+from . import calibration, configs, energy, metrics, scaling
 from .runfile import Run
 
 MS = 1e3
 #: the stacked phases of "where the time goes", in the order the trainer runs them
 BREAKDOWN = ("data", "forward", "backward", "exchange wait", "exchange transfer", "update",
              "other")
-#: optional configuration fields shown when a run has them
+#: precision fields every table shows (configs.precision: fp32 where a file does not record them)
 PRECISION_KEYS = ("precision", "grad_dtype")
 PIPE_FIELDS = ("pipe_compute", "pipe_send", "pipe_recv", "pipe_idle")
 
@@ -43,22 +43,21 @@ def _median(values: np.ndarray) -> float:
 
 
 def precision(run: Run) -> Dict[str, str]:
-    """The precision fields of the configuration (or root attributes) that the run has."""
-    out = {}
-    for k in PRECISION_KEYS:
-        for source in (run.config, run.attrs, run.config_attrs):
-            for name in (k, k.replace("_", "-")):
-                if source.get(name) not in (None, ""):
-                    out[k] = str(source[name])
-                    break
-            if k in out:
-                break
-    return out
+    """``precision`` (compute) and ``grad_dtype`` (gradients on the wire) of the run."""
+    return configs.precision(run)
+
+
+def precision_text(run: Run) -> str:
+    """``bf16/grad fp16`` style label part; empty for the fp32/fp32 default."""
+    p = precision(run)
+    if p["precision"] == "fp32" and p["grad_dtype"] == "fp32":
+        return ""
+    return f"{p['precision']}/grad {p['grad_dtype']}"
 
 
 def label(run: Run, names: Optional[Dict[str, str]] = None) -> str:
     """Short label: file, model, exchange, ranks (and precision when recorded)."""
-    extra = " ".join(precision(run).values())
+    extra = precision_text(run)
     par = str(run.attrs.get("parallel") or "data")
     sched = run.config.get("schedule")
     shape = f"{run.nranks}r" if par == "data" else \
@@ -102,7 +101,7 @@ def phases(runs: Sequence[Run], names=None, summaries=None) -> pd.DataFrame:
                                           "total")}
         wait = run.measured("exchange_wait") if run.has("exchange_wait") else \
             np.zeros_like(m["exchange"])
-        row = {"run": label(run, names), "file": run.path,
+        row = {"run": label(run, names), "file": run.path, **precision(run),
                "data": _mean(m["data"]) * MS, "forward": _mean(m["forward"]) * MS,
                "backward": _mean(m["backward"]) * MS,
                "exchange wait": _mean(wait) * MS,
@@ -118,7 +117,7 @@ def phases(runs: Sequence[Run], names=None, summaries=None) -> pd.DataFrame:
         row["exchange efficiency"] = calibration.efficiency(
             run, summaries[i] if summaries else None)
         rows.append(row)
-    cols = ["run", "file", *BREAKDOWN, "exchange hidden", "total mean", "time/iter median",
+    cols = ["run", "file", *PRECISION_KEYS, *BREAKDOWN, "exchange hidden", "total mean", "time/iter median",
             "exchange share", "exchange efficiency"]
     return pd.DataFrame(rows, columns=cols)
 
@@ -133,10 +132,11 @@ def scaling_points(runs: Sequence[Run], ignore: Sequence[str] = (),
     for i, s in enumerate(result["series"], 1):
         f = s["factors"]
         line = " ".join(x for x in (f.get("exchange"), f.get("transport")) if x) or "-"
+        prec = {"precision": f.get("precision", "fp32"), "grad_dtype": f.get("grad-dtype", "fp32")}
         base = s["base"]
         for q in s["points"]:
             row = {"series": i, "kind": s["kind"], "fixed": s["fixed"], "line": line,
-                   "model": f.get("model"), "ranks": q["ranks"], "nodes": q["nodes"],
+                   "model": f.get("model"), **prec, "ranks": q["ranks"], "nodes": q["nodes"],
                    "batch": q["batch_global"], "repeats": q["repeats"],
                    "time/iter ms": _f(q["time_median_s"]) * MS,
                    "time lo": _f(q["time_lo_s"]) * MS, "time hi": _f(q["time_hi_s"]) * MS,
@@ -168,7 +168,7 @@ def rank_iteration(run: Run, field: str = "total") -> pd.DataFrame:
     else:
         values = run.iterations[field]
     return pd.DataFrame(values * MS, index=pd.Index(run.ranks["rank"].to_numpy(), name="rank"),
-                        columns=pd.RangeIndex(run.iters_total, name="iteration"))
+                        columns=pd.RangeIndex(run.extent, name="iteration"))
 
 
 def per_rank(run: Run) -> pd.DataFrame:
@@ -188,7 +188,7 @@ def progress(run: Run) -> pd.DataFrame:
     loss (mean over ranks)."""
     end = pd.DataFrame(run.iterations["start"] + run.iterations["total"]).max().to_numpy()
     loss = pd.DataFrame(run.iterations["loss"]).mean().to_numpy()
-    frame = pd.DataFrame({"iteration": np.arange(run.iters_total) + 1, "time_s": end,
+    frame = pd.DataFrame({"iteration": np.arange(run.extent) + 1, "time_s": end,
                           "loss": loss})
     return frame[np.isfinite(end) & np.isfinite(loss)].reset_index(drop=True)
 
@@ -231,7 +231,7 @@ def pipeline(runs: Sequence[Run], names=None) -> pd.DataFrame:
         stage_of = np.arange(run.nranks) % k
         for stage in range(k):
             sel = stage_of == stage
-            row = {"run": label(run, names), "file": run.path, "stages": k,
+            row = {"run": label(run, names), "file": run.path, **precision(run), "stages": k,
                    "microbatches": mb, "stage": stage}
             for fld in PIPE_FIELDS:
                 row[fld.replace("pipe_", "")] = _mean(run.measured(fld)[sel]) * MS

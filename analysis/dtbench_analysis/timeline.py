@@ -46,7 +46,7 @@ def window_for(run: Run, a: Optional[int], b: Optional[int]) -> Tuple[int, int]:
     default length DEFAULT_WINDOW; clipped to the run's iterations."""
     start = run.warmup if a is None else a
     stop = start + DEFAULT_WINDOW if b is None else b
-    return max(0, start), min(run.iters_total, stop)
+    return max(0, start), min(run.extent, stop)
 
 
 def draw(ax, run: Run, lo: int, hi: int) -> int:
@@ -149,7 +149,7 @@ def run_command(args, report_error) -> int:
         return status
     windows = [window_for(r, a, b) for r in runs]
     if all(lo >= hi for lo, hi in windows):
-        longest = max(r.iters_total for r in runs)
+        longest = max(r.extent for r in runs)
         report_error(f"--iters {args.iters}: outside the runs' iterations (0..{longest - 1})")
         return 2
     lines: List[str] = []

@@ -179,3 +179,41 @@ def test_compare_warns_across_models(capsys, write):
            "work" in out
     assert main(["compare", a, write(config={"model": "lenet", "lr": 0.5})]) == 0
     assert "WARNING" not in capsys.readouterr().out
+
+
+def test_grad_dtype_side_by_side(capsys, write):
+    """fp32 and bf16 gradient exchanges (--grad-dtype) are separate configurations, labelled by
+    the wire type, in input order (--baseline picks the reference); each group shows its
+    precision, exchange time and payload read from its own file (bf16's bytes_sent written as
+    half of fp32's here, the halving dtbench's tests check on real runs), and a file from before
+    the options (no precision recorded) pools with an explicit fp32 one."""
+    def sent(value):
+        return {"bytes_sent": np.full((4, 12), value)}
+    b16 = write(config={"grad-dtype": "bf16"}, overrides=sent(500.0))
+    old = write(overrides=sent(1000.0))
+    f32 = write(config={"grad-dtype": "fp32", "precision": "fp32"}, overrides=sent(1000.0))
+    runs = [load_run(p) for p in (b16, old, f32)]
+    res = compare(runs)
+    labels = [g["label"] for g in res["groups"]]
+    assert labels == ["grad-dtype=bf16", "grad-dtype=fp32"], labels
+    assert res["groups"][1]["repeats"] == 2          # the old file and the fp32 one pooled
+    assert [g["precision"]["grad_dtype"] for g in res["groups"]] == ["bf16", "fp32"]
+    assert [g["bytes_sent_median"] for g in res["groups"]] == [500.0, 1000.0]
+    assert res["common"]["precision"] == "fp32"
+    assert main(["compare", b16, old, f32]) == 0
+    out = capsys.readouterr().out
+    assert "gradients in bf16 on the wire" in out and "payload 500 B" in out
+    assert "gradients in fp32 on the wire" in out and "payload 1000 B" in out
+
+
+def test_precision_comparison_on_wire_type_alone(write):
+    """report's comparisons: runs that differ only in --grad-dtype form a 'precision' comparison
+    with the fp32 run as its baseline."""
+    from dtbench_analysis import grouping
+    b16 = load_run(write(config={"grad-dtype": "bf16"}))
+    f32 = load_run(write(config={"grad-dtype": "fp32"}))
+    comps = grouping.comparisons([b16, f32])
+    prec = [c for c in comps if c["factor"] == "precision"]
+    assert len(prec) == 1, comps
+    assert prec[0]["runs"] == [f32, b16]
+    assert [v["grad-dtype"] for v in prec[0]["values"]] == ["fp32", "bf16"]

@@ -244,3 +244,15 @@ def test_energy_partial_and_missing_samples(write):
     assert e["samples"] == 3 * 160
     text = format_text(summarize(load_run(sampled(write, written=[205, 150, 240, 240]))))
     assert "(3 of 4 ranks sampled)" in text and "samples cover only 50%" in text
+
+
+def test_precision_line(capsys, write):
+    """summary names the compute precision and the gradients' wire type; fp32 for a file that
+    records neither (written before the options)."""
+    from dtbench_analysis.cli import main
+    new = write(config={"grad-dtype": "bf16", "precision": "bf16"})
+    old = write()
+    assert main(["summary", new, old]) == 0
+    out = capsys.readouterr().out
+    assert "precision=bf16 (compute)  grad_dtype=bf16 (gradients on the wire)" in out
+    assert "precision=fp32 (compute)  grad_dtype=fp32 (gradients on the wire)" in out

@@ -21,6 +21,15 @@ from . import plan
 from .spec import Spec, SpecError
 
 KILL_WAIT = 30
+PEER_GRACE = 10  # s mpirun gets to end by itself after a lost peer (as the batch template)
+
+
+def _peer_lost(state: str) -> bool:
+    try:
+        with open(state) as f:
+            return any(line.startswith("peer_lost=") for line in f)
+    except OSError:
+        return False
 
 
 def read_hostfile(path: str) -> List[str]:
@@ -49,7 +58,9 @@ def mpirun_command(spec: Spec, run: plan.Run, dtbench: str, output: str,
     elif run.nodes > 1 and "ranks-per-node" not in run.options:
         # One machine standing in for several nodes: dtbench groups the ranks as Slurm would.
         args += ["--ranks-per-node", str(run.tasks_per_node)]
-    return cmd + spec.mpirun_args + extra + [dtbench] + args + ["--output", output]
+    # dtbench's finalizer records a lost peer in the .state file (DTBENCH_STATE_FILE, run_one)
+    return (cmd + ["-x", "DTBENCH_STATE_FILE"] + spec.mpirun_args + extra + [dtbench] + args
+            + ["--output", output])
 
 
 class _Stop:
@@ -75,6 +86,7 @@ def run_one(spec: Spec, run: plan.Run, attempt: int, cmd: List[str], stop: _Stop
     state = base + ".state"
     env = dict(os.environ)
     env["DTBENCH_SUBMIT_LINE"] = shlex.join(cmd)
+    env["DTBENCH_STATE_FILE"] = os.path.abspath(state)
     if os.geteuid() == 0:  # Open MPI refuses root unless told
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -91,8 +103,17 @@ def run_one(spec: Spec, run: plan.Run, attempt: int, cmd: List[str], stop: _Stop
     warn_at = spec.time_seconds - spec.signal_before if time_limit else None
     kill_at = None
     signal_time = None
+    lost_at = None
     while p.poll() is None:
         now = time.monotonic()
+        # A lost peer (dtbench --peer-timeout): the survivors closed the file and exit 75; mpirun
+        # may still wait for a node that no longer answers.
+        if lost_at is None and _peer_lost(state):
+            lost_at = now
+        if lost_at is not None and kill_at is None and now - lost_at >= PEER_GRACE:
+            say(f"{run.id}: a peer was lost and mpirun still runs {PEER_GRACE} s later: stopping it")
+            p.send_signal(signal.SIGTERM)
+            kill_at = now + 5
         request = None
         if stop.signal and signal_time is None:
             request = ("TERM" if stop.signal == signal.SIGTERM else "INT", "cancelled")

@@ -3,8 +3,11 @@ and from the run's own files otherwise: the HDF5 result file (finished, stop_rea
 completed) and the .state record the batch template or `local` wrote (signal, exit code).
 
 States: not submitted, pending, running, completed, stopped early (the file is closed and holds
-every completed iteration; the reason says time limit, cancelled or signal), timed out (killed at
-the time limit before the file was closed), cancelled (before it wrote anything), failed, unknown.
+every completed iteration; the reason says time limit, cancelled or signal), node failed (a node
+died: the survivors closed the file with stop_reason=peer_lost, or the batch template recorded
+node_failed=NODE; told from the files alone, also once Slurm has forgotten the job), peer lost (a
+rank's process ended on a live node, same marks), timed out (killed at the time limit before the
+file was closed), cancelled (before it wrote anything), failed, unknown.
 """
 
 from __future__ import annotations
@@ -19,11 +22,11 @@ os.environ.setdefault("HDF5_USE_FILE_LOCKING", "FALSE")  # read files that jobs 
 from . import plan, slurm  # noqa: E402
 from .spec import Spec  # noqa: E402
 
-STATES = ("not submitted", "pending", "running", "completing", "completed", "stopped early", "timed out",
-          "cancelled", "failed", "unknown")
+STATES = ("not submitted", "pending", "running", "completing", "completed", "stopped early",
+          "node failed", "peer lost", "timed out", "cancelled", "failed", "unknown")
 ENDED_OK = ("completed",)
 UNDER_WAY = ("pending", "running", "completing")
-RETRY = ("stopped early", "timed out", "cancelled", "failed", "unknown")
+RETRY = ("stopped early", "node failed", "peer lost", "timed out", "cancelled", "failed", "unknown")
 QUEUED = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD",
           "SUSPENDED", "STOPPED"}
 ACTIVE = {"RUNNING", "COMPLETING", "SIGNALING", "STAGE_OUT", "RESIZING"}
@@ -75,6 +78,10 @@ def read_result(path: str) -> Optional[Dict[str, Any]]:
                 "stop_reason": str(a["stop_reason"]) if "stop_reason" in a else "",
                 "iters_total": int(a["iters_total"]) if "iters_total" in a else None,
                 "completed": int(min(done)) if len(done) else 0,
+                # stop_reason=peer_lost (src/finalize.c): what was lost
+                "failed_nodes": str(a["failed_nodes"]) if "failed_nodes" in a else "",
+                "lost_ranks": str(a["lost_ranks"]) if "lost_ranks" in a else "",
+                "stop_detail": str(a["stop_detail"]) if "stop_detail" in a else "",
             }
     except Exception as e:  # a file being created, or truncated by a crash
         return {"error": f"{type(e).__name__}: {e}"}
@@ -88,11 +95,40 @@ def _reason_text(stop_request: str, sched: str) -> str:
     return "signal"
 
 
+def _lost(res: Optional[Dict[str, Any]], st: Dict[str, str], sched: str) -> Optional[tuple]:
+    """A dead node or rank, from the result file (stop_reason=peer_lost) or the .state record
+    (node_failed=, peer_lost=, written by dtbench's finalizer or the batch template): (state,
+    detail), or None."""
+    ok = res is not None and "error" not in res
+    marked = ok and res["finished"] and res["stop_reason"] == "peer_lost"
+    nodes = (res.get("failed_nodes", "") if marked else "") or st.get("node_failed", "")
+    if not (marked or nodes or st.get("peer_lost")):
+        return None
+    if ok:
+        kept = f"{res['completed']} iterations kept" + ("" if marked else " (file not closed)")
+    else:
+        kept = "no result file" if res is None else "result file unreadable"
+    if nodes:
+        state, detail = "node failed", f"node failed: {nodes}, {kept}"
+    else:
+        ranks = (res.get("lost_ranks", "") if marked else "") or st.get("lost_ranks", "?")
+        state, detail = "peer lost", f"rank {ranks} lost (its process ended), {kept}"
+    why = (res.get("stop_detail", "") if marked else "") or st.get("peer_lost", "")
+    if why:
+        detail += f" ({why})"
+    if sched in ACTIVE:
+        detail += f"; Slurm still shows the job {sched}"
+    return state, detail
+
+
 def resolve(res: Optional[Dict[str, Any]], st: Dict[str, str], sched: str) -> tuple:
     """(state, detail) of one attempt from its result file, its .state record and Slurm's state
     ('' when Slurm does not know the job)."""
     if sched in QUEUED:
         return "pending", sched.lower()
+    lost = _lost(res, st, sched)
+    if lost:
+        return lost
     if sched == "COMPLETING":  # Slurm is ending the job (processes still being killed)
         return "completing", (f"Slurm is ending the job; {res['completed']} iterations written"
                               if res and "completed" in res else "Slurm is ending the job")

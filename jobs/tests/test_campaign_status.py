@@ -14,6 +14,9 @@ from dtbench_campaign.spec import load
 DONE = {"finished": 1, "stop_reason": "completed", "completed": 12, "iters_total": 12}
 SIGNALLED = {"finished": 1, "stop_reason": "signal", "completed": 5, "iters_total": 12}
 KILLED = {"finished": 0, "stop_reason": "", "completed": 5, "iters_total": 12}
+# closed by the survivors' finalizer after a node died (src/finalize.c)
+NODE_LOST = {"finished": 1, "stop_reason": "peer_lost", "completed": 5, "iters_total": 12,
+             "failed_nodes": "n2", "lost_ranks": "2,3", "stop_detail": "rank 3 on n2 silent for 4.1 s"}
 
 
 @pytest.mark.parametrize("res,st,sched,state,detail", [
@@ -43,6 +46,16 @@ KILLED = {"finished": 0, "stop_reason": "", "completed": 5, "iters_total": 12}
     (None, {}, "TIMEOUT", "timed out", "no result file"),
     (None, {}, "", "unknown", "no result file and Slurm does not know the job"),
     ({"error": "OSError: truncated"}, {}, "", "failed", "result file unreadable"),
+    # a dead node: from the file, from the state file alone, whatever Slurm says or forgot
+    (NODE_LOST, {"exit_code": "75"}, "", "node failed",
+     "node failed: n2, 5 iterations kept (rank 3 on n2 silent for 4.1 s)"),
+    (NODE_LOST, {}, "COMPLETING", "node failed", "node failed: n2, 5 iterations kept"),
+    (NODE_LOST, {}, "FAILED", "node failed", "node failed: n2, 5 iterations kept"),
+    (KILLED, {"node_failed": "n2", "exit_code": "1"}, "", "node failed",
+     "node failed: n2, 5 iterations kept (file not closed)"),
+    (None, {"node_failed": "n2"}, "", "node failed", "node failed: n2, no result file"),
+    ({**NODE_LOST, "failed_nodes": "", "lost_ranks": "1"}, {}, "", "peer lost",
+     "rank 1 lost (its process ended), 5 iterations kept"),
 ])
 def test_resolve(res, st, sched, state, detail):
     got = status.resolve(res, st, sched)

@@ -1,0 +1,75 @@
+"""Files that grow with the run (issue 15, docs/hdf5-layout.md): /iterations of a run stopped
+early holds ``extent`` < ``iters_total`` columns (chunked, max shape iters_total). The reader loads
+them like the same run allocated whole: the same statistics, the same completeness, and every
+command runs; an extent beyond iters_total is refused."""
+
+import h5py
+import numpy as np
+import pytest
+
+from dtbench_analysis import RunFileError, load_run
+from dtbench_analysis import metrics
+from dtbench_analysis.cli import main
+
+STOPPED = [8, 8, 8, 8]  # of iters_total 22 (warm-up 2, 20 measured, blocks of 4)
+
+
+def shrink(path, extent, iters_total):
+    """Rewrites every /iterations dataset as a growing file leaves it: the first `extent`
+    columns, chunked by blocks, max shape (nranks, iters_total)."""
+    with h5py.File(path, "r+") as f:
+        g = f["iterations"]
+        for name in list(g):
+            data, attrs = g[name][:, :extent], dict(g[name].attrs)
+            del g[name]
+            ds = g.create_dataset(name, data=data, chunks=(data.shape[0], 4),
+                                  maxshape=(data.shape[0], iters_total))
+            ds.attrs.update(attrs)
+    return path
+
+
+@pytest.fixture
+def pair(write):
+    """The same stopped run twice: allocated whole, and grown to an extent of 12 columns."""
+    kw = dict(iters=20, completed=STOPPED, stop_reason="signal", status=[2] * 4)
+    return write(**kw), shrink(write(**kw), 12, 22)
+
+
+def test_short_extent_reads_like_whole(pair):
+    whole, grown = load_run(pair[0]), load_run(pair[1])
+    assert grown.iters_total == whole.iters_total == 22
+    assert grown.extent == 12 and whole.extent == 22
+    assert grown.iterations["total"].shape == (4, 12)
+    assert list(grown.completed) == STOPPED
+    assert grown.completeness_note() == whole.completeness_note()
+    assert "8/22" in grown.completeness_note()
+    assert int(grown.measured_mask.sum()) == int(whole.measured_mask.sum()) == 4 * 6
+    np.testing.assert_allclose(grown.measured("total")[:, :12], whole.measured("total")[:, :12])
+    a, b = metrics.throughput(grown), metrics.throughput(whole)
+    assert a["samples_per_s"] == pytest.approx(b["samples_per_s"])
+
+
+def test_every_command_runs_on_a_grown_file(pair, capsys, tmp_path):
+    grown = pair[1]
+    for argv in (["summary"], ["stragglers"], ["compare"], ["timeline", "-o",
+                 str(tmp_path / "t.png")], ["export", "-o", str(tmp_path / "t.csv")],
+                 ["report", "-o", str(tmp_path / "r.html")]):
+        assert main([argv[0], grown, pair[0]] + argv[1:]) == 0, argv
+    out = capsys.readouterr().out
+    assert "8/22" in out
+
+
+def test_completed_beyond_the_extent_is_clipped(write):
+    # a reader racing a live run can see completed before the new extent: never read past it
+    path = shrink(write(iters=20, killed=True, completed=[12, 12, 12, 12]), 8, 22)
+    run = load_run(path)
+    assert run.extent == 8 and run.valid.sum() == 4 * 8
+
+
+def test_extent_beyond_iters_total_is_refused(write):
+    path = write(iters=20)
+    with h5py.File(path, "r+") as f:
+        f.attrs["iters_total"] = np.int64(10)
+        f.attrs["iters"] = np.int64(8)
+    with pytest.raises(RunFileError, match="more than iters_total 10"):
+        load_run(path)

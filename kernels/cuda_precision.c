@@ -1,0 +1,154 @@
+/* cuda_precision.c - the host side of --precision on the GPU (see cuda_precision.h): cuBLAS math
+ * modes, 16-bit GEMMs through cublasGemmEx, 16-bit convolutions through cuDNN, the loss scaler's
+ * overflow check. Written without a GPU: compiled and linked in CI, not run here. */
+#include <config.h>
+#include "cuda_precision.h"
+#include "cuda_check.h" /* defines: CUDA_CHECK, CUBLAS_CHECK, CUDNN_CHECK */
+
+#include <library_types.h>
+#include <stdio.h>
+
+static const float ONE = 1.0f, ZERO = 0.0f;
+
+int cuda_precision_ok(Precision p, int threads, char *why, size_t len) {
+    (void)p, (void)threads, (void)why, (void)len; /* all four; TF32/bf16 need sm_80 (CUDA_ARCHS) */
+    return 1;
+}
+
+int cuda_prec_16bit(const BackendCtx *ctx) {
+    return ctx->precision == PRECISION_BF16 || ctx->precision == PRECISION_FP16;
+}
+
+void cuda_prec_init(BackendCtx *ctx, Precision p) {
+    ctx->precision = p;
+    /* fp32: CUBLAS_DEFAULT_MATH never uses TF32 (only CUBLAS_TF32_TENSOR_OP_MATH or a TF32
+     * compute type would); bf16/fp16 pass CUBLAS_COMPUTE_32F to cublasGemmEx themselves */
+    CUBLAS_CHECK(cublasSetMathMode(ctx->cublas, p == PRECISION_TF32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                    : CUBLAS_DEFAULT_MATH));
+    CUDA_CHECK(cudaMalloc((void **)&ctx->nonfinite, sizeof(int)));
+}
+
+void cuda_prec_free(BackendCtx *ctx) {
+    if (ctx->h16) cudaFree(ctx->h16);
+    if (ctx->nonfinite) cudaFree(ctx->nonfinite);
+}
+
+/* Scratch of at least `bytes` for 16-bit copies. Grows (synchronising) on the first product of a
+ * larger size: in the first iteration (warm-up), never later. */
+static void *h16(BackendCtx *ctx, size_t bytes) {
+    if (bytes > ctx->h16_bytes) {
+        CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+        if (ctx->h16) CUDA_CHECK(cudaFree(ctx->h16));
+        CUDA_CHECK(cudaMalloc(&ctx->h16, bytes));
+        ctx->h16_bytes = bytes;
+    }
+    return ctx->h16;
+}
+
+static size_t align256(size_t b) {
+    return (b + 255) & ~(size_t)255;
+}
+
+void cuda_prec_gemm(BackendCtx *ctx, ColGemm g, const float *a, const float *b, float beta,
+                    float *c) {
+    const cublasOperation_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t tb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (!cuda_prec_16bit(ctx)) { /* fp32, tf32: the handle's math mode decides */
+        CUBLAS_CHECK(cublasSgemm(ctx->cublas, ta, tb, g.m, g.n, g.k, &ONE, a, g.lda, b, g.ldb,
+                                 &beta, c, g.ldc));
+        return;
+    }
+    const int half = ctx->precision == PRECISION_FP16;
+    const cudaDataType_t t16 = half ? CUDA_R_16F : CUDA_R_16BF;
+    /* column-major storage: A is lda x (trans_a ? m : k), B is ldb x (trans_b ? k : n) */
+    const size_t na = (size_t)g.lda * (g.trans_a ? g.m : g.k);
+    const size_t nb = (size_t)g.ldb * (g.trans_b ? g.k : g.n);
+    char *s = h16(ctx, align256(2 * na) + 2 * nb);
+    void *a16 = s, *b16 = s + align256(2 * na);
+    CUDA_CHECK(dtp_to_16(ctx->stream, half, na, a, a16));
+    CUDA_CHECK(dtp_to_16(ctx->stream, half, nb, b, b16));
+    CUBLAS_CHECK(cublasGemmEx(ctx->cublas, ta, tb, g.m, g.n, g.k, &ONE, a16, t16, g.lda, b16, t16,
+                              g.ldb, &beta, c, CUDA_R_32F, g.ldc, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT));
+}
+
+void cuda_prec_describe(const BackendCtx *ctx, char *line, size_t len) {
+    snprintf(line, len, "precision %s: cuBLAS %s; cuDNN %s\n", PRECISION_NAME(ctx->precision),
+             ctx->precision == PRECISION_FP32 ? "sgemm, default math (no TF32)"
+             : ctx->precision == PRECISION_TF32
+                 ? "sgemm, CUBLAS_TF32_TENSOR_OP_MATH"
+                 : "cublasGemmEx on 16-bit copies, CUBLAS_COMPUTE_32F",
+             cuda_prec_16bit(ctx) ? "on 16-bit x/W/dy, float compute" : "fp32 tensors");
+}
+
+int cuda_all_finite(BackendCtx *ctx, size_t n, const float *x) {
+    int flag = 0;
+    CUDA_CHECK(dtp_nonfinite(ctx->stream, n, x, ctx->nonfinite));
+    CUDA_CHECK(
+        cudaMemcpyAsync(&flag, ctx->nonfinite, sizeof flag, cudaMemcpyDeviceToHost, ctx->stream));
+    CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+    return !flag;
+}
+
+cudnnDataType_t cuda_prec_conv_type(const BackendCtx *ctx) {
+    return ctx->precision == PRECISION_FP16   ? CUDNN_DATA_HALF
+           : ctx->precision == PRECISION_BF16 ? CUDNN_DATA_BFLOAT16
+                                              : CUDNN_DATA_FLOAT;
+}
+
+/* 16-bit copies after cuDNN's workspace: x16, w16, y16 (dy16) and out16 (dW16 or dx16). */
+typedef struct {
+    void *x, *w, *y, *out;
+    size_t nx, nw, ny;
+} Conv16;
+
+static Conv16 conv16(const ConvShape *s, void *work, size_t conv_ws) {
+    Conv16 c;
+    c.nx = (size_t)s->batch * s->c_in * s->h_in * s->w_in;
+    c.nw = (size_t)s->c_out * s->c_in * s->k * s->k;
+    c.ny = (size_t)s->batch * s->c_out * s->h_out * s->w_out;
+    char *p = (char *)work + align256(conv_ws);
+    c.x = p, p += align256(2 * c.nx);
+    c.w = p, p += align256(2 * c.nw);
+    c.y = p, p += align256(2 * c.ny);
+    c.out = p;
+    return c;
+}
+
+size_t cuda_prec_conv_extra(const BackendCtx *ctx, const ConvShape *s) {
+    if (!cuda_prec_16bit(ctx)) return 0;
+    Conv16 c = conv16(s, NULL, 0);
+    const size_t nout = c.nx > c.nw ? c.nx : c.nw;
+    return 256 + align256(2 * c.nx) + align256(2 * c.nw) + align256(2 * c.ny) + 2 * nout;
+}
+
+void cuda_prec_conv_forward(BackendCtx *ctx, const ConvPlan *p, const float *x, const float *w,
+                            float *y, void *work, size_t conv_ws) {
+    const int half = ctx->precision == PRECISION_FP16;
+    Conv16 c = conv16(&p->s, work, conv_ws);
+    CUDA_CHECK(dtp_to_16(ctx->stream, half, c.nx, x, c.x));
+    CUDA_CHECK(dtp_to_16(ctx->stream, half, c.nw, w, c.w));
+    CUDNN_CHECK(cudnnConvolutionForward(ctx->cudnn, &ONE, p->x, c.x, p->w, c.w, p->conv, p->fwd,
+                                        work, p->fwd_ws, &ZERO, p->y, c.y));
+    CUDA_CHECK(dtp_from_16(ctx->stream, half, c.ny, c.y, y));
+}
+
+void cuda_prec_conv_backward(BackendCtx *ctx, const ConvPlan *p, const float *x, const float *w,
+                             const float *dy, float *dx, float *dw, void *work, size_t conv_ws) {
+    const int half = ctx->precision == PRECISION_FP16;
+    Conv16 c = conv16(&p->s, work, conv_ws);
+    CUDA_CHECK(dtp_to_16(ctx->stream, half, c.nx, x, c.x));
+    CUDA_CHECK(dtp_to_16(ctx->stream, half, c.nw, w, c.w));
+    CUDA_CHECK(dtp_to_16(ctx->stream, half, c.ny, dy, c.y));
+    CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_filter_math));
+    CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx->cudnn, &ONE, p->x, c.x, p->y, c.y, p->conv,
+                                               p->bwd_filter, work, p->bwd_filter_ws, &ZERO, p->w,
+                                               c.out));
+    CUDA_CHECK(dtp_from_16(ctx->stream, half, c.nw, c.out, dw));
+    if (!dx) return;
+    CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_data_math));
+    CUDNN_CHECK(cudnnConvolutionBackwardData(ctx->cudnn, &ONE, p->w, c.w, p->y, c.y, p->conv,
+                                             p->bwd_data, work, p->bwd_data_ws, &ZERO, p->x,
+                                             c.out));
+    CUDA_CHECK(dtp_from_16(ctx->stream, half, c.nx, c.out, dx));
+}

@@ -1,0 +1,60 @@
+/* recorder_grow.h - /iterations datasets that grow with the run (src/recorder_grow.c), for the
+ * HDF5 recorder (src/recorder_hdf5.c).
+ *
+ * Lock-step strategies (every rank records the same iterations at about the same time) get
+ * chunked datasets of shape (nranks, extent), max (nranks, iters_total), created at one step and
+ * extended collectively by one step whenever an iteration beyond the extent is recorded: the
+ * step's space reserved first (rank 0's fallocate, the verdict broadcast), then H5Dset_extent on
+ * every dataset, then H5Fflush, so a killed run still reads every flushed block. Strategies whose
+ * ranks drift apart (async, mixed) keep datasets allocated whole at creation. */
+#ifndef DTBENCH_RECORDER_GROW_H
+#define DTBENCH_RECORDER_GROW_H
+
+#include <hdf5.h>
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bytes of /iterations one step adds (all datasets, all ranks), unless a step of
+ * GROW_MIN_ITERS iterations is larger; a step is a whole number of blocks (--flush-every). */
+#define GROW_STEP_BYTES (2.0 * 1024 * 1024)
+#define GROW_MIN_ITERS  256
+/* Reserved with each step beyond its datasets' bytes: the chunk index and object headers. */
+#define GROW_SLACK_BYTES (256.0 * 1024)
+
+typedef struct {
+    int growing;        /* 1: chunked, extended in steps; 0: allocated whole at creation */
+    int nranks, nsets;  /* rows, and datasets extended together */
+    int64_t total;      /* iters_total: the most the datasets hold */
+    int64_t step;       /* iterations one extension adds (a multiple of flush_every) */
+    int64_t extent;     /* iterations the datasets hold now */
+    int refused;        /* an extension could not be reserved: none is tried again */
+    int64_t extensions; /* extensions done */
+    double *seconds;    /* [capacity] duration of each extension (rank's clock), s */
+    int64_t capacity;
+} GrowState;
+
+/* The plan: step and first extent. DTBENCH_TEST_GROW_STEP=N (tests and bench/ only) sets the
+ * step to N iterations (rounded up to a block); 0 allocates whole, as a non-lock-step run. */
+void grow_plan(GrowState *g, int lockstep, int64_t iters_total, int nranks, int nsets,
+               int flush_every);
+
+/* Collective: one /iterations dataset (float64, NaN until written) at the planned extent. */
+hid_t grow_create_set(const GrowState *g, hid_t loc, const char *name);
+
+/* Attribute grow_step of the /iterations group (0: allocated whole). */
+void grow_describe(const GrowState *g, hid_t group);
+
+/* Collective: makes room for iteration `iter` (>= extent). Returns 0, or -1 when the step's
+ * space could not be reserved: the datasets keep their extent, g->refused is set, and err holds
+ * the same one-line reason on every rank ("rank 0: extending PATH (/iterations) to iteration N
+ * failed: ..."), which rank 0 has printed as dtbench's error line. HDF5 failures end the job
+ * (H5_CHECK). */
+int grow_extend(GrowState *g, int64_t iter, hid_t file, const hid_t *sets, MPI_Comm comm,
+                const char *path, char *err, size_t errlen);
+
+/* Collective, at close: attributes extensions and extension_s_median (rank 0's) of the
+ * /iterations group of a growing file; frees g. */
+void grow_finish(GrowState *g, hid_t file, MPI_Comm comm);
+
+#endif

@@ -1,0 +1,433 @@
+/* watchdog.c - the heartbeat thread of --peer-timeout (see watchdog.h for the design): UDP
+ * datagrams to and from the neighbours on the rank ring, port-unreachable reports read from the
+ * socket's error queue (IP_RECVERR), and on a loss the serial finalizer (src/finalize.c). MPI is
+ * called only by watchdog_start, from the main thread. */
+#define _GNU_SOURCE
+#include "watchdog.h"
+#include "check.h"
+#include "finalize.h"
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <limits.h>
+#include <linux/errqueue.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WD_ADDRS      16 /* IPv4 addresses kept per rank */
+#define WD_HOST       64 /* host name bytes */
+#define WD_MAGIC      0x6474626568727462ull
+#define WD_GONE_GRACE 1.0 /* s of silence before a peer known to be gone is declared lost */
+
+typedef struct {
+    uint32_t addr[WD_ADDRS]; /* network order; 0: unused */
+    uint32_t port;           /* network order */
+    int32_t pid;
+    uint64_t pidns; /* inode of /proc/self/ns/pid: pids compare only within one */
+    uint64_t start; /* start time in /proc/PID/stat: a reused pid is another process */
+    char host[WD_HOST];
+} PeerInfo;
+
+typedef struct {
+    int rank;
+    double last;                  /* last heartbeat seen, s (monotonic) */
+    int bye;                      /* it ended its run normally */
+    int heard;                    /* a datagram of it has arrived */
+    uint32_t seen_from[WD_ADDRS]; /* source addresses of its heartbeats */
+    int refused;                  /* its port was unreachable at one of them */
+} Neighbour;
+
+typedef struct {
+    uint64_t magic, token;
+    int32_t rank, kind; /* 1 heartbeat, 2 goodbye */
+} Packet;
+
+static struct {
+    int on, fd, rank, nranks;
+    double timeout, interval;
+    uint64_t token;
+    PeerInfo *peers;
+    Neighbour nb[2 * WATCHDOG_NEIGHBOURS];
+    int nnb;
+    char path[PATH_MAX];
+    pthread_t thread;
+    atomic_int stop;  /* set by watchdog_stop, read by the thread */
+    atomic_int heard; /* neighbours heard at least once (watchdog_start waits for all) */
+    int mute;         /* tests only: DTBENCH_TEST_MUTE_HEARTBEAT names this rank, it sends none */
+} wd;
+
+static double mono(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* This host's IPv4 addresses on interfaces that are up, loopback last (used only towards ranks on
+ * the same host). */
+static void local_addresses(PeerInfo *me) {
+    struct ifaddrs *list = NULL;
+    int n = 0;
+    if (getifaddrs(&list) != 0) return;
+    for (int pass = 0; pass < 2; pass++)
+        for (struct ifaddrs *i = list; i && n < WD_ADDRS; i = i->ifa_next) {
+            if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP))
+                continue;
+            uint32_t a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+            int loop = (ntohl(a) >> 24) == 127;
+            if (loop == pass) me->addr[n++] = a;
+        }
+    freeifaddrs(list);
+}
+
+static int is_loopback(uint32_t a) {
+    return (ntohl(a) >> 24) == 127;
+}
+
+static int same_host(int peer) {
+    return !strcmp(wd.peers[peer].host, wd.peers[wd.rank].host);
+}
+
+static void send_all(int kind) {
+    Packet p = {WD_MAGIC, wd.token, wd.rank, kind};
+    if (wd.mute) return;
+    for (int i = 0; i < wd.nnb; i++) {
+        const PeerInfo *q = &wd.peers[wd.nb[i].rank];
+        if (wd.nb[i].bye) continue;
+        for (int a = 0; a < WD_ADDRS && q->addr[a]; a++) {
+            if (is_loopback(q->addr[a]) && !same_host(wd.nb[i].rank)) continue;
+            struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = (in_port_t)q->port};
+            to.sin_addr.s_addr = q->addr[a];
+            (void)sendto(wd.fd, &p, sizeof p, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&to,
+                         sizeof to);
+        }
+    }
+}
+
+static Neighbour *neighbour(int rank) {
+    for (int i = 0; i < wd.nnb; i++)
+        if (wd.nb[i].rank == rank) return &wd.nb[i];
+    return NULL;
+}
+
+/* Heartbeats and goodbyes waiting on the socket. */
+static void receive(double now) {
+    Packet p;
+    struct sockaddr_in from;
+    socklen_t len = sizeof from;
+    for (int i = 0; i < 1000; i++) {
+        ssize_t got = recvfrom(wd.fd, &p, sizeof p, MSG_DONTWAIT, (struct sockaddr *)&from, &len);
+        len = sizeof from;
+        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        if (got != (ssize_t)sizeof p) continue; /* a pending ICMP error (read_errors), or junk */
+        Neighbour *n = p.magic == WD_MAGIC && p.token == wd.token ? neighbour(p.rank) : NULL;
+        if (!n) continue;
+        n->last = now, n->refused = 0;
+        if (!n->heard) n->heard = 1, atomic_fetch_add(&wd.heard, 1);
+        if (p.kind == 2) n->bye = 1;
+        for (int a = 0; a < WD_ADDRS; a++) {
+            if (n->seen_from[a] == from.sin_addr.s_addr) break;
+            if (!n->seen_from[a]) {
+                n->seen_from[a] = from.sin_addr.s_addr;
+                break;
+            }
+        }
+    }
+}
+
+/* Port-unreachable reports (IP_RECVERR): the neighbour whose port it is, at an address its
+ * heartbeats came from, has no socket any more. Reports for other addresses are ignored (a
+ * peer's address list may name interfaces that other hosts have too). */
+static void read_errors(void) {
+    for (;;) {
+        char ctrl[512], data[64];
+        struct sockaddr_in dst;
+        struct iovec io = {data, sizeof data};
+        struct msghdr m = {.msg_name = &dst,
+                           .msg_namelen = sizeof dst,
+                           .msg_iov = &io,
+                           .msg_iovlen = 1,
+                           .msg_control = ctrl,
+                           .msg_controllen = sizeof ctrl};
+        if (recvmsg(wd.fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) return;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+            if (c->cmsg_level != SOL_IP || c->cmsg_type != IP_RECVERR) continue;
+            const struct sock_extended_err *e = (const void *)CMSG_DATA(c);
+            if (e->ee_origin != SO_EE_ORIGIN_ICMP || e->ee_errno != ECONNREFUSED) continue;
+            for (int i = 0; i < wd.nnb; i++) {
+                Neighbour *n = &wd.nb[i];
+                if (wd.peers[n->rank].port != dst.sin_port) continue;
+                for (int a = 0; a < WD_ADDRS && n->seen_from[a]; a++)
+                    if (n->seen_from[a] == dst.sin_addr.s_addr) n->refused = 1;
+            }
+        }
+    }
+}
+
+/* Field 22 of /proc/PID/stat (start time, clock ticks after boot) and the state letter; 0 and
+ * '?' when there is no such process. */
+static uint64_t start_time(pid_t pid, char *state) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    *state = '?';
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    unsigned long long t = 0;
+    if (!p || sscanf(p + 2,
+                     "%c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+                     "%*s %*s %llu",
+                     state, &t) != 2)
+        return 0;
+    return (uint64_t)t;
+}
+
+static uint64_t pid_namespace(void) {
+    struct stat st;
+    return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+/* A neighbour on this host, in this pid namespace, whose process no longer exists: no such pid,
+ * another process under it, or a zombie waiting for its parent. */
+static int process_gone(const PeerInfo *q) {
+    const PeerInfo *me = &wd.peers[wd.rank];
+    if (strcmp(q->host, me->host) != 0 || !q->pidns || q->pidns != me->pidns || !q->start) return 0;
+    char state;
+    uint64_t t = start_time(q->pid, &state);
+    if (t == 0) return kill(q->pid, 0) != 0 && errno == ESRCH;
+    return t != q->start || state == 'Z' || state == 'X';
+}
+
+/* Starts the finalizer in a session of its own (a launcher tearing the job down signals the
+ * ranks' process groups, not it) and waits until it has exited, at most a minute. Returns its
+ * exit status (through a pipe: it is not this process's child), -1 if unknown. */
+static int run_finalizer(char **argv) {
+    int pipefd[2];
+    if (pipe(pipefd) != 0) return -1;
+    pid_t child = fork();
+    if (child == 0) { /* only async-signal-safe calls until exec */
+        close(pipefd[0]);
+        setsid();
+        if (fork() == 0) { /* the keeper: starts the finalizer, passes its status on */
+            pid_t f = fork();
+            if (f == 0) {
+                close(pipefd[1]);
+                execv("/proc/self/exe", argv);
+                _exit(127);
+            }
+            int st = 0;
+            unsigned char code = 255;
+            if (f > 0 && waitpid(f, &st, 0) == f && WIFEXITED(st))
+                code = (unsigned char)WEXITSTATUS(st);
+            (void)!write(pipefd[1], &code, 1);
+            _exit(0);
+        }
+        _exit(0);
+    }
+    close(pipefd[1]);
+    if (child > 0) waitpid(child, NULL, 0);
+    struct pollfd p = {pipefd[0], POLLIN, 0};
+    unsigned char code = 255;
+    int got = 0;
+    double until = mono() + 60.0;
+    while (!got && mono() < until && poll(&p, 1, 1000) >= 0)
+        if (p.revents) got = read(pipefd[0], &code, 1) == 1 ? 1 : -1;
+    close(pipefd[0]);
+    return got == 1 && code != 255 ? code : -1;
+}
+
+/* A neighbour is lost: report, mark the file, end this process. Every neighbour silent for half
+ * the timeout or more goes with it (the ranks of a dead node stop together). */
+static _Noreturn void peer_lost(double now, const Neighbour *first, int gone) {
+    char args[2 * WATCHDOG_NEIGHBOURS][64], rank_text[16];
+    char *argv[8 + 2 * 2 * WATCHDOG_NEIGHBOURS];
+    int na = 0, k = 0;
+    argv[na++] = "dtbench", argv[na++] = "--finalize", argv[na++] = wd.path;
+    snprintf(rank_text, sizeof rank_text, "%d", wd.rank);
+    argv[na++] = "--by", argv[na++] = rank_text;
+    for (int i = 0; i < wd.nnb; i++) {
+        const Neighbour *n = &wd.nb[i];
+        double silent = now - n->last;
+        if (n->bye || (n != first && silent < wd.timeout / 2)) continue;
+        snprintf(args[k], sizeof args[k], "%d:%.1f:%s", n->rank, silent,
+                 n == first && gone ? "gone" : "silent");
+        argv[na++] = "--lost", argv[na++] = args[k++];
+    }
+    argv[na] = NULL;
+    const PeerInfo *q = &wd.peers[first->rank];
+    fprintf(stderr,
+            "dtbench: rank %d on %s: rank %d on %s %s for %.1f s (--peer-timeout %g); closing "
+            "%s as stop_reason=peer_lost and ending this rank (exit %d)\n",
+            wd.rank, wd.peers[wd.rank].host, first->rank, q->host,
+            gone ? "is gone (its process ended), silent" : "silent", now - first->last, wd.timeout,
+            wd.path, WATCHDOG_EXIT_STATUS);
+    fflush(stderr);
+    int code = run_finalizer(argv);
+    /* Leaving on purpose: a goodbye, so that the other survivors do not take this rank for a
+     * lost one too (they find the dead rank themselves, or the launcher ends them). */
+    send_all(2), send_all(2);
+    if (code == FINALIZE_ALREADY_CLOSED)
+        _exit(dt_exit_status); /* the run had ended: a clean file */
+    if (code != 0)
+        fprintf(stderr,
+                "dtbench: rank %d: the finalizer of %s failed (%d); the file keeps every "
+                "written block but is not marked\n",
+                wd.rank, wd.path, code);
+    _exit(WATCHDOG_EXIT_STATUS);
+}
+
+static void *watch(void *unused) {
+    (void)unused;
+    double next = 0, prev = mono();
+    while (!wd.stop) {
+        double now = mono();
+        if (now >= next) send_all(1), next = now + wd.interval;
+        struct pollfd p = {wd.fd, POLLIN, 0};
+        poll(&p, 1, 100);
+        now = mono();
+        /* This thread did not run for a while (host frozen, suspended, starved): that time is
+         * not the neighbours' silence. */
+        if (now - prev > 1.0)
+            for (int i = 0; i < wd.nnb; i++)
+                wd.nb[i].last += now - prev;
+        prev = now;
+        receive(now);
+        read_errors();
+        for (int i = 0; i < wd.nnb && !wd.stop; i++) {
+            Neighbour *n = &wd.nb[i];
+            if (n->bye) continue;
+            double silent = now - n->last;
+            int gone = n->refused || process_gone(&wd.peers[n->rank]);
+            if ((gone && silent >= WD_GONE_GRACE) || silent >= wd.timeout)
+                peer_lost(now, n, gone && silent < wd.timeout);
+        }
+    }
+    return NULL;
+}
+
+/* The neighbours: up to WATCHDOG_NEIGHBOURS ranks on each side of the ring, each once. */
+static void choose_neighbours(double now) {
+    int k = WATCHDOG_NEIGHBOURS < wd.nranks - 1 ? WATCHDOG_NEIGHBOURS : wd.nranks - 1;
+    wd.nnb = 0;
+    for (int d = 1; d <= k; d++)
+        for (int s = -1; s <= 1; s += 2) {
+            int r = ((wd.rank + s * d) % wd.nranks + wd.nranks) % wd.nranks;
+            if (r == wd.rank || neighbour(r)) continue;
+            wd.nb[wd.nnb++] = (Neighbour){.rank = r, .last = now};
+        }
+}
+
+static int open_socket(PeerInfo *me, char *err, size_t errlen) {
+    wd.fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in any = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    socklen_t len = sizeof any;
+    int on = 1;
+    if (wd.fd < 0 || bind(wd.fd, (struct sockaddr *)&any, sizeof any) != 0 ||
+        getsockname(wd.fd, (struct sockaddr *)&any, &len) != 0 ||
+        setsockopt(wd.fd, SOL_IP, IP_RECVERR, &on, sizeof on) != 0) {
+        snprintf(err, errlen,
+                 "--peer-timeout: rank %d on %s: cannot open a UDP socket for the "
+                 "heartbeats: %s (--peer-timeout 0 turns them off)",
+                 wd.rank, dt_hostname(), strerror(errno));
+        return -1;
+    }
+    me->port = any.sin_port;
+    return 0;
+}
+
+/* Collective: every rank has heard every neighbour once (within the timeout), or the watchdog is
+ * off again on every rank and err names a pair that cannot hear each other (a firewall on UDP
+ * would otherwise make every run lose its peers after the timeout). */
+static int heard_from_all(MPI_Comm comm, char *err, size_t errlen) {
+    double until = mono() + wd.timeout;
+    while (atomic_load(&wd.heard) < wd.nnb && mono() < until)
+        usleep(10000);
+    int ok = atomic_load(&wd.heard) >= wd.nnb, all = 0;
+    MPI_CHECK(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm));
+    if (all) return 0;
+    wd.stop = 1;
+    pthread_join(wd.thread, NULL);
+    close(wd.fd);
+    wd.on = 0;
+    const Neighbour *n = NULL;
+    for (int i = 0; i < wd.nnb && !n; i++)
+        if (!wd.nb[i].heard) n = &wd.nb[i];
+    if (n)
+        snprintf(err, errlen,
+                 "--peer-timeout: rank %d on %s heard no UDP heartbeat from rank %d on %s in %g s "
+                 "(UDP between the nodes blocked?); --peer-timeout 0 runs without dead-peer "
+                 "detection",
+                 wd.rank, wd.peers[wd.rank].host, n->rank, wd.peers[n->rank].host, wd.timeout);
+    else
+        snprintf(err, errlen, "--peer-timeout: another rank heard no UDP heartbeat");
+    free(wd.peers);
+    return -1;
+}
+
+int watchdog_start(MPI_Comm comm, double timeout, const char *result_path, char *err,
+                   size_t errlen) {
+    MPI_CHECK(MPI_Comm_rank(comm, &wd.rank));
+    MPI_CHECK(MPI_Comm_size(comm, &wd.nranks));
+    if (timeout <= 0 || wd.nranks < 2) return 0;
+    wd.timeout = timeout;
+    wd.interval = timeout / 5 < 1.0 ? timeout / 5 : 1.0;
+    snprintf(wd.path, sizeof wd.path, "%s", result_path);
+    const char *mute = getenv("DTBENCH_TEST_MUTE_HEARTBEAT");
+    wd.mute = mute && atoi(mute) == wd.rank;
+    char state;
+    PeerInfo me = {.pid = (int32_t)getpid(), .pidns = pid_namespace()};
+    me.start = start_time(getpid(), &state);
+    snprintf(me.host, sizeof me.host, "%s", dt_hostname());
+    local_addresses(&me);
+    int ok = open_socket(&me, err, errlen) == 0, all = 0;
+    MPI_CHECK(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm));
+    if (!all) {
+        if (ok) snprintf(err, errlen, "--peer-timeout: another rank cannot open its UDP socket");
+        if (wd.fd >= 0) close(wd.fd);
+        return -1;
+    }
+    /* A token of the job: a datagram of another job that reuses a port is ignored. */
+    wd.token = ((uint64_t)getpid() << 32) ^ (uint64_t)(mono() * 1e9);
+    MPI_CHECK(MPI_Bcast(&wd.token, 1, MPI_UINT64_T, 0, comm));
+    wd.peers = xcalloc((size_t)wd.nranks, sizeof *wd.peers);
+    MPI_CHECK(
+        MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, wd.peers, (int)sizeof me, MPI_BYTE, comm));
+    choose_neighbours(mono());
+    /* The thread takes no stop signal: SIGTERM/SIGUSR1 go to the main thread (signals.c). */
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM), sigaddset(&block, SIGUSR1), sigaddset(&block, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    int rc = pthread_create(&wd.thread, NULL, watch, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) check_fail(__FILE__, __LINE__, "pthread_create (watchdog)", strerror(rc));
+    wd.on = 1;
+    return heard_from_all(comm, err, errlen);
+}
+
+void watchdog_stop(void) {
+    if (!wd.on) return;
+    wd.stop = 1;
+    pthread_join(wd.thread, NULL);
+    send_all(2), send_all(2); /* twice: a datagram may be dropped */
+    close(wd.fd);
+    free(wd.peers);
+    wd.on = 0;
+}

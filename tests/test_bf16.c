@@ -1,0 +1,321 @@
+/* test_bf16.c - the CPU backend's bf16 products (--precision bf16, kernels/cpu_bf16.c) against
+ * naive references.
+ *
+ * Each product C = op(A) op(B) (every transpose, odd sizes, k across the engine's blocks, alpha,
+ * beta, leading dimensions wider than the rows) is compared, element by element, with
+ *   1. the naive product of the bf16-ROUNDED inputs accumulated in double: the engine must match
+ *      it to fp32 accumulation, |got - ref| <= 2 k 2^-24 S + 1e-30, S = sum |a||b| (+ |beta c|);
+ *   2. the fp32 product (cblas_sgemm): |got - ref32| <= (2^-7 + 2^-16 + 2 k 2^-24) S, since bf16
+ *      keeps 8 significant bits (unit roundoff u = 2^-8) and a product of two rounded inputs is
+ *      within 2u + u^2 of the exact one;
+ * and the bf16 result must differ from fp32 somewhere (the rounding happened at all).
+ * Both engines run: ours (avx512bf16, where the CPU has the instruction) and the openblas-sbgemm
+ * feeding, here through a naive cblas_sbgemm this program exports itself (dlsym finds it first).
+ * Then the backend's layers with --precision bf16: fc and convolution forward and backward (3x3
+ * shapes where fp32 would take Winograd, 1x1, grouped small images) and the LSTM against
+ * tests/ref_kernels.c, with S from the same references on absolute values.
+ * Exit 0: all pass; 1: a failure. It never skips: without AVX512-BF16 the sbgemm feeding and the
+ * layers still run through the exported naive cblas_sbgemm (and /proc/cpuinfo listing avx512_bf16
+ * while our engine is not used is a failure).
+ */
+#include "backend.h"
+#include "cpu_bf16.h"
+#include "ref_kernels.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+static long sbgemm_calls;
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+
+static float uniform(float lo, float hi) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return lo + (hi - lo) * (float)((rng >> 40) * (1.0 / 16777216.0));
+}
+static float *randv(size_t n) {
+    float *p = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        p[i] = uniform(-1.0f, 1.0f);
+    return p;
+}
+static float rnd(float x) {
+    return cpu_bf16_to_float(cpu_bf16_round(x));
+}
+
+/* OpenBLAS's cblas_sbgemm, naive, for the sbgemm engine (row-major, no transposes: the engine
+ * packs them away). Exported from the program (-rdynamic), so dlsym(RTLD_DEFAULT) finds it. */
+void cblas_sbgemm(const enum CBLAS_ORDER order, const enum CBLAS_TRANSPOSE ta,
+                  const enum CBLAS_TRANSPOSE tb, const blasint m, const blasint n, const blasint k,
+                  const float alpha, const bfloat16 *a, const blasint lda, const bfloat16 *b,
+                  const blasint ldb, const float beta, float *c, const blasint ldc) {
+    sbgemm_calls++;
+    if (order != CblasRowMajor || ta != CblasNoTrans || tb != CblasNoTrans) abort();
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            float acc = 0.0f;
+            for (int p = 0; p < k; p++)
+                acc += cpu_bf16_to_float(a[(size_t)i * lda + p]) *
+                       cpu_bf16_to_float(b[(size_t)p * ldb + j]);
+            float *cij = c + (size_t)i * ldc + j;
+            *cij = alpha * acc + (beta == 0.0f ? 0.0f : beta * *cij);
+        }
+}
+
+static float opx(const float *x, int ld, int t, int r, int c) {
+    return t ? x[(size_t)c * ld + r] : x[(size_t)r * ld + c];
+}
+
+/* one product through `engine` against both references */
+static void check_gemm(CpuBf16 *g, const char *engine, int ta, int tb, int m, int n, int k,
+                       float alpha, float beta) {
+    const int lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 5, ldc = n + 2;
+    const int arows = ta ? k : m, brows = tb ? n : k;
+    float *a = randv((size_t)arows * lda), *b = randv((size_t)brows * ldb);
+    float *c0 = randv((size_t)m * ldc), *c = malloc((size_t)m * ldc * sizeof(float));
+    float *c32 = malloc((size_t)m * ldc * sizeof(float));
+    memcpy(c, c0, (size_t)m * ldc * sizeof(float)),
+        memcpy(c32, c0, (size_t)m * ldc * sizeof(float));
+    cpu_bf16_gemm_with(g, engine, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+                k, alpha, a, lda, b, ldb, beta, c32, ldc);
+    double worst = 0, worst32 = 0, differs = 0;
+    int bad = 0;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double acc = 0, s = 0;
+            for (int p = 0; p < k; p++) {
+                acc += (double)rnd(opx(a, lda, ta, i, p)) * rnd(opx(b, ldb, tb, p, j));
+                s += fabs((double)opx(a, lda, ta, i, p) * opx(b, ldb, tb, p, j));
+            }
+            double cin = c0[(size_t)i * ldc + j];
+            double ref = alpha * acc + (beta == 0.0f ? 0.0 : beta * cin);
+            s = fabs(alpha) * s * 1.01 + fabs(beta * cin);
+            double got = c[(size_t)i * ldc + j], g32 = c32[(size_t)i * ldc + j];
+            double e = fabs(got - ref), e32 = fabs(got - g32);
+            double tol = 2.0 * k * ldexp(1.0, -24) * s + 1e-30,
+                   tol32 = (ldexp(1.0, -7) + ldexp(1.0, -16)) * s + tol;
+            if (!(e <= tol) || !(e32 <= tol32)) bad++;
+            if (e / (s + 1e-30) > worst) worst = e / (s + 1e-30);
+            if (e32 / (s + 1e-30) > worst32) worst32 = e32 / (s + 1e-30);
+            if (got != g32) differs = 1;
+        }
+    /* columns beyond n in each row must be untouched */
+    for (int i = 0; i < m; i++)
+        for (int j = n; j < ldc; j++)
+            if (c[(size_t)i * ldc + j] != c0[(size_t)i * ldc + j]) bad++;
+    int ok = !bad && (differs || k == 0);
+    printf("%-15s %c%c m=%d n=%d k=%d alpha=%g beta=%g: max |err|/S vs bf16-rounded %.2e, vs fp32 "
+           "%.2e (bound 2^-7 = %.2e) %s\n",
+           engine, ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, beta, worst, worst32,
+           ldexp(1.0, -7), ok ? "ok" : "FAIL");
+    failures += !ok;
+    free(a), free(b), free(c0), free(c), free(c32);
+}
+
+static void engine_tests(CpuBf16 *g, const char *engine) {
+    static const int shapes[][3] = {{1, 1, 1},     {5, 7, 3},      {12, 32, 2},   {13, 33, 257},
+                                    {37, 70, 300}, {64, 120, 800}, {200, 50, 31}, {3, 2100, 17}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 4; t++)
+            check_gemm(g, engine, t & 1, t >> 1, shapes[s][0], shapes[s][1], shapes[s][2],
+                       s % 2 ? 0.5f : 1.0f, s % 3 == 0 ? 0.0f : (s % 3 == 1 ? 1.0f : -0.5f));
+}
+
+/* ---- the backend's layers ----------------------------------------------------------------------
+ */
+
+static void absv(const float *x, float *y, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        y[i] = fabsf(x[i]);
+}
+static void roundv(const float *x, float *y, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        y[i] = rnd(x[i]);
+}
+
+/* got vs ref (fp32 inputs) within (2^-7 + 2^-16) S (+ accumulation), vs refr (rounded inputs)
+ * within 2 k 2^-24 S; must differ from ref32 (the fp32 backend) somewhere. */
+static void compare(const char *what, const float *got, const float *ref, const float *refr,
+                    const float *s, const float *ref32, size_t n, int k) {
+    double worst = 0, worstr = 0;
+    int bad = 0, differs = 0;
+    for (size_t i = 0; i < n; i++) {
+        double tolr = 2.0 * k * ldexp(1.0, -24) * s[i] * 1.01 + 1e-30;
+        double tol = (ldexp(1.0, -7) + ldexp(1.0, -16)) * s[i] * 1.01 + tolr;
+        double e = fabs((double)got[i] - ref[i]), er = fabs((double)got[i] - refr[i]);
+        if (!(e <= tol) || !(er <= tolr)) bad++;
+        if (e / (s[i] + 1e-30) > worst) worst = e / (s[i] + 1e-30);
+        if (er / (s[i] + 1e-30) > worstr) worstr = er / (s[i] + 1e-30);
+        differs |= got[i] != ref32[i];
+    }
+    printf("bf16 backend %-34s max |err|/S vs fp32 ref %.2e, vs bf16-rounded ref %.2e %s\n", what,
+           worst, worstr, !bad && differs ? "ok" : (bad ? "FAIL" : "FAIL (same as fp32)"));
+    failures += bad || !differs;
+}
+
+typedef struct {
+    const BackendOps *be;
+    BackendCtx *bf, *f32;
+} Ctxs;
+
+static void fc_test(Ctxs *c, int n, int in, int out) {
+    FcShape s = {n, in, out};
+    size_t nx = (size_t)n * in, nw = (size_t)out * in, ny = (size_t)n * out;
+    float *x = randv(nx), *w = randv(nw), *b = randv(out), *dy = randv(ny);
+    float *ax = malloc(nx * 4), *aw = malloc(nw * 4), *ab = malloc(out * 4), *ady = malloc(ny * 4);
+    float *rx = malloc(nx * 4), *rw = malloc(nw * 4), *rdy = malloc(ny * 4);
+    absv(x, ax, nx), absv(w, aw, nw), absv(b, ab, out), absv(dy, ady, ny);
+    roundv(x, rx, nx), roundv(w, rw, nw), roundv(dy, rdy, ny);
+    float *y = malloc(ny * 4), *y32 = malloc(ny * 4), *yr = malloc(ny * 4), *yref = malloc(ny * 4),
+          *ys = malloc(ny * 4);
+    c->be->fc_forward(c->bf, &s, x, w, b, y);
+    c->be->fc_forward(c->f32, &s, x, w, b, y32);
+    ref_fc_forward(&s, x, w, b, yref), ref_fc_forward(&s, rx, rw, b, yr);
+    ref_fc_forward(&s, ax, aw, ab, ys);
+    char what[64];
+    snprintf(what, sizeof what, "fc %dx%d->%d forward", n, in, out);
+    compare(what, y, yref, yr, ys, y32, ny, in);
+    float *dx = malloc(nx * 4), *dw = malloc(nw * 4), *db = malloc(out * 4);
+    float *dx32 = malloc(nx * 4), *dw32 = malloc(nw * 4), *db32 = malloc(out * 4);
+    float *dxr = malloc(nx * 4), *dwr = malloc(nw * 4), *dbr = malloc(out * 4);
+    float *dxf = malloc(nx * 4), *dwf = malloc(nw * 4), *dbf = malloc(out * 4);
+    float *dxs = malloc(nx * 4), *dws = malloc(nw * 4), *dbs = malloc(out * 4);
+    c->be->fc_backward(c->bf, &s, x, w, dy, dx, dw, db);
+    c->be->fc_backward(c->f32, &s, x, w, dy, dx32, dw32, db32);
+    ref_fc_backward(&s, x, w, dy, dxf, dwf, dbf), ref_fc_backward(&s, rx, rw, rdy, dxr, dwr, dbr);
+    ref_fc_backward(&s, ax, aw, ady, dxs, dws, dbs);
+    snprintf(what, sizeof what, "fc %dx%d->%d dx", n, in, out);
+    compare(what, dx, dxf, dxr, dxs, dx32, nx, out);
+    snprintf(what, sizeof what, "fc %dx%d->%d dw", n, in, out);
+    compare(what, dw, dwf, dwr, dws, dw32, nw, n);
+    free(x), free(w), free(b), free(dy), free(ax), free(aw), free(ab), free(ady), free(rx);
+    free(rw), free(rdy), free(y), free(y32), free(yr), free(yref), free(ys), free(dx), free(dw);
+    free(db), free(dx32), free(dw32), free(db32), free(dxr), free(dwr), free(dbr), free(dxf);
+    free(dwf), free(dbf), free(dxs), free(dws), free(dbs);
+}
+
+static void conv_test(Ctxs *c, int n, int ci, int h, int co, int k, int stride, int pad) {
+    ConvShape s = {n, ci, h, h, co, k, stride, pad, (h + 2 * pad - k) / stride + 1, 0};
+    s.w_out = s.h_out;
+    size_t nx = (size_t)n * ci * h * h, nw = (size_t)co * ci * k * k;
+    size_t ny = (size_t)n * co * s.h_out * s.w_out;
+    size_t wb = c->be->conv_workspace_bytes(c->bf, &s),
+           wb32 = c->be->conv_workspace_bytes(c->f32, &s);
+    void *work = malloc(wb > wb32 ? wb : wb32);
+    float *x = randv(nx), *w = randv(nw), *b = randv(co), *dy = randv(ny);
+    float *ax = malloc(nx * 4), *aw = malloc(nw * 4), *ab = malloc(co * 4), *ady = malloc(ny * 4);
+    float *rx = malloc(nx * 4), *rw = malloc(nw * 4), *rdy = malloc(ny * 4);
+    absv(x, ax, nx), absv(w, aw, nw), absv(b, ab, co), absv(dy, ady, ny);
+    roundv(x, rx, nx), roundv(w, rw, nw), roundv(dy, rdy, ny);
+    float *y = malloc(ny * 4), *y32 = malloc(ny * 4), *yr = malloc(ny * 4), *yf = malloc(ny * 4),
+          *ys = malloc(ny * 4);
+    c->be->conv_forward(c->bf, &s, x, w, b, y, work);
+    c->be->conv_forward(c->f32, &s, x, w, b, y32, work);
+    ref_conv_forward(&s, x, w, b, yf), ref_conv_forward(&s, rx, rw, b, yr);
+    ref_conv_forward(&s, ax, aw, ab, ys);
+    char what[80];
+    snprintf(what, sizeof what, "conv n%d %dx%d^2 k%d s%d p%d -> %d fwd", n, ci, h, k, stride, pad,
+             co);
+    compare(what, y, yf, yr, ys, y32, ny, ci * k * k);
+    float *dx = malloc(nx * 4), *dw = malloc(nw * 4), *db = malloc(co * 4);
+    float *dx32 = malloc(nx * 4), *dw32 = malloc(nw * 4), *db32 = malloc(co * 4);
+    float *dxr = malloc(nx * 4), *dwr = malloc(nw * 4), *dbr = malloc(co * 4);
+    float *dxf = malloc(nx * 4), *dwf = malloc(nw * 4), *dbf = malloc(co * 4);
+    float *dxs = malloc(nx * 4), *dws = malloc(nw * 4), *dbs = malloc(co * 4);
+    c->be->conv_backward(c->bf, &s, x, w, dy, dx, dw, db, work);
+    c->be->conv_backward(c->f32, &s, x, w, dy, dx32, dw32, db32, work);
+    ref_conv_backward(&s, x, w, dy, dxf, dwf, dbf),
+        ref_conv_backward(&s, rx, rw, rdy, dxr, dwr, dbr);
+    ref_conv_backward(&s, ax, aw, ady, dxs, dws, dbs);
+    snprintf(what, sizeof what, "conv n%d %dx%d^2 k%d -> %d dx", n, ci, h, k, co);
+    compare(what, dx, dxf, dxr, dxs, dx32, nx, co * k * k);
+    snprintf(what, sizeof what, "conv n%d %dx%d^2 k%d -> %d dw", n, ci, h, k, co);
+    compare(what, dw, dwf, dwr, dws, dw32, nw, n * s.h_out * s.w_out);
+    free(work), free(x), free(w), free(b), free(dy), free(ax), free(aw), free(ab), free(ady);
+    free(rx), free(rw), free(rdy), free(y), free(y32), free(yr), free(yf), free(ys), free(dx);
+    free(dw), free(db), free(dx32), free(dw32), free(db32), free(dxr), free(dwr), free(dbr);
+    free(dxf), free(dwf), free(dbf), free(dxs), free(dws), free(dbs);
+}
+
+static int cpuinfo_has(const char *flag) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[8192];
+    int found = 0;
+    while (f && !found && fgets(line, sizeof line, f))
+        if (!strncmp(line, "flags", 5)) {
+            for (char *t = strtok(line, " \t\n"); t && !found; t = strtok(NULL, " \t\n"))
+                found = !strcmp(t, flag);
+        }
+    if (f) fclose(f);
+    return found;
+}
+
+/* The LSTM's products (input, recurrent, weight gradient) also go through the bf16 GEMM; its
+ * nonlinear cell has no simple bound, so: forward output h in (-1, 1) within 2e-2 of the fp32
+ * backend's (8 steps; each step's rounding is ~2^-8 relative), and not equal to it. */
+static void lstm_test(Ctxs *c) {
+    LstmShape s = {4, 8, 24, 32};
+    size_t nx = (size_t)s.batch * s.seq * s.in, nw = (size_t)4 * s.hidden * (s.in + s.hidden);
+    size_t ny = (size_t)s.batch * s.seq * s.hidden;
+    float *x = randv(nx), *w = randv(nw), *b = randv(4 * (size_t)s.hidden);
+    for (size_t i = 0; i < nw; i++)
+        w[i] *= 0.3f;
+    float *y = malloc(ny * 4), *y32 = malloc(ny * 4);
+    size_t rb = c->be->lstm_reserve_bytes(c->bf, &s), wb = c->be->lstm_workspace_bytes(c->bf, &s);
+    void *res = malloc(rb), *work = malloc(wb);
+    c->be->lstm_forward(c->bf, &s, x, w, b, y, res, work);
+    c->be->lstm_forward(c->f32, &s, x, w, b, y32, res, work);
+    double worst = 0;
+    int differs = 0;
+    for (size_t i = 0; i < ny; i++) {
+        double e = fabs((double)y[i] - y32[i]);
+        if (!(e <= worst)) worst = e;
+        differs |= y[i] != y32[i];
+    }
+    int ok = worst <= 2e-2 && differs;
+    printf(
+        "bf16 backend lstm 4x8x24->32 forward           max |bf16 - fp32| %.2e (bound 2e-2) %s\n",
+        worst, ok ? "ok" : "FAIL");
+    failures += !ok;
+    free(x), free(w), free(b), free(y), free(y32), free(res), free(work);
+}
+
+int main(void) {
+    CpuBf16 *g = cpu_bf16_create();
+    if (!g) return 1;
+    setenv("DTBENCH_BF16_ENGINE", "avx512bf16", 1);
+    const char *own = cpu_bf16_engine(NULL, 0);
+    int own_ok = own && !strcmp(own, "avx512bf16");
+    if (own_ok)
+        engine_tests(g, "avx512bf16");
+    else if (cpuinfo_has("avx512_bf16"))
+        printf("FAIL: /proc/cpuinfo lists avx512_bf16 but the avx512bf16 engine is not used\n"),
+            failures++;
+    else
+        printf("avx512bf16 engine not tested: this CPU has no AVX512-BF16\n");
+    engine_tests(g, "openblas-sbgemm");
+    if (sbgemm_calls == 0)
+        printf("FAIL: the sbgemm engine never called cblas_sbgemm\n"), failures++;
+    cpu_bf16_free(g);
+    /* the layers below run on our engine where the CPU has it (the process keeps this choice) */
+    if (!own_ok) unsetenv("DTBENCH_BF16_ENGINE");
+
+    /* the backend, --precision bf16 (the engine this process picked) against fp32 */
+    Ctxs c = {&cpu_backend, NULL, NULL};
+    BackendConfig cb = {.threads = 1, .precision = PRECISION_BF16}, cf = {.threads = 1};
+    if (c.be->init(&cb, &c.bf) != 0 || c.be->init(&cf, &c.f32) != 0) return 1;
+    fc_test(&c, 64, 800, 500);
+    fc_test(&c, 7, 33, 10);
+    conv_test(&c, 3, 16, 24, 20, 3, 1, 1); /* fp32 would run Winograd */
+    conv_test(&c, 4, 1, 28, 20, 5, 1, 0);  /* LeNet's conv1 */
+    conv_test(&c, 5, 24, 7, 32, 1, 1, 0);  /* pointwise, grouped small images */
+    conv_test(&c, 2, 8, 13, 12, 3, 2, 1);  /* stride 2 */
+    lstm_test(&c);
+    c.be->finalize(c.bf), c.be->finalize(c.f32);
+    printf("%s\n", failures ? "FAILED" : "all bf16 checks passed");
+    return failures ? 1 : 0;
+}

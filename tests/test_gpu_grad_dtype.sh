@@ -1,0 +1,46 @@
+#!/bin/bash
+# test_gpu_grad_dtype.sh - --grad-dtype bf16/fp16 on GPU buffers (tests/grad_dtype_check.c
+# --device cuda): the same checks as test_grad_dtype.sh's on the CPU (bit for bit what rounding
+# predicts with 2 ranks, within the rounding bound beyond, equal on every rank), here with the
+# casts on the GPU and NCCL reducing in ncclBfloat16/ncclFloat16, or MPI on host copies. Skipped
+# (77) without the CUDA backend or a GPU. One GPU: mpi (staged) and hier with one rank per node;
+# two or more: nccl over all of them and hier with NCCL inside one node. Then a LeNet run on the
+# GPU: bytes_sent halves against fp32.
+. "$(dirname "$0")/lib.sh"
+. "$TESTS_SRCDIR/gpu_lib.sh"
+CHECK=${GRAD_DTYPE_CHECK:-$(dirname "$DTBENCH")/../tests/grad_dtype_check}
+
+chk() {
+    local n=$1
+    shift
+    timeout -k 5 180 "$MPIRUN" -np "$n" "$CHECK" "$@" --device cuda >"$WORK/c.out" 2>&1 || {
+        cat "$WORK/c.out"
+        fail "grad_dtype_check $* --device cuda on $n ranks"
+    }
+    tail -1 "$WORK/c.out"
+}
+
+for dt in bf16 fp16; do
+    chk 2 sync mpi $dt 1
+    chk 2 sync hier $dt 1 --overlap
+    if [ "$NGPUS" -ge 2 ]; then
+        chk "$NGPUS" sync nccl $dt "$NGPUS"
+        chk "$NGPUS" sync nccl $dt "$NGPUS" --overlap --bucket 333
+        chk "$NGPUS" sync hier $dt "$NGPUS"
+    fi
+done
+pass "bf16/fp16 exchange on GPU buffers as rounding predicts ($NGPUS GPU(s))"
+
+tp=mpi
+[ "$NGPUS" -ge 2 ] && tp=nccl
+n=2
+for dt in fp32 bf16; do
+    timeout -k 5 300 "$MPIRUN" -np $n "$DTBENCH" --model lenet --dataset synthetic --device cuda \
+        --transport $tp --iters 3 --grad-dtype $dt --output "$WORK/g-$dt.h5" >/dev/null
+done
+"$PYTHON" - "$WORK/g-fp32.h5" "$WORK/g-bf16.h5" <<'PY'
+import sys, h5py, numpy as np
+s = [h5py.File(p, "r")["iterations/bytes_sent"][:] for p in sys.argv[1:]]
+assert (s[0] > 0).all() and np.all(s[1] / s[0] == 0.5), s
+PY
+pass "GPU LeNet over $tp: bytes_sent halves with --grad-dtype bf16"

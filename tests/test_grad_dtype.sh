@@ -1,0 +1,129 @@
+#!/bin/bash
+# test_grad_dtype.sh - --grad-dtype bf16/fp16: the gradient exchange in a 2-byte wire type.
+#  1. The exchange alone (tests/grad_dtype_check.c) for every strategy over mpi and hier, flat and
+#     hierarchical, with and without overlap: bit for bit what rounding predicts with 2 ranks,
+#     within the rounding bound beyond, equal on every rank; async's parameters exactly.
+#  2. Whole training runs on 2 and 4 ranks against single-process fp32 training: the parameters
+#     after 4 iterations differ by more than fp32's exchange makes them (the rounding is there) and
+#     less than a bound from the type's precision.
+#  3. bytes_sent and the calibration's bucket bytes halve, read from the result files of fp32 and
+#     bf16 runs of every strategy (and a hybrid pipeline's data-parallel groups).
+#  4. Bad values are refused with one line.
+. "$(dirname "$0")/lib.sh"
+CHECK=${GRAD_DTYPE_CHECK:-$(dirname "$DTBENCH")/../tests/grad_dtype_check}
+
+# chk NRANKS ARGS... : grad_dtype_check on NRANKS ranks; fails the test on any wrong exchange.
+chk() {
+    local n=$1
+    shift
+    timeout -k 5 120 "$MPIRUN" -np "$n" "$CHECK" "$@" >"$WORK/c.out" 2>&1 || {
+        cat "$WORK/c.out"
+        fail "grad_dtype_check $* on $n ranks"
+    }
+    tail -1 "$WORK/c.out"
+}
+
+for dt in ${GRAD_DTYPES-bf16 fp16}; do # GRAD_DTYPES="": whole runs only
+    chk 2 sync mpi $dt 2
+    chk 2 sync hier $dt 1 --overlap         # 2 nodes of 1: exact through the hierarchy
+    chk 4 sync mpi $dt 4 --overlap
+    chk 4 sync hier $dt 2 --bucket 333       # tails through the scratch
+    chk 3 sync hier $dt 3 --nparams 20 --bucket 2
+    chk 2 ssp mpi $dt 2
+    chk 4 ssp hier $dt 2
+    chk 4 mixed mpi $dt 2                     # 2 nodes of 2: the node's average, exact
+    chk 3 async mpi $dt 3                     # 2 workers, 1 server
+done
+pass "exchange in bf16 and fp16: sync, ssp, mixed, async over mpi and hier as rounding predicts"
+
+# --- whole runs against one fp32 process -------------------------------------------------------
+common="--model lenet --dataset fashion-mnist --data-dir $FMNIST_DIR --batch 16 --iters 4 --warmup 0 --lr 0.05 --seed 11"
+run_np 1 $common --output "$WORK/ref.h5" --save-model "$WORK/ref.params" >/dev/null
+run_np 1 $common --iters 1 --lr 0 --output "$WORK/p0.h5" --save-model "$WORK/p0.params" >/dev/null
+run_np 2 $common --output "$WORK/dp-fp32.h5" --save-model "$WORK/dp-fp32.params" >/dev/null
+cases=()
+train() { # NAME NRANKS ARGS...
+    local name=$1 n=$2
+    shift 2
+    run_np "$n" $common "$@" --output "$WORK/$name.h5" --save-model "$WORK/$name.params" >/dev/null
+    cases+=("$name")
+}
+train sync-mpi-bf16 2 --grad-dtype bf16
+train sync-mpi-fp16 2 --grad-dtype fp16
+train sync-hier-bf16 4 --grad-dtype bf16 --transport hier --ranks-per-node 2 --overlap --bucket-mb 0.1
+train ssp0-bf16 2 --grad-dtype bf16 --exchange ssp --staleness 0
+train mixed-bf16 2 --grad-dtype bf16 --exchange mixed --ranks-per-node 2
+"$PYTHON" - "$WORK" "${cases[@]}" <<'PY'
+import sys
+import numpy as np
+
+def load(path):
+    return np.fromfile(path, dtype="<f4", offset=64).astype(np.float64)
+
+work = sys.argv[1]
+ref, p0 = load(f"{work}/ref.params"), load(f"{work}/p0.params")
+move = np.abs(ref - p0).max()        # how far 4 iterations move the parameters
+d32 = np.abs(load(f"{work}/dp-fp32.params") - ref).max()
+# Each iteration the averaged gradient differs from fp32's by the roundings of the inputs, the
+# partial sums and the result: a few u of |g0| + |g1| per parameter (u = 2^-8 bf16, 2^-11 fp16);
+# over 4 momentum steps that is at most some u of the movement. 16u leaves room for the halves'
+# gradients of opposite signs (|g0| + |g1| >> |g0 + g1|). u/4 below: the rounding must show (fp32's
+# exchange moves them by ~1e-7 of the movement).
+for name in sys.argv[2:]:
+    u = 2.0 ** -11 if "fp16" in name else 2.0 ** -8
+    d = np.abs(load(f"{work}/{name}.params") - ref).max()
+    print(f"{name}: max |p - p_1process| = {d:.3g} = {d / move / u:.2f} u of the movement "
+          f"{move:.3g} (fp32 over 2 ranks: {d32:.3g})")
+    assert d32 < 1e-5 * move, (d32, move)
+    assert u / 4 * move <= d <= 16 * u * move, (name, d, move, u)
+PY
+pass "training in bf16/fp16 exchange: within the type's rounding of one fp32 process"
+
+# --- bytes_sent halves, from the files ---------------------------------------------------------
+quick="--model lenet --dataset synthetic --batch 16 --iters 3 --warmup 1"
+pair() { # NAME NRANKS ARGS... : the same run in fp32 and bf16
+    local name=$1 n=$2
+    shift 2
+    for dt in fp32 bf16; do
+        run_np "$n" $quick "$@" --grad-dtype $dt --output "$WORK/b-$name-$dt.h5" >/dev/null
+    done
+    pairs+=("$name")
+}
+pairs=()
+pair sync-mpi 2 --calibrate-iters 2 --bucket-mb 0.2
+pair sync-hier 4 --transport hier --ranks-per-node 2 --calibrate-iters 2
+pair ssp 2 --exchange ssp
+pair mixed 2 --exchange mixed --ranks-per-node 2
+pair async 3 --exchange async --ps-ranks 1
+pair hybrid 4 --parallel hybrid --stages 2
+"$PYTHON" - "$WORK" "${pairs[@]}" <<'PY'
+import sys
+import h5py
+import numpy as np
+
+work = sys.argv[1]
+for name in sys.argv[2:]:
+    got = {}
+    for dt in ("fp32", "bf16"):
+        with h5py.File(f"{work}/b-{name}-{dt}.h5", "r") as f:
+            assert f.attrs["grad_dtype"] == dt, f.attrs["grad_dtype"]
+            sent = f["iterations/bytes_sent"][:]
+            cal = f.attrs["calibration_bucket_bytes"] if name.startswith("sync") else None
+            got[dt] = (sent, cal)
+    s32, s16 = got["fp32"][0], got["bf16"][0]
+    assert (s32 > 0).any(), (name, s32)
+    ratio = s16[s32 > 0] / s32[s32 > 0]
+    assert np.all(ratio == 0.5), (name, ratio)
+    assert np.all(s16[s32 == 0] == 0), name
+    line = f"{name}: bytes_sent bf16/fp32 = 0.5 on every exchanging rank and iteration"
+    if got["fp32"][1] is not None:
+        assert got["bf16"][1] * 2 == got["fp32"][1], (name, got["fp32"][1], got["bf16"][1])
+        line += f"; calibration bucket {got['fp32'][1]:.0f} -> {got['bf16'][1]:.0f} bytes"
+    print(line)
+PY
+pass "bytes_sent halves with bf16 for sync, ssp, mixed, async and a hybrid pipeline's replicas"
+
+# --- refusals ----------------------------------------------------------------------------------
+cd "$WORK"
+expect_bad 0 "grad-dtype.*fp32,bf16,fp16" --grad-dtype fp8 --dry-run
+expect_bad 0 "grad-dtype.*fp32,bf16,fp16" --grad-dtype BF16 --dry-run

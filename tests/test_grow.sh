@@ -1,0 +1,164 @@
+# test_grow.sh - result files that grow with the run (issue 15, docs/hdf5-layout.md): a run of
+# 1,000,000 iterations stopped after ~45 leaves a few MB, valid and marked stopped, every completed
+# iteration readable; a run SIGKILLed after extensions (and at random times, extensions every
+# block) keeps every flushed block readable by h5py, check_h5.py and dtbench-analyze; every
+# strategy still writes a valid file: lock-step ones (sync, ssp, gpipe, 1f1b, hybrid) chunked and
+# extended in steps to the extent their completed iterations need, async and mixed allocated whole.
+. "$(dirname "$0")/lib.sh"
+cd "$WORK"
+
+# wait_done FILE N : until every worker of FILE has completed N iterations (bounded).
+wait_done() {
+    "$PYTHON" - "$1" "$2" <<'PY'
+import sys, time, h5py
+deadline = time.time() + 120
+while time.time() < deadline:
+    try:
+        with h5py.File(sys.argv[1], "r") as f:
+            if (f["ranks/completed"][:][f["ranks/role"][:] == 0] >= int(sys.argv[2])).all():
+                sys.exit(0)
+    except (OSError, KeyError):
+        pass
+    time.sleep(0.02)
+sys.exit(1)
+PY
+}
+pids_of() { "$PYTHON" -c "import h5py,sys; print(*h5py.File(sys.argv[1],'r')['ranks/pid'][:])" "$1"; }
+
+# 1. --iters 1000000 on 2 ranks, SIGTERM to every rank after >= 45 iterations (as scancel does).
+#    The whole allocation would be 21 quantities x 2 ranks x 1e6 x 8 bytes = 336 MB.
+timeout -k 30 300 "$MPIRUN" -np 2 "$DTBENCH" --model lenet --dataset synthetic --batch 4 \
+    --iters 1000000 --warmup 2 --flush-every 5 --output long.h5 >long.log 2>&1 &
+job=$!
+wait_done long.h5 45 || { kill -9 $job; fail "run did not write 45 iterations: $(cat long.log)"; }
+kill -TERM $(pids_of long.h5)
+set +e; wait $job; rc=$?; set -e
+[ "$rc" = 0 ] || fail "stopped run: exit $rc: $(cat long.log)"
+size=$(stat -c %s long.h5)
+"$PYTHON" - long.h5 "$size" <<'PY'
+import sys, h5py, numpy as np
+size = int(sys.argv[2])
+with h5py.File(sys.argv[1], "r") as f:
+    assert f.attrs["finished"] == 1 and f.attrs["stop_reason"] == "signal", dict(f.attrs)
+    assert (f["ranks/status"][:] == 2).all(), f["ranks/status"][:]
+    n = int(f.attrs["iters_total"])
+    assert n == 1000002, n
+    done = f["ranks/completed"][:]
+    assert len(set(done)) == 1 and 45 <= done[0] < n, done
+    for name, d in f["iterations"].items():
+        assert d.maxshape == (2, n), (name, d.maxshape)  # can grow to every iteration
+        assert done[0] <= d.shape[1] < n, (name, d.shape)
+        v = d[:]
+        assert not np.isnan(v[:, :done[0]]).any(), name  # every completed iteration readable
+        assert np.isnan(v[:, done[0]:]).all(), name  # NaN beyond
+    whole = 21 * 2 * n * 8
+    assert size < 8e6, f"{size / 1e6:.1f} MB after {done[0]} iterations"
+    print(f"ok: stopped after {done[0]} of {n} iterations: file {size / 1e6:.2f} MB "
+          f"(/iterations extent {f['iterations/total'].shape[1]}; allocated whole: "
+          f"{whole / 1e6:.0f} MB of iterations)")
+PY
+analyze summary long.h5 >summary.txt || fail "dtbench-analyze on the stopped file: $(cat summary.txt)"
+grep -q "stopped" summary.txt || fail "summary does not report the stop: $(cat summary.txt)"
+pass "--iters 1000000 stopped early: a few MB, valid, marked stopped, analysed"
+
+# 2. SIGKILL of the whole job after at least two extensions (a step of 20 iterations).
+DTBENCH_TEST_GROW_STEP=20 timeout -k 30 300 "$MPIRUN" -np 2 "$DTBENCH" --model lenet \
+    --dataset synthetic --batch 4 --iters 100000 --warmup 2 --flush-every 10 --output k.h5 \
+    >k.log 2>&1 &
+job=$!
+wait_done k.h5 60 || { kill -9 $job; fail "run did not write 60 iterations: $(cat k.log)"; }
+kill -9 $(pids_of k.h5)
+set +e; wait $job; set -e
+h5check killed k.h5 --min-completed 60
+"$PYTHON" - k.h5 <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    done, extent = f["ranks/completed"][:], f["iterations/total"].shape[1]
+    assert (done <= extent).all() and extent >= 60 and extent < 100002, (done, extent)
+    assert f["iterations/total"].chunks == (2, 20), f["iterations/total"].chunks
+PY
+analyze summary k.h5 >summary.txt || fail "dtbench-analyze on the killed file: $(cat summary.txt)"
+grep -q "INCOMPLETE" summary.txt || fail "summary does not report the kill: $(cat summary.txt)"
+pass "SIGKILL after extensions: every flushed block readable, reported incomplete"
+
+# 3. SIGKILL at random times with an extension at every block (a step of one block): the file is
+#    always readable with its completed blocks, whatever the extension was doing.
+tree() {
+    local c
+    echo "$1"
+    for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do tree "$c"; done
+}
+for i in 1 2 3 4 5 6; do
+    d=$("$PYTHON" -c "import random; random.seed($i); print(round(random.uniform(0, 1.0), 3))")
+    rm -f r.h5 .r.h5.partial
+    DTBENCH_TEST_GROW_STEP=5 timeout -k 5 120 "$MPIRUN" -np 2 "$DTBENCH" --model lenet \
+        --dataset synthetic --batch 4 --iters 100000 --warmup 0 --flush-every 5 --output r.h5 \
+        >r.log 2>&1 &
+    pid=$!
+    wait_done r.h5 5 || { kill -9 $pid; fail "run did not write its first block: $(cat r.log)"; }
+    sleep "$d" # after the first block: the kill lands among the extensions that follow
+    procs=$(tree "$pid")
+    kill -STOP $procs 2>/dev/null || true
+    kill -9 $procs 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    "$PYTHON" - r.h5 <<'PY' || fail "killed after $d s: r.h5 is not readable"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    done = f["ranks/completed"][:]
+    total = f["iterations/total"][:]
+    assert (done <= total.shape[1]).all(), (done, total.shape)
+    for r, n in enumerate(done):
+        assert not np.isnan(total[r, :n]).any(), (r, n)
+    print(f"ok: killed: completed {list(done)}, extent {total.shape[1]}")
+PY
+done
+pass "kills at random times during per-block extensions: completed blocks always readable"
+
+# 4. Every strategy: lock-step ones stopped by --duration (the extent is the completed
+#    iterations rounded up to a step), the others run to the end allocated whole.
+check_extent() { # FILE STEP : STEP 0 = allocated whole
+    "$PYTHON" - "$@" <<'PY'
+import sys, math, h5py, numpy as np
+step = int(sys.argv[2])
+with h5py.File(sys.argv[1], "r") as f:
+    assert f.attrs["finished"] == 1, dict(f.attrs)
+    p, n = int(f.attrs["nranks"]), int(f.attrs["iters_total"])
+    workers = f["ranks/role"][:] == 0
+    done = f["ranks/completed"][:]
+    most = int(done.max())
+    for name, d in f["iterations"].items():
+        if step:
+            assert d.chunks == (p, step) and d.maxshape == (p, n), (name, d.chunks, d.maxshape)
+            want = min(n, math.ceil(most / step) * step)
+        else:
+            assert d.chunks is None, (name, d.chunks)  # contiguous, allocated whole
+            want = n
+        assert d.shape == (p, want), (name, d.shape, want, done)
+        v = d[:]
+        # written up to completed (loss aside: a strategy may diverge to NaN; ssp --staleness 2
+        # does here after ~85 iterations, whole allocation or not)
+        for r in np.flatnonzero(workers):
+            assert name == "loss" or not np.isnan(v[r, :done[r]]).any(), (name, r)
+    print(f"ok: {sys.argv[1]}: {f.attrs['exchange']}, {p} ranks, completed {list(done)} of {n}, "
+          f"/iterations {d.shape}, chunks {d.chunks}")
+PY
+}
+S="--model lenet --dataset synthetic --batch 8 --warmup 1 --flush-every 10 --sample-hz 0"
+long="--iters 100000 --duration 1.5"
+strategy() { # NAME NP STEP ARGS...
+    local name=$1 np=$2 step=$3
+    shift 3
+    DTBENCH_TEST_GROW_STEP=30 run_np "$np" $S "$@" --output "$name.h5" >"$name.log" 2>&1 ||
+        fail "$name: $(cat "$name.log")"
+    check_extent "$name.h5" "$step" || fail "$name: wrong extent"
+}
+strategy sync 2 30 $long
+strategy ssp 2 30 $long --exchange ssp --staleness 2
+strategy gpipe 2 30 $long --parallel model --schedule gpipe
+strategy 1f1b 2 30 $long --parallel model --schedule 1f1b
+strategy hybrid 4 30 $long --parallel hybrid --stages 2
+strategy sync-done 2 30 --iters 95 # completed: the extent is every iteration
+h5check finished sync-done.h5 --ranks 2 --iters 96
+strategy async 3 0 --iters 60 --exchange async --ps-ranks 1
+strategy mixed 2 0 --iters 60 --exchange mixed
+pass "every strategy: valid file of the expected extent"

@@ -1,0 +1,169 @@
+# test_peer.sh - a rank SIGKILLed mid-run under plain mpirun on this machine (--peer-timeout):
+#   1. the survivors find it gone (same host: its pid no longer exists) and exit within
+#      --peer-timeout + a few seconds; the file is closed marked stop_reason=peer_lost naming the
+#      rank and host, the survivors' /ranks/status 2 and the dead rank's 0, every completed block
+#      readable; dtbench-analyze opens it.
+#   2. a rank frozen (SIGSTOP: its process lives, its heartbeats stop) is lost after
+#      --peer-timeout of silence: the same marks, its host (the survivors' own) not a failed node.
+#   3. --peer-timeout 0 turns the watchdog off: the same kill leaves the file unmarked.
+#   3b. heartbeats that never arrive (UDP blocked; a test hook mutes rank 1): the run is refused
+#      (exit 2, one line naming --peer-timeout and the way out), no file left.
+#   4. `dtbench --finalize` refuses bad arguments (exit 2, one line) and leaves a file the run
+#      closed itself as it is.
+# The emulated-node cases (a silent node, a rank gone on another node, srun) are in
+# tests/test_slurm_peer.sh.
+. "$(dirname "$0")/lib.sh"
+cd "$WORK"
+
+# running PID : the process exists and is not a zombie waiting for its parent.
+running() { [ -e "/proc/$1" ] && ! grep -q '^[0-9]* (.*) Z' "/proc/$1/stat" 2>/dev/null; }
+
+# start NAME TIMEOUT : a long 3-rank run in the background (pid in $job), until every rank has
+# written 10 iterations.
+start() {
+    rm -f "$1.h5"
+    timeout -k 5 120 "$MPIRUN" -np 3 "$DTBENCH" --model lenet --dataset synthetic --batch 6 \
+        --iters 1000000 --warmup 0 --flush-every 5 --peer-timeout "$2" --output "$1.h5" \
+        >"$1.log" 2>&1 &
+    job=$!
+    "$PYTHON" - "$1.h5" <<'PY' || { kill -9 $job; cat "$1.log"; fail "$1: no 10 iterations in time"; }
+import sys, time, h5py
+deadline = time.time() + 120
+while time.time() < deadline:
+    try:
+        with h5py.File(sys.argv[1], "r") as f:
+            if (f["ranks/completed"][:] >= 10).all():
+                sys.exit(0)
+    except (OSError, KeyError):
+        pass
+    time.sleep(0.2)
+sys.exit(1)
+PY
+}
+
+# kill_rank NAME RANK : SIGKILL one rank; waits for mpirun; sets $took (s) and $rc.
+kill_rank() {
+    local pid t0
+    pid=$("$PYTHON" -c "import h5py,sys; print(h5py.File(sys.argv[1],'r')['ranks/pid'][int(sys.argv[2])])" "$1.h5" "$2")
+    t0=$(date +%s.%N)
+    kill -9 "$pid"
+    set +e
+    wait "$job"
+    rc=$?
+    set -e
+    took=$("$PYTHON" -c "import sys,time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$t0")
+}
+
+# ---- 1. a rank killed: the survivors mark the file ---------------------------------------------
+start lost 6
+kill_rank lost 1
+[ "$rc" != 0 ] || fail "mpirun exited 0 after a rank was killed"
+grep -q "rank 1 on $(hostname) is gone" lost.log || fail "no survivor reported rank 1 gone: $(cat lost.log)"
+"$PYTHON" - lost.h5 "$(hostname)" <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    a = f.attrs
+    assert a["finished"] == 1 and a["stop_reason"] == "peer_lost", dict(a)
+    assert a["stop_detail"].startswith(f"rank 1 on {sys.argv[2]} ended"), a["stop_detail"]
+    assert a["lost_ranks"] == "1" and a["failed_nodes"] == "", (a["lost_ranks"], a["failed_nodes"])
+    assert "end_time" in a
+    assert list(f["ranks/status"][:]) == [2, 0, 2], f["ranks/status"][:]
+    done, total = f["ranks/completed"][:], f["iterations/total"][:]
+    assert (done >= 10).all(), done
+    for r, n in enumerate(done):
+        assert not np.isnan(total[r, :n]).any(), (r, n)
+    print(f"ok: file marked: {a['stop_detail']}; completed {[int(x) for x in done]}")
+PY
+analyze summary lost.h5 >summary.txt || fail "dtbench-analyze cannot read the marked file: $(cat summary.txt)"
+grep -q "stop_reason=peer_lost: rank 1 on $(hostname)" summary.txt ||
+    fail "dtbench-analyze summary does not name the lost rank: $(head -3 summary.txt)"
+# mpirun itself tears the job down ~3 s after a rank dies (odls sigkill timeout): the survivors
+# must have marked the file before; mpirun's own exit bounds the time.
+"$PYTHON" -c "import sys; sys.exit(float(sys.argv[1]) >= 11)" "$took" ||
+    fail "the job took $took s to end after the kill (--peer-timeout 6: expected under 11 s)"
+pass "a rank SIGKILLed: file closed as peer_lost, mpirun exited $rc after $took s"
+
+# ---- 2. a rank frozen: silent for --peer-timeout ----------------------------------------------
+start frozen 4
+set -- $("$PYTHON" -c "import h5py,sys; print(*h5py.File(sys.argv[1],'r')['ranks/pid'][:])" frozen.h5)
+pid=$3
+t0=$(date +%s.%N)
+kill -STOP "$pid"
+for _ in $(seq 300); do running "$1" || running "$2" || break; sleep 0.1; done # the survivors
+took=$("$PYTHON" -c "import sys,time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$t0")
+set +e
+wait "$job"
+rc=$?
+set -e
+kill -KILL "$pid" 2>/dev/null || true
+[ "$rc" != 0 ] || fail "mpirun exited 0 after a rank was frozen"
+grep -q "rank 2 on $(hostname) silent for [4-9]" frozen.log || fail "no survivor reported rank 2 silent: $(cat frozen.log)"
+"$PYTHON" - frozen.h5 "$(hostname)" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    a = f.attrs
+    assert a["finished"] == 1 and a["stop_reason"] == "peer_lost", dict(a)
+    assert a["stop_detail"].startswith(f"rank 2 on {sys.argv[2]} silent for "), a["stop_detail"]
+    assert a["lost_ranks"] == "2" and a["failed_nodes"] == "", (a["lost_ranks"], a["failed_nodes"])
+    assert list(f["ranks/status"][:]) == [2, 2, 0], f["ranks/status"][:]
+PY
+"$PYTHON" -c "import sys; sys.exit(float(sys.argv[1]) >= 4 + 6)" "$took" ||
+    fail "the survivors ended $took s after the freeze (--peer-timeout 4)"
+pass "a rank frozen: lost after --peer-timeout 4 of silence, file marked, survivors ended after $took s"
+
+# ---- 3. --peer-timeout 0: off -------------------------------------------------------------------
+start off 0
+kill_rank off 1
+"$PYTHON" -c "
+import h5py, sys
+a = h5py.File(sys.argv[1], 'r').attrs
+assert 'stop_reason' not in a and 'finished' not in a, dict(a)" off.h5 || fail "--peer-timeout 0 still marked the file"
+! grep -q "is gone\|silent for" off.log || fail "--peer-timeout 0 still watched: $(cat off.log)"
+pass "--peer-timeout 0: no watchdog, the killed run's file is left unmarked"
+
+# ---- 3b. heartbeats that never arrive (a firewall on UDP): refused, nothing left ---------------
+DTBENCH_TEST_MUTE_HEARTBEAT=1 expect_bad 3 "--peer-timeout: rank 0 on .* heard no UDP heartbeat from rank 1 on .*--peer-timeout 0 runs without" \
+    --model lenet --dataset synthetic --batch 6 --iters 5 --peer-timeout 2 --output bad.h5
+
+# ---- 4. the finalizer by hand ---------------------------------------------------------------------
+set +e
+"$DTBENCH" --finalize lost.h5 --lost nonsense >out.txt 2>err.txt
+rc=$?
+set -e
+[ "$rc" = 2 ] && [ "$(wc -l <err.txt)" = 1 ] && grep -q "^dtbench: --finalize: --lost: .nonsense. is not accepted" err.txt ||
+    fail "--finalize with a bad --lost: exit $rc, $(cat err.txt)"
+run_np 2 --model lenet --dataset synthetic --batch 4 --iters 3 --warmup 0 --output done.h5 >/dev/null
+sum=$(md5sum <done.h5)
+set +e
+"$DTBENCH" --finalize done.h5 --lost 1:12:silent 2>err.txt
+rc=$?
+set -e
+[ "$rc" = 3 ] || fail "--finalize of a closed file: exit $rc, expected 3 ($(cat err.txt))"
+[ "$sum" = "$(md5sum <done.h5)" ] || fail "--finalize changed a file the run had closed"
+pass "--finalize: bad arguments refused (exit 2); a file the run closed is left as it is (exit 3)"
+
+# A file in the newest format (superblock version 3) still open for writing by a process that then
+# dies: its "open for write" mark is cleared as h5clear would, the file marked.
+"$PYTHON" - v3.h5 <<'PY' &
+import os, sys, time, h5py, numpy as np
+with open(sys.argv[1] + ".ready", "w"):
+    pass
+f = h5py.File(sys.argv[1], "w", libver="latest")
+f.create_dataset("ranks/status", data=np.zeros(2, dtype=np.int32))
+f.create_dataset("ranks/host", data=np.array([b"a", b"b"], dtype="S64"))
+f.flush()
+os.rename(sys.argv[1] + ".ready", sys.argv[1] + ".open")
+time.sleep(3)
+os._exit(0)  # as a survivor ends: no close
+PY
+writer=$!
+for _ in $(seq 100); do [ -e v3.h5.open ] && break; sleep 0.1; done
+"$DTBENCH" --finalize v3.h5 --lost 1:5:silent 2>err.txt || fail "--finalize of a version-3 file held open: $(cat err.txt)"
+wait $writer
+"$PYTHON" -c "
+import sys, h5py
+with h5py.File(sys.argv[1], 'r') as f:
+    assert f.id.get_create_plist().get_version()[0] == 3
+    assert f.attrs['stop_reason'] == 'peer_lost' and list(f['ranks/status'][:]) == [2, 0], dict(f.attrs)
+" v3.h5 || fail "the version-3 file is not marked"
+pass "--finalize: a version-3 superblock file still open for writing elsewhere is marked too"

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# test_precision_torch.sh - dtbench's --precision bf16 against PyTorch's CPU autocast(bfloat16),
+# from the same initial LeNet parameters (tests/torch_bf16_ref.py): 10 SGD steps with momentum on
+# the first 32 Fashion-MNIST images (one batch, as tests/test_vs_torch.sh). The two bf16 schemes
+# round at different places (autocast also rounds the activations it hands on; dtbench only the
+# products' inputs), so they are not expected to agree bit for bit; checked instead:
+#   - dtbench's bf16 losses differ from its fp32 ones (the rounding happened) by at most 3x (+1e-3)
+#     what autocast's bf16 losses differ from PyTorch's fp32 ones: no more bf16 error than autocast;
+#   - |dtbench bf16 - autocast bf16| <= 3x (+1e-3) the larger of those two deviations;
+#   - the bf16 loss falls as fp32's does.
+# Skips where dtbench refuses bf16 (scripts/test.sh accepts it only without avx512_bf16); a
+# missing torch is a failure once scripts/setup.sh has run, as in tests/test_vs_torch.sh.
+. "$(dirname "$0")/lib.sh"
+cd "$WORK"
+
+if ! "$DTBENCH" --precision bf16 --dry-run >dry.txt 2>dry.err; then
+    echo "SKIP: this machine cannot run bf16: $(cat dry.err)"
+    exit 77
+fi
+for p in ${TORCH_PYTHON:-} "$PYTHON" /usr/bin/python3; do
+    if "$p" -c "import torch, numpy" 2>/dev/null; then TORCH_PYTHON=$p; break; fi
+done
+"${TORCH_PYTHON:-false}" -c "import torch" 2>/dev/null || fail "no python imports torch"
+
+"$PYTHON" - "$FMNIST_DIR" fmnist 32 <<'PY'
+import gzip, os, sys
+src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+os.makedirs(dst, exist_ok=True)
+for split in ("train", "t10k"):
+    for kind, head, size in (("images-idx3", 16, 784), ("labels-idx1", 8, 1)):
+        base = f"{split}-{kind}-ubyte"
+        with gzip.open(f"{src}/{base}.gz") as f:
+            data = f.read(head + n * size)
+        with open(f"{dst}/{base}", "wb") as f:  # the header with the count set to n
+            f.write(data[:4] + n.to_bytes(4, "big") + data[8:head] + data[head:])
+PY
+c=(--model lenet --dataset fashion-mnist --data-dir fmnist --batch 32 --warmup 0 --momentum 0.9
+    --seed 7 --sample-hz 0 --calibrate-iters 0)
+run_np 1 "${c[@]}" --iters 1 --lr 0 --output init.h5 --save-model init.params >/dev/null
+for p in fp32 bf16; do
+    run_np 1 "${c[@]}" --iters 10 --lr 0.05 --precision $p --output $p.h5 >/dev/null
+done
+"$TORCH_PYTHON" "$TESTS_SRCDIR/torch_bf16_ref.py" fmnist init.params 10 0.05 0.9 torch.json
+"$PYTHON" - <<'PY'
+import json, h5py, numpy as np
+dt = {p: h5py.File(f"{p}.h5", "r")["iterations/loss"][0].astype(float) for p in ("fp32", "bf16")}
+t = {k: np.array(v) for k, v in json.load(open("torch.json")).items() if k != "torch"}
+d_dt, d_t = np.abs(dt["bf16"] - dt["fp32"]).max(), np.abs(t["bf16"] - t["fp32"]).max()
+x = np.abs(dt["bf16"] - t["bf16"]).max()
+print("dtbench bf16 losses ", np.round(dt["bf16"], 5).tolist())
+print("autocast bf16 losses", np.round(t["bf16"], 5).tolist())
+print(f"max |bf16 - fp32|: dtbench {d_dt:.3g}, PyTorch autocast {d_t:.3g}; "
+      f"max |dtbench bf16 - autocast bf16| {x:.3g}")
+assert d_dt > 0, "dtbench's bf16 run equals its fp32 run"
+assert d_dt <= 3 * d_t + 1e-3, "dtbench's bf16 strays further from fp32 than autocast's"
+assert x <= 3 * max(d_dt, d_t) + 1e-3, "dtbench's bf16 and autocast's disagree"
+assert dt["bf16"][-1] < 0.8 * dt["bf16"][0], dt["bf16"]
+PY
+pass "LeNet bf16: dtbench as close to fp32 as PyTorch autocast(bfloat16), and to autocast"
