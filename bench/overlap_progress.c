@@ -110,8 +110,8 @@ static void iteration(int mode, double *bwd, double *exposed) {
         if (mode == POLL) {
             for (; started < ready; started++)
                 MPI_Iallreduce(MPI_IN_PLACE, grads + bucket_lo_[started],
-                               (int)(bucket_hi_[started] - bucket_lo_[started]), MPI_FLOAT,
-                               MPI_SUM, MPI_COMM_WORLD, &rq[started]);
+                               (int)(bucket_hi_[started] - bucket_lo_[started]), MPI_FLOAT, MPI_SUM,
+                               MPI_COMM_WORLD, &rq[started]);
             int flag;
             if (started) MPI_Testall(started, rq, &flag, MPI_STATUSES_IGNORE);
         } else if (mode == THREAD) {
@@ -129,9 +129,8 @@ static void iteration(int mode, double *bwd, double *exposed) {
     } else {
         if (started) MPI_Waitall(started, rq, MPI_STATUSES_IGNORE);
         for (int k = started; k < nbuckets; k++)
-            MPI_Allreduce(MPI_IN_PLACE, grads + bucket_lo_[k],
-                          (int)(bucket_hi_[k] - bucket_lo_[k]), MPI_FLOAT, MPI_SUM,
-                          MPI_COMM_WORLD);
+            MPI_Allreduce(MPI_IN_PLACE, grads + bucket_lo_[k], (int)(bucket_hi_[k] - bucket_lo_[k]),
+                          MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     }
     *bwd = t1 - t0, *exposed = MPI_Wtime() - t1;
 }
@@ -203,14 +202,15 @@ int main(int argc, char **argv) {
         }
     if (rank == 0) {
         printf("thread level %s, %d buckets, %d layers\n",
-               single ? "MPI_Init" : provided == MPI_THREAD_MULTIPLE ? "MPI_THREAD_MULTIPLE"
-                                                                     : "below MULTIPLE",
+               single                            ? "MPI_Init"
+               : provided == MPI_THREAD_MULTIPLE ? "MPI_THREAD_MULTIPLE"
+                                                 : "below MULTIPLE",
                nbuckets, nlayers);
         for (int m = 0; m < modes; m++) {
             for (int k = 0; k < 3; k++)
                 qsort(t[m][k], (size_t)reps, sizeof(double), cmp);
-            printf("%-6s bwd %.3f exposed %.3f total %.3f\n", mode_name[m],
-                   t[m][0][reps / 2] * 1e3, t[m][1][reps / 2] * 1e3, t[m][2][reps / 2] * 1e3);
+            printf("%-6s bwd %.3f exposed %.3f total %.3f\n", mode_name[m], t[m][0][reps / 2] * 1e3,
+                   t[m][1][reps / 2] * 1e3, t[m][2][reps / 2] * 1e3);
         }
     }
     if (modes == NMODES) {

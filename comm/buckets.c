@@ -203,7 +203,7 @@ void buckets_alone(BucketEngine *p, float *buf, size_t n) {
 }
 
 void buckets_finish(BucketEngine *p) {
-    p->drain = 0; /* everything is waited for below */
+    p->drain = 0;    /* everything is waited for below */
     if (!p->intra) { /* host: wait (and scale); device: the compute stream will wait */
         if (!p->to->on_device(p->top))
             for (int i = 0; i < p->npieces; i++)

@@ -1,5 +1,5 @@
-/* buckets.h - the bucket engine: averages gradient buckets over all ranks with one or two levels of collectives
- * (coll.h); the engine behind every transport (comm/transport_*.c).
+/* buckets.h - the bucket engine: averages gradient buckets over all ranks with one or two levels of
+ * collectives (coll.h); the engine behind every transport (comm/transport_*.c).
  *
  * Flat (intra == NULL): each bucket is one allreduce on `top`, which spans all ranks.
  * Hierarchical (Horovod's hierarchical allreduce): `intra` spans the ranks of a node, `top` the
