@@ -164,8 +164,8 @@ static void choose(Options *opt, RunPlan *p) {
     nominal_shape(opt, p);
 }
 
-/* --precision: the backend must run it on this machine (a CPU bf16 needs AVX512-BF16, then on
- * one thread, or an OpenBLAS with cblas_sbgemm); fp16's loss scaler skips a step on every rank together, which needs
+/* --precision: the backend must run it on this machine (a CPU bf16 needs AVX512-BF16 or an
+ * OpenBLAS with cblas_sbgemm); fp16's loss scaler skips a step on every rank together, which needs
  * the same averaged gradients everywhere: the sync exchange of data parallelism. */
 static void check_precision(const Options *opt, RunPlan *p) {
     char why[256] = "expected fp32";
