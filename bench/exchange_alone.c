@@ -10,10 +10,9 @@
  *
  * BUSY_MS: instead, REPS "iterations" shaped as dtbench's: BUSY_MS of this thread's CPU time
  * (not wall time: a rank that loses its core to another takes longer, as a computing rank does)
- * streaming over 2 x NPARAMS floats (parameters and momentum; at most 32 MiB), ending with a write of the whole
- * gradient buffer (backward writes it last), then a one-int
- * MPI_Allreduce (the stop vote: its time is the arrival wait), then MPI_Allreduce of every bucket
- * (the transfer). Prints
+ * streaming over 2 x NPARAMS floats (parameters and momentum; at most 32 MiB), ending with a write
+ * of the whole gradient buffer (backward writes it last), then a one-int MPI_Allreduce (the stop
+ * vote: its time is the arrival wait), then MPI_Allreduce of every bucket (the transfer). Prints
  *   train_exch_ms E train_wait_ms W train_xfer_ms X
  * pooled medians over ranks x repetitions, as dtbench's `exchange`, `exchange_wait` and
  * `exchange - exchange_wait` medians are. On a shared, oversubscribed machine these ranks are
@@ -44,11 +43,10 @@ static void allreduce_buckets(float *g, size_t n, size_t b, int nonblocking, MPI
     for (size_t hi = n; hi > 0; k++) {
         size_t lo = hi > b ? hi - b : 0;
         if (nonblocking)
-            MPI_Iallreduce(MPI_IN_PLACE, g + lo, (int)(hi - lo), MPI_FLOAT, MPI_SUM,
-                           MPI_COMM_WORLD, &rq[k]);
+            MPI_Iallreduce(MPI_IN_PLACE, g + lo, (int)(hi - lo), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                           &rq[k]);
         else
-            MPI_Allreduce(MPI_IN_PLACE, g + lo, (int)(hi - lo), MPI_FLOAT, MPI_SUM,
-                          MPI_COMM_WORLD);
+            MPI_Allreduce(MPI_IN_PLACE, g + lo, (int)(hi - lo), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         hi = lo;
     }
     if (nonblocking) MPI_Waitall(k, rq, MPI_STATUSES_IGNORE);

@@ -1,7 +1,7 @@
 /* gemm_bf16.c - bf16 GEMM (kernels/cpu_bf16.c, the engine --precision bf16 uses) against OpenBLAS
  * sgemm on the same shapes, in the same run: rounds alternate between the two, each timing is the
  * median of the rounds, and the ratio is what to read (bench/README.md). One thread each (the
- * bf16 engine is single-threaded; OpenBLAS is set to 1 thread).
+ * bf16 engine is created with 1 thread; OpenBLAS is set to 1 thread).
  *   bench/gemm_bf16 [rounds]          prints: shape, GFLOP/s of each, bf16/fp32 ratio */
 #define _POSIX_C_SOURCE 200809L
 #include "cpu_bf16.h"
@@ -30,7 +30,7 @@ int main(int argc, char **argv) {
         return 77;
     }
     openblas_set_num_threads(1);
-    CpuBf16 *g = cpu_bf16_create();
+    CpuBf16 *g = cpu_bf16_create(1);
     /* m, n, k, ta, tb, what */
     static const struct {
         int m, n, k, ta, tb;

@@ -5,7 +5,9 @@
  *     LAYER_PARAMS  comma-separated parameters per layer, first layer first (e.g. LeNet's
  *                   520,25050,400500,5010); the gradient buffer is their concatenation
  *     BWD_MS        the whole backward's compute, CPU time, shared by the layers in proportion
- *                   to their parameters, run last layer first
+ *                   to their parameters, run last layer first (a layer writes its gradients,
+ *                   then works for the rest of its share; a layer whose write alone takes
+ *                   longer takes longer)
  *
  * Buckets are cut from the END of the buffer, as dtbench cuts them; a bucket is ready once
  * backward has passed the first layer it touches. Modes, alternating within each repetition:
@@ -77,14 +79,15 @@ static double cpu_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* One layer's backward: ms of this thread's CPU time over a 256 KiB scratch, then its
- * gradients written. */
+/* One layer's backward: ms of this thread's CPU time, writing the layer's gradients and then
+ * working over a 256 KiB scratch for the rest of the time. */
 static void compute(int l) {
-    for (double c = cpu_now(); cpu_now() - c < layer_ms[l] * 1e-3;)
-        for (int i = 0; i < 65536; i++)
-            scratch[i] = scratch[i] * 0.999f + 1e-3f;
+    double c = cpu_now();
     for (size_t i = layer_off[l]; i < layer_off[l] + layer_n[l]; i++)
         grads[i] = 1e-3f * (float)(i & 255);
+    while (cpu_now() - c < layer_ms[l] * 1e-3)
+        for (int i = 0; i < 65536; i++)
+            scratch[i] = scratch[i] * 0.999f + 1e-3f;
     sink = scratch[7];
 }
 
@@ -107,8 +110,8 @@ static void iteration(int mode, double *bwd, double *exposed) {
         if (mode == POLL) {
             for (; started < ready; started++)
                 MPI_Iallreduce(MPI_IN_PLACE, grads + bucket_lo_[started],
-                               (int)(bucket_hi_[started] - bucket_lo_[started]), MPI_FLOAT,
-                               MPI_SUM, MPI_COMM_WORLD, &rq[started]);
+                               (int)(bucket_hi_[started] - bucket_lo_[started]), MPI_FLOAT, MPI_SUM,
+                               MPI_COMM_WORLD, &rq[started]);
             int flag;
             if (started) MPI_Testall(started, rq, &flag, MPI_STATUSES_IGNORE);
         } else if (mode == THREAD) {
@@ -126,9 +129,8 @@ static void iteration(int mode, double *bwd, double *exposed) {
     } else {
         if (started) MPI_Waitall(started, rq, MPI_STATUSES_IGNORE);
         for (int k = started; k < nbuckets; k++)
-            MPI_Allreduce(MPI_IN_PLACE, grads + bucket_lo_[k],
-                          (int)(bucket_hi_[k] - bucket_lo_[k]), MPI_FLOAT, MPI_SUM,
-                          MPI_COMM_WORLD);
+            MPI_Allreduce(MPI_IN_PLACE, grads + bucket_lo_[k], (int)(bucket_hi_[k] - bucket_lo_[k]),
+                          MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     }
     *bwd = t1 - t0, *exposed = MPI_Wtime() - t1;
 }
@@ -200,14 +202,15 @@ int main(int argc, char **argv) {
         }
     if (rank == 0) {
         printf("thread level %s, %d buckets, %d layers\n",
-               single ? "MPI_Init" : provided == MPI_THREAD_MULTIPLE ? "MPI_THREAD_MULTIPLE"
-                                                                     : "below MULTIPLE",
+               single                            ? "MPI_Init"
+               : provided == MPI_THREAD_MULTIPLE ? "MPI_THREAD_MULTIPLE"
+                                                 : "below MULTIPLE",
                nbuckets, nlayers);
         for (int m = 0; m < modes; m++) {
             for (int k = 0; k < 3; k++)
                 qsort(t[m][k], (size_t)reps, sizeof(double), cmp);
-            printf("%-6s bwd %.3f exposed %.3f total %.3f\n", mode_name[m],
-                   t[m][0][reps / 2] * 1e3, t[m][1][reps / 2] * 1e3, t[m][2][reps / 2] * 1e3);
+            printf("%-6s bwd %.3f exposed %.3f total %.3f\n", mode_name[m], t[m][0][reps / 2] * 1e3,
+                   t[m][1][reps / 2] * 1e3, t[m][2][reps / 2] * 1e3);
         }
     }
     if (modes == NMODES) {

@@ -28,6 +28,7 @@ is switched off for cuDNN convolutions and cuBLAS matmuls (PyTorch allows it for
 default); cudnn.benchmark stays off (heuristic algorithm choice, like dtbench).
 """
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -66,6 +67,10 @@ def parse_args(argv=None):
     p.add_argument("--no-mkldnn", action="store_true",
                    help="disable oneDNN (torch.backends.mkldnn) so convolutions take the "
                         "im2col + BLAS path, like dtbench")
+    p.add_argument("--precision", choices=("fp32", "tf32", "bf16", "fp16"), default="fp32",
+                   help="as dtbench's --precision: tf32 allows TF32 in cuDNN and cuBLAS (GPU); "
+                        "bf16/fp16 run forward and loss under torch.autocast (fp32 master "
+                        "weights), fp16 with torch.cuda.amp.GradScaler (GPU)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="where the network trains (cuda: the current GPU, strict fp32)")
     p.add_argument("--no-times", action="store_true",
@@ -276,9 +281,13 @@ def main():
     dev = torch.device(a.device)
     cuda = a.device == "cuda"
     if cuda:
-        torch.backends.cudnn.allow_tf32 = False
-        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = a.precision == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = a.precision == "tf32"
         torch.backends.cudnn.benchmark = False
+    if a.precision in ("tf32", "fp16") and not cuda:
+        sys.exit(f"torch_peer: --precision {a.precision} is a GPU mode (as in dtbench)")
+    amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(a.precision)
+    scaler = torch.cuda.amp.GradScaler() if a.precision == "fp16" else None
     sync = torch.cuda.synchronize if cuda else (lambda: None)
 
     net, in_shape, classes = build(a.model)
@@ -315,10 +324,16 @@ def main():
         y = pool_y[s * labels_per_sample:(s + a.batch) * labels_per_sample]
         x, y = (x.to(dev), y.to(dev)) if cuda else (x.clone(), y.clone())
         opt.zero_grad(set_to_none=set_to_none)
-        out = net(x)
-        loss = loss_fn(out, y)
-        loss.backward()
-        opt.step()
+        with (torch.autocast(a.device, dtype=amp_dtype) if amp_dtype else contextlib.nullcontext()):
+            out = net(x)
+            loss = loss_fn(out, y)
+        if scaler:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
         sync()
         t1 = time.perf_counter()
         losses.append(loss.detach())
@@ -368,6 +383,7 @@ def main():
         "mkldnn_enabled": bool(torch.backends.mkldnn.enabled and torch.backends.mkldnn.is_available()),
         "zero_grad_set_to_none": set_to_none,
         "device": a.device,
+        "precision": a.precision,
         "gpu": torch.cuda.get_device_name() if cuda else None,
         "cuda_version": torch.version.cuda if cuda else None,
         "cudnn_version": torch.backends.cudnn.version() if cuda else None,

@@ -130,8 +130,8 @@ static int ps_exchange(ExchangeState *st, float *params, float *grads, ExchangeS
         memcpy(st->sendbufs[j], &h, sizeof h);
         size_t gbytes = n * grad_dtype_size(st->cfg.grad_dtype);
         if (st->cfg.grad_dtype)
-            grad_pack(st->cfg.grad_dtype, (uint16_t *)(st->sendbufs[j] + sizeof h), grads + st->lo[j],
-                      n);
+            grad_pack(st->cfg.grad_dtype, (uint16_t *)(st->sendbufs[j] + sizeof h),
+                      grads + st->lo[j], n);
         else
             memcpy(st->sendbufs[j] + sizeof h, grads + st->lo[j], gbytes);
         int dest = st->nworkers + j;

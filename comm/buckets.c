@@ -34,6 +34,7 @@ struct BucketEngine {
     int finished; /* finish() ran: the next start() begins an iteration */
     int measured; /* hidden() ran since finish() */
     int blocking; /* buckets started after backward use the blocking collectives */
+    int drain;    /* backward_done ran with buckets in flight: complete them before the next */
 };
 
 /* Blocking (1) or non-blocking (0) collectives from now on, where the Coll offers the choice. */
@@ -105,9 +106,16 @@ static void add_hier_piece(BucketEngine *p, float *buf, size_t count, int tail) 
     start_piece(p, pc);
 }
 
+static void drain(BucketEngine *p);
+
 void buckets_start(BucketEngine *p, float *buf, size_t n) {
     if (p->finished) new_iteration(p);
     if (n == 0) return;
+    if (p->drain) { /* before the first blocking collective */
+        drain(p);
+        p->drain = 0;
+        set_blocking(p, 1);
+    }
     if (!p->intra) { /* flat */
         p->to->after_compute(p->top);
         Piece *pc = new_piece(p);
@@ -170,14 +178,16 @@ void buckets_backward_done(BucketEngine *p) {
     if (p->intra) p->io->mark_backward_end(p->intra);
     p->to->mark_backward_end(p->top);
     /* The buckets started from here on use the blocking collectives (Open MPI's tuned ones,
-     * faster than libnbc's non-blocking ones) when every level offers them. Blocking
-     * collectives issued while non-blocking ones were still in flight on the same communicators
-     * hung Open MPI 4.1 intermittently (hier, 4 ranks): the ones started during backward are
-     * completed first. Their transfer is exposed either way: waiting for them now or in
-     * finish() costs the same, and the rest then runs at the blocking collectives' speed. */
+     * faster than libnbc's non-blocking ones) when every level offers them. MPI matches a
+     * non-blocking collective only with non-blocking ones on the other ranks, and when a step 2
+     * is posted (progress or finish) depends on timing: every collective of a bucket started
+     * during backward stays non-blocking, and those are completed (drain) before the first
+     * blocking one, at the next start(). Not here: the caller times the arrival wait after this
+     * mark (sync's stop vote), and in-flight collectives cannot complete before the last rank
+     * arrives. Their transfer is exposed either way; the rest runs at the blocking speed. */
     int can = p->blocking && p->to->set_blocking && (!p->intra || p->io->set_blocking);
-    if (p->npieces && can) drain(p);
-    set_blocking(p, p->npieces == 0 || can);
+    p->drain = p->npieces && can;
+    set_blocking(p, p->npieces == 0);
 }
 
 void buckets_alone(BucketEngine *p, float *buf, size_t n) {
@@ -193,6 +203,7 @@ void buckets_alone(BucketEngine *p, float *buf, size_t n) {
 }
 
 void buckets_finish(BucketEngine *p) {
+    p->drain = 0;    /* everything is waited for below */
     if (!p->intra) { /* host: wait (and scale); device: the compute stream will wait */
         if (!p->to->on_device(p->top))
             for (int i = 0; i < p->npieces; i++)

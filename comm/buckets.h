@@ -1,5 +1,5 @@
-/* buckets.h - the bucket engine: averages gradient buckets over all ranks with one or two levels of collectives
- * (coll.h); the engine behind every transport (comm/transport_*.c).
+/* buckets.h - the bucket engine: averages gradient buckets over all ranks with one or two levels of
+ * collectives (coll.h); the engine behind every transport (comm/transport_*.c).
  *
  * Flat (intra == NULL): each bucket is one allreduce on `top`, which spans all ranks.
  * Hierarchical (Horovod's hierarchical allreduce): `intra` spans the ranks of a node, `top` the
@@ -32,8 +32,9 @@ typedef struct BucketEngine BucketEngine;
 /* Takes ownership of the Colls (destroyed with the engine). nranks: P, the ranks averaged.
  * blocking: the buckets started after backward use the library's blocking collectives where
  * every level offers them (coll.h set_blocking: MPI); those started during backward
- * (--overlap) are non-blocking and are completed at backward_done, before any blocking one
- * is issued. Where a level has no blocking form (NCCL), every bucket stays as it is. */
+ * (--overlap) are non-blocking and are completed before the first blocking one is issued
+ * (at the first start() after backward_done, so that the caller can time the arrival wait
+ * between the two). Where a level has no blocking form (NCCL), every bucket stays as it is. */
 BucketEngine *buckets_create(const CollOps *intra_ops, Coll *intra, const CollOps *top_ops,
                              Coll *top, int staged, int nranks, int blocking, int leave_sum);
 /* 1/P when created with leave_sum (the buckets hold sums), else 1. */

@@ -31,9 +31,8 @@ static void iteration_pass(const TransportOps *ops, Transport *tp, float *buf, s
     ops->finish(tp);
 }
 
-static double one_pass(const TransportOps *ops, Transport *tp, MPI_Comm comm,
-                       const BackendOps *be, BackendCtx *ctx, float *buf, size_t n,
-                       size_t bucket) {
+static double one_pass(const TransportOps *ops, Transport *tp, MPI_Comm comm, const BackendOps *be,
+                       BackendCtx *ctx, float *buf, size_t n, size_t bucket) {
     MPI_CHECK(MPI_Barrier(comm));
     double t0 = dt_now();
     if (ops->alone) {
@@ -49,8 +48,8 @@ static double one_pass(const TransportOps *ops, Transport *tp, MPI_Comm comm,
 }
 
 void transport_calibrate(const TransportOps *ops, Transport *tp, MPI_Comm comm,
-                         const BackendOps *be, BackendCtx *ctx, float *buf, size_t n,
-                         size_t bucket, int iters, int overlap, ExchangeCalibration *out) {
+                         const BackendOps *be, BackendCtx *ctx, float *buf, size_t n, size_t bucket,
+                         int iters, int overlap, ExchangeCalibration *out) {
     int P;
     MPI_CHECK(MPI_Comm_size(comm, &P));
     out->nbuckets = (int)((n + bucket - 1) / bucket);

@@ -15,7 +15,7 @@ static inline size_t bucket_lo(size_t hi, size_t b) {
 /* Collective over comm. buf[n] in the backend's memory. iters 0: the unmeasured warm-up only
  * (overlap: also in the non-blocking form that overlapped iterations use). */
 void transport_calibrate(const TransportOps *ops, Transport *tp, MPI_Comm comm,
-                         const BackendOps *be, BackendCtx *ctx, float *buf, size_t n,
-                         size_t bucket, int iters, int overlap, ExchangeCalibration *out);
+                         const BackendOps *be, BackendCtx *ctx, float *buf, size_t n, size_t bucket,
+                         int iters, int overlap, ExchangeCalibration *out);
 
 #endif

@@ -204,8 +204,8 @@ static int mpi_allgather(Coll *c, float *buf, size_t shard) {
     void *data = wire_in(c, op, all, at, shard);
     MPI_Datatype type = grad_mpi_type((GradDtype)c->wire);
     if (c->blocking)
-        MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, (int)shard, type,
-                                c->comm));
+        MPI_CHECK(
+            MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, (int)shard, type, c->comm));
     else
         MPI_CHECK(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, (int)shard, type,
                                  c->comm, &op->req));

@@ -58,8 +58,8 @@ struct Coll {
     cudaEvent_t gate, join; /* after_compute / before_compute */
     cudaEvent_t bwd;        /* end of backward, on the compute stream */
     int have_origin, bwd_marked;
-    int wire;        /* GradDtype (set_wire): 1 bf16, 2 fp16; 0 fp32 */
-    uint16_t *wbuf;  /* the device wire buffer, wcap values */
+    int wire;       /* GradDtype (set_wire): 1 bf16, 2 fp16; 0 fp32 */
+    uint16_t *wbuf; /* the device wire buffer, wcap values */
     size_t wcap;
 };
 

@@ -120,6 +120,7 @@ static void make_mpi_objects(void) {
     int key;
     MPI_CHECK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_at_finalize, &key, NULL));
     MPI_CHECK(MPI_Comm_set_attr(MPI_COMM_SELF, key, NULL));
+    MPI_CHECK(MPI_Comm_free_keyval(&key)); /* the attribute keeps it until MPI_Finalize */
 }
 
 MPI_Datatype grad_mpi_type(GradDtype dt) {

@@ -122,7 +122,8 @@ static void sync_destroy(ExchangeState *st) {
 
 const ExchangeOps sync_exchange = {
     .name = "sync",
-    .reads = "transport,overlap,bucket-mb,calibrate-iters,grad-dtype", .pipeline_ok = 1,
+    .reads = "transport,overlap,bucket-mb,calibrate-iters,grad-dtype",
+    .pipeline_ok = 1,
     .lockstep = 1,
     .device_ok = 1,
     .create = sync_create,

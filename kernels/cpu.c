@@ -49,23 +49,16 @@ static void warn_generic_kernels(void) {
                 better);
 }
 
-/* fp32 always; bf16 where a bf16 GEMM engine exists (cpu_bf16.h), with one thread for our own
- * (single-threaded) engine, so that --threads never silently means less than it says; tf32 and
- * fp16 never (they are tensor-core modes of GPUs; a CPU emulation would measure nothing real). */
+/* fp32 always; bf16 where a bf16 GEMM engine exists (cpu_bf16.h; both use --threads threads);
+ * tf32 and fp16 never (they are tensor-core modes of GPUs; a CPU emulation would measure nothing
+ * real). */
 static int cpu_precision_ok(Precision p, int threads, char *why, size_t len) {
+    (void)threads;
     if (p == PRECISION_FP32) return 1;
     if (p == PRECISION_BF16) {
         char reason[200];
-        const char *engine = cpu_bf16_engine(reason, sizeof reason);
-        if (engine && (threads <= 1 || strcmp(engine, "avx512bf16") != 0)) return 1;
-        if (engine)
-            snprintf(why, len,
-                     "with --threads %d: dtbench's AVX512-BF16 GEMM runs on one thread (this "
-                     "OpenBLAS has no cblas_sbgemm); expected --threads 1 (one rank per core) or "
-                     "--precision fp32",
-                     threads);
-        else
-            snprintf(why, len, "%s; expected fp32", reason);
+        if (cpu_bf16_engine(reason, sizeof reason)) return 1;
+        snprintf(why, len, "%s; expected fp32", reason);
         return 0;
     }
     snprintf(why, len,
@@ -86,7 +79,8 @@ static int cpu_init(const BackendConfig *cfg, BackendCtx **out) {
         free(ctx);
         return -1;
     }
-    if (ctx->precision == PRECISION_BF16 && !(ctx->bf16 = cpu_bf16_create())) {
+    if (ctx->precision == PRECISION_BF16 &&
+        !(ctx->bf16 = cpu_bf16_create(cfg && cfg->threads > 0 ? cfg->threads : 1))) {
         free(ctx);
         return -1;
     }
@@ -110,7 +104,7 @@ static void cpu_describe(BackendCtx *ctx, char *buf, size_t len) {
     snprintf(buf, len, "%s; core %s; threads %d; precision %s%s%s%s", openblas_get_config(),
              openblas_get_corename(), openblas_get_num_threads(), engine ? "bf16" : "fp32",
              engine ? " (GEMM engine " : "", engine ? engine : "",
-             engine ? ", fp32 accumulation, single-threaded)" : "");
+             engine ? ", fp32 accumulation)" : "");
 }
 
 /* ---- the matrix products of every layer ------------------------------------------------------ */

@@ -7,8 +7,10 @@
  *   acc[i][j] += A[i][2q] * B[2q][j] + A[i][2q+1] * B[2q+1][j]
  * so a B panel holds, per pair q, 32 columns x 2 k interleaved (64 bf16 = two zmm), and an A
  * panel, per pair q, 12 rows' (A[i][2q], A[i][2q+1]) as 32-bit words that are broadcast. Odd k and
- * partial panels are padded with zeros. Single-threaded (one rank per core is how dtbench runs
- * CPU ranks; OpenBLAS's threads serve fp32).
+ * partial panels are padded with zeros. Threads (--threads): a product of at least 2M
+ * multiply-adds per thread has C's columns split in whole 32-column panels, one block per thread,
+ * each with its own packing buffers (threads made per product; each element is summed in the same
+ * order whatever the thread count).
  *
  * The "openblas-sbgemm" engine feeds OpenBLAS's cblas_sbgemm (found with dlsym: Debian's 0.3.21
  * is built without BUILD_BFLOAT16, so it must not be a link-time dependency) bf16 copies of
@@ -19,6 +21,7 @@
 #include "fail.h" /* defines: check_fail */
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -34,9 +37,19 @@
 typedef void (*SbgemmFn)(int, int, int, int, int, int, float, const uint16_t *, int,
                          const uint16_t *, int, float, float *, int);
 
-struct CpuBf16 {
+#define BF16_MAX_THREADS 64
+#define BF16_THREAD_MACS (1 << 21) /* multiply-adds per extra thread, at least */
+
+/* Per thread: its packing buffers. */
+typedef struct {
     uint16_t *apack; /* MC x KC (rounded up to panels) */
     uint16_t *bpack; /* KC x NC */
+} Bf16Bufs;
+
+struct CpuBf16 {
+    int threads; /* our engine splits the columns of C over this many threads */
+    Bf16Bufs buf[BF16_MAX_THREADS];
+    uint16_t *apack, *bpack; /* = buf[0]'s (the sbgemm engine, and one thread) */
 };
 
 static SbgemmFn sbgemm_symbol(void) {
@@ -77,22 +90,28 @@ const char *cpu_bf16_engine(char *why, size_t len) {
     return NULL;
 }
 
-CpuBf16 *cpu_bf16_create(void) {
+CpuBf16 *cpu_bf16_create(int threads) {
     if (!cpu_bf16_engine(NULL, 0)) return NULL;
     CpuBf16 *g = calloc(1, sizeof *g);
     if (!g) return NULL;
-    g->apack = aligned_alloc(64, (size_t)MC * KC * sizeof(uint16_t));
-    g->bpack = aligned_alloc(64, (size_t)KC * NC * sizeof(uint16_t));
-    if (!g->apack || !g->bpack) {
-        cpu_bf16_free(g);
-        return NULL;
+    g->threads = threads < 1 ? 1 : threads > BF16_MAX_THREADS ? BF16_MAX_THREADS : threads;
+    for (int t = 0; t < g->threads; t++) {
+        g->buf[t].apack = aligned_alloc(64, (size_t)MC * KC * sizeof(uint16_t));
+        g->buf[t].bpack = aligned_alloc(64, (size_t)KC * NC * sizeof(uint16_t));
+        if (!g->buf[t].apack || !g->buf[t].bpack) {
+            cpu_bf16_free(g);
+            return NULL;
+        }
     }
+    g->apack = g->buf[0].apack, g->bpack = g->buf[0].bpack;
     return g;
 }
 
 void cpu_bf16_free(CpuBf16 *g) {
     if (!g) return;
-    free(g->apack), free(g->bpack), free(g);
+    for (int t = 0; t < BF16_MAX_THREADS; t++)
+        free(g->buf[t].apack), free(g->buf[t].bpack);
+    free(g);
 }
 
 /* op(X)[r][c] of a row-major X with leading dimension ld */
@@ -252,9 +271,10 @@ AVX512BF16 static void micro(int kq, const uint16_t *ap, const uint16_t *bp, flo
     }
 }
 
-static void gemm_avx512(CpuBf16 *g, int ta, int tb, int m, int n, int k, float alpha,
-                        const float *a, int lda, const float *b, int ldb, float beta, float *c,
-                        int ldc) {
+/* One thread's product with its own buffers. */
+static void gemm_avx512_1(const Bf16Bufs *g, int ta, int tb, int m, int n, int k, float alpha,
+                          const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                          int ldc) {
     for (int j0 = 0; j0 < n; j0 += NC) {
         const int nb = n - j0 < NC ? n - j0 : NC;
         for (int k0 = 0; k0 < k; k0 += KC) {
@@ -272,6 +292,53 @@ static void gemm_avx512(CpuBf16 *g, int ta, int tb, int m, int n, int k, float a
                               k0 == 0);
             }
         }
+    }
+}
+
+/* A block of C's columns [j0, j1) for one thread: the same arithmetic, element by element, as one
+ * thread doing all of them (results do not depend on the thread count). */
+typedef struct {
+    const Bf16Bufs *buf;
+    int ta, tb, m, j0, j1, k, lda, ldb, ldc;
+    float alpha, beta;
+    const float *a, *b;
+    float *c;
+} Bf16Job;
+
+static void *bf16_job(void *p) {
+    const Bf16Job *j = p;
+    const float *b = j->b + (j->tb ? (size_t)j->j0 * j->ldb : (size_t)j->j0);
+    gemm_avx512_1(j->buf, j->ta, j->tb, j->m, j->j1 - j->j0, j->k, j->alpha, j->a, j->lda, b,
+                  j->ldb, j->beta, j->c + j->j0, j->ldc);
+    return NULL;
+}
+
+/* Columns split over up to g->threads threads (whole NR panels each; small products on one). */
+static void gemm_avx512(CpuBf16 *g, int ta, int tb, int m, int n, int k, float alpha,
+                        const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                        int ldc) {
+    const double macs = (double)m * n * k;
+    int t = g->threads, panels = (n + NR - 1) / NR;
+    if (t > panels) t = panels;
+    while (t > 1 && macs < (double)BF16_THREAD_MACS * t)
+        t--;
+    Bf16Job job[BF16_MAX_THREADS];
+    pthread_t tid[BF16_MAX_THREADS];
+    int started[BF16_MAX_THREADS] = {0};
+    for (int i = 0; i < t; i++) {
+        int p0 = panels * i / t, p1 = panels * (i + 1) / t;
+        job[i] =
+            (Bf16Job){&g->buf[i], ta,   tb, m, p0 * NR, p1 * NR < n ? p1 * NR : n, k, lda, ldb, ldc,
+                      alpha,      beta, a,  b, c};
+    }
+    for (int i = 1; i < t; i++) /* a thread that cannot start: its block runs here below */
+        started[i] = pthread_create(&tid[i], NULL, bf16_job, &job[i]) == 0;
+    bf16_job(&job[0]);
+    for (int i = 1; i < t; i++) {
+        if (started[i])
+            pthread_join(tid[i], NULL);
+        else
+            bf16_job(&job[i]);
     }
 }
 

@@ -36,7 +36,9 @@ const char *cpu_bf16_engine(char *why, size_t len);
 
 /* Scratch for the packed bf16 blocks, made once (cpu_bf16_create) and reused by every product. */
 typedef struct CpuBf16 CpuBf16;
-CpuBf16 *cpu_bf16_create(void); /* NULL when no engine is available or out of memory */
+/* threads: our engine splits each large product's columns over that many threads (--threads);
+ * NULL when no engine is available or out of memory */
+CpuBf16 *cpu_bf16_create(int threads);
 void cpu_bf16_free(CpuBf16 *g);
 
 /* Row-major C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C (beta 0: C is not read), with

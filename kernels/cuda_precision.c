@@ -53,16 +53,20 @@ void cuda_prec_gemm(BackendCtx *ctx, ColGemm g, const float *a, const float *b, 
                     float *c) {
     const cublasOperation_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t tb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    if (!cuda_prec_16bit(ctx)) { /* fp32, tf32: the handle's math mode decides */
+    /* fp32, tf32: the handle's math mode decides; an empty product is only C = beta C */
+    if (!cuda_prec_16bit(ctx) || g.m <= 0 || g.n <= 0 || g.k <= 0) {
         CUBLAS_CHECK(cublasSgemm(ctx->cublas, ta, tb, g.m, g.n, g.k, &ONE, a, g.lda, b, g.ldb,
                                  &beta, c, g.ldc));
         return;
     }
     const int half = ctx->precision == PRECISION_FP16;
     const cudaDataType_t t16 = half ? CUDA_R_16F : CUDA_R_16BF;
-    /* column-major storage: A is lda x (trans_a ? m : k), B is ldb x (trans_b ? k : n) */
-    const size_t na = (size_t)g.lda * (g.trans_a ? g.m : g.k);
-    const size_t nb = (size_t)g.ldb * (g.trans_b ? g.k : g.n);
+    /* column-major storage: A holds (trans_a ? k : m) rows in (trans_a ? m : k) columns of lda,
+     * B (trans_b ? n : k) rows in (trans_b ? k : n) columns of ldb; converted up to the last
+     * element only (the LSTM's operands are blocks of a wider matrix: a full last column of lda
+     * would read past its end) */
+    const size_t na = (size_t)g.lda * ((g.trans_a ? g.m : g.k) - 1) + (g.trans_a ? g.k : g.m);
+    const size_t nb = (size_t)g.ldb * ((g.trans_b ? g.k : g.n) - 1) + (g.trans_b ? g.n : g.k);
     char *s = h16(ctx, align256(2 * na) + 2 * nb);
     void *a16 = s, *b16 = s + align256(2 * na);
     CUDA_CHECK(dtp_to_16(ctx->stream, half, na, a, a16));

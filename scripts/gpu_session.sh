@@ -143,6 +143,7 @@ gpu_step cuda-kernels 120 "$BIN/tests/test_cuda_kernels"
 gpu_step cuda-zoo 120 "$BIN/tests/test_cuda_zoo"
 gpu_step cuda-kernels-notf32 120 env NVIDIA_TF32_OVERRIDE=0 "$BIN/tests/test_cuda_kernels"
 gpu_step cuda-zoo-notf32 120 env NVIDIA_TF32_OVERRIDE=0 "$BIN/tests/test_cuda_zoo"
+gpu_step cuda-precision 120 "$BIN/tests/test_cuda_precision" # --precision tf32/bf16/fp16 (issue 14)
 for t in cuda-kernels cuda-zoo; do # identical numbers with TF32 forbidden: no TF32 was used
     if [ -f "$LOG/$t.log" ] && [ -f "$LOG/$t-notf32.log" ]; then
         if diff <(grep -v '^==' "$LOG/$t.log") <(grep -v '^==' "$LOG/$t-notf32.log") >"$LOG/$t-tf32.diff"; then
@@ -183,6 +184,7 @@ done
 if [ $H5OK = 1 ]; then
     gpu_step gpu-train 240 bash "$TREE/tests/test_gpu_train.sh"
     gpu_step gpu-exchange 180 bash "$TREE/tests/test_gpu_exchange.sh"
+    gpu_step gpu-precision 240 bash "$TREE/tests/test_gpu_precision.sh"
 else
     note "SKIP  gpu-train, gpu-exchange: they read result files with h5py, which is missing"
 fi

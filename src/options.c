@@ -98,7 +98,7 @@ static const OptSpec SPECS[] = {
      "seconds a rank may be silent (UDP heartbeats between neighbouring ranks, outside MPI) "
      "before the others take it for lost: they close the file with stop_reason=peer_lost naming "
      "the rank and host, and exit with status 75 (a rank whose process ended on a live host: "
-     "after 1 s; 0: off)"},
+     "after 1 s; 0: off, else at least 1)"},
     {"target-acc", T_DOUBLE, F(target_acc), NULL, 0, 1,
      "stop when the test accuracy reaches this (0: never); see --eval-every"},
     {"ranks-per-node", T_INT, F(ranks_per_node), NULL, 0, 0,

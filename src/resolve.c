@@ -164,8 +164,8 @@ static void choose(Options *opt, RunPlan *p) {
     nominal_shape(opt, p);
 }
 
-/* --precision: the backend must run it on this machine (a CPU bf16 needs AVX512-BF16, then on
- * one thread, or an OpenBLAS with cblas_sbgemm); fp16's loss scaler skips a step on every rank together, which needs
+/* --precision: the backend must run it on this machine (a CPU bf16 needs AVX512-BF16 or an
+ * OpenBLAS with cblas_sbgemm); fp16's loss scaler skips a step on every rank together, which needs
  * the same averaged gradients everywhere: the sync exchange of data parallelism. */
 static void check_precision(const Options *opt, RunPlan *p) {
     char why[256] = "expected fp32";
@@ -224,6 +224,10 @@ void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
     usage_check_all(!opt->overlap || x->grads_ready != NULL,
                     "--overlap: the %s exchange cannot start buckets during backward",
                     opt->exchange);
+    /* heartbeats every timeout/5: below 1 s a busy host would lose live peers (watchdog.h) */
+    usage_check_all(opt->peer_timeout == 0 || opt->peer_timeout >= 1,
+                    "--peer-timeout: %g is not accepted: expected 0 (off) or at least 1 second",
+                    opt->peer_timeout);
     usage_check_all(opt->sample_hz * opt->sample_max_s <= 1e7,
                     "--sample-hz %g with --sample-max-s %g: more than 10 million samples per rank",
                     opt->sample_hz, opt->sample_max_s);

@@ -54,7 +54,7 @@ typedef struct {
 
 typedef struct {
     uint64_t magic, token;
-    int32_t rank, kind; /* 1 heartbeat, 2 goodbye */
+    int32_t rank, kind; /* 1 heartbeat, 2 goodbye, 3 a peer was lost: the run is over */
 } Packet;
 
 static struct {
@@ -69,6 +69,7 @@ static struct {
     atomic_int stop;  /* set by watchdog_stop, read by the thread */
     atomic_int heard; /* neighbours heard at least once (watchdog_start waits for all) */
     int mute;         /* tests only: DTBENCH_TEST_MUTE_HEARTBEAT names this rank, it sends none */
+    int over;         /* the neighbour that said a peer was lost (-1: none) */
 } wd;
 
 static double mono(void) {
@@ -138,7 +139,8 @@ static void receive(double now) {
         if (!n) continue;
         n->last = now, n->refused = 0;
         if (!n->heard) n->heard = 1, atomic_fetch_add(&wd.heard, 1);
-        if (p.kind == 2) n->bye = 1;
+        if (p.kind >= 2) n->bye = 1;
+        if (p.kind == 3 && wd.over < 0) wd.over = p.rank;
         for (int a = 0; a < WD_ADDRS; a++) {
             if (n->seen_from[a] == from.sin_addr.s_addr) break;
             if (!n->seen_from[a]) {
@@ -280,16 +282,30 @@ static _Noreturn void peer_lost(double now, const Neighbour *first, int gone) {
             wd.path, WATCHDOG_EXIT_STATUS);
     fflush(stderr);
     int code = run_finalizer(argv);
-    /* Leaving on purpose: a goodbye, so that the other survivors do not take this rank for a
-     * lost one too (they find the dead rank themselves, or the launcher ends them). */
-    send_all(2), send_all(2);
-    if (code == FINALIZE_ALREADY_CLOSED)
-        _exit(dt_exit_status); /* the run had ended: a clean file */
+    if (code == FINALIZE_ALREADY_CLOSED) { /* the run had ended: a clean file */
+        send_all(2), send_all(2);
+        _exit(dt_exit_status);
+    }
+    /* Leaving on purpose, and telling the neighbours the run is over: they leave too and pass it
+     * on, so that ranks that do not watch the lost one end as well even when the launcher does
+     * not end a job on a failed rank; nobody takes a leaving rank for a lost one. */
+    send_all(3), send_all(3);
     if (code != 0)
         fprintf(stderr,
                 "dtbench: rank %d: the finalizer of %s failed (%d); the file keeps every "
                 "written block but is not marked\n",
                 wd.rank, wd.path, code);
+    _exit(WATCHDOG_EXIT_STATUS);
+}
+
+/* A neighbour lost a peer and the file is closed: pass it on and leave. */
+static _Noreturn void run_over(void) {
+    fprintf(stderr,
+            "dtbench: rank %d on %s: rank %d on %s reports a lost peer (the file is closed as "
+            "peer_lost); ending this rank (exit %d)\n",
+            wd.rank, wd.peers[wd.rank].host, wd.over, wd.peers[wd.over].host, WATCHDOG_EXIT_STATUS);
+    fflush(stderr);
+    send_all(3), send_all(3);
     _exit(WATCHDOG_EXIT_STATUS);
 }
 
@@ -309,6 +325,7 @@ static void *watch(void *unused) {
                 wd.nb[i].last += now - prev;
         prev = now;
         receive(now);
+        if (wd.over >= 0) run_over();
         read_errors();
         for (int i = 0; i < wd.nnb && !wd.stop; i++) {
             Neighbour *n = &wd.nb[i];
@@ -356,7 +373,7 @@ static int open_socket(PeerInfo *me, char *err, size_t errlen) {
  * off again on every rank and err names a pair that cannot hear each other (a firewall on UDP
  * would otherwise make every run lose its peers after the timeout). */
 static int heard_from_all(MPI_Comm comm, char *err, size_t errlen) {
-    double until = mono() + wd.timeout;
+    double wait = wd.timeout < 30 ? wd.timeout : 30, until = mono() + wait;
     while (atomic_load(&wd.heard) < wd.nnb && mono() < until)
         usleep(10000);
     int ok = atomic_load(&wd.heard) >= wd.nnb, all = 0;
@@ -374,7 +391,7 @@ static int heard_from_all(MPI_Comm comm, char *err, size_t errlen) {
                  "--peer-timeout: rank %d on %s heard no UDP heartbeat from rank %d on %s in %g s "
                  "(UDP between the nodes blocked?); --peer-timeout 0 runs without dead-peer "
                  "detection",
-                 wd.rank, wd.peers[wd.rank].host, n->rank, wd.peers[n->rank].host, wd.timeout);
+                 wd.rank, wd.peers[wd.rank].host, n->rank, wd.peers[n->rank].host, wait);
     else
         snprintf(err, errlen, "--peer-timeout: another rank heard no UDP heartbeat");
     free(wd.peers);
@@ -391,6 +408,7 @@ int watchdog_start(MPI_Comm comm, double timeout, const char *result_path, char 
     snprintf(wd.path, sizeof wd.path, "%s", result_path);
     const char *mute = getenv("DTBENCH_TEST_MUTE_HEARTBEAT");
     wd.mute = mute && atoi(mute) == wd.rank;
+    wd.over = -1;
     char state;
     PeerInfo me = {.pid = (int32_t)getpid(), .pidns = pid_namespace()};
     me.start = start_time(getpid(), &state);

@@ -17,8 +17,9 @@
  *
  * On a loss the watchdog prints one line, starts `dtbench --finalize` (src/finalize.c) in a
  * session of its own, which reopens the result file without MPI-IO and closes it marked
- * stop_reason=peer_lost, waits for it, and ends the process with WATCHDOG_EXIT_STATUS, so that the
- * launcher ends the job. The process never closes the file itself (_exit: no HDF5 or MPI
+ * stop_reason=peer_lost, waits for it, tells its neighbours that the run is over (they pass it on
+ * and leave too) and ends the process with WATCHDOG_EXIT_STATUS, so that the launcher ends the
+ * job. The process never closes the file itself (_exit: no HDF5 or MPI
  * clean-up), so the finalizer's metadata is the file's last word. */
 #ifndef DTBENCH_WATCHDOG_H
 #define DTBENCH_WATCHDOG_H

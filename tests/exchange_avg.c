@@ -155,8 +155,8 @@ int main(int argc, char **argv) {
         struct mallinfo2 m0 = mallinfo2();
         int rc = x->exchange(st, NULL, grads, &step);
         struct mallinfo2 m1 = mallinfo2();
-        double grew = ((double)m1.uordblks + (double)m1.hblkhd) -
-                      ((double)m0.uordblks + (double)m0.hblkhd);
+        double grew =
+            ((double)m1.uordblks + (double)m1.hblkhd) - ((double)m0.uordblks + (double)m0.hblkhd);
         int alloc_ok = it > 0 || be != &staged_backend ||
                        grew <= 262144.0 + (double)bucket * sizeof(float); /* MPI's free lists */
         if (!alloc_ok)

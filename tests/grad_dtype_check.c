@@ -14,8 +14,8 @@
  *   re-rounding of the average in the hierarchical all-gather round by at most u of what they
  *   hold). And the wire type must show: some averages differ from fp32's.
  *   async (1 server, lr 1, momentum 0; run it with W = P - 1 a power of two, gradients q/4096):
- *   the final parameters are p0 - sum over pushes of r(g)/W exactly (every partial sum exact), which fails if the server applies unrounded
- *   gradients or misreads the 2-byte push.
+ *   the final parameters are p0 - sum over pushes of r(g)/W exactly (every partial sum exact),
+ *   which fails if the server applies unrounded gradients or misreads the 2-byte push.
  * --device cuda (sync only; transports mpi, hier, nccl): the same on GPU buffers, NCCL reducing
  * in ncclBfloat16/ncclFloat16 with the casts on the GPU; exit 77 when no GPU (or NCCL) is here.
  * Prints one line per check from rank 0; exit 0 pass, 1 fail. */
@@ -156,8 +156,12 @@ static Args parse(int argc, char **argv) {
         fprintf(stderr, "usage: grad_dtype_check STRATEGY TRANSPORT DTYPE RANKS_PER_NODE ...\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    Args a = {.xname = argv[1], .tname = argv[2], .rpn = atoi(argv[4]), .nparams = 4099,
-              .bucket = 1000, .be = &cpu_backend};
+    Args a = {.xname = argv[1],
+              .tname = argv[2],
+              .rpn = atoi(argv[4]),
+              .nparams = 4099,
+              .bucket = 1000,
+              .be = &cpu_backend};
     for (int i = 5; i < argc; i++) {
         if (!strcmp(argv[i], "--overlap"))
             a.overlap = 1;
@@ -173,7 +177,7 @@ static Args parse(int argc, char **argv) {
           : !strcmp(a.xname, "mixed") ? &mixed_exchange
           : !strcmp(a.xname, "async") ? &async_exchange
                                       : NULL;
-    a.tp = !strcmp(a.tname, "hier") ? &hier_transport
+    a.tp = !strcmp(a.tname, "hier")   ? &hier_transport
            : !strcmp(a.tname, "nccl") ? (&nccl_transport ? &nccl_transport : NULL)
                                       : &mpi_transport;
     int dtv = grad_dtype_parse(argv[3]);
@@ -206,11 +210,21 @@ int main(int argc, char **argv) {
     }
     const BackendOps *be = a.be;
     float *velocity = be->alloc(ctx, nparams * sizeof(float));
-    ExchangeConfig cfg = {.comm = MPI_COMM_WORLD, .topo = &topo, .nparams = nparams,
-                          .bucket_floats = a.bucket, .be = be, .ctx = ctx,
-                          .host_be = &cpu_backend, .transport = a.tp, .overlap = a.overlap,
-                          .lr = 1.0f, .velocity = velocity, .staleness = 1, .ps_ranks = 1,
-                          .sync_period = 1, .grad_dtype = dt,
+    ExchangeConfig cfg = {.comm = MPI_COMM_WORLD,
+                          .topo = &topo,
+                          .nparams = nparams,
+                          .bucket_floats = a.bucket,
+                          .be = be,
+                          .ctx = ctx,
+                          .host_be = &cpu_backend,
+                          .transport = a.tp,
+                          .overlap = a.overlap,
+                          .lr = 1.0f,
+                          .velocity = velocity,
+                          .staleness = 1,
+                          .ps_ranks = 1,
+                          .sync_period = 1,
+                          .grad_dtype = dt,
                           .device_coll = &coll_nccl ? &coll_nccl : NULL};
     if (x == &async_exchange) { /* W a power of two: 1/W exact */
         spread = 1;
@@ -246,8 +260,8 @@ int main(int argc, char **argv) {
             for (size_t i = 0; i < nparams; i++)
                 grads[i] *= (float)step.grad_scale;
         double worst = 0.0;
-        size_t rounded = 0, bad = check_average(dt, grads, nparams, first, G, it - lag, &worst,
-                                                &rounded);
+        size_t rounded = 0,
+               bad = check_average(dt, grads, nparams, first, G, it - lag, &worst, &rounded);
         int same = same_on_group(group, grads, nparams);
         int ok = all_ok(bad == 0 && same && (dt == GRAD_FP32 || rounded > 0));
         failures += !ok;

@@ -116,6 +116,27 @@ static void check_gemm(CpuBf16 *g, const char *engine, int ta, int tb, int m, in
     free(a), free(b), free(c0), free(c), free(c32);
 }
 
+/* Our engine on 3 threads (columns split in 32-column panels) gives one thread's result bit for
+ * bit, every transpose, a shape large enough to be split. */
+static void thread_test(void) {
+    CpuBf16 *g1 = cpu_bf16_create(1), *g3 = cpu_bf16_create(3);
+    const int m = 128, n = 300, k = 256; /* 9.8M multiply-adds: 3 threads */
+    float *a = randv((size_t)m * k), *b = randv((size_t)k * n);
+    float *c1 = malloc(sizeof(float) * m * n), *c3 = malloc(sizeof(float) * m * n);
+    int same = 1;
+    for (int t = 0; t < 4; t++) {
+        const int ta = t & 1, tb = t >> 1, lda = ta ? m : k, ldb = tb ? k : n;
+        cpu_bf16_gemm_with(g1, "avx512bf16", ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c1, n);
+        cpu_bf16_gemm_with(g3, "avx512bf16", ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c3, n);
+        same &= !memcmp(c1, c3, sizeof(float) * m * n);
+    }
+    printf("avx512bf16 on 3 threads = on 1 thread, bit for bit (128x300x256, NN/TN/NT/TT): %s\n",
+           same ? "ok" : "FAIL");
+    failures += !same;
+    cpu_bf16_free(g1), cpu_bf16_free(g3);
+    free(a), free(b), free(c1), free(c3);
+}
+
 static void engine_tests(CpuBf16 *g, const char *engine) {
     static const int shapes[][3] = {{1, 1, 1},     {5, 7, 3},      {12, 32, 2},   {13, 33, 257},
                                     {37, 70, 300}, {64, 120, 800}, {200, 50, 31}, {3, 2100, 17}};
@@ -285,13 +306,13 @@ static void lstm_test(Ctxs *c) {
 }
 
 int main(void) {
-    CpuBf16 *g = cpu_bf16_create();
+    CpuBf16 *g = cpu_bf16_create(1);
     if (!g) return 1;
     setenv("DTBENCH_BF16_ENGINE", "avx512bf16", 1);
     const char *own = cpu_bf16_engine(NULL, 0);
     int own_ok = own && !strcmp(own, "avx512bf16");
     if (own_ok)
-        engine_tests(g, "avx512bf16");
+        engine_tests(g, "avx512bf16"), thread_test();
     else if (cpuinfo_has("avx512_bf16"))
         printf("FAIL: /proc/cpuinfo lists avx512_bf16 but the avx512bf16 engine is not used\n"),
             failures++;

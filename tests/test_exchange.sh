@@ -80,10 +80,15 @@ for spec in "sync 0" "ssp 1" "ssp 2"; do
     "$PYTHON" "$TESTS_SRCDIR/compare_params.py" 2e-5 "$WORK/one-$1$2.params" "$WORK/p2-$1$2.params" \
         "$WORK/p4-$1$2.params"
 done
+# ssp through the hierarchical transport (2 "nodes" of 2, several buckets): the same delayed
+# updates as through the flat one
+run_np 4 $small --exchange ssp --staleness 1 --transport hier --ranks-per-node 2 --bucket-mb 0.5 \
+    --output "$WORK/p4h-ssp1.h5" --save-model "$WORK/p4h-ssp1.params" >/dev/null
+"$PYTHON" "$TESTS_SRCDIR/compare_params.py" 2e-5 "$WORK/one-ssp1.params" "$WORK/p4h-ssp1.params"
 if "$PYTHON" "$TESTS_SRCDIR/compare_params.py" 2e-5 "$WORK/one-sync0.params" "$WORK/one-ssp1.params" >/dev/null; then
     fail "ssp --staleness 1 trained the parameters of sync: no delay"
 fi
-pass "sync and ssp (S = 1, 2) on 2 and 4 ranks train one process's parameters; ssp's are not sync's"
+pass "sync and ssp (S = 1, 2) on 2 and 4 ranks (ssp also through hier) train one process's parameters; ssp's are not sync's"
 
 # 5. A straggler 300 ms late after backward, with --overlap: rank 0 waits for it in the stop vote
 #    after marking the end of its backward, so the wait is not counted as hidden exchange.

@@ -107,12 +107,12 @@ static void test_format(const Format *f) {
         double want = ref_decode(f, (uint16_t)p);
         float got = uncast(f, (uint16_t)p);
         checked++;
-        int ok = isnan(want) ? isnan(got) && !!signbit(got) == !!(p >> 15)
-                             : (double)got == want && !!signbit(got) == !!(p >> 15) &&
-                                   cast(f, got) == p;
+        int ok = isnan(want)
+                     ? isnan(got) && !!signbit(got) == !!(p >> 15)
+                     : (double)got == want && !!signbit(got) == !!(p >> 15) && cast(f, got) == p;
         if (!ok && wrong++ < 10)
-            printf("FAIL: %s pattern 0x%04x: decoded %.9g, reference %.9g, back 0x%04x\n",
-                   f->name, p, (double)got, want, cast(f, got));
+            printf("FAIL: %s pattern 0x%04x: decoded %.9g, reference %.9g, back 0x%04x\n", f->name,
+                   p, (double)got, want, cast(f, got));
     }
     for (unsigned p = 0; p < top; p++) /* around every midpoint and every value, both signs */
         for (int s = 0; s < 2; s++) {
@@ -169,8 +169,8 @@ static void test_format(const Format *f) {
             uint16_t want = ref_round(f, vals, sum);
             checked++;
             if (w[i] != want && wrong++ < 10)
-                printf("FAIL: %s sum 0x%04x + 0x%04x = 0x%04x, reference 0x%04x\n", f->name,
-                       a[i], b[i], w[i], want);
+                printf("FAIL: %s sum 0x%04x + 0x%04x = 0x%04x, reference 0x%04x\n", f->name, a[i],
+                       b[i], w[i], want);
         }
     }
     printf("%s: %s (%ld mismatches)\n", f->name, wrong == before ? "ok" : "FAIL", wrong - before);

@@ -5,8 +5,10 @@
 #      readable; dtbench-analyze opens it.
 #   2. a rank frozen (SIGSTOP: its process lives, its heartbeats stop) is lost after
 #      --peer-timeout of silence: the same marks, its host (the survivors' own) not a failed node.
+#   2b. 8 ranks, rank 4 frozen, mpirun told not to end the job on a non-zero exit: rank 0, which
+#      does not watch rank 4, ends too, told by its neighbours that the run is over.
 #   3. --peer-timeout 0 turns the watchdog off: the same kill leaves the file unmarked.
-#   3b. heartbeats that never arrive (UDP blocked; a test hook mutes rank 1): the run is refused
+#   3b. --peer-timeout below 1 s refused; heartbeats that never arrive (UDP blocked; a test hook mutes rank 1): the run is refused
 #      (exit 2, one line naming --peer-timeout and the way out), no file left.
 #   4. `dtbench --finalize` refuses bad arguments (exit 2, one line) and leaves a file the run
 #      closed itself as it is.
@@ -99,6 +101,55 @@ PY
     fail "the survivors ended $took s after the freeze (--peer-timeout 4)"
 pass "a rank frozen: lost after --peer-timeout 4 of silence, file marked, survivors ended after $took s"
 
+# ---- 2b. ranks that do not watch the lost one leave too ---------------------------------------
+# 8 ranks: rank 0 watches ranks 1-3 and 5-7, not rank 4, which is frozen. mpirun is told not to
+# end the job when a rank exits non-zero (as srun without --kill-on-bad-exit): rank 0 must learn
+# from its neighbours that the run is over.
+rm -f over.h5
+timeout -k 5 120 "$MPIRUN" -np 8 --mca orte_abort_on_non_zero_status 0 "$DTBENCH" --model lenet \
+    --dataset synthetic --batch 8 --iters 1000000 --warmup 0 --flush-every 5 --peer-timeout 4 \
+    --output over.h5 >over.log 2>&1 &
+job=$!
+"$PYTHON" - over.h5 <<'PY' || { kill -9 $job; cat over.log; fail "over: no 5 iterations in time"; }
+import sys, time, h5py
+deadline = time.time() + 120
+while time.time() < deadline:
+    try:
+        with h5py.File(sys.argv[1], "r") as f:
+            if (f["ranks/completed"][:] >= 5).all():
+                sys.exit(0)
+    except (OSError, KeyError):
+        pass
+    time.sleep(0.2)
+sys.exit(1)
+PY
+set -- $("$PYTHON" -c "import h5py,sys; print(*h5py.File(sys.argv[1],'r')['ranks/pid'][:])" over.h5)
+t0=$(date +%s.%N)
+kill -STOP "$5"
+for _ in $(seq 300); do
+    left=0
+    for p in "$1" "$2" "$3" "$4" "$6" "$7" "$8"; do running "$p" && left=$((left + 1)); done
+    [ "$left" = 0 ] && break
+    sleep 0.1
+done
+took=$("$PYTHON" -c "import sys,time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$t0")
+kill -KILL "$5" 2>/dev/null || true
+# mpirun (the child of timeout), told not to end the job, may wait on: end it, then timeout
+for p in $(ps -o pid= --ppid "$job" 2>/dev/null) "$job"; do kill -KILL "$p" 2>/dev/null || true; done
+wait "$job" 2>/dev/null || true
+[ "$left" = 0 ] || fail "$left survivors still run $took s after rank 4 froze: $(grep '^dtbench' over.log)"
+grep -q "rank 0 on .*: rank [1-7] on .* reports a lost peer" over.log ||
+    fail "rank 0 did not end on its neighbours' word: $(grep '^dtbench' over.log)"
+"$PYTHON" -c "
+import sys, h5py
+with h5py.File(sys.argv[1], 'r') as f:
+    assert f.attrs['stop_reason'] == 'peer_lost' and f.attrs['lost_ranks'] == '4', dict(f.attrs)
+    assert list(f['ranks/status'][:]) == [2, 2, 2, 2, 0, 2, 2, 2], f['ranks/status'][:]
+" over.h5 || fail "over.h5 is not marked"
+"$PYTHON" -c "import sys; sys.exit(float(sys.argv[1]) >= 4 + 8)" "$took" ||
+    fail "the survivors ended $took s after the freeze (--peer-timeout 4)"
+pass "8 ranks, rank 4 frozen, mpirun not ending the job: every survivor ended after $took s (rank 0 on its neighbours' word)"
+
 # ---- 3. --peer-timeout 0: off -------------------------------------------------------------------
 start off 0
 kill_rank off 1
@@ -110,6 +161,8 @@ assert 'stop_reason' not in a and 'finished' not in a, dict(a)" off.h5 || fail "
 pass "--peer-timeout 0: no watchdog, the killed run's file is left unmarked"
 
 # ---- 3b. heartbeats that never arrive (a firewall on UDP): refused, nothing left ---------------
+expect_bad 0 "--peer-timeout: 0.5 is not accepted: expected 0 (off) or at least 1 second" \
+    --model lenet --dataset synthetic --peer-timeout 0.5 --output bad.h5
 DTBENCH_TEST_MUTE_HEARTBEAT=1 expect_bad 3 "--peer-timeout: rank 0 on .* heard no UDP heartbeat from rank 1 on .*--peer-timeout 0 runs without" \
     --model lenet --dataset synthetic --batch 6 --iters 5 --peer-timeout 2 --output bad.h5
 

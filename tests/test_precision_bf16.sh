@@ -3,7 +3,7 @@
 # the printed configuration, the file's root attributes and config_json, and backend_info names
 # the bf16 GEMM that ran; LeNet trained on Fashion-MNIST in bf16 reaches the fp32 run's test
 # accuracy within 1 point (same seed, same data order; the runs differ only in the rounding of the
-# GEMM and convolution inputs to bf16); --threads 2 with dtbench's single-threaded engine is refused.
+# GEMM and convolution inputs to bf16); --threads 2 gives the --threads 1 result bit for bit.
 # Skips (exit 77, saying why) where dtbench refuses bf16: a CPU without AVX512-BF16 and an
 # OpenBLAS without cblas_sbgemm (scripts/test.sh accepts that skip only when /proc/cpuinfo has no
 # avx512_bf16).
@@ -15,12 +15,18 @@ if ! "$DTBENCH" --precision bf16 --dry-run >dry.txt 2>dry.err; then
     exit 77
 fi
 
-# Our engine is single-threaded: --threads 2 with it is refused rather than silently ignored.
-if grep -qw avx512_bf16 /proc/cpuinfo; then
-    DTBENCH_BF16_ENGINE=avx512bf16 expect_bad 0 \
-        "--precision: 'bf16' is not accepted with --device cpu: with --threads 2: .*expected --threads 1" \
-        --precision bf16 --threads 2 --output bad.h5
-fi
+# --threads 2: the bf16 GEMM splits C's columns over 2 threads; every element is summed in the
+# same order, so the parameters are bit for bit those of --threads 1.
+for t in 1 2; do
+    run_np 1 --model lenet --dataset synthetic --batch 64 --iters 3 --warmup 0 --sample-hz 0 \
+        --precision bf16 --threads $t --output threads$t.h5 >/dev/null
+done
+"$PYTHON" - threads1.h5 threads2.h5 <<'PY'
+import sys, h5py
+h = [h5py.File(p, "r")["ranks/param_hash"][0] for p in sys.argv[1:]]
+assert h[0] == h[1], f"--threads 2 changed the bf16 result: {h}"
+print("ok: bf16 with --threads 2 = --threads 1, bit for bit")
+PY
 
 run_np 2 --model lenet --dataset synthetic --batch 16 --iters 3 --warmup 0 --sample-hz 0 \
     --precision bf16 --output short.h5 >short.log

@@ -2,7 +2,9 @@
 
 One row per (run, rank, iteration, phase), columns:
 ``run`` (file path as given), ``rank``, ``node``, ``iteration`` (0-based, as in the file),
-``warmup`` (bool), ``phase``, ``seconds``, ``run_complete`` (False for rows of incomplete runs).
+``warmup`` (bool), ``phase``, ``seconds``, ``run_complete`` (False for rows of incomplete runs),
+``precision`` and ``grad_dtype`` (the run's compute precision and gradient wire type; fp32 for
+files that predate the options), so fp32 and bf16 runs can be grouped apart.
 Phases: data, forward, backward, exchange, update, total, and the optional timings
 exchange_wait, straggler_delay and exchange_hidden where a file records them. Only completed
 iterations are exported; warm-up iterations only with ``--include-warmup`` (flagged). Written as
@@ -15,12 +17,13 @@ from typing import List, Sequence
 
 import pandas as pd
 
-from . import inputs, outputs
+from . import configs, inputs, outputs
 from .runfile import PHASES, Run
 
 FORMATS = {"csv": (".csv", ".csv.gz"), "parquet": (".parquet", ".pq")}
 OPTIONAL_TIMINGS = ("exchange_wait", "straggler_delay", "exchange_hidden")
-COLUMNS = ["run", "rank", "node", "iteration", "warmup", "phase", "seconds", "run_complete"]
+COLUMNS = ["run", "rank", "node", "iteration", "warmup", "phase", "seconds", "run_complete",
+           "precision", "grad_dtype"]
 
 
 def tidy(runs: Sequence[Run], include_warmup: bool = False) -> pd.DataFrame:
@@ -35,6 +38,8 @@ def tidy(runs: Sequence[Run], include_warmup: bool = False) -> pd.DataFrame:
         long.insert(0, "run", run.path)
         long.insert(2, "node", long["rank"].map(nodes))
         long["run_complete"] = run.is_complete
+        for key, value in configs.precision(run).items():
+            long[key] = value
         frames.append(long[COLUMNS])
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
     table = table.astype({"rank": "int32", "node": "int32", "iteration": "int64",

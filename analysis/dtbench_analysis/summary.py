@@ -36,7 +36,8 @@ DEFINITIONS = {
                            "the library's work); below 0.9 the transfer costs more than the "
                            "library's collectives. "
                            "busbw: median bytes_sent / median (exchange - exchange_wait) x "
-                           "calibration_busbw_factor (nccl-tests' bus bandwidth)",
+                           "calibration_busbw_factor (nccl-tests' bus bandwidth); bytes are "
+                           "those on the wire (half of fp32's with --grad-dtype bf16/fp16)",
     "energy": "integral of sampled power over each rank's measured iterations (trapezoid rule), "
               "summed over ranks, / samples those ranks processed (batch_per_rank each)",
 }
@@ -235,8 +236,9 @@ def format_text(s: Dict[str, object]) -> str:
                      f" median of all ranks' medians{pct}")
     else:
         lines.append("  slowest rank: n/a (no measured iterations)")
+    wire = (s.get("precision") or {}).get("grad_dtype", "fp32")
     lines.append(f"  exchange payload: {_bytes(s['bytes_sent_median'])} per rank per iteration "
-                 f"(median bytes_sent)")
+                 f"(median bytes_sent; gradients in {wire} on the wire)")
     ev = s["final_eval"]
     if ev:
         loss = "" if ev["loss"] is None else f", loss {ev['loss']:.4g}"

@@ -84,7 +84,8 @@ def test_timeline_errors_leave_no_file(capsys, complete_file, tmp_path):
 def test_tidy_table(complete_file, killed_file):
     table = tidy([load_run(complete_file), load_run(killed_file)])
     assert list(table.columns) == ["run", "rank", "node", "iteration", "warmup", "phase",
-                                   "seconds", "run_complete"]
+                                   "seconds", "run_complete", "precision", "grad_dtype"]
+    assert table["grad_dtype"].eq("fp32").all()            # files without the option: fp32
     per_run = table.groupby("run", observed=True).size()
     assert per_run[complete_file] == 4 * 10 * 6              # ranks x measured x phases
     assert per_run[killed_file] == (6 + 2 + 6 + 6) * 6       # completed minus warm-up
