@@ -26,19 +26,7 @@ pass "a growing file that cannot reach its full size is refused before the start
 DTBENCH_TEST_GROW_STEP=2000 timeout -k 10 300 "$MPIRUN" -np 2 "$DTBENCH" $S --iters 60000 \
     --output disk/r.h5 >run.log 2>err.log &
 job=$!
-"$PYTHON" - disk/r.h5 <<'PY' || { kill -9 $job; fail "run did not start writing: $(cat err.log)"; }
-import sys, time, h5py
-deadline = time.time() + 60
-while time.time() < deadline:
-    try:
-        with h5py.File(sys.argv[1], "r") as f:
-            if (f["ranks/completed"][:] >= 10).all():
-                sys.exit(0)
-    except (OSError, KeyError):
-        pass
-    time.sleep(0.05)
-sys.exit(1)
-PY
+wait_completed disk/r.h5 10 60 || { kill -9 $job; fail "run did not start writing: $(cat err.log)"; }
 dd if=/dev/zero of=disk/fill bs=64k 2>/dev/null || true # until the disk is full
 [ "$(df --output=avail disk | tail -1)" -lt 64 ] || fail "the disk did not fill: $(df disk)"
 set +e; wait $job; rc=$?; set -e

@@ -28,19 +28,7 @@ start() {
         --iters 1000000 --warmup 0 --flush-every 5 --peer-timeout "$2" --output "$1.h5" \
         >"$1.log" 2>&1 &
     job=$!
-    "$PYTHON" - "$1.h5" <<'PY' || { kill -9 $job; cat "$1.log"; fail "$1: no 10 iterations in time"; }
-import sys, time, h5py
-deadline = time.time() + 120
-while time.time() < deadline:
-    try:
-        with h5py.File(sys.argv[1], "r") as f:
-            if (f["ranks/completed"][:] >= 10).all():
-                sys.exit(0)
-    except (OSError, KeyError):
-        pass
-    time.sleep(0.2)
-sys.exit(1)
-PY
+    wait_completed "$1.h5" 10 120 || { kill -9 $job; cat "$1.log"; fail "$1: no 10 iterations in time"; }
 }
 
 # kill_rank NAME RANK : SIGKILL one rank; waits for mpirun; sets $took (s) and $rc.
