@@ -68,6 +68,7 @@ static struct {
     pthread_t thread;
     atomic_int stop;  /* set by watchdog_stop, read by the thread */
     atomic_int heard; /* neighbours heard at least once (watchdog_start waits for all) */
+    atomic_int judging; /* silence counts only once every rank has heard all its neighbours */
     int mute;         /* tests only: DTBENCH_TEST_MUTE_HEARTBEAT names this rank, it sends none */
     int over;         /* the neighbour that said a peer was lost (-1: none) */
 } wd;
@@ -327,7 +328,7 @@ static void *watch(void *unused) {
         receive(now);
         if (wd.over >= 0) run_over();
         read_errors();
-        for (int i = 0; i < wd.nnb && !wd.stop; i++) {
+        for (int i = 0; i < wd.nnb && !wd.stop && atomic_load(&wd.judging); i++) {
             Neighbour *n = &wd.nb[i];
             if (n->bye) continue;
             double silent = now - n->last;
@@ -378,7 +379,12 @@ static int heard_from_all(MPI_Comm comm, char *err, size_t errlen) {
         usleep(10000);
     int ok = atomic_load(&wd.heard) >= wd.nnb, all = 0;
     MPI_CHECK(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm));
-    if (all) return 0;
+    /* Until this verdict, a neighbour never heard is the start-up check's to report (exit 2), not a
+     * lost peer: with a short --peer-timeout the thread would otherwise judge it first. */
+    if (all) {
+        atomic_store(&wd.judging, 1);
+        return 0;
+    }
     wd.stop = 1;
     pthread_join(wd.thread, NULL);
     close(wd.fd);
