@@ -23,8 +23,10 @@
 /* e^x, within 2 ulp for x in [-87.3, 88.3] and saturating outside (e^-87.3 ~ 1e-38 instead of
  * 0): Cephes' expf (range reduction by ln 2, degree-6 polynomial, exponent bits set directly). */
 DT_HD float dt_expf(float x) {
-    x = x < -87.3f ? -87.3f : x;
-    x = x > 88.3f ? 88.3f : x;
+    const float x0 = x; /* NaN in, NaN out; the clamps below send NaN to -87.3 so that the
+                         * float-to-int conversion never sees it (UBSan: INT_MIN - 128) */
+    x = x > -87.3f ? x : -87.3f;
+    x = x < 88.3f ? x : 88.3f;
     /* x = n ln2 + r, |r| <= ln2/2; n = round(x / ln2), floor taken on a positive value */
     const int n = (int)(x * 1.44269504088896341f + 128.5f) - 128;
     const float fn = (float)n;
@@ -40,7 +42,7 @@ DT_HD float dt_expf(float x) {
     const int32_t bits = (n + 127) << 23; /* 2^n, n in [-126, 127] */
     float two_n;
     memcpy(&two_n, &bits, sizeof two_n);
-    return p * two_n;
+    return x0 == x0 ? p * two_n : x0;
 }
 
 /* 1 / (1 + e^-x) and tanh x = 2 sigmoid(2x) - 1 (absolute error ~1e-7 near 0) */

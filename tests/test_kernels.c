@@ -453,6 +453,8 @@ static void test_expf(void) {
     check_true("dt_expf saturates (-1000 -> tiny, 1000 -> finite)",
                dt_expf(-1000.0f) < 1e-37f && isfinite(dt_expf(1000.0f)) &&
                    dt_expf(1000.0f) > 1e38f);
+    /* a diverged run feeds NaN logits to the softmax: NaN out, and no int overflow (UBSan) */
+    check_true("dt_expf(NaN) is NaN", isnan(dt_expf(NAN)));
     double worst_t = 0.0;
     for (int i = 0; i <= 20000; i++) {
         float x = -20.0f + 40.0f * (float)i / 20000.0f;
