@@ -3,7 +3,7 @@
  * integer arithmetic, so they do not depend on the FPU's rounding mode or on flush-to-zero;
  * tests/test_grad_cast.c checks them against a naive reference on every 2-byte pattern. */
 #include "grad_cast.h"
-#include "grad_cast_bits.h" /* defines: gc_bf16_from_float ... (shared with the GPU) */
+#include "half_bits.h" /* defines: gc_bf16_from_float ... (shared with the GPU and kernels/) */
 #include "check.h"
 #include "util.h"
 

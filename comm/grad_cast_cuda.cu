@@ -1,6 +1,6 @@
 /* grad_cast_cuda.cu - --grad-dtype on the GPU (see grad_cast_cuda.h): one grid-stride kernel each
- * way, per element grad_cast_bits.h's conversion (GradDtype 1 = bf16, 2 = fp16). */
-#include "grad_cast_bits.h" /* defines: gc_bf16_from_float, gc_fp16_from_float, ..._to_float */
+ * way, per element base/half_bits.h's conversion (GradDtype 1 = bf16, 2 = fp16). */
+#include "half_bits.h" /* defines: gc_bf16_from_float, gc_fp16_from_float, ..._to_float */
 #include "grad_cast_cuda.h"
 
 enum { GC_BF16 = 1 };

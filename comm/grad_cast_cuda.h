@@ -1,6 +1,6 @@
 /* grad_cast_cuda.h - --grad-dtype on the GPU: fp32 gradients to and from the 2-byte wire type
  * that NCCL reduces natively (ncclBfloat16, ncclFloat16), queued on a stream. The per-element
- * conversion is grad_cast_bits.h's, the same as the host's. CUDA and NCCL builds only
+ * conversion is base/half_bits.h's, the same as the host's. CUDA and NCCL builds only
  * (comm/grad_cast_cuda.cu, used by comm/coll_nccl.c). */
 #ifndef DTBENCH_GRAD_CAST_CUDA_H
 #define DTBENCH_GRAD_CAST_CUDA_H

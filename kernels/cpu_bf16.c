@@ -362,13 +362,13 @@ static void gemm_sbgemm(CpuBf16 *g, SbgemmFn sb, int ta, int tb, int m, int n, i
             const int kb = k - k0 < KC ? k - k0 : KC;
             for (int kk = 0; kk < kb; kk++) /* bpack[kb, nb], row-major */
                 for (int j = 0; j < nb; j++)
-                    g->bpack[(size_t)kk * nb + j] = cpu_bf16_round(at(b, ldb, tb, k0 + kk, j0 + j));
+                    g->bpack[(size_t)kk * nb + j] = gc_bf16_from_float(at(b, ldb, tb, k0 + kk, j0 + j));
             for (int i0 = 0; i0 < m; i0 += MC) {
                 const int mb = m - i0 < MC ? m - i0 : MC;
                 for (int i = 0; i < mb; i++) /* apack[mb, kb] */
                     for (int kk = 0; kk < kb; kk++)
                         g->apack[(size_t)i * kb + kk] =
-                            cpu_bf16_round(at(a, lda, ta, i0 + i, k0 + kk));
+                            gc_bf16_from_float(at(a, lda, ta, i0 + i, k0 + kk));
                 sb(101, 111, 111, mb, nb, kb, alpha, g->apack, kb, g->bpack, nb,
                    k0 == 0 ? beta : 1.0f, c + (size_t)i0 * ldc + j0, ldc);
             }

@@ -11,23 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* fp32 -> bf16 bits, round to nearest even (NaN stays a quiet NaN); bf16 -> fp32 is exact. */
-static inline uint16_t cpu_bf16_round(float f) {
-    union {
-        float f;
-        uint32_t u;
-    } v = {f};
-    if ((v.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((v.u >> 16) | 0x40u);
-    v.u += 0x7fffu + ((v.u >> 16) & 1u);
-    return (uint16_t)(v.u >> 16);
-}
-static inline float cpu_bf16_to_float(uint16_t h) {
-    union {
-        uint32_t u;
-        float f;
-    } v = {(uint32_t)h << 16};
-    return v.f;
-}
+/* Rounding to bf16 and back: gc_bf16_from_float / gc_bf16_to_float (base/half_bits.h). */
+#include "half_bits.h"
 
 /* The engine this process uses ("openblas-sbgemm" or "avx512bf16"), or NULL with the reason in
  * why (a CPU without AVX512-BF16 and an OpenBLAS without cblas_sbgemm). Tests may force a choice

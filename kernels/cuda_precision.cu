@@ -1,36 +1,25 @@
 // cuda_precision.cu - the conversion kernels of --precision bf16 / fp16 on the GPU
 // (kernels/cuda_precision.h): fp32 tensors rounded to bf16 or IEEE half (round to nearest even,
-// CUDA's __float2bfloat16_rn / __float2half_rn) for cuBLAS and cuDNN, results widened back, and
-// the loss scaler's overflow check. One thread per element, grid-stride loops.
+// base/half_bits.h's conversions, the same bits as the CPU's --precision bf16 and --grad-dtype)
+// for cuBLAS and cuDNN, results widened back, and the loss scaler's overflow check. One thread
+// per element, grid-stride loops.
 #include "cuda_precision.h"
-
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+#include "half_bits.h" /* defines: gc_bf16_from_float, gc_fp16_from_float, ..._to_float */
 
 static unsigned blocks(size_t n) {
     size_t b = (n + 255) / 256;
     return b > 65535 ? 65535u : (unsigned)(b ? b : 1);
 }
 
-__global__ void k_to_bf16(size_t n, const float *x, __nv_bfloat16 *y) {
+template <int HALF> __global__ void k_to_16(size_t n, const float *x, uint16_t *y) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        y[i] = __float2bfloat16_rn(x[i]);
+        y[i] = HALF ? gc_fp16_from_float(x[i]) : gc_bf16_from_float(x[i]);
 }
-__global__ void k_to_half(size_t n, const float *x, __half *y) {
+template <int HALF> __global__ void k_from_16(size_t n, const uint16_t *x, float *y) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        y[i] = __float2half_rn(x[i]);
-}
-__global__ void k_from_bf16(size_t n, const __nv_bfloat16 *x, float *y) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        y[i] = __bfloat162float(x[i]);
-}
-__global__ void k_from_half(size_t n, const __half *x, float *y) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        y[i] = __half2float(x[i]);
+        y[i] = HALF ? gc_fp16_to_float(x[i]) : gc_bf16_to_float(x[i]);
 }
 // *flag = 1 if some x[i] is inf or NaN (flag zeroed by the caller)
 __global__ void k_nonfinite(size_t n, const float *x, int *flag) {
@@ -42,18 +31,18 @@ __global__ void k_nonfinite(size_t n, const float *x, int *flag) {
 extern "C" cudaError_t dtp_to_16(cudaStream_t s, int half, size_t n, const float *x, void *y) {
     if (!n) return cudaSuccess;
     if (half)
-        k_to_half<<<blocks(n), 256, 0, s>>>(n, x, (__half *)y);
+        k_to_16<1><<<blocks(n), 256, 0, s>>>(n, x, (uint16_t *)y);
     else
-        k_to_bf16<<<blocks(n), 256, 0, s>>>(n, x, (__nv_bfloat16 *)y);
+        k_to_16<0><<<blocks(n), 256, 0, s>>>(n, x, (uint16_t *)y);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t dtp_from_16(cudaStream_t s, int half, size_t n, const void *x, float *y) {
     if (!n) return cudaSuccess;
     if (half)
-        k_from_half<<<blocks(n), 256, 0, s>>>(n, (const __half *)x, y);
+        k_from_16<1><<<blocks(n), 256, 0, s>>>(n, (const uint16_t *)x, y);
     else
-        k_from_bf16<<<blocks(n), 256, 0, s>>>(n, (const __nv_bfloat16 *)x, y);
+        k_from_16<0><<<blocks(n), 256, 0, s>>>(n, (const uint16_t *)x, y);
     return cudaGetLastError();
 }
 

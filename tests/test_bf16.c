@@ -43,7 +43,7 @@ static float *randv(size_t n) {
     return p;
 }
 static float rnd(float x) {
-    return cpu_bf16_to_float(cpu_bf16_round(x));
+    return gc_bf16_to_float(gc_bf16_from_float(x));
 }
 
 /* OpenBLAS's cblas_sbgemm, naive, for the sbgemm engine (row-major, no transposes: the engine
@@ -58,8 +58,8 @@ void cblas_sbgemm(const enum CBLAS_ORDER order, const enum CBLAS_TRANSPOSE ta,
         for (int j = 0; j < n; j++) {
             float acc = 0.0f;
             for (int p = 0; p < k; p++)
-                acc += cpu_bf16_to_float(a[(size_t)i * lda + p]) *
-                       cpu_bf16_to_float(b[(size_t)p * ldb + j]);
+                acc += gc_bf16_to_float(a[(size_t)i * lda + p]) *
+                       gc_bf16_to_float(b[(size_t)p * ldb + j]);
             float *cij = c + (size_t)i * ldc + j;
             *cij = alpha * acc + (beta == 0.0f ? 0.0f : beta * *cij);
         }
