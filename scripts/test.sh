@@ -27,26 +27,21 @@ scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
 # Tests that need a GPU (they exit 77 without one): shell patterns over make check's test names.
 GPU_TESTS="tests/test_gpu_*.sh tests/test_cuda_kernels tests/test_cuda_zoo tests/test_cuda_precision"
 if nvidia-smi -L >/dev/null 2>&1; then have_gpu=1; else have_gpu=0; fi
-gpu_test() {
+# matches NAME PATTERNS: NAME matches one of the space-separated shell PATTERNS
+matches() {
     local pat
-    for pat in $GPU_TESTS; do
+    for pat in $2; do
         # shellcheck disable=SC2053 # the pattern is meant to match
         [[ $1 == $pat ]] && return 0
     done
     return 1
 }
+gpu_test() { matches "$1" "$GPU_TESTS"; }
 # Tests that need bf16 arithmetic on the CPU (--precision bf16: AVX512-BF16 or an OpenBLAS with
 # cblas_sbgemm): they may skip only where /proc/cpuinfo has no avx512_bf16.
 BF16_TESTS="tests/test_precision_bf16.sh tests/test_precision_torch.sh"
 if grep -qw avx512_bf16 /proc/cpuinfo 2>/dev/null; then have_bf16=1; else have_bf16=0; fi
-bf16_test() {
-    local pat
-    for pat in $BF16_TESTS; do
-        # shellcheck disable=SC2053 # the pattern is meant to match
-        [[ $1 == $pat ]] && return 0
-    done
-    return 1
-}
+bf16_test() { matches "$1" "$BF16_TESTS"; }
 # skip_expected NAME: a GPU test on a machine without a GPU, or a bf16 test on a CPU without bf16
 skip_expected() {
     { [ "$have_gpu" = 0 ] && gpu_test "$1"; } || { [ "$have_bf16" = 0 ] && bf16_test "$1"; }

@@ -48,6 +48,39 @@ analyze() {
     PYTHONPATH="$ANALYSIS_DIR${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m dtbench_analysis "$@"
 }
 
+# find_torch_python: sets TORCH_PYTHON (if unset) to the first of "$PYTHON" and /usr/bin/python3
+# that imports torch and numpy (Debian's python3-torch, installed by scripts/setup.sh); status 1 if
+# none does.
+find_torch_python() {
+    local p
+    if [ -z "${TORCH_PYTHON:-}" ]; then
+        for p in "$PYTHON" /usr/bin/python3; do
+            if "$p" -c "import torch, numpy" 2>/dev/null; then
+                TORCH_PYTHON=$p
+                break
+            fi
+        done
+    fi
+    [ -n "${TORCH_PYTHON:-}" ]
+}
+
+# fmnist_subset DIR N : the first N training and test images of Fashion-MNIST ($FMNIST_DIR) as
+# uncompressed IDX files in DIR, their headers' counts set to N.
+fmnist_subset() {
+    "$PYTHON" - "$FMNIST_DIR" "$1" "$2" <<'PY'
+import gzip, os, sys
+src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+os.makedirs(dst, exist_ok=True)
+for split in ("train", "t10k"):
+    for kind, head, size in (("images-idx3", 16, 784), ("labels-idx1", 8, 1)):
+        base = f"{split}-{kind}-ubyte"
+        with gzip.open(f"{src}/{base}.gz") as f:
+            data = f.read(head + n * size)
+        with open(f"{dst}/{base}", "wb") as f:  # the header with the count set to n
+            f.write(data[:4] + n.to_bytes(4, "big") + data[8:head] + data[head:])
+PY
+}
+
 # wait_completed FILE N [SECONDS] : waits until every worker rank has N iterations in the results
 # file FILE (/ranks/completed, read while the run writes it; parameter servers, /ranks/role 1, have
 # none); status 1 after SECONDS (default 120).

@@ -17,23 +17,9 @@ if ! "$DTBENCH" --precision bf16 --dry-run >dry.txt 2>dry.err; then
     echo "SKIP: this machine cannot run bf16: $(cat dry.err)"
     exit 77
 fi
-for p in ${TORCH_PYTHON:-} "$PYTHON" /usr/bin/python3; do
-    if "$p" -c "import torch, numpy" 2>/dev/null; then TORCH_PYTHON=$p; break; fi
-done
-"${TORCH_PYTHON:-false}" -c "import torch" 2>/dev/null || fail "no python imports torch"
+find_torch_python || fail "no python imports torch (scripts/setup.sh installs python3-torch)"
 
-"$PYTHON" - "$FMNIST_DIR" fmnist 32 <<'PY'
-import gzip, os, sys
-src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-os.makedirs(dst, exist_ok=True)
-for split in ("train", "t10k"):
-    for kind, head, size in (("images-idx3", 16, 784), ("labels-idx1", 8, 1)):
-        base = f"{split}-{kind}-ubyte"
-        with gzip.open(f"{src}/{base}.gz") as f:
-            data = f.read(head + n * size)
-        with open(f"{dst}/{base}", "wb") as f:  # the header with the count set to n
-            f.write(data[:4] + n.to_bytes(4, "big") + data[8:head] + data[head:])
-PY
+fmnist_subset fmnist 32
 c=(--model lenet --dataset fashion-mnist --data-dir fmnist --batch 32 --warmup 0 --momentum 0.9
     --seed 7 --sample-hz 0 --calibrate-iters 0)
 run_np 1 "${c[@]}" --iters 1 --lr 0 --output init.h5 --save-model init.params >/dev/null

@@ -20,15 +20,7 @@ LOSS_TOL=1e-4  # absolute, on losses of order 0.01 .. 3
 PARAM_TOL=1e-4 # absolute, on parameters of order 0.1 .. 1
 ITERS=10
 
-if [ -z "${TORCH_PYTHON:-}" ]; then
-    for p in "$PYTHON" /usr/bin/python3; do
-        if "$p" -c "import torch, numpy" 2>/dev/null; then
-            TORCH_PYTHON=$p
-            break
-        fi
-    done
-fi
-if [ -z "${TORCH_PYTHON:-}" ]; then
+if ! find_torch_python; then
     echo "SKIP: no python imports torch (scripts/setup.sh installs Debian's python3-torch)"
     exit 77
 fi
@@ -74,18 +66,7 @@ PY
 }
 
 # LeNet: the first 32 training and test images of Fashion-MNIST.
-"$PYTHON" - "$FMNIST_DIR" fmnist 32 <<'PY'
-import gzip, os, sys
-src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-os.makedirs(dst, exist_ok=True)
-for split in ("train", "t10k"):
-    for kind, head, size in (("images-idx3", 16, 784), ("labels-idx1", 8, 1)):
-        base = f"{split}-{kind}-ubyte"
-        with gzip.open(f"{src}/{base}.gz") as f:
-            data = f.read(head + n * size)
-        with open(f"{dst}/{base}", "wb") as f:  # the header with the count set to n
-            f.write(data[:4] + n.to_bytes(4, "big") + data[8:head] + data[head:])
-PY
+fmnist_subset fmnist 32
 vs_torch lenet lenet fashion-mnist fmnist 32 0.05
 
 # ResNet-8: 16 CIFAR-10-format records (tests/make_cifar10.py).
