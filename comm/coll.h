@@ -78,6 +78,11 @@ typedef struct CollOps {
      * the wire type, and every value a collective delivers, the rank's own block included, is
      * rounded to it, so every rank holds the same values. */
     void (*set_wire)(Coll *c, int grad_dtype);
+    /* Optional (NULL: the library progresses its operations itself, e.g. NCCL's stream).
+     * thread 1 (--progress thread): a thread of this Coll runs the non-blocking operations as
+     * they are issued; 0: they advance inside done()/wait() (polling). Needs
+     * MPI_THREAD_MULTIPLE. */
+    void (*set_progress)(Coll *c, int thread);
 } CollOps;
 
 extern const CollOps coll_mpi; /* comm/coll_mpi.c */

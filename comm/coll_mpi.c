@@ -17,12 +17,23 @@
  *
  * --grad-dtype bf16/fp16 (set_wire): each collective packs its fp32 input into a 2-byte wire
  * copy kept per slot, runs on it with grad_cast.c's MPI type and sum, and unpacks (and scales)
- * on completion; on device memory the cast is done on the host copy. */
+ * on completion; on device memory the cast is done on the host copy.
+ *
+ * --progress thread (set_progress): the non-blocking operations are not MPI_I* requests that
+ * only advance inside later MPI calls (polling); a progress thread of this Coll runs each one's
+ * BLOCKING collective (Open MPI's tuned algorithms) as soon as it is issued, in issue order,
+ * while the caller computes (Horovod's background thread). The caller still prepares the input
+ * (download, wire cast) at issue and completes the result (scale, unpack, upload) in done/wait;
+ * the thread only calls MPI, on this Coll's communicator, which from then on only it uses while
+ * an operation is queued (blocking-mode operations run on the caller's thread once the queue is
+ * empty). Needs MPI_THREAD_MULTIPLE (the caller's other communicators stay in use). */
 #include "check.h"
 #include "coll.h"
 #include "grad_cast.h"
 #include "util.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,7 +50,25 @@ typedef struct {
     float *stage; /* host copy for device memory, kept for the slot */
     size_t stage_cap;
     GradWire wire; /* --grad-dtype: the 2-byte copy MPI works on, kept for the slot */
+    /* --progress thread: the MPI call the thread runs, and its state */
+    void *mpi_data;
+    int mpi_count;
+    MPI_Datatype mpi_type;
+    MPI_Op mpi_sum;
+    int threaded; /* handed to the progress thread (t_done is the thread's) */
+    int pending;  /* handed and not yet run (under the Coll's mutex) */
 } Op;
+
+/* The progress thread of one Coll (--progress thread). */
+typedef struct {
+    pthread_t tid;
+    pthread_mutex_t mu;
+    pthread_cond_t work, ran;
+    int on;     /* the thread runs */
+    int handed; /* ops[0 .. handed) are fully issued: the thread may look at them */
+    int next;   /* the next op the thread looks at */
+    int quit;
+} Progress;
 
 struct Coll {
     MPI_Comm comm;
@@ -52,6 +81,7 @@ struct Coll {
     int bwd_marked;
     int blocking; /* set_blocking */
     int wire;     /* GradDtype (set_wire); 0: fp32 */
+    Progress pt;  /* set_progress */
 };
 
 static Coll *mpi_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, int device_memory) {
@@ -63,7 +93,10 @@ static Coll *mpi_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, in
     return c;
 }
 
+static void progress_stop(Coll *c);
+
 static void mpi_destroy(Coll *c) {
+    progress_stop(c);
     for (int i = 0; i < c->cap; i++)
         free(c->ops[i].stage), grad_wire_free(&c->ops[i].wire);
     free(c->ops);
@@ -86,13 +119,16 @@ static int mpi_on_device(Coll *c) {
 static Op *new_op(Coll *c, int kind, float *buf, size_t n, float scale, size_t stage_floats) {
     if (c->nops == c->cap) {
         int cap = c->cap ? 2 * c->cap : 16;
+        if (c->pt.on) pthread_mutex_lock(&c->pt.mu); /* the thread reads ops[] */
         c->ops = realloc(c->ops, (size_t)cap * sizeof(Op));
         ALLOC_CHECK(c->ops);
         memset(c->ops + c->cap, 0, (size_t)(cap - c->cap) * sizeof(Op));
         c->cap = cap;
+        if (c->pt.on) pthread_mutex_unlock(&c->pt.mu);
     }
     Op *op = &c->ops[c->nops++];
     op->req = MPI_REQUEST_NULL;
+    op->threaded = op->pending = 0;
     op->kind = kind, op->buf = buf, op->n = n, op->scale = scale, op->data = buf;
     if (c->device && stage_floats > op->stage_cap) {
         free(op->stage);
@@ -134,7 +170,7 @@ static void wire_out(Coll *c, Op *op, size_t n, float scale) {
 
 /* What happens when op's MPI request has completed. */
 static void complete(Coll *c, Op *op) {
-    op->t_done = dt_now();
+    if (!op->threaded) op->t_done = dt_now();
     size_t bytes = op->n * sizeof(float);
     switch (op->kind) {
     case OP_ALLREDUCE:
@@ -162,9 +198,126 @@ static void complete(Coll *c, Op *op) {
 
 static void mpi_wait(Coll *c, int ticket);
 
-/* Blocking mode: the operation ran to completion; complete it (scale while in cache). */
-static int issued(Coll *c, Op *op) {
+/* op's collective on `data`, blocking (*req unused) or non-blocking (into *req). */
+static void run_collective(Coll *c, const Op *op, int blocking, MPI_Request *req) {
+    void *d = op->mpi_data;
+    int n = op->mpi_count;
+    MPI_Datatype t = op->mpi_type;
+    switch (op->kind) {
+    case OP_ALLREDUCE:
+        if (blocking)
+            MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, d, n, t, op->mpi_sum, c->comm));
+        else
+            MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, d, n, t, op->mpi_sum, c->comm, req));
+        break;
+    case OP_REDUCE_SCATTER:
+        if (blocking)
+            MPI_CHECK(MPI_Reduce_scatter_block(MPI_IN_PLACE, d, n, t, op->mpi_sum, c->comm));
+        else
+            MPI_CHECK(MPI_Ireduce_scatter_block(MPI_IN_PLACE, d, n, t, op->mpi_sum, c->comm, req));
+        break;
+    case OP_ALLGATHER:
+        if (blocking)
+            MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, d, n, t, c->comm));
+        else
+            MPI_CHECK(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, d, n, t, c->comm, req));
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- --progress thread ------------------------------------------------------------------ */
+
+/* Runs the handed operations' blocking collectives in issue order until told to quit. */
+static void *progress_main(void *arg) {
+    Coll *c = arg;
+    Progress *pt = &c->pt;
+    pthread_mutex_lock(&pt->mu);
+    for (;;) {
+        while (pt->next >= pt->handed && !pt->quit)
+            pthread_cond_wait(&pt->work, &pt->mu);
+        if (pt->next >= pt->handed) break; /* quit, nothing left */
+        Op op = c->ops[pt->next];          /* a copy: ops[] may be reallocated meanwhile */
+        if (!op.pending) {
+            pt->next++;
+            continue;
+        }
+        pthread_mutex_unlock(&pt->mu);
+        run_collective(c, &op, 1, NULL);
+        double t = dt_now();
+        pthread_mutex_lock(&pt->mu);
+        c->ops[pt->next].t_done = t;
+        c->ops[pt->next].pending = 0;
+        pt->next++;
+        pthread_cond_broadcast(&pt->ran);
+    }
+    pthread_mutex_unlock(&pt->mu);
+    return NULL;
+}
+
+static void progress_start(Coll *c) {
+    Progress *pt = &c->pt;
+    int level = MPI_THREAD_SINGLE;
+    MPI_CHECK(MPI_Query_thread(&level));
+    if (level < MPI_THREAD_MULTIPLE)
+        check_fail(__FILE__, __LINE__, "--progress thread",
+                   "MPI was not initialised with MPI_THREAD_MULTIPLE");
+    pthread_mutex_init(&pt->mu, NULL);
+    pthread_cond_init(&pt->work, NULL);
+    pthread_cond_init(&pt->ran, NULL);
+    sigset_t all, old; /* signals go to the training thread (signals.c) */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&pt->tid, NULL, progress_main, c);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) check_fail(__FILE__, __LINE__, "pthread_create (progress)", strerror(rc));
+    pt->on = 1;
+}
+
+static void progress_stop(Coll *c) {
+    Progress *pt = &c->pt;
+    if (!pt->on) return;
+    pthread_mutex_lock(&pt->mu);
+    pt->quit = 1;
+    pthread_cond_signal(&pt->work);
+    pthread_mutex_unlock(&pt->mu);
+    pthread_join(pt->tid, NULL);
+    pthread_mutex_destroy(&pt->mu);
+    pthread_cond_destroy(&pt->work);
+    pthread_cond_destroy(&pt->ran);
+    pt->on = 0;
+}
+
+/* op has run (its MPI part); wait: block until it has. */
+static int progress_ran(Coll *c, const Op *op, int wait) {
+    Progress *pt = &c->pt;
+    pthread_mutex_lock(&pt->mu);
+    while (wait && op->pending)
+        pthread_cond_wait(&pt->ran, &pt->mu);
+    int ran = !op->pending;
+    pthread_mutex_unlock(&pt->mu);
+    return ran;
+}
+
+/* Issues op's collective on data[count]: blocking (completed on return, the result scaled while
+ * in cache), handed to the progress thread, or an MPI_I* request. */
+static int issue(Coll *c, Op *op, void *data, int count, MPI_Datatype type, MPI_Op sum) {
+    op->mpi_data = data, op->mpi_count = count, op->mpi_type = type, op->mpi_sum = sum;
     int t = ticket_of(c, op);
+    if (c->pt.on) {
+        if (c->blocking) { /* the thread must be idle on c->comm: wait for what it holds */
+            if (t > 0) mpi_wait(c, t - 1);
+        } else {
+            op->threaded = op->pending = 1;
+        }
+        pthread_mutex_lock(&c->pt.mu);
+        c->pt.handed = c->nops;
+        pthread_cond_signal(&c->pt.work);
+        pthread_mutex_unlock(&c->pt.mu);
+        if (!c->blocking) return t;
+    }
+    run_collective(c, op, c->blocking, &op->req);
     if (c->blocking) mpi_wait(c, t);
     return t;
 }
@@ -175,11 +328,7 @@ static int mpi_allreduce(Coll *c, float *buf, size_t n, float scale) {
     void *data = wire_in(c, op, n, 0, n);
     MPI_Datatype type = grad_mpi_type((GradDtype)c->wire);
     MPI_Op sum = grad_mpi_sum((GradDtype)c->wire);
-    if (c->blocking)
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, (int)n, type, sum, c->comm));
-    else
-        MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, (int)n, type, sum, c->comm, &op->req));
-    return issued(c, op);
+    return issue(c, op, data, (int)n, type, sum);
 }
 
 static int mpi_reduce_scatter(Coll *c, float *buf, size_t shard, float scale) {
@@ -189,12 +338,7 @@ static int mpi_reduce_scatter(Coll *c, float *buf, size_t shard, float scale) {
     void *data = wire_in(c, op, all, 0, all);
     MPI_Datatype type = grad_mpi_type((GradDtype)c->wire);
     MPI_Op sum = grad_mpi_sum((GradDtype)c->wire);
-    if (c->blocking)
-        MPI_CHECK(MPI_Reduce_scatter_block(MPI_IN_PLACE, data, (int)shard, type, sum, c->comm));
-    else
-        MPI_CHECK(MPI_Ireduce_scatter_block(MPI_IN_PLACE, data, (int)shard, type, sum, c->comm,
-                                            &op->req));
-    return issued(c, op);
+    return issue(c, op, data, (int)shard, type, sum);
 }
 
 static int mpi_allgather(Coll *c, float *buf, size_t shard) {
@@ -203,13 +347,7 @@ static int mpi_allgather(Coll *c, float *buf, size_t shard) {
     if (c->device) c->be->download(c->ctx, op->data + at, buf + at, shard * sizeof(float));
     void *data = wire_in(c, op, all, at, shard);
     MPI_Datatype type = grad_mpi_type((GradDtype)c->wire);
-    if (c->blocking)
-        MPI_CHECK(
-            MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, (int)shard, type, c->comm));
-    else
-        MPI_CHECK(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, (int)shard, type,
-                                 c->comm, &op->req));
-    return issued(c, op);
+    return issue(c, op, data, (int)shard, type, MPI_OP_NULL);
 }
 
 /* Local moves complete at once (device memory: through the backend, which orders them on the
@@ -269,7 +407,10 @@ static int mpi_done(Coll *c, int ticket) {
     while (c->completed <= ticket && c->completed < c->nops) {
         Op *op = &c->ops[c->completed];
         int flag = 1;
-        if (op->req != MPI_REQUEST_NULL) MPI_CHECK(MPI_Test(&op->req, &flag, MPI_STATUS_IGNORE));
+        if (op->threaded)
+            flag = progress_ran(c, op, 0);
+        else if (op->req != MPI_REQUEST_NULL)
+            MPI_CHECK(MPI_Test(&op->req, &flag, MPI_STATUS_IGNORE));
         if (!flag) return 0;
         complete(c, op);
         c->completed++;
@@ -280,7 +421,10 @@ static int mpi_done(Coll *c, int ticket) {
 static void mpi_wait(Coll *c, int ticket) {
     while (c->completed <= ticket && c->completed < c->nops) {
         Op *op = &c->ops[c->completed];
-        if (op->req != MPI_REQUEST_NULL) MPI_CHECK(MPI_Wait(&op->req, MPI_STATUS_IGNORE));
+        if (op->threaded)
+            progress_ran(c, op, 1);
+        else if (op->req != MPI_REQUEST_NULL)
+            MPI_CHECK(MPI_Wait(&op->req, MPI_STATUS_IGNORE));
         complete(c, op);
         c->completed++;
     }
@@ -303,6 +447,12 @@ static void mpi_set_wire(Coll *c, int grad_dtype) {
     c->wire = grad_dtype;
 }
 
+/* 1: a progress thread runs the non-blocking operations (--progress thread); 0: polling. */
+static void mpi_set_progress(Coll *c, int thread) {
+    if (thread && !c->pt.on) progress_start(c);
+    if (!thread) progress_stop(c);
+}
+
 static void mpi_mark_backward_end(Coll *c) {
     c->bwd_end = dt_now();
     c->bwd_marked = 1;
@@ -320,6 +470,11 @@ static double mpi_hidden(Coll *c) {
         double e = op->t_done < c->bwd_end ? op->t_done : c->bwd_end;
         if (e > s) sum += e - s;
         if (op->t_done > covered) covered = op->t_done;
+    }
+    if (c->pt.on) { /* every op has run: the thread is idle */
+        pthread_mutex_lock(&c->pt.mu);
+        c->pt.handed = c->pt.next = 0;
+        pthread_mutex_unlock(&c->pt.mu);
     }
     c->nops = c->completed = 0;
     c->bwd_marked = 0;
@@ -351,4 +506,5 @@ const CollOps coll_mpi = {
     .mark_backward_end = mpi_mark_backward_end,
     .hidden = mpi_hidden,
     .set_wire = mpi_set_wire,
+    .set_progress = mpi_set_progress,
 };

@@ -34,6 +34,7 @@ typedef struct {
     const TransportOps *transport; /* --transport (NULL: mpi), for the gradient average */
     const CollOps *device_coll;    /* collectives on device memory (NCCL) or NULL (registry) */
     int overlap;                   /* --overlap: buckets start while backward still runs */
+    int progress_thread;           /* --progress thread (TransportConfig.progress_thread) */
     /* The optimizer, for strategies that apply updates themselves (same SGD as the driver's). */
     float lr, momentum, weight_decay;
     float *velocity; /* [nparams] the model's momentum buffer */

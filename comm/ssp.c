@@ -50,7 +50,8 @@ static ExchangeState *ssp_create(const ExchangeConfig *cfg, char *err, size_t er
                           .ctx = cfg->ctx,
                           .device_coll = cfg->device_coll,
                           .blocking = st->S == 0,
-                          .grad_dtype = cfg->grad_dtype};
+                          .grad_dtype = cfg->grad_dtype,
+                          .progress_thread = cfg->progress_thread};
     st->slots = xcalloc((size_t)st->S + 1, sizeof(Slot));
     for (int i = 0; i <= st->S; i++) {
         st->slots[i].buf = xmalloc((cfg->nparams + 1) * sizeof(float));
@@ -148,7 +149,7 @@ static void ssp_destroy(ExchangeState *st) {
 
 const ExchangeOps ssp_exchange = {
     .name = "ssp",
-    .reads = "staleness,bucket-mb,transport,grad-dtype",
+    .reads = "staleness,bucket-mb,transport,progress,grad-dtype",
     .lockstep = 1,
     .device_ok = 0,
     .create = ssp_create,

@@ -43,7 +43,8 @@ static ExchangeState *sync_create(const ExchangeConfig *cfg, char *err, size_t e
                           .device_coll = cfg->device_coll,
                           .blocking = 1,
                           .leave_sum = 1,
-                          .grad_dtype = cfg->grad_dtype};
+                          .grad_dtype = cfg->grad_dtype,
+                          .progress_thread = cfg->progress_thread};
     st->tp = st->cfg.transport->create(&tc);
     st->started_from = cfg->nparams;
     return st;
@@ -122,7 +123,7 @@ static void sync_destroy(ExchangeState *st) {
 
 const ExchangeOps sync_exchange = {
     .name = "sync",
-    .reads = "transport,overlap,bucket-mb,calibrate-iters,grad-dtype",
+    .reads = "transport,overlap,progress,bucket-mb,calibrate-iters,grad-dtype",
     .pipeline_ok = 1,
     .lockstep = 1,
     .device_ok = 1,

@@ -35,6 +35,9 @@ typedef struct {
     int leave_sum;
     /* --grad-dtype (GradDtype, comm/grad_cast.h): the collectives' wire type; 0: fp32 */
     int grad_dtype;
+    /* --progress thread: the MPI collectives' non-blocking operations run on a progress thread
+     * (CollOps.set_progress); 0: polled */
+    int progress_thread;
 } TransportConfig;
 
 typedef struct Transport Transport;
@@ -73,6 +76,9 @@ typedef struct TransportOps {
     const char *reads;
     int device_only;
 } TransportOps;
+
+/* --progress: sets c's progress mode from cfg (no-op for Colls that progress themselves). */
+void transport_set_progress(const TransportConfig *cfg, const CollOps *ops, Coll *c);
 
 extern const TransportOps mpi_transport;  /* comm/transport_mpi.c */
 extern const TransportOps hier_transport; /* comm/transport_hier.c */

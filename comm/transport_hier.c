@@ -35,12 +35,14 @@ static Transport *hier_create(const TransportConfig *cfg) {
     Coll *intra = intra_ops->create(topo->node_comm, cfg->be, cfg->ctx, cfg->be->device_memory);
     int staged = intra_ops->on_device(intra) && topo->nnodes > 1;
     grad_wire_set(intra_ops, intra, cfg->grad_dtype);
+    transport_set_progress(cfg, intra_ops, intra);
 
     MPI_Comm cross; /* the ranks with this local rank, one per node */
     MPI_CHECK(MPI_Comm_split(cfg->comm, topo->local_rank, topo->rank, &cross));
     Coll *top = coll_mpi.create(cross, cfg->be, cfg->ctx, cfg->be->device_memory && !staged);
     MPI_CHECK(MPI_Comm_free(&cross));
     grad_wire_set(&coll_mpi, top, cfg->grad_dtype);
+    transport_set_progress(cfg, &coll_mpi, top);
 
     Transport *t = xcalloc(1, sizeof *t);
     t->pipe = buckets_create(intra_ops, intra, &coll_mpi, top, staged, nranks, cfg->blocking,

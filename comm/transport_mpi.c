@@ -20,9 +20,14 @@ static Transport *mpi_t_create(const TransportConfig *cfg) {
     MPI_CHECK(MPI_Comm_size(cfg->comm, &t->nranks));
     Coll *all = coll_mpi.create(cfg->comm, cfg->be, cfg->ctx, cfg->be->device_memory);
     grad_wire_set(&coll_mpi, all, cfg->grad_dtype);
+    transport_set_progress(cfg, &coll_mpi, all);
     t->pipe = buckets_create(NULL, NULL, &coll_mpi, all, 0, t->nranks, cfg->blocking,
                              cfg->leave_sum);
     return t;
+}
+
+void transport_set_progress(const TransportConfig *cfg, const CollOps *ops, Coll *c) {
+    if (cfg->progress_thread && ops->set_progress) ops->set_progress(c, 1);
 }
 
 static void mpi_t_start(Transport *t, float *buf, size_t n) {

@@ -134,6 +134,7 @@ static void build(Run *r) {
         .transport = p->tops,
         .device_coll = registry_coll("nccl"),
         .overlap = o->overlap,
+        .progress_thread = !strcmp(o->progress, "thread"),
         .grad_dtype = grad_dtype_parse(o->grad_dtype), /* a choice of the option table */
     };
     r->xstate = p->xops->create(&xcfg, err, sizeof err);
@@ -261,7 +262,8 @@ static void release(Run *r) {
 int main(int argc, char **argv) {
     signals_install(); /* first: a stop asked for during start-up is kept, not fatal */
     if (argc > 1 && !strcmp(argv[1], "--finalize")) return finalize_main(argc, argv); /* no MPI */
-    MPI_CHECK(MPI_Init(&argc, &argv));
+    int provided; /* MPI_THREAD_MULTIPLE only where asked for (--progress thread): it costs */
+    MPI_CHECK(MPI_Init_thread(&argc, &argv, options_thread_level(argc, argv), &provided));
     MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     static Run run; /* large; zeroed */
     Run *r = &run;

@@ -52,6 +52,11 @@ static const OptSpec SPECS[] = {
     {"overlap", T_FLAG, F(overlap), NULL, 0, 0,
      "exchange gradient buckets while backward still runs; the part hidden behind backward is "
      "recorded per iteration (exchange_hidden)"},
+    {"progress", T_CHOICE, F(progress), "poll,thread", 0, 0,
+     "how MPI collectives in flight advance while compute runs (--overlap, ssp --staleness >= "
+     "1): poll (non-blocking collectives, tested between layers) or thread (a progress thread "
+     "per communicator runs each bucket's blocking collective as it is started; "
+     "MPI_THREAD_MULTIPLE)"},
     {"gpus-per-node", T_INT, F(gpus_per_node), NULL, 0, 0,
      "GPUs to use per node with --device cuda: a rank takes GPU (local rank mod N) among those "
      "CUDA_VISIBLE_DEVICES shows (0: all of them)"},
@@ -170,6 +175,7 @@ static void set_defaults(Options *o) {
     o->peer_timeout = 10.0;
     o->gpus_per_node = 0;
     o->overlap = 0;
+    o->progress = "poll";
     o->sample_hz = 10.0;
     o->sample_max_s = 3600.0;
     o->lr = 0.01;
@@ -316,13 +322,8 @@ static const char *set_value(Options *o, const OptSpec *s, const char *arg, char
     return NULL;
 }
 
-void options_parse(int argc, char **argv, Options *o) {
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    set_defaults(o);
-    Options defaults = *o;
-
-    struct option longopts[NSPECS + 3];
+/* getopt_long's table: option i of SPECS returns 1000 + i. */
+static void long_options(struct option longopts[NSPECS + 3]) {
     for (int i = 0; i < NSPECS; i++)
         longopts[i] = (struct option){SPECS[i].name,
                                       SPECS[i].type == T_FLAG ? no_argument : required_argument,
@@ -330,6 +331,29 @@ void options_parse(int argc, char **argv, Options *o) {
     longopts[NSPECS] = (struct option){"help", no_argument, NULL, 'h'};
     longopts[NSPECS + 1] = (struct option){"version", no_argument, NULL, 'V'};
     longopts[NSPECS + 2] = (struct option){0, 0, 0, 0};
+}
+
+int options_thread_level(int argc, char **argv) {
+    struct option longopts[NSPECS + 3];
+    long_options(longopts);
+    int c, thread = 0;
+    opterr = 0;
+    optind = 0; /* a fresh scan (GNU) */
+    while ((c = getopt_long(argc, argv, ":hV", longopts, NULL)) != -1)
+        if (c >= 1000 && c < 1000 + NSPECS && !strcmp(SPECS[c - 1000].name, "progress"))
+            thread = optarg && !strcmp(optarg, "thread");
+    optind = 0; /* options_parse scans again */
+    return thread ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE;
+}
+
+void options_parse(int argc, char **argv, Options *o) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    set_defaults(o);
+    Options defaults = *o;
+
+    struct option longopts[NSPECS + 3];
+    long_options(longopts);
 
     char err[512] = "";
     int c, bad = 0;

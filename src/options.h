@@ -33,6 +33,7 @@ typedef struct {
     double peer_timeout; /* s of a peer's silence before it is lost (0 = off), watchdog.h */
     int gpus_per_node;   /* 0 = every visible GPU */
     int overlap;         /* exchange buckets while backward runs */
+    char *progress;      /* poll | thread: how in-flight MPI collectives advance */
     double sample_hz;    /* sampler rate, 0 = off */
     double sample_max_s; /* sampler capacity in seconds of run */
     double lr, momentum, weight_decay;
@@ -57,6 +58,11 @@ typedef struct {
 /* Parses argv into opts (defaults first). Prints --help / --version on rank 0 and exits 0;
  * on bad input every rank exits 2 after one line from rank 0. Collective over COMM_WORLD. */
 void options_parse(int argc, char **argv, Options *opts);
+
+/* Before MPI_Init: the MPI thread level the command line needs (MPI_THREAD_MULTIPLE for
+ * --progress thread, else MPI_THREAD_SINGLE). Reads argv with the same table and rules as
+ * options_parse (abbreviations, --opt=value), prints nothing; bad input is left to it. */
+int options_thread_level(int argc, char **argv);
 
 /* Calls fn(key, value) for every option in table order with its resolved value as text. */
 typedef void (*OptionVisitor)(const char *key, const char *value, void *user);

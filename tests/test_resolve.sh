@@ -15,6 +15,11 @@ expect_bad 0 "--ps-ranks: 1 is not accepted with --exchange ssp (read only by --
 expect_bad 0 "--sync-period: 3 is not accepted with --exchange sync (read only by --exchange mixed)" --sync-period 3 $O
 expect_bad 0 "--bucket-mb: 1 is not accepted with --exchange async" --exchange async --bucket-mb 1 $O
 expect_bad 0 "--overlap: not accepted with --exchange ssp (read only by --exchange sync)" --exchange ssp --overlap $O
+# --progress thread: only where a collective is in flight while compute runs.
+expect_bad 0 "--progress: 'thread' is not accepted with --exchange sync without --overlap: no collective is in flight while compute runs; expected poll" --progress thread $O
+expect_bad 0 "--progress: 'thread' is not accepted with --exchange ssp --staleness 0" --exchange ssp --staleness 0 --progress thread $O
+expect_bad 0 "--progress: 'poll' is not accepted with --exchange async (read only by --exchange sync, --exchange ssp)" --exchange async --progress poll $O
+expect_bad 0 "--progress: 'thread' is not accepted with --exchange mixed" --exchange mixed --progress thread $O
 # Backend settings.
 expect_bad 0 "--gpus-per-node: 1 is not accepted with --device cpu (read only by --device cuda)" --gpus-per-node 1 $O
 # Schedules: pipeline schedules need a pipeline, a pipeline needs a pipeline schedule.
@@ -37,6 +42,10 @@ ok --dataset synthetic --exchange ssp --staleness 2 --bucket-mb 1 --transport hi
 ok --dataset synthetic --exchange async --ps-ranks 1 --staleness 3
 ok --dataset synthetic --exchange mixed --sync-period 3 --bucket-mb 2
 ok --dataset synthetic --exchange sync --transport hier --overlap --bucket-mb 1 --threads 1
+# MPI_THREAD_MULTIPLE is asked for before the options are parsed, from the same table: an
+# abbreviated --prog=thread must get it too (else: refused for the thread level)
+ok --dataset synthetic --exchange sync --overlap --prog=thread
+ok --dataset synthetic --exchange ssp --staleness 2 --transport hier --progress thread
 ok --dataset synthetic --parallel model --stages 2 --schedule 1f1b --microbatches 2
 ok --dataset synthetic --schedule data
 ok --dataset fashion-mnist --data-dir "$FMNIST_DIR" --eval-every 5 --target-acc 0.5

@@ -31,12 +31,19 @@ xchg 4 hier 2 --nparams 5 --bucket 5
 # flat MPI
 xchg 4 mpi 2 --overlap
 xchg 3 mpi 1
+# --progress thread: progress threads run the buckets started during backward (flat mpi: the
+# first bucket must be summed while the caller makes no MPI call), every level of hier too
+xchg 4 mpi 2 --overlap --progress-thread
+xchg 3 mpi 1 --overlap --progress-thread --nparams 400009 --bucket 40000
+xchg 4 hier 2 --overlap --progress-thread
+xchg 6 hier 3 --nparams 20 --bucket 2 --overlap --progress-thread
+xchg 4 hier 2 --device staged --nparams 400009 --bucket 40000 --overlap --progress-thread
 # buckets staged through host copies as on a GPU without CUDA-aware MPI (--device staged); the
 # transport must hold every staging buffer from setup on (iteration 0 grows no heap)
 xchg 4 mpi 1 --device staged --nparams 400009 --bucket 40000
 xchg 4 hier 2 --device staged --nparams 400009 --bucket 40000 --overlap
 xchg 6 hier 3 --device staged --nparams 400009 --bucket 40000
-pass "exchange: exact averages for hier and mpi on 1-6 ranks, 1-4 nodes, with and without overlap, host and staged buffers; staging allocated at setup"
+pass "exchange: exact averages for hier and mpi on 1-6 ranks, 1-4 nodes, with and without overlap (polled and on progress threads), host and staged buffers; staging allocated at setup"
 
 # Whole runs: the hierarchy and overlap change only the order of float sums.
 common="--model lenet --dataset fashion-mnist --data-dir $FMNIST_DIR --batch 16 --iters 4 --warmup 0 --lr 0.05 --seed 11"
@@ -80,6 +87,26 @@ with h5py.File(sys.argv[2], "r") as f:
 print("ok: exchange_hidden recorded: 0 without exchange, > 0 with overlapped buckets; calibration stored")
 PY
 pass "lenet: 4 ranks (hier, 2 nodes, overlap) and 2 ranks (mpi, overlap) train the 1-rank parameters"
+
+# --progress thread: the same training as polling. sync with --overlap (mpi, hier) against one
+# process; ssp --staleness 1 (its allreduces in flight for an iteration) against ssp polled:
+# on 2 ranks each sum is a + b whichever algorithm adds it, so the parameters are identical.
+run_np 2 $common --transport mpi --overlap --progress thread --bucket-mb 0.05 \
+    --output "$WORK/th-mpi.h5" --save-model "$WORK/th-mpi.params" >/dev/null
+run_np 4 $common --transport hier --ranks-per-node 2 --overlap --progress thread --bucket-mb 0.1 \
+    --output "$WORK/th-hier.h5" --save-model "$WORK/th-hier.params" >/dev/null
+"$PYTHON" "$TESTS_SRCDIR/compare_params.py" 2e-5 "$WORK/ref.params" "$WORK/th-mpi.params" "$WORK/th-hier.params"
+for pm in poll thread; do
+    run_np 2 $common --exchange ssp --staleness 1 --progress $pm --bucket-mb 0.05 \
+        --output "$WORK/ssp-$pm.h5" --save-model "$WORK/ssp-$pm.params" >/dev/null
+done
+cmp "$WORK/ssp-poll.params" "$WORK/ssp-thread.params" || fail "ssp: --progress thread trained other parameters than poll"
+"$PYTHON" - "$WORK/th-mpi.h5" <<'PY'
+import sys, h5py, json
+with h5py.File(sys.argv[1], "r") as f:
+    assert json.loads(f.attrs["config_json"])["progress"] == "thread", f.attrs["config_json"]
+PY
+pass "--progress thread: sync --overlap (mpi, hier) trains the 1-rank parameters, ssp the polled ones; recorded in the configuration"
 
 # Hybrid parallelism: 2 replicas of a 2-stage pipeline on 4 ranks, every CPU transport; hier on 2
 # "nodes" of 2 (each stage's replicas are one rank per node: the transport must take the
