@@ -13,9 +13,10 @@
  * streaming over 2 x NPARAMS floats (parameters and momentum; at most 32 MiB), ending with a write
  * of the whole gradient buffer (backward writes it last), then a one-int MPI_Allreduce (the stop
  * vote: its time is the arrival wait), then MPI_Allreduce of every bucket (the transfer). Prints
- *   train_exch_ms E train_wait_ms W train_xfer_ms X
+ *   train_exch_ms E train_wait_ms W train_xfer_ms X train_iter_ms I
  * pooled medians over ranks x repetitions, as dtbench's `exchange`, `exchange_wait` and
- * `exchange - exchange_wait` medians are. On a shared, oversubscribed machine these ranks are
+ * `exchange - exchange_wait` medians are; train_iter_ms: the whole iteration (compute, vote and
+ * buckets), as dtbench's `total`. On a shared, oversubscribed machine these ranks are
  * scheduled as dtbench's are: the peer that says what the machine, not dtbench, costs.
  *
  * Plain MPI on purpose: it shares no code with dtbench, so it checks dtbench's own calibration
@@ -72,8 +73,9 @@ static size_t state_floats(size_t n) {
  * compute streams over `state` (2n floats: what the update reads besides the gradient, the
  * parameters and the momentum) so that the caches hold what they hold in training. */
 static void train_pass(float *g, float *state, size_t n, size_t b, double busy_ms, double *wait,
-                       double *xfer) {
+                       double *xfer, double *iter) {
     size_t at = 0, m = state_floats(n);
+    double start = MPI_Wtime();
     for (double c = cpu_now(); cpu_now() - c < busy_ms * 1e-3;) {
         for (int i = 0; i < 4096; i++, at = at + 1 < m ? at + 1 : 0)
             state[at] = state[at] * 0.999f + 1e-3f;
@@ -86,7 +88,8 @@ static void train_pass(float *g, float *state, size_t n, size_t b, double busy_m
     MPI_Allreduce(&stop, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     double t1 = MPI_Wtime();
     allreduce_buckets(g, n, b, 0, NULL);
-    *wait = t1 - t0, *xfer = MPI_Wtime() - t1;
+    double end = MPI_Wtime();
+    *wait = t1 - t0, *xfer = end - t1, *iter = end - start;
 }
 
 static double median(double *x, int n) {
@@ -95,31 +98,31 @@ static double median(double *x, int n) {
 }
 
 static void train(float *g, size_t n, size_t b, int reps, double busy_ms, int rank, int P) {
-    double *w = malloc(3 * (size_t)reps * sizeof(double)), *all = NULL;
+    double *w = malloc(4 * (size_t)reps * sizeof(double)), *all = NULL;
     float *state = calloc(state_floats(n), sizeof(float));
     if (!w || !state) MPI_Abort(MPI_COMM_WORLD, 1);
     double dummy;
-    train_pass(g, state, n, b, busy_ms, &dummy, &dummy); /* unmeasured */
+    train_pass(g, state, n, b, busy_ms, &dummy, &dummy, &dummy); /* unmeasured */
     for (int r = 0; r < reps; r++) {
-        train_pass(g, state, n, b, busy_ms, &w[r], &w[reps + r]);
+        train_pass(g, state, n, b, busy_ms, &w[r], &w[reps + r], &w[3 * reps + r]);
         w[2 * reps + r] = w[r] + w[reps + r];
     }
-    if (rank == 0) all = malloc(3 * (size_t)reps * (size_t)P * sizeof(double));
+    if (rank == 0) all = malloc(4 * (size_t)reps * (size_t)P * sizeof(double));
     if (rank == 0 && !all) MPI_Abort(MPI_COMM_WORLD, 1);
-    MPI_Gather(w, 3 * reps, MPI_DOUBLE, all, 3 * reps, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Gather(w, 4 * reps, MPI_DOUBLE, all, 4 * reps, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (rank == 0) {
-        double *col[3];
-        for (int k = 0; k < 3; k++) { /* column k of every rank, pooled */
+        double *col[4];
+        for (int k = 0; k < 4; k++) { /* column k of every rank, pooled */
             col[k] = malloc((size_t)reps * (size_t)P * sizeof(double));
             if (!col[k]) MPI_Abort(MPI_COMM_WORLD, 1);
             for (int p = 0; p < P; p++)
                 for (int r = 0; r < reps; r++)
-                    col[k][p * reps + r] = all[(size_t)p * 3 * reps + k * reps + r];
+                    col[k][p * reps + r] = all[(size_t)p * 4 * reps + k * reps + r];
         }
-        printf("train_exch_ms %.4f train_wait_ms %.4f train_xfer_ms %.4f\n",
+        printf("train_exch_ms %.4f train_wait_ms %.4f train_xfer_ms %.4f train_iter_ms %.4f\n",
                median(col[2], reps * P) * 1e3, median(col[0], reps * P) * 1e3,
-               median(col[1], reps * P) * 1e3);
-        for (int k = 0; k < 3; k++)
+               median(col[1], reps * P) * 1e3, median(col[3], reps * P) * 1e3);
+        for (int k = 0; k < 4; k++)
             free(col[k]);
         free(all);
     }
