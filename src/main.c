@@ -280,6 +280,7 @@ int main(int argc, char **argv) {
     char err[512] = "";    /* heartbeats from here: a lost peer closes the file (watchdog.h) */
     usage_check_all(watchdog_start(MPI_COMM_WORLD, r->opt.peer_timeout, r->opt.output, err,
                                    sizeof err) == 0, "%s", err);
+    run_warn_cores(r);
     TrainResult res = train(r);
     finish(r, &res);
     release(r);

@@ -38,6 +38,8 @@ typedef struct {
     int role, worker_index, worker_count;
     ClockOffset off; /* at the start */
     double t0;       /* rank 0's clock at the start */
+    /* ranks x threads on the busiest host against its cores (run_setup.c check_cores) */
+    int host_cores, host_ranks_max, oversubscribed;
     Sampler *sampler;
     Recorder *rec;
     /* text kept until the end of the run */
@@ -51,6 +53,8 @@ void run_check_outputs(Run *r);
 /* Clocks, the start-up lines (rank 0), the sampler and the result file (collective). */
 void run_open_records(Run *r);
 void run_free_records(Run *r);
+/* Rank 0, once nothing can be refused any more: the warning that ranks share cores. */
+void run_warn_cores(const Run *r);
 /* The driver's numbers from the options. */
 DriverSettings run_driver_settings(const Options *o);
 

@@ -115,6 +115,33 @@ static int64_t start_sampler(Run *r, const DeviceInfo *dev) {
     return cap;
 }
 
+/* Ranks x threads on the busiest host against its online cores: with more than it has, ranks
+ * share cores, and a rank's recorded phases hold other ranks' compute (a rank waiting in the
+ * exchange for its core-mate's backward records that backward as exchange): warned, and stored
+ * as the root attributes host_cores, host_ranks_max and oversubscribed (warned by
+ * run_warn_cores once every refusal is past). Collective. */
+static void check_cores(Run *r) {
+    MPI_Comm host;
+    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host));
+    int on_host = 1;
+    MPI_CHECK(MPI_Comm_size(host, &on_host));
+    MPI_CHECK(MPI_Comm_free(&host));
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = r->opt.threads + !strcmp(r->opt.progress, "thread"); /* + a progress thread */
+    int mine[3] = {on_host * threads > online, on_host, online > 0 ? -(int)online : 0}, all[3];
+    MPI_CHECK(MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    r->oversubscribed = all[0], r->host_ranks_max = all[1], r->host_cores = -all[2];
+}
+
+void run_warn_cores(const Run *r) {
+    if (r->topo.rank != 0 || !r->oversubscribed) return;
+    fprintf(stderr,
+            "dtbench: warning: up to %d ranks x %d thread(s) on a host of %d cores: ranks share "
+            "cores, and each rank's phase times (the exchange above all) include other ranks' "
+            "compute; recorded as oversubscribed=1\n",
+            r->host_ranks_max, r->opt.threads + !strcmp(r->opt.progress, "thread"), r->host_cores);
+}
+
 /* The result file: root attributes, /config, this rank's device and clocks. */
 /* The MPI library's version line and HDF5's version, for the file's root attributes. */
 static void library_versions(char mpi_lib[MPI_MAX_LIBRARY_VERSION_STRING], char *hdf5_ver,
@@ -185,6 +212,9 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_INT("batch_per_rank", r->batch),
         RUN_INT("param_count", (long long)r->model.total_params),
         RUN_INT("clock_sync_rounds", CLOCK_SYNC_ROUNDS),
+        RUN_INT("host_cores", r->host_cores),
+        RUN_INT("host_ranks_max", r->host_ranks_max),
+        RUN_INT("oversubscribed", r->oversubscribed),
         RUN_INT("nworkers", p->nworkers),
         RUN_INT("staleness_bound", o->staleness),
         RUN_INT("ps_ranks", p->ps_ranks),
@@ -257,6 +287,7 @@ void run_open_records(Run *r) {
     registry_device_info(be, r->ctx, &dev);
     if (be->device_memory) nvml_driver_version(dev.driver_version, sizeof dev.driver_version);
     int64_t cap = start_sampler(r, &dev);
+    check_cores(r);
     create_recorder(r, &dev, backend_info, cap);
 }
 

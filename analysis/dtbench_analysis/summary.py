@@ -38,6 +38,9 @@ DEFINITIONS = {
                            "busbw: median bytes_sent / median (exchange - exchange_wait) x "
                            "calibration_busbw_factor (nccl-tests' bus bandwidth); bytes are "
                            "those on the wire (half of fp32's with --grad-dtype bf16/fp16)",
+    "oversubscribed": "dtbench found more ranks x threads (--threads, plus a --progress thread) on "
+                      "a host than it has online cores (root attribute oversubscribed); "
+                      "host_ranks_max and host_cores as recorded",
     "energy": "integral of sampled power over each rank's measured iterations (trapezoid rule), "
               "summed over ranks, / samples those ranks processed (batch_per_rank each)",
 }
@@ -78,6 +81,15 @@ def _exchange_efficiency(run: Run, exchange_ms: Optional[float]) -> Optional[Dic
             "transfer_ms": None if xfer is None else xfer * MS, "efficiency": eff,
             "warn": eff is not None and eff < EFFICIENCY_WARN,
             "calibration_busbw": run.attrs.get("calibration_busbw"), "recorded_busbw": busbw}
+
+
+def _oversubscribed(run: Run) -> Optional[Dict[str, int]]:
+    """dtbench's record that ranks x threads outnumbered a host's cores (root attributes
+    oversubscribed, host_ranks_max, host_cores); None when not, or in older files."""
+    if not int(run.attrs.get("oversubscribed", 0)):
+        return None
+    return {"host_ranks_max": int(run.attrs.get("host_ranks_max", 0)),
+            "host_cores": int(run.attrs.get("host_cores", 0))}
 
 
 def summarize(run: Run) -> Dict[str, object]:
@@ -134,6 +146,7 @@ def summarize(run: Run) -> Dict[str, object]:
                        "iterations": tp["iterations"], "method": tp["method"]},
         "exchange_share": share,
         "exchange_efficiency": _exchange_efficiency(run, phases["exchange"]["median"]),
+        "oversubscribed": _oversubscribed(run),
         "slowest_rank": None if slow is None else {
             "rank": slow["rank"], "host": slow["host"],
             "median_total_ms": _ms(slow["median_total_s"]),
@@ -228,6 +241,12 @@ def format_text(s: Dict[str, object]) -> str:
             lines.append(f"  WARNING: exchange efficiency below {EFFICIENCY_WARN}: the recorded "
                          f"transfer costs more than the library's collectives alone; the "
                          f"transfer share overstates communication")
+    over = s.get("oversubscribed")
+    if over:
+        lines.append(f"  WARNING: oversubscribed: up to {over['host_ranks_max']} ranks on a host "
+                     f"of {over['host_cores']} cores; ranks shared cores, so each rank's phases "
+                     f"(the exchange above all) include other ranks' compute: read the iteration, "
+                     f"not the exchange share")
     slow = s["slowest_rank"]
     if slow:
         pct = "" if slow["ratio"] is None else f" ({(slow['ratio'] - 1) * 100:+.1f}%)"

@@ -85,6 +85,20 @@ def test_exchange_wait_transfer_and_efficiency(write):
     assert "transfer 6.0%, arrival wait 4.0%" in text and "efficiency: 0.80" in text
 
 
+def test_oversubscribed_warning(write, complete_file):
+    """dtbench's record that ranks shared cores becomes a warning; files without it (older, or
+    a core per rank) get none."""
+    s = summarize(load_run(write(attrs={"oversubscribed": np.int32(1),
+                                        "host_ranks_max": np.int32(4),
+                                        "host_cores": np.int32(2)})))
+    assert s["oversubscribed"] == {"host_ranks_max": 4, "host_cores": 2}
+    assert "WARNING: oversubscribed: up to 4 ranks on a host of 2 cores" in format_text(s)
+    plain = summarize(load_run(complete_file))
+    assert plain["oversubscribed"] is None and "WARNING: oversubscribed" not in format_text(plain)
+    s = summarize(load_run(write(attrs={"oversubscribed": np.int32(0)})))
+    assert s["oversubscribed"] is None
+
+
 def test_slowest_rank(complete_file):
     slow = summarize(load_run(complete_file))["slowest_rank"]
     assert slow == {"rank": 2, "host": "node1", "median_total_ms": approx(80),
