@@ -81,6 +81,13 @@ with h5py.File(sys.argv[1], "r") as f:
     assert a["calibration_bucket_bytes"] == 104856, a["calibration_bucket_bytes"]  # 0.1 MiB floats
     f_hier = 2 * (2 - 1) / 2 + 2 * (2 - 1) / 2 / 2  # 2 ranks per node, 2 nodes
     assert abs(a["calibration_busbw_factor"] - f_hier) < 1e-12, a["calibration_busbw_factor"]
+# ranks sharing cores are recorded (one thread each here): 4 and 2 ranks against this host's cores
+import os
+for path, ranks in ((sys.argv[1], 4), (sys.argv[3], 2), (sys.argv[2], 1)):
+    with h5py.File(path, "r") as f:
+        a = f.attrs
+        assert a["host_cores"] == os.cpu_count() and a["host_ranks_max"] == ranks, (path, dict(a))
+        assert a["oversubscribed"] == int(ranks > os.cpu_count()), (path, a["oversubscribed"])
 with h5py.File(sys.argv[2], "r") as f:
     assert (f["iterations/exchange_hidden"][:] == 0).all(), "1 rank: nothing to hide"
     assert f.attrs["calibration_iters"] == 0, "1 rank: nothing to calibrate"
