@@ -134,3 +134,26 @@ expect_bad() {
     [ ! -e bad.h5 ] || fail "'$*' left bad.h5 behind"
     pass "$* -> $(grep '^dtbench' err.txt)"
 }
+
+# run_check SECONDS NRANKS PROGRAM ARGS...: a check program (exchange_avg, grad_dtype_check) on
+# NRANKS ranks within SECONDS; prints its last line, or its whole output and fails the test.
+run_check() {
+    local secs=$1 n=$2 prog=$3
+    shift 3
+    timeout -k 5 "$secs" "$MPIRUN" -np "$n" "$prog" "$@" >"$WORK/check.out" 2>&1 || {
+        cat "$WORK/check.out"
+        fail "$(basename "$prog") $* on $n ranks"
+    }
+    tail -1 "$WORK/check.out"
+}
+
+# mount_tmpfs SIZE: a tmpfs of SIZE (e.g. 32m) on $WORK/disk, unmounted at exit; exit 77 (skip,
+# saying why) where mounting is not allowed (needs root in a mount namespace).
+mount_tmpfs() {
+    mkdir -p "$WORK/disk"
+    mount -t tmpfs -o size="$1" dtbench-test "$WORK/disk" 2>"$WORK/mount.err" || {
+        echo "SKIP: cannot mount a tmpfs here (needs root in a mount namespace): $(cat "$WORK/mount.err")"
+        exit 77
+    }
+    trap 'umount "$WORK/disk" 2>/dev/null; rm -rf "$WORK"' EXIT
+}

@@ -7,15 +7,7 @@
 . "$TESTS_SRCDIR/gpu_lib.sh"
 EXCHANGE_AVG=${EXCHANGE_AVG:-$(dirname "$DTBENCH")/../tests/exchange_avg}
 
-xchg() {
-    local n=$1
-    shift
-    timeout -k 5 180 "$MPIRUN" -np "$n" "$EXCHANGE_AVG" "$@" --device cuda >"$WORK/x.out" 2>&1 || {
-        cat "$WORK/x.out"
-        fail "exchange_avg $* --device cuda on $n ranks"
-    }
-    tail -1 "$WORK/x.out"
-}
+xchg() { run_check 180 "$1" "$EXCHANGE_AVG" "${@:2}" --device cuda; }
 
 xchg 2 mpi 1
 xchg 2 mpi 1 --overlap

@@ -10,15 +10,7 @@
 . "$TESTS_SRCDIR/gpu_lib.sh"
 CHECK=${GRAD_DTYPE_CHECK:-$(dirname "$DTBENCH")/../tests/grad_dtype_check}
 
-chk() {
-    local n=$1
-    shift
-    timeout -k 5 180 "$MPIRUN" -np "$n" "$CHECK" "$@" --device cuda >"$WORK/c.out" 2>&1 || {
-        cat "$WORK/c.out"
-        fail "grad_dtype_check $* --device cuda on $n ranks"
-    }
-    tail -1 "$WORK/c.out"
-}
+chk() { run_check 180 "$1" "$CHECK" "${@:2}" --device cuda; }
 
 for dt in bf16 fp16; do
     chk 2 sync mpi $dt 1

@@ -13,15 +13,7 @@
 CHECK=${GRAD_DTYPE_CHECK:-$(dirname "$DTBENCH")/../tests/grad_dtype_check}
 
 # chk NRANKS ARGS... : grad_dtype_check on NRANKS ranks; fails the test on any wrong exchange.
-chk() {
-    local n=$1
-    shift
-    timeout -k 5 120 "$MPIRUN" -np "$n" "$CHECK" "$@" >"$WORK/c.out" 2>&1 || {
-        cat "$WORK/c.out"
-        fail "grad_dtype_check $* on $n ranks"
-    }
-    tail -1 "$WORK/c.out"
-}
+chk() { run_check 120 "$1" "$CHECK" "${@:2}"; }
 
 for dt in ${GRAD_DTYPES-bf16 fp16}; do # GRAD_DTYPES="": whole runs only
     chk 2 sync mpi $dt 2

@@ -6,12 +6,7 @@
 # the file closed with stop_reason=write_error and every iteration before the extent intact.
 . "$(dirname "$0")/lib.sh"
 cd "$WORK"
-mkdir -p disk
-mount -t tmpfs -o size=32m dtbench-test disk 2>mount.err || {
-    echo "SKIP: cannot mount a tmpfs here (needs root in a mount namespace): $(cat mount.err)"
-    exit 77
-}
-trap 'umount "$WORK/disk" 2>/dev/null; rm -rf "$WORK"' EXIT
+mount_tmpfs 32m
 S="--model lenet --dataset synthetic --batch 4 --warmup 0 --sample-hz 0 --flush-every 10"
 
 # 1. Growing or not, a run whose every iteration cannot fit is refused before any work:

@@ -7,12 +7,7 @@
 # before intact, or no file at all when it came before the first block.
 . "$(dirname "$0")/lib.sh"
 cd "$WORK"
-mkdir -p disk
-mount -t tmpfs -o size=1m dtbench-test disk 2>mount.err || {
-    echo "SKIP: cannot mount a tmpfs here (needs root in a mount namespace): $(cat mount.err)"
-    exit 77
-}
-trap 'umount "$WORK/disk" 2>/dev/null; rm -rf "$WORK"' EXIT
+mount_tmpfs 1m
 S="--dataset synthetic --batch 4 --warmup 0 --sample-hz 0"
 
 # 1. Far too small: 100000 iterations x 23 quantities x 2 ranks x 8 bytes = 37 MB on 1 MB.

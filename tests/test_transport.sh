@@ -7,15 +7,7 @@
 TEST_EXCHANGE=${TEST_EXCHANGE:-$(dirname "$DTBENCH")/../tests/exchange_avg}
 
 # xchg NRANKS ARGS... : exchange_avg on NRANKS ranks; fails the test on any wrong average.
-xchg() {
-    local n=$1
-    shift
-    timeout -k 5 120 "$MPIRUN" -np "$n" "$TEST_EXCHANGE" "$@" >"$WORK/x.out" 2>&1 || {
-        cat "$WORK/x.out"
-        fail "exchange_avg $* on $n ranks"
-    }
-    tail -1 "$WORK/x.out"
-}
+xchg() { run_check 120 "$1" "$TEST_EXCHANGE" "${@:2}"; }
 
 # hier: 2 nodes x 2, 2 x 3 (P = 6: not a power of two), 1 node x 4, 4 nodes x 1; buckets of 1000
 # floats over 10007 (a 7-float bucket; 1000 is not a multiple of 3: tails through the scratch).
