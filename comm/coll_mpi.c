@@ -305,18 +305,15 @@ static int progress_ran(Coll *c, const Op *op, int wait) {
 static int issue(Coll *c, Op *op, void *data, int count, MPI_Datatype type, MPI_Op sum) {
     op->mpi_data = data, op->mpi_count = count, op->mpi_type = type, op->mpi_sum = sum;
     int t = ticket_of(c, op);
-    if (c->pt.on) {
-        if (c->blocking) { /* the thread must be idle on c->comm: wait for what it holds */
-            if (t > 0) mpi_wait(c, t - 1);
-        } else {
-            op->threaded = op->pending = 1;
-        }
+    if (c->pt.on && !c->blocking) { /* to the progress thread */
+        op->threaded = op->pending = 1;
         pthread_mutex_lock(&c->pt.mu);
         c->pt.handed = c->nops;
         pthread_cond_signal(&c->pt.work);
         pthread_mutex_unlock(&c->pt.mu);
-        if (!c->blocking) return t;
+        return t;
     }
+    if (c->pt.on && t > 0) mpi_wait(c, t - 1); /* the thread must be idle on c->comm */
     run_collective(c, op, c->blocking, &op->req);
     if (c->blocking) mpi_wait(c, t);
     return t;

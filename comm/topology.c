@@ -36,6 +36,7 @@ void topology_init(Topology *t, int ranks_per_node) {
     MPI_Comm host;
     MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host));
     MPI_CHECK(MPI_Comm_rank(host, &t->host_local_rank));
+    MPI_CHECK(MPI_Comm_size(host, &t->host_local_size));
     MPI_CHECK(MPI_Comm_free(&host));
 }
 
@@ -45,6 +46,7 @@ void topology_derive(Topology *t, MPI_Comm comm, const Topology *job) {
     MPI_CHECK(MPI_Comm_split(comm, job->node, rank, &t->node_comm));
     complete(t, comm);
     t->host_local_rank = job->host_local_rank; /* only COMM_WORLD's split may ask the host */
+    t->host_local_size = job->host_local_size;
 }
 
 void topology_free(Topology *t) {

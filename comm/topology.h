@@ -15,6 +15,7 @@ typedef struct {
     int local_rank, local_size;
     int host_local_rank; /* rank among the job's ranks on this HOST (MPI_COMM_TYPE_SHARED),
                           * whatever --ranks-per-node says: picks the GPU */
+    int host_local_size; /* the job's ranks on this host */
     MPI_Comm node_comm;   /* ranks of comm on this node */
     MPI_Comm leader_comm; /* local rank 0 of every node (MPI_COMM_NULL elsewhere) */
 } Topology;

@@ -2,17 +2,14 @@
  * up; then every option given explicitly that some component of the registry reads must be read
  * by one of the components chosen; then the capabilities each component declares are checked
  * against the others and the ranks. */
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "resolve.h"
 #include "check.h"
 #include "precision.h" /* defines: precision_from_name */
 #include "registry.h"
 #include "util.h" /* usage_check_all */
 
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 static int in_list(const char *list, const char *word) {
     size_t n = strlen(word);
@@ -191,8 +188,9 @@ static void check_precision(const Options *opt, RunPlan *p) {
 
 /* --progress thread: only where MPI collectives are in flight while compute runs (sync with
  * --overlap, ssp with --staleness >= 1; the strategies that read it), through an MPI level of
- * the transport (not nccl alone), and with the thread level MPI granted. */
-static void check_progress(const Options *opt, const Topology *topo, const RunPlan *p) {
+ * the transport (not nccl alone), and with the thread level MPI granted. Whether the thread has
+ * a core of its own is run_setup.c's core check (a warning, not a refusal). */
+static void check_progress(const Options *opt, const RunPlan *p) {
     if (strcmp(opt->progress, "thread")) return;
     int in_flight = !strcmp(p->xops->name, "sync") ? opt->overlap : opt->staleness >= 1;
     usage_check_all(in_flight,
@@ -209,23 +207,6 @@ static void check_progress(const Options *opt, const Topology *topo, const RunPl
                     "--progress: 'thread' is not accepted: this MPI grants thread level %d, "
                     "below MPI_THREAD_MULTIPLE; expected poll",
                     level);
-    /* The thread pays only with a core of its own: sharing one with compute, every step of a
-     * collective waits for the scheduler (docs/exchange.md: 20 ms per iteration measured). */
-    cpu_set_t mine;
-    int cores = sched_getaffinity(0, sizeof mine, &mine) == 0 ? CPU_COUNT(&mine) : 0;
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    MPI_Comm host;
-    int need = opt->threads + 1, on_host = 1;
-    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host));
-    MPI_CHECK(MPI_Comm_size(host, &on_host));
-    MPI_CHECK(MPI_Comm_free(&host));
-    if (topo->rank == 0 && ((cores && cores < need) || (online > 0 && on_host * need > online)))
-        fprintf(stderr,
-                "dtbench: warning: --progress thread: %d rank(s) on this host with %d compute "
-                "thread(s) and a progress thread each, on %d core(s) per rank and %ld online: "
-                "progress threads share cores with compute and wait for the scheduler (poll is "
-                "faster there)\n",
-                on_host, opt->threads, cores, online);
 }
 
 void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
@@ -266,7 +247,7 @@ void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
     usage_check_all(!opt->overlap || x->grads_ready != NULL,
                     "--overlap: the %s exchange cannot start buckets during backward",
                     opt->exchange);
-    check_progress(opt, topo, p);
+    check_progress(opt, p);
     /* heartbeats every timeout/5: below 1 s a busy host would lose live peers (watchdog.h) */
     usage_check_all(opt->peer_timeout == 0 || opt->peer_timeout >= 1,
                     "--peer-timeout: %g is not accepted: expected 0 (off) or at least 1 second",

@@ -1,6 +1,7 @@
 /* run_setup.c - what a run records besides its iterations (see run.h): the start-up lines, the
  * clock offsets, the sampler, and the result file with its metadata (versions, configuration
  * generated from the option table, the plan's numbers). */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <config.h>
 #include "run.h"
 #include "check.h"
@@ -12,6 +13,7 @@
 
 #include <hdf5.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,20 +117,25 @@ static int64_t start_sampler(Run *r, const DeviceInfo *dev) {
     return cap;
 }
 
-/* Ranks x threads on the busiest host against its online cores: with more than it has, ranks
- * share cores, and a rank's recorded phases hold other ranks' compute (a rank waiting in the
- * exchange for its core-mate's backward records that backward as exchange): warned, and stored
- * as the root attributes host_cores, host_ranks_max and oversubscribed (warned by
- * run_warn_cores once every refusal is past). Collective. */
+/* Threads of a rank that compute or progress: --threads, plus the --progress thread. */
+static int rank_threads(const Options *o) {
+    return o->threads + !strcmp(o->progress, "thread");
+}
+
+/* Ranks x threads against cores: more than a host has online, or more threads than a rank's
+ * affinity mask holds (mpirun binds a rank to one core by default), and threads share cores: a
+ * rank's recorded phases then hold other ranks' compute (a rank waiting in the exchange for its
+ * core-mate's backward records that backward as exchange), and a progress thread waits for the
+ * scheduler at every step of a collective. Stored as the root attributes host_cores,
+ * host_ranks_max and oversubscribed; warned by run_warn_cores once every refusal is past.
+ * Collective. */
 static void check_cores(Run *r) {
-    MPI_Comm host;
-    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host));
-    int on_host = 1;
-    MPI_CHECK(MPI_Comm_size(host, &on_host));
-    MPI_CHECK(MPI_Comm_free(&host));
     long online = sysconf(_SC_NPROCESSORS_ONLN);
-    int threads = r->opt.threads + !strcmp(r->opt.progress, "thread"); /* + a progress thread */
-    int mine[3] = {on_host * threads > online, on_host, online > 0 ? -(int)online : 0}, all[3];
+    cpu_set_t mask;
+    int bound = sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : 0;
+    int threads = rank_threads(&r->opt), on_host = r->topo.host_local_size;
+    int shared = on_host * threads > online || (bound > 0 && bound < threads);
+    int mine[3] = {shared, on_host, online > 0 ? -(int)online : 0}, all[3];
     MPI_CHECK(MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
     r->oversubscribed = all[0], r->host_ranks_max = all[1], r->host_cores = -all[2];
 }
@@ -136,10 +143,14 @@ static void check_cores(Run *r) {
 void run_warn_cores(const Run *r) {
     if (r->topo.rank != 0 || !r->oversubscribed) return;
     fprintf(stderr,
-            "dtbench: warning: up to %d ranks x %d thread(s) on a host of %d cores: ranks share "
-            "cores, and each rank's phase times (the exchange above all) include other ranks' "
-            "compute; recorded as oversubscribed=1\n",
-            r->host_ranks_max, r->opt.threads + !strcmp(r->opt.progress, "thread"), r->host_cores);
+            "dtbench: warning: up to %d ranks x %d thread(s)%s on a host of %d cores, or more "
+            "threads than a rank's bound cores: threads share cores, and each rank's phase times "
+            "(the exchange above all) include other ranks' compute%s; recorded as "
+            "oversubscribed=1\n",
+            r->host_ranks_max, rank_threads(&r->opt),
+            strcmp(r->opt.progress, "thread") ? "" : " (one a progress thread)", r->host_cores,
+            strcmp(r->opt.progress, "thread") ? "" : ", and the progress threads wait for the "
+                                                     "scheduler (poll is faster there)");
 }
 
 /* The result file: root attributes, /config, this rank's device and clocks. */
