@@ -6,7 +6,7 @@
     res.figure("phases")                # the same figure as the report / --plot
 
 Every table is a DataFrame built by tables.py (times in ms), computed on first use and kept.
-Figures are matplotlib figures (figures.py, figures_training.py); save one with
+Figures are matplotlib figures (plot/time.py, plot/training.py); save one with
 ``dtbench_analysis.plotting.save(fig, "x.svg")`` (PNG or SVG by the name's suffix).
 """
 
@@ -17,8 +17,9 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import pandas as pd
 
-from . import figures, figures_training, inputs, scaling, summary, tables
+from . import grouping, inputs, scaling, summary, tables
 from .runfile import Run, RunFileError, load_run
+from .summary import Summary
 
 #: figure names accepted by Results.figure
 FIGURES = ("phases", "scaling", "heatmap", "gantt", "strategies", "pipelines", "samples")
@@ -48,7 +49,7 @@ class Results:
         raise KeyError(f"no run {which!r}")
 
     @cached_property
-    def summaries(self) -> List[Dict[str, object]]:
+    def summaries(self) -> List[Summary]:
         return [summary.summarize(r) for r in self.runs]
 
     @cached_property
@@ -60,7 +61,7 @@ class Results:
         return tables.phases(self.runs, summaries=self.summaries)
 
     @cached_property
-    def scaling_result(self) -> Dict[str, object]:
+    def scaling_result(self) -> scaling.ScalingResult:
         return scaling.find_series(self.runs, "ranks", self.ignore)
 
     @cached_property
@@ -96,6 +97,8 @@ class Results:
     def figure(self, name: str, run: Union[int, str, Run, None] = None,
                window: Tuple[Optional[int], Optional[int]] = (None, None)):
         """One of FIGURES as a matplotlib figure (``run`` picks the run of heatmap/gantt)."""
+        from .plot import time as figures
+        from .plot import training
         if name == "phases":
             return figures.breakdown(self.phases)
         if name == "scaling":
@@ -106,12 +109,12 @@ class Results:
                 raise ValueError("no run has a completed iteration")
             return figures.heatmaps(r) if name == "heatmap" else figures.gantt(r, window)
         if name == "strategies":
-            groups = figures_training.strategy_groups(self.runs, self.ignore)
-            return figures_training.strategies(groups[0] if groups else self.runs, self.target)
+            groups = grouping.strategy_groups(self.runs, self.ignore)
+            return training.strategies(groups[0] if groups else self.runs, self.target)
         if name == "pipelines":
-            return figures_training.pipeline(self.pipelines)
+            return training.pipeline(self.pipelines)
         if name == "samples":
-            return figures_training.samples(self.runs)
+            return training.samples(self.runs)
         raise ValueError(f"unknown figure {name!r}; accepted: {', '.join(FIGURES)}")
 
 

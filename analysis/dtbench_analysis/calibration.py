@@ -25,6 +25,7 @@ from typing import Dict, Optional
 import h5py
 import numpy as np
 
+from .records import Record
 from .runfile import Run
 
 
@@ -67,7 +68,7 @@ def record(run: Run) -> Optional[Dict[str, np.ndarray]]:
 
 
 def _number(value) -> Optional[float]:
-    if isinstance(value, dict):
+    if isinstance(value, (dict, Record)):
         for k in ("median", "value", "efficiency", "ratio"):
             if k in value:
                 return _number(value[k])
@@ -79,8 +80,8 @@ def _number(value) -> Optional[float]:
     return x if np.isfinite(x) else None
 
 
-def from_summary(s: Dict[str, object]) -> Optional[float]:
-    """A ready-made efficiency in a ``summary.summarize`` dict (any top-level key naming it)."""
+def from_summary(s) -> Optional[float]:
+    """A ready-made efficiency in a ``summary.summarize`` result (any top-level key naming it)."""
     for k, v in s.items():
         if "efficiency" in k.lower():
             x = _number(v)
@@ -89,7 +90,7 @@ def from_summary(s: Dict[str, object]) -> Optional[float]:
     return None
 
 
-def efficiency(run: Run, summary_dict: Optional[Dict[str, object]] = None) -> Optional[float]:
+def efficiency(run: Run, summary_dict=None) -> Optional[float]:
     """Exchange efficiency against the library (see the module doc), or None."""
     if summary_dict is not None:
         x = from_summary(summary_dict)

@@ -1,9 +1,11 @@
 """Command line entry point ``dtbench-analyze COMMAND ...``.
 
-Each command lives in its own module exposing ``add_parser(subparsers)``, which registers a
-sub-parser whose ``func(args, report_error) -> int`` does the work. Unreadable input files and bad
-option values are reported as one line on stderr (``dtbench-analyze: FILE: why`` or
-``dtbench-analyze COMMAND: argument --opt: why``) and give exit status 2.
+Each command lives in its own module of commands/ exposing ``add_parser(subparsers)``, which
+registers a sub-parser whose ``func(args, report_error) -> int`` does the work (options, text
+output, figures); what it computes comes from the library (summary.py, scaling.py, ...).
+Unreadable input files and bad option values are reported as one line on stderr
+(``dtbench-analyze: FILE: why`` or ``dtbench-analyze COMMAND: argument --opt: why``) and give
+exit status 2.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ import argparse
 import sys
 from typing import List, Optional
 
-from . import (__version__, compare, export, figure_cmd, predict, report, scaling, stragglers,
-               summary, timeline)
+from . import __version__
+from .commands import (compare, export, figure, predict, report, scaling, stragglers, summary,
+                       timeline)
 
 PROG = "dtbench-analyze"
-COMMANDS = (summary, scaling, stragglers, timeline, compare, export, report, figure_cmd, predict)
+COMMANDS = (summary, scaling, stragglers, timeline, compare, export, report, figure, predict)
 
 
 class OneLineParser(argparse.ArgumentParser):

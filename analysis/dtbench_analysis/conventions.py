@@ -41,6 +41,16 @@ def incomplete_lines(runs: Sequence[Run]) -> List[str]:
             for r in runs if not r.is_complete]
 
 
+def incomplete_section(runs: Sequence[Run], marked: str) -> List[str]:
+    """The closing lines of a table whose ``marked`` ("rows", "groups") include incomplete runs:
+    a blank line, what the mark means, and ``incomplete_lines``; empty when all are complete."""
+    notes = incomplete_lines(runs)
+    if not notes:
+        return []
+    return ["", f"{marked} marked {INCOMPLETE_MARK} include incomplete runs (their completed "
+                f"iterations are used):"] + ["  " + n for n in notes]
+
+
 def plural(n: int, word: str) -> str:
     """'1 run', '3 runs'."""
     return f"{n} {word}{'' if n == 1 else 's'}"

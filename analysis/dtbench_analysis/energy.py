@@ -59,7 +59,7 @@ def energy_summary(run: Run) -> Optional[Dict[str, object]]:
     """Energy per sample over the ranks with power samples, with per-rank details; None when the
     run has no power samples."""
     per_rank: List[Dict[str, object]] = []
-    batch = int(run.attrs.get("batch_per_rank") or run.batch_global // max(1, run.nranks))
+    batch = run.batch_per_rank
     for row in range(run.nranks):
         e = rank_energy(run, row)
         if e is None:

@@ -8,6 +8,9 @@ learning rate, ...) is equal inside a comparison, so LeNet is never compared wit
 synthetic data never with Fashion-MNIST. Runs that differ in two factors at once appear in no
 comparison of either (their difference cannot be attributed to one factor).
 
+``strategy_groups`` picks the runs of the report's Strategies figures: one model, data set and
+batch, differing in the exchange strategy (its options, the ranks and evaluation settings).
+
 Exchange strategies are compared at an equal number of *workers* (root attribute ``nworkers``,
 else ``nranks``): ``--exchange async`` adds parameter-server ranks and ``mixed`` needs a node
 layout (``--ranks-per-node``), so for this factor the rank counts vary with the strategy.
@@ -96,6 +99,21 @@ def comparisons(runs: Sequence[Run], ignore: Sequence[str] = (),
                         "common": {k: v for k, v in key if k != "workers"},
                         "values": [dict(v) for v in values]})
     return out
+
+
+#: keys that may differ between the runs of one strategies figure (the report's Strategies)
+STRATEGY_KEYS = ("exchange", "staleness", "ps-ranks", "sync-period", "nranks", "nnodes",
+                 "ranks-per-node",
+                 "tag", "target_accuracy", "target-acc", "eval-every")
+
+
+def strategy_groups(runs: Sequence[Run], ignore: Sequence[str] = ()) -> List[List[Run]]:
+    """Runs of one model, data set and everything else but the exchange strategy (and its
+    options, the ranks and the evaluation settings), groups with several strategies first."""
+    groups = configs.group_runs(runs, tuple(ignore) + STRATEGY_KEYS)
+    out = [g for g in groups.values()
+           if len({r.exchange for r in g}) > 1 or any(len(r.eval) for r in g)]
+    return sorted(out, key=lambda g: (-len({r.exchange for r in g}), -len(g)))
 
 
 def value_label(values: Dict[str, str], differing: Sequence[str]) -> str:

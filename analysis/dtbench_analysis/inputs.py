@@ -13,14 +13,6 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 from .runfile import Run, RunFileError, load_run
 
-INPUT_HELP = "result files (.h5) and/or directories (every *.h5 file under them)"
-
-
-def add_inputs(parser, nargs: str = "+", metavar: str = "FILE|DIR") -> None:
-    """The positional FILES|DIR argument, with the same help text in every command."""
-    parser.add_argument("inputs", nargs=nargs, metavar=metavar, help=INPUT_HELP)
-
-
 def expand(items: Sequence[str]) -> Tuple[List[str], List[str]]:
     """(paths, errors): files kept as given, directories replaced by their ``*.h5`` files.
     Errors are one-line messages naming the path. A file named twice is kept once."""

@@ -6,9 +6,14 @@ import json
 
 import numpy as np
 
+from .records import Record
+
 
 def json_safe(value):
-    """NaN/inf -> None and numpy scalars/arrays -> Python values, recursively."""
+    """NaN/inf -> None, numpy scalars/arrays -> Python values and result records -> dicts,
+    recursively."""
+    if isinstance(value, Record):
+        value = value.as_dict()
     if isinstance(value, dict):
         return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

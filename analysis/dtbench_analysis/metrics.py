@@ -79,7 +79,7 @@ def throughput(run: Run) -> Dict[str, object]:
             "method": "batch_global / median critical path",
         }
     medians = per_rank_median(run, "total").dropna()
-    per_rank = int(run.attrs.get("batch_per_rank") or run.batch_global // max(1, run.nranks))
+    per_rank = run.batch_per_rank
     rate = float((per_rank / medians[medians > 0]).sum()) if not medians.empty else None
     return {
         "samples_per_s": rate or None,

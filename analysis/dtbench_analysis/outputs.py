@@ -15,11 +15,6 @@ import tempfile
 from typing import Callable, Iterable, Optional, Sequence
 
 
-def add_overwrite(parser) -> None:
-    parser.add_argument("--overwrite", action="store_true",
-                        help="replace output files that already exist")
-
-
 def check_output(path: str, option: str, suffixes: Sequence[str], overwrite: bool,
                  inputs: Iterable[str] = ()) -> Optional[str]:
     """None when ``path`` may be written, else a one-line message naming the option and file."""

@@ -17,11 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from .outputs import write_bytes  # noqa: E402
 
-__all__ = ["plt", "png_bytes", "save_png", "save", "data_uri", "INCOMPLETE_NOTE",
-           "FIGURE_SUFFIXES"]
-
-#: file name endings accepted by every --plot option (the format follows the ending)
-FIGURE_SUFFIXES = (".png", ".svg")
+__all__ = ["plt", "png_bytes", "save_png", "save", "data_uri", "INCOMPLETE_NOTE"]
 
 DPI = 110
 #: appended to a title or legend entry of an incomplete run

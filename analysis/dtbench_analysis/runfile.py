@@ -177,6 +177,11 @@ class Run:
         return int(self.attrs["batch_global"])
 
     @property
+    def batch_per_rank(self) -> int:
+        """Samples per rank and iteration (root attribute, else batch_global / nranks)."""
+        return int(self.attrs.get("batch_per_rank") or self.batch_global // max(1, self.nranks))
+
+    @property
     def finished(self) -> bool:
         """True when the run closed the file cleanly (attribute ``finished`` == 1)."""
         return int(self.attrs.get("finished", 0) or 0) == 1

@@ -1,5 +1,5 @@
 """The report's tables as pandas DataFrames (one function per question), for the HTML report, the
-figures (figures.py, figures_training.py) and notebooks (``dtbench_analysis.load``).
+figures (plot/) and notebooks (``dtbench_analysis.load``).
 
 Times are in milliseconds. Conventions (runfile.py, metrics.py): only measured iterations
 (completed, warm-up excluded). Phase breakdowns use the *mean* over ranks x measured iterations,

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from dtbench_analysis import cli, predict
-from dtbench_analysis.predict_coll import tuned_allreduce
-from dtbench_analysis.predict_fit import collective_terms, exchange_terms, fit_comm, observe
+from dtbench_analysis.predict.coll import tuned_allreduce
+from dtbench_analysis.predict.fit import collective_terms, exchange_terms, fit_comm, observe
 from dtbench_analysis.runfile import load_run
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -243,7 +243,7 @@ def test_one_scale_is_not_validated(tmp_path, capsys):
 
 
 def _fits(beta_inter, compute_s, iter_factors=(1.0,)):
-    from dtbench_analysis.predict_fit import CommFit, ComputeFit
+    from dtbench_analysis.predict.fit import CommFit, ComputeFit
     params = np.array([0.0, 1e-10, 0.0, beta_inter, beta_inter])
     comm = CommFit("tree", params, np.zeros((5, 5)), {k: True for k in TRUE}, [], 4, 0.0)
     comp = ComputeFit(("m", "d", "cpu"), 0.0, compute_s / 8, (0, 0), [8], np.ones(1),
@@ -259,7 +259,7 @@ def _fits(beta_inter, compute_s, iter_factors=(1.0,)):
     (1e-8, {"sync": 0.020 + 0.050, "ssp": 0.050}),
 ])
 def test_replay_of_the_strategies(beta, expect):
-    from dtbench_analysis.predict_sim import Scenario, simulate
+    from dtbench_analysis.predict.sim import Scenario, simulate
     comm, comp = _fits(beta, 0.020)
     rng = np.random.default_rng(0)
     for strategy, want in expect.items():
@@ -269,7 +269,7 @@ def test_replay_of_the_strategies(beta, expect):
 
 
 def test_replay_async_and_mixed():
-    from dtbench_analysis.predict_sim import Scenario, simulate
+    from dtbench_analysis.predict.sim import Scenario, simulate
     comm, comp = _fits(1e-8, 0.020)
     rng = np.random.default_rng(0)
     # async, 1 server, 3 workers: each worker 20 ms + push and pull of 1 MB (20 ms); the server

@@ -218,7 +218,7 @@ def test_power_samples_give_energy_per_sample(capsys, write, tmp_path):
     spans = [energy.rank_energy(run, r)["span_s"] for r in range(4)]
     samples = int(run.ranks["measured"].sum()) * int(run.attrs["batch_per_rank"])
     assert table["J per sample (run)"].iloc[0] == pytest.approx(100.0 * sum(spans) / samples)
-    from dtbench_analysis import figures_training
+    from dtbench_analysis.plot import training as figures_training
     fig = figures_training.samples(res.runs)
     assert [ax.get_title() for ax in fig.axes] == ["power, W", "memory, MiB",
                                                    "utilisation, %"]

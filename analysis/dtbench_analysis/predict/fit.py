@@ -6,7 +6,7 @@ Three parts, each from the runs' per-rank, per-iteration records (measured cells
   batch size c0 = 0 and c1 = median c / b), per model/dataset/device;
 - noise (stragglers and waits): every rank's persistent factor (its median / the run's median)
   and every iteration's factor (c / the rank's median), pooled as empirical distributions; the
-  simulation replays them over N ranks (predict_sim.py);
+  simulation replays them over N ranks (sim.py);
 - communication: alpha-beta per topology level (``intra`` node, ``inter`` node), fitted by
   non-negative weighted least squares (weights 1/T: relative errors count) to the transfer time
   of every run with more than one rank: per iteration the max over ranks of
@@ -15,11 +15,12 @@ Three parts, each from the runs' per-rank, per-iteration records (measured cells
   ``exchange_wait``: the min over ranks of ``exchange``, the last rank to arrive waits least.
   The gradient is cut in buckets of ``bucket-mb``; each bucket is one allreduce whose cost is
   ``a*alpha + b*s*beta`` summed over the levels its steps cross, for the algorithm the run used
-  (predict_coll.py: Open MPI tuned's rules for the blocking exchange, libnbc's tree for
-  MPI_Iallreduce); across nodes, bytes in messages above the eager limit have their own beta. A calibration in the file (root attributes
-  ``calibration_exchange_s``: the transport's collectives alone on the run's buckets, median over
-  ``calibration_iters`` repetitions) stands in for the transfer time of ssp runs, whose
-  exchange time hides the allreduce; for sync and hier it is shown beside the measured transfer.
+  (coll.py: Open MPI tuned's rules for the blocking exchange, libnbc's tree for
+  MPI_Iallreduce); across nodes, bytes in messages above the eager limit have their own beta.
+  A calibration in the file (root attributes ``calibration_exchange_s``: the transport's
+  collectives alone on the run's buckets, median over ``calibration_iters`` repetitions) stands
+  in for the transfer time of ssp runs, whose exchange time hides the allreduce; for sync and
+  hier it is shown beside the measured transfer.
 
 Parameter uncertainty: the covariance of the weighted least-squares estimate,
 ``sigma^2 (X^T W X)^-1`` over the parameters the data determine; a level whose runs show one
@@ -34,9 +35,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from scipy.optimize import nnls
 
-from .predict_coll import (EAGER_BYTES, NPARAMS, collective_terms,  # noqa: F401
-                           exchange_terms, hier_terms, tuned_allreduce)
-from .runfile import Run
+from .coll import (EAGER_BYTES, NPARAMS, collective_terms,  # noqa: F401
+                   exchange_terms, hier_terms, tuned_allreduce)
+from ..runfile import Run
 
 LEVELS = ("intra", "inter")
 PARAMS = ("alpha_intra", "beta_intra", "alpha_inter", "beta_inter", "beta_inter_rndv")
@@ -139,7 +140,7 @@ def auto_algorithm(mpi_library: str, blocking: bool = True) -> str:
 
 def observe(run: Run) -> Observation:
     """Extracts an Observation from a loaded run."""
-    from .metrics import iteration_times
+    from ..metrics import iteration_times
     train = run.trains
     total = run.measured("total")[train]
     exchange = run.measured("exchange")[train]

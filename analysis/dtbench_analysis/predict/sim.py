@@ -28,8 +28,8 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from .predict_coll import EAGER_BYTES, NPARAMS, collective_terms, exchange_terms
-from .predict_fit import CommFit, ComputeFit
+from .coll import EAGER_BYTES, NPARAMS, collective_terms, exchange_terms
+from .fit import CommFit, ComputeFit
 
 STRATEGIES = ("sync", "hier", "ssp", "async", "mixed")
 #: an iteration of a rank is "slow" when its compute exceeds this multiple of the median
@@ -72,7 +72,7 @@ def needs(s: Scenario) -> Optional[str]:
 
 
 def comm_terms(s: Scenario) -> np.ndarray:
-    """Collective-cost terms (see predict_fit.PARAMS) of the exchange of one iteration."""
+    """Collective-cost terms (see fit.PARAMS) of the exchange of one iteration."""
     if s.strategy in ("sync", "ssp"):
         return exchange_terms("sync", s.algorithm, s.nnodes, s.per_node, s.grad_bytes,
                               s.bucket_bytes)

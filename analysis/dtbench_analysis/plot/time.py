@@ -1,7 +1,7 @@
 """Figures about time: where it goes (stacked phases per run), scaling (speedup and efficiency
-with intervals), and ranks x iterations (heat maps, Gantt). Each function takes the DataFrames of
-tables.py (or runs) and returns a matplotlib figure; plotting.save / plotting.png_bytes write it.
-Training, pipeline and sampler figures are in figures_training.py.
+with intervals, as in the report), and ranks x iterations (heat maps, Gantt). Each function takes
+the DataFrames of tables.py (or runs) and returns a matplotlib figure; plotting.save /
+plotting.png_bytes write it. Training, pipeline and sampler figures are in training.py.
 """
 
 from __future__ import annotations
@@ -12,15 +12,16 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
-from . import tables, timeline
-from .runfile import Run
+from .. import tables, timeline
+from ..runfile import Run
+from . import timeline as gantt_chart
 
 PHASE_COLORS = {"data": "#8c8c8c", "forward": "#4c72b0", "backward": "#55a868",
                 "exchange wait": "#c44e52", "exchange transfer": "#dd8452",
                 "update": "#8172b3", "other": "#dadada"}
 
 
-def _empty(ax, text: str) -> None:
+def empty_axes(ax, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=10)
     ax.set_xticks([]), ax.set_yticks([])
 
@@ -28,11 +29,11 @@ def _empty(ax, text: str) -> None:
 def breakdown(ph: pd.DataFrame):
     """Stacked horizontal bars: mean ms of each phase per rank-iteration, one bar per run, the
     hidden (overlapped) exchange hatched after the bar, exchange share and efficiency as text."""
-    from .plotting import plt
+    from ..plotting import plt
     n = max(1, len(ph))
     fig, ax = plt.subplots(figsize=(11, 1.2 + 0.42 * n))
     if ph.empty:
-        _empty(ax, "no runs")
+        empty_axes(ax, "no runs")
         return fig
     y = np.arange(len(ph))
     left = np.zeros(len(ph))
@@ -66,11 +67,11 @@ def breakdown(ph: pd.DataFrame):
 def scaling(points: pd.DataFrame):
     """Speedup and efficiency against ranks, one line per series (strong/weak, strategy and
     transport), error bars from the time's confidence interval, the ideal dashed."""
-    from .plotting import plt
+    from ..plotting import plt
     fig, (ax_s, ax_e) = plt.subplots(1, 2, figsize=(11, 4.2))
     if points.empty:
         for ax in (ax_s, ax_e):
-            _empty(ax, "no scaling series: no two scales share\na configuration and a batch")
+            empty_axes(ax, "no scaling series: no two scales share\na configuration and a batch")
         return fig
     for i, (series, pts) in enumerate(points.groupby("series", sort=True)):
         pts = pts.sort_values("ranks")
@@ -103,7 +104,7 @@ def scaling(points: pd.DataFrame):
 def heatmaps(run: Run, title: Optional[str] = None):
     """Ranks x iterations: iteration time and exchange wait (pipelines: idle time) in ms,
     warm-up marked, NaN grey."""
-    from .plotting import plt
+    from ..plotting import plt
     if tables.is_pipeline(run):
         second = ("pipe_idle", "pipeline idle (bubble)")
     else:
@@ -134,9 +135,9 @@ def heatmaps(run: Run, title: Optional[str] = None):
 
 
 def gantt(run: Run, window: Tuple[Optional[int], Optional[int]] = (None, None)):
-    """Per-rank timeline of a window of iterations (timeline.figure)."""
+    """Per-rank timeline of a window of iterations (plot/timeline.py)."""
     lo, hi = timeline.window_for(run, *window)
-    return timeline.figure([run], [(lo, hi)])
+    return gantt_chart.figure([run], [(lo, hi)])
 
 
 def pick_rank_run(runs: Sequence[Run]) -> Optional[Run]:

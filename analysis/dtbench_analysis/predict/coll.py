@@ -1,6 +1,6 @@
 """Cost terms of the collectives dtbench's exchange runs, for ``dtbench-analyze predict``.
 
-A collective's time is ``terms . PARAMS`` (predict_fit.PARAMS: alpha and beta per topology
+A collective's time is ``terms . PARAMS`` (fit.PARAMS: alpha and beta per topology
 level, and across nodes a separate beta for messages above the eager limit, which the transport
 sends with the rendezvous protocol). Which algorithm runs depends on how dtbench called MPI:
 - blocking ``MPI_Allreduce`` (sync, hier and mixed without ``--overlap``, and every calibration):

@@ -12,36 +12,23 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
-from . import configs, metrics, tables
-from .figures import _empty
-from .runfile import Run
+from .. import metrics, tables
+from ..runfile import Run
+from .time import empty_axes
 
 PIPE_COLORS = {"compute": "#4c72b0", "send": "#dd8452", "recv": "#55a868", "idle": "#c44e52"}
-#: keys that may differ between the runs of one strategies figure
-STRATEGY_KEYS = ("exchange", "staleness", "ps-ranks", "sync-period", "nranks", "nnodes",
-                 "ranks-per-node",
-                 "tag", "target_accuracy", "target-acc", "eval-every")
-
-
-def strategy_groups(runs: Sequence[Run], ignore: Sequence[str] = ()) -> List[List[Run]]:
-    """Runs of one model, data set and everything else but the exchange strategy (and its
-    options, the ranks and the evaluation settings), groups with several strategies first."""
-    groups = configs.group_runs(runs, tuple(ignore) + STRATEGY_KEYS)
-    out = [g for g in groups.values()
-           if len({r.exchange for r in g}) > 1 or any(len(r.eval) for r in g)]
-    return sorted(out, key=lambda g: (-len({r.exchange for r in g}), -len(g)))
 
 
 def strategies(runs: Sequence[Run], target: Optional[float] = None, names=None):
     """2 x 2: loss and test accuracy against wall time (s since start) and against iterations;
     colour = exchange strategy; the target accuracy dotted and each run's first evaluation
     reaching it starred."""
-    from .plotting import plt
+    from ..plotting import plt
     fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex="col")
     (ax_lt, ax_li), (ax_at, ax_ai) = axes
     if not runs:
         for ax in axes.ravel():
-            _empty(ax, "no runs")
+            empty_axes(ax, "no runs")
         return fig
     strategies_seen = list(OrderedDict.fromkeys(r.exchange for r in runs))
     goals = set()
@@ -99,12 +86,12 @@ def pipeline(pipe: pd.DataFrame):
     """Left: per run and stage, mean ms per iteration of compute, send, receive and idle
     (bubble). Right: bubble fraction (idle / their sum, mean over stages) against micro-batches,
     one line per number of stages, with the GPipe ideal (K-1)/(M+K-1)."""
-    from .plotting import plt
+    from ..plotting import plt
     fig, (ax_b, ax_f) = plt.subplots(1, 2, figsize=(11, 1.8 + 0.3 * max(4, len(pipe))),
                                      gridspec_kw={"width_ratios": [3, 2]})
     if pipe.empty:
         for ax in (ax_b, ax_f):
-            _empty(ax, "no pipeline runs (--parallel model/hybrid)")
+            empty_axes(ax, "no pipeline runs (--parallel model/hybrid)")
         return fig
     labels = [f"{r} | stage {s}" for r, s in zip(pipe["run"], pipe["stage"])]
     y = np.arange(len(pipe))
@@ -148,14 +135,14 @@ def _sample_panels(runs: Sequence[Run]) -> List[Tuple[str, str]]:
 def samples(runs: Sequence[Run], names=None):
     """Sampled power, memory and utilisation against time (aligned clock), one line per rank
     of every sampled run; energy per sample in the legend when power was sampled."""
-    from . import energy
-    from .plotting import plt
+    from .. import energy
+    from ..plotting import plt
     runs = [r for r in runs if r.samples]
     panels = _sample_panels(runs)
     fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(11, 3.8), squeeze=False)
     axes = axes[0]
     if not panels:
-        _empty(axes[0], "no samples (dtbench --sample-hz N)")
+        empty_axes(axes[0], "no samples (dtbench --sample-hz N)")
         return fig
     for i, run in enumerate(runs):
         e = energy.energy_summary(run)

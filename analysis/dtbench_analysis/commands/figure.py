@@ -8,8 +8,8 @@ the most ranks), ``--iters A:B`` the window of gantt.
 
 from __future__ import annotations
 
-from . import api, inputs, outputs, timeline
-from .plotting import FIGURE_SUFFIXES
+from .. import api
+from . import common
 
 
 def add_parser(subparsers) -> None:
@@ -17,34 +17,25 @@ def add_parser(subparsers) -> None:
                               description="Draw one figure of the report from the runs.")
     p.add_argument("name", choices=api.FIGURES, metavar="NAME",
                    help="one of: " + ", ".join(api.FIGURES))
-    inputs.add_inputs(p)
+    common.add_inputs(p)
     p.add_argument("-o", "--output", "--plot", metavar="OUT.png|OUT.svg", required=True,
                    help="file to write (PNG or SVG by its ending)")
     p.add_argument("--run", metavar="FILE", help="heatmap, gantt: the run to draw")
     p.add_argument("--iters", metavar="A:B", help="gantt: iterations A..B-1")
     p.add_argument("--target", type=float, metavar="ACC",
                    help="strategies: target test accuracy (default: the runs' own)")
-    p.add_argument("--ignore", metavar="KEY", action="append", default=[],
-                   help="configuration key to ignore when grouping (repeatable)")
-    outputs.add_overwrite(p)
+    common.add_ignore(p)
+    common.add_overwrite(p)
     p.set_defaults(func=run_command)
 
 
 def run_command(args, report_error) -> int:
-    try:
-        window = timeline.parse_window(args.iters)
-    except ValueError:
-        report_error(f"--iters {args.iters}: accepted: A:B with integers 0 <= A < B")
+    ok, window = common.window(args.iters, "--iters", report_error)
+    if not ok or not common.target_ok(args.target, report_error):
         return 2
-    if args.target is not None and not 0.0 < args.target <= 1.0:
-        report_error(f"--target {args.target}: accepted: an accuracy in (0, 1], e.g. 0.8")
+    if not common.output_ok(args, args.output, "--output", report_error):
         return 2
-    paths, _ = inputs.expand(args.inputs)
-    err = outputs.check_output(args.output, "--output", FIGURE_SUFFIXES, args.overwrite, paths)
-    if err:
-        report_error(err)
-        return 2
-    runs, status = inputs.load_all(args.inputs, report_error)
+    runs, status = common.load(args, report_error)
     if status:
         return status
     res = api.Results(runs, args.ignore, args.target)
@@ -56,7 +47,7 @@ def run_command(args, report_error) -> int:
     except ValueError as e:
         report_error(f"figure {args.name}: {e}")
         return 2
-    from .plotting import save
+    from ..plotting import save
     save(fig, args.output)
     print(f"wrote {args.output}")
     return 0

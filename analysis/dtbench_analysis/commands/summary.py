@@ -1,0 +1,195 @@
+"""``dtbench-analyze summary FILES``: each run's summary.summarize as text (or JSON), and where
+the time goes (``--plot``)."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+from .. import inputs, jsonout
+from ..runfile import PHASES
+from ..summary import EFFICIENCY_WARN, Summary, summarize
+from ..units import num
+from . import common
+
+#: per-rank table rows printed in the text output; the JSON output has every rank
+MAX_RANK_ROWS = 16
+
+
+def _duration(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return "n/a"
+    for unit, scale in (("s", 1.0), ("ms", 1e3), ("us", 1e6)):
+        if abs(seconds) >= 1.0 / scale:
+            return f"{seconds * scale:.3g} {unit}"
+    return f"{seconds * 1e9:.3g} ns"
+
+
+def _bytes(value: Optional[float]) -> str:
+    if value is None:
+        return "n/a"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:.0f} B"
+
+
+def format_text(s: Summary) -> str:
+    """The human-readable summary."""
+    f, it = s.factors, s.iterations
+    lines: List[str] = [f"== {s.file}"]
+    if s.incomplete:
+        lines.append(f"INCOMPLETE: {s.incomplete}")
+        lines.append("  (statistics below use only the iterations each rank completed)")
+    lines.append("  " + "  ".join(f"{k}={f[k]}" for k in ("model", "dataset", "exchange",
+                                                          "device", "tag")))
+    lines.append(f"  nranks={f['nranks']}  nnodes={f['nnodes']}  batch_global={f['batch_global']}"
+                 f"  batch_per_rank={f['batch_per_rank']}")
+    prec = s.precision
+    lines.append(f"  precision={prec.get('precision', 'fp32')} (compute)  "
+                 f"grad_dtype={prec.get('grad_dtype', 'fp32')} (gradients on the wire)")
+    lo, hi = it.measured_per_rank_min, it.measured_per_rank_max
+    got = f"{lo}" if lo == hi else f"{lo}-{hi}"
+    lines.append(f"  iterations measured: {got} per rank (configured {it.configured}); "
+                 f"the first {it.warmup_excluded} warm-up iterations are excluded "
+                 f"from all statistics")
+    lines.append("")
+    n = s.phases_ms["total"]["n"]
+    lines.append(f"  {'phase (ms)':<12}{'median':>10}{'p5':>10}{'p95':>10}{'mean':>10}"
+                 f"   over {n} rank-iterations")
+    for phase in PHASES:
+        row = s.phases_ms[phase]
+        lines.append(f"  {phase:<12}" + "".join(f"{num(row[k]):>10}"
+                                                for k in ("median", "p5", "p95", "mean")))
+    lines += _per_rank_lines(s)
+    lines.append("")
+    tp = s.throughput
+    if tp.critical_path_median_ms is not None or tp.samples_per_s is None:
+        lines.append(f"  throughput: {num(tp.samples_per_s, '.1f')} samples/s = batch_global"
+                     f" / median critical path {num(tp.critical_path_median_ms)} ms "
+                     f"(critical path = max over ranks of total per iteration; "
+                     f"{tp.iterations} iterations measured by every rank)")
+    else:
+        lines.append(f"  throughput: {num(tp.samples_per_s, '.1f')} samples/s = "
+                     f"{tp.method} (exchange={f['exchange']}: ranks do not advance in "
+                     f"lockstep)")
+    sh = s.exchange_share
+    pct = lambda v: num(None if v is None else v * 100, '.1f')  # noqa: E731
+    parts = ("" if sh.get("transfer") is None else
+             f"; transfer {pct(sh['transfer'])}%, arrival wait {pct(sh['wait'])}%")
+    lines.append(f"  exchange share: {pct(sh['median'])}% (median over iterations of "
+                 f"sum-over-ranks exchange / sum-over-ranks total{parts})")
+    eff = s.exchange_efficiency
+    if eff:
+        bw = "" if eff.recorded_busbw is None else (
+            f"; busbw {eff.recorded_busbw / 1e9:.3g} GB/s recorded vs "
+            f"{(eff.calibration_busbw or 0) / 1e9:.3g} GB/s alone")
+        lines.append(f"  exchange efficiency: {num(eff.efficiency, '.2f')} (library alone "
+                     f"{num(eff.library_ms)} ms / recorded {num(eff.transfer_ms)} ms median "
+                     f"transfer; median exchange with the wait {num(eff.recorded_ms)} ms{bw})")
+        if eff.warn:
+            lines.append(f"  WARNING: exchange efficiency below {EFFICIENCY_WARN}: the recorded "
+                         f"transfer costs more than the library's collectives alone; the "
+                         f"transfer share overstates communication")
+    over = s.oversubscribed
+    if over:
+        lines.append(f"  WARNING: oversubscribed: up to {over['host_ranks_max']} ranks on a host "
+                     f"of {over['host_cores']} cores; ranks shared cores, so each rank's phases "
+                     f"(the exchange above all) include other ranks' compute: read the iteration, "
+                     f"not the exchange share")
+    slow = s.slowest_rank
+    if slow:
+        pct = "" if slow.ratio is None else f" ({(slow.ratio - 1) * 100:+.1f}%)"
+        lines.append(f"  slowest rank: {slow.rank} on {slow.host}, median total "
+                     f"{num(slow.median_total_ms)} ms vs {num(slow.median_of_ranks_ms)} ms"
+                     f" median of all ranks' medians{pct}")
+    else:
+        lines.append("  slowest rank: n/a (no measured iterations)")
+    wire = s.precision.get("grad_dtype", "fp32")
+    lines.append(f"  exchange payload: {_bytes(s.bytes_sent_median)} per rank per iteration "
+                 f"(median bytes_sent; gradients in {wire} on the wire)")
+    ev = s.final_eval
+    if ev:
+        loss = "" if ev["loss"] is None else f", loss {ev['loss']:.4g}"
+        lines.append(f"  final evaluation: accuracy {ev['accuracy']:.4f} after iteration "
+                     f"{ev['iteration']}{loss}")
+    else:
+        lines.append("  final evaluation: none recorded")
+    en = s.energy
+    if en:
+        part = "" if en["ranks_sampled"] == en["nranks"] else \
+            f" ({en['ranks_sampled']} of {en['nranks']} ranks sampled)"
+        cover = "" if en["min_coverage"] >= 0.999 else \
+            f"; samples cover only {en['min_coverage']:.0%} of a rank's measured time, " \
+            f"extrapolated at its mean power"
+        lines.append(f"  energy: {num(en['joules_per_sample'], '.4g')} J per sample = "
+                     f"{num(en['energy_j'], '.4g')} J over {en['samples']} samples in the "
+                     f"measured iterations{part}{cover}")
+    rec = s.recorder
+    lines.append(f"  recorder cost: median record {num(rec.record_median_ms, '.4f')} ms, "
+                 f"mean {num(rec.record_mean_ms, '.4f')} ms per iteration (not in total); "
+                 f"timer overhead {_duration(rec.timer_overhead_s)} per timestamp")
+    return "\n".join(lines)
+
+
+def _per_rank_lines(s: Summary) -> List[str]:
+    """The per-rank table (at most MAX_RANK_ROWS rows: the slowest first when cut)."""
+    rows = s.per_rank
+    if len(rows) < 2:
+        return []
+    extra = [k for k in ("wait_median_ms", "staleness_median", "power_median_w",
+                         "memory_max_mib", "utilization_median") if k in rows[0]]
+    heads = {"wait_median_ms": "wait ms", "staleness_median": "stale",
+             "power_median_w": "power W", "memory_max_mib": "mem MiB",
+             "utilization_median": "util"}
+    shown = rows
+    note = ""
+    if len(rows) > MAX_RANK_ROWS:
+        shown = sorted(rows, key=lambda r: -(r["total_median_ms"] or 0))[:MAX_RANK_ROWS]
+        note = f"  ... {len(rows) - MAX_RANK_ROWS} more ranks (the slowest shown; --json: all)"
+    out = ["", f"  per rank (ms, over each rank's measured iterations; busy = total minus "
+               f"{'exchange_wait' if 'wait_median_ms' in rows[0] else 'exchange'}):",
+           f"  {'rank':>5} {'node':>5} {'host':<14}{'iters':>6}{'total med':>11}{'total p95':>11}"
+           f"{'busy med':>10}{'exch med':>10}" + "".join(f"{heads[k]:>10}" for k in extra)]
+    for r in shown:
+        out.append(f"  {r['rank']:>5} {r['node']:>5} {r['host'][:13]:<14}{r['measured']:>6}"
+                   f"{num(r['total_median_ms']):>11}{num(r['total_p95_ms']):>11}"
+                   f"{num(r['busy_median_ms']):>10}{num(r['exchange_median_ms']):>10}" +
+                   "".join(f"{num(r[k], '.1f'):>10}" for k in extra))
+    if note:
+        out.append(note)
+    return out
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("summary", help="factors, phase times, throughput of each run",
+                              description="Summarise dtbench result files.")
+    common.add_inputs(p)
+    p.add_argument("--json", action="store_true",
+                   help="print a JSON object (an array of them for several files)")
+    common.add_plot(p, "where the time goes (stacked phases per run)")
+    common.add_overwrite(p)
+    p.set_defaults(func=run_command)
+
+
+def run_command(args, report_error) -> int:
+    """Summarise each file; report_error(msg) is called for each unreadable one. Returns the
+    exit status: 0, or 2 when any file could not be read (the others are still summarised)."""
+    if not common.plot_ok(args, report_error):
+        return 2
+    runs, status = common.load(args, report_error)
+    results = [summarize(r) for r in runs]
+    several = len(inputs.expand(args.inputs)[0]) > 1
+    if args.json:
+        if results or several:
+            payload = results if several else results[0]
+            print(jsonout.dumps(payload))
+    elif results:
+        print("\n\n".join(format_text(r) for r in results))
+    if args.plot and runs:
+        from .. import tables
+        from ..plot import time as figures
+        from ..plotting import save
+        save(figures.breakdown(tables.phases(runs, summaries=results)), args.plot)
+        if not args.json:
+            print(f"wrote {args.plot}")
+    return status
