@@ -17,9 +17,9 @@ import sys
 import time
 from typing import Callable, List, Optional
 
-from . import __version__, collect as collect_mod, dtoptions, local as local_mod, plan, slurm
+from . import __version__, appendfile, collect as collect_mod, dtoptions, local as local_mod, plan, slurm
 from . import status as status_mod
-from .spec import Spec, SpecError, load
+from .spec import Spec, SpecError, check_folder, load
 
 PROG = "dtbench-campaign"
 
@@ -72,6 +72,8 @@ def prepare(args, need_dtbench: bool = True):
             print(f"{PROG}: warning: {line}", file=sys.stderr)
     if getattr(args, "results", None):
         spec.output = os.path.abspath(args.results)
+    check_folder(spec.output, "--results" if getattr(args, "results", None) else
+                 "campaign.output")
     runs = plan.expand(spec)
     plan.check_runs(runs)
     runs = _select(runs, getattr(args, "only", None))
@@ -205,9 +207,8 @@ def cmd_submit(args) -> int:
         dep = f"afterany:{previous}" if previous else None
         cmd = plan.sbatch_command(spec, job, template, dtbench, task_file, dep)
         env = plan.job_env(spec, job, dtbench)
-        line = plan.submit_line(env, cmd)
+        line = plan.submit_line(env, cmd)  # the whole submission: environment and command
         env["DTBENCH_SUBMIT_LINE"] = line
-        env["DTBENCH_LOG"] = "auto"
         try:
             job_id = slurm.sbatch(cmd, env)
         except slurm.SlurmError as e:
@@ -235,10 +236,34 @@ def _print_table(rows: List[status_mod.RunStatus]) -> None:
             f"{r.detail}")
 
 
+def _counts(rows: List[status_mod.RunStatus]) -> str:
+    counts: dict = {}
+    for r in rows:
+        counts[r.state] = counts.get(r.state, 0) + 1
+    order = sorted(counts.items(), key=lambda x: status_mod.STATES.index(x[0]))
+    return ", ".join(f"{n} {s}" for s, n in order)
+
+
+def progress_line(rows: List[status_mod.RunStatus], waited: float) -> str:
+    """One line while --wait waits: the states, and the iterations of the runs under way."""
+    active = [r for r in rows if r.state in ("running", "completing")]
+    shown = ", ".join(f"{r.run} {r.iterations if r.iterations is not None else '?'}"
+                      f"/{r.iters_total if r.iters_total is not None else '?'}"
+                      for r in active[:4])
+    more = f" and {len(active) - 4} more" if len(active) > 4 else ""
+    return (f"waiting {waited:.0f} s: {_counts(rows)}"
+            + (f" (iterations: {shown}{more})" if shown else ""))
+
+
 def cmd_status(args) -> int:
     spec, runs, _ = prepare(args, need_dtbench=False)
     rows = status_mod.campaign_status(spec, runs, all_attempts=args.all_attempts)
+    start, last = time.monotonic(), ""
     while args.wait and any(r.state in status_mod.UNDER_WAY for r in rows):
+        line = progress_line(rows, time.monotonic() - start)
+        if line.split(":", 1)[1] != last:   # on stderr: stdout keeps the table or --json
+            print(f"{PROG}: {line}", file=sys.stderr, flush=True)
+            last = line.split(":", 1)[1]
         time.sleep(args.interval)  # --wait: until no run is pending, running or completing
         rows = status_mod.campaign_status(spec, runs, all_attempts=args.all_attempts)
     if args.json:
@@ -246,12 +271,7 @@ def cmd_status(args) -> int:
         print(json.dumps([r.as_dict() for r in rows], indent=1))
         return 0
     _print_table(rows)
-    counts = {}
-    for r in rows:
-        counts[r.state] = counts.get(r.state, 0) + 1
-    order = sorted(counts.items(), key=lambda x: status_mod.STATES.index(x[0]))
-    say(f"{len(rows)} {'attempts' if args.all_attempts else 'runs'}: "
-        + ", ".join(f"{n} {s}" for s, n in order))
+    say(f"{len(rows)} {'attempts' if args.all_attempts else 'runs'}: {_counts(rows)}")
     return 0
 
 
@@ -279,6 +299,7 @@ def cmd_collect(args) -> int:
     spec, runs, _ = prepare(args, need_dtbench=False)
     rows = status_mod.campaign_status(spec, runs, all_attempts=True)
     dest = os.path.abspath(args.to or os.path.join(spec.output, "collected"))
+    check_folder(dest, "--to")
     n, index, left_out = collect_mod.collect(spec, runs, rows, dest, args.completed_only)
     for line in left_out:
         say(f"left out {line}")
@@ -359,7 +380,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="print JSON")
     c.add_argument("--all-attempts", action="store_true", help="every attempt, not only the newest")
     c.add_argument("--wait", action="store_true",
-                   help="wait until no run is pending, running or completing, then print")
+                   help="wait until no run is pending, running or completing (a line on stderr "
+                        "when something changed), then print")
     c.add_argument("--interval", type=float, default=5.0, metavar="S",
                    help="seconds between looks with --wait (default 5)")
     c = add("cancel", cmd_cancel,
@@ -378,6 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    appendfile.new_command()
     try:
         args = build_parser().parse_args(argv)
         return args.func(args)

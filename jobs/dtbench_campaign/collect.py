@@ -16,6 +16,7 @@ import shutil
 from typing import Dict, List, Tuple
 
 from . import plan
+from .appendfile import warn
 from .spec import Spec
 from .status import RunStatus
 
@@ -55,9 +56,14 @@ def collect(spec: Spec, runs: List[plan.Run], statuses: List[RunStatus], dest: s
     chosen = choose(statuses, completed_only)
     index = os.path.join(dest, INDEX)
     previous = set()
-    if os.path.exists(index):
-        with open(index, newline="") as f:
-            previous = {row["file"] for row in csv.DictReader(f)}
+    try:
+        with open(index, newline="", encoding="utf-8") as f:
+            previous = {row.get("file") or "" for row in csv.DictReader(f)}
+    except FileNotFoundError:
+        pass
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        warn(f"{index}: unreadable ({e}): written anew; files an earlier collect put in "
+             f"{dest} stay")
     option_keys = list(dict.fromkeys(k for r in runs for k in r.options))
     fields = ["file", "run", "attempt", "state", "detail", "iterations", "iters_total", "nodes",
               "tasks_per_node", "ranks", "gpus_per_node", "launcher", "repeat", "job"] + option_keys

@@ -17,7 +17,7 @@ import subprocess
 import time
 from typing import Callable, Dict, List, Optional
 
-from . import plan
+from . import appendfile, plan
 from .spec import Spec, SpecError
 
 KILL_WAIT = 30
@@ -25,20 +25,19 @@ PEER_GRACE = 10  # s mpirun gets to end by itself after a lost peer (as the batc
 
 
 def _peer_lost(state: str) -> bool:
-    try:
-        with open(state) as f:
-            return any(line.startswith("peer_lost=") for line in f)
-    except OSError:
-        return False
+    return any(line.startswith("peer_lost=") for line in appendfile.read_lines(state)[0])
 
 
 def read_hostfile(path: str) -> List[str]:
     """Host names of an Open MPI hostfile (first word of each line, # comments)."""
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             hosts = [line.split("#")[0].split()[0] for line in f if line.split("#")[0].strip()]
     except OSError as e:
         raise SpecError(f"--hostfile: cannot read {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise SpecError(f"--hostfile: {path} is not text; accepted: lines 'HOST slots=N'") \
+            from None
     if not hosts:
         raise SpecError(f"--hostfile: {path} lists no host; accepted: lines 'HOST slots=N'")
     return hosts
@@ -74,9 +73,7 @@ class _Stop:
 
 
 def _note(path: str, **kv) -> None:
-    with open(path, "a") as f:
-        for k, v in kv.items():
-            f.write(f"{k}={v}\n")
+    appendfile.append_line(path, "\n".join(f"{k}={v}" for k, v in kv.items()))
 
 
 def run_one(spec: Spec, run: plan.Run, attempt: int, cmd: List[str], stop: _Stop,

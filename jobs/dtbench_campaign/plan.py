@@ -22,8 +22,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional
 
-from . import dtoptions
-from .spec import BATCH_PER_RANK, Spec, SpecError
+from . import appendfile, dtoptions
+from .spec import BATCH_PER_RANK, MAX_RUNS, Spec, SpecError
 
 SAFE = re.compile(r"[^A-Za-z0-9.+-]+")
 ATTEMPT_RE = re.compile(r"^(?P<run>.+)\.a(?P<attempt>\d+)\.(?:h5|state|out)$")
@@ -81,6 +81,13 @@ def expand(spec: Spec) -> List[Run]:
                          ("gpus_per_node", spec.gpus_per_node), ("launcher", spec.launchers)]
     dims += [(k, v) for k, v in spec.options.items()]
     dims.append(("repeat", list(range(spec.repeats))))
+    total = 1
+    for _, values in dims:
+        total *= len(values)
+    if total > MAX_RUNS:
+        sizes = " x ".join(f"{len(v)} {k}" for k, v in dims if len(v) > 1)
+        raise SpecError(f"campaign: the sweep makes {total} runs ({sizes}); accepted: at most "
+                        f"{MAX_RUNS} (fewer values or repeats)")
     swept = [k for k, v in dims if len(v) > 1]
     runs: List[Run] = []
     seen: Dict[str, Dict[str, Any]] = {}
@@ -158,17 +165,13 @@ def result_base(spec: Spec, run_id: str, attempt: int) -> str:
 
 
 def read_log(spec: Spec) -> List[Dict[str, Any]]:
-    try:
-        with open(log_path(spec)) as f:
-            return [json.loads(line) for line in f if line.strip()]
-    except FileNotFoundError:
-        return []
+    """The submission records (appendfile.read_jsonl: a cut line costs that line only)."""
+    return appendfile.read_jsonl(log_path(spec))
 
 
 def append_log(spec: Spec, record: Dict[str, Any]) -> None:
     os.makedirs(spec.output, exist_ok=True)
-    with open(log_path(spec), "a") as f:
-        f.write(json.dumps(record) + "\n")
+    appendfile.append_line(log_path(spec), json.dumps(record))
 
 
 def attempts_on_disk(spec: Spec) -> Dict[str, List[int]]:
@@ -222,9 +225,13 @@ def launcher_command(spec: Spec, run: Run, dtbench: str, output: str) -> List[st
 
 
 def job_env(spec: Spec, job: Job, dtbench: str) -> Dict[str, str]:
+    """What the batch template reads from the job's environment (sbatch --export=ALL carries
+    it): the program, the launcher and its arguments, and the launcher's output next to the
+    result file (DTBENCH_LOG=auto)."""
     env = {"DTBENCH": dtbench, "DTBENCH_LAUNCHER": job.runs[0].launcher}
     if spec.launcher_args:
         env["DTBENCH_LAUNCH_ARGS"] = " ".join(spec.launcher_args)
+    env["DTBENCH_LOG"] = "auto"
     return env
 
 
@@ -235,7 +242,11 @@ def sbatch_command(spec: Spec, job: Job, template: str, dtbench: str, task_file:
            f"--ntasks-per-node={r.tasks_per_node}"]
     if r.gpus_per_node:
         cmd.append(f"--gpus-per-node={r.gpus_per_node}")
-    cmd += [f"--time={spec.time}", f"--signal=B:USR1@{spec.signal_before}", "--no-requeue"]
+    # --export=ALL: the job gets DTBENCH_* (job_env) and DTBENCH_SUBMIT_LINE even where the
+    # site or the user's shell sets SBATCH_EXPORT=NONE (the template would then run srun and
+    # rebuild a submit line without the launcher)
+    cmd += [f"--time={spec.time}", f"--signal=B:USR1@{spec.signal_before}", "--no-requeue",
+            "--export=ALL"]
     if spec.partition:
         cmd.append(f"--partition={spec.partition}")
     if spec.account:

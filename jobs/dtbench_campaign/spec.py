@@ -20,6 +20,9 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 TIME_RE = re.compile(r"^(?:(\d+)-(\d+)(?::(\d+)(?::(\d+))?)?|(\d+)(?::(\d+)(?::(\d+))?)?)$")
 TIME_FORMATS = "MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS"
 
+# The most runs a campaign may hold (each one a job or an array task, and a line of status).
+MAX_RUNS = 100_000
+
 # Keys of each table: name -> short description of the accepted values (used in error messages).
 CAMPAIGN_KEYS = {
     "name": "a name of letters, digits, '.', '_' and '-'",
@@ -28,7 +31,7 @@ CAMPAIGN_KEYS = {
     "dtbench": "the dtbench program (default: $DTBENCH, dtbench on PATH, the source tree's)",
     "template": "the sbatch template (default: slurm/dtbench.sbatch of the source tree)",
     "launcher": "srun or mpirun, or a list of both",
-    "repeats": "a positive integer",
+    "repeats": f"a positive integer (at most {MAX_RUNS} runs in all)",
 }
 RESOURCE_KEYS = {
     "nodes": "a positive integer or a list of them",
@@ -153,13 +156,31 @@ def _check_keys(table: str, data: Dict[str, Any], accepted: Dict[str, str]) -> N
 def load(path: str, cwd: Optional[str] = None) -> Spec:
     """Reads and checks the spec's structure and types (dtbench options: see dtoptions.check)."""
     try:
+        if os.path.exists(path) and not os.path.isfile(path):
+            raise SpecError("not a regular file; accepted: a TOML file (jobs/README.md)")
         with open(path, "rb") as f:
             data = tomllib.load(f)
     except OSError as e:
         raise SpecError(f"cannot read the spec: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise SpecError(f"not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); "
+                        "accepted: a TOML file (jobs/README.md)") from None
     except tomllib.TOMLDecodeError as e:
         raise SpecError(f"not valid TOML: {e}") from None
     return from_dict(data, path, cwd)
+
+
+def check_folder(path: str, key: str) -> None:
+    """A folder the tool writes into: it, or its nearest existing parent, must be a folder."""
+    probe = os.path.abspath(path)
+    while not os.path.lexists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return
+        probe = parent
+    if not os.path.isdir(probe):
+        what = "is a file" if probe == os.path.abspath(path) else f"lies under {probe}, a file"
+        raise SpecError(f"{key} {path}: {what}; accepted: a folder (made when missing)")
 
 
 def from_dict(data: Dict[str, Any], path: str = "<spec>", cwd: Optional[str] = None) -> Spec:
@@ -197,9 +218,9 @@ def from_dict(data: Dict[str, Any], path: str = "<spec>", cwd: Optional[str] = N
         raise SpecError(f"campaign.launcher: {camp.get('launcher')!r} is not accepted; accepted: "
                         f"{', '.join(LAUNCHERS)} or a list of them")
     repeats = camp.get("repeats", 1)
-    if not _is_int(repeats) or repeats < 1:
-        raise SpecError(f"campaign.repeats: {repeats!r} is not accepted; accepted: a positive "
-                        "integer")
+    if not _is_int(repeats) or not 1 <= repeats <= MAX_RUNS:
+        raise SpecError(f"campaign.repeats: {repeats!r} is not accepted; accepted: an integer "
+                        f"from 1 to {MAX_RUNS}")
 
     time = _str("resources.time", res.get("time", "00:30:00"), RESOURCE_KEYS["time"])
     secs = time_seconds(time)
@@ -274,7 +295,8 @@ def from_dict(data: Dict[str, Any], path: str = "<spec>", cwd: Optional[str] = N
     for k in ("sbatch_args",):
         for a in getattr(spec, k):
             for bad in ("--array", "--output", "--error", "--nodes", "--ntasks-per-node", "-N",
-                        "--time", "-t", "--signal", "--dependency", "-d", "-o", "-e", "-a"):
+                        "--time", "-t", "--signal", "--dependency", "-d", "-o", "-e", "-a",
+                        "--export"):
                 if a == bad or a.startswith(bad + "="):
                     raise SpecError(f"resources.sbatch_args: {a!r} is set by dtbench-campaign; "
                                     "accepted: other sbatch arguments (use resources.* keys)")

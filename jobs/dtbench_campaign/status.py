@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional
 
 os.environ.setdefault("HDF5_USE_FILE_LOCKING", "FALSE")  # read files that jobs are writing
 
-from . import plan, slurm  # noqa: E402
+from . import appendfile, plan, slurm  # noqa: E402
 from .spec import Spec  # noqa: E402
 
 STATES = ("not submitted", "pending", "running", "completing", "completed", "stopped early",
@@ -39,27 +39,20 @@ class RunStatus:
     job: str  # Slurm job id (ID or ID_TASK), "local", or ""
     state: str
     detail: str
-    iterations: Optional[int]  # completed iterations in the file (every worker: parameter
+    iterations: Optional[int]  # iterations kept in the file (every worker: parameter
     # servers, /ranks/role 1, run none), warm-up included
     iters_total: Optional[int]
     file: str  # the result file ("" when none)
+    # iterations completed, kept or not (/ranks/iterations_done; None in older files)
+    iterations_completed: Optional[int] = None
 
     def as_dict(self) -> Dict[str, Any]:
         return asdict(self)
 
 
 def read_state_file(path: str) -> Dict[str, str]:
-    """key=value lines; a later line wins."""
-    out: Dict[str, str] = {}
-    try:
-        with open(path) as f:
-            for line in f:
-                k, sep, v = line.rstrip("\n").partition("=")
-                if sep:
-                    out[k.strip()] = v.strip()
-    except OSError:
-        pass
-    return out
+    """key=value lines; a later line wins (appendfile.read_state: a cut last line is skipped)."""
+    return appendfile.read_state(path)
 
 
 def read_result(path: str) -> Optional[Dict[str, Any]]:
@@ -70,14 +63,15 @@ def read_result(path: str) -> Optional[Dict[str, Any]]:
         import h5py
         with h5py.File(path, "r") as f:
             a = f.attrs
-            done = f["ranks/completed"][:] if "ranks/completed" in f else []
-            if len(done) and "ranks/role" in f and f["ranks/role"].shape == done.shape:
-                done = done[f["ranks/role"][:] != 1]  # parameter servers run no iterations
+            done = _workers(f, "ranks/completed")
+            done = [] if done is None else done
             return {
                 "finished": int(a["finished"]) if "finished" in a else 0,
                 "stop_reason": str(a["stop_reason"]) if "stop_reason" in a else "",
                 "iters_total": int(a["iters_total"]) if "iters_total" in a else None,
                 "completed": int(min(done)) if len(done) else 0,
+                # iterations completed, kept or not (newer files; docs/hdf5-layout.md)
+                "done": _workers_min(f, "ranks/iterations_done"),
                 # stop_reason=peer_lost (src/finalize.c): what was lost
                 "failed_nodes": str(a["failed_nodes"]) if "failed_nodes" in a else "",
                 "lost_ranks": str(a["lost_ranks"]) if "lost_ranks" in a else "",
@@ -85,6 +79,28 @@ def read_result(path: str) -> Optional[Dict[str, Any]]:
             }
     except Exception as e:  # a file being created, or truncated by a crash
         return {"error": f"{type(e).__name__}: {e}"}
+
+
+def _workers(f, name: str):
+    """The entries of a per-rank dataset for the ranks that train (parameter servers,
+    /ranks/role 1, run no iterations), or None when the file has no such dataset."""
+    if name not in f:
+        return None
+    values = f[name][:]
+    if "ranks/role" in f and f["ranks/role"].shape == values.shape:
+        values = values[f["ranks/role"][:] != 1]
+    return values
+
+
+def _workers_min(f, name: str) -> Optional[int]:
+    values = _workers(f, name)
+    return int(min(values)) if values is not None and len(values) else None
+
+
+def kept_text(res: Dict[str, Any]) -> str:
+    """'N iterations kept', and 'of M completed' where the file says how many were completed."""
+    done = res.get("done")
+    return f"{res['completed']} iterations kept" + ("" if done is None else f" of {done} completed")
 
 
 def _reason_text(stop_request: str, sched: str) -> str:
@@ -105,7 +121,7 @@ def _lost(res: Optional[Dict[str, Any]], st: Dict[str, str], sched: str) -> Opti
     if not (marked or nodes or st.get("peer_lost")):
         return None
     if ok:
-        kept = f"{res['completed']} iterations kept" + ("" if marked else " (file not closed)")
+        kept = kept_text(res) + ("" if marked else " (file not closed)")
     else:
         kept = "no result file" if res is None else "result file unreadable"
     if nodes:
@@ -154,14 +170,14 @@ def resolve(res: Optional[Dict[str, Any]], st: Dict[str, str], sched: str) -> tu
             return "failed", f"dtbench stopped with stop_reason={res['stop_reason'] or '?'}"
         # A file that was never closed: killed.
         if sched == "TIMEOUT" or st.get("stop_request") == "time_limit":
-            return "timed out", f"killed at the time limit; {res['completed']} iterations kept"
+            return "timed out", f"killed at the time limit; {kept_text(res)}"
         if sched.startswith("CANCELLED"):
-            return "cancelled", f"killed; {res['completed']} iterations kept"
+            return "cancelled", f"killed; {kept_text(res)}"
         if "exit_code" not in st and not sched:
-            return "unknown", (f"file not closed, {res['completed']} iterations kept; Slurm does "
-                               "not know the job (any more)")
+            return "unknown", (f"file not closed, {kept_text(res)}; Slurm does not know the "
+                               "job (any more)")
         code = st.get("exit_code", "?")
-        return "failed", f"killed or crashed (exit {code}); {res['completed']} iterations kept"
+        return "failed", f"killed or crashed (exit {code}); {kept_text(res)}"
     # No result file.
     if sched == "TIMEOUT":
         return "timed out", "no result file"
@@ -234,6 +250,9 @@ def attempt_status(spec: Spec, run_id: str, attempt: int, job: str,
             st["exit_code"] = "? (the local run was killed)"
     state, detail = resolve(res, st, s)
     ok = res is not None and "error" not in res
+    if ok and res.get("done") is not None and state not in UNDER_WAY \
+            and "iterations kept" not in detail:
+        detail = f"{detail}; {kept_text(res)}" if detail else kept_text(res)
     return RunStatus(run_id, attempt, job, state, detail,
                      res.get("completed") if ok else None, res.get("iters_total") if ok else None,
-                     base + ".h5" if res is not None else "")
+                     base + ".h5" if res is not None else "", res.get("done") if ok else None)

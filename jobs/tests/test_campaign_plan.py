@@ -114,7 +114,8 @@ def test_sbatch_command_of_a_single_run(tmp_path):
     assert cmd[cmd.index("/t/dtbench.sbatch") + 1:] == job.runs[0].dtbench_args() + [
         "--output", f"{spec.output}/runs/n1x2_exchange-sync.a1.h5"]
     env = plan.job_env(spec, job, "/bin/dtbench")
-    assert plan.submit_line(env, cmd).startswith("DTBENCH=/bin/dtbench DTBENCH_LAUNCHER=srun sbatch ")
+    assert plan.submit_line(env, cmd).startswith(
+        "DTBENCH=/bin/dtbench DTBENCH_LAUNCHER=srun DTBENCH_LOG=auto sbatch ")
 
 
 def test_attempts_come_from_files_and_log(tmp_path):
