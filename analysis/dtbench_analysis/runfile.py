@@ -41,8 +41,8 @@ RANK_FIELDS = (
 )
 #: Optional per-rank datasets (used when present): role 0 worker / 1 parameter server, the
 #: update counts of the exchange, and the hash of the final parameters.
-OPTIONAL_RANK_FIELDS = ("role", "updates_pushed", "updates_applied", "param_hash",
-                        "sample_source", "device_name")
+OPTIONAL_RANK_FIELDS = ("role", "updates_pushed", "updates_applied", "iterations_done",
+                        "param_hash", "sample_source", "device_name")
 EVAL_FIELDS = ("iteration", "time", "accuracy", "loss")
 #: Optional per-iteration datasets written by newer dtbench versions (used when present).
 OPTIONAL_ITERATION_FIELDS = ("staleness", "version", "bytes_recv", "exchange_wait",
@@ -137,6 +137,9 @@ class Run:
     #: /samples datasets present (SAMPLE_FIELDS), (nranks, capacity) float64, NaN beyond
     #: ``/ranks/samples_written`` of each row; empty when the run had no sampler
     samples: Dict[str, np.ndarray] = field(default_factory=dict)
+    #: what the reader found wrong but could read around, one line each (the commands print
+    #: them as warnings): e.g. a config_json that is not an object, timings that are inf
+    warnings: List[str] = field(default_factory=list)
 
     # ---- scalar properties -------------------------------------------------------------------
     @property
@@ -366,76 +369,222 @@ def _require(f: h5py.File, name: str, path: str):
     return f[name]
 
 
+#: root attributes every file has, and the least each may be
+REQUIRED_INTS = {"nranks": 1, "nnodes": 1, "warmup": 0, "iters": 0, "iters_total": 0,
+                 "batch_global": 0}
+
+
+def _int_attrs(attrs: Dict[str, object], path: str) -> None:
+    """Check the required integer root attributes (int32 in the file) and store them as
+    int."""
+    for key, least in REQUIRED_INTS.items():
+        if key not in attrs:
+            raise RunFileError(f"{path}: missing root attribute {key}")
+        value = attrs[key]
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and np.isfinite(value) and value == int(value) and least <= value < 2 ** 31
+        if not ok:
+            raise RunFileError(f"{path}: root attribute {key} is {value!r}, expected an "
+                               f"integer >= {least} and < 2^31")
+        attrs[key] = int(value)
+
+
+#: optional root attributes the analysis reads, by the kind of value they hold
+OPTIONAL_ATTRS = {
+    "int": ("batch_per_rank", "finished", "calibration_iters", "oversubscribed", "host_cores",
+            "host_ranks_max", "stages", "microbatches", "replicas", "nworkers",
+            "staleness_bound", "ps_ranks", "sync_period", "param_count", "flush_every"),
+    "float": ("timer_overhead_s", "target_accuracy", "calibration_exchange_s",
+              "calibration_busbw", "calibration_busbw_factor", "stop_latency_s"),
+    "str": ("model", "dataset", "exchange", "transport", "device", "tag", "parallel",
+            "precision", "grad_dtype", "stop_reason", "stop_detail", "start_time", "end_time",
+            "mpi_library", "backend_info", "launcher", "submit_line", "command_line",
+            "config_json", "calibration_method", "failed_nodes", "lost_ranks"),
+}
+
+
+def _optional_attrs(attrs: Dict[str, object], warnings: List[str]) -> None:
+    """Optional root attributes of another kind than they should hold are dropped (warned):
+    the analysis then reads the file as one that does not record them."""
+    for kind, names in OPTIONAL_ATTRS.items():
+        for key in names:
+            if key not in attrs:
+                continue
+            value = attrs[key]
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if kind == "str" and (isinstance(value, str) or number):
+                attrs[key] = str(value) if number else value
+                continue
+            if kind == "float" and number:
+                continue
+            if kind == "int" and number and np.isfinite(value) and value == int(value):
+                attrs[key] = int(value)
+                continue
+            what = {"int": "a whole number", "float": "a number", "str": "text"}[kind]
+            warnings.append(f"root attribute {key} is {str(value)[:40]!r}, expected {what}: "
+                            f"ignored")
+            del attrs[key]
+
+
+def _config(attrs: Dict[str, object], config_attrs: Dict[str, str], path: str,
+            warnings: List[str]) -> Dict[str, object]:
+    """config_json as a dict; when it is not a JSON object, /config's strings (warned)."""
+    text = attrs.get("config_json", "{}") or "{}"
+    try:
+        config = json.loads(text) if isinstance(text, str) else None
+        why = f"a JSON {type(config).__name__.replace('NoneType', 'null')}, not an object"
+    except ValueError as e:
+        config, why = None, f"not valid JSON ({e})"
+    if isinstance(config, dict):
+        return config
+    warnings.append(f"attribute config_json is {why}: the configuration is read from /config")
+    return dict(config_attrs)
+
+
+#: /ranks datasets that count or number something: whole numbers, always
+INTEGER_RANK_FIELDS = ("rank", "node", "local_rank", "pid", "completed", "status")
+COUNT_RANK_FIELDS = ("role", "updates_pushed", "updates_applied", "iterations_done")
+
+
+def _integers(data: np.ndarray, path: str, name: str) -> np.ndarray:
+    """Whole numbers as int64; RunFileError for anything else (text, inf, NaN, 2.5)."""
+    if data.dtype.kind in "iu":
+        return data.astype(np.int64)
+    if data.dtype.kind != "f":
+        raise RunFileError(f"{path}: {name} holds {data.dtype} values, expected whole numbers")
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(data) | (np.abs(data) >= 2 ** 62) | (data != np.round(data))
+    if bad.any():
+        raise RunFileError(f"{path}: {name} holds {data[bad].ravel()[0]!r}, expected whole "
+                           f"numbers")
+    return data.astype(np.int64)
+
+
+def _numeric(ds, path: str, name: str) -> np.ndarray:
+    """A dataset's values as float64; RunFileError when they are not numbers."""
+    if ds.dtype.kind not in "iufb":
+        raise RunFileError(f"{path}: {name} holds {ds.dtype} values, expected numbers")
+    return ds[()].astype(np.float64)
+
+
 def load_run(path, fields: Optional[Sequence[str]] = None) -> Run:
     """Read a dtbench result file. ``fields`` limits which /iterations datasets are loaded
     (default: all of them, including any beyond ITERATION_FIELDS). Raises RunFileError (or its
-    subclass SchemaError) with a one-line message naming the file."""
+    subclass SchemaError) with a one-line message naming the file; what it can read around is
+    in ``Run.warnings``."""
     path = os.fspath(path)
     with _open(path) as f:
-        attrs = {k: _decode(v) for k, v in f.attrs.items()}
-        if "schema_version" not in attrs:
-            raise SchemaError(f"{path}: not a dtbench result file (no schema_version attribute)")
-        version = attrs["schema_version"]
-        if version != SCHEMA_VERSION:
-            raise SchemaError(f"{path}: unsupported schema_version {version!r} "
-                              f"(this reader understands version {SCHEMA_VERSION} only)")
-        for key in ("nranks", "warmup", "iters", "iters_total", "batch_global"):
-            if key not in attrs:
-                raise RunFileError(f"{path}: missing root attribute {key}")
         try:
-            config = json.loads(attrs.get("config_json", "{}") or "{}")
-        except ValueError as e:
-            raise RunFileError(f"{path}: attribute config_json is not valid JSON ({e})") from None
-        config_attrs = {k: _decode(v) for k, v in f["config"].attrs.items()} \
-            if "config" in f else {}
+            return _read(f, path, fields)
+        except RunFileError:
+            raise
+        except (OSError, KeyError, ValueError, TypeError, AttributeError) as e:
+            # h5py on damaged objects or types this reader has no use for
+            text = " ".join(str(e).split()) or type(e).__name__
+            raise RunFileError(f"{path}: cannot read: {text}") from None
 
-        nranks, iters_total = int(attrs["nranks"]), int(attrs["iters_total"])
-        ranks_group = _require(f, "ranks", path)
-        ranks = {}
-        for name in RANK_FIELDS:
-            data = _require(ranks_group, name, path)[()]
-            if data.shape != (nranks,):
-                raise RunFileError(f"{path}: /ranks/{name} has shape {data.shape}, "
-                                   f"expected ({nranks},)")
-            ranks[name] = _decode_strings(data)
-        for name in OPTIONAL_RANK_FIELDS:
-            if name in ranks_group and ranks_group[name].shape == (nranks,):
-                ranks[name] = _decode_strings(ranks_group[name][()])
-        ranks_df = pd.DataFrame(ranks)
-        completed = np.clip(ranks_df["completed"].to_numpy().astype(np.int64), 0, iters_total)
-        ranks_df["measured"] = np.clip(completed - int(attrs["warmup"]), 0, None)
 
-        group = _require(f, "iterations", path)
-        extent = _iterations_extent(group, path, nranks, iters_total)
-        valid = np.arange(extent)[None, :] < np.minimum(completed, extent)[:, None]
-        names = [n for n in group if isinstance(group[n], h5py.Dataset)] if fields is None \
-            else list(fields)
-        missing = [n for n in (ITERATION_FIELDS if fields is None else names) if n not in group]
-        if missing:
-            raise RunFileError(f"{path}: missing /iterations/{missing[0]} "
-                               f"(not a complete schema-1 layout)")
-        iterations, units, descriptions = {}, {}, {}
-        for name in names:
-            ds = group[name]
-            if ds.shape != (nranks, extent):
-                raise RunFileError(f"{path}: /iterations/{name} has shape {ds.shape}, "
-                                   f"expected ({nranks}, {extent}) as the other datasets")
-            iterations[name] = np.where(valid, ds[()].astype(np.float64), np.nan)
-            units[name] = _decode(ds.attrs.get("units", ""))
-            descriptions[name] = _decode(ds.attrs.get("description", ""))
+def _read(f: h5py.File, path: str, fields: Optional[Sequence[str]]) -> Run:
+    warnings: List[str] = []
+    attrs = {k: _decode(v) for k, v in f.attrs.items()}
+    if "schema_version" not in attrs:
+        raise SchemaError(f"{path}: not a dtbench result file (no schema_version attribute)")
+    version = attrs["schema_version"]
+    if version != SCHEMA_VERSION:
+        raise SchemaError(f"{path}: unsupported schema_version {version!r} "
+                          f"(this reader understands version {SCHEMA_VERSION} only)")
+    _int_attrs(attrs, path)
+    _optional_attrs(attrs, warnings)
+    config_attrs = {k: str(_decode(v)) for k, v in f["config"].attrs.items()} \
+        if isinstance(f.get("config"), h5py.Group) else {}
+    config = _config(attrs, config_attrs, path, warnings)
 
-        samples = _read_samples(f, path, nranks)
+    nranks, iters_total = attrs["nranks"], attrs["iters_total"]
+    ranks_df = _read_ranks(_require(f, "ranks", path), path, nranks)
+    completed = np.clip(np.nan_to_num(ranks_df["completed"].to_numpy(dtype=np.float64)),
+                        0, iters_total).astype(np.int64)
+    ranks_df["measured"] = np.clip(completed - attrs["warmup"], 0, None)
 
-        eval_df = pd.DataFrame(columns=list(EVAL_FIELDS), dtype=np.float64)
-        if "eval" in f:
-            cols = {n: f["eval"][n][()].astype(np.float64) for n in EVAL_FIELDS if n in f["eval"]}
-            if cols:
-                eval_df = pd.DataFrame(cols).reindex(columns=list(EVAL_FIELDS))
-                eval_df = eval_df[np.isfinite(eval_df["iteration"])].reset_index(drop=True)
-
+    group = _require(f, "iterations", path)
+    extent = _iterations_extent(group, path, nranks, iters_total)
+    valid = np.arange(extent)[None, :] < np.minimum(completed, extent)[:, None]
+    names = [n for n in group if isinstance(group[n], h5py.Dataset)] if fields is None \
+        else list(fields)
+    missing = [n for n in (ITERATION_FIELDS if fields is None else names) if n not in group]
+    if missing:
+        raise RunFileError(f"{path}: missing /iterations/{missing[0]} "
+                           f"(not a complete schema-1 layout)")
+    iterations, units, descriptions = {}, {}, {}
+    for name in names:
+        ds = group[name]
+        if ds.shape != (nranks, extent):
+            raise RunFileError(f"{path}: /iterations/{name} has shape {ds.shape}, "
+                               f"expected ({nranks}, {extent}) as the other datasets")
+        values = np.where(valid, _numeric(ds, path, f"/iterations/{name}"), np.nan)
+        infinite = np.isinf(values)
+        if infinite.any():
+            warnings.append(f"/iterations/{name} holds {int(infinite.sum())} infinite values: "
+                            f"read as not measured")
+            values[infinite] = np.nan
+        iterations[name] = values
+        units[name] = str(_decode(ds.attrs.get("units", "")))
+        descriptions[name] = str(_decode(ds.attrs.get("description", "")))
+    # a rank-iteration whose start, phases and arrival wait are not all numbers was not measured
+    for name in ("start",) + PHASES + ("exchange_wait",):
+        if name in iterations:
+            valid &= np.isfinite(iterations[name])
+    for values in iterations.values():
+        values[~valid] = np.nan
     return Run(path=path, attrs=attrs, config=config, config_attrs=config_attrs, ranks=ranks_df,
                iterations=iterations, valid=valid, units=units, descriptions=descriptions,
-               eval=eval_df, samples=samples)
+               eval=_read_eval(f, path, warnings),
+               samples=_read_samples(f, path, nranks, warnings),
+               warnings=warnings)
+
+
+def _read_ranks(group: h5py.Group, path: str, nranks: int) -> pd.DataFrame:
+    """/ranks: RANK_FIELDS (required) and the OPTIONAL_RANK_FIELDS present, one row per rank."""
+    ranks = {}
+    for name in RANK_FIELDS:
+        data = _require(group, name, path)[()]
+        if np.shape(data) != (nranks,):
+            raise RunFileError(f"{path}: /ranks/{name} has shape {np.shape(data)}, "
+                               f"expected ({nranks},)")
+        if name in INTEGER_RANK_FIELDS:
+            data = _integers(data, path, f"/ranks/{name}")
+        elif name != "host" and data.dtype.kind not in "iuf":
+            raise RunFileError(f"{path}: /ranks/{name} holds {data.dtype} values, expected "
+                               f"numbers")
+        ranks[name] = _decode_strings(data)
+    ranks["host"] = np.array([str(h) for h in ranks["host"]], dtype=object)
+    for name in OPTIONAL_RANK_FIELDS:
+        if name in group and group[name].shape == (nranks,):
+            data = group[name][()]
+            ranks[name] = _integers(data, path, f"/ranks/{name}") \
+                if name in COUNT_RANK_FIELDS else _decode_strings(data)
+    return pd.DataFrame(ranks)
+
+
+def _read_eval(f: h5py.File, path: str, warnings: List[str]) -> pd.DataFrame:
+    """/eval: the evaluations written (rows with a finite iteration); ignored, with a warning,
+    when its datasets are not numbers of one length."""
+    empty = pd.DataFrame(columns=list(EVAL_FIELDS), dtype=np.float64)
+    group = f.get("eval")
+    if not isinstance(group, h5py.Group):
+        return empty
+    sets = {n: group[n] for n in EVAL_FIELDS if isinstance(group.get(n), h5py.Dataset)}
+    if not sets:
+        return empty
+    shapes = {ds.shape for ds in sets.values()}
+    if len(shapes) != 1 or len(next(iter(shapes))) != 1 or \
+            any(ds.dtype.kind not in "iuf" for ds in sets.values()):
+        warnings.append(f"/eval holds datasets of shapes {sorted(shapes)} and types "
+                        f"{sorted({str(ds.dtype) for ds in sets.values()})}, expected numbers "
+                        f"of one length: evaluations ignored")
+        return empty
+    frame = pd.DataFrame({n: ds[()].astype(np.float64) for n, ds in sets.items()})
+    frame = frame.reindex(columns=list(EVAL_FIELDS)).replace([np.inf, -np.inf], np.nan)
+    return frame[np.isfinite(frame["iteration"])].reset_index(drop=True)
 
 
 def _iterations_extent(group: h5py.Group, path: str, nranks: int, iters_total: int) -> int:
@@ -452,23 +601,26 @@ def _iterations_extent(group: h5py.Group, path: str, nranks: int, iters_total: i
     return extent
 
 
-def _read_samples(f: h5py.File, path: str, nranks: int) -> Dict[str, np.ndarray]:
+def _read_samples(f: h5py.File, path: str, nranks: int,
+                  warnings: List[str]) -> Dict[str, np.ndarray]:
     """The optional /samples group (GPU/CPU sampler): each SAMPLE_FIELDS dataset present, rows
-    cut to ``/ranks/samples_written`` (NaN beyond). Empty when there is no sampler."""
-    if "samples" not in f or "samples_written" not in f["ranks"]:
+    cut to ``/ranks/samples_written`` (NaN beyond, inf read as NaN). Empty when there is no
+    sampler, or, with a warning, when the datasets do not fit together."""
+    group = f.get("samples")
+    if not isinstance(group, h5py.Group) or "samples_written" not in f["ranks"]:
         return {}
-    written = f["ranks"]["samples_written"][()].astype(np.int64)
-    if written.shape != (nranks,):
-        raise RunFileError(f"{path}: /ranks/samples_written has shape {written.shape}, "
-                           f"expected ({nranks},)")
+    written = _integers(f["ranks"]["samples_written"][()], path, "/ranks/samples_written")
+    sets = {n: group[n] for n in SAMPLE_FIELDS if isinstance(group.get(n), h5py.Dataset)}
+    shapes = {ds.shape for ds in sets.values()}
+    if written.shape != (nranks,) or len(shapes) > 1 or \
+            any(len(sh) != 2 or sh[0] != nranks for sh in shapes):
+        warnings.append(f"/samples holds datasets of shapes {sorted(shapes)} and "
+                        f"/ranks/samples_written {written.shape}, expected ({nranks}, capacity) "
+                        f"and ({nranks},): samples ignored")
+        return {}
     out = {}
-    for name in SAMPLE_FIELDS:
-        if name not in f["samples"]:
-            continue
-        data = f["samples"][name][()].astype(np.float64)
-        if data.ndim != 2 or data.shape[0] != nranks:
-            raise RunFileError(f"{path}: /samples/{name} has shape {data.shape}, "
-                               f"expected ({nranks}, capacity)")
+    for name, ds in sets.items():
+        data = _numeric(ds, path, f"/samples/{name}")
         keep = np.arange(data.shape[1])[None, :] < np.clip(written, 0, data.shape[1])[:, None]
-        out[name] = np.where(keep, data, np.nan)
+        out[name] = np.where(keep & np.isfinite(data), data, np.nan)
     return out

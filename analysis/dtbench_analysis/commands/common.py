@@ -83,5 +83,10 @@ def window(text: Optional[str], option: str, report_error: Report,
 
 def load(args, report_error: Report, fields: Optional[Sequence[str]] = None) \
         -> Tuple[List[Run], int]:
-    """The runs named by ``args.inputs`` and the status (2 when any could not be read)."""
-    return inputs.load_all(args.inputs, report_error, fields)
+    """The runs named by ``args.inputs`` and the status (2 when any could not be read); what
+    the reader read around (Run.warnings) is said as one warning line each."""
+    runs, status = inputs.load_all(args.inputs, report_error, fields)
+    for run in runs:
+        for warning in run.warnings:
+            report_error(f"warning: {run.path}: {warning}")
+    return runs, status

@@ -8,9 +8,10 @@ from typing import Dict, List
 from .. import jsonout
 from ..predict import build
 from ..predict.fit import ALGORITHM_HELP, ALGORITHMS, PARAMS
-from ..predict.model import DEFAULT_MAX_ERROR
+from ..predict.model import DEFAULT_MAX_ERROR, unusable
 from ..predict.sim import SLOW_FACTOR, STRATEGIES
 from ..units import ms as _ms
+from ..units import num
 from . import common
 
 def _fmt_param(name: str, value, sd, beta_known: bool = False) -> str:
@@ -82,8 +83,8 @@ def format_text(result: Dict, simulate_mode: bool) -> str:
                  f"{ref['grad_bytes'] / 1e6:.3f} MB in buckets of {ref['bucket_bytes'] / 2**20:g} "
                  f"MiB; speedup against the model at the scale of {result['base']['file']} "
                  f"({result['base']['ranks']} ranks, batch {result['base']['batch_per_rank']} "
-                 f"per rank: {result['base']['samples_per_s']:.1f} samples/s; measured "
-                 f"{result['base']['measured_samples_per_s']:.1f}); "
+                 f"per rank: {num(result['base']['samples_per_s'], '.1f')} samples/s; measured "
+                 f"{num(result['base']['measured_samples_per_s'], '.1f')}); "
                  f"intervals 90 % (parameter draws), widened "
                  f"by the worst held-out error; * = strategy not measured (from the shared fit)")
     lines.append(f"   {'strategy':8s} {'nodes':>5s} {'ranks':>6s} {'b/rank':>6s}  "
@@ -207,21 +208,18 @@ def run_command(args, report_error) -> int:
     runs, status = common.load(args, report_error)
     if status:
         return status
-    pipelined = [r for r in runs if str(r.attrs.get("parallel") or "data") != "data"]
-    runs = [r for r in runs if r not in pipelined]
+    left_out = [(r, unusable(r)) for r in runs if unusable(r)]
+    runs = [r for r in runs if r not in [x for x, _ in left_out]]
     if not runs:
-        report_error(f"predict: {pipelined[0].path}: parallel="
-                     f"{pipelined[0].attrs.get('parallel')}: predict models data parallelism "
-                     f"only (no run with parallel=data given)")
+        run, why = left_out[0]
+        report_error(f"predict: {run.path}: {why} (no run left to fit)")
         return 2
     result = build(runs, nodes, strategies, args.algorithm, args.ranks_per_node,
                    args.batch_per_rank, args.batch_global, args.max_error, args.seed)
     refuse = result["refused"] and not args.force
     if refuse:
         result["predictions"], result["curve"] = [], []
-    result["left_out"] = [{"file": r.path, "why": f"parallel={r.attrs.get('parallel')}: "
-                                                  f"predict models data parallelism only"}
-                          for r in pipelined]
+    result["left_out"] = [{"file": r.path, "why": why} for r, why in left_out]
     if args.json:
         print(jsonout.dumps(result))
     else:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+import pandas as pd
 from scipy.optimize import nnls
 
 from .coll import (EAGER_BYTES, NPARAMS, collective_terms,  # noqa: F401
@@ -88,7 +89,8 @@ class Observation:
 
     @property
     def compute_median(self) -> float:
-        return float(np.nanmedian(self.compute))
+        c = self.compute[np.isfinite(self.compute)]
+        return float(np.median(c)) if c.size else float("nan")
 
     @property
     def label(self) -> str:
@@ -347,10 +349,11 @@ def fit_compute(observations: Sequence[Observation]) -> Dict[Tuple[str, str, str
         rel_sd = float(np.sqrt(np.mean((c / pred - 1) ** 2))) if len(c) > 1 else 0.0
         rank_f, iter_f, per_sample = [], [], []
         for o in obs:
-            med = np.nanmedian(o.compute, axis=1, keepdims=True)
-            run_med = float(np.nanmedian(med))
-            rank_f.append((med.ravel() / run_med))
-            cells = o.compute / med
+            med = pd.DataFrame(o.compute.T).median().to_numpy()[:, None]  # NaN: rank without
+            run_med = float(pd.Series(med.ravel()).median())             # a measured iteration
+            with np.errstate(divide="ignore", invalid="ignore"):
+                factors, cells = med.ravel() / run_med, o.compute / med
+            rank_f.append(factors[np.isfinite(factors)])
             iter_f.append(cells[np.isfinite(cells)])
             ps = (o.compute - c0) / o.batch_per_rank
             per_sample.append(ps[np.isfinite(ps)])

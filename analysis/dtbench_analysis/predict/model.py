@@ -28,6 +28,20 @@ from .sim import SLOW_FACTOR, STRATEGIES, Scenario, needs, simulate, summarise
 DEFAULT_MAX_ERROR = 0.25
 
 
+def unusable(run: Run) -> Optional[str]:
+    """Why ``run`` cannot be fitted (one line), or None: the model is of data parallelism and
+    needs measured iterations that took time, some of it compute (total - exchange)."""
+    if str(run.attrs.get("parallel") or "data") != "data":
+        return f"parallel={run.attrs.get('parallel')}: predict models data parallelism only"
+    times = metrics.iteration_times(run)
+    if not times.size:
+        return "no measured iteration: nothing to fit"
+    compute = (run.measured("total") - run.measured("exchange"))[run.trains]
+    if not (times > 0).any() or not (compute > 0).any():
+        return "no measured iteration with compute time (total - exchange > 0): nothing to fit"
+    return None
+
+
 def _scale(o: Observation):
     return (o.nnodes, o.nranks)
 
