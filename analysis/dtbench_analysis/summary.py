@@ -32,10 +32,12 @@ DEFINITIONS = {
     "per_rank": "per rank, over its measured iterations: median and p95 of total, median of busy "
                 "(total minus exchange_wait when recorded, else minus exchange) and of exchange",
     "exchange_efficiency": "calibration_exchange_s (the transport's collectives timed alone on the "
-                           "run's buckets before training) / median recorded transfer "
-                           "(exchange - exchange_wait: the arrival wait is load imbalance, not "
-                           "the library's work); below 0.9 the transfer costs more than the "
-                           "library's collectives. "
+                           "run's buckets before training, as calibration_method says) / median "
+                           "recorded transfer (exchange - exchange_wait: the arrival wait is load "
+                           "imbalance, not the library's work); overhead = the transfer minus the "
+                           "library's time: what the exchange costs beyond the collectives, "
+                           "warned about when it is more than 1% of the median iteration or more "
+                           "than 10% of the median exchange. "
                            "busbw: median bytes_sent / median (exchange - exchange_wait) x "
                            "calibration_busbw_factor (nccl-tests' bus bandwidth); bytes are "
                            "those on the wire (half of fp32's with --grad-dtype bf16/fp16)",
@@ -48,7 +50,9 @@ DEFINITIONS = {
 
 #: per-rank columns of metrics.per_rank_table in seconds (reported in ms, suffix _ms)
 TIME_COLUMNS = ("total_median", "total_p95", "busy_median", "exchange_median", "wait_median")
-EFFICIENCY_WARN = 0.9
+#: the exchange's overhead over the library (transfer - calibration) is material, and warned
+#: about, above these shares of the median iteration or of the median exchange
+OVERHEAD_OF_ITERATION, OVERHEAD_OF_EXCHANGE = 0.01, 0.10
 
 
 @record
@@ -86,9 +90,13 @@ class ExchangeEfficiency(Record):
     recorded_ms: Optional[float]                # median exchange, the wait included
     transfer_ms: Optional[float]                # median exchange - exchange_wait
     efficiency: Optional[float]                 # library_ms / transfer_ms
-    warn: bool
+    warn: bool                                  # the overhead is material (see DEFINITIONS)
     calibration_busbw: Optional[float]
     recorded_busbw: Optional[float]
+    overhead_ms: Optional[float] = None         # transfer_ms - library_ms
+    overhead_of_iteration: Optional[float] = None   # overhead / median iteration
+    overhead_of_exchange: Optional[float] = None    # overhead / median exchange
+    method: Optional[str] = None                # calibration_method, None in older files
 
 
 @record
@@ -139,7 +147,8 @@ def exchange_efficiency(run: Run, exchange_ms: Optional[float]) -> Optional[Exch
     """The calibration stored by dtbench against the recorded exchange; None when the run holds
     no calibration (older files, --calibrate-iters 0, one rank). Efficiency: library / median
     transfer (exchange - exchange_wait), as calibration.py and the busbw below; the arrival wait
-    is not the library's work (docs/exchange.md)."""
+    is not the library's work (docs/exchange.md). The overhead, transfer - library, is warned
+    about only where it is material (OVERHEAD_OF_ITERATION, OVERHEAD_OF_EXCHANGE)."""
     lib = run.attrs.get("calibration_exchange_s")
     if lib is None or not np.isfinite(lib) or int(run.attrs.get("calibration_iters", 0)) <= 0:
         return None
@@ -154,9 +163,16 @@ def exchange_efficiency(run: Run, exchange_ms: Optional[float]) -> Optional[Exch
     busbw = (float(np.median(sent)) / xfer * factor
              if xfer and xfer > 0 and sent.size and np.isfinite(factor) else None)
     eff = lib / xfer if xfer else None
-    return ExchangeEfficiency(lib * MS, exchange_ms, to_ms(xfer), eff,
-                              eff is not None and eff < EFFICIENCY_WARN,
-                              run.attrs.get("calibration_busbw"), busbw)
+    times = metrics.iteration_times(run)
+    iteration_ms = float(np.median(times)) * MS if times.size else None
+    overhead = None if xfer is None else (xfer - lib) * MS
+    of_iteration = overhead / iteration_ms if overhead is not None and iteration_ms else None
+    of_exchange = overhead / exchange_ms if overhead is not None and exchange_ms else None
+    material = (of_iteration is not None and of_iteration > OVERHEAD_OF_ITERATION) or \
+        (of_exchange is not None and of_exchange > OVERHEAD_OF_EXCHANGE)
+    return ExchangeEfficiency(lib * MS, exchange_ms, to_ms(xfer), eff, material,
+                              run.attrs.get("calibration_busbw"), busbw, overhead,
+                              of_iteration, of_exchange, run.attrs.get("calibration_method"))
 
 
 def oversubscribed(run: Run) -> Optional[Dict[str, int]]:

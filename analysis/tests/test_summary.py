@@ -86,6 +86,50 @@ def test_exchange_wait_transfer_and_efficiency(write):
     assert "transfer 6.0%, arrival wait 4.0%" in text and "efficiency: 0.80" in text
 
 
+def _calibrated(write, exchange_ms, wait_ms, library_ms, **attrs):
+    """Every rank: exchange ``exchange_ms`` of which ``wait_ms`` waiting; the calibration says
+    ``library_ms`` alone. The iteration's critical path is the slow rank's 80 ms + the change
+    of the exchange from the default 5 ms."""
+    over = {"exchange": np.full((4, 12), exchange_ms / 1e3),
+            "exchange_wait": np.full((4, 12), wait_ms / 1e3)}
+    total = syn.default_iterations(4, 2, 12, 4)["total"] + (exchange_ms - 5.0) / 1e3
+    over["total"] = total
+    return summarize(load_run(write(overrides=over, attrs={
+        "calibration_iters": np.int32(5), "calibration_exchange_s": library_ms / 1e3, **attrs})))
+
+
+def test_efficiency_warning_only_when_the_overhead_is_material(write):
+    """Transfer 1 ms against 0.6 ms alone (efficiency 0.6): 0.4 ms is 0.5% of the 80 ms
+    iteration and 8% of the 5 ms exchange, too little to change a conclusion: no warning (the
+    quickstart's false alarm). 1 ms over in a 20 ms exchange (efficiency 0.95) is 1.3% of a
+    95 ms iteration: warned."""
+    quiet = _calibrated(write, 5.0, 4.0, 0.6)
+    eff = quiet["exchange_efficiency"]
+    assert eff["efficiency"] == approx(0.6) and eff["overhead_ms"] == approx(0.4)
+    assert eff["overhead_of_iteration"] == approx(0.4 / 80) and not eff["warn"]
+    assert eff["overhead_of_exchange"] == approx(0.4 / 5)
+    assert "WARNING" not in format_text(quiet)
+    loud = _calibrated(write, 20.0, 0.0, 19.0)
+    eff = loud["exchange_efficiency"]
+    assert eff["efficiency"] == approx(0.95) and eff["warn"]
+    assert eff["overhead_of_iteration"] == approx(1.0 / 95) and eff["overhead_of_exchange"] < 0.1
+    warning = [x for x in format_text(loud).splitlines() if "WARNING" in x]
+    assert warning == ["  WARNING: the exchange took 1.000 ms per iteration more than the "
+                       "library's collectives alone (1.1% of the iteration, 5% of the "
+                       "exchange): that much of the exchange is dtbench's own work or its "
+                       "conditions, not the library's"]
+
+
+def test_calibration_method_shown(write):
+    method = "after-backward: 64 MiB streamed, gradient written before each repetition"
+    s = _calibrated(write, 5.0, 0.0, 4.9, calibration_method=method)
+    assert s["exchange_efficiency"]["method"] == method
+    assert f"  calibration: {method}" in format_text(s).splitlines()
+    old = _calibrated(write, 5.0, 0.0, 4.9)
+    assert old["exchange_efficiency"]["method"] is None
+    assert "calibration: not described in this file" in format_text(old)
+
+
 def test_oversubscribed_warning(write, complete_file):
     """dtbench's record that ranks shared cores becomes a warning; files without it (older, or
     a core per rank) get none."""

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 from .. import inputs, jsonout
 from ..runfile import PHASES
-from ..summary import EFFICIENCY_WARN, Summary, summarize
+from ..summary import ExchangeEfficiency, Summary, summarize
 from ..units import num
 from . import common
 
@@ -80,16 +80,7 @@ def format_text(s: Summary) -> str:
                  f"sum-over-ranks exchange / sum-over-ranks total{parts})")
     eff = s.exchange_efficiency
     if eff:
-        bw = "" if eff.recorded_busbw is None else (
-            f"; busbw {eff.recorded_busbw / 1e9:.3g} GB/s recorded vs "
-            f"{(eff.calibration_busbw or 0) / 1e9:.3g} GB/s alone")
-        lines.append(f"  exchange efficiency: {num(eff.efficiency, '.2f')} (library alone "
-                     f"{num(eff.library_ms)} ms / recorded {num(eff.transfer_ms)} ms median "
-                     f"transfer; median exchange with the wait {num(eff.recorded_ms)} ms{bw})")
-        if eff.warn:
-            lines.append(f"  WARNING: exchange efficiency below {EFFICIENCY_WARN}: the recorded "
-                         f"transfer costs more than the library's collectives alone; the "
-                         f"transfer share overstates communication")
+        lines += _efficiency_lines(eff)
     over = s.oversubscribed
     if over:
         lines.append(f"  WARNING: oversubscribed: up to {over['host_ranks_max']} ranks on a host "
@@ -129,6 +120,26 @@ def format_text(s: Summary) -> str:
                  f"mean {num(rec.record_mean_ms, '.4f')} ms per iteration (not in total); "
                  f"timer overhead {_duration(rec.timer_overhead_s)} per timestamp")
     return "\n".join(lines)
+
+
+def _efficiency_lines(eff: ExchangeEfficiency) -> List[str]:
+    """The exchange against the library's collectives alone, how they were timed, and a warning
+    when the difference is material (summary.OVERHEAD_OF_*)."""
+    bw = "" if eff.recorded_busbw is None else (
+        f"; busbw {eff.recorded_busbw / 1e9:.3g} GB/s recorded vs "
+        f"{(eff.calibration_busbw or 0) / 1e9:.3g} GB/s alone")
+    lines = [f"  exchange efficiency: {num(eff.efficiency, '.2f')} (library alone "
+             f"{num(eff.library_ms)} ms / recorded {num(eff.transfer_ms)} ms median "
+             f"transfer; median exchange with the wait {num(eff.recorded_ms)} ms{bw})",
+             "  calibration: " + (eff.method or "not described in this file (an older dtbench: "
+                                  "the collectives timed back to back on warm buffers)")]
+    if eff.warn:
+        lines.append(f"  WARNING: the exchange took {num(eff.overhead_ms)} ms per iteration more "
+                     f"than the library's collectives alone "
+                     f"({num(eff.overhead_of_iteration, '.1%')} of the iteration, "
+                     f"{num(eff.overhead_of_exchange, '.0%')} of the exchange): that much of the "
+                     f"exchange is dtbench's own work or its conditions, not the library's")
+    return lines
 
 
 def _per_rank_lines(s: Summary) -> List[str]:
