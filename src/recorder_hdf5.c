@@ -13,6 +13,7 @@
 #include "recorder.h"
 #include "recorder_grow.h"
 #include "util.h"
+#include "watchdog.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +44,7 @@ enum {
     R_PUSHED,
     R_APPLIED,
     R_SAMPLES,
+    R_ITERS_DONE,
     R_N
 };
 static const struct {
@@ -56,7 +58,8 @@ static const struct {
     {"clock_offset_start", "this rank's clock minus rank 0's, s, before the run"},
     {"clock_offset_end", "this rank's clock minus rank 0's, s, after the run"},
     {"clock_rtt", "smallest ping-pong round trip when measuring the offset, s"},
-    {"completed", "iterations completed and written (warm-up included)"},
+    {"completed", "iterations kept: the rank's first `completed` iterations are in /iterations "
+                  "(warm-up included)"},
     {"status", "0 never finished (killed), 1 completed, 2 stopped early by a signal, 3 error"},
     {"param_hash",
      "FNV-1a hash of the final parameters (equal on all ranks in sync data parallelism)"},
@@ -64,6 +67,8 @@ static const struct {
     {"updates_pushed", "gradient updates this rank sent to the exchange"},
     {"updates_applied", "updates this rank applied (a server: the pushes it applied)"},
     {"samples_written", "entries of this rank's row of /samples written so far"},
+    {"iterations_done", "iterations the rank completed, kept or not (warm-up included): more than "
+                        "completed when some could not be written"},
 };
 
 #define INJECT_ALL    (-2)
@@ -87,7 +92,8 @@ struct Recorder {
     hid_t rank_sets[R_N];
     hid_t eval_sets[4];
     int rank, nranks, flush_every;
-    int64_t iters_total, next_to_write, completed;
+    int64_t iters_total, next_to_write;
+    int64_t done;    /* iterations recorded (/ranks/iterations_done), written or not */
     IterRecord *buf; /* [flush_every] */
     int nbuf, nbuf_written;
     double *column; /* [flush_every] scratch */
@@ -99,8 +105,8 @@ struct Recorder {
     /* A failed write: this rank writes nothing more and asks for the agreed stop. */
     int failed;
     char failure[PATH_MAX + 1024];
-    int64_t blocks;                 /* blocks written */
-    int inject_rank, inject_errno;  /* DTBENCH_TEST_WRITE_ERROR (tests only) */
+    int64_t blocks;                /* blocks written */
+    int inject_rank, inject_errno; /* DTBENCH_TEST_WRITE_ERROR (tests only) */
     int64_t inject_block;
     GrowState grow; /* the extent of /iterations (recorder_grow.h) */
 };
@@ -237,7 +243,8 @@ static hid_t create_file(Recorder *r, const RecorderConfig *c, const char *parti
                          size_t errlen) {
     const char *option = "--output";
     double need = file_estimate(c, r->nranks, c->iters_total, &option);
-    int verdict = r->rank == 0 ? outputs_reserve_space(c->path, c->path, need, option, 0, err, errlen) : 0;
+    int verdict =
+        r->rank == 0 ? outputs_reserve_space(c->path, c->path, need, option, 0, err, errlen) : 0;
     MPI_CHECK(MPI_Bcast(&verdict, 1, MPI_INT, 0, c->comm));
     if (verdict) {
         MPI_CHECK(MPI_Bcast(err, (int)errlen, MPI_CHAR, 0, c->comm));
@@ -261,7 +268,8 @@ static hid_t create_file(Recorder *r, const RecorderConfig *c, const char *parti
     }
     const char *unused;
     need = file_estimate(c, r->nranks, r->grow.extent, &unused);
-    verdict = r->rank == 0 ? outputs_reserve_space(partial, c->path, need, option, 1, err, errlen) : 0;
+    verdict =
+        r->rank == 0 ? outputs_reserve_space(partial, c->path, need, option, 1, err, errlen) : 0;
     MPI_CHECK(MPI_Bcast(&verdict, 1, MPI_INT, 0, c->comm));
     if (verdict) {
         MPI_CHECK(MPI_Bcast(err, (int)errlen, MPI_CHAR, 0, c->comm));
@@ -346,7 +354,7 @@ static void create_rank_sets(Recorder *r, hid_t file, const RecorderConfig *c) {
     hid_t types[R_N] = {H5T_STD_I32LE, host_type,      H5T_STD_I32LE,  H5T_STD_I32LE,
                         H5T_STD_I64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE,
                         H5T_STD_I64LE, H5T_STD_I32LE,  H5T_STD_U64LE,  H5T_STD_I32LE,
-                        H5T_STD_I64LE, H5T_STD_I64LE,  H5T_STD_I64LE};
+                        H5T_STD_I64LE, H5T_STD_I64LE,  H5T_STD_I64LE,  H5T_STD_I64LE};
     hid_t g = H5_CHECK(H5Gcreate2(file, "ranks", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     for (int i = 0; i < R_N; i++) {
         const void *fill = H5Tequal(types[i], H5T_IEEE_F64LE) > 0 ? (const void *)&nan : NULL;
@@ -426,7 +434,8 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
     r->flush_every = c->flush_every;
     r->iters_total = c->iters_total;
     /* A block never holds more than the run's iterations (--flush-every may be larger). */
-    if (r->flush_every > r->iters_total) r->flush_every = (int)(r->iters_total > 0 ? r->iters_total : 1);
+    if (r->flush_every > r->iters_total)
+        r->flush_every = (int)(r->iters_total > 0 ? r->iters_total : 1);
     r->buf = xcalloc((size_t)r->flush_every, sizeof(IterRecord));
     r->column = xcalloc((size_t)r->flush_every, sizeof(double));
 
@@ -475,6 +484,7 @@ static void write_samples(Recorder *r) {
 }
 
 static void write_block(Recorder *r) {
+    if (watchdog_leaving()) return; /* a finalizer writes this rank's records (watchdog.h) */
     write_samples(r);
     if (r->nbuf == 0) return;
     hsize_t start[2] = {(hsize_t)r->rank, (hsize_t)r->next_to_write};
@@ -488,8 +498,10 @@ static void write_block(Recorder *r) {
     if (r->failed) return; /* this block is lost; /ranks/completed keeps the last good one */
     r->next_to_write += r->nbuf_written;
     /* Only after the block's data: a killed run never claims iterations it did not write. */
-    long long done = r->next_to_write;
-    write_rank_value(r, R_DONE, H5T_NATIVE_LLONG, &done);
+    long long kept = r->next_to_write, done = r->done;
+    write_rank_value(r, R_DONE, H5T_NATIVE_LLONG, &kept);
+    write_rank_value(r, R_ITERS_DONE, H5T_NATIVE_LLONG, &done);
+    watchdog_written(r->next_to_write);
     if (!r->failed && r->blocks++ == 0 && r->rank == 0) outputs_committed();
 }
 
@@ -511,7 +523,9 @@ static void hdf5_record_iteration(Recorder *r, int64_t iter, const IterRecord *r
         check_fail(__FILE__, __LINE__, "record_iteration", "iterations must be recorded in order");
     /* A rank that failed still takes part: the others are extending with it. */
     if (iter >= r->grow.extent && r->grow.growing && !r->grow.refused) extend(r, iter);
-    if (r->failed) return; /* the stop is on its way; nothing more is written by this rank */
+    r->done = iter + 1;
+    if (r->failed) return;      /* the stop is on its way; nothing more is written by this rank */
+    watchdog_record(iter, rec); /* held twice until written: a dead node loses none of it */
     r->buf[r->nbuf++] = *rec;
     if (r->nbuf == r->flush_every) write_block(r);
 }
@@ -521,6 +535,23 @@ static void hdf5_record_eval(Recorder *r, int index, const EvalRecord *e) {
     const double v[4] = {e->iteration, e->time, e->accuracy, e->loss};
     for (int i = 0; i < 4; i++)
         write_at(r, r->eval_sets[i], H5T_NATIVE_DOUBLE, 1, &start, 1, &v[i]);
+}
+
+/* Collective, after a write error: the iterations completed by ranks that can no longer write,
+ * written by the first rank that still can (/ranks/iterations_done). */
+static void write_failed_counts(Recorder *r) {
+    long long mine[2] = {r->failed, r->done}, *all = xmalloc(2 * (size_t)r->nranks * sizeof *all);
+    MPI_CHECK(MPI_Allgather(mine, 2, MPI_LONG_LONG, all, 2, MPI_LONG_LONG, r->comm));
+    int writer = 0;
+    while (writer < r->nranks && all[2 * writer])
+        writer++;
+    for (int q = 0; q < r->nranks && r->rank == writer; q++) {
+        hsize_t start = (hsize_t)q;
+        if (all[2 * q])
+            write_at(r, r->rank_sets[R_ITERS_DONE], H5T_NATIVE_LLONG, 1, &start, 1,
+                     &all[2 * q + 1]);
+    }
+    free(all);
 }
 
 static void hdf5_close(Recorder *r, const RunEnd *end) {
@@ -544,6 +575,7 @@ static void hdf5_close(Recorder *r, const RunEnd *end) {
     if (write_error) {
         MPI_CHECK(MPI_Bcast(r->failure, sizeof r->failure, MPI_CHAR, first_failed, r->comm));
         dt_exit_status = 1;
+        write_failed_counts(r);
     }
     /* The end attributes, with rank 0's values. */
     int worst = st;
@@ -578,7 +610,8 @@ static void hdf5_close(Recorder *r, const RunEnd *end) {
     if (write_error && most_written == 0 && r->rank == 0) unlink(r->path);
     if (write_error && r->rank == 0)
         fprintf(stderr, "dtbench: error: the run stopped on a write error (%s); %s\n", r->failure,
-                most_written ? "stop_reason=write_error in the file" : "no block written, no file left");
+                most_written ? "stop_reason=write_error in the file"
+                             : "no block written, no file left");
     free(r->buf), free(r->column), free(r);
 }
 
