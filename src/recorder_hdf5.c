@@ -195,6 +195,18 @@ static void write_rank_value(Recorder *r, int which, hid_t memtype, const void *
     write_at(r, r->rank_sets[which], memtype, 1, &start, 1, value);
 }
 
+/* Every dataset the recorder holds open, closed. */
+static void close_sets(Recorder *r) {
+    for (int i = 0; i < ITER_NFIELDS; i++)
+        H5Dclose(r->iter_sets[i]);
+    for (int i = 0; i < R_N; i++)
+        H5Dclose(r->rank_sets[i]);
+    for (int i = 0; i < 4; i++)
+        if (r->eval_sets[i] > 0) H5Dclose(r->eval_sets[i]);
+    for (int i = 0; i < NSAMPLE_SETS; i++)
+        if (r->sample_sets[i] > 0) H5Dclose(r->sample_sets[i]);
+}
+
 /* ---- create --------------------------------------------------------------------------------- */
 
 /* /ranks/kernel_choices: one string per rank, as long as the longest rank's text (collective);
@@ -271,10 +283,9 @@ static hid_t create_file(Recorder *r, const RecorderConfig *c, const char *parti
     verdict =
         r->rank == 0 ? outputs_reserve_space(partial, c->path, need, option, 1, err, errlen) : 0;
     MPI_CHECK(MPI_Bcast(&verdict, 1, MPI_INT, 0, c->comm));
-    if (verdict) {
+    if (verdict) { /* the hidden file goes with the run's other claims (outputs_abandon) */
         MPI_CHECK(MPI_Bcast(err, (int)errlen, MPI_CHAR, 0, c->comm));
         H5Fclose(file);
-        if (r->rank == 0) unlink(partial);
         return -1;
     }
     return file;
@@ -422,9 +433,11 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
         check_fail(__FILE__, __LINE__, "hdf5_create", "more ITER_FIELDS than iter_sets");
     grow_plan(&r->grow, c->grow, c->iters_total, r->nranks, ITER_NFIELDS, c->flush_every);
 
-    /* Built under a hidden name, renamed into place once it describes itself (outputs.h). */
-    char partial[PATH_MAX + 64];
-    outputs_partial_path(c->path, partial, sizeof partial);
+    /* Built under the hidden name rank 0 claimed, renamed into place once it describes itself
+     * (outputs.h). */
+    char partial[PATH_MAX + 64] = "";
+    if (r->rank == 0) snprintf(partial, sizeof partial, "%s", outputs_partial());
+    MPI_CHECK(MPI_Bcast(partial, sizeof partial, MPI_CHAR, 0, c->comm));
     hid_t file = create_file(r, c, partial, err, errlen);
     if (file < 0) {
         free(r);
@@ -445,10 +458,14 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
 
     /* Everything that describes the file is now on disk; from here on only raw data. */
     H5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));
-    if (r->rank == 0) {
-        if (rename(partial, c->path) != 0)
-            check_fail(__FILE__, __LINE__, "rename to --output", strerror(errno));
-        outputs_published();
+    int refused = r->rank == 0 ? outputs_publish(err, errlen) != 0 : 0;
+    MPI_CHECK(MPI_Bcast(&refused, 1, MPI_INT, 0, c->comm));
+    if (refused) { /* another job published first: its file stays, this one goes */
+        MPI_CHECK(MPI_Bcast(err, (int)errlen, MPI_CHAR, 0, c->comm));
+        close_sets(r);
+        H5_CHECK(H5Fclose(r->file));
+        free(r->buf), free(r->column), free(r);
+        return NULL;
     }
     read_injection(r);
     return r;
@@ -597,17 +614,10 @@ static void hdf5_close(Recorder *r, const RunEnd *end) {
     grow_finish(&r->grow, r->file, r->comm);
     attr_ll(r->file, "finished", 1);
 
-    for (int i = 0; i < ITER_NFIELDS; i++)
-        H5Dclose(r->iter_sets[i]);
-    for (int i = 0; i < R_N; i++)
-        H5Dclose(r->rank_sets[i]);
-    for (int i = 0; i < 4; i++)
-        if (r->eval_sets[i] > 0) H5Dclose(r->eval_sets[i]);
-    for (int i = 0; i < NSAMPLE_SETS; i++)
-        if (r->sample_sets[i] > 0) H5Dclose(r->sample_sets[i]);
+    close_sets(r);
     H5_CHECK(H5Fclose(r->file));
     /* A run that failed before any rank wrote a block leaves no file. */
-    if (write_error && most_written == 0 && r->rank == 0) unlink(r->path);
+    if (write_error && most_written == 0 && r->rank == 0) outputs_drop_results();
     if (write_error && r->rank == 0)
         fprintf(stderr, "dtbench: error: the run stopped on a write error (%s); %s\n", r->failure,
                 most_written ? "stop_reason=write_error in the file"
