@@ -18,7 +18,6 @@
 #include <limits.h>
 #include <linux/errqueue.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -136,15 +135,17 @@ static Neighbour *neighbour(int rank) {
     return NULL;
 }
 
-/* Datagrams waiting on the socket: heartbeats, goodbyes, witnesses' answers, records. */
-static void receive(double now) {
+/* Datagrams waiting on the socket: heartbeats, goodbyes, witnesses' answers, records. Returns
+ * how many were read. */
+static int receive(double now) {
     union {
         Packet h;
         char bytes[2048];
     } buf;
     struct sockaddr_in from;
     socklen_t len = sizeof from;
-    for (int i = 0; i < 1000; i++) {
+    int i = 0;
+    for (; i < 100000; i++) {
         ssize_t got =
             recvfrom(wd.fd, &buf, sizeof buf, MSG_DONTWAIT, (struct sockaddr *)&from, &len);
         len = sizeof from;
@@ -175,6 +176,8 @@ static void receive(double now) {
             }
         }
     }
+    records_answer();
+    return i;
 }
 
 /* Port-unreachable reports (IP_RECVERR): the neighbour (or its witness) whose port it is, at an
@@ -361,11 +364,14 @@ static void watch_suspect(Neighbour *n, int gone, double silent, double now) {
 static void *watch(void *unused) {
     (void)unused;
     double next = 0, prev = mono();
+    int drained = 0;
     while (!wd.stop) {
         double now = mono();
         if (now >= next) send_all(WD_HEARTBEAT), records_resend(), next = now + wd.interval;
-        struct pollfd p = {wd.fd, POLLIN, 0};
-        poll(&p, 1, 100);
+        /* Asleep, not waiting on the socket: a datagram per recorded iteration would wake this
+         * thread as often (watchdog_records.h); sooner when the last drain was large. */
+        struct timespec nap = {0, drained > 64 ? 10000000 : 100000000};
+        nanosleep(&nap, NULL);
         now = mono();
         /* This thread did not run for a while (host frozen, suspended, starved): that time is
          * not the neighbours' silence. */
@@ -375,7 +381,7 @@ static void *watch(void *unused) {
                 if (wd.nb[i].suspect_since > 0) wd.nb[i].suspect_since += now - prev;
             }
         prev = now;
-        receive(now);
+        drained = receive(now);
         if (wd.over >= 0) run_over();
         read_errors();
         for (int i = 0; i < wd.nnb && !wd.stop && atomic_load(&wd.judging); i++) {

@@ -32,6 +32,8 @@ typedef struct {
     int64_t first, end, done;
     IterRecord *rec;
     int64_t cap;
+    int answer;              /* a keeper's store: datagrams came since its last answer */
+    struct sockaddr_in from; /* where they came from */
 } Store;
 
 static struct {
@@ -40,8 +42,11 @@ static struct {
     struct sockaddr_in to[KEEPER_ADDRS];
     int nto;
     _Atomic int via; /* the one of to[] the keeper answered from (-1: none yet, send to all) */
+    /* Own records: appended by the main thread, sent by it and, again, by the watchdog thread;
+     * everything below under the lock. */
+    pthread_mutex_t lock;
     Store own;
-    pthread_mutex_t lock;  /* own: appended by the main thread, read by the watchdog thread */
+    int64_t sent;          /* own records sent up to sent-1 */
     _Atomic int64_t acked; /* the keeper holds own iterations up to acked-1 */
     Store *held;           /* [nranks]: what this rank keeps for others (watchdog thread only) */
 } rs = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -55,6 +60,7 @@ void records_init(int fd, uint64_t token, int rank, int nranks, int keeper, cons
         rs.to[rs.nto++].sin_addr.s_addr = addrs[a];
     }
     rs.held = xcalloc((size_t)nranks, sizeof *rs.held);
+    rs.sent = 0;
     atomic_store(&rs.acked, 0), atomic_store(&rs.via, -1);
     rs.on = keeper != rank && rs.nto > 0;
 }
@@ -77,10 +83,11 @@ static void drop_before(Store *s, int64_t first) {
     s->first = first;
 }
 
-/* Own records from `from` to the keeper, at most `packets` datagrams. */
+/* Own records from `from` on to the keeper, at most `packets` datagrams (under the lock). */
 static void send_own(int64_t from, int packets) {
     RecordsPacket p = {.h = {WD_MAGIC, rs.token, rs.rank, WD_RECORDS}};
     p.written = rs.own.first, p.done = rs.own.end;
+    if (from < rs.own.first) from = rs.own.first;
     for (int k = 0; k < packets && from < rs.own.end; k++) {
         int64_t n = rs.own.end - from < RECORDS_PER_PACKET ? rs.own.end - from : RECORDS_PER_PACKET;
         p.first = from, p.n = (int32_t)n;
@@ -92,21 +99,17 @@ static void send_own(int64_t from, int packets) {
                          sizeof rs.to[a]);
         from += n;
     }
-}
-
-static int64_t unconfirmed(void) {
-    int64_t a = atomic_load(&rs.acked);
-    return a > rs.own.first ? a : rs.own.first;
+    if (from > rs.sent) rs.sent = from;
 }
 
 void records_add(int64_t iter, const IterRecord *rec) {
     if (!rs.held) return;
     pthread_mutex_lock(&rs.lock);
-    if (iter != rs.own.end) rs.own.first = rs.own.end = iter; /* not in order: start again */
+    if (iter != rs.own.end) rs.own.first = rs.own.end = rs.sent = iter; /* not in order: anew */
     reserve(&rs.own, rs.own.end - rs.own.first + 1);
     rs.own.rec[rs.own.end++ - rs.own.first] = *rec;
+    if (rs.on) send_own(rs.sent, 2); /* what was not sent yet: normally this one record */
     pthread_mutex_unlock(&rs.lock);
-    if (rs.on) send_own(unconfirmed(), 2); /* the new one, and what is still unconfirmed */
 }
 
 void records_written(int64_t written) {
@@ -119,11 +122,12 @@ void records_written(int64_t written) {
 void records_resend(void) {
     if (!rs.on) return;
     pthread_mutex_lock(&rs.lock);
-    send_own(unconfirmed(), 4);
+    int64_t acked = atomic_load(&rs.acked);
+    if (acked < rs.sent) send_own(acked, 4); /* lost on the way, or not confirmed yet */
     pthread_mutex_unlock(&rs.lock);
 }
 
-/* A keeper's datagram: keep what follows what it holds, and say how far it holds. */
+/* A keeper's datagram: what follows what it holds is kept; it answers once per drain. */
 static void keep(const RecordsPacket *p, const struct sockaddr_in *from) {
     Store *s = &rs.held[p->h.rank];
     drop_before(s, p->written);
@@ -134,10 +138,18 @@ static void keep(const RecordsPacket *p, const struct sockaddr_in *from) {
         s->end += add;
     }
     if (p->done > s->done) s->done = p->done;
-    HeldPacket a = {
-        .h = {WD_MAGIC, rs.token, rs.rank, WD_HELD}, .held = s->end, .source = p->h.rank};
-    (void)sendto(rs.fd, &a, sizeof a, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *)from,
-                 sizeof *from);
+    s->answer = 1, s->from = *from;
+}
+
+void records_answer(void) {
+    for (int r = 0; rs.held && r < rs.nranks; r++) {
+        Store *s = &rs.held[r];
+        if (!s->answer) continue;
+        HeldPacket a = {.h = {WD_MAGIC, rs.token, rs.rank, WD_HELD}, .held = s->end, .source = r};
+        (void)sendto(rs.fd, &a, sizeof a, MSG_DONTWAIT | MSG_NOSIGNAL,
+                     (const struct sockaddr *)&s->from, sizeof s->from);
+        s->answer = 0;
+    }
 }
 
 void records_receive(const void *packet, size_t len, const struct sockaddr_in *from) {
