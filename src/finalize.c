@@ -38,6 +38,7 @@
 #include "finalize_records.h"
 
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #define MAX_LOST  64
@@ -68,10 +69,19 @@ typedef struct {
     int kind;
 } Lost;
 
+/* What the command line asks for. */
+typedef struct {
+    int by;                  /* the rank whose watchdog (or failure) started it, -1 */
+    int records;             /* --records: read the records on stdin */
+    const char *write_error; /* --write-error DETAIL: close as a write error, not a lost peer */
+    Lost lost[MAX_LOST];
+    int nlost;
+} Request;
+
 static int usage(const char *why) {
     fprintf(stderr,
             "dtbench: --finalize: %s; usage: dtbench --finalize FILE [--by RANK] [--records] "
-            "--lost RANK:SECONDS:" KIND_LIST " ...\n",
+            "--lost RANK:SECONDS:" KIND_LIST " ... | --write-error DETAIL\n",
             why);
     return 2;
 }
@@ -82,32 +92,37 @@ static int kind_of(const char *text) {
     return -1;
 }
 
-static int parse(int argc, char **argv, int *by, int *records, Lost *lost, int *nlost) {
-    *by = -1, *nlost = 0, *records = 0;
+static int parse(int argc, char **argv, Request *q) {
+    *q = (Request){.by = -1};
     for (int i = 3; i < argc; i += 2) {
         if (!strcmp(argv[i], "--records")) {
-            *records = 1, i--;
+            q->records = 1, i--;
             continue;
         }
         if (i + 1 >= argc) return usage("an option without its value");
         char kind[16] = "";
-        Lost *l = &lost[*nlost];
+        Lost *l = &q->lost[q->nlost];
         if (!strcmp(argv[i], "--by")) {
-            *by = atoi(argv[i + 1]);
-        } else if (!strcmp(argv[i], "--lost") && *nlost < MAX_LOST &&
+            q->by = atoi(argv[i + 1]);
+        } else if (!strcmp(argv[i], "--write-error") && argv[i + 1][0]) {
+            q->write_error = argv[i + 1];
+        } else if (!strcmp(argv[i], "--lost") && q->nlost < MAX_LOST &&
                    sscanf(argv[i + 1], "%d:%lf:%15s", &l->rank, &l->silent, kind) == 3 &&
                    (l->kind = kind_of(kind)) >= 0 && l->rank >= 0) {
-            (*nlost)++;
+            q->nlost++;
         } else {
             char why[256];
-            snprintf(why, sizeof why, "%s: '%.100s' is not accepted (expected %s)", argv[i],
-                     argv[i + 1],
-                     !strcmp(argv[i], "--lost") ? "RANK:SECONDS:" KIND_LIST
-                                                : "--by, --records or --lost");
+            snprintf(
+                why, sizeof why, "%s: '%.100s' is not accepted (expected %s)", argv[i], argv[i + 1],
+                !strcmp(argv[i], "--lost")          ? "RANK:SECONDS:" KIND_LIST
+                : !strcmp(argv[i], "--write-error") ? "the error's text"
+                                                    : "--by, --records, --lost or --write-error");
             return usage(why);
         }
     }
-    return *nlost || *records ? 0 : usage("no --lost RANK:SECONDS:" KIND_LIST);
+    if (q->nlost && q->write_error) return usage("--lost and --write-error together");
+    return q->nlost || q->records || q->write_error ? 0
+                                                    : usage("no --lost RANK:SECONDS:" KIND_LIST);
 }
 
 /* A string attribute, malloc'd ("" when absent). */
@@ -268,17 +283,39 @@ static int mark_lost(hid_t file, int nranks, const Lost *lost, int nlost, int by
     return 0;
 }
 
-/* The records handed over, then (with --lost) the marks. 0, FINALIZE_ALREADY_CLOSED when the run
- * had closed the file itself (left as it is), 1 on failure. */
-static int mark(hid_t file, const Lost *lost, int nlost, int by, const char *path,
-                const HeldRecords *held) {
+/* The marks of a write error that left the other ranks inside a collective call: every rank
+ * stopped early, stop_reason=write_error with the failing rank's detail (the first one's, when
+ * several failed), end_time, finished. 0, or 1 on failure. */
+static int mark_write_error(hid_t file, int nranks, const char *detail, int again) {
+    int *status = xcalloc((size_t)nranks, sizeof *status);
+    int rc = rw_set(file, "ranks/status", H5T_NATIVE_INT, status, 0);
+    for (int r = 0; r < nranks; r++)
+        if (status[r] == 0) status[r] = 2; /* stopped early: see stop_reason */
+    char now[64];
+    dt_iso_time(now, sizeof now);
+    if (!rc)
+        rc = rw_set(file, "ranks/status", H5T_NATIVE_INT, status, 1) ||
+             set_text(file, "stop_reason", "write_error") ||
+             (!again && set_text(file, "stop_detail", detail)) || set_text(file, "end_time", now) ||
+             set_ll(file, "finished", 1);
+    free(status);
+    return rc ? 1 : 0;
+}
+
+/* The records handed over, then the marks (--lost, --write-error). 0, FINALIZE_ALREADY_CLOSED
+ * when the run had closed the file itself (left as it is), 1 on failure. */
+static int mark(hid_t file, const Request *q, const char *path, const HeldRecords *held) {
     char *reason = attr_string(file, "stop_reason");
-    int finished = H5Aexists(file, "finished") > 0, again = !strcmp(reason, "peer_lost");
+    int finished = H5Aexists(file, "finished") > 0;
+    /* closed by an earlier finalizer (older ones marked peer_lost only): this one adds to it */
+    int again =
+        finished && (H5Aexists(file, "closed_by_finalizer") > 0 || !strcmp(reason, "peer_lost"));
     if (finished && !again)
         fprintf(stderr,
                 "dtbench: --finalize: %s was closed by the run itself (stop_reason=%s); left as "
                 "it is\n",
                 path, reason);
+    int write_error_before = again && !strcmp(reason, "write_error");
     free(reason);
     if (finished && !again) return FINALIZE_ALREADY_CLOSED;
     int nranks = file_ranks(file);
@@ -288,7 +325,24 @@ static int mark(hid_t file, const Lost *lost, int nlost, int by, const char *pat
         snprintf(failure, sizeof failure, "writing the records handed over: %s", why);
         return 1;
     }
-    return nlost ? mark_lost(file, nranks, lost, nlost, by, path, again) : 0;
+    int rc = 0;
+    if (q->write_error)
+        rc = mark_write_error(file, nranks, q->write_error, again);
+    else if (q->nlost && !write_error_before) /* a write error's ranks leaving are no lost peers */
+        rc = mark_lost(file, nranks, q->lost, q->nlost, q->by, path, again);
+    if (!rc && (q->write_error || q->nlost) && set_ll(file, "closed_by_finalizer", 1)) rc = 1;
+    if (!rc && q->write_error)
+        fprintf(stderr, "dtbench: --finalize: %s closed as stop_reason=write_error\n", path);
+    return rc;
+}
+
+/* A write error on a full disk: the space reserved beyond the file's end and never used is given
+ * back first (truncating to the same size releases it), so that the marks find room. */
+static void release_reserve(const char *path) {
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0) (void)!ftruncate(fd, st.st_size);
+    if (fd >= 0) close(fd);
 }
 
 int finalize_main(int argc, char **argv) {
@@ -297,17 +351,17 @@ int finalize_main(int argc, char **argv) {
     signal(SIGHUP, SIG_IGN), signal(SIGUSR1, SIG_IGN), signal(SIGUSR2, SIG_IGN);
     if (argc < 3) return usage("no FILE");
     const char *path = argv[2];
-    int by, nlost, records;
-    Lost lost[MAX_LOST];
-    if (parse(argc, argv, &by, &records, lost, &nlost)) return 2;
+    Request q;
+    if (parse(argc, argv, &q)) return 2;
     HeldRecords held = {0};
-    if (records) held_read(STDIN_FILENO, &held); /* whole, before waiting for the lock */
+    if (q.records) held_read(STDIN_FILENO, &held); /* whole, before waiting for the lock */
     int lock = take_turn(path);
     if (lock < 0) {
         fprintf(stderr, "dtbench: --finalize: %s: %s\n", path, strerror(errno ? errno : EAGAIN));
         held_free(&held);
         return 1;
     }
+    if (q.write_error) release_reserve(path);
     setenv("HDF5_USE_FILE_LOCKING", "FALSE", 1); /* see the header comment */
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
@@ -326,7 +380,7 @@ int finalize_main(int argc, char **argv) {
     H5Pclose(fapl);
     int rc = 1;
     if (file >= 0) {
-        rc = mark(file, lost, nlost, by, path, &held);
+        rc = mark(file, &q, path, &held);
         if (FZ(H5Fclose(file)) < 0) rc = 1;
     }
     if (rc == 1)

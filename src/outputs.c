@@ -317,6 +317,27 @@ int outputs_save_model(const void *head, size_t hlen, const void *data, size_t d
     return -1;
 }
 
+int outputs_write_errno(const char *path, double bytes) {
+    char dir[PATH_MAX + 64];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    else
+        strcpy(dir, ".");
+    struct statvfs vfs;
+    if (statvfs(dir, &vfs) == 0 && (double)vfs.f_bavail * (double)vfs.f_frsize < bytes)
+        return ENOSPC;
+    return EIO;
+}
+
+/* Tests only: DTBENCH_TEST_NO_RESERVE=1 reserves nothing and answers yes, as a file system whose
+ * reservations do not hold would (the writes that follow then meet the full disk themselves). */
+static int reserve_nothing(void) {
+    const char *v = getenv("DTBENCH_TEST_NO_RESERVE");
+    return v && !strcmp(v, "1");
+}
+
 /* Rank 0: is there room for `need` bytes where `path` goes? Reserves them in the (created) file
  * where the file system allows it (fallocate, size unchanged), so that no write of this run can
  * meet a full disk. 0, or -1 with a reason. */
@@ -340,6 +361,7 @@ int outputs_reserve_space(const char *path, const char *shown, double need, cons
         }
         return 0;
     }
+    if (reserve_nothing()) return 0;
     int fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) return 0; /* H5Fcreate's own check reports it */
     int rc = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)need);
@@ -358,6 +380,7 @@ int outputs_reserve_space(const char *path, const char *shown, double need, cons
  * 0, or -1 with a one-line reason naming `option`. */
 int outputs_reserve_more(const char *path, double bytes, const char *option, char *err,
                          size_t errlen) {
+    if (reserve_nothing()) return 0;
     int fd = open(path, O_RDWR | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {

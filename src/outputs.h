@@ -51,4 +51,9 @@ int outputs_reserve_space(const char *path, const char *shown, double need, cons
 int outputs_reserve_more(const char *path, double bytes, const char *option, char *err,
                          size_t errlen);
 
+/* The errno a failed write of `bytes` into `path` most likely met, where the library that failed
+ * reports none (MPI-IO's short writes): ENOSPC when the file system has less room than that,
+ * else EIO. */
+int outputs_write_errno(const char *path, double bytes);
+
 #endif

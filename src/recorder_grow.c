@@ -6,6 +6,7 @@
 #include "outputs.h"
 #include "util.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,11 +89,24 @@ int grow_extend(GrowState *g, int64_t iter, hid_t file, const hid_t *sets, MPI_C
         return -1;
     }
     hsize_t dims[2] = {(hsize_t)g->nranks, (hsize_t)next};
-    for (int i = 0; i < g->nsets; i++)
-        H5_CHECK(H5Dset_extent(sets[i], dims));
     /* The new extent and chunks on disk before any rank writes into them: a killed run reads
-     * every block written after this. */
-    H5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));
+     * every block written after this (the flush). A write that fails inside these collective
+     * calls (the space was reserved, yet the file system refused) leaves the other ranks inside
+     * HDF5, where no stop vote reaches them: the caller ends the run out of band. */
+    const char *call = NULL;
+    errno = 0;
+    for (int i = 0; i < g->nsets && !call; i++)
+        if (H5Dset_extent(sets[i], dims) < 0) call = "H5Dset_extent";
+    if (!call && H5Fflush(file, H5F_SCOPE_GLOBAL) < 0) call = "H5Fflush";
+    if (call) {
+        int e = errno ? errno : outputs_write_errno(path, bytes); /* MPI-IO: a short write */
+        snprintf(err, errlen,
+                 "rank %d: extending %s (/iterations) to iteration %lld failed: %s: %s (errno %d: "
+                 "%s)",
+                 rank, path, (long long)iter + 1, call, h5_error_message(), e, strerror(e));
+        g->refused = 1;
+        return -2;
+    }
     g->extent = next;
     if (g->extensions == g->capacity) {
         g->capacity = g->capacity ? 2 * g->capacity : 64;

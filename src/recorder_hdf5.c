@@ -9,6 +9,7 @@
  * (recorder_grow.c), flushed before any rank writes into it. */
 #define _GNU_SOURCE
 #include "check.h"
+#include "finalize.h"
 #include "outputs.h"
 #include "recorder.h"
 #include "recorder_grow.h"
@@ -175,7 +176,9 @@ static int write_at(Recorder *r, hid_t set, hid_t memtype, int ndims, const hsiz
     hid_t mspace = H5_CHECK(H5Screate_simple(1, &n, NULL));
     errno = 0;
     herr_t rc = H5Dwrite(set, memtype, mspace, fspace, H5P_DEFAULT, data);
-    int err_no = errno ? errno : EIO;
+    int err_no = errno;
+    if (rc < 0 && !err_no) /* MPI-IO reports a short write without errno */
+        err_no = outputs_write_errno(r ? r->path : ".", (double)n * (double)H5Tget_size(memtype));
     if (r && (r->inject_rank == r->rank || r->inject_rank == INJECT_ALL) &&
         r->blocks == r->inject_block)
         rc = -1, err_no = r->inject_errno; /* DTBENCH_TEST_WRITE_ERROR */
@@ -525,13 +528,34 @@ static void write_block(Recorder *r) {
 /* Collective (every rank of a lock-step run records the same iterations): room for `iter`. A step
  * that cannot be reserved stops the run as a write error does, on every rank, with rank 0's
  * reason; the blocks written before stay readable. */
+/* HDF5 failed inside a collective extension on this rank: the other ranks may wait inside HDF5
+ * for it, where no stop vote reaches them. The file is closed as the run stands on disk (its last
+ * flush) by a finalizer, marked stop_reason=write_error with this rank's reason; with the
+ * watchdog the records every rank holds are written too and the ranks leave (watchdog.h),
+ * without it the job is aborted. Exit status 1. */
+static _Noreturn void abandon(Recorder *r) {
+    fprintf(stderr, "dtbench: error: %s; stopping the run (blocks written before stay readable)\n",
+            r->failure);
+    fflush(stderr);
+    watchdog_abandon_run(r->failure); /* returns only when the watchdog is off */
+    char *argv[] = {"dtbench", "--finalize", r->path, "--write-error", r->failure, NULL};
+    if (finalize_start(argv, NULL, 0) != 0)
+        fprintf(stderr,
+                "dtbench: rank %d: %s could not be marked; every written block stays "
+                "readable\n",
+                r->rank, r->path);
+    if (r->nranks > 1) MPI_Abort(r->comm, 1);
+    _exit(1);
+}
+
 static void extend(Recorder *r, int64_t iter) {
     char why[sizeof r->failure];
     int refused =
         grow_extend(&r->grow, iter, r->file, r->iter_sets, r->comm, r->path, why, sizeof why);
-    if (!refused || r->failed) return;
+    if (!refused || (r->failed && refused != -2)) return;
     r->failed = 1;
     snprintf(r->failure, sizeof r->failure, "%s", why);
+    if (refused == -2) abandon(r);
     raise(SIGUSR1); /* the stop request of signals.h */
 }
 

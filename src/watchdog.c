@@ -77,6 +77,7 @@ static struct {
     int mute;           /* tests only: DTBENCH_TEST_MUTE_HEARTBEAT names this rank, it sends none */
     int over;           /* the neighbour that said a peer was lost (-1: none) */
     atomic_int leaving; /* the finalizer writes this rank's records: the recorder writes none */
+    atomic_int abandoning; /* watchdog_abandon_run: the thread judges no one any more */
 } wd;
 
 static double mono(void) {
@@ -329,8 +330,9 @@ static _Noreturn void peer_lost(double now, const Neighbour *first, int gone) {
  * leave. */
 static _Noreturn void run_over(void) {
     fprintf(stderr,
-            "dtbench: rank %d on %s: rank %d on %s reports a lost peer (the file is closed as "
-            "peer_lost); writing the records this rank holds and ending it (exit %d)\n",
+            "dtbench: rank %d on %s: rank %d on %s says the run is over (a lost peer or a write "
+            "error; the file is closed); writing the records this rank holds and ending it "
+            "(exit %d)\n",
             wd.rank, wd.peers[wd.rank].host, wd.over, wd.peers[wd.over].host, WATCHDOG_EXIT_STATUS);
     fflush(stderr);
     send_all(WD_RUN_OVER);
@@ -384,7 +386,9 @@ static void *watch(void *unused) {
         drained = receive(now);
         if (wd.over >= 0) run_over();
         read_errors();
-        for (int i = 0; i < wd.nnb && !wd.stop && atomic_load(&wd.judging); i++) {
+        for (int i = 0;
+             i < wd.nnb && !wd.stop && atomic_load(&wd.judging) && !atomic_load(&wd.abandoning);
+             i++) {
             Neighbour *n = &wd.nb[i];
             if (n->bye) continue;
             double silent = now - n->last;
@@ -558,4 +562,25 @@ void watchdog_written(int64_t written) {
 
 int watchdog_leaving(void) {
     return atomic_load(&wd.leaving);
+}
+
+void watchdog_abandon_run(const char *detail) {
+    if (!wd.on) return;
+    atomic_store(&wd.abandoning, 1);
+    sigset_t pipe_signal; /* a finalizer that ends before reading its records: not SIGPIPE */
+    sigemptyset(&pipe_signal);
+    sigaddset(&pipe_signal, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_signal, NULL);
+    char rank_text[16];
+    snprintf(rank_text, sizeof rank_text, "%d", wd.rank);
+    char *argv[] = {"dtbench",   "--finalize",    wd.path,        "--by", rank_text,
+                    "--records", "--write-error", (char *)detail, NULL};
+    int code = finalize_with_records(argv);
+    send_all(WD_RUN_OVER), send_all(WD_RUN_OVER); /* the others wait inside HDF5: they leave */
+    if (code != 0)
+        fprintf(stderr,
+                "dtbench: rank %d: the finalizer of %s failed (%d); the file keeps every "
+                "written block but is not marked\n",
+                wd.rank, wd.path, code);
+    _exit(1);
 }
