@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "recorder_grow.h"
 #include "check.h"
+#include "h5_objects.h"
 #include "outputs.h"
 #include "util.h"
 
@@ -121,16 +122,9 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static void attr_value(hid_t loc, const char *name, hid_t type, const void *value) {
-    hid_t space = H5_CHECK(H5Screate(H5S_SCALAR));
-    hid_t a = H5_CHECK(H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT));
-    H5_CHECK(H5Awrite(a, type, value));
-    H5Aclose(a), H5Sclose(space);
-}
-
 void grow_describe(const GrowState *g, hid_t group) {
     long long step = g->growing ? g->step : 0;
-    attr_value(group, "grow_step", H5T_NATIVE_LLONG, &step);
+    attr_number(group, "grow_step", H5T_NATIVE_LLONG, &step);
 }
 
 void grow_finish(GrowState *g, hid_t file, MPI_Comm comm) {
@@ -143,8 +137,8 @@ void grow_finish(GrowState *g, hid_t file, MPI_Comm comm) {
         MPI_CHECK(MPI_Bcast(&median, 1, MPI_DOUBLE, 0, comm));
         long long n = g->extensions;
         hid_t group = H5_CHECK(H5Gopen2(file, "iterations", H5P_DEFAULT));
-        attr_value(group, "extensions", H5T_NATIVE_LLONG, &n);
-        attr_value(group, "extension_s_median", H5T_NATIVE_DOUBLE, &median);
+        attr_number(group, "extensions", H5T_NATIVE_LLONG, &n);
+        attr_number(group, "extension_s_median", H5T_NATIVE_DOUBLE, &median);
         H5Gclose(group);
     }
     free(g->seconds);

@@ -9,7 +9,7 @@
  * (recorder_grow.c), flushed before any rank writes into it. */
 #define _GNU_SOURCE
 #include "check.h"
-#include "finalize.h"
+#include "h5_objects.h"
 #include "outputs.h"
 #include "recorder.h"
 #include "recorder_grow.h"
@@ -113,42 +113,6 @@ struct Recorder {
 };
 
 /* ---- small writers ------------------------------------------------------------------------- */
-
-static void attr_text(hid_t loc, const char *name, const char *value) {
-    hid_t type = H5_CHECK(H5Tcopy(H5T_C_S1));
-    H5_CHECK(H5Tset_size(type, H5T_VARIABLE));
-    H5_CHECK(H5Tset_cset(type, H5T_CSET_UTF8));
-    hid_t space = H5_CHECK(H5Screate(H5S_SCALAR));
-    hid_t a = H5_CHECK(H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT));
-    H5_CHECK(H5Awrite(a, type, &value));
-    H5Aclose(a), H5Sclose(space), H5Tclose(type);
-}
-
-static void attr_number(hid_t loc, const char *name, hid_t type, const void *value) {
-    hid_t space = H5_CHECK(H5Screate(H5S_SCALAR));
-    hid_t a = H5_CHECK(H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT));
-    H5_CHECK(H5Awrite(a, type, value));
-    H5Aclose(a), H5Sclose(space);
-}
-
-static void attr_ll(hid_t loc, const char *name, long long v) {
-    attr_number(loc, name, H5T_NATIVE_LLONG, &v);
-}
-
-/* A contiguous dataset allocated and filled at creation, so no metadata changes later. */
-static hid_t create_set(hid_t loc, const char *name, hid_t type, int rank, const hsize_t *dims,
-                        const void *fill) {
-    hid_t dcpl = H5_CHECK(H5Pcreate(H5P_DATASET_CREATE));
-    H5_CHECK(H5Pset_layout(dcpl, H5D_CONTIGUOUS));
-    H5_CHECK(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY));
-    H5_CHECK(H5Pset_fill_time(dcpl, H5D_FILL_TIME_ALLOC));
-    H5_CHECK(H5Pset_obj_track_times(dcpl, 0));
-    if (fill) H5_CHECK(H5Pset_fill_value(dcpl, type, fill));
-    hid_t space = H5_CHECK(H5Screate_simple(rank, dims, NULL));
-    hid_t set = H5_CHECK(H5Dcreate2(loc, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT));
-    H5Sclose(space), H5Pclose(dcpl);
-    return set;
-}
 
 /* A raw write failed on this rank: one line naming the file and the reason, nothing more is
  * written by this rank, and the run stops the way a signal stops it (the stop vote every rank
@@ -528,26 +492,6 @@ static void write_block(Recorder *r) {
 /* Collective (every rank of a lock-step run records the same iterations): room for `iter`. A step
  * that cannot be reserved stops the run as a write error does, on every rank, with rank 0's
  * reason; the blocks written before stay readable. */
-/* HDF5 failed inside a collective extension on this rank: the other ranks may wait inside HDF5
- * for it, where no stop vote reaches them. The file is closed as the run stands on disk (its last
- * flush) by a finalizer, marked stop_reason=write_error with this rank's reason; with the
- * watchdog the records every rank holds are written too and the ranks leave (watchdog.h),
- * without it the job is aborted. Exit status 1. */
-static _Noreturn void abandon(Recorder *r) {
-    fprintf(stderr, "dtbench: error: %s; stopping the run (blocks written before stay readable)\n",
-            r->failure);
-    fflush(stderr);
-    watchdog_abandon_run(r->failure); /* returns only when the watchdog is off */
-    char *argv[] = {"dtbench", "--finalize", r->path, "--write-error", r->failure, NULL};
-    if (finalize_start(argv, NULL, 0) != 0)
-        fprintf(stderr,
-                "dtbench: rank %d: %s could not be marked; every written block stays "
-                "readable\n",
-                r->rank, r->path);
-    if (r->nranks > 1) MPI_Abort(r->comm, 1);
-    _exit(1);
-}
-
 static void extend(Recorder *r, int64_t iter) {
     char why[sizeof r->failure];
     int refused =
@@ -555,7 +499,13 @@ static void extend(Recorder *r, int64_t iter) {
     if (!refused || (r->failed && refused != -2)) return;
     r->failed = 1;
     snprintf(r->failure, sizeof r->failure, "%s", why);
-    if (refused == -2) abandon(r);
+    if (refused == -2) { /* the other ranks may wait inside HDF5: no stop vote reaches them */
+        fprintf(stderr,
+                "dtbench: error: %s; stopping the run (blocks written before stay "
+                "readable)\n",
+                r->failure);
+        watchdog_abandon_run(r->path, r->failure, r->comm);
+    }
     raise(SIGUSR1); /* the stop request of signals.h */
 }
 

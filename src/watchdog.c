@@ -564,8 +564,8 @@ int watchdog_leaving(void) {
     return atomic_load(&wd.leaving);
 }
 
-void watchdog_abandon_run(const char *detail) {
-    if (!wd.on) return;
+void watchdog_abandon_run(const char *path, const char *detail, MPI_Comm comm) {
+    fflush(stderr);
     atomic_store(&wd.abandoning, 1);
     sigset_t pipe_signal; /* a finalizer that ends before reading its records: not SIGPIPE */
     sigemptyset(&pipe_signal);
@@ -573,14 +573,19 @@ void watchdog_abandon_run(const char *detail) {
     pthread_sigmask(SIG_BLOCK, &pipe_signal, NULL);
     char rank_text[16];
     snprintf(rank_text, sizeof rank_text, "%d", wd.rank);
-    char *argv[] = {"dtbench",   "--finalize",    wd.path,        "--by", rank_text,
-                    "--records", "--write-error", (char *)detail, NULL};
-    int code = finalize_with_records(argv);
-    send_all(WD_RUN_OVER), send_all(WD_RUN_OVER); /* the others wait inside HDF5: they leave */
+    char *argv[] = {"dtbench",       "--finalize",   (char *)path, "--by", rank_text,
+                    "--write-error", (char *)detail, "--records",  NULL};
+    if (!wd.on) argv[7] = NULL; /* no records kept without the watchdog */
+    int code = wd.on ? finalize_with_records(argv) : finalize_start(argv, NULL, 0);
     if (code != 0)
         fprintf(stderr,
                 "dtbench: rank %d: the finalizer of %s failed (%d); the file keeps every "
                 "written block but is not marked\n",
-                wd.rank, wd.path, code);
+                wd.rank, path, code);
+    if (wd.on) /* the others wait inside HDF5: told that the run is over, they leave */
+        send_all(WD_RUN_OVER), send_all(WD_RUN_OVER);
+    int nranks = 1;
+    MPI_Comm_size(comm, &nranks);
+    if (!wd.on && nranks > 1) MPI_Abort(comm, 1);
     _exit(1);
 }

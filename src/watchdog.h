@@ -56,11 +56,11 @@ void watchdog_record(int64_t iter, const IterRecord *rec);
 void watchdog_written(int64_t written);
 /* 1 once a finalizer writes this rank's records: the recorder must write no more. */
 int watchdog_leaving(void);
-/* A failure that may leave the other ranks inside a collective call (an extension of the result
- * file that failed inside HDF5): a finalizer closes the file marked stop_reason=write_error with
- * `detail`, writing every record this rank holds; the neighbours are told that the run is over
- * (they hand their records to a finalizer too and leave), and this process ends with status 1.
- * Returns only when the watchdog is off. */
-void watchdog_abandon_run(const char *detail);
+/* A failure on this rank of `comm` that may leave the other ranks inside a collective call (an
+ * extension of the result file that failed inside HDF5): a finalizer closes the file at `path`
+ * marked stop_reason=write_error with `detail`; with the watchdog on, it writes every record this
+ * rank holds and the neighbours are told that the run is over (they hand their records to a
+ * finalizer too and leave); without it the job is aborted. Ends this process with status 1. */
+_Noreturn void watchdog_abandon_run(const char *path, const char *detail, MPI_Comm comm);
 
 #endif
