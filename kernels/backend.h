@@ -113,12 +113,20 @@ typedef enum { PRECISION_FP32 = 0, PRECISION_TF32, PRECISION_BF16, PRECISION_FP1
      : (p) == PRECISION_FP16 ? "fp16"                                                              \
                              : "fp32")
 
+/* How a backend that has several algorithms per convolution shape chooses (--conv-algo; the CUDA
+ * backend): FIND times the candidates once per shape when the model is built (cuDNN's
+ * cudnnFind*AlgorithmEx, as PyTorch's cudnn.benchmark), HEURISTIC takes cuDNN's ranking without
+ * running anything (quicker set-up, the same choice on every run). */
+typedef enum { CONV_ALGO_FIND = 0, CONV_ALGO_HEURISTIC } ConvAlgoChoice;
+#define CONV_ALGO_NAMES "find,heuristic" /* in enum order */
+
 typedef struct {
     int threads;    /* BLAS / OpenMP threads per rank (CPU) */
     int local_rank; /* rank within the node: picks the GPU */
     int gpus_per_node;
     int verbose;         /* set on one rank: the backend may print warnings about its set-up */
     Precision precision; /* accepted by precision_ok first */
+    ConvAlgoChoice conv_algo;
 } BackendConfig;
 
 typedef struct BackendOps {

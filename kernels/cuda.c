@@ -80,6 +80,7 @@ static int cuda_init(const BackendConfig *cfg, BackendCtx **out) {
     CUBLAS_CHECK(cublasSetStream(ctx->cublas, ctx->stream));
     /* the math mode of --precision (fp32: CUBLAS_DEFAULT_MATH, never TF32) */
     cuda_prec_init(ctx, cfg ? cfg->precision : PRECISION_FP32);
+    ctx->conv_algo = cfg ? cfg->conv_algo : CONV_ALGO_FIND;
     CUDNN_CHECK(cudnnCreate(&ctx->cudnn));
     CUDNN_CHECK(cudnnSetStream(ctx->cudnn, ctx->stream));
     /* The host waits on these (timer_elapsed): blocking sync, so it sleeps instead of spinning
@@ -214,7 +215,7 @@ static double cuda_timer_elapsed(BackendCtx *ctx, int slot_a, int slot_b) {
 /* Grouped as in backend.h. */
 const BackendOps cuda_backend = {
     .name = "cuda",
-    .reads = "gpus-per-node",
+    .reads = "gpus-per-node,conv-algo",
     .device_memory = 1,
     .precision_ok = cuda_precision_ok,
     /* lifetime */

@@ -18,6 +18,7 @@
 
 #include <cuda_runtime.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,6 +29,10 @@ extern "C" {
 cudaError_t dtp_to_16(cudaStream_t s, int half, size_t n, const float *x, void *y);
 cudaError_t dtp_from_16(cudaStream_t s, int half, size_t n, const void *x, float *y);
 cudaError_t dtp_nonfinite(cudaStream_t s, size_t n, const float *x, int *flag);
+/* x[n] = uniform values in [-1, 1) from the counter-based hash of (seed, i), stored as fp32
+ * (bytes 4) or 16-bit (bytes 2; half: IEEE half, else bf16): inputs for timing algorithms, never
+ * zeros (which some kernels run faster on) */
+cudaError_t dtp_fill(cudaStream_t s, int bytes, int half, size_t n, uint64_t seed, void *x);
 
 #ifndef __CUDACC__
 /* host side (cuda_precision.c) */

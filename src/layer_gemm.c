@@ -32,7 +32,7 @@ static void conv_plan(Model *m, Layer *L, const Layer *P) {
     L->flops = 2.0 * d->out * L->out_h * L->out_w * c * d->k * d->k;
 }
 
-static void conv_alloc(Model *m, Layer *L) {
+static void conv_plan_work(Model *m, Layer *L) {
     ConvShape s = conv_shape(L, m->chunk);
     layer_need_work(m, m->be->conv_workspace_bytes(m->ctx, &s));
 }
@@ -54,7 +54,7 @@ const LayerKindOps layer_conv = {
     .flags = LK_OUTPUT_REUSABLE,
     .plan = conv_plan,
     .init = init_xavier,
-    .alloc = conv_alloc,
+    .plan_work = conv_plan_work,
     .forward = conv_forward,
     .backward = conv_backward,
     .needs = no_ops,

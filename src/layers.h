@@ -59,6 +59,10 @@ typedef struct LayerKindOps {
     void (*init)(const Layer *L, uint64_t key, float *w, float *b);
     /* Backend memory beyond y and dy (argmax, masks, saved statistics, workspace); NULL: none. */
     void (*alloc)(Model *m, Layer *L);
+    /* Scratch in the shared m->work (layer_need_work) that depends on the backend's choice of
+     * algorithm, asked once every other buffer of the model exists, so that a backend choosing
+     * within the free device memory (CUDA's convolutions) sees what is left; NULL: none. */
+    void (*plan_work)(Model *m, Layer *L);
     void (*forward)(const LayerStep *s);
     void (*backward)(const LayerStep *s);
     const LayerOp *needs; /* optional backend functions it calls, {0} ended */

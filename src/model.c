@@ -292,11 +292,15 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
                 max_shared_out = layer_input_size(m, L, k);
     }
     assign_gradient_buffers(m);
-    if (m->work_bytes) m->work = layer_alloc(m, m->work_bytes);
     if (microbatches > 1 && max_layer_params)
         m->grad_scratch = layer_alloc(m, max_layer_params * sizeof(float));
     if (max_shared_out)
         m->dy_scratch = layer_alloc(m, (size_t)m->chunk * max_shared_out * sizeof(float));
+    for (int i = first; i < last; i++) { /* the shared scratch last (LayerKindOps.plan_work) */
+        const LayerKindOps *K = layer_kind(m->layers[i].d.kind);
+        if (K->plan_work) K->plan_work(m, &m->layers[i]);
+    }
+    if (m->work_bytes) m->work = layer_alloc(m, m->work_bytes);
     init_part(m);
 }
 
