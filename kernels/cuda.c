@@ -96,6 +96,8 @@ static int cuda_init(const BackendConfig *cfg, BackendCtx **out) {
     CUDA_CHECK(cudaMalloc((void **)&ctx->row_loss, XENT_ROWS0 * sizeof(double)));
     CUDA_CHECK(cudaMalloc((void **)&ctx->row_hit, XENT_ROWS0 * sizeof(int)));
     ctx->xent_cap = XENT_ROWS0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&ctx->sms, cudaDevAttrMultiProcessorCount, ctx->device));
+    CUDA_CHECK(cudaMalloc((void **)&ctx->bn_partials, 2 * BN_PARTIALS_CAP * sizeof(double)));
     *out = ctx;
     return 0;
 }
@@ -109,6 +111,7 @@ static void cuda_finalize(BackendCtx *ctx) {
     cudnnDestroyActivationDescriptor(ctx->relu);
     if (ctx->row_loss) cudaFree(ctx->row_loss);
     if (ctx->row_hit) cudaFree(ctx->row_hit);
+    if (ctx->bn_partials) cudaFree(ctx->bn_partials);
     cuda_prec_free(ctx);
     for (int i = 0; i < BACKEND_TIMER_SLOTS; i++)
         cudaEventDestroy(ctx->marks[i]);

@@ -16,7 +16,8 @@
  * margin, for what is allocated later: cuBLAS's and NCCL's buffers, the exchange's staging and
  * 16-bit GEMM copies, and ranks sharing the GPU. 1 GiB or 1/16 of the device, the larger. */
 #define CONV_WS_MARGIN(total) ((total) / 16 > ((size_t)1 << 30) ? (total) / 16 : ((size_t)1 << 30))
-#define XENT_ROWS0            4096 /* softmax scratch rows made at init */
+#define XENT_ROWS0            4096  /* softmax scratch rows made at init */
+#define BN_PARTIALS_CAP       65536 /* partial-sum pairs of the batch-norm kernels' blocks (1 MiB) */
 
 /* cuDNN descriptors and chosen algorithms of one convolution shape. */
 typedef struct {
@@ -54,7 +55,9 @@ struct BackendCtx {
     size_t ws_margin;         /* the margin it left (CONV_WS_MARGIN) */
     cudnnTensorDescriptor_t ta, tb; /* ReLU, set per call */
     cudnnActivationDescriptor_t relu;
-    double *row_loss; /* softmax scratch [xent_cap], made at init */
+    int sms;             /* the device's multiprocessors */
+    double *bn_partials; /* [2 * BN_PARTIALS_CAP] batch-norm scratch, made at init */
+    double *row_loss;    /* softmax scratch [xent_cap], made at init */
     int *row_hit;
     int xent_cap;
     /* --precision (kernels/cuda_precision.c) */
