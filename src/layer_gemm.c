@@ -62,10 +62,13 @@ const LayerKindOps layer_conv = {
 
 /* ---- fully connected ------------------------------------------------------------------------- */
 
-/* On a sequence, the same fc at every position. */
-static FcShape fc_shape(const Layer *L, int n) {
-    if (L->seq) return (FcShape){n * L->seq, L->in_w, L->out_w};
-    return (FcShape){n, (int)L->in_size, L->out_c};
+/* On a sequence, the same fc at every position. An input of several pixels is flattened from
+ * [in_c, in_h*in_w]; the model's last layer writes the logits (FcShape, backend.h). */
+static FcShape fc_shape(const Model *m, const Layer *L, int n) {
+    const int logits = layer_is_logits(m, L);
+    if (L->seq) return (FcShape){n * L->seq, L->in_w, L->out_w, 0, 0, logits};
+    const int hw = L->in_h * L->in_w;
+    return (FcShape){n, (int)L->in_size, L->out_c, hw > 1 ? L->in_c : 0, hw > 1 ? hw : 0, logits};
 }
 
 static void fc_plan(Model *m, Layer *L, const Layer *P) {
@@ -84,12 +87,12 @@ static void fc_plan(Model *m, Layer *L, const Layer *P) {
 }
 
 static void fc_forward(const LayerStep *t) {
-    FcShape s = fc_shape(t->L, t->n);
+    FcShape s = fc_shape(t->m, t->L, t->n);
     t->m->be->fc_forward(t->m->ctx, &s, t->x, t->w, t->b, t->y);
 }
 
 static void fc_backward(const LayerStep *t) {
-    FcShape s = fc_shape(t->L, t->n);
+    FcShape s = fc_shape(t->m, t->L, t->n);
     t->m->be->fc_backward(t->m->ctx, &s, t->x, t->w, t->dy, t->dx, t->dw, t->db);
 }
 

@@ -27,7 +27,7 @@ static void lrn_forward(const LayerStep *t) {
 static void lrn_backward(const LayerStep *t) {
     const Layer *L = t->L;
     LrnShape s = lrn_shape(L, t->n);
-    const float *y = L->y + (size_t)t->s0 * L->out_size;
+    const float *y = layer_y_at(t->m, L, t->s0);
     if (t->dx)
         t->m->be->lrn_backward(t->m->ctx, &s, t->x, y, L->aux + (size_t)t->s0 * L->out_size, t->dy,
                                t->dx);

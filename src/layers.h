@@ -88,6 +88,13 @@ void layer_need_work(Model *m, size_t bytes);
 /* Input k of L: per-sample size, and its values on samples from s0. */
 size_t layer_input_size(const Model *m, const Layer *L, int k);
 const float *layer_input_y(const Model *m, const Layer *L, int k, int s0);
+/* L's output (and output gradient) values: bytes per value (the activation format's, fp32 for
+ * the logits), and the output of samples from s0. Activations are `float *` whatever they hold:
+ * offsets go through these. */
+size_t layer_out_bytes(const Model *m, const Layer *L);
+float *layer_y_at(const Model *m, const Layer *L, int s0);
+/* 1 when L is the model's last layer, whose output is the logits (fp32 in every format). */
+int layer_is_logits(const Model *m, const Layer *L);
 /* After a backward wrote input k's gradient to s->dest[k] over `count` values: adds it to the
  * producer's gradient when it went to shared scratch. */
 void layer_finish_input_grad(const LayerStep *s, int k, size_t count);

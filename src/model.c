@@ -58,16 +58,39 @@ size_t layer_input_size(const Model *m, const Layer *L, int k) {
     return L->inputs[k] < m->first ? m->x_size : m->layers[L->inputs[k]].out_size;
 }
 
+int layer_is_logits(const Model *m, const Layer *L) {
+    return L == &m->layers[m->nlayers - 1];
+}
+
+size_t layer_out_bytes(const Model *m, const Layer *L) {
+    return layer_is_logits(m, L) ? sizeof(float) : m->act_bytes;
+}
+
+/* base + `values` values of `bytes` each */
+static float *act_offset(float *base, size_t values, size_t bytes) {
+    return (float *)((char *)base + values * bytes);
+}
+
+float *layer_y_at(const Model *m, const Layer *L, int s0) {
+    return act_offset(L->y, (size_t)s0 * L->out_size, layer_out_bytes(m, L));
+}
+
 const float *layer_input_y(const Model *m, const Layer *L, int k, int s0) {
     int p = L->inputs[k];
-    if (p < m->first) return m->x + (size_t)s0 * m->x_size;
-    return m->layers[p].y + (size_t)s0 * m->layers[p].out_size;
+    if (p < m->first)
+        return m->x_act ? act_offset(m->x_act, (size_t)s0 * m->x_size, m->act_bytes)
+                        : m->x + (size_t)s0 * m->x_size;
+    return layer_y_at(m, &m->layers[p], s0);
 }
 
 /* `dest` received the gradient; when it was dy_scratch, it is added to the producer's. */
 void layer_finish_input_grad(const LayerStep *s, int k, size_t count) {
     float *dest = s->dest[k], *target = s->target[k];
-    if (dest && dest != target) s->m->be->axpy(s->m->ctx, count, 1.0f, dest, target);
+    if (!dest || dest == target) return;
+    if (s->m->be->act_add)
+        s->m->be->act_add(s->m->ctx, count, dest, target);
+    else
+        s->m->be->axpy(s->m->ctx, count, 1.0f, dest, target);
 }
 
 /* ---- planning: inputs, shapes, parameter layout ------------------------------------------- */
@@ -122,6 +145,7 @@ void model_plan(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int 
     m->layers = xcalloc((size_t)d->nlayers, sizeof(Layer));
     m->batch = m->chunk = batch;
     m->slots = 1;
+    m->act = (ActFormat){ACT_NCHW, ACT_FP32}, m->act_bytes = sizeof(float);
     m->in_c = in_c, m->in_h = in_h, m->in_w = in_w, m->classes = classes;
 
     size_t off = 0, boff = 0;
@@ -215,13 +239,14 @@ static void assign_gradient_buffers(Model *m) {
     size_t largest = 0;
     for (int i = m->first; i < m->last; i++)
         if (m->layers[i].out_size > largest) largest = m->layers[i].out_size;
-    const size_t pool_bytes = (size_t)m->chunk * largest * sizeof(float);
+    const size_t pool_bytes = (size_t)m->chunk * largest * m->act_bytes;
     int *slot_of = xcalloc((size_t)m->nlayers + 1, sizeof(int)); /* pool index + 1, per owner */
     int *in_use = xcalloc((size_t)m->nlayers + 1, sizeof(int));
     m->dy_pool = xcalloc((size_t)m->nlayers + 1, sizeof(float *));
 
     const int top = dy_owner(m, m->last - 1);
-    m->layers[top].dy = layer_alloc(m, (size_t)m->batch * m->layers[top].out_size * sizeof(float));
+    m->layers[top].dy = layer_alloc(m, (size_t)m->batch * m->layers[top].out_size *
+                                           layer_out_bytes(m, &m->layers[top]));
     m->layers[top].dy_full = 1;
     for (int i = m->last - 1; i >= m->first; i--) {
         const Layer *L = &m->layers[i];
@@ -247,6 +272,30 @@ static void assign_gradient_buffers(Model *m) {
     free(slot_of), free(in_use);
 }
 
+/* A model in an activation format other than NCHW fp32 (the backend's, backend.h): what the
+ * model does not map yet is a mistake of the backend's table, reported before anything runs. */
+static void check_format(const Model *m) {
+    if (m->act.layout == ACT_NCHW && m->act.type == ACT_FP32) return;
+    const char *why = NULL;
+    if (!m->be->input_to_act || !m->be->act_add)
+        why = "the backend lacks input_to_act or act_add";
+    else if (m->first > 0 || m->last < m->nlayers)
+        why = "pipeline stages exchange fp32 NCHW activations";
+    else if (m->layers[m->nlayers - 1].d.kind != LAYER_FC)
+        why = "the last layer (the logits) is not fully connected";
+    for (int i = 0; i < m->nlayers && !why; i++)
+        if (m->layers[i].d.kind == LAYER_GLOBAL_AVGPOOL && m->act.layout == ACT_NHWC)
+            why = "global_avgpool_* take no channel count, which NHWC needs";
+    if (!why) return;
+    fprintf(stderr, "dtbench: %s: the %s backend's activation format (%s, %s) cannot run it: %s\n",
+            m->desc->name, m->be->name, m->act.layout == ACT_NHWC ? "NHWC" : "NCHW",
+            m->act.type == ACT_BF16   ? "bf16"
+            : m->act.type == ACT_FP16 ? "fp16"
+                                      : "fp32",
+            why);
+    abort();
+}
+
 void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes,
                       int batch, int microbatches, int first, int last, const BackendOps *be,
                       BackendCtx *ctx, uint64_t seed) {
@@ -264,6 +313,10 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
     m->buf_base = m->layers[first].buf_off;
     m->nbuffers = (last < m->nlayers ? m->layers[last].buf_off : m->total_buffers) - m->buf_base;
     m->x_size = first > 0 ? m->layers[first - 1].out_size : (size_t)in_c * in_h * in_w;
+    m->act = (ActFormat){ACT_NCHW, ACT_FP32};
+    if (be->activation_format) be->activation_format(ctx, &m->act);
+    m->act_bytes = ACT_TYPE_BYTES(m->act.type);
+    check_format(m);
 
     size_t pbytes = m->nparams * sizeof(float);
     m->params = layer_alloc(m, pbytes);
@@ -272,6 +325,8 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
     if (m->nbuffers) m->buffers = layer_alloc(m, m->nbuffers * sizeof(float));
     m->x = layer_alloc(m, (size_t)batch * m->x_size * sizeof(float));
     if (first > 0) m->dx = layer_alloc(m, (size_t)batch * m->x_size * sizeof(float));
+    if (m->act.layout != ACT_NCHW || m->act.type != ACT_FP32)
+        m->x_act = layer_alloc(m, (size_t)batch * m->x_size * m->act_bytes);
     if (last == m->nlayers)
         m->labels = layer_alloc(m, (size_t)batch * m->label_size * sizeof(int32_t));
     m->stats = layer_alloc(m, 2 * sizeof(float));
@@ -279,7 +334,7 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
     size_t max_layer_params = 0, max_shared_out = 0;
     for (int i = first; i < last; i++) {
         Layer *L = &m->layers[i];
-        size_t bytes = (size_t)batch * L->out_size * sizeof(float);
+        size_t bytes = (size_t)batch * L->out_size * layer_out_bytes(m, L);
         if ((L->in_place = runs_in_place(m, L)))
             L->y = m->layers[L->inputs[0]].y;
         else
@@ -295,7 +350,7 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
     if (microbatches > 1 && max_layer_params)
         m->grad_scratch = layer_alloc(m, max_layer_params * sizeof(float));
     if (max_shared_out)
-        m->dy_scratch = layer_alloc(m, (size_t)m->chunk * max_shared_out * sizeof(float));
+        m->dy_scratch = layer_alloc(m, (size_t)m->chunk * max_shared_out * m->act_bytes);
     for (int i = first; i < last; i++) { /* the shared scratch last (LayerKindOps.plan_work) */
         const LayerKindOps *K = layer_kind(m->layers[i].d.kind);
         if (K->plan_work) K->plan_work(m, &m->layers[i]);
@@ -319,8 +374,8 @@ void model_free(Model *m) {
             for (size_t j = 0; j < sizeof bufs / sizeof bufs[0]; j++)
                 if (bufs[j]) m->be->free(c, bufs[j]);
         }
-        void *bufs[] = {m->params, m->grads, m->momentum,     m->buffers,    m->x,    m->dx,
-                        m->labels, m->work,  m->grad_scratch, m->dy_scratch, m->stats};
+        void *bufs[] = {m->params, m->grads, m->momentum,     m->buffers,    m->x,     m->dx,
+                        m->labels, m->work,  m->grad_scratch, m->dy_scratch, m->stats, m->x_act};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) m->be->free(c, bufs[i]);
         for (int i = 0; i < m->ndy_pool; i++)
@@ -371,8 +426,8 @@ static float *param(const Model *m, size_t off) {
 }
 
 /* L's output gradient of samples from s0: a whole-batch buffer, or the chunk buffer itself. */
-static float *dy_slice(const Layer *L, int s0) {
-    return L->dy + (L->dy_full ? (size_t)s0 * L->out_size : 0);
+static float *dy_slice(const Model *m, const Layer *L, int s0) {
+    return act_offset(L->dy, L->dy_full ? (size_t)s0 * L->out_size : 0, layer_out_bytes(m, L));
 }
 
 /* Where the gradient of input k of L goes (NULL: the data, no gradient). */
@@ -380,10 +435,13 @@ static float *input_grad(const Model *m, const Layer *L, int k, int s0) {
     int p = L->inputs[k];
     if (p < 0) return NULL;
     if (p < m->first) return m->dx ? m->dx + (size_t)s0 * m->x_size : NULL;
-    return dy_slice(&m->layers[p], s0);
+    return dy_slice(m, &m->layers[p], s0);
 }
 
 void model_forward_part(Model *m, int s0, int n, int slot, int train) {
+    if (m->x_act)
+        m->be->input_to_act(m->ctx, n, m->in_c, m->in_h, m->in_w, m->x + (size_t)s0 * m->x_size,
+                            act_offset(m->x_act, (size_t)s0 * m->x_size, m->act_bytes));
     for (int i = m->first; i < m->last; i++) {
         Layer *L = &m->layers[i];
         const LayerStep s = {
@@ -397,7 +455,7 @@ void model_forward_part(Model *m, int s0, int n, int slot, int train) {
             .x = layer_input_y(m, L, 0, s0),
             .w = param(m, L->w_off),
             .b = L->nb ? param(m, L->b_off) : NULL, /* NULL: no bias */
-            .y = L->y + (size_t)s0 * L->out_size,
+            .y = layer_y_at(m, L, s0),
         };
         layer_kind(L->d.kind)->forward(&s);
     }
@@ -406,8 +464,8 @@ void model_forward_part(Model *m, int s0, int n, int slot, int train) {
 void model_loss_queue(Model *m, int s0, int n, int train, float grad_scale) {
     Layer *L = &m->layers[m->nlayers - 1];
     const int rows = n * m->label_size;
-    float *logits = L->y + (size_t)s0 * L->out_size;
-    float *dlogits = train ? dy_slice(L, s0) : NULL;
+    float *logits = layer_y_at(m, L, s0);
+    float *dlogits = train ? dy_slice(m, L, s0) : NULL;
     m->be->softmax_xent(m->ctx, rows, m->classes, logits, m->labels + (size_t)s0 * m->label_size,
                         dlogits, m->stats);
     if (m->loss_scale > 0.0f) grad_scale *= m->loss_scale; /* fp16: the scaled loss's gradient */
@@ -456,7 +514,7 @@ void model_backward_part_hook(Model *m, int s0, int n, int slot, int accumulate,
             .train = 1,
             .x = layer_input_y(m, L, 0, s0),
             .w = param(m, L->w_off),
-            .dy = dy_slice(L, s0),
+            .dy = dy_slice(m, L, s0),
             .dw = g,
             .db = g && L->nb ? g + L->nw : NULL,
             .dx = dest[0],

@@ -121,7 +121,12 @@ typedef struct {
     BackendCtx *ctx;
     float *params, *grads, *momentum; /* [nparams] each, same layout */
     float *buffers;                   /* [nbuffers] */
-    float *x;                         /* [batch, x_size] the part's input */
+    float *x;                         /* [batch, x_size] the part's input (fp32 NCHW) */
+    /* The backend's activation format (backend.h's ActFormat; NCHW fp32 unless it declares
+     * another) and its bytes per value; with another format the input converted into it: */
+    ActFormat act;
+    size_t act_bytes;
+    float *x_act; /* [batch, x_size] in the activation format, or NULL (x is read) */
     float *dx;                        /* [batch, x_size] gradient of the input (not for data) */
     int32_t *labels;                  /* [batch * label_size] (the part holding the last layer) */
     float *stats;                     /* [2] mean loss, correct predictions (softmax_xent) */

@@ -113,7 +113,7 @@ static void test_conv(void) {
 
 static void test_fc_flatten(void) {
     const int batch = 3, c = 6, hw = 10, out = 7, in = c * hw;
-    FcShape s = {batch, in, out};
+    FcShape s = {.batch = batch, .in = in, .out = out};
     float *x = rand_buf((size_t)batch * in), *w = rand_buf((size_t)out * in), *b = rand_buf(out),
           *dy = rand_buf((size_t)batch * out);
     float *y = malloc(batch * out * 4), *dx = malloc(batch * in * 4), *dw = malloc(out * in * 4),
