@@ -194,6 +194,12 @@ typedef struct BackendOps {
     void (*synchronize)(BackendCtx *ctx); /* wait for queued work (no-op on CPU) */
     /* Optional: device-to-device copy of `bytes` (dropout at evaluation, pipeline buffers). */
     void (*copy)(BackendCtx *ctx, void *dst, const void *src, size_t bytes);
+    /* Optional: params[n] (the model's parameter buffer) hold this step's weights: called when
+     * the model is built and before each step's first forward pass, after whatever changed them
+     * (the optimizer, an exchange that writes parameters). A backend that computes on copies of
+     * the weights in another type or order (CUDA bf16/fp16: 16-bit copies) makes them here, once
+     * per step, instead of at every call. The first call may allocate; later ones may not. */
+    void (*weights_ready)(BackendCtx *ctx, const float *params, size_t n);
 
     /* ---- phase timer ------------------------------------------------------------------------- */
     /* record(slot) marks a point on the backend's timeline (CPU: reads the clock;

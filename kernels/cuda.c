@@ -233,6 +233,7 @@ const BackendOps cuda_backend = {
     .download = cuda_download,
     .zero = cuda_zero,
     .copy = cuda_copy,
+    .weights_ready = cuda_weights_ready,
     .synchronize = cuda_synchronize,
     /* phase timer */
     .timer_record = cuda_timer_record,

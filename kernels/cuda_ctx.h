@@ -64,6 +64,10 @@ struct BackendCtx {
     Precision precision;
     void *h16; /* 16-bit copies of GEMM operands, grown on first use */
     size_t h16_bytes;
+    /* 16-bit copy of the model's parameters [w16_n], of w16_src, made by weights_ready */
+    void *w16;
+    const float *w16_src;
+    size_t w16_n;
     int *nonfinite; /* [1] overflow flag of all_finite, made at init */
 };
 

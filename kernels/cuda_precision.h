@@ -46,6 +46,9 @@ int cuda_prec_16bit(const BackendCtx *ctx); /* bf16 or fp16 */
 void cuda_prec_gemm(BackendCtx *ctx, ColGemm g, const float *a, const float *b, float beta,
                     float *c);
 int cuda_all_finite(BackendCtx *ctx, size_t n, const float *x);
+/* backend.h's weights_ready: bf16/fp16 keep a 16-bit copy of the parameters, made once per step,
+ * which the GEMMs and convolutions take instead of converting the weights at every call. */
+void cuda_weights_ready(BackendCtx *ctx, const float *params, size_t n);
 /* Bytes of 16-bit copies a convolution needs beyond cuDNN's workspace (0 in fp32/tf32). */
 size_t cuda_prec_conv_extra(const BackendCtx *ctx, const ConvShape *s);
 /* cuDNN's data type for the plan's x, W, y descriptors (float, bf16 or half). */

@@ -357,6 +357,7 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
     }
     if (m->work_bytes) m->work = layer_alloc(m, m->work_bytes);
     init_part(m);
+    if (be->weights_ready) be->weights_ready(ctx, m->params, m->nparams); /* may allocate */
 }
 
 void model_build(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes, int batch,
@@ -439,6 +440,8 @@ static float *input_grad(const Model *m, const Layer *L, int k, int s0) {
 }
 
 void model_forward_part(Model *m, int s0, int n, int slot, int train) {
+    if (slot == 0 && m->be->weights_ready) /* a step's first micro-batch: its weights are final */
+        m->be->weights_ready(m->ctx, m->params, m->nparams);
     if (m->x_act)
         m->be->input_to_act(m->ctx, n, m->in_c, m->in_h, m->in_w, m->x + (size_t)s0 * m->x_size,
                             act_offset(m->x_act, (size_t)s0 * m->x_size, m->act_bytes));

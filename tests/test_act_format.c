@@ -12,6 +12,8 @@
  *     values in fp32 (so every size and offset of 2-byte activations is right), for the same
  *     models and ResNet-8 (global average pooling); and within 5e-2 of the CPU backend (the
  *     rounding of activations to bf16 through two steps on batches of 4).
+ * And the model hands the backend its parameters (weights_ready, where 16-bit copies are made)
+ * once when built and once per step, before the first micro-batch, never per layer or call.
  * A model that sized or offset an activation in fp32 bytes, passed a concatenation's rows in the
  * wrong layout, forgot the input conversion or summed gradients with the fp32 axpy would read
  * other samples' values or outside its buffers (the sanitizer build catches the latter). */
@@ -279,12 +281,20 @@ static void f_axpy(BackendCtx *c, size_t n, float alpha, const float *x, float *
     if (ROUND && !(y >= GRADS && y < GRADS + NGRADS)) flat_out(y, n, y);
 }
 
+/* weights_ready: counted, with the parameter buffer it was given */
+static int weights_calls;
+static const float *weights_seen;
+static void f_weights_ready(BackendCtx *c, const float *params, size_t n) {
+    (void)c, (void)n;
+    weights_calls++, weights_seen = params;
+}
+
 static BackendOps fake; /* cpu_backend with the members above */
 static void make_fake(void) {
     fake = cpu_backend;
     fake.name = "fake-format";
     fake.activation_format = f_format, fake.input_to_act = f_input, fake.act_add = f_act_add;
-    fake.axpy = f_axpy;
+    fake.axpy = f_axpy, fake.weights_ready = f_weights_ready;
     fake.fc_forward = f_fc_forward, fake.fc_backward = f_fc_backward;
     fake.conv_forward = f_conv_forward, fake.conv_backward = f_conv_backward;
     fake.maxpool_forward = f_maxpool_forward, fake.maxpool_backward = f_maxpool_backward;
@@ -347,6 +357,7 @@ static float *train(const ModelDesc *d, const BackendOps *be, int mb, float *los
     model_build_part(&m, d, d->in_c, d->in_h, d->in_w, d->classes, BATCH, mb, 0, d->nlayers, be,
                      ctx, 11);
     GRADS = m.grads, NGRADS = m.nparams;
+    const int calls_built = weights_calls;
     const size_t nx = (size_t)BATCH * m.x_size;
     float *x = xmalloc(nx * sizeof *x);
     int32_t labels[BATCH];
@@ -366,6 +377,15 @@ static float *train(const ModelDesc *d, const BackendOps *be, int mb, float *los
             model_backward_part(&m, k * chunk, chunk, k, k > 0);
         }
         model_sgd(&m, 0.05f, 0.9f, 1e-4f);
+    }
+    if (be == &fake) { /* once when built, then once per step whatever the micro-batches */
+        char what[120];
+        snprintf(what, sizeof what,
+                 "%s, %d micro-batch(es): weights_ready once at build and once per step, on the "
+                 "parameters",
+                 d->name, mb);
+        check(calls_built == 1 && weights_calls == 1 + STEPS && weights_seen == m.params, what);
+        weights_calls = 0;
     }
     float *p = xmalloc(m.nparams * sizeof *p);
     be->download(ctx, p, m.params, m.nparams * sizeof *p);
