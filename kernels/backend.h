@@ -273,6 +273,25 @@ typedef struct BackendOps {
                                const float *gamma, const float *save_mean, const float *save_invstd,
                                const float *dy, float *dx, float *dgamma, float *dbeta);
 
+    /* Optional, all three or none: batch norm fused with the ReLU after it, and with a residual
+     * add before that ReLU (z not NULL), chosen when the model is built (src/model_fuse.c); the
+     * CPU backend keeps the unfused rows. Forward: y = relu(BN(x) + z) with the residual add's
+     * and the ReLU's arithmetic (a + b, v > 0 ? v : 0), statistics as batchnorm_forward_*.
+     * Backward, from y (the ReLU's output) and its gradient dy: the gradient reaching the batch
+     * norm is dy where y > 0, else 0; it is also written to dz (the add's other input's gradient,
+     * overwritten; NULL: no add) and may be written to dy (the unfused ReLU runs in place there);
+     * dx, dgamma, dbeta as batchnorm_backward. */
+    void (*bn_act_forward_train)(BackendCtx *ctx, const BnShape *s, const float *x,
+                                 const float *gamma, const float *beta, const float *z, float *y,
+                                 float *save_mean, float *save_invstd, float *running_mean,
+                                 float *running_var);
+    void (*bn_act_forward_infer)(BackendCtx *ctx, const BnShape *s, const float *x,
+                                 const float *gamma, const float *beta, const float *running_mean,
+                                 const float *running_var, const float *z, float *y);
+    void (*bn_act_backward)(BackendCtx *ctx, const BnShape *s, const float *x, const float *gamma,
+                            const float *save_mean, const float *save_invstd, const float *y,
+                            float *dy, float *dx, float *dz, float *dgamma, float *dbeta);
+
     /* ---- element-wise and joins (relu_* mandatory, the rest optional) ------------------------ */
     /* ReLU over n elements; backward uses the output y (y > 0 passes the gradient). In place is
      * allowed (y == x; dx == dy): the model runs a ReLU in its producer's buffers. */

@@ -259,6 +259,9 @@ const BackendOps cuda_backend = {
     .batchnorm_forward_train = cuda_batchnorm_forward_train,
     .batchnorm_forward_infer = cuda_batchnorm_forward_infer,
     .batchnorm_backward = cuda_batchnorm_backward,
+    .bn_act_forward_train = cuda_bn_act_forward_train,
+    .bn_act_forward_infer = cuda_bn_act_forward_infer,
+    .bn_act_backward = cuda_bn_act_backward,
     /* element-wise and joins (cuda_elementwise.c) */
     .relu_forward = cuda_relu_forward,
     .relu_backward = cuda_relu_backward,

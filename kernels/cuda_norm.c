@@ -68,3 +68,57 @@ void cuda_batchnorm_backward(BackendCtx *ctx, const BnShape *s, const float *x, 
         CUDA_CHECK(dtk_bn_backward_simple(ctx->stream, s, x, gamma, save_mean, save_invstd, dy, dx,
                                           dgamma, dbeta));
 }
+
+/* ---- batch norm fused with a ReLU, and a residual add before it (backend.h's bn_act_*) ------ */
+
+void cuda_bn_act_forward_train(BackendCtx *ctx, const BnShape *s, const float *x,
+                               const float *gamma, const float *beta, const float *z, float *y,
+                               float *save_mean, float *save_invstd, float *running_mean,
+                               float *running_var) {
+    const size_t n = (size_t)s->batch * s->c * s->spatial;
+    BnGrid g;
+    if (grid_for(ctx, s, aligned16(x, y, z, NULL, NULL), &g)) {
+        CUDA_CHECK(dtk_bn_forward_train(ctx->stream, s, &g, ctx->bn_partials, x, gamma, beta, z, 1,
+                                        y, save_mean, save_invstd, running_mean, running_var));
+    } else if (n > 0) { /* the unfused rows */
+        CUDA_CHECK(dtk_bn_forward_train_simple(ctx->stream, s, x, gamma, beta, y, save_mean,
+                                               save_invstd, running_mean, running_var));
+        if (z) CUDA_CHECK(dtk_add(ctx->stream, n, y, z, y));
+        cuda_relu_forward(ctx, n, y, y);
+    }
+}
+
+void cuda_bn_act_forward_infer(BackendCtx *ctx, const BnShape *s, const float *x,
+                               const float *gamma, const float *beta, const float *running_mean,
+                               const float *running_var, const float *z, float *y) {
+    const size_t n = (size_t)s->batch * s->c * s->spatial;
+    BnGrid g;
+    if (grid_for(ctx, s, aligned16(x, y, z, NULL, NULL), &g)) {
+        CUDA_CHECK(dtk_bn_forward_infer(ctx->stream, s, &g, x, gamma, beta, running_mean,
+                                        running_var, z, 1, y));
+    } else if (n > 0) {
+        CUDA_CHECK(dtk_bn_forward_infer_simple(ctx->stream, s, x, gamma, beta, running_mean,
+                                               running_var, y));
+        if (z) CUDA_CHECK(dtk_add(ctx->stream, n, y, z, y));
+        cuda_relu_forward(ctx, n, y, y);
+    }
+}
+
+/* Unfused, dy itself receives the ReLU's gradient (the model runs that ReLU in place). */
+void cuda_bn_act_backward(BackendCtx *ctx, const BnShape *s, const float *x, const float *gamma,
+                          const float *save_mean, const float *save_invstd, const float *y,
+                          float *dy, float *dx, float *dz, float *dgamma, float *dbeta) {
+    const size_t n = (size_t)s->batch * s->c * s->spatial;
+    BnGrid g;
+    if (grid_for(ctx, s, aligned16(x, y, dy, dx, dz), &g)) {
+        CUDA_CHECK(dtk_bn_backward(ctx->stream, s, &g, ctx->bn_partials, x, gamma, save_mean,
+                                   save_invstd, y, dy, dx, dz, dgamma, dbeta));
+    } else if (n > 0) {
+        cuda_relu_backward(ctx, n, y, dy, dy); /* in place, as the unfused ReLU */
+        if (dz && dz != dy)
+            CUDA_CHECK(
+                cudaMemcpyAsync(dz, dy, n * sizeof(float), cudaMemcpyDeviceToDevice, ctx->stream));
+        CUDA_CHECK(dtk_bn_backward_simple(ctx->stream, s, x, gamma, save_mean, save_invstd, dy, dx,
+                                          dgamma, dbeta));
+    }
+}

@@ -153,6 +153,7 @@ void model_plan(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int 
         Layer *L = &m->layers[i];
         L->d = d->layers[i];
         L->last_consumer = -1;
+        L->fuse_relu = L->fuse_add = -1, L->exec_as = i; /* unfused (model_fuse.c) */
         resolve_inputs(d, i, L);
         for (int k = 0; k < L->ninputs; k++)
             if (L->inputs[k] >= 0) {
@@ -209,7 +210,7 @@ static void init_part(Model *m) {
 
 /* Row i is the last to read input k: its gradient goes straight to the producer's dy (backward
  * meets it first); every other reader's gradient is added to it through dy_scratch. */
-static int last_reader(const Model *m, int i, int k) {
+int layer_last_reader(const Model *m, int i, int k) {
     int p = m->layers[i].inputs[k];
     if (p < 0) return 1; /* the data: no gradient */
     return m->layers[p].last_consumer == i;
@@ -248,11 +249,16 @@ static void assign_gradient_buffers(Model *m) {
     m->layers[top].dy = layer_alloc(m, (size_t)m->batch * m->layers[top].out_size *
                                            layer_out_bytes(m, &m->layers[top]));
     m->layers[top].dy_full = 1;
-    for (int i = m->last - 1; i >= m->first; i--) {
-        const Layer *L = &m->layers[i];
-        for (int k = 0; k < L->ninputs; k++) { /* its backward writes its inputs' gradients */
-            if (L->inputs[k] < m->first) continue;
-            const int o = dy_owner(m, L->inputs[k]);
+    /* the backward order: at each place, the row run there (exec_as, model_fuse.c) */
+    for (int at = m->last - 1; at >= m->first; at--) {
+        const int j = m->layers[at].exec_as;
+        const Layer *L = j >= 0 ? &m->layers[j] : NULL;
+        for (int k = 0; L && k < L->ninputs + (L->fuse_add >= 0); k++) {
+            /* its backward writes its inputs' gradients (a fused add's other input's too) */
+            const Layer *W = k < L->ninputs ? L : &m->layers[L->fuse_add];
+            const int kk = k < L->ninputs ? k : (W->inputs[0] == j ? 1 : 0);
+            if (W->inputs[kk] < m->first) continue;
+            const int o = dy_owner(m, W->inputs[kk]);
             if (m->layers[o].dy) continue;
             int b = 0;
             while (b < m->ndy_pool && in_use[b])
@@ -261,7 +267,12 @@ static void assign_gradient_buffers(Model *m) {
             in_use[b] = 1, slot_of[o] = b + 1;
             m->layers[o].dy = m->dy_pool[b];
         }
-        if (!L->in_place && slot_of[i]) in_use[slot_of[i] - 1] = 0; /* its backward is done */
+        /* the gradient read at this place is done */
+        if (!m->layers[at].in_place && slot_of[at]) in_use[slot_of[at] - 1] = 0;
+    }
+    for (int i = m->first; i < m->last; i++) { /* a batch norm fused with an add: never read */
+        Layer *B = &m->layers[i];
+        if (B->fuse_add >= 0 && !B->dy) B->dy = m->layers[B->fuse_add].dy;
     }
     for (int i = m->first; i < m->last; i++) { /* in-place ReLUs share their owner's */
         Layer *L = &m->layers[i];
@@ -343,9 +354,10 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
         if (K->alloc) K->alloc(m, L);
         if (L->nparams > max_layer_params) max_layer_params = L->nparams;
         for (int k = 0; k < L->ninputs; k++)
-            if (!last_reader(m, i, k) && layer_input_size(m, L, k) > max_shared_out)
+            if (!layer_last_reader(m, i, k) && layer_input_size(m, L, k) > max_shared_out)
                 max_shared_out = layer_input_size(m, L, k);
     }
+    model_choose_fusions(m); /* the in-place rows are known */
     assign_gradient_buffers(m);
     if (microbatches > 1 && max_layer_params)
         m->grad_scratch = layer_alloc(m, max_layer_params * sizeof(float));
@@ -427,16 +439,16 @@ static float *param(const Model *m, size_t off) {
 }
 
 /* L's output gradient of samples from s0: a whole-batch buffer, or the chunk buffer itself. */
-static float *dy_slice(const Model *m, const Layer *L, int s0) {
+float *layer_dy_at(const Model *m, const Layer *L, int s0) {
     return act_offset(L->dy, L->dy_full ? (size_t)s0 * L->out_size : 0, layer_out_bytes(m, L));
 }
 
 /* Where the gradient of input k of L goes (NULL: the data, no gradient). */
-static float *input_grad(const Model *m, const Layer *L, int k, int s0) {
+float *layer_input_grad(const Model *m, const Layer *L, int k, int s0) {
     int p = L->inputs[k];
     if (p < 0) return NULL;
     if (p < m->first) return m->dx ? m->dx + (size_t)s0 * m->x_size : NULL;
-    return dy_slice(m, &m->layers[p], s0);
+    return layer_dy_at(m, &m->layers[p], s0);
 }
 
 void model_forward_part(Model *m, int s0, int n, int slot, int train) {
@@ -445,7 +457,9 @@ void model_forward_part(Model *m, int s0, int n, int slot, int train) {
     if (m->x_act)
         m->be->input_to_act(m->ctx, n, m->in_c, m->in_h, m->in_w, m->x + (size_t)s0 * m->x_size,
                             act_offset(m->x_act, (size_t)s0 * m->x_size, m->act_bytes));
-    for (int i = m->first; i < m->last; i++) {
+    for (int at = m->first; at < m->last; at++) {
+        const int i = m->layers[at].exec_as; /* the row run here (model_fuse.c) */
+        if (i < 0) continue;
         Layer *L = &m->layers[i];
         const LayerStep s = {
             .m = m,
@@ -468,7 +482,7 @@ void model_loss_queue(Model *m, int s0, int n, int train, float grad_scale) {
     Layer *L = &m->layers[m->nlayers - 1];
     const int rows = n * m->label_size;
     float *logits = layer_y_at(m, L, s0);
-    float *dlogits = train ? dy_slice(m, L, s0) : NULL;
+    float *dlogits = train ? layer_dy_at(m, L, s0) : NULL;
     m->be->softmax_xent(m->ctx, rows, m->classes, logits, m->labels + (size_t)s0 * m->label_size,
                         dlogits, m->stats);
     if (m->loss_scale > 0.0f) grad_scale *= m->loss_scale; /* fp16: the scaled loss's gradient */
@@ -496,7 +510,16 @@ void model_backward_part_hook(Model *m, int s0, int n, int slot, int accumulate,
                               void *user) {
     const BackendOps *be = m->be;
     BackendCtx *ctx = m->ctx;
-    for (int i = m->last - 1; i >= m->first; i--) {
+    for (int at = m->last - 1; at >= m->first; at--) {
+        const int i = m->layers[at].exec_as; /* the row run here (model_fuse.c) */
+        /* grads from the layer at `at` on are final: layers run last to first, the parameter
+         * buffer holds them in forward order, and a row run later in the backward order than
+         * its place (a batch norm run at its residual add's place) ran before it */
+        const Layer *A = &m->layers[at];
+        if (i < 0) {
+            if (ready && A->nparams) ready(user, A->w_off - m->param_base);
+            continue;
+        }
         Layer *L = &m->layers[i];
         const LayerKindOps *K = layer_kind(L->d.kind);
         float *g = L->nparams
@@ -504,8 +527,8 @@ void model_backward_part_hook(Model *m, int s0, int n, int slot, int accumulate,
                        : NULL;
         float *target[LAYER_MAX_INPUTS], *dest[LAYER_MAX_INPUTS];
         for (int k = 0; k < L->ninputs; k++) {
-            target[k] = input_grad(m, L, k, s0);
-            dest[k] = target[k] && !last_reader(m, i, k) ? m->dy_scratch : target[k];
+            target[k] = layer_input_grad(m, L, k, s0);
+            dest[k] = target[k] && !layer_last_reader(m, i, k) ? m->dy_scratch : target[k];
         }
         const LayerStep s = {
             .m = m,
@@ -517,7 +540,7 @@ void model_backward_part_hook(Model *m, int s0, int n, int slot, int accumulate,
             .train = 1,
             .x = layer_input_y(m, L, 0, s0),
             .w = param(m, L->w_off),
-            .dy = dy_slice(m, L, s0),
+            .dy = layer_dy_at(m, L, s0),
             .dw = g,
             .db = g && L->nb ? g + L->nw : NULL,
             .dx = dest[0],
@@ -529,8 +552,7 @@ void model_backward_part_hook(Model *m, int s0, int n, int slot, int accumulate,
             layer_finish_input_grad(&s, 0, (size_t)n * layer_input_size(m, L, 0));
         if (accumulate && L->nparams)
             be->axpy(ctx, L->nparams, 1.0f, m->grad_scratch, m->grads + (L->w_off - m->param_base));
-        /* layers run last to first and hold increasing offsets: grads from here on are final */
-        if (ready && L->nparams) ready(user, L->w_off - m->param_base);
+        if (ready && A->nparams) ready(user, A->w_off - m->param_base);
     }
 }
 
