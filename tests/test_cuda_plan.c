@@ -5,7 +5,9 @@
  *    cublasSgemm, on dtbench's row-major buffers, and compared with the naive reference
  *    (tests/ref_kernels.c); tolerance 1e-4 * max(1, |ref|), as for the CPU backend. A wrong
  *    transpose, dimension or leading dimension fails here instead of on a GPU.
- * 2. The choice among cuDNN's ranked algorithms under a workspace limit.
+ * 2. The choice among cuDNN's ranked algorithms under a workspace limit, and strict fp32's rule
+ *    (cuda_plan.h): no FFT or Winograd algorithm in any direction, the direct sums under FMA
+ *    math only; the error bound the GPU tests hold admitted algorithms to.
  * Exit status 0 when everything passes, 1 otherwise. Runs in every build: no CUDA needed. */
 #include "backend.h"
 #include "cuda_plan.h"
@@ -75,10 +77,98 @@ static void test_fc(int n, int in, int out) {
     free(rdb);
 }
 
-static void expect_pick(const char *what, const AlgoPerf *p, int count, size_t limit, int want) {
-    int got = pick_algo(p, count, limit);
-    printf("pick_algo %s: %d (expected %d) %s\n", what, got, want, got == want ? "ok" : "FAIL");
+static void expect_pick(const char *what, ConvDir dir, const AlgoPerf *p, int count, size_t limit,
+                        int strict, int want) {
+    int got = pick_algo(dir, p, count, limit, strict);
+    printf("pick_algo %s %s: %d (expected %d) %s\n", conv_dir_name(dir), what, got, want,
+           got == want ? "ok" : "FAIL");
     failures += got != want;
+}
+
+/* The workspace limit and the ranking, as before the rule. */
+static void test_pick_basics(void) {
+    const AlgoPerf ranked[] = {
+        {.algo = 1, .ok = 1, .fma_math = 0, .memory = 0},       /* TF32 possible */
+        {.algo = 2, .ok = 0, .fma_math = 1, .memory = 0},       /* not supported */
+        {.algo = 1, .ok = 1, .fma_math = 1, .memory = 1 << 20}, /* needs 1 MiB */
+        {.algo = 0, .ok = 1, .fma_math = 1, .memory = 0},
+    };
+    expect_pick("strict fp32 that fits", CONV_FWD, ranked, 4, 1 << 20, 1, 2);
+    expect_pick("smaller limit skips the 1 MiB one", CONV_FWD, ranked, 4, 1000, 1, 3);
+    /* strict fp32 means never TF32: with no admitted algorithm the caller falls back to
+     * IMPLICIT_GEMM / ALGO_0 under CUDNN_FMA_MATH, never to a TF32-capable one */
+    expect_pick("never a non-FMA algorithm (TF32 may be used)", CONV_FWD, ranked, 2, 0, 1, -1);
+    expect_pick("nothing usable", CONV_FWD, ranked + 1, 1, 1 << 30, 1, -1);
+    expect_pick("empty list", CONV_FWD, ranked, 0, 1 << 30, 1, -1);
+    expect_pick("tf32/bf16/fp16 take the best-ranked one", CONV_FWD, ranked, 4, 0, 0, 0);
+}
+
+/* The rule of strict fp32: no FFT or Winograd algorithm in any direction, whatever its rank and
+ * math type; every direct-sum algorithm under FMA math. The rankings are of the kind cuDNN 9.19's
+ * heuristics returned on an H100 (LeNet conv2, ResNet-50's 3x3 layers: FFT, FFT_TILING and
+ * WINOGRAD_NONFUSED first). */
+static const int TRANSFORMS[CONV_DIRS][4] = {
+    [CONV_FWD] = {4, 5, 6, 7}, [CONV_BWD_DATA] = {2, 3, 4, 5}, [CONV_BWD_FILTER] = {2, 4, 5, 6}};
+static const int DIRECT[CONV_DIRS][4] = {
+    [CONV_FWD] = {0, 1, 2, 3}, [CONV_BWD_DATA] = {0, 1, -1, -1}, [CONV_BWD_FILTER] = {0, 1, 3, -1}};
+
+static void test_rule_names(ConvDir dir) {
+    for (int i = 0; i < 4; i++) {
+        const int t = TRANSFORMS[dir][i], a = DIRECT[dir][i];
+        int ok = !conv_algo_strict_fp32(dir, t, 1) && conv_algo_family(dir, t) == ALGO_TRANSFORM;
+        if (a >= 0)
+            ok = ok && conv_algo_strict_fp32(dir, a, 1) && !conv_algo_strict_fp32(dir, a, 0);
+        printf("rule %s: %s refused%s%s %s\n", conv_dir_name(dir), conv_algo_name(dir, t),
+               a >= 0 ? "; admitted under FMA math only: " : "",
+               a >= 0 ? conv_algo_name(dir, a) : "", ok ? "ok" : "FAIL");
+        failures += !ok;
+    }
+    int ok = !conv_algo_strict_fp32(dir, 8, 1) && !conv_algo_strict_fp32(dir, -1, 1) &&
+             conv_algo_family(dir, 8) == ALGO_UNKNOWN;
+    printf("rule %s: unknown algorithm numbers refused %s\n", conv_dir_name(dir),
+           ok ? "ok" : "FAIL");
+    failures += !ok;
+}
+
+static void test_rule(void) {
+    for (int d = 0; d < CONV_DIRS; d++) {
+        const ConvDir dir = (ConvDir)d;
+        AlgoPerf ranked[6];
+        for (int i = 0; i < 4; i++) /* every transform algorithm ranked first, FMA, no workspace */
+            ranked[i] = (AlgoPerf){.algo = TRANSFORMS[d][i], .ok = 1, .fma_math = 1, .memory = 0};
+        ranked[4] = (AlgoPerf){.algo = DIRECT[d][1], .ok = 1, .fma_math = 1, .memory = 1 << 20};
+        ranked[5] = (AlgoPerf){.algo = 0, .ok = 1, .fma_math = 1, .memory = 0};
+        expect_pick("strict: the first direct sum after FFT/Winograd", dir, ranked, 6, 1 << 20, 1,
+                    4);
+        expect_pick("strict: without workspace, algorithm 0", dir, ranked, 6, 0, 1, 5);
+        expect_pick("strict: only FFT/Winograd offered", dir, ranked, 4, 1 << 30, 1, -1);
+        expect_pick("tf32/bf16/fp16 may take FFT/Winograd", dir, ranked, 6, 0, 0, 0);
+        test_rule_names(dir);
+    }
+}
+
+/* The bound: gamma(K) * sum|p| with gamma(K) = K u / (1 - K u), u = 2^-24; and it holds for plain
+ * fp32 dot products summed in order, on products of mixed signs and sizes. */
+static void test_bound(void) {
+    const double u = 0x1p-24;
+    int ok = fabs(conv_fp32_bound(4096, 1.0) - 4096 * u / (1 - 4096 * u)) < 1e-18 &&
+             conv_fp32_bound(0, 5.0) == 0.0 && isinf(conv_fp32_bound(1 / u, 1.0));
+    double worst = 0;
+    for (int trial = 0; trial < 200; trial++) {
+        const int k = 1 + trial * 37;
+        float acc = 0.0f;
+        double exact = 0, sum_abs = 0;
+        for (int i = 0; i < k; i++) {
+            float a = ldexpf(uniform(), (int)(10.0f * uniform())), b = uniform();
+            acc += a * b;
+            exact += (double)a * b, sum_abs += fabs((double)a * b);
+        }
+        double r = fabs(acc - exact) / conv_fp32_bound(k, sum_abs);
+        if (r > worst) worst = r;
+    }
+    ok = ok && worst <= 1.0;
+    printf("conv_fp32_bound: in-order fp32 sums reach %.3g of it %s\n", worst, ok ? "ok" : "FAIL");
+    failures += !ok;
 }
 
 int main(void) {
@@ -88,19 +178,9 @@ int main(void) {
     test_fc(64, 500, 10); /* LeNet's last layer at batch 64 */
     test_fc(4, 800, 500); /* LeNet's ip1 */
 
-    const AlgoPerf ranked[] = {
-        {.algo = 7, .ok = 1, .strict_fp32 = 0, .memory = 0},       /* TF32 */
-        {.algo = 6, .ok = 0, .strict_fp32 = 1, .memory = 0},       /* not supported */
-        {.algo = 5, .ok = 1, .strict_fp32 = 1, .memory = 1 << 20}, /* needs 1 MiB */
-        {.algo = 1, .ok = 1, .strict_fp32 = 1, .memory = 0},
-    };
-    expect_pick("strict fp32 that fits", ranked, 4, 1 << 20, 2);
-    expect_pick("smaller limit skips the 1 MiB one", ranked, 4, 1000, 3);
-    /* strict fp32 means never TF32: with no strict-fp32 algorithm the caller falls back to
-     * IMPLICIT_GEMM / ALGO_0 under CUDNN_FMA_MATH, never to a TF32-capable one */
-    expect_pick("never a non-strict algorithm (TF32 may be used)", ranked, 2, 0, -1);
-    expect_pick("nothing usable", ranked + 1, 1, 1 << 30, -1);
-    expect_pick("empty list", ranked, 0, 1 << 30, -1);
+    test_pick_basics();
+    test_rule();
+    test_bound();
 
     printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
     return failures ? 1 : 0;
