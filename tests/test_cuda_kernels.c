@@ -347,6 +347,11 @@ int main(void) {
     test_conv(2, 4, 5, 5, 3, 1, 1, 0);      /* pointwise */
     test_conv(64, 1, 28, 28, 20, 5, 1, 0);  /* LeNet conv1 */
     test_conv(64, 20, 12, 12, 50, 5, 1, 0); /* LeNet conv2 */
+    size_t kn = B->describe_kernels(ctx, NULL, 0); /* the algorithms those results came from */
+    char *kc = malloc(kn + 1);
+    B->describe_kernels(ctx, kc, kn + 1);
+    printf("%s", kc);
+    free(kc);
 
     test_maxpool(2, 3, 8, 8, 2, 2);
     test_maxpool(1, 2, 9, 7, 3, 2);     /* overlapping windows */
