@@ -3,7 +3,8 @@
  * backward-filter algorithms), made while the model is built (conv_workspace_bytes is called for
  * every layer), so nothing is planned in the timed loop; the bias through cudnnAddTensor and
  * cudnnConvolutionBackwardBias. bf16/fp16 run on 16-bit copies (cuda_precision.c).
- * Strict fp32 (--precision fp32) admits only CUDNN_FMA_MATH algorithms (pick_algo, cuda_plan.c).
+ * Strict fp32 (--precision fp32) admits only cuDNN's direct-sum algorithms under CUDNN_FMA_MATH
+ * (pick_algo, cuda_plan.c: no FFT or Winograd).
  * cuda_conv_algorithms() lists every plan's choices for the result file. */
 #include <config.h>
 #include "cuda.h"       /* defines: cuda_conv_algorithms */
@@ -26,10 +27,10 @@ static void set_nchw(cudnnTensorDescriptor_t d, int n, int c, int h, int w) {
     set_nchw_t(d, CUDNN_DATA_FLOAT, n, c, h, w);
 }
 
-/* Algorithms the precision accepts: fp32 only CUDNN_FMA_MATH (CUDNN_DEFAULT_MATH allows TF32);
- * tf32, bf16, fp16 any (tensor cores). AlgoPerf.strict_fp32 carries this "accepted". */
-static int math_ok(const BackendCtx *ctx, cudnnMathType_t m) {
-    return ctx->precision != PRECISION_FP32 || m == CUDNN_FMA_MATH;
+/* strict fp32 (--precision fp32): only the algorithms cuda_plan.c's rule admits; tf32, bf16,
+ * fp16: any (tensor cores) */
+static int strict(const BackendCtx *ctx) {
+    return ctx->precision == PRECISION_FP32;
 }
 
 /* Chooses the forward, backward-data and backward-filter algorithms of plan p from cuDNN's
@@ -47,8 +48,8 @@ static void plan_algorithms(BackendCtx *ctx, ConvPlan *p, size_t limit) {
         ctx->cudnn, p->x, p->w, p->conv, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fwd));
     for (i = 0; i < got; i++)
         ap[i] = (AlgoPerf){fwd[i].algo, fwd[i].status == CUDNN_STATUS_SUCCESS,
-                           math_ok(ctx, fwd[i].mathType), fwd[i].memory};
-    i = pick_algo(ap, got, limit);
+                           fwd[i].mathType == CUDNN_FMA_MATH, fwd[i].memory};
+    i = pick_algo(CONV_FWD, ap, got, limit, strict(ctx));
     p->fwd = i >= 0 ? fwd[i].algo : CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM; /* no workspace */
     p->fwd_math = i >= 0 ? fwd[i].mathType : ask;
     CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->fwd_math));
@@ -61,8 +62,8 @@ static void plan_algorithms(BackendCtx *ctx, ConvPlan *p, size_t limit) {
         ctx->cudnn, p->w, p->y, p->conv, p->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, bd));
     for (i = 0; i < got; i++)
         ap[i] = (AlgoPerf){bd[i].algo, bd[i].status == CUDNN_STATUS_SUCCESS,
-                           math_ok(ctx, bd[i].mathType), bd[i].memory};
-    i = pick_algo(ap, got, limit);
+                           bd[i].mathType == CUDNN_FMA_MATH, bd[i].memory};
+    i = pick_algo(CONV_BWD_DATA, ap, got, limit, strict(ctx));
     p->bwd_data = i >= 0 ? bd[i].algo : CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
     p->bwd_data_math = i >= 0 ? bd[i].mathType : ask;
     CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_data_math));
@@ -75,8 +76,8 @@ static void plan_algorithms(BackendCtx *ctx, ConvPlan *p, size_t limit) {
         ctx->cudnn, p->x, p->y, p->conv, p->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bf));
     for (i = 0; i < got; i++)
         ap[i] = (AlgoPerf){bf[i].algo, bf[i].status == CUDNN_STATUS_SUCCESS,
-                           math_ok(ctx, bf[i].mathType), bf[i].memory};
-    i = pick_algo(ap, got, limit);
+                           bf[i].mathType == CUDNN_FMA_MATH, bf[i].memory};
+    i = pick_algo(CONV_BWD_FILTER, ap, got, limit, strict(ctx));
     p->bwd_filter = i >= 0 ? bf[i].algo : CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
     p->bwd_filter_math = i >= 0 ? bf[i].mathType : ask;
     CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_filter_math));
@@ -213,12 +214,13 @@ size_t cuda_conv_algorithms(BackendCtx *ctx, char *buf, size_t len) {
             const ConvPlan *p = &ctx->plans[i];
             const ConvShape *s = &p->s;
             snprintf(line, sizeof line,
-                     "conv %dx%dx%dx%d k%d s%d p%d -> %d: fwd %d %s, bwd_data %d %s, bwd_filter "
-                     "%d %s\n",
+                     "conv %dx%dx%dx%d k%d s%d p%d -> %d: fwd %d %s %s, bwd_data %d %s %s, "
+                     "bwd_filter %d %s %s\n",
                      s->batch, s->c_in, s->h_in, s->w_in, s->k, s->stride, s->pad, s->c_out,
-                     (int)p->fwd, math_name(p->fwd_math), (int)p->bwd_data,
+                     (int)p->fwd, conv_algo_name(CONV_FWD, p->fwd), math_name(p->fwd_math),
+                     (int)p->bwd_data, conv_algo_name(CONV_BWD_DATA, p->bwd_data),
                      math_name(p->bwd_data_math), (int)p->bwd_filter,
-                     math_name(p->bwd_filter_math));
+                     conv_algo_name(CONV_BWD_FILTER, p->bwd_filter), math_name(p->bwd_filter_math));
         } else {
             snprintf(line, sizeof line, "plans made inside a step: %d\n", ctx->plans_made_late);
         }
