@@ -3,7 +3,8 @@
  * backward-filter algorithms), made while the model is built (conv_workspace_bytes is called for
  * every layer), so nothing is planned in the timed loop; the bias through cudnnAddTensor and
  * cudnnConvolutionBackwardBias. bf16/fp16 run on 16-bit copies (cuda_precision.c).
- * Strict fp32 (--precision fp32) admits only CUDNN_FMA_MATH algorithms (pick_algo, cuda_plan.c).
+ * Strict fp32 (--precision fp32) admits only cuDNN's direct-sum algorithms under CUDNN_FMA_MATH
+ * (pick_algo, cuda_plan.c: no FFT or Winograd).
  * cuda_conv_algorithms() lists every plan's choices for the result file. */
 #include <config.h>
 #include "cuda.h"       /* defines: cuda_conv_algorithms */
@@ -26,15 +27,20 @@ static void set_nchw(cudnnTensorDescriptor_t d, int n, int c, int h, int w) {
     set_nchw_t(d, CUDNN_DATA_FLOAT, n, c, h, w);
 }
 
-/* Algorithms the precision accepts: fp32 only CUDNN_FMA_MATH (CUDNN_DEFAULT_MATH allows TF32);
- * tf32, bf16, fp16 any (tensor cores). AlgoPerf.strict_fp32 carries this "accepted". */
-static int math_ok(const BackendCtx *ctx, cudnnMathType_t m) {
-    return ctx->precision != PRECISION_FP32 || m == CUDNN_FMA_MATH;
+/* strict fp32 (--precision fp32): only the algorithms cuda_plan.c's rule admits; tf32, bf16,
+ * fp16: any (tensor cores) */
+static int strict(const BackendCtx *ctx) {
+    return ctx->precision == PRECISION_FP32;
 }
 
-/* The three directions of a convolution, and one candidate algorithm of one of them, from cuDNN's
- * heuristic ranking (ms < 0) or its timed ranking (cudnnFind*AlgorithmEx: ms measured). */
-enum { FWD, BWD_DATA, BWD_FILTER, DIRECTIONS };
+/* One candidate algorithm of a direction (cuda_plan.h's ConvDir), from cuDNN's heuristic ranking
+ * (ms < 0) or its timed ranking (cudnnFind*AlgorithmEx: ms measured). */
+enum {
+    FWD = CONV_FWD,
+    BWD_DATA = CONV_BWD_DATA,
+    BWD_FILTER = CONV_BWD_FILTER,
+    DIRECTIONS = CONV_DIRS
+};
 #define CANDIDATES 32 /* more than any direction's algorithm count, tensor-op variants included */
 typedef struct {
     int algo;
@@ -94,6 +100,11 @@ static size_t find_buffer_bytes(const BackendCtx *ctx, const ConvShape *s) {
     return (nx + nw + ny) * plan_elem_bytes(ctx);
 }
 
+/* 1 when the precision admits candidate c of direction dir (strict fp32: cuda_plan.c's rule) */
+static int admitted(const BackendCtx *ctx, ConvDir dir, const Cand *c) {
+    return !strict(ctx) || conv_algo_strict_fp32(dir, c->algo, c->math == CUDNN_FMA_MATH);
+}
+
 /* Every direction timed by cudnnFind*AlgorithmEx on x, W, y of the plan's shape filled with
  * values in [-1, 1) (not zeros, which some kernels run faster on), with a workspace as large as
  * the largest accepted heuristic candidate within `limit` (Find does not run an algorithm that
@@ -103,8 +114,8 @@ static void timed_candidates(BackendCtx *ctx, ConvPlan *p, size_t limit, Cands c
     for (int d = 0; d < DIRECTIONS; d++)
         for (int i = 0; i < cs[d].n; i++) {
             const Cand *c = &cs[d].c[i];
-            if (c->status == CUDNN_STATUS_SUCCESS && math_ok(ctx, c->math) && c->memory <= limit &&
-                c->memory > ws)
+            if (c->status == CUDNN_STATUS_SUCCESS && admitted(ctx, (ConvDir)d, c) &&
+                c->memory <= limit && c->memory > ws)
                 ws = c->memory;
         }
     conv_counts(&p->s, &nx, &nw, &ny);
@@ -138,15 +149,15 @@ static void timed_candidates(BackendCtx *ctx, ConvPlan *p, size_t limit, Cands c
     if (work) CUDA_CHECK(cudaFree(work));
 }
 
-/* The candidate of cs to use: pick_algo's rule (cuda_plan.c: the first usable one, in cuDNN's
- * order (fastest first when timed), that fits in `limit` and that the precision accepts); -1 when
- * none does. */
-static int choose(const BackendCtx *ctx, const Cands *cs, size_t limit) {
+/* The candidate of direction dir to use: pick_algo's rule (cuda_plan.c: the first usable one, in
+ * cuDNN's order (fastest first when timed), that fits in `limit` and, in strict fp32, that the
+ * rule of what strict fp32 admits takes); -1 when none does. */
+static int choose(const BackendCtx *ctx, ConvDir dir, const Cands *cs, size_t limit) {
     AlgoPerf ap[CANDIDATES];
     for (int i = 0; i < cs->n; i++)
         ap[i] = (AlgoPerf){cs->c[i].algo, cs->c[i].status == CUDNN_STATUS_SUCCESS,
-                           math_ok(ctx, cs->c[i].math), cs->c[i].memory};
-    return pick_algo(ap, cs->n, limit);
+                           cs->c[i].math == CUDNN_FMA_MATH, cs->c[i].memory};
+    return pick_algo(dir, ap, cs->n, limit, strict(ctx));
 }
 
 /* Chooses the forward, backward-data and backward-filter algorithms of plan p, each within `limit`
@@ -163,7 +174,7 @@ static void plan_algorithms(BackendCtx *ctx, ConvPlan *p, size_t limit, int time
     if (timed) timed_candidates(ctx, p, limit, cs);
     const Cand *c[DIRECTIONS], none = {-1, CUDNN_STATUS_NOT_SUPPORTED, -1.0f, 0, ask};
     for (int d = 0; d < DIRECTIONS; d++) {
-        const int k = choose(ctx, &cs[d], limit);
+        const int k = choose(ctx, (ConvDir)d, &cs[d], limit);
         c[d] = k >= 0 ? &cs[d].c[k] : &none;
     }
     p->fwd = c[FWD]->algo >= 0 ? (cudnnConvolutionFwdAlgo_t)c[FWD]->algo
@@ -358,13 +369,15 @@ static void algorithms_line(const BackendCtx *ctx, int i, char *line, size_t len
         const ConvShape *s = &p->s;
         char t[3][32];
         snprintf(line, len,
-                 "conv %dx%dx%dx%d k%d s%d p%d -> %d: fwd %d %s%s, bwd_data %d %s%s, bwd_filter "
-                 "%d %s%s\n",
+                 "conv %dx%dx%dx%d k%d s%d p%d -> %d: fwd %d %s %s%s, bwd_data %d %s %s%s, "
+                 "bwd_filter %d %s %s%s\n",
                  s->batch, s->c_in, s->h_in, s->w_in, s->k, s->stride, s->pad, s->c_out,
-                 (int)p->fwd, math_name(p->fwd_math), ms_text(t[0], sizeof t[0], p->fwd_ms),
-                 (int)p->bwd_data, math_name(p->bwd_data_math),
+                 (int)p->fwd, conv_algo_name(CONV_FWD, p->fwd), math_name(p->fwd_math),
+                 ms_text(t[0], sizeof t[0], p->fwd_ms), (int)p->bwd_data,
+                 conv_algo_name(CONV_BWD_DATA, p->bwd_data), math_name(p->bwd_data_math),
                  ms_text(t[1], sizeof t[1], p->bwd_data_ms), (int)p->bwd_filter,
-                 math_name(p->bwd_filter_math), ms_text(t[2], sizeof t[2], p->bwd_filter_ms));
+                 conv_algo_name(CONV_BWD_FILTER, p->bwd_filter), math_name(p->bwd_filter_math),
+                 ms_text(t[2], sizeof t[2], p->bwd_filter_ms));
     } else {
         snprintf(line, len, "plans made inside a step: %d\n", ctx->plans_made_late);
     }
