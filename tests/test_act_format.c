@@ -17,6 +17,7 @@
  * A model that sized or offset an activation in fp32 bytes, passed a concatenation's rows in the
  * wrong layout, forgot the input conversion or summed gradients with the fp32 axpy would read
  * other samples' values or outside its buffers (the sanitizer build catches the latter). */
+#include "harness.h"
 #include "half_bits.h" /* defines: gc_bf16_from_float, gc_bf16_to_float */
 #include "layers.h"
 #include "layout.h"
@@ -29,10 +30,9 @@
 
 extern const ModelDesc model_lenet, model_resnet8;
 
-static int failures;
+/* one counted check (tests/harness.h), its message already formatted */
 static void check(int ok, const char *what) {
-    printf("%s: %s\n", ok ? "ok" : "FAIL", what);
-    if (!ok) failures++;
+    EXPECT(ok, "%s", what);
 }
 
 /* ---- the fake backend: the CPU backend behind conversions ------------------------------------ */
@@ -442,6 +442,5 @@ int main(void) {
     }
     compare(&model_resnet8, bf16, 1, 1, 0, 0);
     compare(&model_resnet8, bf16, 1, 0, 5e-2, 5e-2);
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return check_summary();
 }

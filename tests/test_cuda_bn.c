@@ -10,6 +10,7 @@
  *   0 (bit for bit): inference, the residual gradient dz (the masked dy);
  *   1e-5: training statistics (summed in another order: double partial sums per block against
  *         the CPU's float lanes), y, running statistics, dx, dgamma, dbeta. */
+#include "harness.h"
 #include "backend.h"
 #include "cuda.h"
 #include "cuda_kernels.h" /* defines: dtk_bn_*_simple */
@@ -23,16 +24,8 @@
 
 static const BackendOps *G = &cuda_backend, *C = &cpu_backend;
 static BackendCtx *gctx, *cctx;
-static int failures;
-static uint64_t rng = 0x94D049BB133111EBULL;
-
 static float *host(size_t n, float lo, float hi) {
-    float *p = malloc((n ? n : 1) * sizeof *p);
-    for (size_t i = 0; i < n; i++) {
-        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-        p[i] = lo + (hi - lo) * (float)((rng >> 40) * (1.0 / 16777216.0));
-    }
-    return p;
+    return rand_floats(n, lo, hi);
 }
 static float *copy(const float *x, size_t n) {
     float *p = malloc((n ? n : 1) * sizeof *p);
@@ -52,18 +45,11 @@ static float *dnan(size_t n) {
     free(h);
     return d;
 }
+/* the device's n values against the reference: |gpu - cpu| <= tol * max(1, |cpu|) */
 static void cmp(const char *what, const float *dev, const float *ref, size_t n, double tol) {
-    float *got = malloc((n ? n : 1) * sizeof *got);
+    float *got = halloc(n);
     G->download(gctx, got, dev, n * sizeof *got);
-    double worst = 0;
-    int ok = 1;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)got[i] - ref[i]);
-        if (!(d <= tol * fmax(1.0, fabs((double)ref[i])))) ok = 0;
-        worst = isnan(d) ? INFINITY : fmax(worst, d);
-    }
-    printf("%s: max abs diff %.3g (tolerance %.0e) %s\n", what, worst, tol, ok ? "ok" : "FAIL");
-    failures += !ok;
+    check_close(what, got, ref, n, tol, tol);
     free(got);
 }
 
@@ -162,8 +148,7 @@ static void test_simple(int batch, int c, int spatial) {
         dtk_bn_forward_train_simple(st, &k.s, k.dX, k.dGA, k.dBE, dY, dM, dI, k.dRM, k.dRV) ==
             cudaSuccess &&
         dtk_bn_backward_simple(st, &k.s, k.dX, k.dGA, dM, dI, k.dDY, dDX, dDG, dDB) == cudaSuccess;
-    printf("simple kernels launched: %s\n", ok ? "ok" : "FAIL");
-    failures += !ok;
+    EXPECT(ok, "simple kernels launched");
     cmp("simple kernels: training forward", dY, y, n, 1e-5);
     cmp("  running variance (unbiased)", k.dRV, rv, nc, 1e-5);
     cmp("  backward dx", dDX, dx, n, 1e-5);
@@ -176,6 +161,7 @@ static void test_simple(int batch, int c, int spatial) {
 }
 
 int main(void) {
+    rand_seed(26);
     if (cuda_device_count() == 0) {
         printf("SKIP: no CUDA device visible\n");
         return 77;
@@ -194,6 +180,5 @@ int main(void) {
             test_mode(shapes[i][0], shapes[i][1], shapes[i][2], mode);
     test_simple(8, 6, 49);
     G->finalize(gctx), C->finalize(cctx);
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return check_summary();
 }

@@ -15,6 +15,7 @@
  *     epilogue and the masked residual gradient bit for bit.
  * Indexing on the device itself, 16-byte loads and the shuffle order are left to
  * tests/test_cuda_bn.c on a GPU. */
+#include "harness.h"
 #include "backend.h"
 #include "cuda_elem.h"
 #include "cuda_plan.h"
@@ -24,24 +25,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
+/* one counted check (tests/harness.h), its message already formatted */
 static void check(int ok, const char *what) {
-    printf("%s: %s\n", ok ? "ok" : "FAIL", what);
-    if (!ok) failures++;
+    EXPECT(ok, "%s", what);
 }
 
-static uint64_t rng = 0x9E3779B97F4A7C15ULL;
-static float frand(float lo, float hi) { /* xorshift64 */
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return lo + (hi - lo) * (float)(rng >> 40) / 16777216.0f;
-}
-static float *rand_buf(size_t n, float lo, float hi) {
-    float *p = malloc((n ? n : 1) * sizeof *p);
-    for (size_t i = 0; i < n; i++)
-        p[i] = frand(lo, hi);
-    return p;
-}
 static float *copy_buf(const float *x, size_t n) {
     float *p = malloc((n ? n : 1) * sizeof *p);
     memcpy(p, x, n * sizeof *p);
@@ -258,9 +246,9 @@ static void test_shape(const BnShape *s) {
         return;
     }
     L.part = malloc(2 * C * L.g.splits * sizeof(double));
-    float *x = rand_buf(n, -3, 5), *z = rand_buf(n, -1, 1), *dy = rand_buf(n, -1, 1);
-    float *gamma = rand_buf(C, 0.5f, 1.5f), *beta = rand_buf(C, -0.5f, 0.5f);
-    float *rm0 = rand_buf(C, -1, 1), *rv0 = rand_buf(C, 0.5f, 2);
+    float *x = rand_floats(n, -3, 5), *z = rand_floats(n, -1, 1), *dy = rand_floats(n, -1, 1);
+    float *gamma = rand_floats(C, 0.5f, 1.5f), *beta = rand_floats(C, -0.5f, 0.5f);
+    float *rm0 = rand_floats(C, -1, 1), *rv0 = rand_floats(C, 0.5f, 2);
     char what[160];
     for (int mode = 0; mode < 3; mode++) { /* 0: plain, 1: ReLU, 2: add + ReLU */
         const int relu = mode > 0;
@@ -334,7 +322,7 @@ static void test_shape(const BnShape *s) {
 static void test_stats_shift(void) {
     const int n = 4096;
     double s1 = 0, s2 = 0, ref_m = 0, ref_v = 0;
-    float *x = rand_buf(n, 1000.0f, 1000.01f);
+    float *x = rand_floats(n, 1000.0f, 1000.01f);
     const float shift = x[0];
     for (int i = 0; i < n; i++)
         ref_m += x[i];
@@ -356,6 +344,7 @@ static void test_stats_shift(void) {
 }
 
 int main(void) {
+    rand_seed(24);
     test_grid_and_walk();
     test_stats_shift();
     const BnShape shapes[] = {{4, 5, 9, 1e-5f, 0.1f},
@@ -365,6 +354,5 @@ int main(void) {
                               {1, 2, 1, 1e-5f, 0.1f}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         test_shape(&shapes[i]);
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return check_summary();
 }

@@ -12,6 +12,7 @@
  *     overlap hook (model_backward_part_hook) told the same offsets in the same order (a batch
  *     norm run at its add's place reports its gradients at its own place, when every later
  *     parameter is final). */
+#include "harness.h"
 #include "layers.h"
 #include "util.h"
 
@@ -21,10 +22,9 @@
 
 extern const ModelDesc model_lenet, model_googlenet, model_resnet50, model_resnet8, model_lstm32;
 
-static int failures;
+/* one counted check (tests/harness.h), its message already formatted */
 static void check(int ok, const char *what) {
-    printf("%s: %s\n", ok ? "ok" : "FAIL", what);
-    if (!ok) failures++;
+    EXPECT(ok, "%s", what);
 }
 
 /* ---- fused operations made of the CPU's unfused calls ------------------------------------------
@@ -228,6 +228,5 @@ int main(void) {
         test_training(&model_blocks, mb);
         test_training(&model_resnet8, mb);
     }
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return check_summary();
 }

@@ -11,6 +11,7 @@
  *     bit the NCHW parameters' gradient;
  *   - channel concatenation in NHWC through layout_concat_nhwc = the NCHW concatenation permuted.
  */
+#include "harness.h"
 #include "backend.h"
 #include "layout.h"
 #include "ref_kernels.h"
@@ -20,21 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
+/* one counted check (tests/harness.h), its message already formatted */
 static void check(int ok, const char *what) {
-    printf("%s: %s\n", ok ? "ok" : "FAIL", what);
-    if (!ok) failures++;
+    EXPECT(ok, "%s", what);
 }
 
-static uint64_t rng = 0xD1B54A32D192ED03ULL;
 static float *rand_buf(size_t n) {
-    float *p = malloc((n ? n : 1) * sizeof *p);
-    for (size_t i = 0; i < n; i++) {
-        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-        p[i] = (float)(rng >> 40) / 16777216.0f * 2.0f - 1.0f;
-    }
-    return p;
+    return rand_floats(n, -1.0f, 1.0f);
 }
 static float *nhwc_of(const float *x, size_t n, size_t c, size_t hw) {
     const size_t total = n * c * hw;
@@ -97,8 +90,8 @@ static void test_conv(void) {
     const size_t nx = (size_t)s.batch * s.c_in * s.h_in * s.w_in,
                  ny = (size_t)s.batch * s.c_out * s.h_out * s.w_out,
                  nw = (size_t)s.c_out * s.c_in * s.k * s.k;
-    float *x = rand_buf(nx), *w = rand_buf(nw), *b = rand_buf(s.c_out), *y = malloc(ny * 4),
-          *y2 = malloc(ny * 4), *wk = malloc(nw * 4), *w2 = malloc(nw * 4);
+    float *x = rand_buf(nx), *w = rand_buf(nw), *b = rand_buf(s.c_out),
+          *y = malloc(ny * 4), *y2 = malloc(ny * 4), *wk = malloc(nw * 4), *w2 = malloc(nw * 4);
     ref_conv_forward(&s, x, w, b, y);
     float *xn = nhwc_of(x, s.batch, s.c_in, (size_t)s.h_in * s.w_in);
     filter_to_krsc(s.c_out, s.c_in, (size_t)s.k * s.k, w, wk);
@@ -114,8 +107,8 @@ static void test_conv(void) {
 static void test_fc_flatten(void) {
     const int batch = 3, c = 6, hw = 10, out = 7, in = c * hw;
     FcShape s = {.batch = batch, .in = in, .out = out};
-    float *x = rand_buf((size_t)batch * in), *w = rand_buf((size_t)out * in), *b = rand_buf(out),
-          *dy = rand_buf((size_t)batch * out);
+    float *x = rand_buf((size_t)batch * in), *w = rand_buf((size_t)out * in),
+          *b = rand_buf(out), *dy = rand_buf((size_t)batch * out);
     float *y = malloc(batch * out * 4), *dx = malloc(batch * in * 4), *dw = malloc(out * in * 4),
           *db = malloc(out * 4);
     ref_fc_forward(&s, x, w, b, y);
@@ -175,10 +168,10 @@ static void test_concat(void) {
 }
 
 int main(void) {
+    rand_seed(25);
     test_maps();
     test_conv();
     test_fc_flatten();
     test_concat();
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return check_summary();
 }
