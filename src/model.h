@@ -78,6 +78,12 @@ typedef struct {
     int last_consumer;            /* highest row reading this output, -1 if none (the logits) */
     int consumers;                /* rows reading this output */
     int in_place;                 /* a ReLU working in its producer's y and dy (model_build_part) */
+    /* Fusion (src/model_fuse.c): a batch norm that also runs the ReLU after it (fuse_relu), or
+     * the residual add and the ReLU after it (fuse_add, fuse_relu), through the backend's fused
+     * operations; -1: none. exec_as: the row run at this layer's place in the forward and
+     * backward order: itself, another (the add's place runs its batch norm, whose other input
+     * is ready only then) or -1 (a row fused into another). */
+    int fuse_relu, fuse_add, exec_as;
     int dy_full; /* dy holds the whole batch (the part's last layer); else one chunk, shared */
     int in_c, in_h, in_w;         /* per-sample input [c,h,w] (the first input) */
     int out_c, out_h, out_w;      /* per-sample output [c,h,w]; a sequence is [seq, 1, features] */
@@ -121,7 +127,12 @@ typedef struct {
     BackendCtx *ctx;
     float *params, *grads, *momentum; /* [nparams] each, same layout */
     float *buffers;                   /* [nbuffers] */
-    float *x;                         /* [batch, x_size] the part's input */
+    float *x;                         /* [batch, x_size] the part's input (fp32 NCHW) */
+    /* The backend's activation format (backend.h's ActFormat; NCHW fp32 unless it declares
+     * another) and its bytes per value; with another format the input converted into it: */
+    ActFormat act;
+    size_t act_bytes;
+    float *x_act; /* [batch, x_size] in the activation format, or NULL (x is read) */
     float *dx;                        /* [batch, x_size] gradient of the input (not for data) */
     int32_t *labels;                  /* [batch * label_size] (the part holding the last layer) */
     float *stats;                     /* [2] mean loss, correct predictions (softmax_xent) */

@@ -5,7 +5,7 @@
 #include <config.h>
 #include "grad_cast.h" /* defines: GRAD_DTYPE_NAMES */
 #include "options.h"
-#include "backend.h" /* defines: PRECISION_NAMES */
+#include "backend.h" /* defines: PRECISION_NAMES, CONV_ALGO_NAMES */
 #include "registry.h"
 #include "util.h"
 
@@ -60,6 +60,12 @@ static const OptSpec SPECS[] = {
     {"gpus-per-node", T_INT, F(gpus_per_node), NULL, 0, 0,
      "GPUs to use per node with --device cuda: a rank takes GPU (local rank mod N) among those "
      "CUDA_VISIBLE_DEVICES shows (0: all of them)"},
+    {"conv-algo", T_CHOICE, F(conv_algo), CONV_ALGO_NAMES, 0, 0,
+     "how --device cuda chooses each convolution shape's cuDNN algorithms when the model is "
+     "built: find (time the candidates once, as PyTorch's cudnn.benchmark; the choice and its "
+     "time land in /ranks/kernel_choices) or heuristic (cuDNN's ranking, nothing run: quicker "
+     "set-up, the same choice on every run); both within a workspace budget of the free device "
+     "memory"},
     {"sample-hz", T_DOUBLE, F(sample_hz), NULL, 0, 0,
      "samples per second of GPU power, memory and utilisation (CPU runs: the process's CPU "
      "utilisation and resident memory), stored in /samples (0: no sampling)"},
@@ -174,6 +180,7 @@ static void set_defaults(Options *o) {
     o->duration = 0.0;
     o->peer_timeout = 10.0;
     o->gpus_per_node = 0;
+    o->conv_algo = "find";
     o->overlap = 0;
     o->progress = "poll";
     o->sample_hz = 10.0;
