@@ -1,45 +1,46 @@
-/* finalize.c - the serial finalizer of a run that lost a peer (watchdog.h): reopens the result
- * file with HDF5's POSIX driver while the survivors still hold it through MPI-IO, writes the
- * iteration records the survivor that started it hands it (`--records`: its own unwritten ones
- * and those it kept for ranks on other hosts, finalize_records.h), and closes it marked as the
- * survivors could not (they cannot close it collectively with a dead rank):
- *   stop_reason=peer_lost, stop_detail "rank R on HOST silent for S s (...)", lost_ranks,
- *   failed_nodes, end_time, finished=1; /ranks/status 2 (stopped early) for every rank that was
- *   not lost, 0 (never finished) kept for the lost ones.
- * Survivors told by their neighbours that the run is over start it with `--records` alone: it
- * writes their records and leaves the marks as they are.
- * Why this is safe: after creation the run changes no metadata until its collective close (only
- * raw data goes to preallocated space), so what is on disk is a consistent file, and the
- * survivors end with _exit, never flushing their view of it over the finalizer's. Several
- * survivors may detect the loss: an open-file-description lock on one byte far beyond the end
- * makes their finalizers take turns (each adds the ranks it saw lost), independent of HDF5's own
- * flock, which is switched off here so that readers (h5py) never block the finalizer.
- * A rank whose node is lost too (`silent`: nothing of the run answers there; `down`: its process
- * ended with the node's other processes while its network stack answers) makes its host a failed
- * node, every rank on it counted lost. A rank whose process ended (`gone`) or froze (`frozen`) on
- * a live host is lost alone.
- * With DTBENCH_STATE_FILE set (slurm/dtbench.sbatch), the loss is also appended there:
- * peer_lost=DETAIL, lost_ranks=..., node_failed=HOSTS. */
+/* finalize.c - the serial finalizer of a run that lost a peer or that a failed collective write
+ * left half-way (watchdog.h): reopens the result file with HDF5's POSIX driver while the
+ * survivors still hold it through MPI-IO, writes the iteration records the survivor that started it
+ * hands it (`--records`: its own unwritten ones and those it kept for ranks on other hosts,
+ * finalize_records.h), and closes it marked as the survivors could not (they cannot close it
+ * collectively with a dead rank): stop_reason=peer_lost, stop_detail "rank R on HOST silent for S s
+ * (...)", lost_ranks, failed_nodes, end_time, finished=1; /ranks/status 2 (stopped early) for every
+ * rank that was not lost, 0 (never finished) kept for the lost ones. Survivors told by their
+ * neighbours that the run is over start it with `--records` alone: it writes their records and
+ * leaves the marks as they are. With `--write-error DETAIL` (a write that failed inside a
+ * collective extension, recorder_grow.h) the marks are those of a write error:
+ * stop_reason=write_error, stop_detail DETAIL, every rank stopped early; the space reserved beyond
+ * the file's end is given back first so that they find room on a full disk. Why this is safe: after
+ * creation the run changes no metadata until its collective close (only raw data goes to
+ * preallocated space), so what is on disk is a consistent file, and the survivors end with _exit,
+ * never flushing their view of it over the finalizer's. Several survivors may detect the loss: an
+ * open-file-description lock on one byte far beyond the end makes their finalizers take turns (each
+ * adds the ranks it saw lost), independent of HDF5's own flock, which is switched off here so that
+ * readers (h5py) never block the finalizer. A rank whose node is lost too (`silent`: nothing of the
+ * run answers there; `down`: its process ended with the node's other processes while its network
+ * stack answers) makes its host a failed node, every rank on it counted lost. A rank whose process
+ * ended (`gone`) or froze (`frozen`) on a live host is lost alone. With DTBENCH_STATE_FILE set
+ * (slurm/dtbench.sbatch), the loss is also appended there: peer_lost=DETAIL, lost_ranks=...,
+ * node_failed=HOSTS. */
 #define _GNU_SOURCE
 #include "finalize.h"
 #include "util.h"
 
+#include "check.h" /* h5_error_message */
+#include "finalize_records.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "check.h" /* h5_error_message */
-#include "finalize_records.h"
-
-#include <poll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #define MAX_LOST  64
 #define HOST_LEN  64                     /* /ranks/host: fixed 64-byte strings (recorder_hdf5.c) */
