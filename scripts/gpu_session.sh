@@ -121,13 +121,14 @@ fi
     echo "# torch"; "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version(), 'nccl', torch.cuda.nccl.version() if torch.cuda.is_available() else None, 'gpus', torch.cuda.device_count())" 2>&1
     echo "# libraries"; ldconfig -p 2>/dev/null | grep -E 'libcudnn\.so|libnccl\.so|libcublas\.so|libcudart\.so|libnvidia-ml' || true
     echo "# what dtbench loads"; ldd "$DTBENCH" 2>&1
+    echo "# what its GPU module loads"; ldd "$BIN/src/dtbench-cuda.so" 2>&1
     echo "# h5py: $H5OK  python: $("$PY" --version 2>&1)"
     echo "# compute-sanitizer: $(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || echo none)"
 } >"$LOG/probe.log" 2>&1
 nvidia-smi -q >"$LOG/nvidia-smi-q.log" 2>&1 || true
 note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo 'no nvidia-smi')"
-if ldd "$DTBENCH" 2>/dev/null | grep -q "not found"; then
-    note "FAIL  libraries: dtbench cannot load $(ldd "$DTBENCH" | awk '/not found/ {print $1}' | tr '\n' ' ')"
+if ldd "$DTBENCH" "$BIN/src/dtbench-cuda.so" 2>/dev/null | grep -q "not found"; then
+    note "FAIL  libraries: dtbench cannot load $(ldd "$DTBENCH" "$BIN/src/dtbench-cuda.so" | awk '/not found/ {print $1}' | sort -u | tr '\n' ' ')"
     note "      (packed for CUDA $(grep -o 'CUDA [0-9.]*' "$PACK/MANIFEST" | head -1); re-pack with this machine's CUDA major version)"
     failed=1
 fi

@@ -140,8 +140,12 @@ static void choose(Options *opt, RunPlan *p) {
     memset(p, 0, sizeof *p);
     p->md = registry_model(opt->model);
     p->be = registry_backend(opt->device);
+    usage_check_all(p->be != NULL, "--device: '%s' is not accepted on %s: %s", opt->device,
+                    dt_hostname(), registry_load_error());
     p->xops = registry_exchange(opt->exchange);
     p->tops = registry_transport(opt->transport);
+    usage_check_all(p->tops != NULL, "--transport: '%s' is not accepted on %s: %s", opt->transport,
+                    dt_hostname(), registry_load_error());
     p->rops = registry_recorder("hdf5");
     p->mode = !strcmp(opt->parallel, "model")    ? PARALLEL_MODEL
               : !strcmp(opt->parallel, "hybrid") ? PARALLEL_HYBRID
@@ -209,9 +213,23 @@ static void check_progress(const Options *opt, const RunPlan *p) {
                     level);
 }
 
+/* A backend on GPUs needs one visible to every rank (a dry run does not: it plans on the
+ * login node), and no more per node than are visible. */
+static void check_devices(const Options *opt, const RunPlan *p) {
+    int n = opt->dry_run ? -1 : registry_device_count(p->be);
+    usage_check_all(n != 0,
+                    "--device: '%s' is not accepted on %s: no GPU is visible to this process (no "
+                    "GPU, no driver, or CUDA_VISIBLE_DEVICES is empty)",
+                    opt->device, dt_hostname());
+    usage_check_all(n < 0 || opt->gpus_per_node <= n,
+                    "--gpus-per-node: %d is not accepted on %s: %d GPU(s) are visible there",
+                    opt->gpus_per_node, dt_hostname(), n);
+}
+
 void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
     choose(opt, p);
     check_reads(opt, p);
+    check_devices(opt, p);
     check_precision(opt, p);
     const BackendOps *be = p->be;
     const ExchangeOps *x = p->xops;
