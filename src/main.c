@@ -262,6 +262,7 @@ static void release(Run *r) {
 int main(int argc, char **argv) {
     signals_install(); /* first: a stop asked for during start-up is kept, not fatal */
     if (argc > 1 && !strcmp(argv[1], "--finalize")) return finalize_main(argc, argv); /* no MPI */
+    if (options_info(argc, argv)) return 0; /* --help, --version: no MPI either */
     int provided; /* MPI_THREAD_MULTIPLE only where asked for (--progress thread): it costs */
     MPI_CHECK(MPI_Init_thread(&argc, &argv, options_thread_level(argc, argv), &provided));
     MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
