@@ -31,6 +31,13 @@ static void install(const char *file) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
+    /* Released: the front door (start.c) holds them across its exec; one sent meanwhile is
+     * pending and reaches on_signal now. */
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGUSR1);
+    sigprocmask(SIG_UNBLOCK, &stops, NULL);
 }
 
 void signals_install(void) {
@@ -39,9 +46,10 @@ void signals_install(void) {
 
 /* Before anything else of the process runs: the dynamic loader calls the program's
  * .preinit_array right after it has mapped and relocated the shared libraries, before their
- * constructors (MPI's, HDF5's, OpenBLAS's) and this program's own. The window in which a signal
- * still has its default action (death) is the loader's own work, about a millisecond; main calls
- * signals_install again, which changes nothing. The environment comes as an argument here. */
+ * constructors (MPI's, HDF5's, OpenBLAS's) and this program's own. Run directly, the window in
+ * which a signal still has its default action (death) is the loader's own work, milliseconds;
+ * through the front door (start.c) there is none. main calls signals_install again, which
+ * changes nothing. The environment comes as an argument here. */
 static void install_first(int argc, char **argv, char **envp) {
     (void)argc, (void)argv;
     const char *file = NULL;

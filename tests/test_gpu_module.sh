@@ -16,17 +16,20 @@
 # is what such a build promises).
 . "$(dirname "$0")/lib.sh"
 cd "$WORK"
+# The program behind the front door (bin/dtbench runs src/dtbench, see src/start.c).
+PROGRAM=$(dirname "$DTBENCH")/../src/dtbench
+[ -x "$PROGRAM" ] || PROGRAM=$DTBENCH
 RUN=(--model lenet --dataset synthetic --batch 8 --iters 2 --warmup 1)
 GPU_LIBS='lib(cuda|cudart|cublas|cublasLt|cudnn[a-z_]*|nccl|nvidia-ml)\.so'
 
 # 1. What the program loads at start.
-loaded=$(ldd "$DTBENCH")
+loaded=$(ldd "$PROGRAM")
 if grep -qE "$GPU_LIBS" <<<"$loaded"; then
     fail "dtbench loads GPU libraries at start: $(grep -E "$GPU_LIBS" <<<"$loaded" | awk '{print $1}' | tr '\n' ' ')"
 fi
 pass "dtbench loads no GPU library at start ($(wc -l <<<"$loaded") libraries)"
 
-MODULE=$(dirname "$DTBENCH")/dtbench-cuda.so
+MODULE=$(dirname "$PROGRAM")/dtbench-cuda.so
 if [ ! -e "$MODULE" ]; then
     pass "no GPU module next to dtbench (configured without CUDA): parts 2-4 do not apply"
     exit 0
@@ -101,7 +104,7 @@ grep -q FLOPs out.txt || fail "--dry-run --device cuda printed no plan"
 pass "--dry-run --device cuda plans without a GPU"
 
 # 4. A module that is not there, or not a module.
-for m in "$WORK/nothing.so" "$(ldd "$DTBENCH" | awk '$1 ~ /^libz\.so/ {print $3}')"; do
+for m in "$WORK/nothing.so" "$(ldd "$PROGRAM" | awk '$1 ~ /^libz\.so/ {print $3}')"; do
     set +e
     DTBENCH_GPU_MODULE=$m "$DTBENCH" "${RUN[@]}" --device cuda --output bad.h5 >out.txt 2>err.txt
     rc=$?
