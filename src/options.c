@@ -62,9 +62,10 @@ static const OptSpec SPECS[] = {
      "CUDA_VISIBLE_DEVICES shows (0: all of them)"},
     {"sample-hz", T_DOUBLE, F(sample_hz), NULL, 0, 0,
      "samples per second of GPU power, memory and utilisation (CPU runs: the process's CPU "
-     "utilisation and resident memory), stored in /samples (0: no sampling)"},
+     "utilisation and resident memory), stored in /samples (0: no sampling; else 0.001 to 1000)"},
     {"sample-max-s", T_DOUBLE, F(sample_max_s), NULL, 0.01, 0,
-     "seconds of run the /samples datasets hold; sampling stops when they are full"},
+     "seconds of run the /samples datasets hold; sampling stops when they are full (with "
+     "--sample-hz above 0)"},
     {"batch", T_INT, F(batch), NULL, 1, 0, "global batch per iteration, split evenly across ranks"},
     {"iters", T_INT, F(iters), NULL, 1, 0, "measured training iterations"},
     {"warmup", T_INT, F(warmup), NULL, 0, 0,
