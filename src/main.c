@@ -287,6 +287,7 @@ int main(int argc, char **argv) {
     dataset_interrupted = model_interrupted = calibrate_interrupted = signals_stop_requested;
     if (argc > 1 && !strcmp(argv[1], "--finalize")) return finalize_main(argc, argv); /* no MPI */
     if (options_info(argc, argv)) return 0; /* --help, --version: no MPI either */
+    (void)run_launcher();                   /* read before MPI_Init adds to the environment */
     int provided; /* MPI_THREAD_MULTIPLE only where asked for (--progress thread): it costs */
     MPI_CHECK(MPI_Init_thread(&argc, &argv, options_thread_level(argc, argv), &provided));
     MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));

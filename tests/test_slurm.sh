@@ -112,6 +112,7 @@ for r in rows:
         assert "--array=" in a["submit_line"] or ".a1." not in r["file"], a["submit_line"]
         launcher = "srun" if "_srun" in r["run"] else "mpirun"
         assert f"DTBENCH_LAUNCHER={launcher}" in a["submit_line"], a["submit_line"]
+        assert a["launcher"] == launcher, (r["run"], a["launcher"])
         assert (f["ranks/completed"][:] == a["iters_total"]).all()
         # Bytes a node must receive per iteration: the other node's half of the sum, at least
         # the whole gradient once (any allreduce across a 2-way cut moves >= N values each way).
@@ -250,6 +251,7 @@ for r in rows:
         hosts = sorted(h.decode() for h in f["ranks/host"][:])
         assert hosts == ["n1", "n1", "n2", "n2"] and a["nnodes"] == 2, hosts
         assert a["submit_line"].startswith("mpirun -np 4 --host n1:2,n2:2"), a["submit_line"]
+        assert a["launcher"] == "mpirun", a["launcher"]
         assert a["slurm_job_id"] == "", a["slurm_job_id"]
         if a["exchange"] == "sync":
             need += int(a["iters_total"]) * int(a["param_count"]) * 4
