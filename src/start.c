@@ -26,7 +26,9 @@ static int runnable(const char *path) {
     return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-/* The program: next to this door's folder as built (bin/../src/dtbench), else installed. */
+/* The program: beside this door's folder as built (bin/../src/dtbench) or as installed in the
+ * default layout, wherever the installation was moved (bin/../libexec/dtbench/dtbench), else
+ * where it was installed. */
 static const char *program(char *path, size_t len) {
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -34,8 +36,11 @@ static const char *program(char *path, size_t len) {
     char *slash = strrchr(self, '/');
     if (slash) {
         *slash = '\0';
-        snprintf(path, len, "%s/../src/dtbench", self);
-        if (runnable(path)) return path;
+        const char *beside[] = {"src/dtbench", "libexec/dtbench/dtbench"};
+        for (int i = 0; i < 2; i++) {
+            snprintf(path, len, "%s/../%s", self, beside[i]);
+            if (runnable(path)) return path;
+        }
     }
     snprintf(path, len, "%s/dtbench", DTBENCH_LIBEXECDIR);
     return path;
