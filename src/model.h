@@ -237,6 +237,8 @@ int model_save(const Model *m, const char *path);
 /* The same from a host array holding all total_params parameters (a pipeline gathers them). */
 int model_save_params(const Model *m, const float *host_params, const char *path);
 
+/* The name of layer i's kind ("conv", "batchnorm", ...), as the layer table prints it. */
+const char *model_layer_kind_name(const Model *m, int i);
 /* Layer table for --dry-run: name, output shape, parameters, forward FLOPs per sample. */
 void model_print(const Model *m, FILE *out);
 double model_flops_per_sample(const Model *m); /* forward, whole model */
