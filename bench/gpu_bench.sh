@@ -33,7 +33,7 @@ while (($#)); do
 done
 die() { echo "gpu_bench: error: $*" >&2; exit 2; }
 [ -x "$DTBENCH" ] || die "no $DTBENCH (run from the build tree, or set DTBENCH)"
-"$DTBENCH" --help | grep -q -- '--device {cpu,cuda' || die "$DTBENCH was built without the CUDA backend"
+grep -q -- '--device {cpu,cuda' <<<"$("$DTBENCH" --help)" || die "$DTBENCH was built without the CUDA backend"
 [ -x "$PROBE" ] || die "no $PROBE (make check builds it: make tests/cuda_probe)"
 NGPUS=$("$PROBE") || die "no GPU visible"
 mkdir -p "$OUT"

@@ -21,6 +21,9 @@
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "unknown"
 #endif
+#ifndef DTBENCH_GIT_COMMIT
+#define DTBENCH_GIT_COMMIT "unknown"
+#endif
 
 typedef enum { T_INT, T_LONG, T_DOUBLE, T_STRING, T_CHOICE, T_FLAG } OptType;
 
@@ -369,7 +372,7 @@ void options_parse(int argc, char **argv, Options *o) {
                 if (c == 'h')
                     print_help(&defaults);
                 else
-                    printf("dtbench %s\n", PACKAGE_VERSION);
+                    printf("dtbench %s (%s)\n", PACKAGE_VERSION, DTBENCH_GIT_COMMIT);
             }
             MPI_Finalize();
             exit(0);

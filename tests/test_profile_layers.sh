@@ -68,6 +68,7 @@ run_np 2 --model lenet $common --batch 32 --parallel model --output "$WORK/pipe.
 check "$WORK/pipe.h5" "$WORK/lenet.txt" 2
 pass "lenet as 2 pipeline stages: each rank its own layers, together all"
 
+cd "$WORK" # expect_bad's files
 expect_bad 1 "--profile-layers: 5 is not accepted with --iters 3" --model lenet --dataset synthetic \
     --iters 3 --profile-layers 5 --output bad.h5
 expect_bad 2 "--profile-layers: not accepted with --microbatches 2" --model lenet \
