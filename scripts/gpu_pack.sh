@@ -2,7 +2,7 @@
 # gpu_pack.sh - prepares the one archive a lent GPU machine needs to validate and benchmark dtbench
 # (issue 13). Run on a normal build machine (CUDA toolkit, cuDNN, NCCL, Open MPI and parallel
 # HDF5 installed, as scripts/setup.sh expects):
-#   scripts/gpu_pack.sh [--out FILE] [--arch 90] [--python 3.12] [--no-wheel]
+#   scripts/gpu_pack.sh [--out FILE] [--arch 90] [--python 3.12] [--no-wheel] [--max-mb 60]
 # The GPU machine has CUDA, nvcc, cuDNN, NCCL and PyTorch but no Open MPI, no parallel HDF5 and no
 # package registry, so the archive carries:
 #   bin/      dtbench, the test and benchmark programs, built for sm_<arch> (default 90, Hopper)
@@ -17,8 +17,9 @@
 #   tree/     the repository's scripts, tests, bench and docs (what gpu_session.sh runs)
 #   data/     a Fashion-MNIST slice (the 10000 test images; the session uses them for training
 #             too), everything else synthetic
-# and fails if the archive is larger than --max-mb (default 60). Unpack on the GPU machine and run
-# tree/scripts/gpu_session.sh (see there).
+# and fails if the archive is larger than --max-mb (default 60). Default output:
+# .gpu/dtbench-gpu-pack.tar.xz (git-ignored), which scripts/gpu_lease.sh unpacks and runs on the
+# GPU machine in one call (see there and docs/gpu.md).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=$HERE/.gpu/dtbench-gpu-pack.tar.xz # .gpu/: git-ignored, carried to the GPU machine
@@ -49,8 +50,9 @@ mkdir -p "$PACK"/{bin,lib,ompi,wheels,tree,data}
 
 # ---- 1. build for sm_ARCH from a clean copy of the committed tree --------------------------------
 say "building for sm_$ARCH in $STAGE/build (a few minutes)"
-COMMIT=$(cd "$HERE" && git rev-parse --short=12 HEAD)
-(cd "$HERE" && git archive HEAD) | (mkdir -p "$STAGE/build" && cd "$STAGE/build" && tar xf -)
+FULL_COMMIT=$(cd "$HERE" && git rev-parse HEAD) # what is built and packed, whatever happens later
+COMMIT=${FULL_COMMIT:0:12}
+(cd "$HERE" && git archive "$FULL_COMMIT") | (mkdir -p "$STAGE/build" && cd "$STAGE/build" && tar xf -)
 (
     cd "$STAGE/build"
     autoreconf -fi >autoreconf.log 2>&1 || { cat autoreconf.log; exit 1; }
@@ -133,7 +135,7 @@ if [ "$WHEEL" = 1 ]; then
 fi
 
 # ---- 5. the tree's scripts, tests and benchmarks; a data slice -------------------------------------
-(cd "$HERE" && git archive HEAD scripts tests bench docs analysis/dtbench_analysis \
+(cd "$HERE" && git archive "$FULL_COMMIT" scripts tests bench docs analysis/dtbench_analysis \
     analysis/pyproject.toml README.md) | (cd "$PACK/tree" && tar xf -)
 FM=${FMNIST_DIR:-/usr/share/datasets/fashion-mnist}
 if [ -f "$FM/t10k-images-idx3-ubyte.gz" ]; then
@@ -145,7 +147,7 @@ fi
 {
     echo "dtbench GPU pack"
     echo "built: $(date -u +%FT%TZ) on $(hostname) for sm_$ARCH"
-    echo "commit: $(cd "$HERE" && git rev-parse HEAD)$(cd "$HERE" && git diff --quiet HEAD || echo ' (uncommitted changes NOT included)')"
+    echo "commit: $FULL_COMMIT$(cd "$HERE" && git diff --quiet "$FULL_COMMIT" || echo ' (uncommitted changes NOT included)')"
     echo "version: $("$B/src/dtbench" --version | sed -n 1p)"
     echo "open mpi: $(ompi_info --version 2>/dev/null | sed -n 1p)"
     echo "nvcc: $(nvcc --version 2>/dev/null | tail -1)"
@@ -162,4 +164,4 @@ mb=$(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1048576}')
 say "wrote $OUT: $mb MiB ($(grep -c '^\./' "$PACK/MANIFEST") files; unpacked $(du -sh "$PACK" | cut -f1))"
 awk -v b="$bytes" -v m="$MAX_MB" 'BEGIN {exit !(b <= m * 1048576)}' ||
     die "the archive is $mb MiB, over the ${MAX_MB} MiB limit"
-say "on the GPU machine: tar xJf $(basename "$OUT") && dtbench-gpu/tree/scripts/gpu_session.sh"
+say "on the GPU machine, from the repository root: scripts/gpu_lease.sh --pack ${OUT#"$HERE"/} --out \"\$OUT\" (docs/gpu.md)"

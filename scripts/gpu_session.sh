@@ -102,6 +102,7 @@ if [ -d "$PACK/ompi/pmix/lib" ]; then
 fi
 ompi_plugins=$(find "$PACK/ompi" -name 'mca_btl_self.so' -printf '%h\n' -quit 2>/dev/null)
 [ -n "$ompi_plugins" ] && export OMPI_MCA_mca_base_component_path=$ompi_plugins
+export HWLOC_PLUGINS_PATH=$PACK/ompi/hwloc-plugins # none: not the machine's (another hwloc's)
 # one machine: shared memory and TCP only; no InfiniBand / OFI / UCX components were packed
 export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp OMPI_MCA_mtl=^ofi,psm,psm2 OMPI_MCA_osc=^ucx
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 HDF5_USE_FILE_LOCKING=FALSE
@@ -130,7 +131,7 @@ fi
 export DTBENCH=$BIN/src/dtbench MPIRUN=mpirun TESTS_SRCDIR=$TREE/tests PYTHON=$PY
 export CUDA_PROBE=$BIN/tests/cuda_probe BUSBW=$BIN/bench/nccl_busbw PROBE=$BIN/tests/cuda_probe
 export LAYER_COMPARE=$BIN/tests/layer_compare
-FMNIST=$LOG/fashion-mnist
+FMNIST=$LOG.fashion-mnist # beside the log folder (not archived)
 if [ -d "$PACK/data/fashion-mnist" ]; then # the 10000-image slice serves as training set too
     mkdir -p "$FMNIST"
     for k in images-idx3 labels-idx1; do
@@ -155,7 +156,7 @@ fi
     echo "# compute-sanitizer: $(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || echo none)"
 } >"$LOG/probe.log" 2>&1
 nvidia-smi -q >"$LOG/nvidia-smi-q.log" 2>&1 || true
-note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed -n 1p)"
+note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed -n 1p || echo 'no nvidia-smi')"
 note "dtbench: $("$DTBENCH" --version 2>&1 | sed -n 1p)"
 missing=$(ldd "$DTBENCH" 2>/dev/null | awk '/not found/ {print $1}' | tr '\n' ' ')
 if [ -n "$missing" ]; then
