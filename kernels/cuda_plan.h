@@ -30,7 +30,7 @@ ColGemm fc_dinput_gemm(const FcShape *s);
 /* A row-major product C[m,n] = op(A)[m,k] op(B)[k,n] (+ beta C), with the arguments
  * cblas_sgemm(CblasRowMajor, ...) takes, as one column-major (cuBLAS) call: a row-major matrix is
  * its transpose to a column-major library, and C^T = op(B)^T op(A)^T, so the returned call takes
- * B as its FIRST operand and A as its second (the LSTM's products, kernels/cuda_lstm.c). */
+ * B as its FIRST operand and A as its second (the LSTM's products, kernels/cuda_recurrent.c). */
 ColGemm rowmajor_gemm(int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc);
 
 /* The three directions of a convolution, each with its own numbering of cuDNN's legacy

@@ -64,8 +64,9 @@ COMMIT=${FULL_COMMIT:0:12}
 ) || die "the sm_$ARCH build failed (logs above)"
 B=$STAGE/build
 progs=(src/dtbench tests/cuda_probe tests/test_cuda_kernels tests/test_cuda_zoo tests/test_cuda_plan
-       tests/test_device_arith tests/test_kernels tests/exchange_avg tests/sampler_check bench/nccl_busbw
-       tests/test_cuda_precision tests/test_cuda_algos tests/layer_compare)
+       tests/test_device_arith tests/exchange_avg tests/sampler_check bench/nccl_busbw
+       tests/test_cuda_precision tests/test_cuda_algos tests/layer_compare
+       tests/test_cpu_{backend,gemm,conv,pool,norm,elementwise,optim,recurrent})
 "$B/src/dtbench" --version | grep "($COMMIT)" >/dev/null || die "the build is not stamped with $COMMIT"
 for p in "${progs[@]}"; do
     [ -x "$B/$p" ] || die "the build made no $p"

@@ -101,7 +101,7 @@ failed=$((failed + py_fail + py_err))
 [ "$py_tests" -gt 0 ] || count "pytest ran no test" fail
 
 echo "== make distcheck"
-quick="tests/test_kernels tests/test_gradcheck tests/test_model tests/test_cli.sh tests/test_bad_input.sh"
+quick="tests/test_cpu_conv tests/test_cpu_pool tests/test_model tests/test_cli.sh tests/test_bad_input.sh"
 [ "$full" = 1 ] && quick=""
 if make distcheck ${quick:+TESTS="$quick"} >distcheck.out 2>&1; then
     count "make distcheck" pass
