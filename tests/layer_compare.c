@@ -135,9 +135,19 @@ static void compare(const Model *m, int layer, const char *what, const float *a,
     free(b);
 }
 
-/* Upload A's values into B's buffer (--local). */
-static void force(const Model *m, float *dev, const float *a, size_t n) {
-    if (a) m->be->upload(m->ctx, dev, a, n * sizeof(float));
+/* Upload A's values into B's buffer (--local); an output gradient times B's loss scale (fp16:
+ * B's backward runs on scaled gradients, and compare() divides them back). */
+static void force(const Model *m, float *dev, const float *a, size_t n, int grad) {
+    if (!a) return;
+    if (!grad || !(m->loss_scale > 0)) {
+        m->be->upload(m->ctx, dev, a, n * sizeof(float));
+        return;
+    }
+    float *scaled = malloc((n ? n : 1) * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        scaled[i] = a[i] * m->loss_scale;
+    m->be->upload(m->ctx, dev, scaled, n * sizeof(float));
+    free(scaled);
 }
 
 /* Configuration B: compares with A's tensor of the same event; with --local, first gives the
@@ -152,7 +162,7 @@ static void observe_b(void *user, const Model *m, const LayerEvent *e) {
         for (int k = 0; local && k < L->ninputs; k++) {
             const int p = L->inputs[k];
             if (p >= m->first)
-                force(m, m->layers[p].y, rec[p].out, (size_t)e->n * m->layers[p].out_size);
+                force(m, m->layers[p].y, rec[p].out, (size_t)e->n * m->layers[p].out_size, 0);
         }
         break;
     case LAYER_FORWARD_END:
@@ -160,7 +170,7 @@ static void observe_b(void *user, const Model *m, const LayerEvent *e) {
         break;
     case LAYER_BACKWARD_BEGIN:
         if (e->layer == m->last - 1) compare(m, -1, "value", rec_loss, m->stats, 1, 0);
-        if (local) force(m, L->dy, r->dy, out_count(m, e));
+        if (local) force(m, L->dy, r->dy, out_count(m, e), 1);
         break;
     case LAYER_BACKWARD_END:
         if (e->dw) compare(m, e->layer, "params", r->params, e->dw, L->nparams, 1);
