@@ -177,6 +177,7 @@ fi
 # ---- 2. kernel tests; TF32 judged on their numbers ------------------------------------------------
 step device-arith 60 "$BIN/tests/test_device_arith"
 step cuda-plan 60 "$BIN/tests/test_cuda_plan"
+step layer-compare-cpu 60 "$LAYER_COMPARE" --model lenet --a cpu --b cpu64 --quiet # the packed tool
 gpu_step cuda-kernels 90 "$BIN/tests/test_cuda_kernels"
 gpu_step cuda-kernels-notf32 90 env NVIDIA_TF32_OVERRIDE=0 "$BIN/tests/test_cuda_kernels"
 gpu_step cuda-zoo 60 "$BIN/tests/test_cuda_zoo"
