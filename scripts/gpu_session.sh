@@ -226,7 +226,7 @@ if [ $H5OK = 1 ]; then
     gpu_step gpu-exchange 90 bash "$TREE/tests/test_gpu_exchange.sh"
     gpu_step gpu-precision 120 bash "$TREE/tests/test_gpu_precision.sh"
 else
-    note "SKIP  gpu-train, gpu-exchange, gpu-precision: they read result files with h5py, which is missing"
+    wanted gpu-train && note "SKIP  gpu-train, gpu-exchange, gpu-precision: they read result files with h5py, which is missing"
 fi
 note "NCCL across GPUs: $([ "$NGPUS" -ge 2 ] && echo "exercised on $NGPUS GPUs of one machine" || echo 'NOT exercised (fewer than 2 GPUs: NCCL communicators of one rank only)')"
 
@@ -235,7 +235,7 @@ CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>
 if [ -n "$CS" ]; then
     gpu_step memcheck-zoo 120 "$CS" --tool memcheck --error-exitcode 3 "$BIN/tests/test_cuda_zoo"
 else
-    note "SKIP  memcheck-zoo: no compute-sanitizer on this machine"
+    wanted memcheck-zoo && note "SKIP  memcheck-zoo: no compute-sanitizer on this machine"
 fi
 
 note "log folder: $LOG ($(($(date +%s) - START))s of a ${BUDGET}s budget)"
