@@ -8,6 +8,7 @@
 #include "driver.h"
 #include "finalize.h"
 #include "grad_cast.h"
+#include "profile.h" /* defines: profile_create (--profile-layers) */
 #include "registry.h"
 #include "run.h"
 #include "run_limits.h"
@@ -188,8 +189,10 @@ static TrainResult train(Run *r) {
             .shard = piped ? r->pipe.replica : r->worker_index,
             .nshards = piped ? r->pipe.replicas : r->worker_count,
             .straggler = r->plan.straggler,
+            .profile = profile_create(&r->model, o->warmup, o->profile_layers),
         };
         res = driver_run(&d);
+        profile_free(d.profile);
     }
     if (r->sampler) sampler_stop(r->sampler); /* close() writes what it took */
     return res;

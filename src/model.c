@@ -451,6 +451,25 @@ float *layer_input_grad(const Model *m, const Layer *L, int k, int s0) {
     return layer_dy_at(m, &m->layers[p], s0);
 }
 
+void model_set_observer(Model *m, LayerObserver *o) {
+    m->observer = o && o->fn ? o : NULL;
+}
+
+static void observe(const Model *m, LayerEventKind kind, int i, int s0, int n, const float *y) {
+    const LayerEvent e = {.kind = kind, .layer = i, .s0 = s0, .n = n, .y = y};
+    m->observer->fn(m->observer->user, m, &e);
+}
+
+/* BACKWARD_END: the parameter gradients g and the inputs' gradients target[] */
+static void observe_backward(const Model *m, int i, int s0, int n, const float *g,
+                             float *const *target) {
+    const Layer *L = &m->layers[i];
+    LayerEvent e = {.kind = LAYER_BACKWARD_END, .layer = i, .s0 = s0, .n = n, .dw = g};
+    for (int k = 0; k < L->ninputs; k++)
+        if ((e.dx[k] = target[k])) e.dx_count[k] = (size_t)n * layer_input_size(m, L, k);
+    m->observer->fn(m->observer->user, m, &e);
+}
+
 void model_forward_part(Model *m, int s0, int n, int slot, int train) {
     if (slot == 0 && m->be->weights_ready) /* a step's first micro-batch: its weights are final */
         m->be->weights_ready(m->ctx, m->params, m->nparams);
@@ -474,7 +493,9 @@ void model_forward_part(Model *m, int s0, int n, int slot, int train) {
             .b = L->nb ? param(m, L->b_off) : NULL, /* NULL: no bias */
             .y = layer_y_at(m, L, s0),
         };
+        if (m->observer) observe(m, LAYER_FORWARD_BEGIN, i, s0, n, NULL);
         layer_kind(L->d.kind)->forward(&s);
+        if (m->observer) observe(m, LAYER_FORWARD_END, i, s0, n, s.y);
     }
 }
 
@@ -547,11 +568,15 @@ void model_backward_part_hook(Model *m, int s0, int n, int slot, int accumulate,
             .dest = dest,
             .target = target,
         };
+        if (m->observer) observe(m, LAYER_BACKWARD_BEGIN, i, s0, n, NULL);
         K->backward(&s);
         if (!(K->flags & LK_OWN_INPUT_GRADS))
             layer_finish_input_grad(&s, 0, (size_t)n * layer_input_size(m, L, 0));
         if (accumulate && L->nparams)
             be->axpy(ctx, L->nparams, 1.0f, m->grad_scratch, m->grads + (L->w_off - m->param_base));
+        if (m->observer)
+            observe_backward(m, i, s0, n, L->nparams ? m->grads + (L->w_off - m->param_base) : NULL,
+                             target);
         if (ready && A->nparams) ready(user, A->w_off - m->param_base);
     }
 }

@@ -21,6 +21,9 @@
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "unknown"
 #endif
+#ifndef DTBENCH_GIT_COMMIT
+#define DTBENCH_GIT_COMMIT "unknown"
+#endif
 
 typedef enum { T_INT, T_LONG, T_DOUBLE, T_STRING, T_CHOICE, T_FLAG } OptType;
 
@@ -147,6 +150,10 @@ static const OptSpec SPECS[] = {
      "arithmetic of GEMMs and convolutions: fp32 (strict), tf32 (GPU tensor cores on fp32 "
      "data), bf16 or fp16 (inputs rounded, fp32 accumulation; fp32 master weights, optimizer and "
      "reductions; fp16 with dynamic loss scaling, GPU only); bf16 on CPUs with AVX512-BF16"},
+    {"profile-layers", T_INT, F(profile_layers), NULL, 0, 0,
+     "time each layer's forward and backward in the first N measured iterations (GPU: CUDA "
+     "events; CPU: the clock) into /profile; the marks' host time is /iterations/profile_cost "
+     "(0: off; one micro-batch only)"},
 };
 #undef F
 #define NSPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
@@ -198,6 +205,7 @@ static void set_defaults(Options *o) {
     o->microbatches = 1;
     o->schedule = "gpipe";
     o->precision = "fp32";
+    o->profile_layers = 0;
 }
 
 const char *options_choices(const char *key) {
@@ -371,7 +379,7 @@ void options_parse(int argc, char **argv, Options *o) {
                 if (c == 'h')
                     print_help(&defaults);
                 else
-                    printf("dtbench %s\n", PACKAGE_VERSION);
+                    printf("dtbench %s (%s)\n", PACKAGE_VERSION, DTBENCH_GIT_COMMIT);
             }
             MPI_Finalize();
             exit(0);

@@ -52,6 +52,7 @@ typedef struct {
     int microbatches; /* per replica batch, pipelined */
     char *schedule;   /* data | gpipe | 1f1b (src/schedule.h) */
     char *precision;  /* fp32 | tf32 | bf16 | fp16 (backend.h: Precision) */
+    int profile_layers; /* measured iterations profiled layer by layer (src/profile.h), 0: off */
     /* Bit i: the i-th option of the table was given on the command line (options_given). */
     unsigned long long given;
 } Options;
