@@ -25,7 +25,7 @@
 #define DTBENCH_PKGLIBDIR "/usr/local/lib/dtbench"
 #endif
 
-#define CUDA_READS "gpus-per-node" /* kernels/cuda.c's reads */
+#define CUDA_READS "gpus-per-node,conv-algo" /* kernels/cuda.c's reads: the module is refused when they differ */
 
 /* The GPU module's rows before it is loaded: no functions (init, create NULL); what the resolver
  * reads of them must equal the module's own tables (checked when it is loaded). */

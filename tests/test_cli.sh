@@ -16,7 +16,10 @@ n_defaults=$(echo "$help" | grep -c '\[.*\]$')
 grep -q '\[lenet\]' <<<"$help" || fail "--help does not show the default model"
 pass "--help lists $n_opts options with defaults"
 
-"$DTBENCH" --version | grep -q '^dtbench ' || fail "--version"
+# the version and the commit it was configured from (gpu_pack.sh's copies pass it in
+# DTBENCH_GIT_COMMIT; a tarball build without git says unknown)
+grep -qE '^dtbench [0-9][0-9.]* \(([0-9a-f]{7,40}|unknown)\)$' <<<"$("$DTBENCH" --version)" ||
+    fail "--version: $("$DTBENCH" --version)"
 # --help and --version never start MPI: MPI_Init (a singleton's orted) makes its session folder
 # under OMPI_MCA_orte_tmpdir_base (lib.sh: $WORK/ompi); also on the ranks of mpirun, where only
 # rank 0 prints.
