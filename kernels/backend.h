@@ -364,7 +364,10 @@ typedef struct BackendOps {
     int (*all_finite)(BackendCtx *ctx, size_t n, const float *x);
 } BackendOps;
 
-#define BACKEND_TIMER_SLOTS 16
+/* Timer slots: the driver's phase marks (src/driver_stage.h) below BACKEND_PHASE_SLOTS, the
+ * per-layer profile's (--profile-layers, src/profile.c: four per layer) above. */
+#define BACKEND_PHASE_SLOTS 16
+#define BACKEND_TIMER_SLOTS (BACKEND_PHASE_SLOTS + 1024)
 
 extern const BackendOps cpu_backend; /* kernels/cpu.c, always built */
 

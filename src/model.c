@@ -190,10 +190,21 @@ static void init_layer(const Layer *L, int i, uint64_t seed, float *w, float *b)
     if (K->init) K->init(L, key, w, b);
 }
 
+int (*model_interrupted)(void) = NULL;
+
+/* The run was asked to stop while the model is built: the rest is left undone (model.h). */
+static int interrupted(void) {
+    return model_interrupted && model_interrupted();
+}
+
 static void init_part(Model *m) {
     float *host = xmalloc((m->nparams + m->nbuffers + 1) * sizeof(float));
     float *hbuf = host + m->nparams;
     for (int i = m->first; i < m->last; i++) {
+        if (interrupted()) {
+            free(host);
+            return;
+        }
         const Layer *L = &m->layers[i];
         float *w = host + (L->w_off - m->param_base);
         init_layer(L, i, m->seed, w, w + L->nw);
@@ -330,9 +341,12 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
     check_format(m);
 
     size_t pbytes = m->nparams * sizeof(float);
-    m->params = layer_alloc(m, pbytes);
+    m->params = layer_alloc(m, pbytes); /* each zeroed: FCN-5's take 0.5 GB */
+    if (interrupted()) return;
     m->grads = layer_alloc(m, pbytes);
+    if (interrupted()) return;
     m->momentum = layer_alloc(m, pbytes);
+    if (interrupted()) return;
     if (m->nbuffers) m->buffers = layer_alloc(m, m->nbuffers * sizeof(float));
     m->x = layer_alloc(m, (size_t)batch * m->x_size * sizeof(float));
     if (first > 0) m->dx = layer_alloc(m, (size_t)batch * m->x_size * sizeof(float));
@@ -344,6 +358,7 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
 
     size_t max_layer_params = 0, max_shared_out = 0;
     for (int i = first; i < last; i++) {
+        if (interrupted()) return;
         Layer *L = &m->layers[i];
         size_t bytes = (size_t)batch * L->out_size * layer_out_bytes(m, L);
         if ((L->in_place = runs_in_place(m, L)))
@@ -451,6 +466,25 @@ float *layer_input_grad(const Model *m, const Layer *L, int k, int s0) {
     return layer_dy_at(m, &m->layers[p], s0);
 }
 
+void model_set_observer(Model *m, LayerObserver *o) {
+    m->observer = o && o->fn ? o : NULL;
+}
+
+static void observe(const Model *m, LayerEventKind kind, int i, int s0, int n, const float *y) {
+    const LayerEvent e = {.kind = kind, .layer = i, .s0 = s0, .n = n, .y = y};
+    m->observer->fn(m->observer->user, m, &e);
+}
+
+/* BACKWARD_END: the parameter gradients g and the inputs' gradients target[] */
+static void observe_backward(const Model *m, int i, int s0, int n, const float *g,
+                             float *const *target) {
+    const Layer *L = &m->layers[i];
+    LayerEvent e = {.kind = LAYER_BACKWARD_END, .layer = i, .s0 = s0, .n = n, .dw = g};
+    for (int k = 0; k < L->ninputs; k++)
+        if ((e.dx[k] = target[k])) e.dx_count[k] = (size_t)n * layer_input_size(m, L, k);
+    m->observer->fn(m->observer->user, m, &e);
+}
+
 void model_forward_part(Model *m, int s0, int n, int slot, int train) {
     if (slot == 0 && m->be->weights_ready) /* a step's first micro-batch: its weights are final */
         m->be->weights_ready(m->ctx, m->params, m->nparams);
@@ -474,7 +508,9 @@ void model_forward_part(Model *m, int s0, int n, int slot, int train) {
             .b = L->nb ? param(m, L->b_off) : NULL, /* NULL: no bias */
             .y = layer_y_at(m, L, s0),
         };
+        if (m->observer) observe(m, LAYER_FORWARD_BEGIN, i, s0, n, NULL);
         layer_kind(L->d.kind)->forward(&s);
+        if (m->observer) observe(m, LAYER_FORWARD_END, i, s0, n, s.y);
     }
 }
 
@@ -547,11 +583,15 @@ void model_backward_part_hook(Model *m, int s0, int n, int slot, int accumulate,
             .dest = dest,
             .target = target,
         };
+        if (m->observer) observe(m, LAYER_BACKWARD_BEGIN, i, s0, n, NULL);
         K->backward(&s);
         if (!(K->flags & LK_OWN_INPUT_GRADS))
             layer_finish_input_grad(&s, 0, (size_t)n * layer_input_size(m, L, 0));
         if (accumulate && L->nparams)
             be->axpy(ctx, L->nparams, 1.0f, m->grad_scratch, m->grads + (L->w_off - m->param_base));
+        if (m->observer)
+            observe_backward(m, i, s0, n, L->nparams ? m->grads + (L->w_off - m->param_base) : NULL,
+                             target);
         if (ready && A->nparams) ready(user, A->w_off - m->param_base);
     }
 }
