@@ -163,21 +163,8 @@ EOF
 file_of() { ls "$WORK"/results/"$1"/runs/*.a1.h5 2>/dev/null; }
 # wait_iterations NAME N : until every rank has written N iterations.
 wait_iterations() {
-    "$PYTHON" - "$WORK/results/$1/runs" "$2" <<'PY' || fail "$1: the run did not write $2 iterations in time"
-import glob, os, sys, time, h5py
-os.environ["HDF5_USE_FILE_LOCKING"] = "FALSE"
-deadline = time.time() + 120
-while time.time() < deadline:
-    for p in glob.glob(os.path.join(sys.argv[1], "*.h5")):
-        try:
-            with h5py.File(p, "r") as f:
-                if (f["ranks/completed"][:] >= int(sys.argv[2])).all():
-                    sys.exit(0)
-        except (OSError, KeyError):
-            pass
-    time.sleep(0.3)
-sys.exit(1)
-PY
+    wait_h5 "$WORK/results/$1/runs" "$2" --all-ranks --poll 0.3 ||
+        fail "$1: the run did not write $2 iterations in time"
 }
 # Time limit 1 min, warning 50 s before: Slurm checks limits about every 30 s, so the warning
 # comes 0 to 40 s after the start (under load, before the first iteration: a stop during
