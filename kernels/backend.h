@@ -4,7 +4,9 @@
  * (its table in kernels/cpu.c, its kernels in kernels/cpu_*.c, OpenBLAS) is always built; the CUDA
  * backend plugs in here through the same struct. Each layer kind of src/layers.h names the
  * optional members it calls. All tensors are float32, NCHW, and live in memory returned by the
- * backend's alloc(). Shapes are passed as small structs so a kernel never has to guess a
+ * backend's alloc(). The members are grouped by concern; a group or member marked optional may be
+ * NULL, and model_build() then refuses a model whose layers need it, naming it
+ * (model_missing_op). Shapes are passed as small structs so a kernel never has to guess a
  * dimension.
  */
 #ifndef DTBENCH_BACKEND_H
@@ -36,8 +38,6 @@ typedef struct {
     int k, stride;
     int h_out, w_out;
 } PoolShape;
-
-/* ---- shapes of the model-zoo layers (issue 5) ------------------------------------------------ */
 
 /* Max or average pooling with zero padding: square k x k window, `pad` on every side, NCHW.
  * x[n,c,h_in,w_in] -> y[n,c,h_out,w_out]; h_out = (h_in + 2*pad - k)/stride + 1 (floor). */
@@ -122,6 +122,7 @@ typedef struct {
 } BackendConfig;
 
 typedef struct BackendOps {
+    /* ---- identity and capabilities ----------------------------------------------------------- */
     const char *name; /* "cpu", "cuda" */
     /* 0: alloc() returns host memory the caller may read and write directly (CPU); 1: device
      * memory, reached only through upload/download and the kernels (CUDA). Exchange transports
@@ -136,6 +137,7 @@ typedef struct BackendOps {
      * before anything is built). */
     int (*precision_ok)(Precision precision, int threads, char *why, size_t len);
 
+    /* ---- lifetime ---------------------------------------------------------------------------- */
     int (*init)(const BackendConfig *cfg, BackendCtx **out); /* 0 on success */
     void (*finalize)(BackendCtx *ctx);
     /* A line describing the library versions, for the HDF5 metadata. */
@@ -146,14 +148,26 @@ typedef struct BackendOps {
      * buf (NULL with len 0: nothing) and returns the full text's length, as snprintf. */
     size_t (*describe_kernels)(BackendCtx *ctx, char *buf, size_t len);
 
-    /* Memory. alloc() returns zeroed memory of at least `bytes`, aligned to 64 bytes. */
+    /* ---- memory ------------------------------------------------------------------------------ */
+    /* alloc() returns zeroed memory of at least `bytes`, aligned to 64 bytes. */
     void *(*alloc)(BackendCtx *ctx, size_t bytes);
     void (*free)(BackendCtx *ctx, void *p);
     void (*upload)(BackendCtx *ctx, void *dst_dev, const void *src_host, size_t bytes);
     void (*download)(BackendCtx *ctx, void *dst_host, const void *src_dev, size_t bytes);
     void (*zero)(BackendCtx *ctx, void *p, size_t bytes);
     void (*synchronize)(BackendCtx *ctx); /* wait for queued work (no-op on CPU) */
+    /* Optional: device-to-device copy of `bytes` (dropout at evaluation, pipeline buffers). */
+    void (*copy)(BackendCtx *ctx, void *dst, const void *src, size_t bytes);
 
+    /* ---- phase timer ------------------------------------------------------------------------- */
+    /* record(slot) marks a point on the backend's timeline (CPU: reads the clock;
+     * CUDA: records an event on the compute stream, no synchronisation). elapsed(a, b) returns the
+     * seconds between two marks of the SAME iteration and may block until b has happened; the
+     * driver calls it only after the iteration, outside the timed phases. */
+    void (*timer_record)(BackendCtx *ctx, int slot);
+    double (*timer_elapsed)(BackendCtx *ctx, int slot_a, int slot_b);
+
+    /* ---- matrix products: fully connected and convolution ------------------------------------ */
     /* Fully connected. dx may be NULL (first layer: no input gradient needed).
      * dw and db are OVERWRITTEN (not accumulated). b and db may be NULL: a layer without bias. */
     void (*fc_forward)(BackendCtx *ctx, const FcShape *s, const float *x, const float *w,
@@ -170,6 +184,7 @@ typedef struct BackendOps {
     void (*conv_backward)(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
                           const float *dy, float *dx, float *dw, float *db, void *work);
 
+    /* ---- pooling (maxpool_pad_* and below optional) ------------------------------------------ */
     /* Max pooling. argmax[n*c*h_out*w_out] is the backend's record of each window's maximum: the
      * both backends store the flat input index (within its n,c plane) and route dy through it.
      * Backward reads neither x nor y (y may have been overwritten by a ReLU run in place: the
@@ -178,42 +193,6 @@ typedef struct BackendOps {
                             int32_t *argmax);
     void (*maxpool_backward)(BackendCtx *ctx, const PoolShape *s, const float *x, const float *y,
                              const int32_t *argmax, const float *dy, float *dx);
-
-    /* ReLU over n elements; backward uses the output y (y > 0 passes the gradient). In place is
-     * allowed (y == x; dx == dy): the model runs a ReLU in its producer's buffers. */
-    void (*relu_forward)(BackendCtx *ctx, size_t n, const float *x, float *y);
-    void (*relu_backward)(BackendCtx *ctx, size_t n, const float *y, const float *dy, float *dx);
-
-    /* Softmax cross-entropy, mean over the batch.
-     * logits[n,c], labels[n] -> stats[0] = the mean loss, stats[1] = the number of rows whose
-     * argmax is the label (exact in float up to 2^24); dlogits[n,c] = (softmax - onehot)/n
-     * (dlogits may be NULL for evaluation). stats is backend memory (2 floats): the result stays
-     * on the device, queued like any kernel, and is read with download() when it is needed, so
-     * a training step never waits for its loss (see model_read_loss). */
-    void (*softmax_xent)(BackendCtx *ctx, int n, int c, const float *logits, const int32_t *labels,
-                         float *dlogits, float *stats);
-
-    /* SGD with momentum and weight decay (PyTorch semantics), over n parameters:
-     *   g' = g + wd*p;  v = momentum*v + g';  p -= lr*v        (v unused when momentum == 0) */
-    void (*sgd_update)(BackendCtx *ctx, size_t n, float *p, const float *g, float *v, float lr,
-                       float momentum, float weight_decay);
-
-    /* Phase timing. record(slot) marks a point on the backend's timeline (CPU: reads the clock;
-     * CUDA: records an event on the compute stream, no synchronisation). elapsed(a, b) returns the
-     * seconds between two marks of the SAME iteration and may block until b has happened; the
-     * driver calls it only after the iteration, outside the timed phases. */
-    void (*timer_record)(BackendCtx *ctx, int slot);
-    double (*timer_elapsed)(BackendCtx *ctx, int slot_a, int slot_b);
-
-    /* ---- appended for the model zoo (issue 5). A backend may leave any of these NULL:
-     * model_build() then refuses a model that needs one, naming it (see model_missing_op). ---- */
-
-    /* y[n] += alpha * x[n]; x[n] *= alpha. Gradient accumulation (micro-batches, layers whose
-     * output feeds several others) and loss scaling. */
-    void (*axpy)(BackendCtx *ctx, size_t n, float alpha, const float *x, float *y);
-    void (*scale)(BackendCtx *ctx, size_t n, float alpha, float *x);
-    /* Device-to-device copy of `bytes` (dropout at evaluation, pipeline buffers). */
-    void (*copy)(BackendCtx *ctx, void *dst, const void *src, size_t bytes);
 
     /* Max pooling with padding: padding never wins; argmax as in maxpool_forward (flat index
      * ih*w_in + iw within the plane). Backward: dx overwritten, dy scattered to the maxima. */
@@ -231,6 +210,7 @@ typedef struct BackendOps {
     void (*global_avgpool_backward)(BackendCtx *ctx, size_t planes, size_t plane, const float *dy,
                                     float *dx);
 
+    /* ---- normalisation (optional) ------------------------------------------------------------ */
     /* LRN (see LrnShape). The forward also writes s into scale[n,c,h,w], which the backward
      * of the same samples reads; dx overwritten. */
     void (*lrn_forward)(BackendCtx *ctx, const LrnShape *s, const float *x, float *y, float *scale);
@@ -251,6 +231,18 @@ typedef struct BackendOps {
                                const float *gamma, const float *save_mean, const float *save_invstd,
                                const float *dy, float *dx, float *dgamma, float *dbeta);
 
+    /* ---- element-wise and joins (relu_* mandatory, the rest optional) ------------------------ */
+    /* ReLU over n elements; backward uses the output y (y > 0 passes the gradient). In place is
+     * allowed (y == x; dx == dy): the model runs a ReLU in its producer's buffers. */
+    void (*relu_forward)(BackendCtx *ctx, size_t n, const float *x, float *y);
+    void (*relu_backward)(BackendCtx *ctx, size_t n, const float *y, const float *dy, float *dx);
+
+    /* Dropout (see DropoutShape). mask[batch*size]: 1 kept, 0 dropped. dx overwritten. */
+    void (*dropout_forward)(BackendCtx *ctx, const DropoutShape *s, const float *x, float *y,
+                            uint8_t *mask);
+    void (*dropout_backward)(BackendCtx *ctx, const DropoutShape *s, const uint8_t *mask,
+                             const float *dy, float *dx);
+
     /* Concatenation along the per-sample axis (channels of NCHW): input i is xs[i][batch, sizes[i]]
      * and lands at offset sizes[0] + ... + sizes[i-1] of every sample of y[batch, sum sizes].
      * Backward splits dy into dxs[i] (overwritten; a NULL dxs[i] is skipped). */
@@ -263,12 +255,12 @@ typedef struct BackendOps {
     void (*add_forward)(BackendCtx *ctx, size_t n, const float *a, const float *b, float *y);
     void (*add_backward)(BackendCtx *ctx, size_t n, const float *dy, float *da, float *db);
 
-    /* Dropout (see DropoutShape). mask[batch*size]: 1 kept, 0 dropped. dx overwritten. */
-    void (*dropout_forward)(BackendCtx *ctx, const DropoutShape *s, const float *x, float *y,
-                            uint8_t *mask);
-    void (*dropout_backward)(BackendCtx *ctx, const DropoutShape *s, const uint8_t *mask,
-                             const float *dy, float *dx);
+    /* y[n] += alpha * x[n]; x[n] *= alpha. Gradient accumulation (micro-batches, layers whose
+     * output feeds several others) and loss scaling. */
+    void (*axpy)(BackendCtx *ctx, size_t n, float alpha, const float *x, float *y);
+    void (*scale)(BackendCtx *ctx, size_t n, float alpha, float *x);
 
+    /* ---- recurrent (optional) ---------------------------------------------------------------- */
     /* Embedding (see EmbeddingShape). Backward: dW[vocab, dim] OVERWRITTEN with the sum of the dy
      * rows of each id (ids outside [0, vocab) are ignored, and give zero rows forward). */
     void (*embedding_forward)(BackendCtx *ctx, const EmbeddingShape *s, const float *ids,
@@ -287,7 +279,21 @@ typedef struct BackendOps {
                           const float *y, const void *reserve, const float *dy, float *dx,
                           float *dw, float *db, void *work);
 
-    /* ---- appended for --precision fp16 (issue 14). ---- */
+    /* ---- loss and optimizer ------------------------------------------------------------------ */
+    /* Softmax cross-entropy, mean over the batch.
+     * logits[n,c], labels[n] -> stats[0] = the mean loss, stats[1] = the number of rows whose
+     * argmax is the label (exact in float up to 2^24); dlogits[n,c] = (softmax - onehot)/n
+     * (dlogits may be NULL for evaluation). stats is backend memory (2 floats): the result stays
+     * on the device, queued like any kernel, and is read with download() when it is needed, so
+     * a training step never waits for its loss (see model_read_loss). */
+    void (*softmax_xent)(BackendCtx *ctx, int n, int c, const float *logits, const int32_t *labels,
+                         float *dlogits, float *stats);
+
+    /* SGD with momentum and weight decay (PyTorch semantics), over n parameters:
+     *   g' = g + wd*p;  v = momentum*v + g';  p -= lr*v        (v unused when momentum == 0) */
+    void (*sgd_update)(BackendCtx *ctx, size_t n, float *p, const float *g, float *v, float lr,
+                       float momentum, float weight_decay);
+
     /* 1 if none of x[n] is inf or NaN (the loss scaler's overflow check; waits for the result).
      * NULL: the backend cannot run fp16's loss scaling. */
     int (*all_finite)(BackendCtx *ctx, size_t n, const float *x);

@@ -1,6 +1,6 @@
 /* cuda_ctx.h - the CUDA backend's per-rank state (struct BackendCtx), shared by the files that
- * implement its operations: kernels/cuda.c (lifetime, memory, fully connected, convolution,
- * ReLU, softmax, SGD, timers), cuda_zoo.c (the model-zoo layers), cuda_lstm.c (the LSTM).
+ * implement its operations: kernels/cuda.c (lifetime, memory, timers) and kernels/cuda_*.c (the
+ * operations by concern, cuda_ops.h).
  * Private to the CUDA backend; CUDA-only header. */
 #ifndef DTBENCH_CUDA_CTX_H
 #define DTBENCH_CUDA_CTX_H

@@ -1,9 +1,8 @@
 /* cuda_elem.h - the per-element arithmetic of dtbench's CUDA kernels, written once and compiled
- * twice: as __host__ __device__ functions by nvcc (kernels/cuda_kernels.cu, cuda_zoo_kernels.cu,
- * cuda_lstm_kernels.cu call them) and as plain static inline C by the CPU-only test
- * tests/test_device_arith.c, which checks them bit for bit against the CPU backend's kernels.
- * So what a GPU kernel computes per element is tested in CI without a GPU; what is left to the
- * GPU tests is indexing, reduction order and the libraries.
+ * twice: as __host__ __device__ functions by nvcc (kernels/cuda_*_kernels.cu call them) and as
+ * plain static inline C by the CPU-only test tests/test_device_arith.c, which checks them bit for
+ * bit against the CPU backend's kernels. So what a GPU kernel computes per element is tested in CI
+ * without a GPU; what is left to the GPU tests is indexing, reduction order and the libraries.
  *
  * Rules: no libm call whose GPU and host results may differ (only +, -, *, /, sqrtf, which are
  * correctly rounded on both sides: nvcc's defaults -prec-div=true -prec-sqrt=true, and the CUDA

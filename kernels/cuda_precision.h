@@ -23,8 +23,8 @@
 extern "C" {
 #endif
 
-/* kernels (cuda_precision.cu), queued on s: y[n] = 16-bit x (half: IEEE half, else bf16), round to
- * nearest even; x[n] widened to fp32; *flag = 1 if some x[i] is inf/NaN, else 0 */
+/* kernels (cuda_precision_kernels.cu), queued on s: y[n] = 16-bit x (half: IEEE half, else bf16),
+ * round to nearest even; x[n] widened to fp32; *flag = 1 if some x[i] is inf/NaN, else 0 */
 cudaError_t dtp_to_16(cudaStream_t s, int half, size_t n, const float *x, void *y);
 cudaError_t dtp_from_16(cudaStream_t s, int half, size_t n, const void *x, float *y);
 cudaError_t dtp_nonfinite(cudaStream_t s, size_t n, const float *x, int *flag);

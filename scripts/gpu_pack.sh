@@ -60,7 +60,7 @@ say "building for sm_$ARCH in $STAGE/build (a few minutes)"
 B=$STAGE/build
 progs=(src/dtbench tests/cuda_probe tests/test_cuda_kernels tests/test_cuda_zoo tests/test_cuda_plan
        tests/test_device_arith tests/exchange_avg tests/sampler_check bench/nccl_busbw
-       tests/test_cuda_precision
+       tests/test_cuda_precision tests/test_cuda_algos
        tests/test_cpu_{backend,gemm,conv,pool,norm,elementwise,optim,recurrent})
 for p in "${progs[@]}"; do
     [ -x "$B/$p" ] || die "the build made no $p"

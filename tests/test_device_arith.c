@@ -364,7 +364,7 @@ static void test_lstm_cell(void) {
     free(w), free(b), free(dy), free(res), free(work);
 }
 
-/* cuda_lstm.c's row-major products through rowmajor_gemm + a column-major sgemm (cuBLAS's
+/* cuda_recurrent.c's row-major products through rowmajor_gemm + a column-major sgemm (cuBLAS's
  * convention, here cblas ColMajor) against cblas RowMajor, with strided leading dimensions. */
 static void test_rowmajor_gemm(void) {
     int ok = 1;

@@ -1,60 +1,13 @@
-/* cuda_kernels.cu - dtbench's own CUDA kernels (see cuda_kernels.h): bias broadcast and bias
- * gradient of the fully connected layer, softmax cross-entropy with its loss and accuracy,
- * the SGD step, a scale. Each mirrors the CPU backend's arithmetic (kernels/cpu.c) closely enough
- * for the tolerances of tests/test_cuda_kernels.c: same summation order where it is cheap
- * (bias gradient), double accumulators where the CPU uses them (softmax sums, the loss). */
+/* cuda_optim_kernels.cu - the loss and optimizer kernels (launchers in cuda_kernels.h): softmax
+ * cross-entropy with its loss and accuracy, and the SGD step. Each mirrors the CPU backend's
+ * arithmetic (kernels/cpu_optim.c) closely enough for the tolerances of tests/test_cuda_kernels.c:
+ * double accumulators where the CPU uses them (softmax sums, the loss); the SGD step per element
+ * is cuda_elem.h's, checked bit for bit on the host by tests/test_device_arith.c. */
 #include "cuda_elem.h" /* per-element arithmetic shared with tests/test_device_arith.c */
+#include "cuda_grid.h" /* defines: THREADS, blocks_for, GRID_LOOP */
 #include "cuda_kernels.h"
 
 #include <math.h>
-
-#define THREADS 256
-
-/* Blocks for a grid-stride loop over n elements: enough to fill the GPU, never zero. */
-static unsigned blocks_for(size_t n)
-{
-    size_t b = (n + THREADS - 1) / THREADS;
-    if (b > 65535u * 8u) b = 65535u * 8u;
-    return b ? (unsigned)b : 1u;
-}
-
-/* ---- fully connected bias ------------------------------------------------------------------- */
-
-__global__ void bias_add_kernel(size_t total, int out, const float *__restrict__ b,
-                                float *__restrict__ y)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
-         i += (size_t)gridDim.x * blockDim.x)
-        y[i] += b[i % (size_t)out];
-}
-
-extern "C" cudaError_t dtk_bias_add(cudaStream_t stream, int n, int out, const float *b, float *y)
-{
-    size_t total = (size_t)n * (size_t)out;
-    if (total == 0) return cudaSuccess;
-    bias_add_kernel<<<blocks_for(total), THREADS, 0, stream>>>(total, out, b, y);
-    return cudaGetLastError();
-}
-
-/* One thread per output feature; consecutive threads read consecutive columns (coalesced). */
-__global__ void bias_grad_kernel(int n, int out, const float *__restrict__ dy,
-                                 float *__restrict__ db)
-{
-    int o = blockIdx.x * blockDim.x + threadIdx.x;
-    if (o >= out) return;
-    float acc = 0.0f;
-    if (n > 0) acc = dy[o];
-    for (int i = 1; i < n; i++) acc += dy[(size_t)i * out + o];
-    db[o] = acc;
-}
-
-extern "C" cudaError_t dtk_bias_grad(cudaStream_t stream, int n, int out, const float *dy,
-                                     float *db)
-{
-    if (out <= 0) return cudaSuccess;
-    bias_grad_kernel<<<(out + THREADS - 1) / THREADS, THREADS, 0, stream>>>(n, out, dy, db);
-    return cudaGetLastError();
-}
 
 /* ---- softmax cross-entropy ------------------------------------------------------------------ */
 
@@ -71,7 +24,8 @@ __device__ static void argmax_merge(float &m, int &best, float v, int j)
 /* One block per row i of logits[n,c]:
  *   m = max_j z, S = sum_j exp(z_j - m) (double), loss_i = log S - (z_label - m),
  *   dlogits_j = exp(z_j - m) * (inv_n / S) - [j == label] * inv_n,
- *   hit_i = (first argmax == label). A label outside [0, c) gives a NaN loss and no one-hot term. */
+ *   hit_i = (first argmax == label).
+ * A label outside [0, c) gives a NaN loss and no one-hot term. */
 __global__ void xent_rows_kernel(int c, const float *__restrict__ logits,
                                  const int32_t *__restrict__ labels, float *__restrict__ dlogits,
                                  float inv_n, double *__restrict__ row_loss,
@@ -147,27 +101,26 @@ __global__ void xent_finish_kernel(int n, const double *__restrict__ row_loss,
     }
 }
 
-extern "C" cudaError_t dtk_softmax_xent(cudaStream_t stream, int n, int c, const float *logits,
+extern "C" cudaError_t dtk_softmax_xent(cudaStream_t st, int n, int c, const float *logits,
                                         const int32_t *labels, float *dlogits, float *stats,
                                         double *row_loss, int *row_hit)
 {
     if (n > 0 && c > 0) {
-        xent_rows_kernel<<<n, THREADS, 0, stream>>>(c, logits, labels, dlogits, 1.0f / (float)n,
-                                                    row_loss, row_hit);
+        xent_rows_kernel<<<n, THREADS, 0, st>>>(c, logits, labels, dlogits, 1.0f / (float)n,
+                                                row_loss, row_hit);
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) return e;
     }
-    xent_finish_kernel<<<1, THREADS, 0, stream>>>(c > 0 ? n : 0, row_loss, row_hit, stats);
+    xent_finish_kernel<<<1, THREADS, 0, st>>>(c > 0 ? n : 0, row_loss, row_hit, stats);
     return cudaGetLastError();
 }
 
-/* ---- SGD and scale -------------------------------------------------------------------------- */
+/* ---- SGD -------------------------------------------------------------------------- */
 
 __global__ void sgd_momentum_kernel(size_t n, float *__restrict__ p, const float *__restrict__ g,
                                     float *__restrict__ v, float lr, float momentum, float wd)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
+    GRID_LOOP(i, n) {
         float pi = p[i], vi = v[i];
         dt_sgd_momentum(&pi, g[i], &vi, lr, momentum, wd);
         v[i] = vi;
@@ -178,33 +131,17 @@ __global__ void sgd_momentum_kernel(size_t n, float *__restrict__ p, const float
 __global__ void sgd_plain_kernel(size_t n, float *__restrict__ p, const float *__restrict__ g,
                                  float lr, float wd)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        p[i] = dt_sgd_plain(p[i], g[i], lr, wd);
+    GRID_LOOP(i, n) p[i] = dt_sgd_plain(p[i], g[i], lr, wd);
 }
 
-extern "C" cudaError_t dtk_sgd_update(cudaStream_t stream, size_t n, float *p, const float *g,
-                                      float *v, float lr, float momentum, float weight_decay)
+extern "C" cudaError_t dtk_sgd_update(cudaStream_t st, size_t n, float *p, const float *g, float *v,
+                                      float lr, float momentum, float weight_decay)
 {
     if (n == 0) return cudaSuccess;
     if (momentum != 0.0f)
-        sgd_momentum_kernel<<<blocks_for(n), THREADS, 0, stream>>>(n, p, g, v, lr, momentum,
-                                                                   weight_decay);
+        sgd_momentum_kernel<<<blocks_for(n), THREADS, 0, st>>>(n, p, g, v, lr, momentum,
+                                                               weight_decay);
     else
-        sgd_plain_kernel<<<blocks_for(n), THREADS, 0, stream>>>(n, p, g, lr, weight_decay);
-    return cudaGetLastError();
-}
-
-__global__ void scale_kernel(size_t n, float *x, float s)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        x[i] *= s;
-}
-
-extern "C" cudaError_t dtk_scale(cudaStream_t stream, size_t n, float *x, float s)
-{
-    if (n == 0) return cudaSuccess;
-    scale_kernel<<<blocks_for(n), THREADS, 0, stream>>>(n, x, s);
+        sgd_plain_kernel<<<blocks_for(n), THREADS, 0, st>>>(n, p, g, lr, weight_decay);
     return cudaGetLastError();
 }

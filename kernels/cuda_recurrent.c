@@ -1,19 +1,34 @@
-/* cuda_lstm.c - the LSTM layer on the GPU (backend.h's LstmShape), in dtbench's own fused layout:
+/* cuda_recurrent.c - the CUDA backend's language-model layers (backend.h): the embedding lookup
+ * (our kernels) and the LSTM layer (LstmShape) in dtbench's own fused layout:
  * the CPU backend's algorithm step for step (kernels/cpu_recurrent.c), its GEMMs as cuBLAS SGEMMs
  * (row-major products mapped by cuda_plan.c's rowmajor_gemm, which tests/test_device_arith.c
- * checks against cblas) and its cell as the pointwise kernels of cuda_lstm_kernels.cu. cuDNN's RNN
- * API is not used: its weight layout, separate input and recurrent biases and gate order would need
- * repacking every step, and these products are what it would run anyway.
+ * checks against cblas) and its cell as the pointwise kernels of cuda_recurrent_kernels.cu. cuDNN's
+ * RNN API is not used: its weight layout, separate input and recurrent biases and gate order would
+ * need repacking every step, and these products are what it would run anyway.
  *
  * reserve: gates[B, T, 4H] (activations), cell[B, T, H].
  * work:    dgates[B, T, 4H], hprev[B, T, H], dh_rec[B, H], dcell[B, H], zeros[H]. */
 #include <config.h>
-#include "cuda_check.h"     /* defines: CUDA_CHECK, CUBLAS_CHECK */
-#include "cuda_ctx.h"       /* defines: struct BackendCtx */
-#include "cuda_kernels.h"   /* defines: dtk_bias_grad */
+#include "cuda_check.h"   /* defines: CUDA_CHECK, CUBLAS_CHECK */
+#include "cuda_ctx.h"     /* defines: struct BackendCtx */
+#include "cuda_kernels.h" /* defines: dtk_* launchers */
+#include "cuda_ops.h"
 #include "cuda_plan.h"      /* defines: rowmajor_gemm */
 #include "cuda_precision.h" /* defines: cuda_prec_gemm (--precision) */
-#include "cuda_zoo.h"       /* defines: dtl_* launchers */
+
+/* ---- embedding ------------------------------------------------------------------------------ */
+
+void cuda_embedding_forward(BackendCtx *ctx, const EmbeddingShape *s, const float *ids,
+                            const float *w, float *y) {
+    CUDA_CHECK(dtk_embedding_forward(ctx->stream, s, ids, w, y));
+}
+
+void cuda_embedding_backward(BackendCtx *ctx, const EmbeddingShape *s, const float *ids,
+                             const float *dy, float *dw) {
+    CUDA_CHECK(dtk_embedding_backward(ctx->stream, s, ids, dy, dw));
+}
+
+/* ---- LSTM ------------------------------------------------------------------------------------ */
 
 /* cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1, a, lda, b, ldb, beta, c, ldc) on the GPU */
 static void rm_gemm(BackendCtx *ctx, int ta, int tb, int m, int n, int k, const float *a, int lda,
@@ -41,13 +56,13 @@ void cuda_lstm_forward(BackendCtx *ctx, const LstmShape *s, const float *x, cons
     float *gates = reserve, *cell = gates + bt * (size_t)G;
     if (B <= 0 || T <= 0 || H <= 0) return;
     /* gates = b + x W[:, :D]^T: the input part of every step in one GEMM */
-    CUDA_CHECK(dtl_rows_set(ctx->stream, bt, G, b, gates));
+    CUDA_CHECK(dtk_lstm_rows_set(ctx->stream, bt, G, b, gates));
     if (D > 0) rm_gemm(ctx, 0, 1, (int)bt, G, D, x, D, w, ldw, 1.0f, gates, G);
     for (int t = 0; t < T; t++) {
         if (t > 0) /* += h_{t-1}[B, H] W[:, D:]^T, both strided over the sequence */
             rm_gemm(ctx, 0, 1, B, G, H, y + (size_t)(t - 1) * H, T * H, w + D, ldw, 1.0f,
                     gates + (size_t)t * G, T * G);
-        CUDA_CHECK(dtl_cell_forward(ctx->stream, s, t, gates, cell, y));
+        CUDA_CHECK(dtk_lstm_cell_forward(ctx->stream, s, t, gates, cell, y));
     }
 }
 
@@ -70,7 +85,8 @@ void cuda_lstm_backward(BackendCtx *ctx, const LstmShape *s, const float *x, con
     }
     CUDA_CHECK(cudaMemsetAsync(dcell, 0, (size_t)B * H * sizeof(float), ctx->stream));
     for (int t = T - 1; t >= 0; t--) {
-        CUDA_CHECK(dtl_cell_backward(ctx->stream, s, t, gates, cell, dy, dh_rec, dcell, dgates));
+        CUDA_CHECK(
+            dtk_lstm_cell_backward(ctx->stream, s, t, gates, cell, dy, dh_rec, dcell, dgates));
         if (t > 0) /* dh_rec[B, H] = dgates_t[B, 4H] W[:, D:] */
             rm_gemm(ctx, 0, 0, B, H, G, dgates + (size_t)t * G, T * G, w + D, ldw, 0.0f, dh_rec, H);
     }

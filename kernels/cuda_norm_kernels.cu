@@ -1,15 +1,19 @@
-/* cuda_norm.cu - batch normalisation on the GPU with our own kernels (launchers in cuda_zoo.h):
- * the CPU backend's definitions exactly (backend.h's BnShape, kernels/cpu_norm.c): two passes for
- * the statistics (mean, then squared deviations: no cancellation), biased variance to normalise,
- * UNBIASED variance into the running statistics, PyTorch's momentum; inference from the running
- * statistics. cuDNN's batch norm is not used: its running variance and its epsilon floor
- * (CUDNN_BN_MIN_EPSILON) are its own conventions, and these kernels are simple.
+/* cuda_norm_kernels.cu - the normalisation kernels (launchers in cuda_kernels.h): batch
+ * normalisation and LRN. Batch norm follows the CPU backend's definitions exactly (backend.h's
+ * BnShape, kernels/cpu_norm.c): two passes for the statistics (mean, then squared deviations: no
+ * cancellation), biased variance to normalise, UNBIASED variance into the running statistics,
+ * PyTorch's momentum; inference from the running statistics. cuDNN's batch norm is not used: its
+ * running variance and its epsilon floor (CUDNN_BN_MIN_EPSILON) are its own conventions, and these
+ * kernels are simple.
  *
  * One block per channel; each thread sums its elements in double, the block adds the threads'
  * sums in double in a fixed tree (deterministic, but in another order than the CPU's lanes: the
- * GPU test compares with a tolerance). Per-element arithmetic: cuda_elem.h. */
+ * GPU test compares with a tolerance). LRN: the CPU backend's window and formula exactly (cuDNN's
+ * LRN is not used: its window for even sizes and its scaling are its own). Per-element
+ * arithmetic: cuda_elem.h. */
 #include "cuda_elem.h"
-#include "cuda_zoo.h"
+#include "cuda_grid.h" /* defines: THREADS, blocks_for, GRID_LOOP */
+#include "cuda_kernels.h"
 
 #define BN_THREADS 256
 
@@ -77,12 +81,11 @@ __global__ void bn_infer_kernel(BnShape s, const float *__restrict__ x,
                                 const float *__restrict__ running_var, float *__restrict__ y)
 {
     const size_t sp = (size_t)s.spatial, total = (size_t)s.batch * s.c * sp;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
-         i += (size_t)gridDim.x * blockDim.x) {
+    GRID_LOOP(i, total) {
         const int c = (int)(i / sp % (size_t)s.c);
         float mul, add;
-        dt_bn_coeffs(gamma[c], beta[c], running_mean[c],
-                     dt_bn_infer_invstd(running_var[c], s.eps), &mul, &add);
+        dt_bn_coeffs(gamma[c], beta[c], running_mean[c], dt_bn_infer_invstd(running_var[c], s.eps),
+                     &mul, &add);
         y[i] = dt_bn_affine(x[i], mul, add);
     }
 }
@@ -120,7 +123,7 @@ __global__ void bn_backward_kernel(BnShape s, const float *__restrict__ x,
     }
 }
 
-extern "C" cudaError_t dtz_bn_forward_train(cudaStream_t st, const BnShape *s, const float *x,
+extern "C" cudaError_t dtk_bn_forward_train(cudaStream_t st, const BnShape *s, const float *x,
                                             const float *gamma, const float *beta, float *y,
                                             float *save_mean, float *save_invstd,
                                             float *running_mean, float *running_var)
@@ -131,7 +134,7 @@ extern "C" cudaError_t dtz_bn_forward_train(cudaStream_t st, const BnShape *s, c
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t dtz_bn_forward_infer(cudaStream_t st, const BnShape *s, const float *x,
+extern "C" cudaError_t dtk_bn_forward_infer(cudaStream_t st, const BnShape *s, const float *x,
                                             const float *gamma, const float *beta,
                                             const float *running_mean, const float *running_var,
                                             float *y)
@@ -145,7 +148,7 @@ extern "C" cudaError_t dtz_bn_forward_infer(cudaStream_t st, const BnShape *s, c
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t dtz_bn_backward(cudaStream_t st, const BnShape *s, const float *x,
+extern "C" cudaError_t dtk_bn_backward(cudaStream_t st, const BnShape *s, const float *x,
                                        const float *gamma, const float *save_mean,
                                        const float *save_invstd, const float *dy, float *dx,
                                        float *dgamma, float *dbeta)
@@ -153,5 +156,69 @@ extern "C" cudaError_t dtz_bn_backward(cudaStream_t st, const BnShape *s, const 
     if (s->c <= 0) return cudaSuccess;
     bn_backward_kernel<<<s->c, BN_THREADS, 0, st>>>(*s, x, gamma, save_mean, save_invstd, dy, dx,
                                                     dgamma, dbeta);
+    return cudaGetLastError();
+}
+
+/* ---- LRN ------------------------------------------------------------------------------------- */
+
+__global__ void lrn_fwd_kernel(LrnShape s, const float *__restrict__ x, float *__restrict__ y,
+                               float *__restrict__ scale)
+{
+    const size_t hw = (size_t)s.h * s.w, chw = (size_t)s.c * hw, total = (size_t)s.batch * chw;
+    const int before = s.size / 2, after = (s.size - 1) / 2;
+    const float a = s.alpha / (float)s.size;
+    GRID_LOOP(i, total) {
+        const size_t n = i / chw, px = i % hw;
+        const int c = (int)(i % chw / hw);
+        const int c0 = c - before < 0 ? 0 : c - before;
+        const int c1 = c + after >= s.c ? s.c - 1 : c + after;
+        float sum = 0.0f;
+        for (int cc = c0; cc <= c1; cc++) {
+            const float v = x[n * chw + cc * hw + px];
+            sum += v * v;
+        }
+        const float sv = dt_lrn_scale(s.bias, a, sum);
+        scale[i] = sv;
+        y[i] = x[i] * dt_pow_neg_beta(sv, s.beta);
+    }
+}
+
+__global__ void lrn_bwd_kernel(LrnShape s, const float *__restrict__ x, const float *__restrict__ y,
+                               const float *__restrict__ scale, const float *__restrict__ dy,
+                               float *__restrict__ dx)
+{
+    const size_t hw = (size_t)s.h * s.w, chw = (size_t)s.c * hw, total = (size_t)s.batch * chw;
+    const int before = s.size / 2, after = (s.size - 1) / 2;
+    const float k = 2.0f * s.alpha * s.beta / (float)s.size;
+    GRID_LOOP(i, total) {
+        const size_t n = i / chw, px = i % hw;
+        const int c = (int)(i % chw / hw);
+        const int c0 = c - after < 0 ? 0 : c - after;
+        const int c1 = c + before >= s.c ? s.c - 1 : c + before;
+        float sum = 0.0f;
+        for (int cc = c0; cc <= c1; cc++) {
+            const size_t j = n * chw + cc * hw + px;
+            sum += dt_lrn_back_term(dy[j], y[j], scale[j]);
+        }
+        dx[i] = dt_lrn_back(dy[i], scale[i], x[i], sum, k, s.beta);
+    }
+}
+
+extern "C" cudaError_t dtk_lrn_forward(cudaStream_t st, const LrnShape *s, const float *x, float *y,
+                                       float *scale)
+{
+    size_t total = (size_t)s->batch * s->c * s->h * s->w;
+    if (total == 0) return cudaSuccess;
+    lrn_fwd_kernel<<<blocks_for(total), THREADS, 0, st>>>(*s, x, y, scale);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t dtk_lrn_backward(cudaStream_t st, const LrnShape *s, const float *x,
+                                        const float *y, const float *scale, const float *dy,
+                                        float *dx)
+{
+    size_t total = (size_t)s->batch * s->c * s->h * s->w;
+    if (total == 0) return cudaSuccess;
+    lrn_bwd_kernel<<<blocks_for(total), THREADS, 0, st>>>(*s, x, y, scale, dy, dx);
     return cudaGetLastError();
 }
