@@ -8,7 +8,8 @@
 #   make check-sanitize-ci   with --sanitize (what CI runs): the tests again in an ASan/UBSan
 #                   build, CPU-only, in sanitize/ (Makefile.am says which)
 # and ends with the time each part took and the total, then one line "N passed, N failed,
-# N skipped" over all of them. Tests run side by side, one per core (TEST_JOBS=N sets how many; Makefile.am
+# N skipped" over all of them. Tests run side by side, one more than there are cores (many of them
+# spend their time waiting: MPI start-up, timeouts, Slurm; TEST_JOBS=N sets how many; Makefile.am
 # says which tests run alone or one at a time: tests/run_test.sh).
 # Every skip is printed with its reason. A skip counts as a failure unless this machine cannot run
 # the test: only the GPU tests (GPU_TESTS below) may skip, and only where no GPU is visible
@@ -31,8 +32,9 @@ took() {
     local s=$(($(date +%s) - $2))
     timings="$timings${timings:+, }$1 $((s / 60)) min $((s % 60)) s"
 }
-jobs=${TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
-[ "$jobs" -ge 1 ] 2>/dev/null || jobs=2
+cores=$(nproc 2>/dev/null || echo 2)
+jobs=${TEST_JOBS:-$((cores + 1))}
+[ "$jobs" -ge 1 ] 2>/dev/null || jobs=3
 t=$(date +%s)
 scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
 took setup "$t"
@@ -156,6 +158,6 @@ if [ "$sanitize" = 1 ]; then
 fi
 
 took total "$t_begin"
-echo "took: $timings ($jobs test jobs on $(nproc 2>/dev/null || echo '?') cores)"
+echo "took: $timings ($jobs test jobs on $cores cores)"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

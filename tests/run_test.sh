@@ -1,5 +1,5 @@
 # run_test.sh - how `make check` starts every test (LOG_COMPILER, SH_LOG_COMPILER): tests run side
-# by side under `make -jN check` (scripts/test.sh runs one job per core), each in its own $WORK
+# by side under `make -jN check` (scripts/test.sh: cores + 1 jobs), each in its own $WORK
 # folder with its own Open MPI session (tests/lib.sh), except where Makefile.am says otherwise:
 #   EXCLUSIVE_TESTS  run alone: it waits for the running tests and no other starts until it ends
 #                    (every test holds a shared lock, these an exclusive one);
