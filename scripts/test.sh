@@ -96,6 +96,11 @@ for t in $(sed -nE 's/^(FAIL|XPASS|ERROR): //p' check.out); do
     cat "$t.log" 2>/dev/null | tail -30
 done
 grep -q '^# TOTAL' check.out || count "make check (did not run: see check.out)" fail
+# The longest tests (the last line tests/run_test.sh writes into each log): Makefile.am starts
+# the shell tests longest first.
+longest=$(sed -n 's/^run_test.sh: \(.*\) took \([0-9.]*\) s$/\2 \1/p' tests/*.log bench/*.log 2>/dev/null |
+    sort -rn | head -8 | awk '{ printf "%s%s %s s", (NR > 1 ? ", " : ""), $2, $1 }')
+[ -z "$longest" ] || echo "longest tests: $longest"
 
 echo "== pytest analysis/tests jobs/tests"
 t=$(date +%s)
