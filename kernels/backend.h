@@ -3,11 +3,11 @@
  * A backend owns device memory and runs the layer kernels of a training step. The CPU backend
  * (its table in kernels/cpu.c, its kernels in kernels/cpu_*.c, OpenBLAS) is always built; the CUDA
  * backend plugs in here through the same struct. Each layer kind of src/layers.h names the
- * optional members it calls. All tensors are float32, NCHW, and live in memory returned by the
- * backend's alloc(). The members are grouped by concern; a group or member marked optional may be
- * NULL, and model_build() then refuses a model whose layers need it, naming it
- * (model_missing_op). Shapes are passed as small structs so a kernel never has to guess a
- * dimension.
+ * optional members it calls. Tensors live in memory returned by the backend's alloc(); they are
+ * float32 and NCHW, except activations in a backend that declares another format (ActFormat). The
+ * members are grouped by concern; a group or member marked optional may be NULL, and model_build()
+ * then refuses a model whose layers need it, naming it (model_missing_op). Shapes are passed as
+ * small structs so a kernel never has to guess a dimension.
  */
 #ifndef DTBENCH_BACKEND_H
 #define DTBENCH_BACKEND_H
@@ -20,6 +20,10 @@ typedef struct {
     int batch; /* n */
     int in;    /* input features */
     int out;   /* output features */
+    /* The input flattened from [flat_c, flat_hw pixels] (0, 0: a vector or a sequence): with NHWC
+     * activations its features are pixel-major (kernels/layout.h), W stays in NCHW order. */
+    int flat_c, flat_hw;
+    int logits; /* 1: y (and dy) are fp32 whatever the activation format: the loss reads them */
 } FcShape;
 
 /* 2-D convolution, square kernel, NCHW.
@@ -99,6 +103,25 @@ typedef struct {
 
 typedef struct BackendCtx BackendCtx; /* opaque, one per rank */
 
+/* How a backend stores activations: every layer's input and output and their gradients (the
+ * tensors the layer members below read and write as `float *` whatever they hold), chosen by the
+ * backend at init (e.g. from --precision) and asked by the model (activation_format). NCHW fp32
+ * is the CPU backend's, and the default. Whatever the format:
+ *   - parameters, their gradients, optimizer state, batch-norm statistics, checkpoints and the
+ *     exchange are fp32 and in NCHW order (a backend maps them, kernels/layout.h);
+ *   - the model's input arrives fp32 NCHW (upload) and is converted once (input_to_act);
+ *   - the logits and their gradient are fp32 [n, classes] (FcShape.logits);
+ *   - vectors [n, features] and sequences [n, seq, features] are the same in both layouts.
+ * NHWC: per sample, pixels then channels innermost. The model then concatenates channels as rows
+ * of pixels (concat_forward with batch = n*h*w, sizes[i] = channels of input i). */
+typedef enum { ACT_NCHW = 0, ACT_NHWC } ActLayout;
+typedef enum { ACT_FP32 = 0, ACT_BF16, ACT_FP16 } ActType;
+typedef struct {
+    ActLayout layout;
+    ActType type;
+} ActFormat;
+#define ACT_TYPE_BYTES(t) ((t) == ACT_FP32 ? (size_t)4 : (size_t)2)
+
 /* Arithmetic of the matrix products (--precision; docs/gpu.md "Precision"). Tensors, master
  * weights, optimizer state and reductions stay fp32 in every mode:
  *   FP32: strict fp32 (no TF32 tensor-op math on GPUs);
@@ -113,12 +136,20 @@ typedef enum { PRECISION_FP32 = 0, PRECISION_TF32, PRECISION_BF16, PRECISION_FP1
      : (p) == PRECISION_FP16 ? "fp16"                                                              \
                              : "fp32")
 
+/* How a backend that has several algorithms per convolution shape chooses (--conv-algo; the CUDA
+ * backend): FIND times the candidates once per shape when the model is built (cuDNN's
+ * cudnnFind*AlgorithmEx, as PyTorch's cudnn.benchmark), HEURISTIC takes cuDNN's ranking without
+ * running anything (quicker set-up, the same choice on every run). */
+typedef enum { CONV_ALGO_FIND = 0, CONV_ALGO_HEURISTIC } ConvAlgoChoice;
+#define CONV_ALGO_NAMES "find,heuristic" /* in enum order */
+
 typedef struct {
     int threads;    /* BLAS / OpenMP threads per rank (CPU) */
     int local_rank; /* rank within the node: picks the GPU */
     int gpus_per_node;
     int verbose;         /* set on one rank: the backend may print warnings about its set-up */
     Precision precision; /* accepted by precision_ok first */
+    ConvAlgoChoice conv_algo;
 } BackendConfig;
 
 typedef struct BackendOps {
@@ -136,6 +167,11 @@ typedef struct BackendOps {
      * `threads` (--threads), else 0 with a reason in why (the resolver refuses the option with it,
      * before anything is built). */
     int (*precision_ok)(Precision precision, int threads, char *why, size_t len);
+    /* Optional (NULL: NCHW fp32): the activation format of ctx (see ActFormat). A format other
+     * than NCHW fp32 needs input_to_act and act_add. */
+    void (*activation_format)(BackendCtx *ctx, ActFormat *f);
+    /* Optional: x_act = x[n, c, h, w] (fp32 NCHW, as uploaded) in the activation format. */
+    void (*input_to_act)(BackendCtx *ctx, int n, int c, int h, int w, const float *x, float *x_act);
 
     /* ---- lifetime ---------------------------------------------------------------------------- */
     int (*init)(const BackendConfig *cfg, BackendCtx **out); /* 0 on success */
@@ -158,6 +194,12 @@ typedef struct BackendOps {
     void (*synchronize)(BackendCtx *ctx); /* wait for queued work (no-op on CPU) */
     /* Optional: device-to-device copy of `bytes` (dropout at evaluation, pipeline buffers). */
     void (*copy)(BackendCtx *ctx, void *dst, const void *src, size_t bytes);
+    /* Optional: params[n] (the model's parameter buffer) hold this step's weights: called when
+     * the model is built and before each step's first forward pass, after whatever changed them
+     * (the optimizer, an exchange that writes parameters). A backend that computes on copies of
+     * the weights in another type or order (CUDA bf16/fp16: 16-bit copies) makes them here, once
+     * per step, instead of at every call. The first call may allocate; later ones may not. */
+    void (*weights_ready)(BackendCtx *ctx, const float *params, size_t n);
 
     /* ---- phase timer ------------------------------------------------------------------------- */
     /* record(slot) marks a point on the backend's timeline (CPU: reads the clock;
@@ -231,6 +273,25 @@ typedef struct BackendOps {
                                const float *gamma, const float *save_mean, const float *save_invstd,
                                const float *dy, float *dx, float *dgamma, float *dbeta);
 
+    /* Optional, all three or none: batch norm fused with the ReLU after it, and with a residual
+     * add before that ReLU (z not NULL), chosen when the model is built (src/model_fuse.c); the
+     * CPU backend keeps the unfused rows. Forward: y = relu(BN(x) + z) with the residual add's
+     * and the ReLU's arithmetic (a + b, v > 0 ? v : 0), statistics as batchnorm_forward_*.
+     * Backward, from y (the ReLU's output) and its gradient dy: the gradient reaching the batch
+     * norm is dy where y > 0, else 0; it is also written to dz (the add's other input's gradient,
+     * overwritten; NULL: no add) and may be written to dy (the unfused ReLU runs in place there);
+     * dx, dgamma, dbeta as batchnorm_backward. */
+    void (*bn_act_forward_train)(BackendCtx *ctx, const BnShape *s, const float *x,
+                                 const float *gamma, const float *beta, const float *z, float *y,
+                                 float *save_mean, float *save_invstd, float *running_mean,
+                                 float *running_var);
+    void (*bn_act_forward_infer)(BackendCtx *ctx, const BnShape *s, const float *x,
+                                 const float *gamma, const float *beta, const float *running_mean,
+                                 const float *running_var, const float *z, float *y);
+    void (*bn_act_backward)(BackendCtx *ctx, const BnShape *s, const float *x, const float *gamma,
+                            const float *save_mean, const float *save_invstd, const float *y,
+                            float *dy, float *dx, float *dz, float *dgamma, float *dbeta);
+
     /* ---- element-wise and joins (relu_* mandatory, the rest optional) ------------------------ */
     /* ReLU over n elements; backward uses the output y (y > 0 passes the gradient). In place is
      * allowed (y == x; dx == dy): the model runs a ReLU in its producer's buffers. */
@@ -243,9 +304,10 @@ typedef struct BackendOps {
     void (*dropout_backward)(BackendCtx *ctx, const DropoutShape *s, const uint8_t *mask,
                              const float *dy, float *dx);
 
-    /* Concatenation along the per-sample axis (channels of NCHW): input i is xs[i][batch, sizes[i]]
-     * and lands at offset sizes[0] + ... + sizes[i-1] of every sample of y[batch, sum sizes].
-     * Backward splits dy into dxs[i] (overwritten; a NULL dxs[i] is skipped). */
+    /* Concatenation of rows: input i is xs[i][batch, sizes[i]] and lands at offset
+     * sizes[0] + ... + sizes[i-1] of every row of y[batch, sum sizes] (channels of NCHW: rows are
+     * samples; of NHWC: rows are pixels, see ActFormat). Backward splits dy into dxs[i]
+     * (overwritten; a NULL dxs[i] is skipped). */
     void (*concat_forward)(BackendCtx *ctx, int batch, int ninputs, const float *const *xs,
                            const size_t *sizes, float *y);
     void (*concat_backward)(BackendCtx *ctx, int batch, int ninputs, const size_t *sizes,
@@ -259,6 +321,9 @@ typedef struct BackendOps {
      * output feeds several others) and loss scaling. */
     void (*axpy)(BackendCtx *ctx, size_t n, float alpha, const float *x, float *y);
     void (*scale)(BackendCtx *ctx, size_t n, float alpha, float *x);
+    /* Optional: y[n] += x[n] on activations in the backend's format (the gradient of an output
+     * read by several layers). NULL: axpy with alpha 1 (fp32 activations). */
+    void (*act_add)(BackendCtx *ctx, size_t n, const float *x, float *y);
 
     /* ---- recurrent (optional) ---------------------------------------------------------------- */
     /* Embedding (see EmbeddingShape). Backward: dW[vocab, dim] OVERWRITTEN with the sum of the dy
@@ -299,7 +364,10 @@ typedef struct BackendOps {
     int (*all_finite)(BackendCtx *ctx, size_t n, const float *x);
 } BackendOps;
 
-#define BACKEND_TIMER_SLOTS 16
+/* Timer slots: the driver's phase marks (src/driver_stage.h) below BACKEND_PHASE_SLOTS, the
+ * per-layer profile's (--profile-layers, src/profile.c: four per layer) above. */
+#define BACKEND_PHASE_SLOTS 16
+#define BACKEND_TIMER_SLOTS (BACKEND_PHASE_SLOTS + 1024)
 
 extern const BackendOps cpu_backend; /* kernels/cpu.c, always built */
 

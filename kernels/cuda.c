@@ -80,6 +80,7 @@ static int cuda_init(const BackendConfig *cfg, BackendCtx **out) {
     CUBLAS_CHECK(cublasSetStream(ctx->cublas, ctx->stream));
     /* the math mode of --precision (fp32: CUBLAS_DEFAULT_MATH, never TF32) */
     cuda_prec_init(ctx, cfg ? cfg->precision : PRECISION_FP32);
+    ctx->conv_algo = cfg ? cfg->conv_algo : CONV_ALGO_FIND;
     CUDNN_CHECK(cudnnCreate(&ctx->cudnn));
     CUDNN_CHECK(cudnnSetStream(ctx->cudnn, ctx->stream));
     /* The host waits on these (timer_elapsed): blocking sync, so it sleeps instead of spinning
@@ -95,6 +96,8 @@ static int cuda_init(const BackendConfig *cfg, BackendCtx **out) {
     CUDA_CHECK(cudaMalloc((void **)&ctx->row_loss, XENT_ROWS0 * sizeof(double)));
     CUDA_CHECK(cudaMalloc((void **)&ctx->row_hit, XENT_ROWS0 * sizeof(int)));
     ctx->xent_cap = XENT_ROWS0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&ctx->sms, cudaDevAttrMultiProcessorCount, ctx->device));
+    CUDA_CHECK(cudaMalloc((void **)&ctx->bn_partials, 2 * BN_PARTIALS_CAP * sizeof(double)));
     *out = ctx;
     return 0;
 }
@@ -108,6 +111,7 @@ static void cuda_finalize(BackendCtx *ctx) {
     cudnnDestroyActivationDescriptor(ctx->relu);
     if (ctx->row_loss) cudaFree(ctx->row_loss);
     if (ctx->row_hit) cudaFree(ctx->row_hit);
+    if (ctx->bn_partials) cudaFree(ctx->bn_partials);
     cuda_prec_free(ctx);
     for (int i = 0; i < BACKEND_TIMER_SLOTS; i++)
         cudaEventDestroy(ctx->marks[i]);
@@ -214,7 +218,7 @@ static double cuda_timer_elapsed(BackendCtx *ctx, int slot_a, int slot_b) {
 /* Grouped as in backend.h. */
 const BackendOps cuda_backend = {
     .name = "cuda",
-    .reads = "gpus-per-node",
+    .reads = "gpus-per-node,conv-algo",
     .device_memory = 1,
     .precision_ok = cuda_precision_ok,
     /* lifetime */
@@ -229,6 +233,7 @@ const BackendOps cuda_backend = {
     .download = cuda_download,
     .zero = cuda_zero,
     .copy = cuda_copy,
+    .weights_ready = cuda_weights_ready,
     .synchronize = cuda_synchronize,
     /* phase timer */
     .timer_record = cuda_timer_record,
@@ -254,6 +259,9 @@ const BackendOps cuda_backend = {
     .batchnorm_forward_train = cuda_batchnorm_forward_train,
     .batchnorm_forward_infer = cuda_batchnorm_forward_infer,
     .batchnorm_backward = cuda_batchnorm_backward,
+    .bn_act_forward_train = cuda_bn_act_forward_train,
+    .bn_act_forward_infer = cuda_bn_act_forward_infer,
+    .bn_act_backward = cuda_bn_act_backward,
     /* element-wise and joins (cuda_elementwise.c) */
     .relu_forward = cuda_relu_forward,
     .relu_backward = cuda_relu_backward,

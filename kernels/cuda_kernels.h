@@ -6,6 +6,7 @@
 #define DTBENCH_CUDA_KERNELS_H
 
 #include "backend.h"
+#include "cuda_plan.h" /* defines: BnGrid */
 
 #include <cuda_runtime.h>
 #include <stddef.h>
@@ -64,15 +65,39 @@ cudaError_t dtk_lrn_forward(cudaStream_t st, const LrnShape *s, const float *x, 
                             float *scale);
 cudaError_t dtk_lrn_backward(cudaStream_t st, const LrnShape *s, const float *x, const float *y,
                              const float *scale, const float *dy, float *dx);
-cudaError_t dtk_bn_forward_train(cudaStream_t st, const BnShape *s, const float *x,
-                                 const float *gamma, const float *beta, float *y, float *save_mean,
-                                 float *save_invstd, float *running_mean, float *running_var);
-cudaError_t dtk_bn_forward_infer(cudaStream_t st, const BnShape *s, const float *x,
+/* Batch norm, one block per channel and 64-bit indices: for tensors bn_grid does not take. */
+cudaError_t dtk_bn_forward_train_simple(cudaStream_t st, const BnShape *s, const float *x,
+                                        const float *gamma, const float *beta, float *y,
+                                        float *save_mean, float *save_invstd, float *running_mean,
+                                        float *running_var);
+cudaError_t dtk_bn_forward_infer_simple(cudaStream_t st, const BnShape *s, const float *x,
+                                        const float *gamma, const float *beta,
+                                        const float *running_mean, const float *running_var,
+                                        float *y);
+cudaError_t dtk_bn_backward_simple(cudaStream_t st, const BnShape *s, const float *x,
+                                   const float *gamma, const float *save_mean,
+                                   const float *save_invstd, const float *dy, float *dx,
+                                   float *dgamma, float *dbeta);
+
+/* ---- batch norm at memory speed (cuda_batchnorm_kernels.cu) -------------------------------- */
+#define BN_BLOCK_THREADS 256 /* threads per block (bn_grid plans with it) */
+/* On the grid g of bn_grid (cuda_plan.h), partials: 2 * g->splits * s->c doubles of scratch.
+ * Forward: y = relu(BN(x) + z), the add when z is not NULL, the ReLU when relu is set (the
+ * CPU's add and ReLU, fused). Backward: the gradient reaching the batch norm is dy, or where
+ * act_y (the fused ReLU's output) is not > 0, zero; with dz (not NULL; may alias dy) it is also
+ * written there (the fused add's other input's gradient). dx, dgamma, dbeta overwritten. */
+cudaError_t dtk_bn_forward_train(cudaStream_t st, const BnShape *s, const BnGrid *g,
+                                 double *partials, const float *x, const float *gamma,
+                                 const float *beta, const float *z, int relu, float *y,
+                                 float *save_mean, float *save_invstd, float *running_mean,
+                                 float *running_var);
+cudaError_t dtk_bn_forward_infer(cudaStream_t st, const BnShape *s, const BnGrid *g, const float *x,
                                  const float *gamma, const float *beta, const float *running_mean,
-                                 const float *running_var, float *y);
-cudaError_t dtk_bn_backward(cudaStream_t st, const BnShape *s, const float *x, const float *gamma,
-                            const float *save_mean, const float *save_invstd, const float *dy,
-                            float *dx, float *dgamma, float *dbeta);
+                                 const float *running_var, const float *z, int relu, float *y);
+cudaError_t dtk_bn_backward(cudaStream_t st, const BnShape *s, const BnGrid *g, double *partials,
+                            const float *x, const float *gamma, const float *save_mean,
+                            const float *save_invstd, const float *act_y, const float *dy,
+                            float *dx, float *dz, float *dgamma, float *dbeta);
 
 /* ---- embedding and LSTM cell (cuda_recurrent_kernels.cu) ----------------------------------- */
 cudaError_t dtk_embedding_forward(cudaStream_t st, const EmbeddingShape *s, const float *ids,

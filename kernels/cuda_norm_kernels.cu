@@ -1,12 +1,10 @@
-/* cuda_norm_kernels.cu - the normalisation kernels (launchers in cuda_kernels.h): batch
- * normalisation and LRN. Batch norm follows the CPU backend's definitions exactly (backend.h's
- * BnShape, kernels/cpu_norm.c): two passes for the statistics (mean, then squared deviations: no
- * cancellation), biased variance to normalise, UNBIASED variance into the running statistics,
- * PyTorch's momentum; inference from the running statistics. cuDNN's batch norm is not used: its
- * running variance and its epsilon floor (CUDNN_BN_MIN_EPSILON) are its own conventions, and these
- * kernels are simple.
- *
- * One block per channel; each thread sums its elements in double, the block adds the threads'
+/* cuda_norm_kernels.cu - the normalisation kernels (launchers in cuda_kernels.h): LRN, and the
+ * simple batch normalisation that tensors of 2^31 elements or more fall back to (the fast one:
+ * cuda_batchnorm_kernels.cu). The simple batch norm follows the CPU backend's definitions
+ * exactly (backend.h's BnShape, kernels/cpu_norm.c): two passes for the statistics (mean, then
+ * squared deviations: no cancellation), biased variance to normalise, UNBIASED variance into the
+ * running statistics, PyTorch's momentum; inference from the running statistics. One block per
+ * channel, 64-bit indices; each thread sums its elements in double, the block adds the threads'
  * sums in double in a fixed tree (deterministic, but in another order than the CPU's lanes: the
  * GPU test compares with a tolerance). LRN: the CPU backend's window and formula exactly (cuDNN's
  * LRN is not used: its window for even sizes and its scaling are its own). Per-element
@@ -123,10 +121,11 @@ __global__ void bn_backward_kernel(BnShape s, const float *__restrict__ x,
     }
 }
 
-extern "C" cudaError_t dtk_bn_forward_train(cudaStream_t st, const BnShape *s, const float *x,
-                                            const float *gamma, const float *beta, float *y,
-                                            float *save_mean, float *save_invstd,
-                                            float *running_mean, float *running_var)
+extern "C" cudaError_t dtk_bn_forward_train_simple(cudaStream_t st, const BnShape *s,
+                                                   const float *x, const float *gamma,
+                                                   const float *beta, float *y, float *save_mean,
+                                                   float *save_invstd, float *running_mean,
+                                                   float *running_var)
 {
     if (s->c <= 0 || s->batch <= 0 || s->spatial <= 0) return cudaSuccess;
     bn_train_kernel<<<s->c, BN_THREADS, 0, st>>>(*s, x, gamma, beta, y, save_mean, save_invstd,
@@ -134,10 +133,10 @@ extern "C" cudaError_t dtk_bn_forward_train(cudaStream_t st, const BnShape *s, c
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t dtk_bn_forward_infer(cudaStream_t st, const BnShape *s, const float *x,
-                                            const float *gamma, const float *beta,
-                                            const float *running_mean, const float *running_var,
-                                            float *y)
+extern "C" cudaError_t dtk_bn_forward_infer_simple(cudaStream_t st, const BnShape *s,
+                                                   const float *x, const float *gamma,
+                                                   const float *beta, const float *running_mean,
+                                                   const float *running_var, float *y)
 {
     size_t total = (size_t)s->batch * s->c * s->spatial;
     if (total == 0) return cudaSuccess;
@@ -148,10 +147,10 @@ extern "C" cudaError_t dtk_bn_forward_infer(cudaStream_t st, const BnShape *s, c
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t dtk_bn_backward(cudaStream_t st, const BnShape *s, const float *x,
-                                       const float *gamma, const float *save_mean,
-                                       const float *save_invstd, const float *dy, float *dx,
-                                       float *dgamma, float *dbeta)
+extern "C" cudaError_t dtk_bn_backward_simple(cudaStream_t st, const BnShape *s, const float *x,
+                                              const float *gamma, const float *save_mean,
+                                              const float *save_invstd, const float *dy, float *dx,
+                                              float *dgamma, float *dbeta)
 {
     if (s->c <= 0) return cudaSuccess;
     bn_backward_kernel<<<s->c, BN_THREADS, 0, st>>>(*s, x, gamma, save_mean, save_invstd, dy, dx,

@@ -53,6 +53,17 @@ void cuda_batchnorm_forward_infer(BackendCtx *ctx, const BnShape *s, const float
 void cuda_batchnorm_backward(BackendCtx *ctx, const BnShape *s, const float *x, const float *gamma,
                              const float *save_mean, const float *save_invstd, const float *dy,
                              float *dx, float *dgamma, float *dbeta);
+void cuda_bn_act_forward_train(BackendCtx *ctx, const BnShape *s, const float *x,
+                               const float *gamma, const float *beta, const float *z, float *y,
+                               float *save_mean, float *save_invstd, float *running_mean,
+                               float *running_var);
+void cuda_bn_act_forward_infer(BackendCtx *ctx, const BnShape *s, const float *x,
+                               const float *gamma, const float *beta, const float *running_mean,
+                               const float *running_var, const float *z, float *y);
+/* Falls back (tensors of 2^31 elements or more) to the unfused kernels, masking dy in place. */
+void cuda_bn_act_backward(BackendCtx *ctx, const BnShape *s, const float *x, const float *gamma,
+                          const float *save_mean, const float *save_invstd, const float *y,
+                          float *dy, float *dx, float *dz, float *dgamma, float *dbeta);
 
 /* ---- element-wise, joins, copies (cuda_elementwise.c) --------------------------------------- */
 void cuda_relu_forward(BackendCtx *ctx, size_t n, const float *x, float *y);

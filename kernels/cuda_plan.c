@@ -57,6 +57,25 @@ ColGemm rowmajor_gemm(int trans_a, int trans_b, int m, int n, int k, int lda, in
                      .ldc = ldc};
 }
 
+int bn_grid(const BnShape *s, int aligned16, int sms, int threads, int cap, BnGrid *g) {
+    const long long total = (long long)s->batch * s->c * s->spatial;
+    if (s->batch <= 0 || s->c <= 0 || s->spatial <= 0 || total >= (1LL << 31) || s->c > cap ||
+        s->c > 65535 || threads <= 0)
+        return 0;
+    g->vec = aligned16 && s->spatial % 4 == 0 ? 4 : 1;
+    g->sp = s->spatial / g->vec;
+    g->units = s->batch * g->sp;
+    const long long target = (long long)(sms > 0 ? sms : 1) * 8; /* blocks that fill the GPU */
+    long long splits = (target + s->c - 1) / s->c;
+    const long long by_work = ((long long)g->units + 4LL * threads - 1) / (4LL * threads);
+    if (splits > by_work) splits = by_work;
+    if (splits > cap / s->c) splits = cap / s->c;
+    if (splits < 1) splits = 1;
+    g->chunk = (int)((g->units + splits - 1) / splits);
+    g->splits = (g->units + g->chunk - 1) / g->chunk; /* no block left without units */
+    return 1;
+}
+
 /* cuDNN 9's legacy algorithm numbers (cudnn_ops.h), per direction. */
 static const struct {
     const char *name;

@@ -4,7 +4,8 @@
  *     dtbench's row-major tensors; the test runs each through cblas_sgemm(CblasColMajor, ...),
  *     which takes exactly cuBLAS's arguments, against the naive reference;
  *   - the choice among cuDNN's ranked convolution algorithms under a workspace limit, and the
- *     rule of what strict fp32 admits (with the error bound the GPU tests hold it to).
+ *     rule of what strict fp32 admits (with the error bound the GPU tests hold it to);
+ *   - how the batch-norm kernels split a tensor into blocks (bn_grid).
  * Plain C, no CUDA. */
 #ifndef DTBENCH_CUDA_PLAN_H
 #define DTBENCH_CUDA_PLAN_H
@@ -85,5 +86,25 @@ typedef struct {
  * conv_algo_strict_fp32; -1 when none is (the caller then takes algorithm 0 of the direction,
  * IMPLICIT_GEMM / ALGO_0, a direct sum without workspace, under CUDNN_FMA_MATH). */
 int pick_algo(ConvDir dir, const AlgoPerf *perf, int count, size_t limit, int strict);
+
+/* How the batch-norm kernels (kernels/cuda_norm_kernels.cu) cover x[n, c, spatial] (NCHW): a grid
+ * of `splits` blocks per channel (gridDim = (splits, c)), block b of channel c walking units
+ * [b*chunk, min((b+1)*chunk, units)) of that channel (cuda_elem.h's DtWalk), a unit being `vec`
+ * consecutive elements of one plane. Each block leaves two partial sums in a scratch of `cap`
+ * pairs. */
+typedef struct {
+    int vec;    /* elements per load: 4 (spatial % 4 == 0 and 16-byte aligned tensors) or 1 */
+    int sp;     /* units per plane: spatial / vec */
+    int units;  /* units per channel: n * sp */
+    int splits; /* blocks per channel, >= 1 */
+    int chunk;  /* units per block (the last may have fewer, none has none) */
+} BnGrid;
+
+/* Blocks enough to fill `sms` multiprocessors with 8 blocks of `threads` each, spread over the
+ * channels, but at least 4 units per thread and at most `cap` blocks in all. Returns 0 (and the
+ * caller runs the simple one-block-per-channel kernels) when the tensor is empty, has 2^31
+ * elements or more (the walk indexes in 32 bits), or has more channels than `cap` or than a grid's
+ * second dimension takes (65535). */
+int bn_grid(const BnShape *s, int aligned16, int sms, int threads, int cap, BnGrid *g);
 
 #endif

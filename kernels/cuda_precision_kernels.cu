@@ -4,6 +4,7 @@
 // for cuBLAS and cuDNN, results widened back, and the loss scaler's overflow check. One thread
 // per element, grid-stride loops.
 #include "cuda_precision.h"
+#include "cuda_elem.h" /* defines: dt_mix64 */
 #include "cuda_grid.h" /* defines: THREADS, blocks_for, GRID_LOOP */
 #include "half_bits.h" /* defines: gc_bf16_from_float, gc_fp16_from_float, ..._to_float */
 
@@ -47,5 +48,30 @@ extern "C" cudaError_t dtp_nonfinite(cudaStream_t s, size_t n, const float *x, i
     cudaError_t e = cudaMemsetAsync(flag, 0, sizeof(int), s);
     if (e != cudaSuccess || !n) return e;
     k_nonfinite<<<blocks_for(n), THREADS, 0, s>>>(n, x, flag);
+    return cudaGetLastError();
+}
+
+// x[i] = uniform in [-1, 1) from the hash of seed + i, as fp32 (BYTES 4) or 16-bit
+template <int BYTES, int HALF> __global__ void k_fill(size_t n, uint64_t seed, void *x)
+{
+    GRID_LOOP(i, n) {
+        const float u = (float)(dt_mix64(seed + i) >> 40) * (2.0f / 16777216.0f) - 1.0f;
+        if (BYTES == 4)
+            ((float *)x)[i] = u;
+        else
+            ((uint16_t *)x)[i] = HALF ? gc_fp16_from_float(u) : gc_bf16_from_float(u);
+    }
+}
+
+extern "C" cudaError_t dtp_fill(cudaStream_t s, int bytes, int half, size_t n, uint64_t seed,
+                                void *x)
+{
+    if (!n) return cudaSuccess;
+    if (bytes == 4)
+        k_fill<4, 0><<<blocks_for(n), THREADS, 0, s>>>(n, seed, x);
+    else if (half)
+        k_fill<2, 1><<<blocks_for(n), THREADS, 0, s>>>(n, seed, x);
+    else
+        k_fill<2, 0><<<blocks_for(n), THREADS, 0, s>>>(n, seed, x);
     return cudaGetLastError();
 }

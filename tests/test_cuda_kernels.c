@@ -90,7 +90,7 @@ static void check(const char *kernel, const char *shape, const float *got_dev, c
 /* ---- fully connected ---- */
 
 static void test_fc(int n, int in, int out) {
-    FcShape s = {n, in, out};
+    FcShape s = {.batch = n, .in = in, .out = out};
     char shape[64];
     snprintf(shape, sizeof shape, "n=%d in=%d out=%d", n, in, out);
     size_t nx = (size_t)n * in, nw = (size_t)out * in, ny = (size_t)n * out;

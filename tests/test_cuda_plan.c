@@ -48,7 +48,7 @@ static void compare(const char *what, const FcShape *s, const float *got, const 
 }
 
 static void test_fc(int n, int in, int out) {
-    FcShape s = {n, in, out};
+    FcShape s = {.batch = n, .in = in, .out = out};
     size_t nx = (size_t)n * in, nw = (size_t)out * in, ny = (size_t)n * out;
     float *x = filled(nx), *w = filled(nw), *dy = filled(ny);
     float *y = filled(ny), *dw = filled(nw), *dx = filled(nx); /* overwritten (beta = 0) */

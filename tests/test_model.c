@@ -126,7 +126,7 @@ static void reference_gradients(const Model *m, int n, float *grads) {
             ref_maxpool_forward(&s, act[i], act[i + 1], am);
             free(am);
         } else if (l->d.kind == LAYER_FC) {
-            FcShape s = {n, (int)l->in_size, l->out_c};
+            FcShape s = {.batch = n, .in = (int)l->in_size, .out = l->out_c};
             ref_fc_forward(&s, act[i], w, b, act[i + 1]);
         } else {
             ref_relu_forward((size_t)n * l->in_size, act[i], act[i + 1]);
@@ -145,7 +145,7 @@ static void reference_gradients(const Model *m, int n, float *grads) {
             PoolShape s = {n, l->in_c, l->in_h, l->in_w, l->d.k, l->d.stride, l->out_h, l->out_w};
             if (dx) ref_maxpool_backward(&s, act[i], dact[i + 1], dx);
         } else if (l->d.kind == LAYER_FC) {
-            FcShape s = {n, (int)l->in_size, l->out_c};
+            FcShape s = {.batch = n, .in = (int)l->in_size, .out = l->out_c};
             ref_fc_backward(&s, act[i], w, dact[i + 1], dx, dw, db);
         } else if (dx) {
             ref_relu_backward((size_t)n * l->in_size, act[i], dact[i + 1], dx);
