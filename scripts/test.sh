@@ -99,7 +99,7 @@ grep -q '^# TOTAL' check.out || count "make check (did not run: see check.out)" 
 # The longest tests (the last line tests/run_test.sh writes into each log): Makefile.am starts
 # the shell tests longest first.
 longest=$(sed -n 's/^run_test.sh: \(.*\) took \([0-9.]*\) s$/\2 \1/p' tests/*.log bench/*.log 2>/dev/null |
-    sort -rn | head -8 | awk '{ printf "%s%s %s s", (NR > 1 ? ", " : ""), $2, $1 }')
+    sort -rn | awk 'NR <= 8 { printf "%s%s %s s", (NR > 1 ? ", " : ""), $2, $1 }')
 [ -z "$longest" ] || echo "longest tests: $longest"
 
 echo "== pytest analysis/tests jobs/tests"
