@@ -11,9 +11,6 @@ rounds=${1:-5}
 shift || true
 if [ $# -gt 0 ]; then models=("$@"); else models=(lenet fcn5 alexnet); fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-if [ -z "${OPENBLAS_CORETYPE:-}" ] && grep -qw avx512f /proc/cpuinfo; then
-    export OPENBLAS_CORETYPE=SkylakeX
-fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 if ! src/dtbench --precision bf16 --dry-run >/dev/null 2>"$out/err"; then

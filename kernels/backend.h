@@ -140,10 +140,11 @@ typedef struct BackendOps {
     void (*finalize)(BackendCtx *ctx);
     /* A line describing the library versions, for the HDF5 metadata. */
     void (*describe)(BackendCtx *ctx, char *buf, size_t len);
-    /* Optional (NULL: the backend makes no per-layer choices, e.g. CPU): the kernels it chose for
-     * the model's layers, one line each (CUDA: each convolution shape's cuDNN algorithms and math
-     * modes), for the result file (/ranks/kernel_choices). Writes at most len bytes of it into
-     * buf (NULL with len 0: nothing) and returns the full text's length, as snprintf. */
+    /* Optional (NULL: nothing to say): the kernels this rank runs and why, one line each (CPU:
+     * the BLAS library, its core and how it was chosen; CUDA: each convolution shape's cuDNN
+     * algorithms and math modes), for the result file (/ranks/kernel_choices). Writes at most len
+     * bytes of it into buf (NULL with len 0: nothing) and returns the full text's length, as
+     * snprintf. */
     size_t (*describe_kernels)(BackendCtx *ctx, char *buf, size_t len);
 
     /* Memory. alloc() returns zeroed memory of at least `bytes`, aligned to 64 bytes. */

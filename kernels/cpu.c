@@ -13,14 +13,13 @@
 
 #include "backend.h"
 #include "cpu_bf16.h"    /* defines: the bf16 GEMM engines (--precision bf16) */
+#include "cpu_blas.h"    /* defines: cpu_blas, OpenBLAS loaded with the core that fits the CPU */
 #include "cpu_kernels.h" /* defines: the kernels entered into the table below */
 
-#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 struct BackendCtx {
@@ -33,20 +32,17 @@ struct BackendCtx {
 /* ---- lifetime ------------------------------------------------------------------------------ */
 
 /* OpenBLAS older than the CPU (e.g. 0.3.21 on Sapphire/Emerald Rapids) falls back to its generic
- * SSE3 "Prescott" kernels, several times slower. Say so, and what to set: a benchmark must not
- * quietly measure the wrong kernels. */
+ * SSE kernels, several times slower; cpu_blas.c reloads it with the core that fits. Where that
+ * could not be done (OPENBLAS_CORETYPE exported with a generic core, or a program linked against
+ * OpenBLAS at load time), say so and what to set: a benchmark must not quietly measure the wrong
+ * kernels. */
 static void warn_generic_kernels(void) {
-    const char *core = openblas_get_corename();
-    if (!core || strcasecmp(core, "prescott") != 0) return;
-    const char *better = __builtin_cpu_supports("avx512f") ? "SkylakeX"
-                         : __builtin_cpu_supports("avx2")  ? "Haswell"
-                                                           : NULL;
-    if (better)
+    const CpuBlas *b = cpu_blas();
+    if (b->better)
         fprintf(stderr,
-                "dtbench: warning: OpenBLAS does not know this CPU and uses its generic Prescott "
-                "(SSE3) kernels; for a fair measurement export OPENBLAS_CORETYPE=%s to every "
-                "rank\n",
-                better);
+                "dtbench: warning: OpenBLAS runs its generic %s kernels: %s. For a fair "
+                "measurement export OPENBLAS_CORETYPE=%s to every rank\n",
+                b->core, b->why, b->better);
 }
 
 /* fp32 always; bf16 where a bf16 GEMM engine exists (cpu_bf16.h; both use --threads threads);
@@ -85,12 +81,21 @@ static int cpu_init(const BackendConfig *cfg, BackendCtx **out) {
         return -1;
     }
     if (cfg && cfg->threads > 0) {
-        openblas_set_num_threads(cfg->threads);
+        cpu_blas()->set_num_threads(cfg->threads);
         ctx->threads = cfg->threads;
     }
     if (cfg && cfg->verbose) warn_generic_kernels();
     *out = ctx;
     return 0;
+}
+
+/* /ranks/kernel_choices: which BLAS and kernels ran, and why (cpu_blas.h), and the bf16 engine. */
+static size_t cpu_describe_kernels(BackendCtx *ctx, char *buf, size_t len) {
+    const CpuBlas *b = cpu_blas();
+    const char *engine = ctx && ctx->bf16 ? cpu_bf16_engine(NULL, 0) : NULL;
+    int n = snprintf(buf, len, "blas: OpenBLAS %s\nblas core: %s: %s\ngemm: %s%s", b->path, b->core,
+                     b->why, engine ? "bf16 engine " : "cblas_sgemm (fp32)", engine ? engine : "");
+    return n < 0 ? 0 : (size_t)n;
 }
 
 static void cpu_finalize(BackendCtx *ctx) {
@@ -101,10 +106,10 @@ static void cpu_finalize(BackendCtx *ctx) {
 static void cpu_describe(BackendCtx *ctx, char *buf, size_t len) {
     if (!buf || len == 0) return;
     const char *engine = ctx && ctx->bf16 ? cpu_bf16_engine(NULL, 0) : NULL;
-    snprintf(buf, len, "%s; core %s; threads %d; precision %s%s%s%s", openblas_get_config(),
-             openblas_get_corename(), openblas_get_num_threads(), engine ? "bf16" : "fp32",
-             engine ? " (GEMM engine " : "", engine ? engine : "",
-             engine ? ", fp32 accumulation)" : "");
+    const CpuBlas *b = cpu_blas();
+    snprintf(buf, len, "%s; core %s; threads %d; precision %s%s%s%s", b->config, b->core,
+             b->get_num_threads(), engine ? "bf16" : "fp32", engine ? " (GEMM engine " : "",
+             engine ? engine : "", engine ? ", fp32 accumulation)" : "");
 }
 
 /* ---- the matrix products of every layer ------------------------------------------------------ */
@@ -118,8 +123,9 @@ void cpu_gemm(BackendCtx *ctx, int ta, int tb, int m, int n, int k, float alpha,
     if (cpu_ctx_bf16(ctx))
         cpu_bf16_gemm(ctx->bf16, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     else
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        cpu_blas()->sgemm(CPU_BLAS_ROW_MAJOR, ta ? CPU_BLAS_TRANS : CPU_BLAS_NO_TRANS,
+                          tb ? CPU_BLAS_TRANS : CPU_BLAS_NO_TRANS, m, n, k, alpha, a, lda, b, ldb,
+                          beta, c, ldc);
 }
 
 /* ---- memory -------------------------------------------------------------------------------- */
@@ -180,6 +186,7 @@ const BackendOps cpu_backend = {
     .init = cpu_init,
     .finalize = cpu_finalize,
     .describe = cpu_describe,
+    .describe_kernels = cpu_describe_kernels,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .upload = cpu_upload,

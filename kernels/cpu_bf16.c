@@ -18,7 +18,8 @@
  */
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 #include "cpu_bf16.h"
-#include "fail.h" /* defines: check_fail */
+#include "cpu_blas.h" /* defines: cpu_blas()->sbgemm */
+#include "fail.h"     /* defines: check_fail */
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -53,7 +54,7 @@ struct CpuBf16 {
 };
 
 static SbgemmFn sbgemm_symbol(void) {
-    return (SbgemmFn)(uintptr_t)dlsym(RTLD_DEFAULT, "cblas_sbgemm");
+    return cpu_blas()->sbgemm;
 }
 
 /* Our engine is x86-64 only (AVX512-BF16); elsewhere (aarch64...) bf16 needs cblas_sbgemm. The
@@ -362,7 +363,8 @@ static void gemm_sbgemm(CpuBf16 *g, SbgemmFn sb, int ta, int tb, int m, int n, i
             const int kb = k - k0 < KC ? k - k0 : KC;
             for (int kk = 0; kk < kb; kk++) /* bpack[kb, nb], row-major */
                 for (int j = 0; j < nb; j++)
-                    g->bpack[(size_t)kk * nb + j] = gc_bf16_from_float(at(b, ldb, tb, k0 + kk, j0 + j));
+                    g->bpack[(size_t)kk * nb + j] =
+                        gc_bf16_from_float(at(b, ldb, tb, k0 + kk, j0 + j));
             for (int i0 = 0; i0 < m; i0 += MC) {
                 const int mb = m - i0 < MC ? m - i0 : MC;
                 for (int i = 0; i < mb; i++) /* apack[mb, kb] */
