@@ -10,7 +10,6 @@
  * kernel tests are) keeps its generic core: `better` says what would fit, for the warning. Costs a
  * second initialisation (about 10-20 ms) only on the machines that need it. */
 #define _GNU_SOURCE /* RTLD_DEFAULT, RTLD_NOLOAD */
-#include <config.h>
 #include "cpu_blas.h"
 #include "cpu_cpuid.h" /* defines: CpuFeatures, cpu_openblas_core_fix */
 #include "fail.h"      /* defines: check_fail */
@@ -29,7 +28,7 @@ static void *handle;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 /* The soname first (the loader's search path, as a link against -lopenblas would resolve it),
- * then the library directory configure found. */
+ * then the library directory configure found (pkg-config's libdir, passed by Makefile.am). */
 static void *open_library(int flags, char *tried, size_t len) {
     const char *names[] = {SONAME,
 #ifdef DTBENCH_OPENBLAS_LIBDIR
