@@ -32,14 +32,10 @@ void cpu_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, cons
 /* cpu_pool.c */
 void cpu_maxpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y,
                          int32_t *argmax);
-void cpu_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const float *x, const float *y,
-                          const int32_t *argmax, const float *dy, float *dx);
-void cpu_maxpool_pad_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y,
-                             int32_t *argmax);
-void cpu_maxpool_pad_backward(BackendCtx *ctx, const PadPoolShape *s, const int32_t *argmax,
-                              const float *dy, float *dx);
-void cpu_avgpool_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y);
-void cpu_avgpool_backward(BackendCtx *ctx, const PadPoolShape *s, const float *dy, float *dx);
+void cpu_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const int32_t *argmax,
+                          const float *dy, float *dx);
+void cpu_avgpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y);
+void cpu_avgpool_backward(BackendCtx *ctx, const PoolShape *s, const float *dy, float *dx);
 void cpu_global_avgpool_forward(BackendCtx *ctx, size_t planes, size_t plane, const float *x,
                                 float *y);
 void cpu_global_avgpool_backward(BackendCtx *ctx, size_t planes, size_t plane, const float *dy,

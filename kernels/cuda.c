@@ -465,16 +465,12 @@ size_t cuda_conv_algorithms(BackendCtx *ctx, char *buf, size_t len) {
  * overwrites (wrong gradients); ours does not read y, so the model's in-place ReLU is safe. */
 static void cuda_maxpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y,
                                  int32_t *argmax) {
-    PadPoolShape p = {s->batch, s->c, s->h_in, s->w_in, s->k, s->stride, 0, s->h_out, s->w_out};
-    CUDA_CHECK(dtz_maxpool_forward(ctx->stream, &p, x, y, argmax));
+    CUDA_CHECK(dtz_maxpool_forward(ctx->stream, s, x, y, argmax));
 }
 
-static void cuda_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const float *x,
-                                  const float *y, const int32_t *argmax, const float *dy,
-                                  float *dx) {
-    (void)x, (void)y;
-    PadPoolShape p = {s->batch, s->c, s->h_in, s->w_in, s->k, s->stride, 0, s->h_out, s->w_out};
-    CUDA_CHECK(dtz_maxpool_backward(ctx->stream, &p, argmax, dy, dx));
+static void cuda_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const int32_t *argmax,
+                                  const float *dy, float *dx) {
+    CUDA_CHECK(dtz_maxpool_backward(ctx->stream, s, argmax, dy, dx));
 }
 
 /* ---- ReLU (cuDNN) -------------------------------------------------------------------------- */
@@ -572,8 +568,6 @@ const BackendOps cuda_backend = {
     .axpy = cuda_zoo_axpy,
     .scale = cuda_zoo_scale,
     .copy = cuda_zoo_copy,
-    .maxpool_pad_forward = cuda_zoo_maxpool_pad_forward,
-    .maxpool_pad_backward = cuda_zoo_maxpool_pad_backward,
     .avgpool_forward = cuda_zoo_avgpool_forward,
     .avgpool_backward = cuda_zoo_avgpool_backward,
     .global_avgpool_forward = cuda_zoo_global_avgpool_forward,

@@ -21,21 +21,11 @@ void cuda_zoo_copy(BackendCtx *ctx, void *dst, const void *src, size_t bytes) {
         CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ctx->stream));
 }
 
-void cuda_zoo_maxpool_pad_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y,
-                                  int32_t *argmax) {
-    CUDA_CHECK(dtz_maxpool_forward(ctx->stream, s, x, y, argmax));
-}
-
-void cuda_zoo_maxpool_pad_backward(BackendCtx *ctx, const PadPoolShape *s, const int32_t *argmax,
-                                   const float *dy, float *dx) {
-    CUDA_CHECK(dtz_maxpool_backward(ctx->stream, s, argmax, dy, dx));
-}
-
-void cuda_zoo_avgpool_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y) {
+void cuda_zoo_avgpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y) {
     CUDA_CHECK(dtz_avgpool_forward(ctx->stream, s, x, y));
 }
 
-void cuda_zoo_avgpool_backward(BackendCtx *ctx, const PadPoolShape *s, const float *dy, float *dx) {
+void cuda_zoo_avgpool_backward(BackendCtx *ctx, const PoolShape *s, const float *dy, float *dx) {
     CUDA_CHECK(dtz_avgpool_backward(ctx->stream, s, dy, dx));
 }
 

@@ -20,13 +20,12 @@ cudaError_t dtz_axpy(cudaStream_t st, size_t n, float alpha, const float *x, flo
  * maximum in row-major window order, -1 (and y = 0) for a window wholly in the padding. The
  * backward reads only argmax and dy, never the forward output: a ReLU run in place on y is
  * harmless. dx overwritten. */
-cudaError_t dtz_maxpool_forward(cudaStream_t st, const PadPoolShape *s, const float *x, float *y,
+cudaError_t dtz_maxpool_forward(cudaStream_t st, const PoolShape *s, const float *x, float *y,
                                 int32_t *argmax);
-cudaError_t dtz_maxpool_backward(cudaStream_t st, const PadPoolShape *s, const int32_t *argmax,
+cudaError_t dtz_maxpool_backward(cudaStream_t st, const PoolShape *s, const int32_t *argmax,
                                  const float *dy, float *dx);
-cudaError_t dtz_avgpool_forward(cudaStream_t st, const PadPoolShape *s, const float *x, float *y);
-cudaError_t dtz_avgpool_backward(cudaStream_t st, const PadPoolShape *s, const float *dy,
-                                 float *dx);
+cudaError_t dtz_avgpool_forward(cudaStream_t st, const PoolShape *s, const float *x, float *y);
+cudaError_t dtz_avgpool_backward(cudaStream_t st, const PoolShape *s, const float *dy, float *dx);
 cudaError_t dtz_global_avgpool_forward(cudaStream_t st, size_t planes, size_t plane, const float *x,
                                        float *y);
 cudaError_t dtz_global_avgpool_backward(cudaStream_t st, size_t planes, size_t plane,
@@ -68,12 +67,8 @@ cudaError_t dtl_cell_backward(cudaStream_t st, const LstmShape *s, int t, const 
 void cuda_zoo_axpy(BackendCtx *ctx, size_t n, float alpha, const float *x, float *y);
 void cuda_zoo_scale(BackendCtx *ctx, size_t n, float alpha, float *x);
 void cuda_zoo_copy(BackendCtx *ctx, void *dst, const void *src, size_t bytes);
-void cuda_zoo_maxpool_pad_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y,
-                                  int32_t *argmax);
-void cuda_zoo_maxpool_pad_backward(BackendCtx *ctx, const PadPoolShape *s, const int32_t *argmax,
-                                   const float *dy, float *dx);
-void cuda_zoo_avgpool_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y);
-void cuda_zoo_avgpool_backward(BackendCtx *ctx, const PadPoolShape *s, const float *dy, float *dx);
+void cuda_zoo_avgpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y);
+void cuda_zoo_avgpool_backward(BackendCtx *ctx, const PoolShape *s, const float *dy, float *dx);
 void cuda_zoo_global_avgpool_forward(BackendCtx *ctx, size_t planes, size_t plane, const float *x,
                                      float *y);
 void cuda_zoo_global_avgpool_backward(BackendCtx *ctx, size_t planes, size_t plane, const float *dy,

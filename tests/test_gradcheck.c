@@ -195,66 +195,6 @@ static void check_conv(int n, int c_in, int h_in, int w_in, int c_out, int k, in
     B->free(ctx, l.work), B->free(ctx, dx), B->free(ctx, dw), B->free(ctx, db);
 }
 
-/* ---- max pooling ---- */
-
-typedef struct {
-    PoolShape s;
-    float *x, *y, *r;
-    int32_t *argmax, *argmax_mark;
-} PoolLayer;
-
-static size_t pool_out(const PoolShape *s) {
-    return (size_t)s->batch * s->c * s->h_out * s->w_out;
-}
-
-static double pool_loss(Probe *pr) {
-    PoolLayer *l = pr->layer;
-    B->maxpool_forward(ctx, &l->s, l->x, l->y, l->argmax);
-    return dot(l->y, l->r, pool_out(&l->s));
-}
-
-static void pool_mark(Probe *pr) {
-    PoolLayer *l = pr->layer;
-    memcpy(l->argmax_mark, l->argmax, pool_out(&l->s) * sizeof(int32_t));
-}
-
-static int pool_same(Probe *pr) {
-    PoolLayer *l = pr->layer;
-    return memcmp(l->argmax_mark, l->argmax, pool_out(&l->s) * sizeof(int32_t)) == 0;
-}
-
-static void check_maxpool(int n, int c, int h_in, int w_in, int k, int stride) {
-    PoolLayer l = {.s = {.batch = n, .c = c, .h_in = h_in, .w_in = w_in, .k = k, .stride = stride}};
-    l.s.h_out = (h_in - k) / stride + 1;
-    l.s.w_out = (w_in - k) / stride + 1;
-    char name[128];
-    snprintf(name, sizeof name, "maxpool n=%d c=%d %dx%d k=%d stride=%d", n, c, h_in, w_in, k,
-             stride);
-    size_t nx = (size_t)n * c * h_in * w_in, ny = pool_out(&l.s);
-    l.x = falloc(nx), l.y = falloc(ny), l.r = falloc(ny);
-    l.argmax = B->alloc(ctx, ny * sizeof(int32_t));
-    l.argmax_mark = B->alloc(ctx, ny * sizeof(int32_t));
-    float *dx = falloc(nx);
-
-    /* distinct values 0.05 apart (a shuffled ramp): no ties, no argmax change for eps = 1e-2 */
-    for (size_t i = 0; i < nx; i++)
-        l.x[i] = 0.05f * (float)i - 0.025f * (float)nx;
-    for (size_t i = nx - 1; i > 0; i--) {
-        size_t j = (size_t)(xorshift64() % (i + 1));
-        float t = l.x[i];
-        l.x[i] = l.x[j], l.x[j] = t;
-    }
-    fill_uniform(l.r, ny, -1, 1);
-
-    B->maxpool_forward(ctx, &l.s, l.x, l.y, l.argmax);
-    B->maxpool_backward(ctx, &l.s, l.x, l.y, l.argmax, l.r, dx);
-    Probe pr = {.loss = pool_loss, .same_branch = pool_same, .mark = pool_mark, .layer = &l};
-    fd_check(name, "dx", &pr, l.x, dx, nx, 1e-2f, 1e-2);
-
-    B->free(ctx, l.x), B->free(ctx, l.y), B->free(ctx, l.r), B->free(ctx, l.argmax);
-    B->free(ctx, l.argmax_mark), B->free(ctx, dx);
-}
-
 /* ---- ReLU ---- */
 
 typedef struct {
@@ -363,40 +303,40 @@ static void fill_ramp(float *x, size_t n, float gap) {
 }
 
 typedef struct {
-    PadPoolShape s;
+    PoolShape s;
     float *x;
     int avg;
-} PadPoolState;
+} PoolState;
 
-static void pad_pool_fwd(ZooLayer *l) {
-    PadPoolState *st = l->state;
+static void pool_fwd(ZooLayer *l) {
+    PoolState *st = l->state;
     if (st->avg)
         B->avgpool_forward(ctx, &st->s, st->x, l->y);
     else
-        B->maxpool_pad_forward(ctx, &st->s, st->x, l->y, l->argmax);
+        B->maxpool_forward(ctx, &st->s, st->x, l->y, l->argmax);
 }
 
-static void check_pad_pool(int n, int c, int h, int w, int k, int stride, int pad, int avg) {
-    PadPoolState st = {{n, c, h, w, k, stride, pad, (h + 2 * pad - k) / stride + 1,
-                        (w + 2 * pad - k) / stride + 1},
-                       NULL,
-                       avg};
+static void check_pool(int n, int c, int h, int w, int k, int stride, int pad, int avg) {
+    PoolState st = {{n, c, h, w, k, stride, pad, (h + 2 * pad - k) / stride + 1,
+                     (w + 2 * pad - k) / stride + 1},
+                    NULL,
+                    avg};
     char name[128];
     snprintf(name, sizeof name, "%s n=%d c=%d %dx%d k=%d stride=%d pad=%d",
-             avg ? "avgpool" : "maxpool_pad", n, c, h, w, k, stride, pad);
+             avg ? "avgpool" : "maxpool", n, c, h, w, k, stride, pad);
     size_t nx = (size_t)n * c * h * w, ny = (size_t)n * c * st.s.h_out * st.s.w_out;
     st.x = falloc(nx);
     float *dx = falloc(nx);
-    ZooLayer l = {pad_pool_fwd, falloc(ny), falloc(ny), ny, &st, NULL, NULL, ny};
+    ZooLayer l = {pool_fwd, falloc(ny), falloc(ny), ny, &st, NULL, NULL, ny};
     l.argmax = B->alloc(ctx, ny * sizeof(int32_t));
     l.argmax_mark = B->alloc(ctx, ny * sizeof(int32_t));
     fill_ramp(st.x, nx, 0.05f);
     fill_uniform(l.r, ny, -1, 1);
-    pad_pool_fwd(&l);
+    pool_fwd(&l);
     if (avg)
         B->avgpool_backward(ctx, &st.s, l.r, dx);
     else
-        B->maxpool_pad_backward(ctx, &st.s, l.argmax, l.r, dx);
+        B->maxpool_backward(ctx, &st.s, l.argmax, l.r, dx);
     Probe pr = {.loss = zoo_loss, .layer = &l};
     if (!avg) pr.same_branch = zoo_same, pr.mark = zoo_mark;
     fd_check(name, "dx", &pr, st.x, dx, nx, 1e-2f, 1e-2);
@@ -657,14 +597,14 @@ int main(void) {
     check_fc(1, 33, 17);
 
     /*         n  c_in h_in w_in c_out k stride pad */
-    check_conv(2, 3, 7, 6, 4, 3, 2, 1); /* stride 2, pad 1, odd sizes */
-    check_conv(2, 2, 8, 8, 3, 5, 1, 0); /* LeNet-like */
-    check_conv(1, 2, 9, 7, 3, 4, 3, 2); /* stride 3, pad 2 */
-    check_conv(2, 4, 5, 5, 3, 1, 1, 0); /* pointwise */
+    check_conv(2, 3, 7, 6, 4, 3, 2, 1);     /* stride 2, pad 1, odd sizes */
+    check_conv(2, 2, 8, 8, 3, 5, 1, 0);     /* LeNet-like */
+    check_conv(1, 2, 9, 7, 3, 4, 3, 2);     /* stride 3, pad 2 */
+    check_conv(2, 4, 5, 5, 3, 1, 1, 0);     /* pointwise */
     check_conv(1, 16, 20, 21, 16, 3, 1, 1); /* Winograd F(2x2, 3x3) forward and input gradient */
 
-    check_maxpool(2, 3, 8, 8, 2, 2);
-    check_maxpool(1, 2, 9, 7, 3, 2); /* overlapping windows, odd sizes */
+    check_pool(2, 3, 8, 8, 2, 2, 0, 0);
+    check_pool(1, 2, 9, 7, 3, 2, 0, 0); /* overlapping windows, odd sizes */
 
     check_relu(1000);
 
@@ -673,10 +613,10 @@ int main(void) {
     check_xent(16, 100);
 
     /*             n  c  h  w  k stride pad avg */
-    check_pad_pool(2, 3, 8, 8, 3, 2, 1, 0); /* ResNet stem pool */
-    check_pad_pool(1, 2, 7, 7, 3, 1, 1, 0); /* inception pool branch */
-    check_pad_pool(2, 3, 8, 8, 3, 2, 1, 1); /* average, padded */
-    check_pad_pool(1, 2, 9, 7, 2, 2, 0, 1);
+    check_pool(2, 3, 8, 8, 3, 2, 1, 0); /* ResNet stem pool */
+    check_pool(1, 2, 7, 7, 3, 1, 1, 0); /* inception pool branch */
+    check_pool(2, 3, 8, 8, 3, 2, 1, 1); /* average, padded */
+    check_pool(1, 2, 9, 7, 2, 2, 0, 1);
     check_global_avgpool(6, 49);
     check_lrn(2, 7, 3, 4, 5, 1e-4f, 0.75f, 2.0f); /* AlexNet's constants */
     check_lrn(1, 6, 3, 3, 5, 0.5f, 0.75f, 1.0f);  /* strong normalisation */

@@ -245,45 +245,6 @@ static void test_conv(int n, int c_in, int h_in, int w_in, int c_out, int k, int
     free(ry), free(rdx), free(rdw), free(rdb);
 }
 
-/* ---- max pooling ---- */
-
-/* levels > 0: inputs drawn from `levels` integer values, so windows have ties */
-static void test_maxpool(int n, int c, int h_in, int w_in, int k, int stride, int levels) {
-    PoolShape s = {.batch = n, .c = c, .h_in = h_in, .w_in = w_in, .k = k, .stride = stride};
-    s.h_out = (h_in - k) / stride + 1;
-    s.w_out = (w_in - k) / stride + 1;
-    char shape[128];
-    snprintf(shape, sizeof shape, "n=%d c=%d %dx%d k=%d stride=%d%s", n, c, h_in, w_in, k, stride,
-             levels ? " (ties)" : "");
-    size_t nx = (size_t)n * c * h_in * w_in, ny = (size_t)n * c * s.h_out * s.w_out;
-
-    float *x = falloc(nx), *y = falloc(ny), *dy = falloc(ny), *dx = falloc(nx);
-    int32_t *am = B->alloc(ctx, ny * sizeof(int32_t));
-    float *ry = halloc(ny), *rdx = halloc(nx);
-    int32_t *ram = malloc(ny * sizeof(int32_t));
-    fill_uniform(x, nx, -1, 1);
-    if (levels)
-        for (size_t i = 0; i < nx; i++)
-            x[i] = (float)(int)(uniform(0, (float)levels));
-    fill_uniform(dy, ny, -1, 1);
-
-    fill_nan(y, ny);
-    for (size_t i = 0; i < ny; i++)
-        am[i] = -1;
-    B->maxpool_forward(ctx, &s, x, y, am);
-    ref_maxpool_forward(&s, x, ry, ram);
-    check("maxpool_forward", shape, y, ry, ny, 0.0, 1.0);
-    check_exact_i32("maxpool_forward argmax", shape, am, ram, ny);
-
-    fill_nan(dx, nx);
-    B->maxpool_backward(ctx, &s, x, y, am, dy, dx);
-    ref_maxpool_backward(&s, x, dy, rdx);
-    check("maxpool_backward", shape, dx, rdx, nx, 1e-6, 1.0);
-
-    B->free(ctx, x), B->free(ctx, y), B->free(ctx, dy), B->free(ctx, dx), B->free(ctx, am);
-    free(ry), free(rdx), free(ram);
-}
-
 /* ---- ReLU ---- */
 
 static void test_relu(size_t n) {
@@ -465,9 +426,11 @@ static void test_expf(void) {
     check_true("dt_tanhf / dt_sigmoidf accuracy", worst_t <= 3e-7);
 }
 
-static void test_pad_pool(int n, int c, int h_in, int w_in, int k, int stride, int pad,
-                          int levels) {
-    PadPoolShape s = {n, c, h_in, w_in, k, stride, pad, 0, 0};
+/* Max and average pooling against the naive references, padding 0 or not. Inputs all negative
+ * where there is padding (a padding zero must never win); levels > 0: inputs drawn from `levels`
+ * integer values, so windows have ties (the first maximum wins). */
+static void test_pool(int n, int c, int h_in, int w_in, int k, int stride, int pad, int levels) {
+    PoolShape s = {n, c, h_in, w_in, k, stride, pad, 0, 0};
     s.h_out = (h_in + 2 * pad - k) / stride + 1;
     s.w_out = (w_in + 2 * pad - k) / stride + 1;
     char shape[128];
@@ -477,21 +440,23 @@ static void test_pad_pool(int n, int c, int h_in, int w_in, int k, int stride, i
     float *x = falloc(nx), *y = falloc(ny), *dy = falloc(ny), *dx = falloc(nx);
     int32_t *am = B->alloc(ctx, ny * sizeof(int32_t)), *ram = malloc(ny * sizeof(int32_t));
     float *ry = halloc(ny), *rdx = halloc(nx);
-    fill_uniform(x, nx, -2, -1); /* all negative: a padding zero must never win */
+    fill_uniform(x, nx, pad ? -2 : -1, pad ? -1 : 1);
     if (levels)
         for (size_t i = 0; i < nx; i++)
-            x[i] = (float)(int)(uniform(0, (float)levels)) - levels;
+            x[i] = (float)(int)(uniform(0, (float)levels)) - (pad ? levels : 0);
     fill_uniform(dy, ny, -1, 1);
 
     fill_nan(y, ny);
-    B->maxpool_pad_forward(ctx, &s, x, y, am);
-    ref_maxpool_pad_forward(&s, x, ry, ram);
-    check("maxpool_pad_forward", shape, y, ry, ny, 0.0, 1.0);
-    check_exact_i32("maxpool_pad_forward argmax", shape, am, ram, ny);
+    for (size_t i = 0; i < ny; i++)
+        am[i] = -2;
+    B->maxpool_forward(ctx, &s, x, y, am);
+    ref_maxpool_forward(&s, x, ry, ram);
+    check("maxpool_forward", shape, y, ry, ny, 0.0, 1.0);
+    check_exact_i32("maxpool_forward argmax", shape, am, ram, ny);
     fill_nan(dx, nx);
-    B->maxpool_pad_backward(ctx, &s, am, dy, dx);
-    ref_maxpool_pad_backward(&s, x, dy, rdx);
-    check("maxpool_pad_backward", shape, dx, rdx, nx, 1e-6, 1.0);
+    B->maxpool_backward(ctx, &s, am, dy, dx);
+    ref_maxpool_backward(&s, x, dy, rdx);
+    check("maxpool_backward", shape, dx, rdx, nx, 1e-6, 1.0);
 
     fill_nan(y, ny);
     B->avgpool_forward(ctx, &s, x, y);
@@ -783,14 +748,14 @@ int main(void) {
     test_conv(1, 256, 20, 21, 256, 3, 1, 1); /* the weight gradient by Winograd too */
 
     /*           n  c  h_in w_in k stride ties */
-    test_maxpool(3, 20, 24, 24, 2, 2, 0); /* LeNet pool1 */
-    test_maxpool(2, 50, 8, 8, 2, 2, 0);   /* LeNet pool2 */
-    test_maxpool(1, 3, 7, 9, 2, 2, 0);    /* odd sizes: last row/column dropped */
-    test_maxpool(2, 2, 7, 7, 3, 2, 0);    /* overlapping windows */
-    test_maxpool(1, 2, 5, 6, 3, 1, 0);    /* stride 1 */
-    test_maxpool(2, 3, 9, 9, 3, 3, 0);
-    test_maxpool(2, 4, 8, 8, 2, 2, 3); /* ties: first maximum wins */
-    test_maxpool(2, 4, 9, 9, 3, 2, 3); /* ties, overlapping */
+    test_pool(3, 20, 24, 24, 2, 2, 0, 0); /* LeNet pool1 */
+    test_pool(2, 50, 8, 8, 2, 2, 0, 0);   /* LeNet pool2 */
+    test_pool(1, 3, 7, 9, 2, 2, 0, 0);    /* odd sizes: last row/column dropped */
+    test_pool(2, 2, 7, 7, 3, 2, 0, 0);    /* overlapping windows */
+    test_pool(1, 2, 5, 6, 3, 1, 0, 0);    /* stride 1 */
+    test_pool(2, 3, 9, 9, 3, 3, 0, 0);
+    test_pool(2, 4, 8, 8, 2, 2, 0, 3); /* ties: first maximum wins */
+    test_pool(2, 4, 9, 9, 3, 2, 0, 3); /* ties, overlapping */
 
     test_relu(1);
     test_relu(17);
@@ -810,11 +775,10 @@ int main(void) {
     test_axpy_scale(1003);
     test_expf();
     /*            n  c  h   w  k stride pad ties */
-    test_pad_pool(2, 3, 12, 12, 3, 2, 1, 0); /* ResNet / GoogLeNet stem pool */
-    test_pad_pool(2, 4, 7, 7, 3, 1, 1, 0);   /* inception pool branch: same size */
-    test_pad_pool(1, 2, 9, 8, 3, 2, 1, 3);   /* odd sizes, ties */
-    test_pad_pool(2, 2, 8, 8, 2, 2, 0, 0);   /* no padding */
-    test_pad_pool(1, 3, 6, 6, 5, 3, 2, 0);   /* large window */
+    test_pool(2, 3, 12, 12, 3, 2, 1, 0); /* ResNet / GoogLeNet stem pool */
+    test_pool(2, 4, 7, 7, 3, 1, 1, 0);   /* inception pool branch: same size */
+    test_pool(1, 2, 9, 8, 3, 2, 1, 3);   /* odd sizes, ties */
+    test_pool(1, 3, 6, 6, 5, 3, 2, 0);   /* large window */
     test_global_avgpool(2 * 16, 49);
     test_global_avgpool(3, 1);
     /*       n  c  h  w  size alpha  beta  bias |x| */
