@@ -275,6 +275,12 @@ typedef struct BackendOps {
                           const float *y, const void *reserve, const float *dy, float *dx,
                           float *dw, float *db, void *work);
 
+    /* Optional (NULL: the backend keeps nothing derived from the parameters): the parameters
+     * changed. The driver calls it once per step, after the exchange and the update, whoever
+     * wrote them; a backend that keeps copies derived from them (the CPU's bf16 weights, rounded
+     * and laid out for the matrix units) remakes them before their next use. */
+    void (*params_changed)(BackendCtx *ctx);
+
     /* ---- appended for --precision fp16 (issue 14). ---- */
     /* 1 if none of x[n] is inf or NaN (the loss scaler's overflow check; waits for the result).
      * NULL: the backend cannot run fp16's loss scaling. */

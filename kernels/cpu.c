@@ -25,7 +25,7 @@
 struct BackendCtx {
     int threads;                       /* OpenBLAS threads set at init (0: OpenBLAS's default) */
     Precision precision;               /* FP32 or BF16 (cpu_precision_ok) */
-    CpuBf16 *bf16;                     /* BF16: the packing scratch of cpu_bf16_gemm */
+    CpuBf16 *bf16;                     /* BF16: the engine of cpu_bf16_gemm (cpu_bf16.h) */
     double marks[BACKEND_TIMER_SLOTS]; /* timer_record(): CLOCK_MONOTONIC seconds per slot */
 };
 
@@ -92,10 +92,16 @@ static int cpu_init(const BackendConfig *cfg, BackendCtx **out) {
 /* /ranks/kernel_choices: which BLAS and kernels ran, and why (cpu_blas.h), and the bf16 engine. */
 static size_t cpu_describe_kernels(BackendCtx *ctx, char *buf, size_t len) {
     const CpuBlas *b = cpu_blas();
-    const char *engine = ctx && ctx->bf16 ? cpu_bf16_engine(NULL, 0) : NULL;
+    char bf16[200] = "";
+    if (ctx && ctx->bf16) cpu_bf16_describe(ctx->bf16, bf16, sizeof bf16);
     int n = snprintf(buf, len, "blas: OpenBLAS %s\nblas core: %s: %s\ngemm: %s%s", b->path, b->core,
-                     b->why, engine ? "bf16 engine " : "cblas_sgemm (fp32)", engine ? engine : "");
+                     b->why, bf16[0] ? "bf16 engine " : "cblas_sgemm (fp32)", bf16);
     return n < 0 ? 0 : (size_t)n;
+}
+
+/* Once per step, after the update: the bf16 engine's weight copies are remade at their next use. */
+static void cpu_params_changed(BackendCtx *ctx) {
+    if (ctx) cpu_bf16_params_changed(ctx->bf16);
 }
 
 static void cpu_finalize(BackendCtx *ctx) {
@@ -105,7 +111,7 @@ static void cpu_finalize(BackendCtx *ctx) {
 
 static void cpu_describe(BackendCtx *ctx, char *buf, size_t len) {
     if (!buf || len == 0) return;
-    const char *engine = ctx && ctx->bf16 ? cpu_bf16_engine(NULL, 0) : NULL;
+    const char *engine = ctx ? cpu_bf16_name(ctx->bf16) : NULL;
     const CpuBlas *b = cpu_blas();
     snprintf(buf, len, "%s; core %s; threads %d; precision %s%s%s%s", b->config, b->core,
              b->get_num_threads(), engine ? "bf16" : "fp32", engine ? " (GEMM engine " : "",
@@ -114,14 +120,14 @@ static void cpu_describe(BackendCtx *ctx, char *buf, size_t len) {
 
 /* ---- the matrix products of every layer ------------------------------------------------------ */
 
-int cpu_ctx_bf16(const BackendCtx *ctx) {
-    return ctx && ctx->bf16;
+CpuBf16 *cpu_ctx_bf16(const BackendCtx *ctx) {
+    return ctx ? ctx->bf16 : NULL;
 }
 
-void cpu_gemm(BackendCtx *ctx, int ta, int tb, int m, int n, int k, float alpha, const float *a,
-              int lda, const float *b, int ldb, float beta, float *c, int ldc) {
+void cpu_gemm(BackendCtx *ctx, int weight, int ta, int tb, int m, int n, int k, float alpha,
+              const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc) {
     if (cpu_ctx_bf16(ctx))
-        cpu_bf16_gemm(ctx->bf16, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        cpu_bf16_gemm(ctx->bf16, weight, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     else
         cpu_blas()->sgemm(CPU_BLAS_ROW_MAJOR, ta ? CPU_BLAS_TRANS : CPU_BLAS_NO_TRANS,
                           tb ? CPU_BLAS_TRANS : CPU_BLAS_NO_TRANS, m, n, k, alpha, a, lda, b, ldb,
@@ -187,6 +193,7 @@ const BackendOps cpu_backend = {
     .finalize = cpu_finalize,
     .describe = cpu_describe,
     .describe_kernels = cpu_describe_kernels,
+    .params_changed = cpu_params_changed,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .upload = cpu_upload,

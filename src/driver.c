@@ -130,6 +130,7 @@ TrainResult driver_run(Driver *d) {
             double gs = xs.grad_scale > 0 ? xs.grad_scale : 1.0;
             model_sgd(m, (float)(o->lr * gs), o->momentum, (float)(o->weight_decay / gs));
         }
+        model_params_changed(m); /* whoever wrote them: a backend's derived copies are stale */
         be->timer_record(ctx, MARK_UPDATE);
 
         /* Outside the timed phases from here on. */

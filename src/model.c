@@ -486,6 +486,10 @@ void model_backward_hook(Model *m, int n, GradsReadyFn ready, void *user) {
     model_backward_part_hook(m, 0, n, 0, 0, ready, user);
 }
 
+void model_params_changed(Model *m) {
+    if (m->be->params_changed) m->be->params_changed(m->ctx);
+}
+
 void model_sgd(Model *m, float lr, float momentum, float weight_decay) {
     m->be->sgd_update(m->ctx, m->nparams, m->params, m->grads, m->momentum, lr, momentum,
                       weight_decay);

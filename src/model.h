@@ -194,6 +194,9 @@ void model_backward_part_hook(Model *m, int s0, int n, int slot, int accumulate,
 
 /* SGD with momentum on all parameters this Model holds. */
 void model_sgd(Model *m, float lr, float momentum, float weight_decay);
+/* The parameters changed (the step's update or the exchange wrote them): tells the backend
+ * (BackendOps.params_changed). */
+void model_params_changed(Model *m);
 /* fp16's loss scaling, after the exchange: 1 if every gradient is finite, and then the gradients
  * are divided by m->loss_scale (unscaled for the optimizer); 0 (overflow) leaves them. */
 int model_unscale_grads(Model *m);

@@ -9,17 +9,23 @@
  *      keeps 8 significant bits (unit roundoff u = 2^-8) and a product of two rounded inputs is
  *      within 2u + u^2 of the exact one;
  * and the bf16 result must differ from fp32 somewhere (the rounding happened at all).
- * Both engines run: ours (avx512bf16, where the CPU has the instruction) and the openblas-sbgemm
- * feeding, here through a naive cblas_sbgemm this program exports itself (dlsym finds it first).
- * Then the backend's layers with --precision bf16: fc and convolution forward and backward (3x3
- * shapes where fp32 would take Winograd, 1x1, grouped small images) and the LSTM against
- * tests/ref_kernels.c, with S from the same references on absolute values.
+ * Every engine runs: oneDNN's (where dtbench was built with it and the CPU has bf16 instructions;
+ * its products with k <= CPU_DNNL_SMALL_K take its rounded-fp32 path, the others its matmul),
+ * ours (avx512bf16, where the CPU has the instruction) and the openblas-sbgemm feeding, here
+ * through a naive cblas_sbgemm this program exports itself (dlsym finds it first).
+ * Then, on each engine, the backend's layers with --precision bf16: fc and convolution forward
+ * and backward (3x3 shapes where fp32 would take Winograd, 1x1, grouped small images, strided,
+ * an input row the windows never reach) and the LSTM against tests/ref_kernels.c, with S from the
+ * same references on absolute values; and, on oneDNN's, that a weight's rounded copy is made once
+ * per parameter generation: a weight changed without params_changed leaves the layer's result as
+ * it was (the copy was kept, not remade per call), and params_changed makes it follow.
  * Exit 0: all pass; 1: a failure. It never skips: without AVX512-BF16 the sbgemm feeding and the
  * layers still run through the exported naive cblas_sbgemm (and /proc/cpuinfo listing avx512_bf16
- * while our engine is not used is a failure).
+ * while our engine, or oneDNN's in a build with oneDNN, is not used is a failure).
  */
 #include "backend.h"
 #include "cpu_bf16.h"
+#include "cpu_bf16_onednn.h" /* defines: cpu_dnnl_available */
 #include "ref_kernels.h"
 
 #include <cblas.h>
@@ -305,10 +311,70 @@ static void lstm_test(Ctxs *c) {
     free(x), free(w), free(b), free(y), free(y32), free(res), free(work);
 }
 
+/* oneDNN's engine keeps each weight's rounded copy for the parameter generation: a weight changed
+ * behind its back leaves the products as they were until params_changed. */
+static void generation_test(Ctxs *c) {
+    FcShape s = {8, 200, 300};
+    ConvShape cs = {2, 8, 10, 10, 6, 3, 1, 1, 10, 10};
+    size_t nx = (size_t)8 * 200, nw = (size_t)300 * 200, cx = (size_t)2 * 8 * 100, cw = 6 * 8 * 9;
+    float *x = randv(nx), *w = randv(nw), *y0 = malloc(8 * 300 * 4), *y1 = malloc(8 * 300 * 4);
+    float *xc = randv(cx), *wc = randv(cw), *z0 = malloc(2 * 6 * 100 * 4),
+          *z1 = malloc(2 * 6 * 100 * 4);
+    void *work = malloc(c->be->conv_workspace_bytes(c->bf, &cs));
+    c->be->fc_forward(c->bf, &s, x, w, NULL, y0);
+    c->be->conv_forward(c->bf, &cs, xc, wc, NULL, z0, work);
+    for (size_t i = 0; i < nw; i++)
+        w[i] = -w[i];
+    for (size_t i = 0; i < cw; i++)
+        wc[i] = -wc[i];
+    c->be->fc_forward(c->bf, &s, x, w, NULL, y1);
+    c->be->conv_forward(c->bf, &cs, xc, wc, NULL, z1, work);
+    int kept = !memcmp(y0, y1, 8 * 300 * 4) && !memcmp(z0, z1, 2 * 6 * 100 * 4);
+    c->be->params_changed(c->bf);
+    c->be->fc_forward(c->bf, &s, x, w, NULL, y1);
+    c->be->conv_forward(c->bf, &cs, xc, wc, NULL, z1, work);
+    int follows = 1;
+    for (size_t i = 0; i < 8 * 300; i++)
+        follows &= y1[i] == -y0[i];
+    for (size_t i = 0; i < 2 * 6 * 100; i++)
+        follows &= z1[i] == -z0[i];
+    printf("onednn weights rounded once per generation: kept until params_changed %s, then "
+           "remade %s\n",
+           kept ? "ok" : "FAIL", follows ? "ok" : "FAIL");
+    failures += !kept + !follows;
+    free(x), free(w), free(y0), free(y1), free(xc), free(wc), free(z0), free(z1), free(work);
+}
+
+/* The backend's layers with --precision bf16 on `engine` (forced for the contexts made here). */
+static void layer_tests(const char *engine) {
+    setenv("DTBENCH_BF16_ENGINE", engine, 1);
+    Ctxs c = {&cpu_backend, NULL, NULL};
+    BackendConfig cb = {.threads = 1, .precision = PRECISION_BF16}, cf = {.threads = 1};
+    if (c.be->init(&cb, &c.bf) != 0 || c.be->init(&cf, &c.f32) != 0) {
+        printf("FAIL: no bf16 context on engine %s\n", engine), failures++;
+        return;
+    }
+    char info[512];
+    c.be->describe(c.bf, info, sizeof info);
+    int on = strstr(info, engine) != NULL;
+    printf("== layers on %s: %s\n", engine, on ? "ok" : "FAIL (another engine ran)");
+    failures += !on;
+    fc_test(&c, 64, 800, 500);
+    fc_test(&c, 7, 33, 10);
+    conv_test(&c, 3, 16, 24, 20, 3, 1, 1); /* fp32 would run Winograd */
+    conv_test(&c, 4, 1, 28, 20, 5, 1, 0);  /* LeNet's conv1 */
+    conv_test(&c, 5, 24, 7, 32, 1, 1, 0);  /* pointwise, grouped small images */
+    conv_test(&c, 2, 8, 13, 12, 3, 2, 1);  /* stride 2 */
+    conv_test(&c, 2, 3, 9, 4, 2, 2, 0);    /* the last input row is in no window */
+    lstm_test(&c);
+    if (!strcmp(engine, "onednn")) generation_test(&c);
+    c.be->finalize(c.bf), c.be->finalize(c.f32);
+}
+
 int main(void) {
+    setenv("DTBENCH_BF16_ENGINE", "avx512bf16", 1);
     CpuBf16 *g = cpu_bf16_create(1);
     if (!g) return 1;
-    setenv("DTBENCH_BF16_ENGINE", "avx512bf16", 1);
     const char *own = cpu_bf16_engine(NULL, 0);
     int own_ok = own && !strcmp(own, "avx512bf16");
     if (own_ok)
@@ -321,22 +387,23 @@ int main(void) {
     engine_tests(g, "openblas-sbgemm");
     if (sbgemm_calls == 0)
         printf("FAIL: the sbgemm engine never called cblas_sbgemm\n"), failures++;
+    char why[300];
+    const char *isa = NULL;
+    int dnnl = cpu_dnnl_available(why, sizeof why, &isa);
+    if (dnnl) {
+        printf("onednn engine on %s\n", isa);
+        engine_tests(g, "onednn");
+    } else if (cpuinfo_has("avx512_bf16") && !strstr(why, "built without")) {
+        printf("FAIL: /proc/cpuinfo lists avx512_bf16 but oneDNN's engine is not used: %s\n", why);
+        failures++;
+    } else {
+        printf("onednn engine not tested: %s\n", why);
+    }
     cpu_bf16_free(g);
-    /* the layers below run on our engine where the CPU has it (the process keeps this choice) */
-    if (!own_ok) unsetenv("DTBENCH_BF16_ENGINE");
 
-    /* the backend, --precision bf16 (the engine this process picked) against fp32 */
-    Ctxs c = {&cpu_backend, NULL, NULL};
-    BackendConfig cb = {.threads = 1, .precision = PRECISION_BF16}, cf = {.threads = 1};
-    if (c.be->init(&cb, &c.bf) != 0 || c.be->init(&cf, &c.f32) != 0) return 1;
-    fc_test(&c, 64, 800, 500);
-    fc_test(&c, 7, 33, 10);
-    conv_test(&c, 3, 16, 24, 20, 3, 1, 1); /* fp32 would run Winograd */
-    conv_test(&c, 4, 1, 28, 20, 5, 1, 0);  /* LeNet's conv1 */
-    conv_test(&c, 5, 24, 7, 32, 1, 1, 0);  /* pointwise, grouped small images */
-    conv_test(&c, 2, 8, 13, 12, 3, 2, 1);  /* stride 2 */
-    lstm_test(&c);
-    c.be->finalize(c.bf), c.be->finalize(c.f32);
+    if (dnnl) layer_tests("onednn");
+    if (own_ok) layer_tests("avx512bf16");
+    layer_tests("openblas-sbgemm");
     printf("%s\n", failures ? "FAILED" : "all bf16 checks passed");
     return failures ? 1 : 0;
 }
