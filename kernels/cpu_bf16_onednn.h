@@ -26,7 +26,8 @@ CpuDnnl *cpu_dnnl_create(int threads);
 void cpu_dnnl_free(CpuDnnl *d);
 
 /* The parameters changed (after each step's update): the rounded weights are remade at their
- * next use. */
+ * next use. A weight is known by its address: between two calls its buffer must hold the same
+ * values (the parameters of one model, written only by the step). */
 void cpu_dnnl_params_changed(CpuDnnl *d);
 
 /* Row-major C[m,n] = alpha op(A) op(B) + beta C (beta 0: C is not read), as cblas_sgemm, with
