@@ -48,6 +48,15 @@ static int conv_is_pointwise(const ConvShape *s) {
     return s->k == 1 && s->stride == 1 && s->pad == 0;
 }
 
+/* --precision bf16: the engine's own convolution (oneDNN's primitives, in their channels-last
+ * layouts) except for pointwise ones, whose per-sample GEMMs on the NCHW data need no layout
+ * change at all: oneDNN's primitives paid two transposing reorders per pass (x in, y out) and its
+ * 1x1 backward kernels were slow (ResNet-50, batch 16, one thread, alternating runs on the loaded
+ * 2-core VM: 3.5-4.6 s per step with primitives for every convolution, 3.0-3.2 s with this). */
+static int bf16_primitive(BackendCtx *ctx, const ConvShape *s) {
+    return cpu_ctx_bf16(ctx) && !conv_is_pointwise(s);
+}
+
 /* Small images (ResNet's and GoogLeNet's 7x7 layers) make GEMMs with N = h_out*w_out = 49 columns,
  * far below the kernel's peak (M=2048, K=512: 113 GFLOPS at N=49, 170 at N=392; at N=196 the loss
  * is small, 149-163 against 160-166) and repacking the weights for every sample. Samples are then
@@ -104,7 +113,7 @@ void cpu_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, const
     const int pointwise = conv_is_pointwise(s);
     float *col = work;
     if (s->batch <= 0 || c_out <= 0 || hw <= 0) return;
-    if (kk > 0 && cpu_ctx_bf16(ctx) && cpu_bf16_conv_forward(cpu_ctx_bf16(ctx), s, x, w, b, y))
+    if (kk > 0 && bf16_primitive(ctx, s) && cpu_bf16_conv_forward(cpu_ctx_bf16(ctx), s, x, w, b, y))
         return;         /* --precision bf16 on oneDNN's convolution */
     if (wino(ctx, s)) { /* 3x3, stride 1, pad 1: F(2x2, 3x3), cpu_winograd.c */
         cpu_wino_forward(s, x, w, b, y, work);
@@ -175,7 +184,7 @@ void cpu_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, cons
     const int pointwise = conv_is_pointwise(s);
     float *col = work; /* col[K, cols]: im2col(x), then reused for dcol = W^T dy */
 
-    if (s->batch > 0 && c_out > 0 && hw > 0 && kk > 0 && cpu_ctx_bf16(ctx) &&
+    if (s->batch > 0 && c_out > 0 && hw > 0 && kk > 0 && bf16_primitive(ctx, s) &&
         cpu_bf16_conv_backward(cpu_ctx_bf16(ctx), s, x, w, dy, dx, dw, db))
         return; /* --precision bf16 on oneDNN's convolution */
     if (s->batch > 0 && hw > 0 && wino(ctx, s) && cpu_wino_weights_apply(s)) {
