@@ -99,9 +99,11 @@ static size_t cpu_describe_kernels(BackendCtx *ctx, char *buf, size_t len) {
     return n < 0 ? 0 : (size_t)n;
 }
 
-/* Once per step, after the update: the bf16 engine's weight copies are remade at their next use. */
-static void cpu_params_changed(BackendCtx *ctx) {
-    if (ctx) cpu_bf16_params_changed(ctx->bf16);
+/* At build and before each step's first forward pass: the bf16 engine's weight copies are
+ * remade at their next use (lazily: a convolution's layout is known once its primitive exists). */
+static void cpu_weights_ready(BackendCtx *ctx, const float *params, size_t n) {
+    (void)params, (void)n;
+    if (ctx) cpu_bf16_weights_ready(ctx->bf16);
 }
 
 static void cpu_finalize(BackendCtx *ctx) {
@@ -193,7 +195,7 @@ const BackendOps cpu_backend = {
     .finalize = cpu_finalize,
     .describe = cpu_describe,
     .describe_kernels = cpu_describe_kernels,
-    .params_changed = cpu_params_changed,
+    .weights_ready = cpu_weights_ready,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .upload = cpu_upload,

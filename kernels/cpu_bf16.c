@@ -143,8 +143,8 @@ void cpu_bf16_describe(const CpuBf16 *g, char *buf, size_t len) {
              isa ? isa : "", isa ? ")" : "");
 }
 
-void cpu_bf16_params_changed(CpuBf16 *g) {
-    if (g) cpu_dnnl_params_changed(g->dnnl);
+void cpu_bf16_weights_ready(CpuBf16 *g) {
+    if (g) cpu_dnnl_weights_ready(g->dnnl);
 }
 
 /* op(X)[r][c] of a row-major X with leading dimension ld */

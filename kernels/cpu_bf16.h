@@ -37,9 +37,9 @@ void cpu_bf16_free(CpuBf16 *g);
 const char *cpu_bf16_name(const CpuBf16 *g);
 void cpu_bf16_describe(const CpuBf16 *g, char *buf, size_t len);
 
-/* The parameters changed (the driver says so once per step, after the update): the engine's
- * rounded weight copies are remade at their next use. */
-void cpu_bf16_params_changed(CpuBf16 *g);
+/* The parameters hold this step's weights (BackendOps.weights_ready: at build and before each
+ * step's first forward pass): the engine's rounded weight copies are remade at their next use. */
+void cpu_bf16_weights_ready(CpuBf16 *g);
 
 /* Which operand of a product is a parameter (its rounded copy may be kept for the step). */
 enum { CPU_BF16_NO_WEIGHT = 0, CPU_BF16_WEIGHT_A = 1, CPU_BF16_WEIGHT_B = 2 };

@@ -5,7 +5,7 @@
  * oneDNN reorders into the layout the primitive chose (channels-last or blocked), and fp32
  * outputs come back to NCHW the same way. Weights go through the same reorders but are kept:
  * one bf16 copy per weight, layout and parameter generation, remade at its first use after
- * cpu_dnnl_params_changed (the driver calls it once per step, after the update). Primitives,
+ * cpu_dnnl_weights_ready (the model calls it before each step's first forward pass). Primitives,
  * reorders and weight copies are made at the first call of a shape (the warm-up iteration) and
  * cached; the scratch buffers grow there too, never later.
  *
@@ -123,7 +123,7 @@ void cpu_dnnl_free(CpuDnnl *d) {
     free(d);
 }
 
-void cpu_dnnl_params_changed(CpuDnnl *d) {
+void cpu_dnnl_weights_ready(CpuDnnl *d) {
     if (d) d->gen++;
 }
 

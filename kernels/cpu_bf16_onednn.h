@@ -3,7 +3,7 @@
  * else AVX512-BF16) through oneDNN's matmul and convolution primitives, as PyTorch's CPU
  * autocast(bfloat16) runs them. Weights are rounded (and, for convolutions, laid out as the
  * primitive wants them) once per parameter generation, i.e. once per training step, not per call
- * (cpu_dnnl_params_changed); inputs and gradients are rounded per call.
+ * (cpu_dnnl_weights_ready); inputs and gradients are rounded per call.
  *
  * Built when configure finds oneDNN (Debian: libdnnl-dev; kernels/cpu_bf16_onednn.c), otherwise
  * kernels/cpu_bf16_onednn_none.c, whose cpu_dnnl_available() says so. */
@@ -25,10 +25,11 @@ int cpu_dnnl_available(char *why, size_t len, const char **isa);
 CpuDnnl *cpu_dnnl_create(int threads);
 void cpu_dnnl_free(CpuDnnl *d);
 
-/* The parameters changed (after each step's update): the rounded weights are remade at their
- * next use. A weight is known by its address: between two calls its buffer must hold the same
- * values (the parameters of one model, written only by the step). */
-void cpu_dnnl_params_changed(CpuDnnl *d);
+/* The parameters hold this step's weights (BackendOps.weights_ready, before each step's first
+ * forward pass, after the update): the rounded weights are remade at their next use. A weight is
+ * known by its address: between two calls its buffer must hold the same values (the parameters
+ * of one model, written only between steps). */
+void cpu_dnnl_weights_ready(CpuDnnl *d);
 
 /* Row-major C[m,n] = alpha op(A) op(B) + beta C (beta 0: C is not read), as cblas_sgemm, with
  * inputs rounded to bf16. weight: 1 when A, 2 when B is a parameter (its rounded copy is kept for

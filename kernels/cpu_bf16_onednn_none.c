@@ -21,7 +21,7 @@ void cpu_dnnl_free(CpuDnnl *d) {
     (void)d;
 }
 
-void cpu_dnnl_params_changed(CpuDnnl *d) {
+void cpu_dnnl_weights_ready(CpuDnnl *d) {
     (void)d;
 }
 

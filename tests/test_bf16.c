@@ -17,8 +17,8 @@
  * and backward (3x3 shapes where fp32 would take Winograd, 1x1, grouped small images, strided,
  * an input row the windows never reach) and the LSTM against tests/ref_kernels.c, with S from the
  * same references on absolute values; and, on oneDNN's, that a weight's rounded copy is made once
- * per parameter generation: a weight changed without params_changed leaves the layer's result as
- * it was (the copy was kept, not remade per call), and params_changed makes it follow.
+ * per parameter generation: a weight changed without weights_ready leaves the layer's result as
+ * it was (the copy was kept, not remade per call), and weights_ready makes it follow.
  * Exit 0: all pass; 1: a failure. It never skips: without AVX512-BF16 the sbgemm feeding and the
  * layers still run through the exported naive cblas_sbgemm (and /proc/cpuinfo listing avx512_bf16
  * while our engine, or oneDNN's in a build with oneDNN, is not used is a failure).
@@ -192,11 +192,11 @@ typedef struct {
 /* A new weight buffer may reuse a freed one's address: the engine is told, as the driver tells it
  * after every update (oneDNN's engine keys its rounded copies by address and generation). */
 static void new_weights(Ctxs *c) {
-    c->be->params_changed(c->bf);
+    c->be->weights_ready(c->bf, NULL, 0);
 }
 
 static void fc_test(Ctxs *c, int n, int in, int out) {
-    FcShape s = {n, in, out};
+    FcShape s = {.batch = n, .in = in, .out = out};
     new_weights(c);
     size_t nx = (size_t)n * in, nw = (size_t)out * in, ny = (size_t)n * out;
     float *x = randv(nx), *w = randv(nw), *b = randv(out), *dy = randv(ny);
@@ -321,9 +321,9 @@ static void lstm_test(Ctxs *c) {
 }
 
 /* oneDNN's engine keeps each weight's rounded copy for the parameter generation: a weight changed
- * behind its back leaves the products as they were until params_changed. */
+ * behind its back leaves the products as they were until weights_ready. */
 static void generation_test(Ctxs *c) {
-    FcShape s = {8, 200, 300};
+    FcShape s = {.batch = 8, .in = 200, .out = 300};
     ConvShape cs = {2, 8, 10, 10, 6, 3, 1, 1, 10, 10};
     size_t nx = (size_t)8 * 200, nw = (size_t)300 * 200, cx = (size_t)2 * 8 * 100, cw = 6 * 8 * 9;
     float *x = randv(nx), *w = randv(nw), *y0 = malloc(8 * 300 * 4), *y1 = malloc(8 * 300 * 4);
@@ -340,7 +340,7 @@ static void generation_test(Ctxs *c) {
     c->be->fc_forward(c->bf, &s, x, w, NULL, y1);
     c->be->conv_forward(c->bf, &cs, xc, wc, NULL, z1, work);
     int kept = !memcmp(y0, y1, 8 * 300 * 4) && !memcmp(z0, z1, 2 * 6 * 100 * 4);
-    c->be->params_changed(c->bf);
+    c->be->weights_ready(c->bf, NULL, 0);
     c->be->fc_forward(c->bf, &s, x, w, NULL, y1);
     c->be->conv_forward(c->bf, &cs, xc, wc, NULL, z1, work);
     int follows = 1;
@@ -348,7 +348,7 @@ static void generation_test(Ctxs *c) {
         follows &= y1[i] == -y0[i];
     for (size_t i = 0; i < 2 * 6 * 100; i++)
         follows &= z1[i] == -z0[i];
-    printf("onednn weights rounded once per generation: kept until params_changed %s, then "
+    printf("onednn weights rounded once per generation: kept until weights_ready %s, then "
            "remade %s\n",
            kept ? "ok" : "FAIL", follows ? "ok" : "FAIL");
     failures += !kept + !follows;
