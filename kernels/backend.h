@@ -219,7 +219,7 @@ typedef struct BackendOps {
     void (*conv_backward)(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
                           const float *dy, float *dx, float *dw, float *db, void *work);
 
-    /* ---- pooling (avgpool_* and below optional) ----------------------------------------------- */
+    /* ---- pooling (avgpool_* and below optional) ---------------------------------------------- */
     /* Max pooling; padding never wins. argmax[n*c*h_out*w_out] is the backend's record of each
      * window's maximum: both backends store the flat input index ih*w_in + iw (within its n,c
      * plane) of the first maximum in row-major window order (-1, and y = 0, for a window entirely

@@ -53,8 +53,7 @@ cudaError_t dtk_maxpool_forward(cudaStream_t st, const PoolShape *s, const float
 cudaError_t dtk_maxpool_backward(cudaStream_t st, const PoolShape *s, const int32_t *argmax,
                                  const float *dy, float *dx);
 cudaError_t dtk_avgpool_forward(cudaStream_t st, const PoolShape *s, const float *x, float *y);
-cudaError_t dtk_avgpool_backward(cudaStream_t st, const PoolShape *s, const float *dy,
-                                 float *dx);
+cudaError_t dtk_avgpool_backward(cudaStream_t st, const PoolShape *s, const float *dy, float *dx);
 cudaError_t dtk_global_avgpool_forward(cudaStream_t st, size_t planes, size_t plane, const float *x,
                                        float *y);
 cudaError_t dtk_global_avgpool_backward(cudaStream_t st, size_t planes, size_t plane,

@@ -371,11 +371,11 @@ static void layer_tests(const char *engine) {
     failures += !on;
     fc_test(&c, 64, 800, 500);
     fc_test(&c, 7, 33, 10);
-    conv_test(&c, 3, 16, 24, 20, 3, 1, 1); /* fp32 would run Winograd */
-    conv_test(&c, 4, 1, 28, 20, 5, 1, 0);  /* LeNet's conv1 */
-    conv_test(&c, 5, 24, 7, 32, 1, 1, 0);  /* pointwise, grouped small images */
-    conv_test(&c, 2, 8, 13, 12, 3, 2, 1);  /* stride 2 */
-    conv_test(&c, 2, 3, 9, 4, 2, 2, 0);    /* the last input row is in no window */
+    conv_test(&c, 3, 16, 24, 20, 3, 1, 1);   /* fp32 would run Winograd */
+    conv_test(&c, 4, 1, 28, 20, 5, 1, 0);    /* LeNet's conv1 */
+    conv_test(&c, 5, 24, 7, 32, 1, 1, 0);    /* pointwise, grouped small images */
+    conv_test(&c, 2, 8, 13, 12, 3, 2, 1);    /* stride 2 */
+    conv_test(&c, 2, 3, 9, 4, 2, 2, 0);      /* the last input row is in no window */
     conv_test(&c, 2, 144, 12, 136, 1, 1, 0); /* pointwise, k > 128 every way (oneDNN's matmul) */
     lstm_test(&c);
     if (!strcmp(engine, "onednn")) generation_test(&c);
