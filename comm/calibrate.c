@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+int (*calibrate_interrupted)(void) = NULL;
+
 #define STATE_MAX_BYTES  ((size_t)32 << 20) /* beyond the caches, more changes nothing */
 #define WRITE_CHUNK_FLTS ((size_t)64 << 10) /* backward's order: chunks from the end */
 
@@ -116,9 +118,10 @@ void transport_calibrate(const TransportOps *ops, Transport *tp, MPI_Comm comm,
         as_after_backward(be, ctx, state, m, buf, n);
         t[k] = one_pass(ops, tp, comm, be, ctx, buf, n, bucket);
         spent += t[k++];
-        double most = spent; /* every rank stops after the same repetition */
-        MPI_CHECK(MPI_Allreduce(&spent, &most, 1, MPI_DOUBLE, MPI_MAX, comm));
-        if (most > 2.0) break;
+        /* every rank stops after the same repetition: 2 s spent, or a stop asked for */
+        double mine[2] = {spent, calibrate_interrupted && calibrate_interrupted()}, most[2];
+        MPI_CHECK(MPI_Allreduce(mine, most, 2, MPI_DOUBLE, MPI_MAX, comm));
+        if (most[0] > 2.0 || most[1] > 0) break;
     }
     qsort(t, (size_t)k, sizeof(double), cmp_double);
     double med = k % 2 ? t[k / 2] : 0.5 * (t[k / 2 - 1] + t[k / 2]), sum = 0.0;
