@@ -18,12 +18,6 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1
 # Open MPI 4): a loaded 2-core machine needs more for the ranks to finish and close the file.
 export OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-3}
 export HDF5_USE_FILE_LOCKING=FALSE
-# OpenBLAS older than the CPU falls back to generic SSE3 kernels (dtbench warns): the tests pick
-# the vector kernels the CPU has, which makes them ~3x faster here. A value set by the user wins.
-if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
-    if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then export OPENBLAS_CORETYPE=SkylakeX
-    elif grep -qw avx2 /proc/cpuinfo 2>/dev/null; then export OPENBLAS_CORETYPE=Haswell; fi
-fi
 # Fashion-MNIST as shipped by Debian's dataset-fashion-mnist.
 FMNIST_DIR=${FMNIST_DIR:-/usr/share/datasets/fashion-mnist}
 
