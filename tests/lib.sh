@@ -6,7 +6,7 @@
 # `echo "$out" | grep -q PATTERN`, whose writer can die of SIGPIPE once grep has matched.
 set -euo pipefail
 
-: "${DTBENCH:=$(pwd)/src/dtbench}"
+: "${DTBENCH:=$(pwd)/bin/dtbench}" # the front door, as make check and users run it
 : "${MPIRUN:=mpirun}"
 : "${TESTS_SRCDIR:=$(cd "$(dirname "$0")" && pwd)}"
 : "${PYTHON:=python3}"
