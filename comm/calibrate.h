@@ -23,4 +23,9 @@ void transport_calibrate(const TransportOps *ops, Transport *tp, MPI_Comm comm,
                          const BackendOps *be, BackendCtx *ctx, float *buf, size_t n, size_t bucket,
                          int iters, int overlap, ExchangeCalibration *out);
 
+/* How the calibration was measured, one line for the result file (root attribute
+ * calibration_method): "after-backward: ..." (what precedes each timed repetition), or "none"
+ * when nothing was measured. */
+void calibrate_method(const ExchangeCalibration *cal, char *buf, size_t len);
+
 #endif

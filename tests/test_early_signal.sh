@@ -32,20 +32,7 @@ check() {
         echo "ok: $1: stopped during set-up, no file"
         return
     fi
-    "$PYTHON" - "$@" <<'PY'
-import sys, h5py, numpy as np
-path, most = sys.argv[1], int(sys.argv[2])
-with h5py.File(path, "r") as f:
-    a = f.attrs
-    assert a["finished"] == 1 and a["stop_reason"] == "signal", dict(a)
-    workers = f["ranks/role"][:] == 0
-    done = f["ranks/completed"][:][workers]
-    assert len(set(done)) == 1 and done[0] <= most and done[0] < a["iters_total"], done
-    assert (f["ranks/status"][:] == 2).all(), f["ranks/status"][:]
-    total = f["iterations/total"][:]
-    assert np.isnan(total[:, done[0]:]).all()
-print(f"ok: {path}: stopped after {done[0]} iterations, file closed")
-PY
+    h5check stopped "$1" --reason signal --lockstep --max-completed "$2"
 }
 
 # catches PID : the process catches SIGUSR1 (bit 10 of SigCgt in /proc/PID/status)
