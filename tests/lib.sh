@@ -6,7 +6,7 @@
 # `echo "$out" | grep -q PATTERN`, whose writer can die of SIGPIPE once grep has matched.
 set -euo pipefail
 
-: "${DTBENCH:=$(pwd)/src/dtbench}"
+: "${DTBENCH:=$(pwd)/bin/dtbench}" # the front door, as make check and users run it
 : "${MPIRUN:=mpirun}"
 : "${TESTS_SRCDIR:=$(cd "$(dirname "$0")" && pwd)}"
 : "${PYTHON:=python3}"
@@ -24,7 +24,26 @@ FMNIST_DIR=${FMNIST_DIR:-/usr/share/datasets/fashion-mnist}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/dtbench-test.XXXXXX")
 export OMPI_MCA_orte_tmpdir_base="$WORK/ompi" OMPI_MCA_btl_vader_backing_directory="$WORK/ompi"
 mkdir -p "$WORK/ompi"
-trap 'rm -rf "$WORK"' EXIT
+
+# spawn CMD... : starts CMD in the background in a session of its own (setsid), its pid in
+# SPAWNED. end_spawned kills every process of every such session (SIGKILL): a launcher, its
+# daemons and ranks, whatever state they are in. The EXIT trap runs it, so that a test that
+# fails (or is killed by make's timeout, SIGTERM) never leaves anything running.
+SPAWNED_ALL=()
+spawn() {
+    setsid "$@" &
+    SPAWNED=$!
+    SPAWNED_ALL+=("$SPAWNED")
+}
+end_spawned() {
+    local s
+    for s in "${SPAWNED_ALL[@]}"; do
+        pkill -KILL -s "$s" 2>/dev/null || true
+        kill -KILL "$s" 2>/dev/null || true # if it had not become a session yet
+    done
+}
+trap 'end_spawned; rm -rf "$WORK"' EXIT
+trap 'exit 143' TERM
 
 # run_np N ARGS... : dtbench on N ranks, with a time limit so that no test can hang.
 run_np() {
@@ -170,5 +189,5 @@ mount_tmpfs() {
         echo "SKIP: cannot mount a tmpfs here (needs root in a mount namespace): $(cat "$WORK/mount.err")"
         exit 77
     }
-    trap 'umount "$WORK/disk" 2>/dev/null; rm -rf "$WORK"' EXIT
+    trap 'end_spawned; umount "$WORK/disk" 2>/dev/null; rm -rf "$WORK"' EXIT
 }

@@ -34,9 +34,9 @@ pass "a growing file that cannot reach its full size is refused before the start
 # 2. 60000 iterations fit (20 MB); steps of 2000 iterations (0.7 MB). Once the run has written
 #    its first blocks, another process fills the disk: the extensions still covered by what was
 #    reserved at creation go on, the first that needs more is refused.
-DTBENCH_TEST_GROW_STEP=2000 timeout -k 10 300 "$MPIRUN" -np 2 "$DTBENCH" $S --iters 60000 \
-    --output disk/r.h5 >run.log 2>err.log &
-job=$!
+DTBENCH_TEST_GROW_STEP=2000 spawn timeout -k 10 300 "$MPIRUN" -np 2 "$DTBENCH" $S --iters 60000 \
+    --output disk/r.h5 >run.log 2>err.log
+job=$SPAWNED
 wait_completed disk/r.h5 10 60 || { kill -9 $job; fail "run did not start writing: $(cat err.log)"; }
 dd if=/dev/zero of=disk/fill bs=64k 2>/dev/null || true # until the disk is full
 [ "$(df --output=avail disk | tail -1)" -lt 64 ] || fail "the disk did not fill: $(df disk)"

@@ -23,8 +23,8 @@ RUN_TIMEOUT=60 expect_bad 2 "--iters: the results file disk/r.h5 needs about [0-
 [ -z "$(ls -A disk)" ] || fail "refused run left $(ls -A disk)"
 
 # 3. The disk filled by another process while the run writes: the run completes, file intact.
-timeout -k 10 120 "$MPIRUN" -np 2 "$DTBENCH" $S --iters 400 --flush-every 10 --output disk/r.h5 >run.log 2>&1 &
-job=$!
+spawn timeout -k 10 120 "$MPIRUN" -np 2 "$DTBENCH" $S --iters 400 --flush-every 10 --output disk/r.h5 >run.log 2>&1
+job=$SPAWNED
 wait_completed disk/r.h5 10 60 || { kill -9 $job; fail "run did not start writing"; }
 dd if=/dev/zero of=disk/fill bs=64k 2>/dev/null || true # until the disk is full
 [ "$(df --output=avail disk | tail -1)" -lt 64 ] || fail "the disk did not fill: $(df disk)"

@@ -109,8 +109,8 @@ pass "a --save-model that became the results file during the run: refused at the
 #    results complete. (Two jobs with --overwrite both reported success while one's data was gone.)
 # The first job runs until it is stopped (as scancel does: SIGTERM to its ranks), so the checks
 # below do not depend on how fast this machine trains.
-timeout -k 10 200 "$MPIRUN" -np 2 "$DTBENCH" $S --iters 1000000 --flush-every 10 --output o.h5 >a.log 2>&1 &
-job=$!
+spawn timeout -k 10 200 "$MPIRUN" -np 2 "$DTBENCH" $S --iters 1000000 --flush-every 10 --output o.h5 >a.log 2>&1
+job=$SPAWNED
 wait_completed o.h5 10 120 || { kill -9 $job; fail "first job did not start writing"; }
 expect_bad 0 "--output: o.h5 is being written by another running job" $S --iters 1 --output o.h5 --overwrite
 expect_bad 2 "--output: o.h5 is being written by another running job" $S --iters 1 --output o.h5 --overwrite
