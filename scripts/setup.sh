@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEB_PACKAGES="libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libopenblas-dev zlib1g-dev
+DEB_PACKAGES="libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libopenblas-dev libdnnl-dev zlib1g-dev
   autoconf automake libtool pkg-config make gcc python3 python3-venv dataset-fashion-mnist chromium
   slurm-wlm munge iproute2 util-linux"
 PY_PACKAGES="h5py numpy pandas matplotlib scipy pyarrow pytest hypothesis"
@@ -20,7 +20,7 @@ PY_PACKAGES="h5py numpy pandas matplotlib scipy pyarrow pytest hypothesis"
 # Without recommends: those add Qt, GStreamer and VA drivers.
 DEB_NORECOMMENDS="python3-torch"
 
-installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+installed() { grep -q "install ok installed" <<<"$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)"; }
 missing="" missing_norec=""
 for p in $DEB_PACKAGES; do installed "$p" || missing="$missing $p"; done
 for p in $DEB_NORECOMMENDS; do installed "$p" || missing_norec="$missing_norec $p"; done
@@ -70,4 +70,4 @@ make -j"$(nproc)" >make.out 2>&1 || {
     tail -40 make.out
     exit 1
 }
-echo "setup: dtbench built: $PWD/src/dtbench"
+echo "setup: dtbench built: $PWD/bin/dtbench (it runs the program, src/dtbench)"

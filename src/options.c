@@ -5,7 +5,7 @@
 #include <config.h>
 #include "grad_cast.h" /* defines: GRAD_DTYPE_NAMES */
 #include "options.h"
-#include "backend.h" /* defines: PRECISION_NAMES */
+#include "backend.h" /* defines: PRECISION_NAMES, CONV_ALGO_NAMES */
 #include "registry.h"
 #include "util.h"
 
@@ -20,6 +20,9 @@
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "unknown"
+#endif
+#ifndef DTBENCH_GIT_COMMIT
+#define DTBENCH_GIT_COMMIT "unknown"
 #endif
 
 typedef enum { T_INT, T_LONG, T_DOUBLE, T_STRING, T_CHOICE, T_FLAG } OptType;
@@ -60,11 +63,18 @@ static const OptSpec SPECS[] = {
     {"gpus-per-node", T_INT, F(gpus_per_node), NULL, 0, 0,
      "GPUs to use per node with --device cuda: a rank takes GPU (local rank mod N) among those "
      "CUDA_VISIBLE_DEVICES shows (0: all of them)"},
+    {"conv-algo", T_CHOICE, F(conv_algo), CONV_ALGO_NAMES, 0, 0,
+     "how --device cuda chooses each convolution shape's cuDNN algorithms when the model is "
+     "built: find (time the candidates once, as PyTorch's cudnn.benchmark; the choice and its "
+     "time land in /ranks/kernel_choices) or heuristic (cuDNN's ranking, nothing run: quicker "
+     "set-up, the same choice on every run); both within a workspace budget of the free device "
+     "memory"},
     {"sample-hz", T_DOUBLE, F(sample_hz), NULL, 0, 0,
      "samples per second of GPU power, memory and utilisation (CPU runs: the process's CPU "
-     "utilisation and resident memory), stored in /samples (0: no sampling)"},
+     "utilisation and resident memory), stored in /samples (0: no sampling; else 0.001 to 1000)"},
     {"sample-max-s", T_DOUBLE, F(sample_max_s), NULL, 0.01, 0,
-     "seconds of run the /samples datasets hold; sampling stops when they are full"},
+     "seconds of run the /samples datasets hold; sampling stops when they are full (with "
+     "--sample-hz above 0)"},
     {"batch", T_INT, F(batch), NULL, 1, 0, "global batch per iteration, split evenly across ranks"},
     {"iters", T_INT, F(iters), NULL, 1, 0, "measured training iterations"},
     {"warmup", T_INT, F(warmup), NULL, 0, 0,
@@ -141,6 +151,10 @@ static const OptSpec SPECS[] = {
      "arithmetic of GEMMs and convolutions: fp32 (strict), tf32 (GPU tensor cores on fp32 "
      "data), bf16 or fp16 (inputs rounded, fp32 accumulation; fp32 master weights, optimizer and "
      "reductions; fp16 with dynamic loss scaling, GPU only); bf16 on CPUs with AVX512-BF16"},
+    {"profile-layers", T_INT, F(profile_layers), NULL, 0, 0,
+     "time each layer's forward and backward in the first N measured iterations (GPU: CUDA "
+     "events; CPU: the clock) into /profile; the marks' host time is /iterations/profile_cost "
+     "(0: off; one micro-batch only)"},
 };
 #undef F
 #define NSPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
@@ -174,6 +188,7 @@ static void set_defaults(Options *o) {
     o->duration = 0.0;
     o->peer_timeout = 10.0;
     o->gpus_per_node = 0;
+    o->conv_algo = "find";
     o->overlap = 0;
     o->progress = "poll";
     o->sample_hz = 10.0;
@@ -191,6 +206,7 @@ static void set_defaults(Options *o) {
     o->microbatches = 1;
     o->schedule = "gpipe";
     o->precision = "fp32";
+    o->profile_layers = 0;
 }
 
 const char *options_choices(const char *key) {
@@ -346,54 +362,85 @@ int options_thread_level(int argc, char **argv) {
     return thread ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE;
 }
 
-void options_parse(int argc, char **argv, Options *o) {
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    set_defaults(o);
-    Options defaults = *o;
-
+/* One pass over argv with the table: fills o; stops at --help or --version ('h' or 'V'
+ * returned), or at the first bad option (-1, the reason in err); 0 when every option is good. */
+static int scan(int argc, char **argv, Options *o, char *err, size_t len) {
     struct option longopts[NSPECS + 3];
     long_options(longopts);
-
-    char err[512] = "";
-    int c, bad = 0;
+    int c;
     opterr = 0; /* we print our own, one line, from one rank */
-    while (!bad && (c = getopt_long(argc, argv, ":hV", longopts, NULL)) != -1) {
-        if (c == 'h' || c == 'V') {
-            if (rank == 0) {
-                if (c == 'h')
-                    print_help(&defaults);
-                else
-                    printf("dtbench %s\n", PACKAGE_VERSION);
-            }
-            MPI_Finalize();
-            exit(0);
-        } else if (c >= 1000 && c < 1000 + NSPECS) {
-            bad = set_value(o, &SPECS[c - 1000], optarg, err, sizeof err) != NULL;
+    optind = 0; /* a fresh scan (GNU) */
+    while ((c = getopt_long(argc, argv, ":hV", longopts, NULL)) != -1) {
+        if (c == 'h' || c == 'V') return c;
+        if (c >= 1000 && c < 1000 + NSPECS) {
             o->given |= 1ULL << (c - 1000);
+            if (set_value(o, &SPECS[c - 1000], optarg, err, len)) return -1;
         } else if (c == ':') {
-            snprintf(err, sizeof err, "%s: a value is required (see --help)", argv[optind - 1]);
-            bad = 1;
+            snprintf(err, len, "%s: a value is required (see --help)", argv[optind - 1]);
+            return -1;
         } else if (optopt > 0 && optopt < 1000) { /* a short option, e.g. -model (one dash) */
             const char *word = "";
             for (int i = 1; i < argc && !*word; i++)
                 if (argv[i][0] == '-' && argv[i][1] != '-' && strchr(argv[i] + 1, optopt))
                     word = argv[i];
-            snprintf(err, sizeof err, "%s: unknown option (options start with two dashes, e.g. -%s; "
-                     "see --help)", word, word);
-            bad = 1;
+            snprintf(err, len,
+                     "%s: unknown option (options start with two dashes, e.g. -%s; "
+                     "see --help)",
+                     word, word);
+            return -1;
         } else {
-            snprintf(err, sizeof err, "%s: unknown option (see --help for the accepted options)",
+            snprintf(err, len, "%s: unknown option (see --help for the accepted options)",
                      argv[optind - 1]);
-            bad = 1;
+            return -1;
         }
     }
-    if (!bad && optind < argc) {
-        snprintf(err, sizeof err, "'%s': unexpected argument (options start with --)",
-                 argv[optind]);
-        bad = 1;
+    if (optind < argc) {
+        snprintf(err, len, "'%s': unexpected argument (options start with --)", argv[optind]);
+        return -1;
     }
-    usage_check_all(!bad, "%s", err);
+    return 0;
+}
+
+/* This process's rank as its launcher announces it, before MPI_Init; 0 when launched alone. */
+static long launcher_rank(void) {
+    const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return strtol(v, NULL, 10);
+    }
+    return 0;
+}
+
+static void print_info(int c, const Options *defaults) {
+    if (c == 'h')
+        print_help(defaults);
+    else
+        printf("dtbench %s (%s)\n", PACKAGE_VERSION, DTBENCH_GIT_COMMIT);
+}
+
+int options_info(int argc, char **argv) {
+    Options o, defaults;
+    set_defaults(&defaults), o = defaults;
+    char err[512];
+    int c = scan(argc, argv, &o, err, sizeof err);
+    if (c != 'h' && c != 'V') return 0;
+    if (launcher_rank() == 0) print_info(c, &defaults);
+    return 1;
+}
+
+void options_parse(int argc, char **argv, Options *o) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    set_defaults(o);
+    Options defaults = *o;
+    char err[512] = "";
+    int c = scan(argc, argv, o, err, sizeof err);
+    if (c == 'h' || c == 'V') { /* main answers these before MPI_Init (options_info) */
+        if (rank == 0) print_info(c, &defaults);
+        MPI_Finalize();
+        exit(0);
+    }
+    usage_check_all(c == 0, "%s", err);
 }
 
 static int spec_index(const char *key) {
