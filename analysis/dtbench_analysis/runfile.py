@@ -28,10 +28,10 @@ import pandas as pd
 # the file's constants and errors stay importable from here, where they always were
 from .schema import (EVAL_FIELDS, FACTOR_ATTRS, ITERATION_FIELDS,  # noqa: F401
                      LOCKSTEP_EXCHANGES, OPTIONAL_ITERATION_FIELDS, OPTIONAL_RANK_FIELDS, PHASES,
-                     RANK_FIELDS, SAMPLE_FIELDS, SCHEMA_VERSION,
+                     PROFILE_NAMES, PROFILE_TIMES, RANK_FIELDS, SAMPLE_FIELDS, SCHEMA_VERSION,
                      STATUS_NAMES, RunFileError, SchemaError)
 from .schema import (config_of, decode, int_attrs, iterations_extent, numeric, open_file,
-                     optional_attrs, read_eval, read_ranks, read_samples,
+                     optional_attrs, read_eval, read_profile, read_ranks, read_samples,
                      require)
 
 
@@ -61,6 +61,10 @@ class Run:
     #: /samples datasets present (SAMPLE_FIELDS), (nranks, capacity) float64, NaN beyond
     #: ``/ranks/samples_written`` of each row; empty when the run had no sampler
     samples: Dict[str, np.ndarray] = field(default_factory=dict)
+    #: /profile (--profile-layers): "forward" and "backward" (nranks, N, nlayers) float64 in s,
+    #: NaN where not timed; "layer" and "kind" (nlayers,) object arrays of str; "first_iteration"
+    #: (0-d int, when recorded); empty without /profile
+    profile: Dict[str, np.ndarray] = field(default_factory=dict)
     #: what the reader found wrong but could read around, one line each (the commands print
     #: them as warnings): e.g. a config_json that is not an object, timings that are inf
     warnings: List[str] = field(default_factory=list)
@@ -359,4 +363,5 @@ def _read(f: h5py.File, path: str, fields: Optional[Sequence[str]]) -> Run:
                iterations=iterations, valid=valid, units=units, descriptions=descriptions,
                eval=read_eval(f, path, warnings),
                samples=read_samples(f, path, nranks, warnings),
+               profile=read_profile(f, path, nranks, warnings),
                warnings=warnings)

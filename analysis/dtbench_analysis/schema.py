@@ -3,7 +3,7 @@ checked reading of its parts, which runfile.load_run assembles into a Run.
 
 Each reader raises RunFileError (one line naming the file) for what the analysis cannot do
 without, and appends to ``warnings`` (one line each) what it reads around: an optional attribute
-of the wrong kind, a configuration that is not a JSON object, /eval or /samples whose
+of the wrong kind, a configuration that is not a JSON object, /eval, /samples or /profile whose
 datasets do not fit together.
 """
 
@@ -42,6 +42,8 @@ OPTIONAL_ITERATION_FIELDS = ("staleness", "version", "bytes_recv", "exchange_wai
 #: Optional sampler datasets of /samples, shape (nranks, capacity); /ranks/samples_written says
 #: how many entries of each row are valid.
 SAMPLE_FIELDS = ("time", "power_w", "memory_mib", "utilization")
+#: /profile datasets (--profile-layers): per-layer times (nranks, N, nlayers) and names (nlayers,)
+PROFILE_TIMES, PROFILE_NAMES = ("forward", "backward"), ("layer", "kind")
 #: Exchange strategies whose ranks advance in lockstep (an iteration ends for all ranks together).
 LOCKSTEP_EXCHANGES = ("sync", "ssp")
 #: Meaning of /ranks/status values.
@@ -288,4 +290,37 @@ def read_samples(f: h5py.File, path: str, nranks: int,
         data = numeric(ds, path, f"/samples/{name}")
         keep = np.arange(data.shape[1])[None, :] < np.clip(written, 0, data.shape[1])[:, None]
         out[name] = np.where(keep & np.isfinite(data), data, np.nan)
+    return out
+
+
+def read_profile(f: h5py.File, path: str, nranks: int,
+                  warnings: List[str]) -> Dict[str, np.ndarray]:
+    """The optional /profile group (--profile-layers): layer names and kinds, the forward and
+    backward times (inf read as NaN) and, when it is a count, the group's first_iteration. Empty without it, or, with a warning, when its datasets do
+    not fit together."""
+    group = f.get("profile")
+    if not isinstance(group, h5py.Group):
+        return {}
+    sets = {n: group.get(n) for n in PROFILE_NAMES + PROFILE_TIMES}
+    names_ok = all(isinstance(sets[n], h5py.Dataset) and sets[n].ndim == 1 and
+                   sets[n].dtype.kind in "SOU" for n in PROFILE_NAMES)
+    nlayers = sets["layer"].shape[0] if names_ok else -1
+    times_ok = all(isinstance(sets[n], h5py.Dataset) and sets[n].dtype.kind in "iuf" and
+                   sets[n].ndim == 3 and sets[n].shape[0] == nranks and
+                   sets[n].shape[2] == nlayers and sets[n].shape == sets["forward"].shape
+                   for n in PROFILE_TIMES)
+    if not (names_ok and times_ok and sets["kind"].shape == (nlayers,)):
+        shapes = {n: getattr(ds, "shape", None) for n, ds in sets.items()}
+        warnings.append(f"/profile holds {shapes}, expected layer and kind (nlayers,) text, "
+                        f"forward and backward ({nranks}, N, nlayers) numbers: layer profile "
+                        f"ignored")
+        return {}
+    out = {n: np.array([str(decode(v)) for v in sets[n][()]], dtype=object)
+           for n in PROFILE_NAMES}
+    for n in PROFILE_TIMES:
+        data = sets[n][()].astype(np.float64)
+        out[n] = np.where(np.isfinite(data), data, np.nan)
+    first = decode(group.attrs.get("first_iteration"))
+    if isinstance(first, int) and not isinstance(first, bool) and first >= 0:
+        out["first_iteration"] = np.array(first)
     return out

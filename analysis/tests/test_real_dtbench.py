@@ -71,6 +71,26 @@ def test_calibration_warning_of_real_run(capsys, real_runs, tmp_path):
     assert len(warning) == 1 and "more than the library's collectives alone" in warning[0]
 
 
+def test_top_layers_of_real_run(capsys, tmp_path):
+    """--profile-layers 3 on 2 ranks: the summary's layers are the file's names and the mean of
+    its forward + backward per layer (docs/hdf5-layout.md's formula), the slowest first."""
+    if realruns.skip_reason():
+        pytest.skip(realruns.skip_reason())
+    path = realruns.run(str(tmp_path), 2, "p.h5", "--batch", "16", "--iters", "4", "--warmup",
+                        "1", "--profile-layers", "3")
+    with h5py.File(path, "r") as f:
+        names = [x.decode() for x in f["profile/layer"][()]]
+        mean = np.nanmean(f["profile/forward"][()] + f["profile/backward"][()], axis=(0, 1))
+    prof = run_json(capsys, "summary", path)["layers"]
+    assert prof["iterations"] == 3 and prof["first_iteration"] == 1
+    order = np.argsort(-mean, kind="stable")
+    assert [x["layer"] for x in prof["layers"]] == [names[j] for j in order]
+    assert [x["total_ms"] for x in prof["layers"]] == pytest.approx(list(mean[order] * 1e3))
+    assert main(["summary", path]) == 0
+    out = capsys.readouterr().out
+    assert f"top layers (5 of {len(names)};" in out and names[order[0]] in out
+
+
 def test_killed_run_reported_with_its_counts(capsys, real_runs, tmp_path):
     path = real_runs["killed"]
     done = realruns.completed(path)
