@@ -218,7 +218,7 @@ static double cuda_timer_elapsed(BackendCtx *ctx, int slot_a, int slot_b) {
 /* Grouped as in backend.h. */
 const BackendOps cuda_backend = {
     .name = "cuda",
-    .reads = "gpus-per-node,conv-algo",
+    .reads = "gpus-per-node,conv-algo,act-layout",
     .device_memory = 1,
     .precision_ok = cuda_precision_ok,
     /* lifetime */

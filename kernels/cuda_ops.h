@@ -35,10 +35,10 @@ void cuda_maxpool_pad_backward(BackendCtx *ctx, const PadPoolShape *s, const int
                                const float *dy, float *dx);
 void cuda_avgpool_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y);
 void cuda_avgpool_backward(BackendCtx *ctx, const PadPoolShape *s, const float *dy, float *dx);
-void cuda_global_avgpool_forward(BackendCtx *ctx, size_t planes, size_t plane, const float *x,
+void cuda_global_avgpool_forward(BackendCtx *ctx, size_t n, size_t c, size_t plane, const float *x,
                                  float *y);
-void cuda_global_avgpool_backward(BackendCtx *ctx, size_t planes, size_t plane, const float *dy,
-                                  float *dx);
+void cuda_global_avgpool_backward(BackendCtx *ctx, size_t n, size_t c, size_t plane,
+                                  const float *dy, float *dx);
 
 /* ---- normalisation (cuda_norm.c) ------------------------------------------------------------ */
 void cuda_lrn_forward(BackendCtx *ctx, const LrnShape *s, const float *x, float *y, float *scale);

@@ -42,12 +42,12 @@ void cuda_avgpool_backward(BackendCtx *ctx, const PadPoolShape *s, const float *
     CUDA_CHECK(dtk_avgpool_backward(ctx->stream, s, dy, dx));
 }
 
-void cuda_global_avgpool_forward(BackendCtx *ctx, size_t planes, size_t plane, const float *x,
+void cuda_global_avgpool_forward(BackendCtx *ctx, size_t n, size_t c, size_t plane, const float *x,
                                  float *y) {
-    CUDA_CHECK(dtk_global_avgpool_forward(ctx->stream, planes, plane, x, y));
+    CUDA_CHECK(dtk_global_avgpool_forward(ctx->stream, n * c, plane, x, y));
 }
 
-void cuda_global_avgpool_backward(BackendCtx *ctx, size_t planes, size_t plane, const float *dy,
-                                  float *dx) {
-    CUDA_CHECK(dtk_global_avgpool_backward(ctx->stream, planes, plane, dy, dx));
+void cuda_global_avgpool_backward(BackendCtx *ctx, size_t n, size_t c, size_t plane,
+                                  const float *dy, float *dx) {
+    CUDA_CHECK(dtk_global_avgpool_backward(ctx->stream, n * c, plane, dy, dx));
 }

@@ -109,6 +109,8 @@ const float *layer_fused_z(const LayerStep *t);
 float *layer_fused_dz(const LayerStep *t);
 /* Chooses the fusions of this Model's rows (model_build_part, once in-place rows are known). */
 void model_choose_fusions(Model *m);
+/* The observer's event `kind` of the call s (src/model_observe.c; m->observer is set). */
+void model_observe(const LayerStep *s, LayerEventKind kind);
 /* 1 when row k of this Model is last read by row i through its input k (its gradient then goes
  * straight to the producer), as model.c decides it. */
 int layer_last_reader(const Model *m, int i, int k);

@@ -119,7 +119,7 @@ const ScheduleOps *const *registry_schedules(int *n) {
 
 static const RegistryUnbuilt UNBUILT[] = {
 #ifndef DTBENCH_CUDA_BACKEND
-    {"--device cuda", "gpus-per-node,conv-algo"}, /* kernels/cuda.c's reads */
+    {"--device cuda", "gpus-per-node,conv-algo,act-layout"}, /* kernels/cuda.c's reads */
 #endif
     {NULL, NULL},
 };

@@ -210,6 +210,22 @@ static void check_progress(const Options *opt, const RunPlan *p) {
                     level);
 }
 
+ActLayout resolve_act_layout(const Options *opt, const RunPlan *p, const Model *plan,
+                             ActFormat *f) {
+    char why[320] = "";
+    ActLayout layout = ACT_NCHW;
+    const int piped = p->mode != PARALLEL_DATA;
+    usage_check_all(!piped || strcmp(opt->act_layout, "nhwc"),
+                    "--act-layout: 'nhwc' is not accepted with --parallel %s: pipeline stages "
+                    "exchange fp32 NCHW activations; expected auto or nchw",
+                    opt->parallel);
+    const int ok = model_choose_layout(plan, p->be, p->precision, piped ? "nchw" : opt->act_layout,
+                                       &layout, f, why, sizeof why) == 0;
+    usage_check_all(ok, "--act-layout: 'nhwc' is not accepted with --device %s --precision %s: %s",
+                    opt->device, opt->precision, why);
+    return layout;
+}
+
 void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
     choose(opt, p);
     check_reads(opt, p);
