@@ -22,6 +22,8 @@ void cuda_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, cons
                        const float *b, float *y, void *work);
 void cuda_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
                         const float *dy, float *dx, float *dw, float *db, void *work);
+void cuda_conv_relu_forward(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
+                            const float *b, float *y, void *work);
 void cuda_conv_plans_free(BackendCtx *ctx); /* at finalize */
 
 /* ---- pooling (cuda_pool.c) ------------------------------------------------------------------ */

@@ -10,44 +10,63 @@
 #include "cuda_ctx.h"     /* defines: struct BackendCtx */
 #include "cuda_kernels.h" /* defines: dtk_* launchers */
 #include "cuda_ops.h"
+#include "cuda_ops16.h" /* defines: cuda16_* (NHWC 16-bit activations) */
 
 void cuda_maxpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y,
                           int32_t *argmax) {
     PadPoolShape p = {s->batch, s->c, s->h_in, s->w_in, s->k, s->stride, 0, s->h_out, s->w_out};
-    CUDA_CHECK(dtk_maxpool_forward(ctx->stream, &p, x, y, argmax));
+    cuda_maxpool_pad_forward(ctx, &p, x, y, argmax);
 }
 
 void cuda_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const float *x, const float *y,
                            const int32_t *argmax, const float *dy, float *dx) {
     (void)x, (void)y;
     PadPoolShape p = {s->batch, s->c, s->h_in, s->w_in, s->k, s->stride, 0, s->h_out, s->w_out};
-    CUDA_CHECK(dtk_maxpool_backward(ctx->stream, &p, argmax, dy, dx));
+    cuda_maxpool_pad_backward(ctx, &p, argmax, dy, dx);
 }
 
 void cuda_maxpool_pad_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y,
                               int32_t *argmax) {
-    CUDA_CHECK(dtk_maxpool_forward(ctx->stream, s, x, y, argmax));
+    if (ctx->act16)
+        cuda16_maxpool_forward(ctx, s, x, y, argmax);
+    else
+        CUDA_CHECK(dtk_maxpool_forward(ctx->stream, s, x, y, argmax));
 }
 
 void cuda_maxpool_pad_backward(BackendCtx *ctx, const PadPoolShape *s, const int32_t *argmax,
                                const float *dy, float *dx) {
-    CUDA_CHECK(dtk_maxpool_backward(ctx->stream, s, argmax, dy, dx));
+    if (ctx->act16)
+        cuda16_maxpool_backward(ctx, s, argmax, dy, dx);
+    else
+        CUDA_CHECK(dtk_maxpool_backward(ctx->stream, s, argmax, dy, dx));
 }
 
 void cuda_avgpool_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y) {
-    CUDA_CHECK(dtk_avgpool_forward(ctx->stream, s, x, y));
+    if (ctx->act16)
+        cuda16_avgpool_forward(ctx, s, x, y);
+    else
+        CUDA_CHECK(dtk_avgpool_forward(ctx->stream, s, x, y));
 }
 
 void cuda_avgpool_backward(BackendCtx *ctx, const PadPoolShape *s, const float *dy, float *dx) {
-    CUDA_CHECK(dtk_avgpool_backward(ctx->stream, s, dy, dx));
+    if (ctx->act16)
+        cuda16_avgpool_backward(ctx, s, dy, dx);
+    else
+        CUDA_CHECK(dtk_avgpool_backward(ctx->stream, s, dy, dx));
 }
 
 void cuda_global_avgpool_forward(BackendCtx *ctx, size_t n, size_t c, size_t plane, const float *x,
                                  float *y) {
-    CUDA_CHECK(dtk_global_avgpool_forward(ctx->stream, n * c, plane, x, y));
+    if (ctx->act16)
+        cuda16_gap_forward(ctx, n, c, plane, x, y);
+    else
+        CUDA_CHECK(dtk_global_avgpool_forward(ctx->stream, n * c, plane, x, y));
 }
 
 void cuda_global_avgpool_backward(BackendCtx *ctx, size_t n, size_t c, size_t plane,
                                   const float *dy, float *dx) {
-    CUDA_CHECK(dtk_global_avgpool_backward(ctx->stream, n * c, plane, dy, dx));
+    if (ctx->act16)
+        cuda16_gap_backward(ctx, n, c, plane, dy, dx);
+    else
+        CUDA_CHECK(dtk_global_avgpool_backward(ctx->stream, n * c, plane, dy, dx));
 }
