@@ -323,9 +323,11 @@ void cuda_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, cons
     if (b) CUDNN_CHECK(cudnnAddTensor(ctx->cudnn, &ONE, p->b, b, &ONE, p->y32, y));
 }
 
-/* relu(conv(x) + b): cudnnConvolutionBiasActivationForward on fp32 tensors where cuDNN takes it
- * for the plan (tried at the first call, recorded in p->fused), else the unfused calls; with
- * NHWC 16-bit activations cuda16_conv_forward's; on NCHW 16-bit copies the unfused calls. */
+/* relu(conv(x) + b): in tf32, cudnnConvolutionBiasActivationForward where cuDNN takes it for the
+ * plan (tried at the first call, recorded in p->fused), else the unfused calls; with NHWC 16-bit
+ * activations cuda16_conv_forward's; on NCHW 16-bit copies the unfused calls. Strict fp32 keeps
+ * the unfused calls, the same bits as the rows unfused: the fused kernel is another
+ * implementation, whose sums cuDNN does not promise in the plain forward's order. */
 void cuda_conv_relu_forward(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
                             const float *b, float *y, void *work) {
     if (s->batch <= 0 || s->c_out <= 0) return;
@@ -334,7 +336,7 @@ void cuda_conv_relu_forward(BackendCtx *ctx, const ConvShape *s, const float *x,
         cuda16_conv_forward(ctx, p, x, w, b, 1, y, work, conv_ws(p));
         return;
     }
-    if (b && !cuda_prec_16bit(ctx) && p->fused >= 0) {
+    if (b && ctx->precision == PRECISION_TF32 && p->fused >= 0) {
         CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->fwd_math));
         const cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
             ctx->cudnn, &ONE, p->x, x, p->w, w, p->conv, p->fwd, work, p->fwd_ws, &ZERO, p->y, y,
