@@ -178,18 +178,18 @@ void cuda16_dropout_backward(BackendCtx *ctx, const DropoutShape *s, const uint8
 
 /* ---- pooling, LRN ---------------------------------------------------------------------------- */
 
-void cuda16_maxpool_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y,
+void cuda16_maxpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y,
                             int32_t *argmax) {
     CUDA_CHECK(dth_maxpool(ctx->stream, half_of(ctx), s, x, y, argmax));
 }
-void cuda16_maxpool_backward(BackendCtx *ctx, const PadPoolShape *s, const int32_t *argmax,
+void cuda16_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const int32_t *argmax,
                              const float *dy, float *dx) {
     CUDA_CHECK(dth_maxpool_back(ctx->stream, half_of(ctx), s, argmax, dy, dx));
 }
-void cuda16_avgpool_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y) {
+void cuda16_avgpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y) {
     CUDA_CHECK(dth_avgpool(ctx->stream, half_of(ctx), s, x, y));
 }
-void cuda16_avgpool_backward(BackendCtx *ctx, const PadPoolShape *s, const float *dy, float *dx) {
+void cuda16_avgpool_backward(BackendCtx *ctx, const PoolShape *s, const float *dy, float *dx) {
     CUDA_CHECK(dth_avgpool_back(ctx->stream, half_of(ctx), s, dy, dx));
 }
 void cuda16_gap_forward(BackendCtx *ctx, size_t n, size_t c, size_t plane, const float *x,

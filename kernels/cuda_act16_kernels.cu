@@ -197,58 +197,58 @@ extern "C" cudaError_t dth_dropout_back(cudaStream_t st, int half, const Dropout
 /* ---- pooling --------------------------------------------------------------------------------- */
 
 template <int HALF>
-__global__ void maxpool_kernel(PadPoolShape s, size_t total, const dt16 *__restrict__ x,
+__global__ void maxpool_kernel(PoolShape s, size_t total, const dt16 *__restrict__ x,
                                dt16 *__restrict__ y, int32_t *__restrict__ argmax)
 {
     GRID_LOOP(o, total) dt16_maxpool_fwd(&s, x, o, HALF, y, argmax);
 }
 template <int HALF>
-__global__ void maxpool_back_kernel(PadPoolShape s, size_t total, const int32_t *__restrict__ am,
+__global__ void maxpool_back_kernel(PoolShape s, size_t total, const int32_t *__restrict__ am,
                                     const dt16 *__restrict__ dy, dt16 *__restrict__ dx)
 {
     GRID_LOOP(i, total) dx[i] = dt16_maxpool_bwd(&s, am, dy, i, HALF);
 }
 template <int HALF>
-__global__ void avgpool_kernel(PadPoolShape s, size_t total, const dt16 *__restrict__ x,
+__global__ void avgpool_kernel(PoolShape s, size_t total, const dt16 *__restrict__ x,
                                dt16 *__restrict__ y)
 {
     GRID_LOOP(o, total) y[o] = dt16_avgpool_fwd(&s, x, o, HALF);
 }
 template <int HALF>
-__global__ void avgpool_back_kernel(PadPoolShape s, size_t total, const dt16 *__restrict__ dy,
+__global__ void avgpool_back_kernel(PoolShape s, size_t total, const dt16 *__restrict__ dy,
                                     dt16 *__restrict__ dx)
 {
     GRID_LOOP(i, total) dx[i] = dt16_avgpool_bwd(&s, dy, i, HALF);
 }
 
-static size_t pool_out(const PadPoolShape *s)
+static size_t pool_out(const PoolShape *s)
 {
     return (size_t)s->batch * s->c * s->h_out * s->w_out;
 }
-static size_t pool_in(const PadPoolShape *s)
+static size_t pool_in(const PoolShape *s)
 {
     return (size_t)s->batch * s->c * s->h_in * s->w_in;
 }
 
-extern "C" cudaError_t dth_maxpool(cudaStream_t st, int half, const PadPoolShape *s, const void *x,
+extern "C" cudaError_t dth_maxpool(cudaStream_t st, int half, const PoolShape *s, const void *x,
                                    void *y, int32_t *argmax)
 {
     const size_t total = pool_out(s);
     LAUNCH16(maxpool_kernel, total, st, *s, total, (const dt16 *)x, (dt16 *)y, argmax);
 }
-extern "C" cudaError_t dth_maxpool_back(cudaStream_t st, int half, const PadPoolShape *s,
+extern "C" cudaError_t dth_maxpool_back(cudaStream_t st, int half, const PoolShape *s,
                                         const int32_t *argmax, const void *dy, void *dx)
 {
     const size_t total = pool_in(s);
     LAUNCH16(maxpool_back_kernel, total, st, *s, total, argmax, (const dt16 *)dy, (dt16 *)dx);
 }
-extern "C" cudaError_t dth_avgpool(cudaStream_t st, int half, const PadPoolShape *s, const void *x,
+extern "C" cudaError_t dth_avgpool(cudaStream_t st, int half, const PoolShape *s, const void *x,
                                    void *y)
 {
     const size_t total = pool_out(s);
     LAUNCH16(avgpool_kernel, total, st, *s, total, (const dt16 *)x, (dt16 *)y);
 }
-extern "C" cudaError_t dth_avgpool_back(cudaStream_t st, int half, const PadPoolShape *s,
+extern "C" cudaError_t dth_avgpool_back(cudaStream_t st, int half, const PoolShape *s,
                                         const void *dy, void *dx)
 {
     const size_t total = pool_in(s);

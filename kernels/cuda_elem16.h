@@ -11,7 +11,7 @@
 #ifndef DTBENCH_CUDA_ELEM16_H
 #define DTBENCH_CUDA_ELEM16_H
 
-#include "backend.h"   /* defines: PadPoolShape, LrnShape, DropoutShape */
+#include "backend.h"   /* defines: PoolShape, LrnShape, DropoutShape */
 #include "cuda_elem.h" /* defines: DT_HD, dt_window, dt_outputs_of, dt_lrn_*, dt_bn_*, dt_dropout_* */
 #include "half_bits.h" /* defines: gc_bf16_*, gc_fp16_* */
 
@@ -65,11 +65,11 @@ DT_HD dt16 dt16_dropout(dt16 x, int keep, float keep_scale, int half) {
     return keep ? dt16_r(dt16_f(x, half) * keep_scale, half) : (dt16)0;
 }
 
-/* ---- pooling (PadPoolShape; NHWC x[n][h_in][w_in][c], y[n][h_out][w_out][c]) ----------------
+/* ---- pooling (PoolShape; NHWC x[n][h_in][w_in][c], y[n][h_out][w_out][c]) ----------------
  * argmax records ih*w_in + iw, as the NCHW kernels do (-1: a window wholly in the padding). */
 
 /* output o: its window in row-major order, strict > (the first maximum stays) */
-DT_HD void dt16_maxpool_fwd(const PadPoolShape *s, const dt16 *x, size_t o, int half, dt16 *y,
+DT_HD void dt16_maxpool_fwd(const PoolShape *s, const dt16 *x, size_t o, int half, dt16 *y,
                             int32_t *argmax) {
     const size_t c = o % (size_t)s->c;
     size_t t = o / (size_t)s->c;
@@ -94,7 +94,7 @@ DT_HD void dt16_maxpool_fwd(const PadPoolShape *s, const dt16 *x, size_t o, int 
     argmax[o] = a;
 }
 /* input i: the dy of every output whose maximum it is, added in output order (the CPU's) */
-DT_HD dt16 dt16_maxpool_bwd(const PadPoolShape *s, const int32_t *argmax, const dt16 *dy, size_t i,
+DT_HD dt16 dt16_maxpool_bwd(const PoolShape *s, const int32_t *argmax, const dt16 *dy, size_t i,
                             int half) {
     const size_t c = i % (size_t)s->c;
     size_t t = i / (size_t)s->c;
@@ -113,7 +113,7 @@ DT_HD dt16 dt16_maxpool_bwd(const PadPoolShape *s, const int32_t *argmax, const 
     return dt16_r(acc, half);
 }
 /* average pooling, padding counted as zeros */
-DT_HD dt16 dt16_avgpool_fwd(const PadPoolShape *s, const dt16 *x, size_t o, int half) {
+DT_HD dt16 dt16_avgpool_fwd(const PoolShape *s, const dt16 *x, size_t o, int half) {
     const size_t c = o % (size_t)s->c;
     size_t t = o / (size_t)s->c;
     const int ow = (int)(t % (size_t)s->w_out), oh = (int)(t / (size_t)s->w_out % (size_t)s->h_out);
@@ -128,7 +128,7 @@ DT_HD dt16 dt16_avgpool_fwd(const PadPoolShape *s, const dt16 *x, size_t o, int 
             sum += dt16_f(xp[((size_t)ih * s->w_in + iw) * s->c], half);
     return dt16_r(sum * dt_avgpool_inv(s->k), half);
 }
-DT_HD dt16 dt16_avgpool_bwd(const PadPoolShape *s, const dt16 *dy, size_t i, int half) {
+DT_HD dt16 dt16_avgpool_bwd(const PoolShape *s, const dt16 *dy, size_t i, int half) {
     const size_t c = i % (size_t)s->c;
     size_t t = i / (size_t)s->c;
     const int iw = (int)(t % (size_t)s->w_in), ih = (int)(t / (size_t)s->w_in % (size_t)s->h_in);

@@ -37,12 +37,12 @@ void cuda16_dropout_forward(BackendCtx *ctx, const DropoutShape *s, const float 
                             uint8_t *mask);
 void cuda16_dropout_backward(BackendCtx *ctx, const DropoutShape *s, const uint8_t *mask,
                              const float *dy, float *dx);
-void cuda16_maxpool_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y,
+void cuda16_maxpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y,
                             int32_t *argmax);
-void cuda16_maxpool_backward(BackendCtx *ctx, const PadPoolShape *s, const int32_t *argmax,
+void cuda16_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const int32_t *argmax,
                              const float *dy, float *dx);
-void cuda16_avgpool_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y);
-void cuda16_avgpool_backward(BackendCtx *ctx, const PadPoolShape *s, const float *dy, float *dx);
+void cuda16_avgpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y);
+void cuda16_avgpool_backward(BackendCtx *ctx, const PoolShape *s, const float *dy, float *dx);
 void cuda16_gap_forward(BackendCtx *ctx, size_t n, size_t c, size_t plane, const float *x,
                         float *y);
 void cuda16_gap_backward(BackendCtx *ctx, size_t n, size_t c, size_t plane, const float *dy,

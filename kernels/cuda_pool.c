@@ -1,6 +1,7 @@
-/* cuda_pool.c - the CUDA backend's pooling (backend.h): max pooling with or without padding,
+/* cuda_pool.c - the CUDA backend's pooling (backend.h): max pooling (padding 0 or not),
  * average pooling (padding counted as zeros) and global average pooling, all our own kernels
- * (cuda_pool_kernels.cu). Each queues on the rank's compute stream; nothing here waits.
+ * (cuda_pool_kernels.cu; on NHWC 16-bit activations cuda_act16_kernels.cu's). Each queues on the
+ * rank's compute stream; nothing here waits.
  *
  * Max pooling records argmax and its backward reads only argmax and dy: cuDNN's pooling backward
  * re-derives the maxima from the forward OUTPUT y, which a ReLU run in place after the pooling
@@ -14,49 +15,36 @@
 
 void cuda_maxpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y,
                           int32_t *argmax) {
-    PadPoolShape p = {s->batch, s->c, s->h_in, s->w_in, s->k, s->stride, 0, s->h_out, s->w_out};
-    cuda_maxpool_pad_forward(ctx, &p, x, y, argmax);
-}
-
-void cuda_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const float *x, const float *y,
-                           const int32_t *argmax, const float *dy, float *dx) {
-    (void)x, (void)y;
-    PadPoolShape p = {s->batch, s->c, s->h_in, s->w_in, s->k, s->stride, 0, s->h_out, s->w_out};
-    cuda_maxpool_pad_backward(ctx, &p, argmax, dy, dx);
-}
-
-void cuda_maxpool_pad_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y,
-                              int32_t *argmax) {
     if (ctx->act16)
         cuda16_maxpool_forward(ctx, s, x, y, argmax);
     else
         CUDA_CHECK(dtk_maxpool_forward(ctx->stream, s, x, y, argmax));
 }
 
-void cuda_maxpool_pad_backward(BackendCtx *ctx, const PadPoolShape *s, const int32_t *argmax,
-                               const float *dy, float *dx) {
+void cuda_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const int32_t *argmax,
+                           const float *dy, float *dx) {
     if (ctx->act16)
         cuda16_maxpool_backward(ctx, s, argmax, dy, dx);
     else
         CUDA_CHECK(dtk_maxpool_backward(ctx->stream, s, argmax, dy, dx));
 }
 
-void cuda_avgpool_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y) {
+void cuda_avgpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y) {
     if (ctx->act16)
         cuda16_avgpool_forward(ctx, s, x, y);
     else
         CUDA_CHECK(dtk_avgpool_forward(ctx->stream, s, x, y));
 }
 
-void cuda_avgpool_backward(BackendCtx *ctx, const PadPoolShape *s, const float *dy, float *dx) {
+void cuda_avgpool_backward(BackendCtx *ctx, const PoolShape *s, const float *dy, float *dx) {
     if (ctx->act16)
         cuda16_avgpool_backward(ctx, s, dy, dx);
     else
         CUDA_CHECK(dtk_avgpool_backward(ctx->stream, s, dy, dx));
 }
 
-void cuda_global_avgpool_forward(BackendCtx *ctx, size_t n, size_t c, size_t plane, const float *x,
-                                 float *y) {
+void cuda_global_avgpool_forward(BackendCtx *ctx, size_t n, size_t c, size_t plane,
+                                 const float *x, float *y) {
     if (ctx->act16)
         cuda16_gap_forward(ctx, n, c, plane, x, y);
     else

@@ -210,39 +210,22 @@ static void f_maxpool_forward(BackendCtx *c, const PoolShape *s, const float *x,
     img_out(yt, s->batch, s->c, hwo, y);
     free(xt), free(yt);
 }
-static void f_maxpool_backward(BackendCtx *c, const PoolShape *s, const float *x, const float *y,
-                               const int32_t *am, const float *dy, float *dx) {
-    (void)x, (void)y;
+static void f_maxpool_backward(BackendCtx *c, const PoolShape *s, const int32_t *am,
+                               const float *dy, float *dx) {
     const size_t hwi = (size_t)s->h_in * s->w_in, hwo = (size_t)s->h_out * s->w_out;
     float *dyt = img_in(dy, s->batch, s->c, hwo), *dxt = fbuf(s->batch * s->c * hwi);
-    cpu_backend.maxpool_backward(c, s, NULL, NULL, am, dyt, dxt);
+    cpu_backend.maxpool_backward(c, s, am, dyt, dxt);
     img_out(dxt, s->batch, s->c, hwi, dx);
     free(dyt), free(dxt);
 }
-static void f_maxpool_pad_forward(BackendCtx *c, const PadPoolShape *s, const float *x, float *y,
-                                  int32_t *am) {
-    const size_t hwi = (size_t)s->h_in * s->w_in, hwo = (size_t)s->h_out * s->w_out;
-    float *xt = img_in(x, s->batch, s->c, hwi), *yt = fbuf(s->batch * s->c * hwo);
-    cpu_backend.maxpool_pad_forward(c, s, xt, yt, am);
-    img_out(yt, s->batch, s->c, hwo, y);
-    free(xt), free(yt);
-}
-static void f_maxpool_pad_backward(BackendCtx *c, const PadPoolShape *s, const int32_t *am,
-                                   const float *dy, float *dx) {
-    const size_t hwi = (size_t)s->h_in * s->w_in, hwo = (size_t)s->h_out * s->w_out;
-    float *dyt = img_in(dy, s->batch, s->c, hwo), *dxt = fbuf(s->batch * s->c * hwi);
-    cpu_backend.maxpool_pad_backward(c, s, am, dyt, dxt);
-    img_out(dxt, s->batch, s->c, hwi, dx);
-    free(dyt), free(dxt);
-}
-static void f_avgpool_forward(BackendCtx *c, const PadPoolShape *s, const float *x, float *y) {
+static void f_avgpool_forward(BackendCtx *c, const PoolShape *s, const float *x, float *y) {
     const size_t hwi = (size_t)s->h_in * s->w_in, hwo = (size_t)s->h_out * s->w_out;
     float *xt = img_in(x, s->batch, s->c, hwi), *yt = fbuf(s->batch * s->c * hwo);
     cpu_backend.avgpool_forward(c, s, xt, yt);
     img_out(yt, s->batch, s->c, hwo, y);
     free(xt), free(yt);
 }
-static void f_avgpool_backward(BackendCtx *c, const PadPoolShape *s, const float *dy, float *dx) {
+static void f_avgpool_backward(BackendCtx *c, const PoolShape *s, const float *dy, float *dx) {
     const size_t hwi = (size_t)s->h_in * s->w_in, hwo = (size_t)s->h_out * s->w_out;
     float *dyt = img_in(dy, s->batch, s->c, hwo), *dxt = fbuf(s->batch * s->c * hwi);
     cpu_backend.avgpool_backward(c, s, dyt, dxt);
@@ -430,8 +413,6 @@ static void make(BackendOps *f, int fused) {
     f->fc_forward = f_fc_forward, f->fc_backward = f_fc_backward;
     f->conv_forward = f_conv_forward, f->conv_backward = f_conv_backward;
     f->maxpool_forward = f_maxpool_forward, f->maxpool_backward = f_maxpool_backward;
-    f->maxpool_pad_forward = f_maxpool_pad_forward;
-    f->maxpool_pad_backward = f_maxpool_pad_backward;
     f->avgpool_forward = f_avgpool_forward, f->avgpool_backward = f_avgpool_backward;
     f->global_avgpool_forward = f_gap_forward, f->global_avgpool_backward = f_gap_backward;
     f->lrn_forward = f_lrn_forward, f->lrn_backward = f_lrn_backward;

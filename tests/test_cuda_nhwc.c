@@ -209,7 +209,7 @@ static void test_elementwise(void) {
 
 /* ---- pooling, LRN ---------------------------------------------------------------------------- */
 
-static void test_pool(const PadPoolShape *s) {
+static void test_pool(const PoolShape *s) {
     const size_t N = (size_t)s->batch, C_ = (size_t)s->c, hi = (size_t)s->h_in * s->w_in;
     const size_t ho = (size_t)s->h_out * s->w_out, nin = N * C_ * hi, nout = N * C_ * ho;
     float *x = rnd(nin, -2, 2), *dy = rnd(nout, -1, 1), *y = malloc(nout * 4),
@@ -218,16 +218,10 @@ static void test_pool(const PadPoolShape *s) {
     int32_t *dam = G->alloc(gctx, nout * 4);
     void *gx = up16(x, N, C_, hi), *gdy = up16(dy, N, C_, ho), *gy = poison16(nout);
     void *gdx = poison16(nin);
-    C->maxpool_pad_forward(cctx, s, x, y, cam);
-    C->maxpool_pad_backward(cctx, s, cam, dy, dx);
-    if (s->pad) {
-        G->maxpool_pad_forward(gctx, s, gx, gy, dam);
-        G->maxpool_pad_backward(gctx, s, dam, gdy, gdx);
-    } else {
-        PoolShape p = {s->batch, s->c, s->h_in, s->w_in, s->k, s->stride, s->h_out, s->w_out};
-        G->maxpool_forward(gctx, &p, gx, gy, dam);
-        G->maxpool_backward(gctx, &p, gx, gy, dam, gdy, gdx);
-    }
+    C->maxpool_forward(cctx, s, x, y, cam);
+    C->maxpool_backward(cctx, s, cam, dy, dx);
+    G->maxpool_forward(gctx, s, gx, gy, dam);
+    G->maxpool_backward(gctx, s, dam, gdy, gdx);
     float *got = down16(gy, N, C_, ho), *gotx = down16(gdx, N, C_, hi);
     int ok = exact(got, y, nout) && exact(gotx, dx, nin);
     G->download(gctx, gam, dam, nout * 4);
@@ -493,7 +487,7 @@ int main(void) {
         EXPECT(f.layout == ACT_NHWC && f.type == (HALF ? ACT_FP16 : ACT_BF16),
                "%s: the backend declares NHWC %s", tname(), tname());
         test_elementwise();
-        const PadPoolShape pools[] = {{4, 64, 28, 28, 3, 2, 1, 14, 14},
+        const PoolShape pools[] = {{4, 64, 28, 28, 3, 2, 1, 14, 14},
                                       {4, 20, 24, 24, 2, 2, 0, 12, 12},
                                       {2, 48, 13, 13, 3, 2, 0, 6, 6}};
         for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++)

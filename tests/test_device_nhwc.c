@@ -244,7 +244,7 @@ static void test_elementwise(void) {
 
 /* ---- pooling and LRN ------------------------------------------------------------------------- */
 
-static void test_pool_shape(const PadPoolShape *s) {
+static void test_pool_shape(const PoolShape *s) {
     const size_t hi = (size_t)s->h_in * s->w_in, ho = (size_t)s->h_out * s->w_out;
     const size_t nin = (size_t)s->batch * s->c * hi, nout = (size_t)s->batch * s->c * ho;
     const size_t N = (size_t)s->batch, C = (size_t)s->c;
@@ -254,7 +254,7 @@ static void test_pool_shape(const PadPoolShape *s) {
     float *xn = widen_nchw(x, N, C, hi), *dyn = widen_nchw(dy, N, C, ho);
     float *yr = malloc(nout * 4), *dxr = malloc(nin * 4);
     /* max pooling */
-    cpu_backend.maxpool_pad_forward(NULL, s, xn, yr, cam);
+    cpu_backend.maxpool_forward(NULL, s, xn, yr, cam);
     for (size_t o = 0; o < nout; o++)
         dt16_maxpool_fwd(s, x, o, HALF, y, am);
     dt16 *ref = round_nhwc(yr, N, C, ho);
@@ -262,7 +262,7 @@ static void test_pool_shape(const PadPoolShape *s) {
     for (size_t o = 0; o < nout; o++) /* argmax: the plane index, in NHWC order */
         am_nchw[dt_nchw_of_nhwc(o, C, ho)] = am[o];
     ok &= memcmp(am_nchw, cam, nout * 4) == 0;
-    cpu_backend.maxpool_pad_backward(NULL, s, cam, dyn, dxr);
+    cpu_backend.maxpool_backward(NULL, s, cam, dyn, dxr);
     for (size_t i = 0; i < nin; i++)
         dx[i] = dt16_maxpool_bwd(s, am, dy, i, HALF);
     dt16 *dref = round_nhwc(dxr, N, C, hi);
@@ -534,7 +534,7 @@ int main(void) {
         test_conversions();
         test_filters();
         test_elementwise();
-        const PadPoolShape pools[] = {
+        const PoolShape pools[] = {
             {2, 5, 9, 9, 3, 2, 1, 5, 5}, /* ResNet's stem pooling, padded */
             {2, 3, 8, 8, 2, 2, 0, 4, 4}, /* LeNet / VGG, no padding */
             {1, 4, 7, 7, 3, 1, 1, 7, 7}, /* GoogLeNet's inception pooling */
