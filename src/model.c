@@ -7,7 +7,6 @@
 #include "util.h"
 
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -296,36 +295,6 @@ static void assign_gradient_buffers(Model *m) {
     free(slot_of), free(in_use);
 }
 
-/* A model in an activation format other than NCHW fp32 (the backend's, backend.h) that it cannot
- * run: the resolver chose the layout (model_choose_layout), so this is a mistake of a caller or
- * of the backend's table, reported before anything runs. */
-static void check_format(const Model *m) {
-    if (m->act.layout == ACT_NCHW && m->act.type == ACT_FP32) return;
-    const char *why = !m->be->input_to_act || !m->be->act_add
-                          ? "the backend lacks input_to_act or act_add"
-                          : model_format_problem(m, m->act);
-    if (!why) return;
-    fprintf(stderr, "dtbench: %s: the %s backend's activation format (%s, %s) cannot run it: %s\n",
-            m->desc->name, m->be->name, ACT_LAYOUT_NAME(m->act.layout), ACT_TYPE_NAME(m->act.type),
-            why);
-    abort();
-}
-
-/* The backend's weights_layout: every convolution of this part, where its parameters lie. */
-static void declare_weights(const Model *m) {
-    if (!m->be->weights_layout) return;
-    ConvWeights *cw = xcalloc((size_t)(m->last - m->first) + 1, sizeof *cw);
-    int n = 0;
-    for (int i = m->first; i < m->last; i++) {
-        const Layer *L = &m->layers[i];
-        if (L->d.kind != LAYER_CONV) continue;
-        cw[n++] =
-            (ConvWeights){L->w_off - m->param_base, L->nb ? L->b_off - m->param_base : SIZE_MAX,
-                          L->out_c, L->in_c, L->d.k * L->d.k};
-    }
-    m->be->weights_layout(m->ctx, cw, n);
-    free(cw);
-}
 void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes,
                       int batch, int microbatches, int first, int last, const BackendOps *be,
                       BackendCtx *ctx, uint64_t seed) {
@@ -346,7 +315,7 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
     m->act = (ActFormat){ACT_NCHW, ACT_FP32};
     if (be->activation_format) be->activation_format(ctx, &m->act);
     m->act_bytes = ACT_TYPE_BYTES(m->act.type);
-    check_format(m);
+    model_check_format(m);
 
     size_t pbytes = m->nparams * sizeof(float);
     m->params = layer_alloc(m, pbytes); /* each zeroed: FCN-5's take 0.5 GB */
@@ -392,7 +361,7 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
     }
     if (m->work_bytes) m->work = layer_alloc(m, m->work_bytes);
     init_part(m);
-    declare_weights(m);
+    model_declare_weights(m);
     if (be->weights_ready) be->weights_ready(ctx, m->params, m->nparams); /* may allocate */
 }
 
