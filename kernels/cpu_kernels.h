@@ -38,10 +38,10 @@ void cpu_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const int32_t *ar
                           const float *dy, float *dx);
 void cpu_avgpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y);
 void cpu_avgpool_backward(BackendCtx *ctx, const PoolShape *s, const float *dy, float *dx);
-void cpu_global_avgpool_forward(BackendCtx *ctx, size_t n, size_t c, size_t plane,
-                                const float *x, float *y);
-void cpu_global_avgpool_backward(BackendCtx *ctx, size_t n, size_t c, size_t plane,
-                                 const float *dy, float *dx);
+void cpu_global_avgpool_forward(BackendCtx *ctx, size_t n, size_t c, size_t plane, const float *x,
+                                float *y);
+void cpu_global_avgpool_backward(BackendCtx *ctx, size_t n, size_t c, size_t plane, const float *dy,
+                                 float *dx);
 
 /* cpu_norm.c */
 void cpu_lrn_forward(BackendCtx *ctx, const LrnShape *s, const float *x, float *y, float *scale);

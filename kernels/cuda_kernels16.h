@@ -62,8 +62,8 @@ cudaError_t dth_dropout_back(cudaStream_t st, int half, const DropoutShape *s, c
 /* ---- pooling and LRN ------------------------------------------------------------------------- */
 cudaError_t dth_maxpool(cudaStream_t st, int half, const PoolShape *s, const void *x, void *y,
                         int32_t *argmax);
-cudaError_t dth_maxpool_back(cudaStream_t st, int half, const PoolShape *s,
-                             const int32_t *argmax, const void *dy, void *dx);
+cudaError_t dth_maxpool_back(cudaStream_t st, int half, const PoolShape *s, const int32_t *argmax,
+                             const void *dy, void *dx);
 cudaError_t dth_avgpool(cudaStream_t st, int half, const PoolShape *s, const void *x, void *y);
 cudaError_t dth_avgpool_back(cudaStream_t st, int half, const PoolShape *s, const void *dy,
                              void *dx);

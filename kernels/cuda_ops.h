@@ -33,8 +33,8 @@ void cuda_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const int32_t *a
                            const float *dy, float *dx);
 void cuda_avgpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y);
 void cuda_avgpool_backward(BackendCtx *ctx, const PoolShape *s, const float *dy, float *dx);
-void cuda_global_avgpool_forward(BackendCtx *ctx, size_t n, size_t c, size_t plane,
-                                 const float *x, float *y);
+void cuda_global_avgpool_forward(BackendCtx *ctx, size_t n, size_t c, size_t plane, const float *x,
+                                 float *y);
 void cuda_global_avgpool_backward(BackendCtx *ctx, size_t n, size_t c, size_t plane,
                                   const float *dy, float *dx);
 

@@ -43,8 +43,8 @@ void cuda_avgpool_backward(BackendCtx *ctx, const PoolShape *s, const float *dy,
         CUDA_CHECK(dtk_avgpool_backward(ctx->stream, s, dy, dx));
 }
 
-void cuda_global_avgpool_forward(BackendCtx *ctx, size_t n, size_t c, size_t plane,
-                                 const float *x, float *y) {
+void cuda_global_avgpool_forward(BackendCtx *ctx, size_t n, size_t c, size_t plane, const float *x,
+                                 float *y) {
     if (ctx->act16)
         cuda16_gap_forward(ctx, n, c, plane, x, y);
     else

@@ -131,7 +131,10 @@ static void build(Run *r) {
                     "%s", err); /* memory, before any allocation (run_limits.h) */
 
     ActFormat act;
-    BackendConfig bcfg = {o->threads, r->topo.host_local_rank, o->gpus_per_node, r->topo.rank == 0,
+    BackendConfig bcfg = {o->threads,
+                          r->topo.host_local_rank,
+                          o->gpus_per_node,
+                          r->topo.rank == 0,
                           p->precision,
                           strcmp(o->conv_algo, "heuristic") ? CONV_ALGO_FIND : CONV_ALGO_HEURISTIC,
                           resolve_act_layout(o, p, &r->plan_model, &act)};

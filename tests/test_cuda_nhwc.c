@@ -488,8 +488,8 @@ int main(void) {
                "%s: the backend declares NHWC %s", tname(), tname());
         test_elementwise();
         const PoolShape pools[] = {{4, 64, 28, 28, 3, 2, 1, 14, 14},
-                                      {4, 20, 24, 24, 2, 2, 0, 12, 12},
-                                      {2, 48, 13, 13, 3, 2, 0, 6, 6}};
+                                   {4, 20, 24, 24, 2, 2, 0, 12, 12},
+                                   {2, 48, 13, 13, 3, 2, 0, 6, 6}};
         for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++)
             test_pool(&pools[i]);
         test_gap_lrn();

@@ -534,11 +534,10 @@ int main(void) {
         test_conversions();
         test_filters();
         test_elementwise();
-        const PoolShape pools[] = {
-            {2, 5, 9, 9, 3, 2, 1, 5, 5}, /* ResNet's stem pooling, padded */
-            {2, 3, 8, 8, 2, 2, 0, 4, 4}, /* LeNet / VGG, no padding */
-            {1, 4, 7, 7, 3, 1, 1, 7, 7}, /* GoogLeNet's inception pooling */
-            {3, 2, 13, 13, 3, 2, 0, 6, 6} /* AlexNet */};
+        const PoolShape pools[] = {{2, 5, 9, 9, 3, 2, 1, 5, 5}, /* ResNet's stem pooling, padded */
+                                   {2, 3, 8, 8, 2, 2, 0, 4, 4}, /* LeNet / VGG, no padding */
+                                   {1, 4, 7, 7, 3, 1, 1, 7, 7}, /* GoogLeNet's inception pooling */
+                                   {3, 2, 13, 13, 3, 2, 0, 6, 6} /* AlexNet */};
         for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++)
             test_pool_shape(&pools[i]);
         test_gap(3, 10, 49);
