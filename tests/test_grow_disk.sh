@@ -1,9 +1,11 @@
-# test_grow_disk.sh - a growing results file meets a full disk (issue 15 with issue 16's
-# guarantees), on a small tmpfs mounted for the test: the whole file is still checked before the
+# test_grow_disk.sh - a growing results file meets a full disk, on a small tmpfs mounted for the
+# test: the whole file is still checked before the
 # start (a run that cannot fit is refused, exit 2 naming --iters, no file left); a disk filled by
 # another process during the run makes the next extension's reservation fail, which stops every
 # rank within seconds through the write-error path (exit 1, one line with the file and errno 28),
-# the file closed with stop_reason=write_error and every iteration before the extent intact.
+# the file closed with stop_reason=write_error and every iteration before the extent intact; an
+# extension that fails inside HDF5 all the same ends the same way (out of band: the other ranks
+# wait inside HDF5).
 . "$(dirname "$0")/lib.sh"
 cd "$WORK"
 mount_tmpfs 32m
@@ -44,3 +46,37 @@ with h5py.File(sys.argv[1], "r") as f:
           f"{latency:.3f} s after the refusal")
 PY
 pass "a step that cannot be reserved stops the run through the write-error path"
+
+# 3. The reservation said yes, but the disk had no room when the extension came (a file system
+#    whose reservations do not hold; DTBENCH_TEST_NO_RESERVE=1 makes this one such): rank 0 failed
+#    inside H5Dset_extent ("file write failed", a short MPI-IO write without errno) and died
+#    through MPI_Abort, the survivor closed the file as peer_lost with no errno. Now the file is
+#    closed as write_error naming H5Dset_extent and errno 28, every iteration up to the extent
+#    kept on every rank, exit 1, within seconds.
+rm -f disk/fill disk/r.h5
+DTBENCH_TEST_NO_RESERVE=1 DTBENCH_TEST_GROW_STEP=200 timeout -k 10 300 "$MPIRUN" -np 2 \
+    "$DTBENCH" $S --iters 60000 --output disk/r.h5 >run.log 2>err.log &
+job=$!
+wait_completed disk/r.h5 10 60 || { kill -9 $job; fail "run did not start writing: $(cat err.log)"; }
+dd if=/dev/zero of=disk/fill bs=64k 2>/dev/null || true # until the disk is full,
+truncate -s -64K disk/fill                              # then less room than a step (74 KB)
+t0=$(date +%s.%N)
+set +e; wait $job; rc=$?; set -e
+took=$("$PYTHON" -c "import sys,time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$t0")
+[ "$rc" = 1 ] || fail "an extension failing inside HDF5: exit $rc, expected 1: $(cat err.log)"
+[ "$(grep -c "^dtbench: error: rank [01]: extending disk/r.h5 (/iterations) to iteration [0-9]* failed: H5Dset_extent: .*(errno 28: No space left on device); stopping the run" err.log)" = 1 ] ||
+    fail "not one line naming the file, H5Dset_extent and errno 28: $(cat err.log)"
+"$PYTHON" - disk/r.h5 <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    a = f.attrs
+    assert a["finished"] == 1 and a["stop_reason"] == "write_error", dict(a)
+    assert "errno 28" in a["stop_detail"] and "H5Dset_extent" in a["stop_detail"], a["stop_detail"]
+    done, extent = f["ranks/completed"][:], f["iterations/total"].shape[1]
+    assert (done == extent).all() and (f["ranks/iterations_done"][:] == done).all(), (done, extent)
+    assert not np.isnan(f["iterations/total"][:]).any()
+    assert (f["ranks/status"][:] == 2).all(), f["ranks/status"][:]
+    print(f"ok: closed as write_error: {a['stop_detail']}; every rank kept {int(done[0])} iterations")
+PY
+"$PYTHON" -c "import sys; sys.exit(float(sys.argv[1]) >= 20)" "$took" || fail "the run ended $took s after the disk filled"
+pass "an extension failing inside H5Dset_extent: write_error with errno 28, exit 1, $took s after the disk filled"

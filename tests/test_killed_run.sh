@@ -42,14 +42,14 @@ tree() {
     for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do tree "$c"; done
 }
 for d in $delays; do
-    rm -f k.h5 .k.h5.partial
+    rm -f k.h5 .k.h5.*.partial
     timeout -k 5 120 "$MPIRUN" -np 2 "$DTBENCH" --model lenet --dataset synthetic --batch 4 \
         --iters 100000 --warmup 0 --flush-every 5 --output k.h5 >k.log 2>&1 &
     pid=$!
     case $d in
     file+*)
         for _ in $(seq 1 2000); do
-            [ -e k.h5 ] || [ -e .k.h5.partial ] && break
+            [ -e k.h5 ] || compgen -G ".k.h5.*.partial" >/dev/null && break
             sleep 0.005
         done
         sleep "${d#file+}"
