@@ -21,6 +21,7 @@
 #include "cuda_check.h"     /* defines: CUDA_CHECK, CUBLAS_CHECK, CUDNN_CHECK */
 #include "cuda_ctx.h"       /* defines: struct BackendCtx */
 #include "cuda_ops.h"       /* defines: the operations of the table */
+#include "cuda_ops16.h"     /* defines: the activation format (cuda_act16.c) */
 #include "cuda_precision.h" /* defines: cuda_prec_* (tf32, bf16, fp16) */
 
 #include <cublas_v2.h>
@@ -80,6 +81,8 @@ static int cuda_init(const BackendConfig *cfg, BackendCtx **out) {
     CUBLAS_CHECK(cublasSetStream(ctx->cublas, ctx->stream));
     /* the math mode of --precision (fp32: CUBLAS_DEFAULT_MATH, never TF32) */
     cuda_prec_init(ctx, cfg ? cfg->precision : PRECISION_FP32);
+    /* --act-layout: NHWC 16-bit activations in bf16/fp16, else NCHW fp32 (cuda_act16.c) */
+    cuda_act_init(ctx, ctx->precision, cfg ? cfg->act_layout : ACT_NCHW);
     ctx->conv_algo = cfg ? cfg->conv_algo : CONV_ALGO_FIND;
     CUDNN_CHECK(cudnnCreate(&ctx->cudnn));
     CUDNN_CHECK(cudnnSetStream(ctx->cudnn, ctx->stream));
@@ -113,6 +116,7 @@ static void cuda_finalize(BackendCtx *ctx) {
     if (ctx->row_hit) cudaFree(ctx->row_hit);
     if (ctx->bn_partials) cudaFree(ctx->bn_partials);
     cuda_prec_free(ctx);
+    cuda_act_free(ctx);
     for (int i = 0; i < BACKEND_TIMER_SLOTS; i++)
         cudaEventDestroy(ctx->marks[i]);
     cudnnDestroy(ctx->cudnn);
@@ -156,9 +160,10 @@ static void cuda_describe(BackendCtx *ctx, char *buf, size_t len) {
     cuda_device_info(ctx, &d);
     snprintf(buf, len,
              "GPU %d: %s (%s, %s); CUDA runtime %s, driver API %s; cuBLAS %s; cuDNN %s; "
-             "precision %s",
+             "precision %s; activations %s %s",
              ctx->device, d.name, d.pci_bus_id, d.uuid, d.cuda_runtime, d.cuda_driver_api, d.cublas,
-             d.cudnn, PRECISION_NAME(ctx->precision));
+             d.cudnn, PRECISION_NAME(ctx->precision), ACT_LAYOUT_NAME(ctx->act.layout),
+             ACT_TYPE_NAME(ctx->act.type));
 }
 
 /* ---- memory -------------------------------------------------------------------------------- */
@@ -218,9 +223,12 @@ static double cuda_timer_elapsed(BackendCtx *ctx, int slot_a, int slot_b) {
 /* Grouped as in backend.h. */
 const BackendOps cuda_backend = {
     .name = "cuda",
-    .reads = "gpus-per-node,conv-algo",
+    .reads = "gpus-per-node,conv-algo,act-layout",
     .device_memory = 1,
     .precision_ok = cuda_precision_ok,
+    .act_format_for = cuda_act_format_for,
+    .activation_format = cuda_activation_format,
+    .input_to_act = cuda_input_to_act,
     /* lifetime */
     .init = cuda_init,
     .finalize = cuda_finalize,
@@ -234,6 +242,7 @@ const BackendOps cuda_backend = {
     .zero = cuda_zero,
     .copy = cuda_copy,
     .weights_ready = cuda_weights_ready,
+    .weights_layout = cuda_weights_layout,
     .synchronize = cuda_synchronize,
     /* phase timer */
     .timer_record = cuda_timer_record,
@@ -244,6 +253,7 @@ const BackendOps cuda_backend = {
     .conv_workspace_bytes = cuda_conv_workspace_bytes,
     .conv_forward = cuda_conv_forward,
     .conv_backward = cuda_conv_backward,
+    .conv_relu_forward = cuda_conv_relu_forward,
     /* pooling (cuda_pool.c) */
     .maxpool_forward = cuda_maxpool_forward,
     .maxpool_backward = cuda_maxpool_backward,
@@ -271,6 +281,7 @@ const BackendOps cuda_backend = {
     .add_backward = cuda_add_backward,
     .axpy = cuda_axpy,
     .scale = cuda_scale,
+    .act_add = cuda_act_add,
     /* recurrent (cuda_recurrent.c) */
     .embedding_forward = cuda_embedding_forward,
     .embedding_backward = cuda_embedding_backward,

@@ -22,6 +22,8 @@ void cuda_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, cons
                        const float *b, float *y, void *work);
 void cuda_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
                         const float *dy, float *dx, float *dw, float *db, void *work);
+void cuda_conv_relu_forward(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
+                            const float *b, float *y, void *work);
 void cuda_conv_plans_free(BackendCtx *ctx); /* at finalize */
 
 /* ---- pooling (cuda_pool.c) ------------------------------------------------------------------ */
@@ -31,10 +33,10 @@ void cuda_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const int32_t *a
                            const float *dy, float *dx);
 void cuda_avgpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y);
 void cuda_avgpool_backward(BackendCtx *ctx, const PoolShape *s, const float *dy, float *dx);
-void cuda_global_avgpool_forward(BackendCtx *ctx, size_t planes, size_t plane, const float *x,
+void cuda_global_avgpool_forward(BackendCtx *ctx, size_t n, size_t c, size_t plane, const float *x,
                                  float *y);
-void cuda_global_avgpool_backward(BackendCtx *ctx, size_t planes, size_t plane, const float *dy,
-                                  float *dx);
+void cuda_global_avgpool_backward(BackendCtx *ctx, size_t n, size_t c, size_t plane,
+                                  const float *dy, float *dx);
 
 /* ---- normalisation (cuda_norm.c) ------------------------------------------------------------ */
 void cuda_lrn_forward(BackendCtx *ctx, const LrnShape *s, const float *x, float *y, float *scale);

@@ -9,15 +9,17 @@
 #      the packed MPI runtime on 2 ranks;
 #   2. kernel tests: test_cuda_kernels (every convolution against float64 within strict fp32's
 #      bound) and test_cuda_zoo, each also with NVIDIA_TF32_OVERRIDE=0 (their numbers compared:
-#      a result that moves means TF32), test_cuda_precision, and test_cuda_algos (every cuDNN
-#      algorithm on LeNet's and ResNet-50's shapes against float64: the rule's measurement);
+#      a result that moves means TF32), test_cuda_precision, the NHWC 16-bit kernels
+#      (test_device_nhwc on the CPU, test_cuda_nhwc on the GPU against the CPU backend), and
+#      test_cuda_algos (every cuDNN algorithm on LeNet's and ResNet-50's shapes against float64:
+#      the rule's measurement);
 #   3. the layer-by-layer comparison of every model, CPU against GPU, in every precision
 #      (tests/test_gpu_layer_compare.sh);
 #   4. one training step per model with dtbench itself, GPU against CPU parameters, and the math
 #      of every convolution and GEMM of the GPU run from its result file (check_kernel_choices);
 #      the per-layer profile of ResNet-50 (--profile-layers);
 #   5. the benchmark (bench/gpu_bench.sh --quick); 6. the GPU tests (test_gpu_*.sh);
-#   7. compute-sanitizer memcheck of the zoo kernel test.
+#   7. compute-sanitizer memcheck of the zoo kernel test and of the NHWC 16-bit kernel test.
 # No new step starts after --budget seconds (default 450: with 1-2 minutes of start-up and the
 # trip back it fits a 15-minute lease; scripts/gpu_lease.sh says how); a step that cannot run says
 # why. SUMMARY, printed last, has one line per step. Exit status 0 when every step that ran passed.
@@ -189,6 +191,8 @@ for t in cuda-kernels cuda-zoo; do # a result that moves without TF32 was comput
     fi
 done
 gpu_step cuda-precision 60 "$BIN/tests/test_cuda_precision"
+step device-nhwc 60 "$BIN/tests/test_device_nhwc"
+gpu_step cuda-nhwc 90 "$BIN/tests/test_cuda_nhwc"
 gpu_step cuda-algos 120 "$BIN/tests/test_cuda_algos"
 
 # ---- 3. layer by layer, every model, CPU against GPU ------------------------------------------------
@@ -235,6 +239,7 @@ note "NCCL across GPUs: $([ "$NGPUS" -ge 2 ] && echo "exercised on $NGPUS GPUs o
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -n "$CS" ]; then
     gpu_step memcheck-zoo 120 "$CS" --tool memcheck --error-exitcode 3 "$BIN/tests/test_cuda_zoo"
+    gpu_step memcheck-nhwc 120 "$CS" --tool memcheck --error-exitcode 3 "$BIN/tests/test_cuda_nhwc"
 else
     wanted memcheck-zoo && note "SKIP  memcheck-zoo: no compute-sanitizer on this machine"
 fi

@@ -70,7 +70,9 @@ static void as_ranks(Run *r) {
 static int dry_run(Run *r) {
     const RunPlan *p = &r->plan;
     Model plan;
+    ActFormat act;
     plan_model(&plan, p->md, p->be, r->opt.microbatches, p->in_c, p->in_h, p->in_w, p->classes);
+    resolve_act_layout(&r->opt, p, &plan, &act); /* refuses what the run would refuse */
     Pipeline pipe;
     pipeline_setup(&pipe, &r->opt, p->mode, &plan, &r->topo, r->opt.ranks ? 2 : 1);
     if (r->topo.rank == 0) {
@@ -128,9 +130,14 @@ static void build(Run *r) {
                                  err, sizeof err) == 0,
                     "%s", err); /* memory, before any allocation (run_limits.h) */
 
-    BackendConfig bcfg = {o->threads, r->topo.host_local_rank, o->gpus_per_node, r->topo.rank == 0,
+    ActFormat act;
+    BackendConfig bcfg = {o->threads,
+                          r->topo.host_local_rank,
+                          o->gpus_per_node,
+                          r->topo.rank == 0,
                           p->precision,
-                          strcmp(o->conv_algo, "heuristic") ? CONV_ALGO_FIND : CONV_ALGO_HEURISTIC};
+                          strcmp(o->conv_algo, "heuristic") ? CONV_ALGO_FIND : CONV_ALGO_HEURISTIC,
+                          resolve_act_layout(o, p, &r->plan_model, &act)};
     if (p->be->init(&bcfg, &r->ctx) != 0) check_fail(__FILE__, __LINE__, "backend init", o->device);
     model_build_part(&r->model, r->md, ds->c, ds->h, ds->w, ds->classes, r->batch,
                      r->pipe.microbatches, r->pipe.first[r->pipe.stage],

@@ -251,6 +251,22 @@ static void check_progress(const Options *opt, const RunPlan *p) {
                     level);
 }
 
+ActLayout resolve_act_layout(const Options *opt, const RunPlan *p, const Model *plan,
+                             ActFormat *f) {
+    char why[320] = "";
+    ActLayout layout = ACT_NCHW;
+    const int piped = p->mode != PARALLEL_DATA;
+    usage_check_all(!piped || strcmp(opt->act_layout, "nhwc"),
+                    "--act-layout: 'nhwc' is not accepted with --parallel %s: pipeline stages "
+                    "exchange fp32 NCHW activations; expected auto or nchw",
+                    opt->parallel);
+    const int ok = model_choose_layout(plan, p->be, p->precision, piped ? "nchw" : opt->act_layout,
+                                       &layout, f, why, sizeof why) == 0;
+    usage_check_all(ok, "--act-layout: 'nhwc' is not accepted with --device %s --precision %s: %s",
+                    opt->device, opt->precision, why);
+    return layout;
+}
+
 /* A backend on GPUs needs one visible to every rank (a dry run does not: it plans on the
  * login node), and no more per node than are visible. */
 static void check_devices(const Options *opt, const RunPlan *p) {
