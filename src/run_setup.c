@@ -4,6 +4,7 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <config.h>
 #include "run.h"
+#include "step_graph.h" /* defines: STEP_GRAPH_FORWARD, STEP_GRAPH_BACKWARD */
 #include "check.h"
 #include "nvml.h"
 #include "outputs.h"
@@ -58,13 +59,14 @@ static void collect_option(const char *key, const char *value, void *user) {
     r->config_rows[r->nconfig++] = (RunAttr)RUN_TEXT(strdup(key), strdup(value));
 }
 
-/* Median cost of one phase mark on the backend's timeline. */
+/* Median cost of one phase mark on the backend's timeline (on the last phase slot, which no
+ * phase uses: slot 0 opens an iteration, and a backend may count on that). */
 static double timer_overhead(const BackendOps *be, BackendCtx *ctx) {
     enum { N = 1001 };
     static double cost[N];
     for (int i = 0; i < N; i++) {
         double t = dt_now();
-        be->timer_record(ctx, 0);
+        be->timer_record(ctx, BACKEND_PHASE_SLOTS - 1);
         cost[i] = dt_now() - t;
     }
     for (int i = 1; i < N; i++) /* insertion sort: N is small */
@@ -215,6 +217,13 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_TEXT("grad_dtype", o->grad_dtype),
         RUN_TEXT("device", o->device),
         RUN_TEXT("precision", o->precision),
+        RUN_TEXT("prefetch", r->prefetch ? "on" : "off"),
+        RUN_TEXT("prefetch_reason", r->prefetch_why),
+        RUN_TEXT("graphs", r->graph_parts == (STEP_GRAPH_FORWARD | STEP_GRAPH_BACKWARD)
+                               ? "forward,backward"
+                           : r->graph_parts ? "forward"
+                                            : "off"),
+        RUN_TEXT("graphs_reason", r->graphs_why),
         RUN_TEXT("tag", o->tag),
         RUN_INT("nranks", r->topo.nranks),
         RUN_INT("nnodes", r->topo.nnodes),
