@@ -89,6 +89,13 @@ static char *join_args(int argc, char **argv) {
     return s;
 }
 
+/* The root attribute `graphs`: the parts of a step replayed from graphs. */
+static const char *graphs_text(int parts) {
+    return parts == (STEP_GRAPH_FORWARD | STEP_GRAPH_BACKWARD) ? "forward,backward"
+           : parts                                            ? "forward"
+                                                              : "off";
+}
+
 static void print_start(const Run *r, const char *backend_info) {
     const Options *o = &r->opt;
     printf("dtbench %s (%s): %d ranks on %d nodes, %s\n", PACKAGE_VERSION, DTBENCH_GIT_COMMIT,
@@ -100,7 +107,19 @@ static void print_start(const Run *r, const char *backend_info) {
            r->md->name, r->model.total_params, model_flops_per_sample(&r->model) / 1e9,
            r->data.name, r->data.c, r->data.h, r->data.w, r->data.ntrain);
     if (r->pipe.mode != PARALLEL_DATA) pipeline_print(&r->pipe, &r->plan_model, stdout);
+    const int parts = r->graph_parts;
+    char pf[240], gr[240];
+    snprintf(pf, sizeof pf, r->prefetch ? "on" : "off (%s)", r->prefetch_why);
+    snprintf(gr, sizeof gr, r->graphs_why[0] ? "%s (%s)" : "%s", graphs_text(parts),
+             r->graphs_why);
+    printf("step: prefetch %s; graphs %s\n", pf, gr);
     fflush(stdout);
+    /* graphs are captured in the first iterations that need them: keep that out of the figures */
+    if (parts && o->warmup < 1 + (r->prefetch ? 2 : 1))
+        fprintf(stderr,
+                "dtbench: warning: --graphs captures its graphs in iterations 1%s, measured with "
+                "--warmup %d: use --warmup %d or more to keep the captures out of the figures\n",
+                r->prefetch ? " and 2" : "", o->warmup, 1 + (r->prefetch ? 2 : 1));
 }
 
 /* The sampler (/samples), when --sample-hz is set; its capacity. */
@@ -219,10 +238,7 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_TEXT("precision", o->precision),
         RUN_TEXT("prefetch", r->prefetch ? "on" : "off"),
         RUN_TEXT("prefetch_reason", r->prefetch_why),
-        RUN_TEXT("graphs", r->graph_parts == (STEP_GRAPH_FORWARD | STEP_GRAPH_BACKWARD)
-                               ? "forward,backward"
-                           : r->graph_parts ? "forward"
-                                            : "off"),
+        RUN_TEXT("graphs", graphs_text(r->graph_parts)),
         RUN_TEXT("graphs_reason", r->graphs_why),
         RUN_TEXT("tag", o->tag),
         RUN_INT("nranks", r->topo.nranks),
