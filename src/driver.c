@@ -80,6 +80,30 @@ static void fill_record(Driver *d, const StageRun *s, ExchangeStep *xs, double s
     }
 }
 
+/* After the exchange: fp16's averaged gradients are checked and unscaled, an overflow (the same
+ * on every rank: the average carries it) skipping the step everywhere (src/precision.h); then the
+ * optimizer step where the exchange left it to the driver. Returns 1 when the step is skipped. */
+static int update(Driver *d, LossScaler *scaler, int done, const ExchangeStep *xs) {
+    const DriverSettings *o = &d->set;
+    Model *m = d->model;
+    int skip = done == EXCHANGE_APPLY_UPDATE && o->loss_scaling &&
+               loss_scaler_update(scaler, !model_unscale_grads(m));
+    if (done == EXCHANGE_APPLY_UPDATE && !skip) { /* grads x s: folded into lr and wd */
+        double gs = xs->grad_scale > 0 ? xs->grad_scale : 1.0;
+        model_sgd(m, (float)(o->lr * gs), o->momentum, (float)(o->weight_decay / gs));
+    }
+    return skip;
+}
+
+/* Evaluation number n, after iteration it, recorded by rank 0; returns the test accuracy. */
+static double evaluate(Driver *d, StageRun *s, int64_t it, int n) {
+    double acc, eloss;
+    stage_evaluate(d, s, &acc, &eloss);
+    EvalRecord e = {(double)(it + 1), dt_now() - d->clock_offset - d->t0, acc, eloss};
+    if (d->topo->rank == 0) d->rops->record_eval(d->rec, n, &e);
+    return acc;
+}
+
 TrainResult driver_run(Driver *d) {
     const DriverSettings *o = &d->set;
     Model *m = d->model;
@@ -137,14 +161,7 @@ TrainResult driver_run(Driver *d) {
         ExchangeStep xs = {.iteration = it, .stop_requested = s.decision};
         int done = d->xops->exchange(d->xstate, m->params, m->grads, &xs);
         be->timer_record(ctx, MARK_EXCHANGE);
-        /* fp16: the averaged gradients are checked and unscaled; an overflow (the same on every
-         * rank: the average carries it) skips the step everywhere (src/precision.h) */
-        int skip = done == EXCHANGE_APPLY_UPDATE && o->loss_scaling &&
-                   loss_scaler_update(&scaler, !model_unscale_grads(m));
-        if (done == EXCHANGE_APPLY_UPDATE && !skip) { /* grads x s: folded into lr and wd */
-            double gs = xs.grad_scale > 0 ? xs.grad_scale : 1.0;
-            model_sgd(m, (float)(o->lr * gs), o->momentum, (float)(o->weight_decay / gs));
-        }
+        int skip = update(d, &scaler, done, &xs);
         be->timer_record(ctx, MARK_UPDATE);
 
         /* Outside the timed phases from here on. */
@@ -168,14 +185,9 @@ TrainResult driver_run(Driver *d) {
 
         int eval_due = o->eval_every > 0 ? (it + 1) % o->eval_every == 0 : 0;
         if (evaluates && nevals > 0 && evals < nevals && (eval_due || it + 1 == total)) {
-            double acc, eloss;
-            stage_evaluate(d, &s, &acc, &eloss);
+            res.last_accuracy = evaluate(d, &s, it, evals++);
             prefetch_release(&pf, d, it); /* it uploaded its test batches into this slot */
-            EvalRecord e = {(double)(it + 1), dt_now() - d->clock_offset - d->t0, acc, eloss};
-            if (d->topo->rank == 0) d->rops->record_eval(d->rec, evals, &e);
-            evals++;
-            res.last_accuracy = acc;
-            if (o->target_acc > 0 && acc >= o->target_acc) target_stop = 1;
+            if (o->target_acc > 0 && res.last_accuracy >= o->target_acc) target_stop = 1;
         }
     }
     d->xops->finish(d->xstate, m->params);

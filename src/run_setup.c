@@ -92,8 +92,8 @@ static char *join_args(int argc, char **argv) {
 /* The root attribute `graphs`: the parts of a step replayed from graphs. */
 static const char *graphs_text(int parts) {
     return parts == (STEP_GRAPH_FORWARD | STEP_GRAPH_BACKWARD) ? "forward,backward"
-           : parts                                            ? "forward"
-                                                              : "off";
+           : parts                                             ? "forward"
+                                                               : "off";
 }
 
 static void print_start(const Run *r, const char *backend_info) {
@@ -108,11 +108,10 @@ static void print_start(const Run *r, const char *backend_info) {
            r->data.name, r->data.c, r->data.h, r->data.w, r->data.ntrain);
     if (r->pipe.mode != PARALLEL_DATA) pipeline_print(&r->pipe, &r->plan_model, stdout);
     const int parts = r->graph_parts;
-    char pf[240], gr[240];
-    snprintf(pf, sizeof pf, r->prefetch ? "on" : "off (%s)", r->prefetch_why);
-    snprintf(gr, sizeof gr, r->graphs_why[0] ? "%s (%s)" : "%s", graphs_text(parts),
-             r->graphs_why);
-    printf("step: prefetch %s; graphs %s\n", pf, gr);
+    printf("step: prefetch %s%s%s%s; graphs %s%s%s%s\n", r->prefetch ? "on" : "off",
+           r->prefetch ? "" : " (", r->prefetch ? "" : r->prefetch_why, r->prefetch ? "" : ")",
+           graphs_text(parts), r->graphs_why[0] ? " (" : "", r->graphs_why,
+           r->graphs_why[0] ? ")" : "");
     fflush(stdout);
     /* graphs are captured in the first iterations that need them: keep that out of the figures */
     if (parts && o->warmup < 1 + (r->prefetch ? 2 : 1))

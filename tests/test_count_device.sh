@@ -9,8 +9,9 @@
 #      the saved parameters bit for bit those of the plain CPU run, with graphs and prefetch on
 #      and with both off;
 #   2. the modes: evaluation passes on Fashion-MNIST (their last chunk smaller), data parallelism
-#      on 2 ranks, a pipeline of 2 stages with 2 micro-batches (graphs refused, the reason in the
-#      file), and a stop while a batch is in flight (no hang, the copy waited for);
+#      on 2 ranks, with --overlap (forward replayed, backward eager), a pipeline of 2 stages with
+#      2 micro-batches (graphs refused, the reason in the file), and a stop while a batch is in
+#      flight (no hang, the copy waited for);
 #   3. --prefetch on and --graphs on are refused where they cannot run (the plain CPU backend).
 . "$(dirname "$0")/lib.sh"
 
@@ -84,6 +85,12 @@ counted dp 2 --model lenet $common --batch 8
 $CHECK "$WORK/dp.count" --iters $ITERS --graphs 4 || fail "2 ranks: a step rule"
 same dp dp-cpu
 pass "data parallelism on 2 ranks: each rank's shard prefetched, the same parameters"
+
+plain ov-cpu 2 --model lenet $common --batch 8 --overlap
+counted ov 2 --model lenet $common --batch 8 --overlap
+$CHECK "$WORK/ov.count" --iters $ITERS --graphs 2 --replays 1 || fail "--overlap: a step rule"
+same ov ov-cpu
+pass "--overlap on 2 ranks: the forward pass replayed, backward eager with the exchange's hook"
 
 pp="--model lenet $common --batch 8 --parallel model --microbatches 2"
 plain pipe-cpu 2 $pp
