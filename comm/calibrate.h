@@ -12,10 +12,20 @@ static inline size_t bucket_lo(size_t hi, size_t b) {
     return hi > b ? hi - b : 0;
 }
 
+/* Set by the program (or NULL: never): a non-zero return on any rank ends the measured
+ * repetitions after the current one, on every rank together (a run asked to stop while it sets
+ * up). */
+extern int (*calibrate_interrupted)(void);
+
 /* Collective over comm. buf[n] in the backend's memory. iters 0: the unmeasured warm-up only
  * (overlap: also in the non-blocking form that overlapped iterations use). */
 void transport_calibrate(const TransportOps *ops, Transport *tp, MPI_Comm comm,
                          const BackendOps *be, BackendCtx *ctx, float *buf, size_t n, size_t bucket,
                          int iters, int overlap, ExchangeCalibration *out);
+
+/* How the calibration was measured, one line for the result file (root attribute
+ * calibration_method): "after-backward: ..." (what precedes each timed repetition), or "none"
+ * when nothing was measured. */
+void calibrate_method(const ExchangeCalibration *cal, char *buf, size_t len);
 
 #endif

@@ -382,25 +382,15 @@ static void k_maxpool_forward(BackendCtx *c, const PoolShape *s, const float *x,
                               int32_t *am) {
     if (K("maxpool_forward", M(s), P(x), P(y), P(am))) cpu_backend.maxpool_forward(c, s, x, y, am);
 }
-static void k_maxpool_backward(BackendCtx *c, const PoolShape *s, const float *x, const float *y,
-                               const int32_t *am, const float *dy, float *dx) {
-    if (K("maxpool_backward", M(s), P(x), P(y), P(am), P(dy), P(dx)))
-        cpu_backend.maxpool_backward(c, s, x, y, am, dy, dx);
+static void k_maxpool_backward(BackendCtx *c, const PoolShape *s, const int32_t *am,
+                               const float *dy, float *dx) {
+    if (K("maxpool_backward", M(s), P(am), P(dy), P(dx)))
+        cpu_backend.maxpool_backward(c, s, am, dy, dx);
 }
-static void k_maxpool_pad_forward(BackendCtx *c, const PadPoolShape *s, const float *x, float *y,
-                                  int32_t *am) {
-    if (K("maxpool_pad_forward", M(s), P(x), P(y), P(am)))
-        cpu_backend.maxpool_pad_forward(c, s, x, y, am);
-}
-static void k_maxpool_pad_backward(BackendCtx *c, const PadPoolShape *s, const int32_t *am,
-                                   const float *dy, float *dx) {
-    if (K("maxpool_pad_backward", M(s), P(am), P(dy), P(dx)))
-        cpu_backend.maxpool_pad_backward(c, s, am, dy, dx);
-}
-static void k_avgpool_forward(BackendCtx *c, const PadPoolShape *s, const float *x, float *y) {
+static void k_avgpool_forward(BackendCtx *c, const PoolShape *s, const float *x, float *y) {
     if (K("avgpool_forward", M(s), P(x), P(y))) cpu_backend.avgpool_forward(c, s, x, y);
 }
-static void k_avgpool_backward(BackendCtx *c, const PadPoolShape *s, const float *dy, float *dx) {
+static void k_avgpool_backward(BackendCtx *c, const PoolShape *s, const float *dy, float *dx) {
     if (K("avgpool_backward", M(s), P(dy), P(dx))) cpu_backend.avgpool_backward(c, s, dy, dx);
 }
 static void k_gap_forward(BackendCtx *c, size_t planes, size_t plane, const float *x, float *y) {
@@ -539,7 +529,6 @@ const BackendOps *count_device_wrap(const BackendOps *be) {
     t.fc_forward = k_fc_forward, t.fc_backward = k_fc_backward;
     t.conv_forward = k_conv_forward, t.conv_backward = k_conv_backward;
     t.maxpool_forward = k_maxpool_forward, t.maxpool_backward = k_maxpool_backward;
-    t.maxpool_pad_forward = k_maxpool_pad_forward, t.maxpool_pad_backward = k_maxpool_pad_backward;
     t.avgpool_forward = k_avgpool_forward, t.avgpool_backward = k_avgpool_backward;
     t.global_avgpool_forward = k_gap_forward, t.global_avgpool_backward = k_gap_backward;
     t.lrn_forward = k_lrn_forward, t.lrn_backward = k_lrn_backward;

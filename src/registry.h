@@ -1,5 +1,7 @@
 /* registry.h - looks up the pluggable parts by name: compute backends, exchange strategies,
- * transports, schedules, recorders and models. registry.c is the only file with #ifdef HAVE_CUDA and friends. */
+ * transports, schedules, recorders and models. registry.c is the only file with #ifdef HAVE_CUDA
+ * and friends. The GPU parts (the cuda backend, the nccl transport and collectives) are loaded
+ * (src/gpu_module.h) the first time registry_backend or registry_transport is asked for one. */
 #ifndef DTBENCH_REGISTRY_H
 #define DTBENCH_REGISTRY_H
 
@@ -12,6 +14,7 @@
 #include "recorder.h"
 #include "schedule.h"
 
+/* NULL for an unknown name, or for a GPU part that cannot be loaded (registry_load_error). */
 const BackendOps *registry_backend(const char *name);
 /* The backend on host memory (CPU), for strategies staged through the host (comm/staged.c). */
 const BackendOps *registry_host_backend(void);
@@ -32,8 +35,15 @@ typedef struct {
     const char *label, *reads; /* "--device cuda", "gpus-per-node" */
 } RegistryUnbuilt;
 const RegistryUnbuilt *registry_unbuilt(void);
-/* Collectives of an optional library ("nccl"), NULL when not built. */
+/* Collectives of an optional library ("nccl"): NULL when not built, or when no GPU part was asked
+ * for (the GPU module is not loaded for them). */
 const CollOps *registry_coll(const char *name);
+/* Why a GPU part could not be loaded (module missing, a GPU library missing, another build's
+ * module), as one line; "" if nothing failed. */
+const char *registry_load_error(void);
+/* CUDA devices visible to this process for a backend of the GPU module; -1 for any other backend
+ * (the CPU's, which needs none). */
+int registry_device_count(const BackendOps *be);
 
 /* What this rank computes on (kernels/devinfo.h): the GPU and its libraries for a device backend,
  * the processor's model name otherwise. */

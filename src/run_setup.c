@@ -4,6 +4,7 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <config.h>
 #include "run.h"
+#include "calibrate.h"  /* defines: calibrate_method */
 #include "step_graph.h" /* defines: STEP_GRAPH_FORWARD, STEP_GRAPH_BACKWARD */
 #include "check.h"
 #include "nvml.h"
@@ -38,6 +39,21 @@ DriverSettings run_driver_settings(const Options *o) {
         .weight_decay = (float)o->weight_decay,
         .loss_scaling = precision_loss_scaling(o->precision),
     };
+}
+
+static int has_env(const char *name) {
+    const char *v = getenv(name);
+    return v && *v;
+}
+
+const char *run_launcher(void) {
+    static const char *launcher;
+    if (!launcher)
+        launcher = has_env("OMPI_COMM_WORLD_SIZE") || has_env("MPI_LOCALNRANKS") ? "mpirun"
+                   : has_env("SLURM_STEP_ID") || has_env("SLURM_STEPID")         ? "srun"
+                   : has_env("PMIX_RANK") || has_env("PMI_RANK")                 ? "other"
+                                                                                 : "none";
+    return launcher;
 }
 
 void run_check_outputs(Run *r) {
@@ -201,6 +217,8 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
     char mpi_lib[MPI_MAX_LIBRARY_VERSION_STRING] = "", hdf5_ver[64], err[1024] = "";
     library_versions(mpi_lib, hdf5_ver, sizeof hdf5_ver);
     char *kernels = kernel_choices(p->be, r->ctx);
+    char cal_method[512];
+    calibrate_method(&r->calibration, cal_method, sizeof cal_method);
     RunAttr rank_text[] = {
         RUN_TEXT("device_name", dev->name),
         RUN_TEXT("device_uuid", dev->uuid),
@@ -228,6 +246,7 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_TEXT("slurm_job_id", slurm ? slurm : ""),
         RUN_TEXT("slurm_nodelist", nodelist ? nodelist : ""),
         RUN_TEXT("submit_line", submit ? submit : ""),
+        RUN_TEXT("launcher", run_launcher()),
         RUN_TEXT("model", o->model),
         RUN_TEXT("dataset", o->dataset),
         RUN_TEXT("exchange", o->exchange),
@@ -262,13 +281,14 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_INT("microbatches", r->pipe.microbatches),
         RUN_TEXT("stage_first_layers", r->pipe.split_text),
         RUN_INT("calibration_iters", r->calibration.iters),
+        RUN_TEXT("calibration_method", cal_method),
         RUN_REAL("calibration_exchange_s", r->calibration.iters ? r->calibration.seconds : NAN),
         RUN_REAL("calibration_bucket_bytes", r->calibration.bucket_bytes),
         RUN_REAL("calibration_busbw_factor", r->calibration.busbw_factor),
-        RUN_REAL("calibration_busbw", r->calibration.iters ? r->calibration.bytes /
-                                                                 r->calibration.seconds *
-                                                                 r->calibration.busbw_factor
-                                                           : NAN),
+        RUN_REAL("calibration_busbw",
+                 r->calibration.iters
+                     ? r->calibration.bytes / r->calibration.seconds * r->calibration.busbw_factor
+                     : NAN),
     };
     options_visit(o, collect_option, r);
     DriverSettings set = run_driver_settings(o);

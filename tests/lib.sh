@@ -18,12 +18,6 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1
 # Open MPI 4): a loaded 2-core machine needs more for the ranks to finish and close the file.
 export OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-3}
 export HDF5_USE_FILE_LOCKING=FALSE
-# OpenBLAS older than the CPU falls back to generic SSE3 kernels (dtbench warns): the tests pick
-# the vector kernels the CPU has, which makes them ~3x faster here. A value set by the user wins.
-if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
-    if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then export OPENBLAS_CORETYPE=SkylakeX
-    elif grep -qw avx2 /proc/cpuinfo 2>/dev/null; then export OPENBLAS_CORETYPE=Haswell; fi
-fi
 # Fashion-MNIST as shipped by Debian's dataset-fashion-mnist.
 FMNIST_DIR=${FMNIST_DIR:-/usr/share/datasets/fashion-mnist}
 
@@ -42,6 +36,15 @@ run_np() {
 # h5 PYTHON-CODE FILE... : runs a Python check with h5py; the files are sys.argv[1:].
 h5check() {
     "$PYTHON" "$TESTS_SRCDIR/check_h5.py" "$@"
+}
+
+# same_loss TOLERANCE REFERENCE.h5 OTHER.h5... : every stage of each OTHER records the loss of the
+# one-process run REFERENCE at every iteration, within TOLERANCE (hybrid runs: the mean over the
+# replicas, each of which records the mean over its share of the batch).
+same_loss() {
+    local tol=$1 ref=$2
+    shift 2
+    h5check same-loss "$@" --ref "$ref" --tol "$tol"
 }
 
 analyze() {
@@ -81,24 +84,36 @@ for split in ("train", "t10k"):
 PY
 }
 
-# wait_completed FILE N [SECONDS] : waits until every worker rank has N iterations in the results
-# file FILE (/ranks/completed, read while the run writes it; parameter servers, /ranks/role 1, have
-# none); status 1 after SECONDS (default 120).
+# fmnist_small [TEST_IMAGES] : prints $WORK/fmnist after putting there Fashion-MNIST's training
+# files (links: the batches are those of the full set, bit for bit) and its first TEST_IMAGES test
+# images (default 256; fmnist_subset). Each evaluation then reads those instead of all 10000
+# (~2 s of CPU per rank here): for runs that compare parameters or losses (they evaluate once, at
+# the end) or need an accuracy, not its last digit. Equality within float tolerance needs no ReLU
+# input or pooling tie within rounding of a flip, which depends on the training data: LeNet with 4
+# micro-batches crosses one when trained on the first 256 images instead.
+fmnist_small() {
+    fmnist_subset "$WORK/fmnist" "${1:-256}"
+    rm -f "$WORK"/fmnist/train-*
+    ln -s "$FMNIST_DIR"/train-images-idx3-ubyte.gz "$FMNIST_DIR"/train-labels-idx1-ubyte.gz "$WORK/fmnist/"
+    echo "$WORK/fmnist"
+}
+
+# wait_h5 PATH N [--timeout S] [--poll S] [--all-ranks] : waits until every worker rank has N
+# iterations in the results file PATH (or any *.h5 in the folder PATH) while the run writes it;
+# N = 0: until every rank's pid is recorded. Status 1 after S seconds (120). tests/wait_h5.py.
+wait_h5() {
+    "$PYTHON" "$TESTS_SRCDIR/wait_h5.py" "$@"
+}
+
+# pids_of FILE [RANK] : the pids of the ranks of a running results file (/ranks/pid), or of RANK.
+pids_of() {
+    "$PYTHON" -c "import h5py, sys; p = h5py.File(sys.argv[1], 'r')['ranks/pid'][:]
+print(*(p if len(sys.argv) < 3 else p[int(sys.argv[2]):int(sys.argv[2]) + 1]))" "$@"
+}
+
+# wait_completed FILE N [SECONDS] : wait_h5 FILE N --timeout SECONDS (default 120).
 wait_completed() {
-    "$PYTHON" - "$1" "$2" "${3:-120}" <<'PY'
-import sys, time, h5py
-path, n, deadline = sys.argv[1], int(sys.argv[2]), time.time() + float(sys.argv[3])
-while time.time() < deadline:
-    try:
-        with h5py.File(path, "r") as f:
-            done = f["ranks/completed"][:][f["ranks/role"][:] == 0]
-            if len(done) and (done >= n).all():
-                sys.exit(0)
-    except (OSError, KeyError):
-        pass
-    time.sleep(0.1)
-sys.exit(1)
-PY
+    wait_h5 "$1" "$2" --timeout "${3:-120}"
 }
 
 fail() {

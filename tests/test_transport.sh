@@ -38,7 +38,8 @@ xchg 6 hier 3 --device staged --nparams 400009 --bucket 40000
 pass "exchange: exact averages for hier and mpi on 1-6 ranks, 1-4 nodes, with and without overlap (polled and on progress threads), host and staged buffers; staging allocated at setup"
 
 # Whole runs: the hierarchy and overlap change only the order of float sums.
-common="--model lenet --dataset fashion-mnist --data-dir $FMNIST_DIR --batch 16 --iters 4 --warmup 0 --lr 0.05 --seed 11"
+FMNIST_SMALL=$(fmnist_small)
+common="--model lenet --dataset fashion-mnist --data-dir $FMNIST_SMALL --batch 16 --iters 4 --warmup 0 --lr 0.05 --seed 11"
 run_np 1 $common --output "$WORK/ref.h5" --save-model "$WORK/ref.params" >/dev/null
 run_np 4 $common --transport hier --ranks-per-node 2 --overlap --bucket-mb 0.1 \
     --output "$WORK/hier.h5" --save-model "$WORK/hier.params" >/dev/null
@@ -73,6 +74,8 @@ with h5py.File(sys.argv[1], "r") as f:
     assert a["calibration_bucket_bytes"] == 104856, a["calibration_bucket_bytes"]  # 0.1 MiB floats
     f_hier = 2 * (2 - 1) / 2 + 2 * (2 - 1) / 2 / 2  # 2 ranks per node, 2 nodes
     assert abs(a["calibration_busbw_factor"] - f_hier) < 1e-12, a["calibration_busbw_factor"]
+    # measured as a training iteration's exchange starts (comm/calibrate.c), and saying so
+    assert a["calibration_method"].startswith("after-backward:"), a["calibration_method"]
 # ranks sharing cores are recorded (one thread each here): 4 and 2 ranks against this host's cores
 import os
 for path, ranks in ((sys.argv[1], 4), (sys.argv[3], 2), (sys.argv[2], 1)):
@@ -83,6 +86,7 @@ for path, ranks in ((sys.argv[1], 4), (sys.argv[3], 2), (sys.argv[2], 1)):
 with h5py.File(sys.argv[2], "r") as f:
     assert (f["iterations/exchange_hidden"][:] == 0).all(), "1 rank: nothing to hide"
     assert f.attrs["calibration_iters"] == 0, "1 rank: nothing to calibrate"
+    assert f.attrs["calibration_method"] == "none", f.attrs["calibration_method"]
 print("ok: exchange_hidden recorded: 0 without exchange, > 0 with overlapped buckets; calibration stored")
 PY
 pass "lenet: 4 ranks (hier, 2 nodes, overlap) and 2 ranks (mpi, overlap) train the 1-rank parameters"
