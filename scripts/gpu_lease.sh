@@ -17,9 +17,10 @@
 # The device `run` call, from the repository root with the pack built (scripts/gpu_pack.sh):
 #   run(command="scripts/gpu_lease.sh --out \"$OUT\"", carry=[".gpu/dtbench-gpu-pack.tar.xz"],
 #       timeout_s=540)
-# The benchmark against PyTorch alone (bench/gpu_bench.sh: the cells that fit, in the order of
-# what they tell; its results folder inside the archive, under bench/):
-#   run(command="scripts/gpu_lease.sh --only gpu-bench --budget 500 --out \"$OUT\"",
+# The benchmark against PyTorch (bench/gpu_bench.sh: the cells that fit, in the order of what
+# they tell; its results folder inside the archive, under bench/), after the GPU checks of the
+# batch prefetch and the graphs (tests/test_gpu_step.sh):
+#   run(command="scripts/gpu_lease.sh --only gpu-step,gpu-bench --budget 500 --out \"$OUT\"",
 #       carry=[".gpu/dtbench-gpu-pack.tar.xz"], timeout_s=590)
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
