@@ -223,6 +223,39 @@ typedef struct BackendOps {
      * on filters in another order (CUDA NHWC: KRSC 16-bit copies) makes them there. */
     void (*weights_layout)(BackendCtx *ctx, const ConvWeights *convs, int n);
 
+    /* ---- batch prefetch (optional: all six or none; NULL on host backends) ------------------- */
+    /* The next batch is filled into page-locked host memory and uploaded on a second stream (the
+     * copy stream) while the current step computes (src/prefetch.c). A slot (0 or 1, of
+     * BACKEND_PREFETCH_SLOTS) is a pair of device buffers (samples, labels) the copies write and
+     * the compute stream reads, ordered by events only; none of these waits on the host but
+     * prefetch_fence:
+     *   host_alloc, host_free: page-locked host memory (CUDA: cudaHostAlloc), zeroed;
+     *   prefetch_upload(slot, dst, src, bytes): queues the copy on the copy stream after the
+     *     compute work marked by the slot's last prefetch_release; src must not change until
+     *     the slot's prefetch_fence;
+     *   prefetch_wait(slot): later compute work waits for the slot's queued copies;
+     *   prefetch_release(slot): compute work queued so far is the last to read the slot;
+     *   prefetch_fence(slot): the host waits for the slot's queued copies (its host buffers may
+     *     then be refilled). */
+    void *(*host_alloc)(BackendCtx *ctx, size_t bytes);
+    void (*host_free)(BackendCtx *ctx, void *p);
+    void (*prefetch_upload)(BackendCtx *ctx, int slot, void *dst_dev, const void *src_host,
+                            size_t bytes);
+    void (*prefetch_wait)(BackendCtx *ctx, int slot);
+    void (*prefetch_release)(BackendCtx *ctx, int slot);
+    void (*prefetch_fence)(BackendCtx *ctx, int slot);
+
+    /* ---- step replay (optional: all three or none) ------------------------------------------- */
+    /* graph_capture runs work(arg) with the compute stream recording instead of running (CUDA:
+     * stream capture in thread-local mode, then an instantiated graph): nothing queued executes,
+     * and an allocation, a host synchronisation or an upload inside ends the job with the
+     * library's message. graph_launch queues the recorded work on the compute stream, with the
+     * pointers, sizes and scalars it was recorded with (src/step_graph.c keys its graphs on
+     * everything that may change between steps). Timer marks are never recorded inside. */
+    void *(*graph_capture)(BackendCtx *ctx, void (*work)(void *arg), void *arg);
+    void (*graph_launch)(BackendCtx *ctx, void *graph);
+    void (*graph_free)(BackendCtx *ctx, void *graph);
+
     /* ---- phase timer ------------------------------------------------------------------------- */
     /* record(slot) marks a point on the backend's timeline (CPU: reads the clock;
      * CUDA: records an event on the compute stream, no synchronisation). elapsed(a, b) returns the
@@ -387,8 +420,9 @@ typedef struct BackendOps {
 
 /* Timer slots: the driver's phase marks (src/driver_stage.h) below BACKEND_PHASE_SLOTS, the
  * per-layer profile's (--profile-layers, src/profile.c: four per layer) above. */
-#define BACKEND_PHASE_SLOTS 16
-#define BACKEND_TIMER_SLOTS (BACKEND_PHASE_SLOTS + 1024)
+#define BACKEND_PHASE_SLOTS    16
+#define BACKEND_TIMER_SLOTS    (BACKEND_PHASE_SLOTS + 1024)
+#define BACKEND_PREFETCH_SLOTS 2 /* prefetch_* slots: the batch computed and the next one */
 
 extern const BackendOps cpu_backend; /* kernels/cpu.c, always built */
 

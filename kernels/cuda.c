@@ -7,8 +7,9 @@
  * Streams: everything of a rank runs in order on ONE non-blocking compute stream (cuBLAS and cuDNN
  * are bound to it), so no call here synchronises with the host except download(), synchronize()
  * and timer_elapsed(). Exchange transports run on streams of their own that wait on this one
- * (cuda_backend_stream). Memory: cudaMalloc at model build time, zeroed on the stream; scratch
- * (softmax rows) at init; nothing is allocated in a training step.
+ * (cuda_backend_stream); prefetched batches are copied on a copy stream of their own, and steps
+ * are replayed from CUDA graphs (cuda_stream.c). Memory: cudaMalloc at model build time, zeroed
+ * on the stream; scratch (softmax rows) at init; nothing is allocated in a training step.
  * Phase marks: one blocking-sync CUDA event per timer slot, recorded on the compute stream;
  * elapsed() waits (sleeping) for the later event, so the driver reads phases after the iteration.
  * Precision: --precision fp32 is strict fp32 (cuDNN algorithms only under CUDNN_FMA_MATH, cuBLAS's
@@ -101,6 +102,7 @@ static int cuda_init(const BackendConfig *cfg, BackendCtx **out) {
     ctx->xent_cap = XENT_ROWS0;
     CUDA_CHECK(cudaDeviceGetAttribute(&ctx->sms, cudaDevAttrMultiProcessorCount, ctx->device));
     CUDA_CHECK(cudaMalloc((void **)&ctx->bn_partials, 2 * BN_PARTIALS_CAP * sizeof(double)));
+    cuda_stream_init(ctx); /* the copy stream, its events, cuBLAS's workspace */
     *out = ctx;
     return 0;
 }
@@ -121,6 +123,7 @@ static void cuda_finalize(BackendCtx *ctx) {
         cudaEventDestroy(ctx->marks[i]);
     cudnnDestroy(ctx->cudnn);
     cublasDestroy(ctx->cublas);
+    cuda_stream_free(ctx); /* after the handle that uses its workspace */
     cudaStreamDestroy(ctx->stream);
     free(ctx);
 }
@@ -244,6 +247,16 @@ const BackendOps cuda_backend = {
     .weights_ready = cuda_weights_ready,
     .weights_layout = cuda_weights_layout,
     .synchronize = cuda_synchronize,
+    /* batch prefetch and step replay (cuda_stream.c) */
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
+    .prefetch_upload = cuda_prefetch_upload,
+    .prefetch_wait = cuda_prefetch_wait,
+    .prefetch_release = cuda_prefetch_release,
+    .prefetch_fence = cuda_prefetch_fence,
+    .graph_capture = cuda_graph_capture,
+    .graph_launch = cuda_graph_launch,
+    .graph_free = cuda_graph_free,
     /* phase timer */
     .timer_record = cuda_timer_record,
     .timer_elapsed = cuda_timer_elapsed,

@@ -19,6 +19,9 @@
 #define CONV_WS_MARGIN(total) ((total) / 16 > ((size_t)1 << 30) ? (total) / 16 : ((size_t)1 << 30))
 #define XENT_ROWS0            4096  /* softmax scratch rows made at init */
 #define BN_PARTIALS_CAP       65536 /* partial-sum pairs of the batch-norm kernels' blocks (1 MiB) */
+/* cuBLAS's workspace, given to the handle once (cuda_stream.c): 32 MiB, cuBLAS's own default on
+ * Hopper, so a captured GEMM allocates nothing (without it cuBLAS allocates one per graph). */
+#define CUBLAS_WS_BYTES ((size_t)32 << 20)
 
 /* cuDNN descriptors and chosen algorithms of one convolution shape. */
 typedef struct {
@@ -84,6 +87,12 @@ struct BackendCtx {
     size_t convw_largest; /* most values of one filter */
     void *wkrsc;
     size_t wkrsc_n;
+    /* The batch prefetch's copy stream and, per slot, the event after its copies (`copied`, the
+     * compute stream and prefetch_fence wait on it) and the event after the compute work that
+     * last reads it (`released`, the copies wait on it); made at init (cuda_stream.c). */
+    cudaStream_t copy_stream;
+    cudaEvent_t copied[BACKEND_PREFETCH_SLOTS], released[BACKEND_PREFETCH_SLOTS];
+    void *cublas_ws; /* [CUBLAS_WS_BYTES], the cuBLAS handle's workspace */
 };
 
 #endif

@@ -100,4 +100,19 @@ void cuda_lstm_backward(BackendCtx *ctx, const LstmShape *s, const float *x, con
                         const float *y, const void *reserve, const float *dy, float *dx, float *dw,
                         float *db, void *work);
 
+/* ---- the copy stream and step replay (cuda_stream.c) ---------------------------------------- */
+/* Made at init and freed at finalize (cuda.c): the copy stream, its events, cuBLAS's workspace. */
+void cuda_stream_init(BackendCtx *ctx);
+void cuda_stream_free(BackendCtx *ctx);
+void *cuda_host_alloc(BackendCtx *ctx, size_t bytes); /* cudaHostAlloc: allocates (not in a step) */
+void cuda_host_free(BackendCtx *ctx, void *p);
+void cuda_prefetch_upload(BackendCtx *ctx, int slot, void *dst_dev, const void *src_host,
+                          size_t bytes);
+void cuda_prefetch_wait(BackendCtx *ctx, int slot);
+void cuda_prefetch_release(BackendCtx *ctx, int slot);
+void cuda_prefetch_fence(BackendCtx *ctx, int slot); /* waits (on the host) for the slot's copies */
+void *cuda_graph_capture(BackendCtx *ctx, void (*work)(void *arg), void *arg);
+void cuda_graph_launch(BackendCtx *ctx, void *graph);
+void cuda_graph_free(BackendCtx *ctx, void *graph);
+
 #endif

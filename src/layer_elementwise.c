@@ -76,9 +76,9 @@ static const LayerOp dropout_ops[] = {
 
 const LayerKindOps layer_dropout = {
     .name = "dropout",
-    .flags = LK_TAKES_SEQUENCE, /* not (yet) LK_OUTPUT_REUSABLE, though its backward reads only
-                                   its mask */
-    .plan = relu_plan,          /* one FLOP per element, shape-preserving */
+    /* not (yet) LK_OUTPUT_REUSABLE, though its backward reads only its mask */
+    .flags = LK_TAKES_SEQUENCE | LK_STEP_ARGUMENTS,
+    .plan = relu_plan, /* one FLOP per element, shape-preserving */
     .alloc = dropout_alloc,
     .forward = dropout_forward,
     .backward = dropout_backward,

@@ -237,6 +237,11 @@ void model_free(Model *m);
 const char *model_missing_op(const Model *m, const BackendOps *be, int microbatches,
                              const char **layer);
 
+/* The first of this Model's layers whose kernels take values that change every step (dropout's
+ * mask seed: layers.h's LK_STEP_ARGUMENTS), NULL if none: a step with one cannot be replayed from
+ * a captured graph (src/step_graph.c). */
+const char *model_step_argument_layer(const Model *m);
+
 /* The model to train on images of [c,h,w]: d, or its small-image variant for inputs of at most
  * 32x32 pixels. */
 const ModelDesc *model_for_input(const ModelDesc *d, int c, int h, int w);

@@ -4,7 +4,8 @@
  * against the others and the ranks. */
 #include "resolve.h"
 #include "check.h"
-#include "precision.h" /* defines: precision_from_name */
+#include "count_device.h" /* defines: count_device_wrap */
+#include "precision.h"    /* defines: precision_from_name */
 #include "registry.h"
 #include "profile.h" /* defines: PROFILE_MAX_LAYERS */
 #include "util.h"    /* usage_check_all */
@@ -177,7 +178,7 @@ static void nominal_shape(const Options *opt, RunPlan *p) {
 static void choose(Options *opt, RunPlan *p) {
     memset(p, 0, sizeof *p);
     p->md = registry_model(opt->model);
-    p->be = registry_backend(opt->device);
+    p->be = count_device_wrap(registry_backend(opt->device)); /* tests: DTBENCH_COUNT_DEVICE */
     usage_check_all(p->be != NULL, "--device: '%s' is not accepted on %s: %s", opt->device,
                     dt_hostname(), registry_load_error());
     p->xops = registry_exchange(opt->exchange);
