@@ -393,13 +393,15 @@ static void k_avgpool_forward(BackendCtx *c, const PoolShape *s, const float *x,
 static void k_avgpool_backward(BackendCtx *c, const PoolShape *s, const float *dy, float *dx) {
     if (K("avgpool_backward", M(s), P(dy), P(dx))) cpu_backend.avgpool_backward(c, s, dy, dx);
 }
-static void k_gap_forward(BackendCtx *c, size_t planes, size_t plane, const float *x, float *y) {
-    if (K("global_avgpool_forward", I(planes), I(plane), P(x), P(y)))
-        cpu_backend.global_avgpool_forward(c, planes, plane, x, y);
+static void k_gap_forward(BackendCtx *c, size_t n, size_t ch, size_t plane, const float *x,
+                          float *y) {
+    if (K("global_avgpool_forward", I(n), I(ch), I(plane), P(x), P(y)))
+        cpu_backend.global_avgpool_forward(c, n, ch, plane, x, y);
 }
-static void k_gap_backward(BackendCtx *c, size_t planes, size_t plane, const float *dy, float *dx) {
-    if (K("global_avgpool_backward", I(planes), I(plane), P(dy), P(dx)))
-        cpu_backend.global_avgpool_backward(c, planes, plane, dy, dx);
+static void k_gap_backward(BackendCtx *c, size_t n, size_t ch, size_t plane, const float *dy,
+                           float *dx) {
+    if (K("global_avgpool_backward", I(n), I(ch), I(plane), P(dy), P(dx)))
+        cpu_backend.global_avgpool_backward(c, n, ch, plane, dy, dx);
 }
 static void k_lrn_forward(BackendCtx *c, const LrnShape *s, const float *x, float *y,
                           float *scale) {
