@@ -4,6 +4,7 @@ lines, or one line naming the file (exit 2): never a traceback or a numpy Runtim
 attributes set to odd values or deleted, datasets replaced by values, shapes and types a
 writer could leave, groups removed. Derandomized: CI sees the same examples every time."""
 
+import atexit
 import contextlib
 import io
 import os
@@ -104,6 +105,7 @@ def _apply(f, edit):
 
 
 WORK = tempfile.mkdtemp(prefix="dtbench-fuzz-")
+atexit.register(shutil.rmtree, WORK, ignore_errors=True)
 BASE = synthetic.add_profile(synthetic.write_run(os.path.join(WORK, "base.h5"), samples={
     "time": np.tile(np.linspace(0, 1, 8), (4, 1)), "power_w": np.full((4, 8), 80.0)},
     overrides={"exchange_wait": np.full((4, 12), 0.001), "staleness": np.zeros((4, 12)),
