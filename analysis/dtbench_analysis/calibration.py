@@ -62,7 +62,7 @@ def record(run: Run) -> Optional[Dict[str, np.ndarray]]:
         try:
             with h5py.File(run.path, "r", locking=False) as f:
                 cache["record"] = _find_record(f)
-        except (OSError, TypeError):
+        except (OSError, RuntimeError, KeyError, TypeError, ValueError):  # damaged: no record
             cache["record"] = None
     return cache["record"]
 

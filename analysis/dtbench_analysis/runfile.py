@@ -297,15 +297,16 @@ def load_run(path, fields: Optional[Sequence[str]] = None) -> Run:
     subclass SchemaError) with a one-line message naming the file; what it can read around is
     in ``Run.warnings``."""
     path = os.fspath(path)
-    with open_file(path) as f:
-        try:
+    try:
+        with open_file(path) as f:
             return _read(f, path, fields)
-        except RunFileError:
-            raise
-        except (OSError, KeyError, ValueError, TypeError, AttributeError) as e:
-            # h5py on damaged objects or types this reader has no use for
-            text = " ".join(str(e).split()) or type(e).__name__
-            raise RunFileError(f"{path}: cannot read: {text}") from None
+    except RunFileError:
+        raise
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError, AttributeError) as e:
+        # h5py on damaged objects (RuntimeError: corrupt metadata) or types this reader has
+        # no use for
+        text = " ".join(str(e).split()) or type(e).__name__
+        raise RunFileError(f"{path}: cannot read: {text}") from None
 
 
 def _read(f: h5py.File, path: str, fields: Optional[Sequence[str]]) -> Run:

@@ -145,6 +145,33 @@ def test_layer_profile_of_another_shape(capsys, tmp_path, write):
     assert load_run(path).profile == {}
 
 
+def _damage(path, how):
+    data = bytearray(open(path, "rb").read())
+    if how == "empty":
+        data = bytearray()
+    elif how == "cut in half":
+        data = data[:len(data) // 2]
+    else:                        # every 997th byte from 2000 on random: metadata and data hit
+        rng = np.random.default_rng(int(how.split()[-1]))
+        for i in range(2000, len(data), 997):
+            data[i] = int(rng.integers(256))
+    open(path, "wb").write(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("how", ["empty", "cut in half"] + [f"bytes {i}" for i in range(4)])
+def test_damaged_files(capsys, tmp_path, write, how):
+    """A copy cut short or bytes changed on disk (h5py raises RuntimeError on corrupt metadata):
+    one line naming the file, exit 2, or, where only numbers were hit, the usual output."""
+    path = _damage(write(), how)
+    for argv, status, out, err in run_all(capsys, tmp_path, path):
+        assert status in (0, 2), (argv, status)
+        assert all(x.startswith("dtbench-analyze: ") for x in err.splitlines()), err
+        if status == 2:
+            assert out == "" and err.startswith(f"dtbench-analyze: {path}: ") and \
+                len(err.splitlines()) == 1, (argv, err)
+
+
 def test_report_and_predict_on_a_folder_of_odd_files(capsys, tmp_path, write):
     """The whole folder at once: every file reported or warned about, one report."""
     folder = tmp_path / "odd"

@@ -113,16 +113,13 @@ BASE = synthetic.add_profile(synthetic.write_run(os.path.join(WORK, "base.h5"), 
     np.full((4, 3, 2), 1e-3), np.full((4, 3, 2), 2e-3), ["conv1", "fc1"], ["conv", "fc"])
 
 
-@settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", 70)), deadline=None,
-          derandomize=not os.environ.get("FUZZ_EXAMPLES"), database=None,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(edits, min_size=1, max_size=4), st.sampled_from(COMMANDS))
-def test_odd_files_never_raise(edits_, argv):
-    path = os.path.join(WORK, "odd.h5")
-    shutil.copy(BASE, path)
-    with h5py.File(path, "a") as f:
-        for e in edits_:
-            _apply(f, e)
+FUZZ = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", 70)), deadline=None,
+                derandomize=not os.environ.get("FUZZ_EXAMPLES"), database=None,
+                suppress_health_check=[HealthCheck.too_slow])
+
+
+def _answers(path, argv, case):
+    """Run one command on ``path``: output and warning lines, or one line naming it (exit 2)."""
     try:
         load_run(path)
     except RunFileError as e:
@@ -134,7 +131,36 @@ def test_odd_files_never_raise(edits_, argv):
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         status = main(argv + (["--overwrite"] if "-o" in argv or "--plot" in argv else []))
     lines = err.getvalue().splitlines()
-    assert status in (0, 1, 2), (edits_, argv, status)
-    assert all(x.startswith("dtbench-analyze: ") for x in lines), (edits_, argv, lines)
+    assert status in (0, 1, 2), (case, argv, status)
+    assert all(x.startswith("dtbench-analyze: ") for x in lines), (case, argv, lines)
     if status == 2:
-        assert out.getvalue() == "" and len(lines) >= 1, (edits_, argv, out.getvalue())
+        assert out.getvalue() == "" and len(lines) >= 1, (case, argv, out.getvalue())
+
+
+@FUZZ
+@given(st.lists(edits, min_size=1, max_size=4), st.sampled_from(COMMANDS))
+def test_odd_files_never_raise(edits_, argv):
+    path = os.path.join(WORK, "odd.h5")
+    shutil.copy(BASE, path)
+    with h5py.File(path, "a") as f:
+        for e in edits_:
+            _apply(f, e)
+    _answers(path, argv, edits_)
+
+
+SIZE = os.path.getsize(BASE)
+
+
+@FUZZ
+@given(st.lists(st.tuples(st.integers(0, SIZE - 1), st.integers(0, 255)), min_size=1,
+                max_size=40), st.sampled_from(COMMANDS))
+def test_damaged_bytes_never_raise(changes, argv):
+    """Bytes changed on disk (a bad copy, a failing disk): h5py may raise anything it raises
+    on corrupt metadata; the commands still answer in lines."""
+    data = bytearray(open(BASE, "rb").read())
+    for at, value in changes:
+        data[at] = value
+    path = os.path.join(WORK, "damaged.h5")
+    with open(path, "wb") as f:
+        f.write(bytes(data))
+    _answers(path, argv, changes)
