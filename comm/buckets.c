@@ -1,7 +1,6 @@
 /* buckets.c - the bucket engine of the exchange transports (see buckets.h). */
-#include "check.h"
+#include "alloc.h" /* defines: xcalloc, xrealloc */
 #include "buckets.h"
-#include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -69,8 +68,7 @@ BucketEngine *buckets_create(const CollOps *intra_ops, Coll *intra, const CollOp
 static Piece *new_piece(BucketEngine *p) {
     if (p->npieces == p->cap) {
         int cap = p->cap ? 2 * p->cap : 16;
-        p->pieces = realloc(p->pieces, (size_t)cap * sizeof(Piece));
-        ALLOC_CHECK(p->pieces);
+        p->pieces = xrealloc(p->pieces, (size_t)cap * sizeof(Piece));
         memset(p->pieces + p->cap, 0, (size_t)(cap - p->cap) * sizeof(Piece));
         p->cap = cap;
     }

@@ -10,8 +10,9 @@
  * then the mean over the ranks. Bounded: it stops after about 2 s of measuring (decided
  * together). */
 #include "calibrate.h"
-#include "check.h"
-#include "util.h"
+#include "mpi_check.h" /* defines: MPI_CHECK */
+#include "alloc.h"     /* defines: xmalloc, xcalloc */
+#include "clock.h"     /* defines: dt_now */
 
 #include <stdlib.h>
 

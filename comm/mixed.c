@@ -19,12 +19,12 @@
  * made at create (downloaded on the leaders every P iterations, uploaded where they changed).
  * finish(): leaders receive every message still addressed to them (counts are
  * exchanged), then all nodes average their parameters once, so every rank ends with one model. */
-#include "check.h"
+#include "mpi_check.h" /* defines: MPI_CHECK */
+#include "alloc.h"     /* defines: xmalloc, xcalloc */
 #include "exchange.h"
 #include "calibrate.h"
 #include "communicator.h"
 #include "grad_cast.h"
-#include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -160,8 +160,7 @@ static int mixed_step(ExchangeState *st, float *params, float *grads, ExchangeSt
         if ((step->iteration + 1) % period == 0) {
             int lead = st->leaders != MPI_COMM_NULL && st->nleaders > 1;
             float *hp = st->mirror ? st->mirror : params; /* device: the ring works on a copy */
-            if (lead && st->mirror)
-                c->be->download(c->ctx, hp, params, c->nparams * sizeof(float));
+            if (lead && st->mirror) c->be->download(c->ctx, hp, params, c->nparams * sizeof(float));
             int changed = lead ? ring_step(st, hp, step, step->stop) : 0;
             MPI_CHECK(MPI_Bcast(&changed, 1, MPI_INT, 0, st->node));
             if (changed) {

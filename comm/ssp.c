@@ -11,11 +11,11 @@
  * is lost. Open MPI progresses non-blocking collectives only inside MPI calls: each iteration
  * progresses the slots in flight. */
 #include "calibrate.h"
-#include "check.h"
+#include "alloc.h" /* defines: xmalloc, xcalloc */
+#include "clock.h" /* defines: dt_now */
 #include "communicator.h"
 #include "exchange.h"
 #include "grad_cast.h"
-#include "util.h"
 
 #include <stdlib.h>
 #include <string.h>

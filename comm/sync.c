@@ -12,11 +12,10 @@
  * complete before the last rank has arrived, so the time blocked in it is the arrival imbalance
  * (wait), and the buckets completed after it are the data movement (transfer). */
 #include "calibrate.h"
-#include "check.h"
+#include "alloc.h" /* defines: xmalloc, xcalloc */
 #include "communicator.h"
 #include "exchange.h"
 #include "grad_cast.h"
-#include "util.h"
 
 #include <stdlib.h>
 

@@ -6,11 +6,11 @@
  * of ranks (shard l of every node meets shard l of the others). The nodes are those of the
  * communicator given (topology_derive): a pipeline stage's replicas are grouped by the nodes they
  * run on, not by the job's node sizes. */
-#include "check.h"
+#include "mpi_check.h" /* defines: MPI_CHECK, usage_check_all */
+#include "alloc.h"     /* defines: xmalloc, xcalloc */
 #include "buckets.h"
 #include "grad_cast.h"
 #include "transport.h"
-#include "util.h"
 
 #include <stdlib.h>
 

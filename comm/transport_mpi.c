@@ -3,10 +3,10 @@
  * started during it (--overlap). On device memory the bucket is downloaded, reduced on the host
  * and uploaded (coll_mpi.c): the portable baseline, correct without a CUDA-aware MPI. */
 #include "buckets.h"
-#include "check.h"
+#include "mpi_check.h" /* defines: MPI_CHECK */
+#include "alloc.h"     /* defines: xmalloc, xcalloc */
 #include "grad_cast.h"
 #include "transport.h"
-#include "util.h"
 
 #include <stdlib.h>
 
@@ -21,8 +21,8 @@ static Transport *mpi_t_create(const TransportConfig *cfg) {
     Coll *all = coll_mpi.create(cfg->comm, cfg->be, cfg->ctx, cfg->be->device_memory);
     grad_wire_set(&coll_mpi, all, cfg->grad_dtype);
     transport_set_progress(cfg, &coll_mpi, all);
-    t->pipe = buckets_create(NULL, NULL, &coll_mpi, all, 0, t->nranks, cfg->blocking,
-                             cfg->leave_sum);
+    t->pipe =
+        buckets_create(NULL, NULL, &coll_mpi, all, 0, t->nranks, cfg->blocking, cfg->leave_sum);
     return t;
 }
 

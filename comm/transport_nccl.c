@@ -2,11 +2,11 @@
  * ranks, on the GPUs, queued on a stream of its own that waits for backward's gradients and that
  * the update waits for (comm/coll_nccl.c). CUDA and NCCL builds only; needs --device cuda. */
 #include <config.h>
-#include "check.h"
+#include "mpi_check.h" /* defines: MPI_CHECK, usage_check_all */
+#include "alloc.h"     /* defines: xmalloc, xcalloc */
 #include "buckets.h"
 #include "grad_cast.h"
 #include "transport.h"
-#include "util.h"
 
 #include <stdlib.h>
 

@@ -26,10 +26,12 @@
  * Prints one line per iteration from rank 0; exit status 0 pass, 1 fail, 77 when the backend or
  * transport is not available here (e.g. --device cuda without a GPU). */
 #include "calibrate.h" /* bucket_lo */
-#include "check.h"
+#include "mpi_check.h" /* defines: MPI_CHECK, check_fail */
 #include "exchange.h"
 #include "topology.h"
-#include "util.h"
+#include "alloc.h" /* defines: xmalloc, xcalloc */
+#include "clock.h" /* defines: dt_now */
+#include "rng.h"   /* defines: rng_mix */
 
 #include <malloc.h>
 #include <math.h>
@@ -110,8 +112,8 @@ int main(int argc, char **argv) {
     int thread = 0, provided;
     for (int a = 3; a < argc; a++)
         thread |= !strcmp(argv[a], "--progress-thread");
-    MPI_CHECK(MPI_Init_thread(&argc, &argv, thread ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE,
-                              &provided));
+    MPI_CHECK(
+        MPI_Init_thread(&argc, &argv, thread ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided));
     if (thread && provided < MPI_THREAD_MULTIPLE) {
         printf("SKIP: MPI_THREAD_MULTIPLE not granted (%d)\n", provided);
         MPI_Finalize();
@@ -184,7 +186,7 @@ int main(int argc, char **argv) {
         }
         be->upload(ctx, grads, host, nparams * sizeof(float));
         int unaided = 1; /* --progress-thread: the first bucket summed without MPI calls here */
-        if (overlap) /* backward: the last layers' gradients are final first */
+        if (overlap)     /* backward: the last layers' gradients are final first */
             for (int cut = 4; cut >= 0; cut--) {
                 size_t first = nparams * (size_t)cut / 5 + (cut ? 3 : 0);
                 x->grads_ready(st, grads, first < nparams ? first : nparams);
@@ -194,8 +196,10 @@ int main(int argc, char **argv) {
                     unaided = summed_without_caller(grads, lo, nparams, P, it);
             }
         if (!unaided)
-            fprintf(stderr, "rank %d: iteration %d: the first bucket was not summed in 20 s "
-                    "without MPI calls from this thread (no progress thread?)\n", me, it);
+            fprintf(stderr,
+                    "rank %d: iteration %d: the first bucket was not summed in 20 s "
+                    "without MPI calls from this thread (no progress thread?)\n",
+                    me, it);
         ExchangeStep step = {.iteration = it, .stop_requested = it == iters - 1 && me == P - 1};
         struct mallinfo2 m0 = mallinfo2();
         int rc = x->exchange(st, NULL, grads, &step);
@@ -234,7 +238,8 @@ int main(int argc, char **argv) {
             printf("%s: %s on %d ranks as %d node(s) of %d, %zu floats in buckets of %zu%s, "
                    "iteration %d: max |avg - exact| %.3g (tolerance %g); stop %d; hidden %.3g s\n",
                    bad_all ? "FAIL" : "ok", tname, P, topo.nnodes, topo.local_size, nparams, bucket,
-                   overlap ? (thread ? ", overlapped (progress thread)" : ", overlapped") : "", it, worst_all, tol, step.stop, step.hidden);
+                   overlap ? (thread ? ", overlapped (progress thread)" : ", overlapped") : "", it,
+                   worst_all, tol, step.stop, step.hidden);
         if (bad && bad_all)
             fprintf(stderr, "rank %d: %zu of %zu values wrong, stop %d, hidden %g\n", me, bad,
                     nparams, step.stop, step.hidden);

@@ -19,11 +19,12 @@
  * --device cuda (sync only; transports mpi, hier, nccl): the same on GPU buffers, NCCL reducing
  * in ncclBfloat16/ncclFloat16 with the casts on the GPU; exit 77 when no GPU (or NCCL) is here.
  * Prints one line per check from rank 0; exit 0 pass, 1 fail. */
-#include "check.h"
+#include "mpi_check.h" /* defines: MPI_CHECK, check_fail */
 #include "exchange.h"
 #include "grad_cast.h"
 #include "topology.h"
-#include "util.h"
+#include "alloc.h" /* defines: xmalloc, xcalloc */
+#include "rng.h"   /* defines: rng_mix */
 
 #include <math.h>
 #include <stdio.h>

@@ -13,10 +13,10 @@
  * the design says (per iteration: 2 downloads and 1 upload of the parameter buffer through the
  * wrapper; mixed: none outside finish with a period longer than the run).
  * Exit 0 pass, 1 fail. */
-#include "check.h"
+#include "mpi_check.h" /* defines: MPI_CHECK */
 #include "exchange.h"
 #include "topology.h"
-#include "util.h"
+#include "alloc.h" /* defines: xmalloc, xcalloc */
 
 #include <math.h>
 #include <stdint.h>

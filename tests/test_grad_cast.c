@@ -11,7 +11,7 @@
  *   - the MPI sum (applied with MPI_Reduce_local) gives the reference rounding of the exact sum
  *     for 10^6 random pairs of finite values of each type, overflow included.
  * Prints the number of values checked and the mismatches; exit 0 pass, 1 fail. */
-#include "check.h"
+#include "mpi_check.h" /* defines: MPI_CHECK */
 #include "grad_cast.h"
 
 #include <math.h>
