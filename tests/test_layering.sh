@@ -3,7 +3,7 @@
 #   kernels/ includes only base/ and kernels/ headers, no MPI, no HDF5;
 #   comm/    includes only base/, kernels/ and comm/ headers: nothing of src/ (so no HDF5, no
 #            model), and compiles with only -I base -I kernels -I comm;
-#   only src/registry.c tests feature macros (#if*def HAVE_*).
+#   only comm/parts.c, the registry of the optional parts, tests feature macros (#if*def HAVE_*).
 # Greps catch a wrong include however it is spelled in the tree; compiling base/ and kernels/ with
 # the plain C compiler under mpicc and only -I base -I kernels, and comm/ with mpicc and only
 # -I base -I kernels -I comm, proves they need nothing else.
@@ -53,11 +53,11 @@ for f in comm/*.c comm/*.h comm/*.cu; do
     done
 done
 
-# Feature macros only in the registry.
+# Feature macros only in the registry of the optional parts.
 for f in $(grep -l -E '^[[:space:]]*#[[:space:]]*(if|ifdef|ifndef|elif).*HAVE_' base/* kernels/* comm/* src/* 2>/dev/null); do
     case "$f" in
-    src/registry.c) ;;
-    *) bad "$f tests a HAVE_* feature macro: only src/registry.c may" ;;
+    comm/parts.c) ;;
+    *) bad "$f tests a HAVE_* feature macro: only comm/parts.c may" ;;
     esac
 done
 
