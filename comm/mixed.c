@@ -40,7 +40,7 @@ typedef struct {
 struct ExchangeState {
     ExchangeConfig cfg;
     Communicator comm;
-    Transport *intra;       /* averages over the node's ranks */
+    BucketEngine *intra;    /* averages over the node's ranks */
     MPI_Comm node, leaders; /* leaders: MPI_COMM_NULL on other ranks */
     int local_size, nleaders, leader_rank, next, prev;
     char *sendbuf, *recvbuf; /* header + params */
@@ -58,19 +58,11 @@ static ExchangeState *mixed_create(const ExchangeConfig *cfg, char *err, size_t 
     (void)err, (void)errlen;
     ExchangeState *st = xcalloc(1, sizeof *st);
     st->cfg = *cfg;
-    if (!st->cfg.transport) st->cfg.transport = &mpi_transport;
     communicator_init(&st->comm, cfg->comm, cfg->topo);
     st->node = st->comm.topo.node_comm;
     st->leaders = st->comm.topo.leader_comm;
     st->local_size = st->comm.topo.local_size;
-    TransportConfig tc = {.comm = st->node,
-                          .topo = &st->comm.topo,
-                          .be = cfg->be,
-                          .ctx = cfg->ctx,
-                          .device_coll = cfg->device_coll,
-                          .blocking = 1,
-                          .grad_dtype = cfg->grad_dtype};
-    st->intra = st->cfg.transport->create(&tc);
+    st->intra = exchange_engine(cfg, st->node, &st->comm.topo, 1, NULL);
     st->send_req = st->recv_req = MPI_REQUEST_NULL;
     if (cfg->be->device_memory && st->comm.topo.nnodes > 1)
         st->mirror = xmalloc((cfg->nparams ? cfg->nparams : 1) * sizeof(float));
@@ -142,13 +134,12 @@ static int mixed_step(ExchangeState *st, float *params, float *grads, ExchangeSt
     int mine = step->stop_requested || st->stop_heard;
     step->wait = communicator_vote(st->node, mine, &step->stop);
     if (st->local_size > 1) {
-        const TransportOps *ops = c->transport;
-        ops->backward_done(st->intra);
+        buckets_backward_done(st->intra);
         for (size_t hi = c->nparams; hi > 0; hi = bucket_lo(hi, c->bucket_floats))
-            ops->start(st->intra, grads + bucket_lo(hi, c->bucket_floats),
-                       hi - bucket_lo(hi, c->bucket_floats));
-        ops->finish(st->intra);
-        (void)ops->hidden(st->intra);
+            buckets_start(st->intra, grads + bucket_lo(hi, c->bucket_floats),
+                          hi - bucket_lo(hi, c->bucket_floats));
+        buckets_finish(st->intra);
+        (void)buckets_hidden(st->intra);
     }
     if (st->local_size > 1)
         step->bytes_sent = step->bytes_recv = (double)c->nparams * grad_dtype_size(c->grad_dtype);
@@ -214,7 +205,7 @@ static void mixed_counts(ExchangeState *st, int64_t *pushed, int64_t *applied) {
 }
 
 static void mixed_destroy(ExchangeState *st) {
-    st->cfg.transport->destroy(st->intra);
+    buckets_destroy(st->intra);
     communicator_free(&st->comm);
     free(st->sendbuf), free(st->recvbuf), free(st->mirror), free(st);
 }
