@@ -11,8 +11,11 @@
  * (nonblocking; skipped if its previous message is still in flight) and, if parameters from the
  * previous leader have arrived, moves halfway towards them: x = x + alpha (x_prev - x), alpha 1/2.
  * It then broadcasts the result inside its node. Nobody waits for another node; a slow node only
- * means its neighbour blends older parameters (recorded as staleness, in iterations: the
- * receiver's iteration minus the sender's; negative when the sender is ahead).
+ * means its neighbour blends older parameters. Every rank of the node records as staleness how
+ * many iterations the parameters blended in trail its own: the node's iteration minus the one
+ * they were sent at, or 0 when the sender is as far or further on (the nodes' iteration counts
+ * drift apart, so the bare difference is negative whenever the sender runs ahead: its parameters
+ * are then not stale at all); 0 where nothing was blended.
  * A stop request is voted inside the node every iteration and carried to the next node in the
  * ring messages. On a device backend the node's average runs on the device buffers through the
  * transport (nccl inside the node where chosen) and the ring on a host copy of the parameters
@@ -87,7 +90,8 @@ static int mixed_role(ExchangeState *st, int *index, int *count) {
     return EXCHANGE_WORKER;
 }
 
-/* Blends a received message into params; returns its staleness in iterations. */
+/* Blends a received message into params; returns how many iterations the parameters blended in
+ * trail ours (0 when the sender was as far or further on). */
 static double blend(ExchangeState *st, float *params, int64_t now) {
     RingHeader h;
     memcpy(&h, st->recvbuf, sizeof h);
@@ -96,7 +100,7 @@ static double blend(ExchangeState *st, float *params, int64_t now) {
         params[i] += 0.5f * (theirs[i] - params[i]);
     st->stop_heard |= h.stop;
     st->received++;
-    return (double)(now - h.iteration);
+    return now > h.iteration ? (double)(now - h.iteration) : 0.0;
 }
 
 /* Leader: the ring step. Returns 1 if params changed. */
@@ -113,7 +117,8 @@ static int ring_step(ExchangeState *st, float *params, ExchangeStep *step, int s
         st->sent++;
         step->bytes_sent += (double)st->cfg.nparams * sizeof(float);
     }
-    /* Blend what has arrived (the newest of what is there), then listen again. */
+    /* Blend what has arrived, oldest first (the staleness recorded is the newest's), then listen
+     * again. */
     MPI_CHECK(MPI_Test(&st->recv_req, &flag, MPI_STATUS_IGNORE));
     while (flag) {
         step->staleness = blend(st, params, step->iteration);
@@ -152,8 +157,12 @@ static int mixed_step(ExchangeState *st, float *params, float *grads, ExchangeSt
             int lead = st->leaders != MPI_COMM_NULL && st->nleaders > 1;
             float *hp = st->mirror ? st->mirror : params; /* device: the ring works on a copy */
             if (lead && st->mirror) c->be->download(c->ctx, hp, params, c->nparams * sizeof(float));
-            int changed = lead ? ring_step(st, hp, step, step->stop) : 0;
-            MPI_CHECK(MPI_Bcast(&changed, 1, MPI_INT, 0, st->node));
+            /* the leader's outcome for the node: parameters changed, and their staleness */
+            double ring[2] = {lead ? ring_step(st, hp, step, step->stop) : 0, 0};
+            ring[1] = step->staleness;
+            MPI_CHECK(MPI_Bcast(ring, 2, MPI_DOUBLE, 0, st->node));
+            int changed = ring[0] != 0.0;
+            step->staleness = ring[1];
             if (changed) {
                 MPI_CHECK(MPI_Bcast(hp, (int)c->nparams, MPI_FLOAT, 0, st->node));
                 if (st->mirror) c->be->upload(c->ctx, params, hp, c->nparams * sizeof(float));
