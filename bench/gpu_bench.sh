@@ -13,7 +13,9 @@
 #    --overlap) on those models, its median exchange time as an effective bus bandwidth, and the
 #    exchange time hidden behind backward.
 # Everything is written to DIR (default gpu-bench-<host>-<date>) and summarised on stdout.
-# STATUS: written without access to a GPU; it has never been run. Check its output with care.
+# STATUS: ran once, on one H100 on 2026-11-26 (--quick, 1 round; bench/results/2026-11-26-h100,
+# figures in bench/README.md), after its --help check (a SIGPIPE under pipefail) was fixed; to be
+# rewritten with rounds and PyTorch's own configurations (issue 24).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 DTBENCH=${DTBENCH:-src/dtbench}
@@ -33,7 +35,7 @@ while (($#)); do
 done
 die() { echo "gpu_bench: error: $*" >&2; exit 2; }
 [ -x "$DTBENCH" ] || die "no $DTBENCH (run from the build tree, or set DTBENCH)"
-"$DTBENCH" --help | grep -q -- '--device {cpu,cuda' || die "$DTBENCH was built without the CUDA backend"
+grep -q -- '--device {cpu,cuda' <<<"$("$DTBENCH" --help)" || die "$DTBENCH was built without the CUDA backend"
 [ -x "$PROBE" ] || die "no $PROBE (make check builds it: make tests/cuda_probe)"
 NGPUS=$("$PROBE") || die "no GPU visible"
 mkdir -p "$OUT"

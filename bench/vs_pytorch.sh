@@ -245,7 +245,7 @@ done
 for t in $THREADS; do [[ $t =~ ^[1-9][0-9]*$ ]] || die "bad thread count '$t'"; done
 
 MPI=("$MPIRUN" -np 1)
-if "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
+if grep -q "Open MPI" <<<"$("$MPIRUN" --version 2>&1)"; then
     # no core binding: with several threads, Open MPI's default bind-to-core (np <= 2) would
     # squeeze every dtbench thread onto one core while the PyTorch peer is not bound at all
     MPI+=(--oversubscribe --bind-to none -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS)

@@ -85,7 +85,7 @@ const TransportOps *const *registry_transports(int *n) {
 
 static const RegistryUnbuilt UNBUILT[] = {
 #ifndef DTBENCH_CUDA_BACKEND
-    {"--device cuda", "gpus-per-node"}, /* kernels/cuda.c's reads */
+    {"--device cuda", "gpus-per-node,conv-algo"}, /* kernels/cuda.c's reads */
 #endif
     {NULL, NULL},
 };

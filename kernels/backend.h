@@ -3,9 +3,11 @@
  * A backend owns device memory and runs the layer kernels of a training step. The CPU backend
  * (its table in kernels/cpu.c, its kernels in kernels/cpu_*.c, OpenBLAS) is always built; the CUDA
  * backend plugs in here through the same struct. Each layer kind of src/layers.h names the
- * optional members it calls. All tensors are float32, NCHW, and live in memory returned by the
- * backend's alloc(). Shapes are passed as small structs so a kernel never has to guess a
- * dimension.
+ * optional members it calls. Tensors live in memory returned by the backend's alloc(); they are
+ * float32 and NCHW, except activations in a backend that declares another format (ActFormat). The
+ * members are grouped by concern; a group or member marked optional may be NULL, and model_build()
+ * then refuses a model whose layers need it, naming it (model_missing_op). Shapes are passed as
+ * small structs so a kernel never has to guess a dimension.
  */
 #ifndef DTBENCH_BACKEND_H
 #define DTBENCH_BACKEND_H
@@ -18,6 +20,10 @@ typedef struct {
     int batch; /* n */
     int in;    /* input features */
     int out;   /* output features */
+    /* The input flattened from [flat_c, flat_hw pixels] (0, 0: a vector or a sequence): with NHWC
+     * activations its features are pixel-major (kernels/layout.h), W stays in NCHW order. */
+    int flat_c, flat_hw;
+    int logits; /* 1: y (and dy) are fp32 whatever the activation format: the loss reads them */
 } FcShape;
 
 /* 2-D convolution, square kernel, NCHW.
@@ -36,8 +42,6 @@ typedef struct {
     int k, stride;
     int h_out, w_out;
 } PoolShape;
-
-/* ---- shapes of the model-zoo layers (issue 5) ------------------------------------------------ */
 
 /* Max or average pooling with zero padding: square k x k window, `pad` on every side, NCHW.
  * x[n,c,h_in,w_in] -> y[n,c,h_out,w_out]; h_out = (h_in + 2*pad - k)/stride + 1 (floor). */
@@ -99,6 +103,25 @@ typedef struct {
 
 typedef struct BackendCtx BackendCtx; /* opaque, one per rank */
 
+/* How a backend stores activations: every layer's input and output and their gradients (the
+ * tensors the layer members below read and write as `float *` whatever they hold), chosen by the
+ * backend at init (e.g. from --precision) and asked by the model (activation_format). NCHW fp32
+ * is the CPU backend's, and the default. Whatever the format:
+ *   - parameters, their gradients, optimizer state, batch-norm statistics, checkpoints and the
+ *     exchange are fp32 and in NCHW order (a backend maps them, kernels/layout.h);
+ *   - the model's input arrives fp32 NCHW (upload) and is converted once (input_to_act);
+ *   - the logits and their gradient are fp32 [n, classes] (FcShape.logits);
+ *   - vectors [n, features] and sequences [n, seq, features] are the same in both layouts.
+ * NHWC: per sample, pixels then channels innermost. The model then concatenates channels as rows
+ * of pixels (concat_forward with batch = n*h*w, sizes[i] = channels of input i). */
+typedef enum { ACT_NCHW = 0, ACT_NHWC } ActLayout;
+typedef enum { ACT_FP32 = 0, ACT_BF16, ACT_FP16 } ActType;
+typedef struct {
+    ActLayout layout;
+    ActType type;
+} ActFormat;
+#define ACT_TYPE_BYTES(t) ((t) == ACT_FP32 ? (size_t)4 : (size_t)2)
+
 /* Arithmetic of the matrix products (--precision; docs/gpu.md "Precision"). Tensors, master
  * weights, optimizer state and reductions stay fp32 in every mode:
  *   FP32: strict fp32 (no TF32 tensor-op math on GPUs);
@@ -113,15 +136,24 @@ typedef enum { PRECISION_FP32 = 0, PRECISION_TF32, PRECISION_BF16, PRECISION_FP1
      : (p) == PRECISION_FP16 ? "fp16"                                                              \
                              : "fp32")
 
+/* How a backend that has several algorithms per convolution shape chooses (--conv-algo; the CUDA
+ * backend): FIND times the candidates once per shape when the model is built (cuDNN's
+ * cudnnFind*AlgorithmEx, as PyTorch's cudnn.benchmark), HEURISTIC takes cuDNN's ranking without
+ * running anything (quicker set-up, the same choice on every run). */
+typedef enum { CONV_ALGO_FIND = 0, CONV_ALGO_HEURISTIC } ConvAlgoChoice;
+#define CONV_ALGO_NAMES "find,heuristic" /* in enum order */
+
 typedef struct {
     int threads;    /* BLAS / OpenMP threads per rank (CPU) */
     int local_rank; /* rank within the node: picks the GPU */
     int gpus_per_node;
     int verbose;         /* set on one rank: the backend may print warnings about its set-up */
     Precision precision; /* accepted by precision_ok first */
+    ConvAlgoChoice conv_algo;
 } BackendConfig;
 
 typedef struct BackendOps {
+    /* ---- identity and capabilities ----------------------------------------------------------- */
     const char *name; /* "cpu", "cuda" */
     /* 0: alloc() returns host memory the caller may read and write directly (CPU); 1: device
      * memory, reached only through upload/download and the kernels (CUDA). Exchange transports
@@ -135,7 +167,13 @@ typedef struct BackendOps {
      * `threads` (--threads), else 0 with a reason in why (the resolver refuses the option with it,
      * before anything is built). */
     int (*precision_ok)(Precision precision, int threads, char *why, size_t len);
+    /* Optional (NULL: NCHW fp32): the activation format of ctx (see ActFormat). A format other
+     * than NCHW fp32 needs input_to_act and act_add. */
+    void (*activation_format)(BackendCtx *ctx, ActFormat *f);
+    /* Optional: x_act = x[n, c, h, w] (fp32 NCHW, as uploaded) in the activation format. */
+    void (*input_to_act)(BackendCtx *ctx, int n, int c, int h, int w, const float *x, float *x_act);
 
+    /* ---- lifetime ---------------------------------------------------------------------------- */
     int (*init)(const BackendConfig *cfg, BackendCtx **out); /* 0 on success */
     void (*finalize)(BackendCtx *ctx);
     /* A line describing the library versions, for the HDF5 metadata. */
@@ -146,14 +184,32 @@ typedef struct BackendOps {
      * buf (NULL with len 0: nothing) and returns the full text's length, as snprintf. */
     size_t (*describe_kernels)(BackendCtx *ctx, char *buf, size_t len);
 
-    /* Memory. alloc() returns zeroed memory of at least `bytes`, aligned to 64 bytes. */
+    /* ---- memory ------------------------------------------------------------------------------ */
+    /* alloc() returns zeroed memory of at least `bytes`, aligned to 64 bytes. */
     void *(*alloc)(BackendCtx *ctx, size_t bytes);
     void (*free)(BackendCtx *ctx, void *p);
     void (*upload)(BackendCtx *ctx, void *dst_dev, const void *src_host, size_t bytes);
     void (*download)(BackendCtx *ctx, void *dst_host, const void *src_dev, size_t bytes);
     void (*zero)(BackendCtx *ctx, void *p, size_t bytes);
     void (*synchronize)(BackendCtx *ctx); /* wait for queued work (no-op on CPU) */
+    /* Optional: device-to-device copy of `bytes` (dropout at evaluation, pipeline buffers). */
+    void (*copy)(BackendCtx *ctx, void *dst, const void *src, size_t bytes);
+    /* Optional: params[n] (the model's parameter buffer) hold this step's weights: called when
+     * the model is built and before each step's first forward pass, after whatever changed them
+     * (the optimizer, an exchange that writes parameters). A backend that computes on copies of
+     * the weights in another type or order (CUDA bf16/fp16: 16-bit copies) makes them here, once
+     * per step, instead of at every call. The first call may allocate; later ones may not. */
+    void (*weights_ready)(BackendCtx *ctx, const float *params, size_t n);
 
+    /* ---- phase timer ------------------------------------------------------------------------- */
+    /* record(slot) marks a point on the backend's timeline (CPU: reads the clock;
+     * CUDA: records an event on the compute stream, no synchronisation). elapsed(a, b) returns the
+     * seconds between two marks of the SAME iteration and may block until b has happened; the
+     * driver calls it only after the iteration, outside the timed phases. */
+    void (*timer_record)(BackendCtx *ctx, int slot);
+    double (*timer_elapsed)(BackendCtx *ctx, int slot_a, int slot_b);
+
+    /* ---- matrix products: fully connected and convolution ------------------------------------ */
     /* Fully connected. dx may be NULL (first layer: no input gradient needed).
      * dw and db are OVERWRITTEN (not accumulated). b and db may be NULL: a layer without bias. */
     void (*fc_forward)(BackendCtx *ctx, const FcShape *s, const float *x, const float *w,
@@ -170,6 +226,7 @@ typedef struct BackendOps {
     void (*conv_backward)(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
                           const float *dy, float *dx, float *dw, float *db, void *work);
 
+    /* ---- pooling (maxpool_pad_* and below optional) ------------------------------------------ */
     /* Max pooling. argmax[n*c*h_out*w_out] is the backend's record of each window's maximum: the
      * both backends store the flat input index (within its n,c plane) and route dy through it.
      * Backward reads neither x nor y (y may have been overwritten by a ReLU run in place: the
@@ -178,42 +235,6 @@ typedef struct BackendOps {
                             int32_t *argmax);
     void (*maxpool_backward)(BackendCtx *ctx, const PoolShape *s, const float *x, const float *y,
                              const int32_t *argmax, const float *dy, float *dx);
-
-    /* ReLU over n elements; backward uses the output y (y > 0 passes the gradient). In place is
-     * allowed (y == x; dx == dy): the model runs a ReLU in its producer's buffers. */
-    void (*relu_forward)(BackendCtx *ctx, size_t n, const float *x, float *y);
-    void (*relu_backward)(BackendCtx *ctx, size_t n, const float *y, const float *dy, float *dx);
-
-    /* Softmax cross-entropy, mean over the batch.
-     * logits[n,c], labels[n] -> stats[0] = the mean loss, stats[1] = the number of rows whose
-     * argmax is the label (exact in float up to 2^24); dlogits[n,c] = (softmax - onehot)/n
-     * (dlogits may be NULL for evaluation). stats is backend memory (2 floats): the result stays
-     * on the device, queued like any kernel, and is read with download() when it is needed, so
-     * a training step never waits for its loss (see model_read_loss). */
-    void (*softmax_xent)(BackendCtx *ctx, int n, int c, const float *logits, const int32_t *labels,
-                         float *dlogits, float *stats);
-
-    /* SGD with momentum and weight decay (PyTorch semantics), over n parameters:
-     *   g' = g + wd*p;  v = momentum*v + g';  p -= lr*v        (v unused when momentum == 0) */
-    void (*sgd_update)(BackendCtx *ctx, size_t n, float *p, const float *g, float *v, float lr,
-                       float momentum, float weight_decay);
-
-    /* Phase timing. record(slot) marks a point on the backend's timeline (CPU: reads the clock;
-     * CUDA: records an event on the compute stream, no synchronisation). elapsed(a, b) returns the
-     * seconds between two marks of the SAME iteration and may block until b has happened; the
-     * driver calls it only after the iteration, outside the timed phases. */
-    void (*timer_record)(BackendCtx *ctx, int slot);
-    double (*timer_elapsed)(BackendCtx *ctx, int slot_a, int slot_b);
-
-    /* ---- appended for the model zoo (issue 5). A backend may leave any of these NULL:
-     * model_build() then refuses a model that needs one, naming it (see model_missing_op). ---- */
-
-    /* y[n] += alpha * x[n]; x[n] *= alpha. Gradient accumulation (micro-batches, layers whose
-     * output feeds several others) and loss scaling. */
-    void (*axpy)(BackendCtx *ctx, size_t n, float alpha, const float *x, float *y);
-    void (*scale)(BackendCtx *ctx, size_t n, float alpha, float *x);
-    /* Device-to-device copy of `bytes` (dropout at evaluation, pipeline buffers). */
-    void (*copy)(BackendCtx *ctx, void *dst, const void *src, size_t bytes);
 
     /* Max pooling with padding: padding never wins; argmax as in maxpool_forward (flat index
      * ih*w_in + iw within the plane). Backward: dx overwritten, dy scattered to the maxima. */
@@ -231,6 +252,7 @@ typedef struct BackendOps {
     void (*global_avgpool_backward)(BackendCtx *ctx, size_t planes, size_t plane, const float *dy,
                                     float *dx);
 
+    /* ---- normalisation (optional) ------------------------------------------------------------ */
     /* LRN (see LrnShape). The forward also writes s into scale[n,c,h,w], which the backward
      * of the same samples reads; dx overwritten. */
     void (*lrn_forward)(BackendCtx *ctx, const LrnShape *s, const float *x, float *y, float *scale);
@@ -251,9 +273,41 @@ typedef struct BackendOps {
                                const float *gamma, const float *save_mean, const float *save_invstd,
                                const float *dy, float *dx, float *dgamma, float *dbeta);
 
-    /* Concatenation along the per-sample axis (channels of NCHW): input i is xs[i][batch, sizes[i]]
-     * and lands at offset sizes[0] + ... + sizes[i-1] of every sample of y[batch, sum sizes].
-     * Backward splits dy into dxs[i] (overwritten; a NULL dxs[i] is skipped). */
+    /* Optional, all three or none: batch norm fused with the ReLU after it, and with a residual
+     * add before that ReLU (z not NULL), chosen when the model is built (src/model_fuse.c); the
+     * CPU backend keeps the unfused rows. Forward: y = relu(BN(x) + z) with the residual add's
+     * and the ReLU's arithmetic (a + b, v > 0 ? v : 0), statistics as batchnorm_forward_*.
+     * Backward, from y (the ReLU's output) and its gradient dy: the gradient reaching the batch
+     * norm is dy where y > 0, else 0; it is also written to dz (the add's other input's gradient,
+     * overwritten; NULL: no add) and may be written to dy (the unfused ReLU runs in place there);
+     * dx, dgamma, dbeta as batchnorm_backward. */
+    void (*bn_act_forward_train)(BackendCtx *ctx, const BnShape *s, const float *x,
+                                 const float *gamma, const float *beta, const float *z, float *y,
+                                 float *save_mean, float *save_invstd, float *running_mean,
+                                 float *running_var);
+    void (*bn_act_forward_infer)(BackendCtx *ctx, const BnShape *s, const float *x,
+                                 const float *gamma, const float *beta, const float *running_mean,
+                                 const float *running_var, const float *z, float *y);
+    void (*bn_act_backward)(BackendCtx *ctx, const BnShape *s, const float *x, const float *gamma,
+                            const float *save_mean, const float *save_invstd, const float *y,
+                            float *dy, float *dx, float *dz, float *dgamma, float *dbeta);
+
+    /* ---- element-wise and joins (relu_* mandatory, the rest optional) ------------------------ */
+    /* ReLU over n elements; backward uses the output y (y > 0 passes the gradient). In place is
+     * allowed (y == x; dx == dy): the model runs a ReLU in its producer's buffers. */
+    void (*relu_forward)(BackendCtx *ctx, size_t n, const float *x, float *y);
+    void (*relu_backward)(BackendCtx *ctx, size_t n, const float *y, const float *dy, float *dx);
+
+    /* Dropout (see DropoutShape). mask[batch*size]: 1 kept, 0 dropped. dx overwritten. */
+    void (*dropout_forward)(BackendCtx *ctx, const DropoutShape *s, const float *x, float *y,
+                            uint8_t *mask);
+    void (*dropout_backward)(BackendCtx *ctx, const DropoutShape *s, const uint8_t *mask,
+                             const float *dy, float *dx);
+
+    /* Concatenation of rows: input i is xs[i][batch, sizes[i]] and lands at offset
+     * sizes[0] + ... + sizes[i-1] of every row of y[batch, sum sizes] (channels of NCHW: rows are
+     * samples; of NHWC: rows are pixels, see ActFormat). Backward splits dy into dxs[i]
+     * (overwritten; a NULL dxs[i] is skipped). */
     void (*concat_forward)(BackendCtx *ctx, int batch, int ninputs, const float *const *xs,
                            const size_t *sizes, float *y);
     void (*concat_backward)(BackendCtx *ctx, int batch, int ninputs, const size_t *sizes,
@@ -263,12 +317,15 @@ typedef struct BackendOps {
     void (*add_forward)(BackendCtx *ctx, size_t n, const float *a, const float *b, float *y);
     void (*add_backward)(BackendCtx *ctx, size_t n, const float *dy, float *da, float *db);
 
-    /* Dropout (see DropoutShape). mask[batch*size]: 1 kept, 0 dropped. dx overwritten. */
-    void (*dropout_forward)(BackendCtx *ctx, const DropoutShape *s, const float *x, float *y,
-                            uint8_t *mask);
-    void (*dropout_backward)(BackendCtx *ctx, const DropoutShape *s, const uint8_t *mask,
-                             const float *dy, float *dx);
+    /* y[n] += alpha * x[n]; x[n] *= alpha. Gradient accumulation (micro-batches, layers whose
+     * output feeds several others) and loss scaling. */
+    void (*axpy)(BackendCtx *ctx, size_t n, float alpha, const float *x, float *y);
+    void (*scale)(BackendCtx *ctx, size_t n, float alpha, float *x);
+    /* Optional: y[n] += x[n] on activations in the backend's format (the gradient of an output
+     * read by several layers). NULL: axpy with alpha 1 (fp32 activations). */
+    void (*act_add)(BackendCtx *ctx, size_t n, const float *x, float *y);
 
+    /* ---- recurrent (optional) ---------------------------------------------------------------- */
     /* Embedding (see EmbeddingShape). Backward: dW[vocab, dim] OVERWRITTEN with the sum of the dy
      * rows of each id (ids outside [0, vocab) are ignored, and give zero rows forward). */
     void (*embedding_forward)(BackendCtx *ctx, const EmbeddingShape *s, const float *ids,
@@ -287,13 +344,30 @@ typedef struct BackendOps {
                           const float *y, const void *reserve, const float *dy, float *dx,
                           float *dw, float *db, void *work);
 
-    /* ---- appended for --precision fp16 (issue 14). ---- */
+    /* ---- loss and optimizer ------------------------------------------------------------------ */
+    /* Softmax cross-entropy, mean over the batch.
+     * logits[n,c], labels[n] -> stats[0] = the mean loss, stats[1] = the number of rows whose
+     * argmax is the label (exact in float up to 2^24); dlogits[n,c] = (softmax - onehot)/n
+     * (dlogits may be NULL for evaluation). stats is backend memory (2 floats): the result stays
+     * on the device, queued like any kernel, and is read with download() when it is needed, so
+     * a training step never waits for its loss (see model_read_loss). */
+    void (*softmax_xent)(BackendCtx *ctx, int n, int c, const float *logits, const int32_t *labels,
+                         float *dlogits, float *stats);
+
+    /* SGD with momentum and weight decay (PyTorch semantics), over n parameters:
+     *   g' = g + wd*p;  v = momentum*v + g';  p -= lr*v        (v unused when momentum == 0) */
+    void (*sgd_update)(BackendCtx *ctx, size_t n, float *p, const float *g, float *v, float lr,
+                       float momentum, float weight_decay);
+
     /* 1 if none of x[n] is inf or NaN (the loss scaler's overflow check; waits for the result).
      * NULL: the backend cannot run fp16's loss scaling. */
     int (*all_finite)(BackendCtx *ctx, size_t n, const float *x);
 } BackendOps;
 
-#define BACKEND_TIMER_SLOTS 16
+/* Timer slots: the driver's phase marks (src/driver_stage.h) below BACKEND_PHASE_SLOTS, the
+ * per-layer profile's (--profile-layers, src/profile.c: four per layer) above. */
+#define BACKEND_PHASE_SLOTS 16
+#define BACKEND_TIMER_SLOTS (BACKEND_PHASE_SLOTS + 1024)
 
 extern const BackendOps cpu_backend; /* kernels/cpu.c, always built */
 

@@ -1,6 +1,6 @@
-/* cuda.h - the CUDA compute backend (kernels/cuda.c) and what CUDA-only code elsewhere needs
- * from it: its compute stream and device (NCCL transports enqueue on streams that wait on it),
- * and the device's description for the result file. CUDA-only header. */
+/* cuda.h - the CUDA compute backend (kernels/cuda.c and cuda_*.c) and what CUDA-only code elsewhere
+ * needs from it: its compute stream and device (NCCL transports enqueue on streams that wait on
+ * it), and the device's description for the result file. CUDA-only header. */
 #ifndef DTBENCH_CUDA_H
 #define DTBENCH_CUDA_H
 

@@ -1,6 +1,6 @@
 /* cuda_ctx.h - the CUDA backend's per-rank state (struct BackendCtx), shared by the files that
- * implement its operations: kernels/cuda.c (lifetime, memory, fully connected, convolution,
- * ReLU, softmax, SGD, timers), cuda_zoo.c (the model-zoo layers), cuda_lstm.c (the LSTM).
+ * implement its operations: kernels/cuda.c (lifetime, memory, timers) and kernels/cuda_*.c (the
+ * operations by concern, cuda_ops.h).
  * Private to the CUDA backend; CUDA-only header. */
 #ifndef DTBENCH_CUDA_CTX_H
 #define DTBENCH_CUDA_CTX_H
@@ -11,8 +11,13 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
-#define CONV_WS_LIMIT ((size_t)512 << 20) /* largest workspace an algorithm may ask for */
-#define XENT_ROWS0    4096                /* softmax scratch rows made at init */
+/* Device memory the convolution workspace budget leaves free (cuda_conv.c): the free memory when
+ * the model's convolutions are planned (every other buffer of the model exists then) less this
+ * margin, for what is allocated later: cuBLAS's and NCCL's buffers, the exchange's staging and
+ * 16-bit GEMM copies, and ranks sharing the GPU. 1 GiB or 1/16 of the device, the larger. */
+#define CONV_WS_MARGIN(total) ((total) / 16 > ((size_t)1 << 30) ? (total) / 16 : ((size_t)1 << 30))
+#define XENT_ROWS0            4096  /* softmax scratch rows made at init */
+#define BN_PARTIALS_CAP       65536 /* partial-sum pairs of the batch-norm kernels' blocks (1 MiB) */
 
 /* cuDNN descriptors and chosen algorithms of one convolution shape. */
 typedef struct {
@@ -26,6 +31,8 @@ typedef struct {
     cudnnConvolutionBwdFilterAlgo_t bwd_filter;
     cudnnMathType_t fwd_math, bwd_data_math, bwd_filter_math;
     size_t fwd_ws, bwd_data_ws, bwd_filter_ws;
+    /* the chosen algorithms' times measured by cudnnFind*AlgorithmEx, ms (< 0: not timed) */
+    float fwd_ms, bwd_data_ms, bwd_filter_ms;
 } ConvPlan;
 
 struct BackendCtx {
@@ -39,18 +46,28 @@ struct BackendCtx {
      * shapes and nothing is planned inside the timed loop. */
     ConvPlan *plans;
     int nplans, cap_plans;
-    int plans_made_late; /* plans first made by a forward/backward call (not at build time) */
-    size_t ws_granted;   /* largest cuDNN workspace conv_workspace_bytes has planned */
-    size_t work_granted; /* largest value it returned (bf16/fp16: with the 16-bit copies) */
+    int plans_made_late;      /* plans first made by a forward/backward call (not at build time) */
+    size_t ws_granted;        /* largest cuDNN workspace conv_workspace_bytes has planned */
+    size_t work_granted;      /* largest value it returned (bf16/fp16: with the 16-bit copies) */
+    ConvAlgoChoice conv_algo; /* --conv-algo: timed (find) or cuDNN's heuristics */
+    size_t ws_budget;         /* the smallest workspace budget a plan was made under ... */
+    int ws_budgeted;          /* ... once one was */
+    size_t ws_margin;         /* the margin it left (CONV_WS_MARGIN) */
     cudnnTensorDescriptor_t ta, tb; /* ReLU, set per call */
     cudnnActivationDescriptor_t relu;
-    double *row_loss; /* softmax scratch [xent_cap], made at init */
+    int sms;             /* the device's multiprocessors */
+    double *bn_partials; /* [2 * BN_PARTIALS_CAP] batch-norm scratch, made at init */
+    double *row_loss;    /* softmax scratch [xent_cap], made at init */
     int *row_hit;
     int xent_cap;
     /* --precision (kernels/cuda_precision.c) */
     Precision precision;
     void *h16; /* 16-bit copies of GEMM operands, grown on first use */
     size_t h16_bytes;
+    /* 16-bit copy of the model's parameters [w16_n], of w16_src, made by weights_ready */
+    void *w16;
+    const float *w16_src;
+    size_t w16_n;
     int *nonfinite; /* [1] overflow flag of all_finite, made at init */
 };
 

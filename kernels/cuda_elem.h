@@ -1,14 +1,14 @@
 /* cuda_elem.h - the per-element arithmetic of dtbench's CUDA kernels, written once and compiled
- * twice: as __host__ __device__ functions by nvcc (kernels/cuda_kernels.cu, cuda_zoo_kernels.cu,
- * cuda_lstm_kernels.cu call them) and as plain static inline C by the CPU-only test
- * tests/test_device_arith.c, which checks them bit for bit against the CPU backend's kernels.
- * So what a GPU kernel computes per element is tested in CI without a GPU; what is left to the
- * GPU tests is indexing, reduction order and the libraries.
+ * twice: as __host__ __device__ functions by nvcc (kernels/cuda_*_kernels.cu call them) and as
+ * plain static inline C by the CPU-only test tests/test_device_arith.c, which checks them bit for
+ * bit against the CPU backend's kernels. So what a GPU kernel computes per element is tested in CI
+ * without a GPU; what is left to the GPU tests is indexing, reduction order and the libraries.
  *
- * Rules: no libm call whose GPU and host results may differ (only +, -, *, /, sqrtf, which are
- * correctly rounded on both sides: nvcc's defaults -prec-div=true -prec-sqrt=true, and the CUDA
- * kernels are built with -fmad=false so that no multiply-add is contracted); powf only on the
- * generic LRN exponent, which the CPU backend also takes through powf. Plain C11 and C++17. */
+ * Rules: no libm call whose GPU and host results may differ (only +, -, *, /, sqrtf and double
+ * sqrt, which are correctly rounded on both sides: nvcc's defaults -prec-div=true
+ * -prec-sqrt=true, and the CUDA kernels are built with -fmad=false so that no multiply-add is
+ * contracted); powf only on the generic LRN exponent, which the CPU backend also takes through
+ * powf. Plain C11 and C++17. */
 #ifndef DTBENCH_CUDA_ELEM_H
 #define DTBENCH_CUDA_ELEM_H
 
@@ -120,6 +120,77 @@ DT_HD float dt_bn_infer_invstd(float running_var, float eps) {
 /* dx = k * (dy - m_dy - (x - mean) * m_xdy), k = gamma*invstd */
 DT_HD float dt_bn_back(float k, float g, float m_dy, float x, float mean, float m_xdy) {
     return k * (g - m_dy - (x - mean) * m_xdy);
+}
+
+/* The fused epilogue of batch norm: v (= dt_bn_affine) + z when `add`, then ReLU when `relu`,
+ * with the CPU's residual add (a + b) and ReLU (v > 0 ? v : 0), so fused equals unfused. */
+DT_HD float dt_bn_epilogue(float v, float z, int add, int relu) {
+    if (add) v = v + z;
+    if (relu) v = v > 0.0f ? v : 0.0f;
+    return v;
+}
+/* The gradient through a ReLU whose output is y: the CPU's ReLU backward (y > 0 ? dy : 0). */
+DT_HD float dt_relu_grad(float dy, float y) {
+    return y > 0.0f ? dy : 0.0f;
+}
+
+/* The batch statistics of one channel from its shifted sums s1 = sum (x - shift) and
+ * s2 = sum (x - shift)^2 over `count` values, in double (the shift, one value of the channel,
+ * keeps s2 - s1^2/count free of cancellation whatever the mean): the mean, 1/sqrt(var + eps) of
+ * the biased variance (to normalise) and the unbiased variance (for the running statistics), as
+ * kernels/cpu_norm.c defines them. */
+DT_HD void dt_bn_stats(double s1, double s2, double count, float shift, float eps, float *mean,
+                       float *invstd, float *unbiased) {
+    const double m = s1 / count;
+    double sq = s2 - s1 * m; /* sum (x - mean)^2 */
+    if (sq < 0.0) sq = 0.0;
+    const double var = sq / count;
+    *mean = (float)((double)shift + m);
+    *invstd = (float)(1.0 / sqrt(var + (double)eps));
+    *unbiased = (float)(count > 1.0 ? sq / (count - 1.0) : var);
+}
+
+/* The backward's per-channel factors from sum dy and sum dy (x - mean) over `count` values
+ * (kernels/cpu_norm.c): dbeta, dgamma, and for dt_bn_back k = gamma*invstd, m_dy, m_xdy. */
+DT_HD void dt_bn_back_factors(double sum_dy, double sum_dy_dev, double count, float gamma,
+                              float invstd, float *dgamma, float *dbeta, float *k, float *m_dy,
+                              float *m_xdy) {
+    *dbeta = (float)sum_dy;
+    *dgamma = (float)(sum_dy_dev * invstd);
+    *k = gamma * invstd;
+    *m_dy = (float)(sum_dy / count);
+    *m_xdy = (float)(sum_dy_dev / count) * invstd * invstd;
+}
+
+/* ---- walking one channel of an NCHW tensor ---------------------------------------------------
+ * Channel c of x[n, C, sp] holds units e = 0 .. n*sp - 1 (a unit: one element, or V consecutive
+ * ones when sp is a multiple of V and the kernel loads V at once; sp then counts units) at
+ *   index(e) = (e / sp) * stride + c * sp + e % sp,   stride = C * sp.
+ * A block takes units [e0, e1) of the channel; thread t of T visits e0 + t, e0 + t + T, ... The
+ * walk keeps (e / sp, e % sp) up to date with one add and one compare per step instead of a
+ * division per element, and indexes in 32 bits (the caller guarantees n * stride < 2^31). */
+typedef struct {
+    int e, end, step;     /* this unit, the end of the range, T */
+    int plane, off;       /* e / sp, e % sp */
+    int dplane, doff;     /* T / sp, T % sp */
+    int sp, stride, base; /* sp, C * sp, c * sp */
+} DtWalk;
+DT_HD void dt_walk_init(DtWalk *w, int sp, int stride, int c, int e0, int e1, int t, int T) {
+    w->e = e0 + t, w->end = e1, w->step = T;
+    w->plane = w->e / sp, w->off = w->e - w->plane * sp;
+    w->dplane = T / sp, w->doff = T - w->dplane * sp;
+    w->sp = sp, w->stride = stride, w->base = c * sp;
+}
+DT_HD int dt_walk_more(const DtWalk *w) {
+    return w->e < w->end;
+}
+DT_HD int dt_walk_index(const DtWalk *w) {
+    return w->plane * w->stride + w->base + w->off;
+}
+DT_HD void dt_walk_next(DtWalk *w) {
+    w->e += w->step;
+    w->plane += w->dplane, w->off += w->doff;
+    if (w->off >= w->sp) w->off -= w->sp, w->plane++;
 }
 
 /* ---- LSTM cell (backend.h's LstmShape; dtbench's fused gate order i, f, g, o) -------------- */

@@ -1,6 +1,8 @@
 /* cuda_plan.c - GPU-free arithmetic of the CUDA backend (see cuda_plan.h). */
 #include "cuda_plan.h"
 
+#include <math.h>
+
 /* Row-major X[r,c] seen by a column-major library is Xc = X^T, a c-by-r matrix, ld = c. */
 
 /* y[n,out] = x[n,in] W[out,in]^T  <=>  y^T (out x n) = W (out x in) x^T (in x n)
@@ -55,8 +57,82 @@ ColGemm rowmajor_gemm(int trans_a, int trans_b, int m, int n, int k, int lda, in
                      .ldc = ldc};
 }
 
-int pick_algo(const AlgoPerf *perf, int count, size_t limit) {
-    for (int i = 0; i < count; i++) /* strict fp32 only: CUDNN_DEFAULT_MATH allows TF32 */
-        if (perf[i].ok && perf[i].memory <= limit && perf[i].strict_fp32) return i;
+int bn_grid(const BnShape *s, int aligned16, int sms, int threads, int cap, BnGrid *g) {
+    const long long total = (long long)s->batch * s->c * s->spatial;
+    if (s->batch <= 0 || s->c <= 0 || s->spatial <= 0 || total >= (1LL << 31) || s->c > cap ||
+        s->c > 65535 || threads <= 0)
+        return 0;
+    g->vec = aligned16 && s->spatial % 4 == 0 ? 4 : 1;
+    g->sp = s->spatial / g->vec;
+    g->units = s->batch * g->sp;
+    const long long target = (long long)(sms > 0 ? sms : 1) * 8; /* blocks that fill the GPU */
+    long long splits = (target + s->c - 1) / s->c;
+    const long long by_work = ((long long)g->units + 4LL * threads - 1) / (4LL * threads);
+    if (splits > by_work) splits = by_work;
+    if (splits > cap / s->c) splits = cap / s->c;
+    if (splits < 1) splits = 1;
+    g->chunk = (int)((g->units + splits - 1) / splits);
+    g->splits = (g->units + g->chunk - 1) / g->chunk; /* no block left without units */
+    return 1;
+}
+
+/* cuDNN 9's legacy algorithm numbers (cudnn_ops.h), per direction. */
+static const struct {
+    const char *name;
+    AlgoFamily family;
+} ALGOS[CONV_DIRS][8] = {
+    [CONV_FWD] = {{"IMPLICIT_GEMM", ALGO_DIRECT_SUM},
+                  {"IMPLICIT_PRECOMP_GEMM", ALGO_DIRECT_SUM},
+                  {"GEMM", ALGO_DIRECT_SUM},
+                  {"DIRECT", ALGO_DIRECT_SUM},
+                  {"FFT", ALGO_TRANSFORM},
+                  {"FFT_TILING", ALGO_TRANSFORM},
+                  {"WINOGRAD", ALGO_TRANSFORM},
+                  {"WINOGRAD_NONFUSED", ALGO_TRANSFORM}},
+    [CONV_BWD_DATA] = {{"ALGO_0", ALGO_DIRECT_SUM},
+                       {"ALGO_1", ALGO_DIRECT_SUM},
+                       {"FFT", ALGO_TRANSFORM},
+                       {"FFT_TILING", ALGO_TRANSFORM},
+                       {"WINOGRAD", ALGO_TRANSFORM},
+                       {"WINOGRAD_NONFUSED", ALGO_TRANSFORM}},
+    [CONV_BWD_FILTER] = {{"ALGO_0", ALGO_DIRECT_SUM},
+                         {"ALGO_1", ALGO_DIRECT_SUM},
+                         {"FFT", ALGO_TRANSFORM},
+                         {"ALGO_3", ALGO_DIRECT_SUM},
+                         {"WINOGRAD", ALGO_TRANSFORM},
+                         {"WINOGRAD_NONFUSED", ALGO_TRANSFORM},
+                         {"FFT_TILING", ALGO_TRANSFORM}},
+};
+
+static int known(ConvDir dir, int algo) {
+    return (unsigned)dir < CONV_DIRS && algo >= 0 && algo < 8 && ALGOS[dir][algo].name;
+}
+
+AlgoFamily conv_algo_family(ConvDir dir, int algo) {
+    return known(dir, algo) ? ALGOS[dir][algo].family : ALGO_UNKNOWN;
+}
+
+const char *conv_algo_name(ConvDir dir, int algo) {
+    return known(dir, algo) ? ALGOS[dir][algo].name : "unknown";
+}
+
+const char *conv_dir_name(ConvDir dir) {
+    return dir == CONV_FWD ? "fwd" : dir == CONV_BWD_DATA ? "bwd_data" : "bwd_filter";
+}
+
+int conv_algo_strict_fp32(ConvDir dir, int algo, int fma_math) {
+    return fma_math && conv_algo_family(dir, algo) == ALGO_DIRECT_SUM;
+}
+
+double conv_fp32_bound(double k, double sum_abs) {
+    const double ku = k * 0x1p-24;
+    return ku < 1.0 ? ku / (1.0 - ku) * sum_abs : INFINITY;
+}
+
+int pick_algo(ConvDir dir, const AlgoPerf *perf, int count, size_t limit, int strict) {
+    for (int i = 0; i < count; i++)
+        if (perf[i].ok && perf[i].memory <= limit &&
+            (!strict || conv_algo_strict_fp32(dir, perf[i].algo, perf[i].fma_math)))
+            return i;
     return -1;
 }

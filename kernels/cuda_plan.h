@@ -3,7 +3,9 @@
  *   - the column-major GEMMs (cuBLAS's convention) that compute the fully connected layer on
  *     dtbench's row-major tensors; the test runs each through cblas_sgemm(CblasColMajor, ...),
  *     which takes exactly cuBLAS's arguments, against the naive reference;
- *   - the choice among cuDNN's ranked convolution algorithms under a workspace limit.
+ *   - the choice among cuDNN's ranked convolution algorithms under a workspace limit, and the
+ *     rule of what strict fp32 admits (with the error bound the GPU tests hold it to);
+ *   - how the batch-norm kernels split a tensor into blocks (bn_grid).
  * Plain C, no CUDA. */
 #ifndef DTBENCH_CUDA_PLAN_H
 #define DTBENCH_CUDA_PLAN_H
@@ -29,23 +31,80 @@ ColGemm fc_dinput_gemm(const FcShape *s);
 /* A row-major product C[m,n] = op(A)[m,k] op(B)[k,n] (+ beta C), with the arguments
  * cblas_sgemm(CblasRowMajor, ...) takes, as one column-major (cuBLAS) call: a row-major matrix is
  * its transpose to a column-major library, and C^T = op(B)^T op(A)^T, so the returned call takes
- * B as its FIRST operand and A as its second (the LSTM's products, kernels/cuda_lstm.c). */
+ * B as its FIRST operand and A as its second (the LSTM's products, kernels/cuda_recurrent.c). */
 ColGemm rowmajor_gemm(int trans_a, int trans_b, int m, int n, int k, int lda, int ldb, int ldc);
 
-/* One entry of cuDNN's ranked algorithm list (cudnnGet*Algorithm_v7), reduced to what the choice
- * needs. ok: status == CUDNN_STATUS_SUCCESS; strict_fp32: its math type is CUDNN_FMA_MATH. */
+/* The three directions of a convolution, each with its own numbering of cuDNN's legacy
+ * algorithms (cudnnConvolutionFwdAlgo_t, ...BwdDataAlgo_t, ...BwdFilterAlgo_t; cudnn_ops.h). */
+typedef enum { CONV_FWD = 0, CONV_BWD_DATA = 1, CONV_BWD_FILTER = 2 } ConvDir;
+#define CONV_DIRS 3
+
+/* How an algorithm forms each output. DIRECT_SUM: as a sum of products of the inputs' own values
+ * (implicit / explicit GEMM, direct, atomically added partial sums). TRANSFORM: through a
+ * transform of whole tiles or planes (FFT, FFT_TILING, WINOGRAD, WINOGRAD_NONFUSED), where every
+ * output is a linear combination of transformed values and its rounding error follows the size
+ * of the tile or plane, not of its own products. UNKNOWN: a number this table does not know. */
+typedef enum { ALGO_DIRECT_SUM, ALGO_TRANSFORM, ALGO_UNKNOWN } AlgoFamily;
+
+AlgoFamily conv_algo_family(ConvDir dir, int algo);
+/* cuDNN's name without its prefix ("IMPLICIT_PRECOMP_GEMM", "WINOGRAD_NONFUSED", "ALGO_1"), or
+ * "unknown"; and the direction's ("fwd", "bwd_data", "bwd_filter"). */
+const char *conv_algo_name(ConvDir dir, int algo);
+const char *conv_dir_name(ConvDir dir);
+
+/* What strict fp32 (--precision fp32) admits; docs/gpu.md "Which convolution algorithms strict
+ * fp32 admits". An algorithm is admitted when BOTH
+ *   - it runs under CUDNN_FMA_MATH (fma_math): fp32 multiply-adds only; CUDNN_DEFAULT_MATH and
+ *     CUDNN_TENSOR_OP_MATH allow TF32 tensor cores on sm_80+;
+ *   - its family is ALGO_DIRECT_SUM: every output is an fp32 sum, in some order, of the K
+ *     products that define it, so that against the exact value
+ *         |error| <= gamma(K) * sum |products|,   gamma(K) = K u / (1 - K u),  u = 2^-24
+ *     (conv_fp32_bound) holds for any summation order, blocking or split-K: the error bound of
+ *     direct summation, the one the CPU backend's GEMMs have.
+ * FFT and Winograd algorithms are refused whatever they measure on one input: their error is
+ * relative to the transformed tile or plane, so an output whose own products are small (a
+ * gradient far from the activations that dominate its tile) can be wrong in every digit. LeNet's
+ * second convolution (64x20x12x12, 5x5 -> 50) got a weight gradient 0.114 off this way on an
+ * H100 under cuDNN 9.19, the first time it ran. Unknown algorithm numbers are refused too. */
+int conv_algo_strict_fp32(ConvDir dir, int algo, int fma_math);
+
+/* The bound above for an output of K products whose absolute values add up to sum_abs. */
+double conv_fp32_bound(double k, double sum_abs);
+
+/* One entry of cuDNN's ranked algorithm list (cudnnGet*Algorithm_v7, or cudnnFind*Algorithm*),
+ * reduced to what the choice needs. ok: status == CUDNN_STATUS_SUCCESS; fma_math: its math type
+ * is CUDNN_FMA_MATH. */
 typedef struct {
     int algo;
     int ok;
-    int strict_fp32;
+    int fma_math;
     size_t memory;
 } AlgoPerf;
 
-/* Index into perf[count] of the algorithm to use: the best-ranked usable one that fits in
- * `limit` bytes of workspace and computes in strict fp32 (CUDNN_FMA_MATH; never
- * CUDNN_DEFAULT_MATH, which allows TF32 on sm_80+: the benchmark is fp32 and is compared with a
- * CPU reference); -1 when none does (the caller then takes the algorithm that needs no workspace,
- * under CUDNN_FMA_MATH). */
-int pick_algo(const AlgoPerf *perf, int count, size_t limit);
+/* Index into perf[count] of the algorithm to use for direction dir: the best-ranked usable one
+ * that fits in `limit` bytes of workspace and, when strict (--precision fp32), is admitted by
+ * conv_algo_strict_fp32; -1 when none is (the caller then takes algorithm 0 of the direction,
+ * IMPLICIT_GEMM / ALGO_0, a direct sum without workspace, under CUDNN_FMA_MATH). */
+int pick_algo(ConvDir dir, const AlgoPerf *perf, int count, size_t limit, int strict);
+
+/* How the batch-norm kernels (kernels/cuda_norm_kernels.cu) cover x[n, c, spatial] (NCHW): a grid
+ * of `splits` blocks per channel (gridDim = (splits, c)), block b of channel c walking units
+ * [b*chunk, min((b+1)*chunk, units)) of that channel (cuda_elem.h's DtWalk), a unit being `vec`
+ * consecutive elements of one plane. Each block leaves two partial sums in a scratch of `cap`
+ * pairs. */
+typedef struct {
+    int vec;    /* elements per load: 4 (spatial % 4 == 0 and 16-byte aligned tensors) or 1 */
+    int sp;     /* units per plane: spatial / vec */
+    int units;  /* units per channel: n * sp */
+    int splits; /* blocks per channel, >= 1 */
+    int chunk;  /* units per block (the last may have fewer, none has none) */
+} BnGrid;
+
+/* Blocks enough to fill `sms` multiprocessors with 8 blocks of `threads` each, spread over the
+ * channels, but at least 4 units per thread and at most `cap` blocks in all. Returns 0 (and the
+ * caller runs the simple one-block-per-channel kernels) when the tensor is empty, has 2^31
+ * elements or more (the walk indexes in 32 bits), or has more channels than `cap` or than a grid's
+ * second dimension takes (65535). */
+int bn_grid(const BnShape *s, int aligned16, int sms, int threads, int cap, BnGrid *g);
 
 #endif

@@ -6,6 +6,7 @@
 #include "cuda_check.h" /* defines: CUDA_CHECK, CUBLAS_CHECK, CUDNN_CHECK */
 
 #include <library_types.h>
+#include <stdint.h>
 #include <stdio.h>
 
 static const float ONE = 1.0f, ZERO = 0.0f;
@@ -30,6 +31,7 @@ void cuda_prec_init(BackendCtx *ctx, Precision p) {
 
 void cuda_prec_free(BackendCtx *ctx) {
     if (ctx->h16) cudaFree(ctx->h16);
+    if (ctx->w16) cudaFree(ctx->w16);
     if (ctx->nonfinite) cudaFree(ctx->nonfinite);
 }
 
@@ -47,6 +49,28 @@ static void *h16(BackendCtx *ctx, size_t bytes) {
 
 static size_t align256(size_t b) {
     return (b + 255) & ~(size_t)255;
+}
+
+/* bf16/fp16: the 16-bit copy of params[n], made once per step (backend.h's weights_ready). The
+ * buffer is made on the first call (the model calls it when it is built) and again only for
+ * another parameter buffer. */
+void cuda_weights_ready(BackendCtx *ctx, const float *params, size_t n) {
+    if (!cuda_prec_16bit(ctx) || !n) return;
+    if (ctx->w16_src != params || ctx->w16_n != n) {
+        CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+        if (ctx->w16) CUDA_CHECK(cudaFree(ctx->w16));
+        CUDA_CHECK(cudaMalloc(&ctx->w16, 2 * n));
+        ctx->w16_src = params, ctx->w16_n = n;
+    }
+    CUDA_CHECK(dtp_to_16(ctx->stream, ctx->precision == PRECISION_FP16, n, params, ctx->w16));
+}
+
+/* The 16-bit twin of x[0 .. count) when it lies in the parameters copied by weights_ready, else
+ * NULL (an activation or a gradient: converted at the call). */
+static const void *weights16(const BackendCtx *ctx, const float *x, size_t count) {
+    const uintptr_t lo = (uintptr_t)ctx->w16_src, p = (uintptr_t)x;
+    if (!ctx->w16 || p < lo || (p - lo) / sizeof(float) + count > ctx->w16_n) return NULL;
+    return (const char *)ctx->w16 + (p - lo) / sizeof(float) * 2;
 }
 
 void cuda_prec_gemm(BackendCtx *ctx, ColGemm g, const float *a, const float *b, float beta,
@@ -68,9 +92,15 @@ void cuda_prec_gemm(BackendCtx *ctx, ColGemm g, const float *a, const float *b, 
     const size_t na = (size_t)g.lda * ((g.trans_a ? g.m : g.k) - 1) + (g.trans_a ? g.k : g.m);
     const size_t nb = (size_t)g.ldb * ((g.trans_b ? g.k : g.n) - 1) + (g.trans_b ? g.n : g.k);
     char *s = h16(ctx, align256(2 * na) + 2 * nb);
-    void *a16 = s, *b16 = s + align256(2 * na);
-    CUDA_CHECK(dtp_to_16(ctx->stream, half, na, a, a16));
-    CUDA_CHECK(dtp_to_16(ctx->stream, half, nb, b, b16));
+    const void *a16 = weights16(ctx, a, na), *b16 = weights16(ctx, b, nb); /* the weights' copy */
+    if (!a16) {
+        CUDA_CHECK(dtp_to_16(ctx->stream, half, na, a, s));
+        a16 = s;
+    }
+    if (!b16) {
+        CUDA_CHECK(dtp_to_16(ctx->stream, half, nb, b, s + align256(2 * na)));
+        b16 = s + align256(2 * na);
+    }
     CUBLAS_CHECK(cublasGemmEx(ctx->cublas, ta, tb, g.m, g.n, g.k, &ONE, a16, t16, g.lda, b16, t16,
                               g.ldb, &beta, c, CUDA_R_32F, g.ldc, CUBLAS_COMPUTE_32F,
                               CUBLAS_GEMM_DEFAULT));
@@ -119,6 +149,16 @@ static Conv16 conv16(const ConvShape *s, void *work, size_t conv_ws) {
     return c;
 }
 
+/* The filter in 16 bits: the step's copy of the weights where it is 16-byte aligned (the filter's
+ * offset in the parameters a multiple of 8: cuDNN's algorithms were timed on aligned buffers),
+ * or converted into c->w (aligned) at the call. */
+static const void *conv_weights16(BackendCtx *ctx, const Conv16 *c, const float *w) {
+    const void *w16 = weights16(ctx, w, c->nw);
+    if (w16 && (uintptr_t)w16 % 16 == 0) return w16;
+    CUDA_CHECK(dtp_to_16(ctx->stream, ctx->precision == PRECISION_FP16, c->nw, w, c->w));
+    return c->w;
+}
+
 size_t cuda_prec_conv_extra(const BackendCtx *ctx, const ConvShape *s) {
     if (!cuda_prec_16bit(ctx)) return 0;
     Conv16 c = conv16(s, NULL, 0);
@@ -131,8 +171,8 @@ void cuda_prec_conv_forward(BackendCtx *ctx, const ConvPlan *p, const float *x, 
     const int half = ctx->precision == PRECISION_FP16;
     Conv16 c = conv16(&p->s, work, conv_ws);
     CUDA_CHECK(dtp_to_16(ctx->stream, half, c.nx, x, c.x));
-    CUDA_CHECK(dtp_to_16(ctx->stream, half, c.nw, w, c.w));
-    CUDNN_CHECK(cudnnConvolutionForward(ctx->cudnn, &ONE, p->x, c.x, p->w, c.w, p->conv, p->fwd,
+    const void *w16 = conv_weights16(ctx, &c, w);
+    CUDNN_CHECK(cudnnConvolutionForward(ctx->cudnn, &ONE, p->x, c.x, p->w, w16, p->conv, p->fwd,
                                         work, p->fwd_ws, &ZERO, p->y, c.y));
     CUDA_CHECK(dtp_from_16(ctx->stream, half, c.ny, c.y, y));
 }
@@ -142,7 +182,7 @@ void cuda_prec_conv_backward(BackendCtx *ctx, const ConvPlan *p, const float *x,
     const int half = ctx->precision == PRECISION_FP16;
     Conv16 c = conv16(&p->s, work, conv_ws);
     CUDA_CHECK(dtp_to_16(ctx->stream, half, c.nx, x, c.x));
-    CUDA_CHECK(dtp_to_16(ctx->stream, half, c.nw, w, c.w));
+    const void *w16 = conv_weights16(ctx, &c, w);
     CUDA_CHECK(dtp_to_16(ctx->stream, half, c.ny, dy, c.y));
     CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_filter_math));
     CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx->cudnn, &ONE, p->x, c.x, p->y, c.y, p->conv,
@@ -151,7 +191,7 @@ void cuda_prec_conv_backward(BackendCtx *ctx, const ConvPlan *p, const float *x,
     CUDA_CHECK(dtp_from_16(ctx->stream, half, c.nw, c.out, dw));
     if (!dx) return;
     CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_data_math));
-    CUDNN_CHECK(cudnnConvolutionBackwardData(ctx->cudnn, &ONE, p->w, c.w, p->y, c.y, p->conv,
+    CUDNN_CHECK(cudnnConvolutionBackwardData(ctx->cudnn, &ONE, p->w, w16, p->y, c.y, p->conv,
                                              p->bwd_data, work, p->bwd_data_ws, &ZERO, p->x,
                                              c.out));
     CUDA_CHECK(dtp_from_16(ctx->stream, half, c.nx, c.out, dx));

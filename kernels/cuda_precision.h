@@ -18,16 +18,21 @@
 
 #include <cuda_runtime.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* kernels (cuda_precision.cu), queued on s: y[n] = 16-bit x (half: IEEE half, else bf16), round to
- * nearest even; x[n] widened to fp32; *flag = 1 if some x[i] is inf/NaN, else 0 */
+/* kernels (cuda_precision_kernels.cu), queued on s: y[n] = 16-bit x (half: IEEE half, else bf16),
+ * round to nearest even; x[n] widened to fp32; *flag = 1 if some x[i] is inf/NaN, else 0 */
 cudaError_t dtp_to_16(cudaStream_t s, int half, size_t n, const float *x, void *y);
 cudaError_t dtp_from_16(cudaStream_t s, int half, size_t n, const void *x, float *y);
 cudaError_t dtp_nonfinite(cudaStream_t s, size_t n, const float *x, int *flag);
+/* x[n] = uniform values in [-1, 1) from the counter-based hash of (seed, i), stored as fp32
+ * (bytes 4) or 16-bit (bytes 2; half: IEEE half, else bf16): inputs for timing algorithms, never
+ * zeros (which some kernels run faster on) */
+cudaError_t dtp_fill(cudaStream_t s, int bytes, int half, size_t n, uint64_t seed, void *x);
 
 #ifndef __CUDACC__
 /* host side (cuda_precision.c) */
@@ -41,6 +46,9 @@ int cuda_prec_16bit(const BackendCtx *ctx); /* bf16 or fp16 */
 void cuda_prec_gemm(BackendCtx *ctx, ColGemm g, const float *a, const float *b, float beta,
                     float *c);
 int cuda_all_finite(BackendCtx *ctx, size_t n, const float *x);
+/* backend.h's weights_ready: bf16/fp16 keep a 16-bit copy of the parameters, made once per step,
+ * which the GEMMs and convolutions take instead of converting the weights at every call. */
+void cuda_weights_ready(BackendCtx *ctx, const float *params, size_t n);
 /* Bytes of 16-bit copies a convolution needs beyond cuDNN's workspace (0 in fp32/tf32). */
 size_t cuda_prec_conv_extra(const BackendCtx *ctx, const ConvShape *s);
 /* cuDNN's data type for the plan's x, W, y descriptors (float, bf16 or half). */

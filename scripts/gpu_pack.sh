@@ -2,11 +2,12 @@
 # gpu_pack.sh - prepares the one archive a lent GPU machine needs to validate and benchmark dtbench
 # (issue 13). Run on a normal build machine (CUDA toolkit, cuDNN, NCCL, Open MPI and parallel
 # HDF5 installed, as scripts/setup.sh expects):
-#   scripts/gpu_pack.sh [--out FILE] [--arch 90] [--python 3.12] [--no-wheel]
+#   scripts/gpu_pack.sh [--out FILE] [--arch 90] [--python 3.12] [--no-wheel] [--max-mb 60]
 # The GPU machine has CUDA, nvcc, cuDNN, NCCL and PyTorch but no Open MPI, no parallel HDF5 and no
 # package registry, so the archive carries:
 #   bin/      dtbench, the test and benchmark programs, built for sm_<arch> (default 90, Hopper)
-#             from a clean copy of the committed tree (git ls-files) with CUDA_ARCHS=<arch>
+#             from the committed tree (git archive HEAD) with CUDA_ARCHS=<arch>, stamped with
+#             its commit (dtbench --version, the result files' git_commit)
 #   ompi/     the Open MPI runtime, relocatable with OPAL_PREFIX: mpirun, orted, its plugins
 #             (without the InfiniBand/OFI/UCX/PSM ones a single node does not need), share/openmpi
 #   lib/      every shared library those programs load that is not part of the C runtime or of
@@ -16,11 +17,12 @@
 #   tree/     the repository's scripts, tests, bench and docs (what gpu_session.sh runs)
 #   data/     a Fashion-MNIST slice (the 10000 test images; the session uses them for training
 #             too), everything else synthetic
-# and fails if the archive is larger than --max-mb (default 60). Unpack on the GPU machine and run
-# tree/scripts/gpu_session.sh (see there).
+# and fails if the archive is larger than --max-mb (default 60). Default output:
+# .gpu/dtbench-gpu-pack.tar.xz (git-ignored), which scripts/gpu_lease.sh unpacks and runs on the
+# GPU machine in one call (see there and docs/gpu.md).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-OUT=$HERE/dtbench-gpu-pack.tar.xz
+OUT=$HERE/.gpu/dtbench-gpu-pack.tar.xz # .gpu/: git-ignored, carried to the GPU machine
 ARCH=90
 PYVER=3.12
 WHEEL=1
@@ -48,26 +50,31 @@ mkdir -p "$PACK"/{bin,lib,ompi,wheels,tree,data}
 
 # ---- 1. build for sm_ARCH from a clean copy of the committed tree --------------------------------
 say "building for sm_$ARCH in $STAGE/build (a few minutes)"
-(cd "$HERE" && git ls-files -z | tar --null -T - -cf -) | (mkdir -p "$STAGE/build" && cd "$STAGE/build" && tar xf -)
+FULL_COMMIT=$(cd "$HERE" && git rev-parse HEAD) # what is built and packed, whatever happens later
+COMMIT=${FULL_COMMIT:0:12}
+(cd "$HERE" && git archive "$FULL_COMMIT") | (mkdir -p "$STAGE/build" && cd "$STAGE/build" && tar xf -)
 (
     cd "$STAGE/build"
     autoreconf -fi >autoreconf.log 2>&1 || { cat autoreconf.log; exit 1; }
-    ./configure CUDA_ARCHS="$ARCH" PYTHON=python3 >configure.log 2>&1 || { tail -30 configure.log; exit 1; }
+    ./configure CUDA_ARCHS="$ARCH" PYTHON=python3 DTBENCH_GIT_COMMIT="$COMMIT" >configure.log 2>&1 ||
+        { tail -30 configure.log; exit 1; }
     grep -q "^#define HAVE_CUDA 1" config.h || { grep -A12 "^  CUDA" configure.log; exit 1; }
     nice make -j"$(nproc)" >make.log 2>&1 || { tail -30 make.log; exit 1; }
     nice make -j"$(nproc)" check TESTS= >make-check.log 2>&1 || { tail -30 make-check.log; exit 1; }
 ) || die "the sm_$ARCH build failed (logs above)"
 B=$STAGE/build
 progs=(src/dtbench tests/cuda_probe tests/test_cuda_kernels tests/test_cuda_zoo tests/test_cuda_plan
-       tests/test_device_arith tests/test_kernels tests/exchange_avg tests/sampler_check bench/nccl_busbw
-       tests/test_cuda_precision)
+       tests/test_device_arith tests/exchange_avg tests/sampler_check bench/nccl_busbw
+       tests/test_cuda_precision tests/test_cuda_algos tests/layer_compare
+       tests/test_cpu_{backend,gemm,conv,pool,norm,elementwise,optim,recurrent})
+"$B/src/dtbench" --version | grep "($COMMIT)" >/dev/null || die "the build is not stamped with $COMMIT"
 for p in "${progs[@]}"; do
     [ -x "$B/$p" ] || die "the build made no $p"
     mkdir -p "$PACK/bin/$(dirname "$p")"
     cp "$B/$p" "$PACK/bin/$p"
 done
 strip --strip-unneeded "$PACK"/bin/*/* 2>/dev/null || true
-grep -m1 -- "-gencode" "$B/Makefile" | grep -q "sm_$ARCH" || die "NVCCFLAGS do not name sm_$ARCH"
+[[ $(grep -m1 -- "-gencode" "$B/Makefile") == *"sm_$ARCH"* ]] || die "NVCCFLAGS do not name sm_$ARCH"
 
 # ---- 2. Open MPI runtime, relocatable with OPAL_PREFIX --------------------------------------------
 libdir=$(ompi_info --path libdir --parsable | cut -d: -f3)
@@ -89,7 +96,7 @@ done
 cp -a "$pkgdatadir" "$O/share/openmpi"
 [ -d /etc/openmpi ] && cp -a /etc/openmpi "$O/etc/openmpi"
 # PMIx (Debian builds Open MPI against an external PMIx with plugins of its own)
-pmix=$(ompi_info 2>/dev/null | sed -n "s/.*--with-pmix=\([^']*\)'.*/\1/p" | head -1)
+pmix=$(ompi_info 2>/dev/null | sed -n "s/.*--with-pmix=\([^']*\)'.*/\1/p" | sed -n 1p)
 if [ -n "$pmix" ] && [ -d "$pmix" ]; then
     mkdir -p "$O/pmix"
     cp -a "$pmix"/lib "$O/pmix/"
@@ -129,8 +136,8 @@ if [ "$WHEEL" = 1 ]; then
 fi
 
 # ---- 5. the tree's scripts, tests and benchmarks; a data slice -------------------------------------
-(cd "$HERE" && git ls-files -z scripts tests bench docs analysis/dtbench_analysis analysis/pyproject.toml README.md |
-    tar --null -T - -cf -) | (cd "$PACK/tree" && tar xf -)
+(cd "$HERE" && git archive "$FULL_COMMIT" scripts tests bench docs analysis/dtbench_analysis \
+    analysis/pyproject.toml README.md) | (cd "$PACK/tree" && tar xf -)
 FM=${FMNIST_DIR:-/usr/share/datasets/fashion-mnist}
 if [ -f "$FM/t10k-images-idx3-ubyte.gz" ]; then
     mkdir -p "$PACK/data/fashion-mnist"
@@ -141,8 +148,9 @@ fi
 {
     echo "dtbench GPU pack"
     echo "built: $(date -u +%FT%TZ) on $(hostname) for sm_$ARCH"
-    echo "commit: $(cd "$HERE" && git rev-parse HEAD)$(cd "$HERE" && git diff --quiet HEAD || echo ' (uncommitted changes NOT included)')"
-    echo "open mpi: $(ompi_info --version 2>/dev/null | head -1)"
+    echo "commit: $FULL_COMMIT$(cd "$HERE" && git diff --quiet "$FULL_COMMIT" || echo ' (uncommitted changes NOT included)')"
+    echo "version: $("$B/src/dtbench" --version | sed -n 1p)"
+    echo "open mpi: $(ompi_info --version 2>/dev/null | sed -n 1p)"
     echo "nvcc: $(nvcc --version 2>/dev/null | tail -1)"
     echo "python for h5py: $PYVER"
     grep -m1 "GPU architectures" "$B/configure.log" || true
@@ -157,4 +165,4 @@ mb=$(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1048576}')
 say "wrote $OUT: $mb MiB ($(grep -c '^\./' "$PACK/MANIFEST") files; unpacked $(du -sh "$PACK" | cut -f1))"
 awk -v b="$bytes" -v m="$MAX_MB" 'BEGIN {exit !(b <= m * 1048576)}' ||
     die "the archive is $mb MiB, over the ${MAX_MB} MiB limit"
-say "on the GPU machine: tar xJf $(basename "$OUT") && dtbench-gpu/tree/scripts/gpu_session.sh"
+say "on the GPU machine, from the repository root: scripts/gpu_lease.sh --pack ${OUT#"$HERE"/} --out \"\$OUT\" (docs/gpu.md)"

@@ -20,7 +20,7 @@ PY_PACKAGES="h5py numpy pandas matplotlib scipy pyarrow pytest"
 # Without recommends: those add Qt, GStreamer and VA drivers.
 DEB_NORECOMMENDS="python3-torch"
 
-installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+installed() { grep -q "install ok installed" <<<"$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)"; }
 missing="" missing_norec=""
 for p in $DEB_PACKAGES; do installed "$p" || missing="$missing $p"; done
 for p in $DEB_NORECOMMENDS; do installed "$p" || missing_norec="$missing_norec $p"; done

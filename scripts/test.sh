@@ -25,7 +25,8 @@ done
 scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
 
 # Tests that need a GPU (they exit 77 without one): shell patterns over make check's test names.
-GPU_TESTS="tests/test_gpu_*.sh tests/test_cuda_kernels tests/test_cuda_zoo tests/test_cuda_precision"
+GPU_TESTS="tests/test_gpu_*.sh tests/test_cuda_kernels tests/test_cuda_zoo tests/test_cuda_precision
+    tests/test_cuda_algos tests/test_cuda_bn"
 if nvidia-smi -L >/dev/null 2>&1; then have_gpu=1; else have_gpu=0; fi
 # matches NAME PATTERNS: NAME matches one of the space-separated shell PATTERNS
 matches() {
@@ -100,7 +101,7 @@ failed=$((failed + py_fail + py_err))
 [ "$py_tests" -gt 0 ] || count "pytest ran no test" fail
 
 echo "== make distcheck"
-quick="tests/test_kernels tests/test_gradcheck tests/test_model tests/test_cli.sh tests/test_bad_input.sh"
+quick="tests/test_cpu_conv tests/test_cpu_pool tests/test_model tests/test_cli.sh tests/test_bad_input.sh"
 [ "$full" = 1 ] && quick=""
 if make distcheck ${quick:+TESTS="$quick"} >distcheck.out 2>&1; then
     count "make distcheck" pass

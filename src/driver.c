@@ -6,6 +6,7 @@
 #include "check.h"
 #include "driver_stage.h"
 #include "precision.h" /* defines: LossScaler (--precision fp16) */
+#include "profile.h"   /* defines: profile_begin, profile_end (--profile-layers) */
 #include "signals.h"
 #include "util.h"
 
@@ -79,6 +80,7 @@ TrainResult driver_run(Driver *d) {
     float *x = xmalloc((size_t)b * d->data->sample_size * sizeof(float));
     int32_t *labels = xmalloc((size_t)b * d->data->label_size * sizeof(int32_t));
     double *totals = xmalloc((size_t)o->iters * sizeof(double));
+    double *prow = xmalloc(2 * (size_t)m->nlayers * sizeof(double)); /* a /profile row */
     double record_cost = 0.0;
     StageRun s;
     stage_init(&s, d);
@@ -89,6 +91,7 @@ TrainResult driver_run(Driver *d) {
     for (int64_t it = 0; it < total; it++) {
         IterRecord r;
         memset(&r, 0, sizeof r);
+        profile_begin(d->profile, it); /* marks each layer when `it` is profiled */
         double start = dt_now();
         be->timer_record(ctx, MARK_START);
         load_batch(d, it, x, labels);
@@ -129,6 +132,9 @@ TrainResult driver_run(Driver *d) {
         fill_record(d, &s, &xs, start, &r);
         r.record = record_cost;
         r.loss_scale = o->loss_scaling ? m->loss_scale : 1.0, r.step_skipped = skip;
+        int prof = profile_end(d->profile, it, prow, prow + m->nlayers, &r.profile_cost);
+        if (prof >= 0 && d->rops->record_profile)
+            d->rops->record_profile(d->rec, prof, prow, prow + m->nlayers);
         if (it >= o->warmup) totals[it - o->warmup] = r.total;
         double rec_start = dt_now();
         d->rops->record_iteration(d->rec, it, &r);
@@ -159,6 +165,6 @@ TrainResult driver_run(Driver *d) {
         res.median_total = totals[measured / 2];
     }
     stage_free(&s);
-    free(x), free(labels), free(totals);
+    free(x), free(labels), free(totals), free(prow);
     return res;
 }

@@ -59,6 +59,7 @@ typedef struct {
     double t0;                /* rank 0's clock at the start of the run */
     int shard, nshards;       /* data parallelism: the batch is sharded over the workers */
     Straggler straggler;
+    struct LayerProfile *profile; /* --profile-layers (src/profile.h), NULL: off */
 } Driver;
 
 typedef struct {

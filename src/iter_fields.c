@@ -32,5 +32,8 @@ const IterField ITER_FIELDS[] = {
     FIELD(loss_scale, "1", "loss scale of this iteration's backward (--precision fp16; else 1)"),
     FIELD(step_skipped, "1",
           "1 if the optimizer step was skipped: inf/NaN gradients under fp16 loss scaling"),
+    FIELD(profile_cost, "s",
+          "host time of --profile-layers' per-layer timer marks in this iteration (0: not "
+          "profiled), included in forward and backward"),
 };
 const int ITER_NFIELDS = (int)(sizeof ITER_FIELDS / sizeof ITER_FIELDS[0]);

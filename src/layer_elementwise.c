@@ -17,7 +17,7 @@ static void relu_forward(const LayerStep *t) {
 
 static void relu_backward(const LayerStep *t) {
     const Layer *L = t->L;
-    const float *y = L->y + (size_t)t->s0 * L->out_size;
+    const float *y = layer_y_at(t->m, L, t->s0);
     if (t->dx) t->m->be->relu_backward(t->m->ctx, (size_t)t->n * L->out_size, y, t->dy, t->dx);
 }
 
@@ -48,7 +48,7 @@ static void dropout_forward(const LayerStep *t) {
                           m->sample_origin + (uint64_t)t->s0};
         m->be->dropout_forward(m->ctx, &s, t->x, t->y, L->mask + (size_t)t->s0 * L->out_size);
     } else {
-        m->be->copy(m->ctx, t->y, t->x, (size_t)t->n * L->out_size * sizeof(float));
+        m->be->copy(m->ctx, t->y, t->x, (size_t)t->n * L->out_size * layer_out_bytes(m, L));
     }
 }
 

@@ -32,7 +32,7 @@ static void conv_plan(Model *m, Layer *L, const Layer *P) {
     L->flops = 2.0 * d->out * L->out_h * L->out_w * c * d->k * d->k;
 }
 
-static void conv_alloc(Model *m, Layer *L) {
+static void conv_plan_work(Model *m, Layer *L) {
     ConvShape s = conv_shape(L, m->chunk);
     layer_need_work(m, m->be->conv_workspace_bytes(m->ctx, &s));
 }
@@ -54,7 +54,7 @@ const LayerKindOps layer_conv = {
     .flags = LK_OUTPUT_REUSABLE,
     .plan = conv_plan,
     .init = init_xavier,
-    .alloc = conv_alloc,
+    .plan_work = conv_plan_work,
     .forward = conv_forward,
     .backward = conv_backward,
     .needs = no_ops,
@@ -62,10 +62,13 @@ const LayerKindOps layer_conv = {
 
 /* ---- fully connected ------------------------------------------------------------------------- */
 
-/* On a sequence, the same fc at every position. */
-static FcShape fc_shape(const Layer *L, int n) {
-    if (L->seq) return (FcShape){n * L->seq, L->in_w, L->out_w};
-    return (FcShape){n, (int)L->in_size, L->out_c};
+/* On a sequence, the same fc at every position. An input of several pixels is flattened from
+ * [in_c, in_h*in_w]; the model's last layer writes the logits (FcShape, backend.h). */
+static FcShape fc_shape(const Model *m, const Layer *L, int n) {
+    const int logits = layer_is_logits(m, L);
+    if (L->seq) return (FcShape){n * L->seq, L->in_w, L->out_w, 0, 0, logits};
+    const int hw = L->in_h * L->in_w;
+    return (FcShape){n, (int)L->in_size, L->out_c, hw > 1 ? L->in_c : 0, hw > 1 ? hw : 0, logits};
 }
 
 static void fc_plan(Model *m, Layer *L, const Layer *P) {
@@ -84,12 +87,12 @@ static void fc_plan(Model *m, Layer *L, const Layer *P) {
 }
 
 static void fc_forward(const LayerStep *t) {
-    FcShape s = fc_shape(t->L, t->n);
+    FcShape s = fc_shape(t->m, t->L, t->n);
     t->m->be->fc_forward(t->m->ctx, &s, t->x, t->w, t->b, t->y);
 }
 
 static void fc_backward(const LayerStep *t) {
-    FcShape s = fc_shape(t->L, t->n);
+    FcShape s = fc_shape(t->m, t->L, t->n);
     t->m->be->fc_backward(t->m->ctx, &s, t->x, t->w, t->dy, t->dx, t->dw, t->db);
 }
 

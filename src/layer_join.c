@@ -18,26 +18,37 @@ static void concat_plan(Model *m, Layer *L, const Layer *P) {
     }
 }
 
+/* The rows the backend concatenates and each input's share of a row: samples and per-sample
+ * sizes; with NHWC activations pixels and channels (backend.h's ActFormat). */
+static int concat_rows(const LayerStep *t, size_t *sizes) {
+    const Layer *L = t->L;
+    const size_t hw = (size_t)L->in_h * L->in_w;
+    const int nhwc = t->m->act.layout == ACT_NHWC;
+    for (int k = 0; k < L->ninputs; k++)
+        sizes[k] = layer_input_size(t->m, L, k) / (nhwc ? hw : 1);
+    return nhwc ? t->n * (int)hw : t->n;
+}
+
 static void concat_forward(const LayerStep *t) {
     const Layer *L = t->L;
     const float *xs[LAYER_MAX_INPUTS];
     size_t sizes[LAYER_MAX_INPUTS];
+    const int rows = concat_rows(t, sizes);
     for (int k = 0; k < L->ninputs; k++)
-        xs[k] = layer_input_y(t->m, L, k, t->s0), sizes[k] = layer_input_size(t->m, L, k);
-    t->m->be->concat_forward(t->m->ctx, t->n, L->ninputs, xs, sizes, t->y);
+        xs[k] = layer_input_y(t->m, L, k, t->s0);
+    t->m->be->concat_forward(t->m->ctx, rows, L->ninputs, xs, sizes, t->y);
 }
 
 static void concat_backward(const LayerStep *t) {
     const Layer *L = t->L;
     size_t sizes[LAYER_MAX_INPUTS];
-    for (int k = 0; k < L->ninputs; k++)
-        sizes[k] = layer_input_size(t->m, L, k);
+    const int rows = concat_rows(t, sizes);
     for (int k = 0; k < L->ninputs; k++) {
         if (!t->dest[k]) continue;
         float *dxs[LAYER_MAX_INPUTS] = {NULL};
         dxs[k] = t->dest[k];
-        t->m->be->concat_backward(t->m->ctx, t->n, L->ninputs, sizes, t->dy, dxs);
-        layer_finish_input_grad(t, k, (size_t)t->n * sizes[k]);
+        t->m->be->concat_backward(t->m->ctx, rows, L->ninputs, sizes, t->dy, dxs);
+        layer_finish_input_grad(t, k, (size_t)t->n * layer_input_size(t->m, L, k));
     }
 }
 

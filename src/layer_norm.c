@@ -27,7 +27,7 @@ static void lrn_forward(const LayerStep *t) {
 static void lrn_backward(const LayerStep *t) {
     const Layer *L = t->L;
     LrnShape s = lrn_shape(L, t->n);
-    const float *y = L->y + (size_t)t->s0 * L->out_size;
+    const float *y = layer_y_at(t->m, L, t->s0);
     if (t->dx)
         t->m->be->lrn_backward(t->m->ctx, &s, t->x, y, L->aux + (size_t)t->s0 * L->out_size, t->dy,
                                t->dx);
@@ -78,6 +78,16 @@ static void bn_forward(const LayerStep *t) {
     const Model *m = t->m;
     BnShape s = bn_shape(L, t->n);
     float *run = m->buffers + (L->buf_off - m->buf_base), *saved = L->aux + t->slot * 2 * L->in_c;
+    if (L->fuse_relu >= 0) { /* with the ReLU (and the residual add) after it: model_fuse.c */
+        const float *z = layer_fused_z(t);
+        float *y = layer_fused_y(t);
+        if (t->train)
+            m->be->bn_act_forward_train(m->ctx, &s, t->x, t->w, t->b, z, y, saved, saved + L->in_c,
+                                        run, run + L->in_c);
+        else
+            m->be->bn_act_forward_infer(m->ctx, &s, t->x, t->w, t->b, run, run + L->in_c, z, y);
+        return;
+    }
     if (t->train)
         m->be->batchnorm_forward_train(m->ctx, &s, t->x, t->w, t->b, t->y, saved, saved + L->in_c,
                                        run, run + L->in_c);
@@ -90,6 +100,12 @@ static void bn_backward(const LayerStep *t) {
     BnShape s = bn_shape(L, t->n);
     const float *saved = L->aux + t->slot * 2 * L->in_c;
     /* dx is always written: a batch norm never reads the data (bn_plan) */
+    if (L->fuse_relu >= 0) {
+        t->m->be->bn_act_backward(t->m->ctx, &s, t->x, t->w, saved, saved + L->in_c,
+                                  layer_fused_y(t), layer_fused_dy(t), t->dx, layer_fused_dz(t),
+                                  t->dw, t->db);
+        return;
+    }
     t->m->be->batchnorm_backward(t->m->ctx, &s, t->x, t->w, saved, saved + L->in_c, t->dy, t->dx,
                                  t->dw, t->db);
 }

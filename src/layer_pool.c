@@ -52,7 +52,7 @@ static void maxpool_backward(const LayerStep *t) {
         t->m->be->maxpool_pad_backward(t->m->ctx, &s, argmax, t->dy, t->dx);
     } else {
         PoolShape s = pool_shape(L, t->n);
-        const float *y = L->y + (size_t)t->s0 * L->out_size;
+        const float *y = layer_y_at(t->m, L, t->s0);
         t->m->be->maxpool_backward(t->m->ctx, &s, t->x, y, argmax, t->dy, t->dx);
     }
 }

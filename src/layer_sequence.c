@@ -83,7 +83,7 @@ static void lstm_forward(const LayerStep *t) {
 static void lstm_backward(const LayerStep *t) {
     const Layer *L = t->L;
     LstmShape s = lstm_shape(L, t->n);
-    const float *y = L->y + (size_t)t->s0 * L->out_size;
+    const float *y = layer_y_at(t->m, L, t->s0);
     t->m->be->lstm_backward(t->m->ctx, &s, t->x, t->w, y,
                             (char *)L->aux + t->slot * L->aux_slot_bytes, t->dy, t->dx, t->dw,
                             t->db, t->m->work);

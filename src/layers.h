@@ -59,6 +59,10 @@ typedef struct LayerKindOps {
     void (*init)(const Layer *L, uint64_t key, float *w, float *b);
     /* Backend memory beyond y and dy (argmax, masks, saved statistics, workspace); NULL: none. */
     void (*alloc)(Model *m, Layer *L);
+    /* Scratch in the shared m->work (layer_need_work) that depends on the backend's choice of
+     * algorithm, asked once every other buffer of the model exists, so that a backend choosing
+     * within the free device memory (CUDA's convolutions) sees what is left; NULL: none. */
+    void (*plan_work)(Model *m, Layer *L);
     void (*forward)(const LayerStep *s);
     void (*backward)(const LayerStep *s);
     const LayerOp *needs; /* optional backend functions it calls, {0} ended */
@@ -84,6 +88,30 @@ void layer_need_work(Model *m, size_t bytes);
 /* Input k of L: per-sample size, and its values on samples from s0. */
 size_t layer_input_size(const Model *m, const Layer *L, int k);
 const float *layer_input_y(const Model *m, const Layer *L, int k, int s0);
+/* L's output (and output gradient) values: bytes per value (the activation format's, fp32 for
+ * the logits), and the output of samples from s0. Activations are `float *` whatever they hold:
+ * offsets go through these. */
+size_t layer_out_bytes(const Model *m, const Layer *L);
+float *layer_y_at(const Model *m, const Layer *L, int s0);
+/* 1 when L is the model's last layer, whose output is the logits (fp32 in every format). */
+int layer_is_logits(const Model *m, const Layer *L);
+/* Output gradient of L on samples from s0, and where the gradient of input k of L goes (NULL:
+ * the data). */
+float *layer_dy_at(const Model *m, const Layer *L, int s0);
+float *layer_input_grad(const Model *m, const Layer *L, int k, int s0);
+/* For a row that runs others fused into it (Layer.fuse_relu, src/model_fuse.c): the output the
+ * fused rows end in (the ReLU's) and its gradient; the residual add's other input (NULL: no add)
+ * and where its gradient goes (the fusion is chosen only where the add is the last reader of
+ * that input, so the gradient goes there directly; NULL: the data). */
+float *layer_fused_y(const LayerStep *t);
+float *layer_fused_dy(const LayerStep *t);
+const float *layer_fused_z(const LayerStep *t);
+float *layer_fused_dz(const LayerStep *t);
+/* Chooses the fusions of this Model's rows (model_build_part, once in-place rows are known). */
+void model_choose_fusions(Model *m);
+/* 1 when row k of this Model is last read by row i through its input k (its gradient then goes
+ * straight to the producer), as model.c decides it. */
+int layer_last_reader(const Model *m, int i, int k);
 /* After a backward wrote input k's gradient to s->dest[k] over `count` values: adds it to the
  * producer's gradient when it went to shared scratch. */
 void layer_finish_input_grad(const LayerStep *s, int k, size_t count);

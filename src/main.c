@@ -8,6 +8,7 @@
 #include "driver.h"
 #include "finalize.h"
 #include "grad_cast.h"
+#include "profile.h" /* defines: profile_create (--profile-layers) */
 #include "registry.h"
 #include "run.h"
 #include "run_limits.h"
@@ -109,7 +110,8 @@ static void build(Run *r) {
                     "%s", err); /* memory, before any allocation (run_limits.h) */
 
     BackendConfig bcfg = {o->threads, r->topo.host_local_rank, o->gpus_per_node, r->topo.rank == 0,
-                          p->precision};
+                          p->precision,
+                          strcmp(o->conv_algo, "heuristic") ? CONV_ALGO_FIND : CONV_ALGO_HEURISTIC};
     if (p->be->init(&bcfg, &r->ctx) != 0) check_fail(__FILE__, __LINE__, "backend init", o->device);
     model_build_part(&r->model, r->md, ds->c, ds->h, ds->w, ds->classes, r->batch,
                      r->pipe.microbatches, r->pipe.first[r->pipe.stage],
@@ -187,8 +189,10 @@ static TrainResult train(Run *r) {
             .shard = piped ? r->pipe.replica : r->worker_index,
             .nshards = piped ? r->pipe.replicas : r->worker_count,
             .straggler = r->plan.straggler,
+            .profile = profile_create(&r->model, o->warmup, o->profile_layers),
         };
         res = driver_run(&d);
+        profile_free(d.profile);
     }
     if (r->sampler) sampler_stop(r->sampler); /* close() writes what it took */
     return res;

@@ -58,16 +58,39 @@ size_t layer_input_size(const Model *m, const Layer *L, int k) {
     return L->inputs[k] < m->first ? m->x_size : m->layers[L->inputs[k]].out_size;
 }
 
+int layer_is_logits(const Model *m, const Layer *L) {
+    return L == &m->layers[m->nlayers - 1];
+}
+
+size_t layer_out_bytes(const Model *m, const Layer *L) {
+    return layer_is_logits(m, L) ? sizeof(float) : m->act_bytes;
+}
+
+/* base + `values` values of `bytes` each */
+static float *act_offset(float *base, size_t values, size_t bytes) {
+    return (float *)((char *)base + values * bytes);
+}
+
+float *layer_y_at(const Model *m, const Layer *L, int s0) {
+    return act_offset(L->y, (size_t)s0 * L->out_size, layer_out_bytes(m, L));
+}
+
 const float *layer_input_y(const Model *m, const Layer *L, int k, int s0) {
     int p = L->inputs[k];
-    if (p < m->first) return m->x + (size_t)s0 * m->x_size;
-    return m->layers[p].y + (size_t)s0 * m->layers[p].out_size;
+    if (p < m->first)
+        return m->x_act ? act_offset(m->x_act, (size_t)s0 * m->x_size, m->act_bytes)
+                        : m->x + (size_t)s0 * m->x_size;
+    return layer_y_at(m, &m->layers[p], s0);
 }
 
 /* `dest` received the gradient; when it was dy_scratch, it is added to the producer's. */
 void layer_finish_input_grad(const LayerStep *s, int k, size_t count) {
     float *dest = s->dest[k], *target = s->target[k];
-    if (dest && dest != target) s->m->be->axpy(s->m->ctx, count, 1.0f, dest, target);
+    if (!dest || dest == target) return;
+    if (s->m->be->act_add)
+        s->m->be->act_add(s->m->ctx, count, dest, target);
+    else
+        s->m->be->axpy(s->m->ctx, count, 1.0f, dest, target);
 }
 
 /* ---- planning: inputs, shapes, parameter layout ------------------------------------------- */
@@ -122,6 +145,7 @@ void model_plan(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int 
     m->layers = xcalloc((size_t)d->nlayers, sizeof(Layer));
     m->batch = m->chunk = batch;
     m->slots = 1;
+    m->act = (ActFormat){ACT_NCHW, ACT_FP32}, m->act_bytes = sizeof(float);
     m->in_c = in_c, m->in_h = in_h, m->in_w = in_w, m->classes = classes;
 
     size_t off = 0, boff = 0;
@@ -129,6 +153,7 @@ void model_plan(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int 
         Layer *L = &m->layers[i];
         L->d = d->layers[i];
         L->last_consumer = -1;
+        L->fuse_relu = L->fuse_add = -1, L->exec_as = i; /* unfused (model_fuse.c) */
         resolve_inputs(d, i, L);
         for (int k = 0; k < L->ninputs; k++)
             if (L->inputs[k] >= 0) {
@@ -185,7 +210,7 @@ static void init_part(Model *m) {
 
 /* Row i is the last to read input k: its gradient goes straight to the producer's dy (backward
  * meets it first); every other reader's gradient is added to it through dy_scratch. */
-static int last_reader(const Model *m, int i, int k) {
+int layer_last_reader(const Model *m, int i, int k) {
     int p = m->layers[i].inputs[k];
     if (p < 0) return 1; /* the data: no gradient */
     return m->layers[p].last_consumer == i;
@@ -215,19 +240,25 @@ static void assign_gradient_buffers(Model *m) {
     size_t largest = 0;
     for (int i = m->first; i < m->last; i++)
         if (m->layers[i].out_size > largest) largest = m->layers[i].out_size;
-    const size_t pool_bytes = (size_t)m->chunk * largest * sizeof(float);
+    const size_t pool_bytes = (size_t)m->chunk * largest * m->act_bytes;
     int *slot_of = xcalloc((size_t)m->nlayers + 1, sizeof(int)); /* pool index + 1, per owner */
     int *in_use = xcalloc((size_t)m->nlayers + 1, sizeof(int));
     m->dy_pool = xcalloc((size_t)m->nlayers + 1, sizeof(float *));
 
     const int top = dy_owner(m, m->last - 1);
-    m->layers[top].dy = layer_alloc(m, (size_t)m->batch * m->layers[top].out_size * sizeof(float));
+    m->layers[top].dy = layer_alloc(m, (size_t)m->batch * m->layers[top].out_size *
+                                           layer_out_bytes(m, &m->layers[top]));
     m->layers[top].dy_full = 1;
-    for (int i = m->last - 1; i >= m->first; i--) {
-        const Layer *L = &m->layers[i];
-        for (int k = 0; k < L->ninputs; k++) { /* its backward writes its inputs' gradients */
-            if (L->inputs[k] < m->first) continue;
-            const int o = dy_owner(m, L->inputs[k]);
+    /* the backward order: at each place, the row run there (exec_as, model_fuse.c) */
+    for (int at = m->last - 1; at >= m->first; at--) {
+        const int j = m->layers[at].exec_as;
+        const Layer *L = j >= 0 ? &m->layers[j] : NULL;
+        for (int k = 0; L && k < L->ninputs + (L->fuse_add >= 0); k++) {
+            /* its backward writes its inputs' gradients (a fused add's other input's too) */
+            const Layer *W = k < L->ninputs ? L : &m->layers[L->fuse_add];
+            const int kk = k < L->ninputs ? k : (W->inputs[0] == j ? 1 : 0);
+            if (W->inputs[kk] < m->first) continue;
+            const int o = dy_owner(m, W->inputs[kk]);
             if (m->layers[o].dy) continue;
             int b = 0;
             while (b < m->ndy_pool && in_use[b])
@@ -236,7 +267,12 @@ static void assign_gradient_buffers(Model *m) {
             in_use[b] = 1, slot_of[o] = b + 1;
             m->layers[o].dy = m->dy_pool[b];
         }
-        if (!L->in_place && slot_of[i]) in_use[slot_of[i] - 1] = 0; /* its backward is done */
+        /* the gradient read at this place is done */
+        if (!m->layers[at].in_place && slot_of[at]) in_use[slot_of[at] - 1] = 0;
+    }
+    for (int i = m->first; i < m->last; i++) { /* a batch norm fused with an add: never read */
+        Layer *B = &m->layers[i];
+        if (B->fuse_add >= 0 && !B->dy) B->dy = m->layers[B->fuse_add].dy;
     }
     for (int i = m->first; i < m->last; i++) { /* in-place ReLUs share their owner's */
         Layer *L = &m->layers[i];
@@ -245,6 +281,30 @@ static void assign_gradient_buffers(Model *m) {
         L->dy = O->dy, L->dy_full = O->dy_full;
     }
     free(slot_of), free(in_use);
+}
+
+/* A model in an activation format other than NCHW fp32 (the backend's, backend.h): what the
+ * model does not map yet is a mistake of the backend's table, reported before anything runs. */
+static void check_format(const Model *m) {
+    if (m->act.layout == ACT_NCHW && m->act.type == ACT_FP32) return;
+    const char *why = NULL;
+    if (!m->be->input_to_act || !m->be->act_add)
+        why = "the backend lacks input_to_act or act_add";
+    else if (m->first > 0 || m->last < m->nlayers)
+        why = "pipeline stages exchange fp32 NCHW activations";
+    else if (m->layers[m->nlayers - 1].d.kind != LAYER_FC)
+        why = "the last layer (the logits) is not fully connected";
+    for (int i = 0; i < m->nlayers && !why; i++)
+        if (m->layers[i].d.kind == LAYER_GLOBAL_AVGPOOL && m->act.layout == ACT_NHWC)
+            why = "global_avgpool_* take no channel count, which NHWC needs";
+    if (!why) return;
+    fprintf(stderr, "dtbench: %s: the %s backend's activation format (%s, %s) cannot run it: %s\n",
+            m->desc->name, m->be->name, m->act.layout == ACT_NHWC ? "NHWC" : "NCHW",
+            m->act.type == ACT_BF16   ? "bf16"
+            : m->act.type == ACT_FP16 ? "fp16"
+                                      : "fp32",
+            why);
+    abort();
 }
 
 void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes,
@@ -264,6 +324,10 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
     m->buf_base = m->layers[first].buf_off;
     m->nbuffers = (last < m->nlayers ? m->layers[last].buf_off : m->total_buffers) - m->buf_base;
     m->x_size = first > 0 ? m->layers[first - 1].out_size : (size_t)in_c * in_h * in_w;
+    m->act = (ActFormat){ACT_NCHW, ACT_FP32};
+    if (be->activation_format) be->activation_format(ctx, &m->act);
+    m->act_bytes = ACT_TYPE_BYTES(m->act.type);
+    check_format(m);
 
     size_t pbytes = m->nparams * sizeof(float);
     m->params = layer_alloc(m, pbytes);
@@ -272,6 +336,8 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
     if (m->nbuffers) m->buffers = layer_alloc(m, m->nbuffers * sizeof(float));
     m->x = layer_alloc(m, (size_t)batch * m->x_size * sizeof(float));
     if (first > 0) m->dx = layer_alloc(m, (size_t)batch * m->x_size * sizeof(float));
+    if (m->act.layout != ACT_NCHW || m->act.type != ACT_FP32)
+        m->x_act = layer_alloc(m, (size_t)batch * m->x_size * m->act_bytes);
     if (last == m->nlayers)
         m->labels = layer_alloc(m, (size_t)batch * m->label_size * sizeof(int32_t));
     m->stats = layer_alloc(m, 2 * sizeof(float));
@@ -279,7 +345,7 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
     size_t max_layer_params = 0, max_shared_out = 0;
     for (int i = first; i < last; i++) {
         Layer *L = &m->layers[i];
-        size_t bytes = (size_t)batch * L->out_size * sizeof(float);
+        size_t bytes = (size_t)batch * L->out_size * layer_out_bytes(m, L);
         if ((L->in_place = runs_in_place(m, L)))
             L->y = m->layers[L->inputs[0]].y;
         else
@@ -288,16 +354,22 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
         if (K->alloc) K->alloc(m, L);
         if (L->nparams > max_layer_params) max_layer_params = L->nparams;
         for (int k = 0; k < L->ninputs; k++)
-            if (!last_reader(m, i, k) && layer_input_size(m, L, k) > max_shared_out)
+            if (!layer_last_reader(m, i, k) && layer_input_size(m, L, k) > max_shared_out)
                 max_shared_out = layer_input_size(m, L, k);
     }
+    model_choose_fusions(m); /* the in-place rows are known */
     assign_gradient_buffers(m);
-    if (m->work_bytes) m->work = layer_alloc(m, m->work_bytes);
     if (microbatches > 1 && max_layer_params)
         m->grad_scratch = layer_alloc(m, max_layer_params * sizeof(float));
     if (max_shared_out)
-        m->dy_scratch = layer_alloc(m, (size_t)m->chunk * max_shared_out * sizeof(float));
+        m->dy_scratch = layer_alloc(m, (size_t)m->chunk * max_shared_out * m->act_bytes);
+    for (int i = first; i < last; i++) { /* the shared scratch last (LayerKindOps.plan_work) */
+        const LayerKindOps *K = layer_kind(m->layers[i].d.kind);
+        if (K->plan_work) K->plan_work(m, &m->layers[i]);
+    }
+    if (m->work_bytes) m->work = layer_alloc(m, m->work_bytes);
     init_part(m);
+    if (be->weights_ready) be->weights_ready(ctx, m->params, m->nparams); /* may allocate */
 }
 
 void model_build(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes, int batch,
@@ -315,8 +387,8 @@ void model_free(Model *m) {
             for (size_t j = 0; j < sizeof bufs / sizeof bufs[0]; j++)
                 if (bufs[j]) m->be->free(c, bufs[j]);
         }
-        void *bufs[] = {m->params, m->grads, m->momentum,     m->buffers,    m->x,    m->dx,
-                        m->labels, m->work,  m->grad_scratch, m->dy_scratch, m->stats};
+        void *bufs[] = {m->params, m->grads, m->momentum,     m->buffers,    m->x,     m->dx,
+                        m->labels, m->work,  m->grad_scratch, m->dy_scratch, m->stats, m->x_act};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) m->be->free(c, bufs[i]);
         for (int i = 0; i < m->ndy_pool; i++)
@@ -367,20 +439,46 @@ static float *param(const Model *m, size_t off) {
 }
 
 /* L's output gradient of samples from s0: a whole-batch buffer, or the chunk buffer itself. */
-static float *dy_slice(const Layer *L, int s0) {
-    return L->dy + (L->dy_full ? (size_t)s0 * L->out_size : 0);
+float *layer_dy_at(const Model *m, const Layer *L, int s0) {
+    return act_offset(L->dy, L->dy_full ? (size_t)s0 * L->out_size : 0, layer_out_bytes(m, L));
 }
 
 /* Where the gradient of input k of L goes (NULL: the data, no gradient). */
-static float *input_grad(const Model *m, const Layer *L, int k, int s0) {
+float *layer_input_grad(const Model *m, const Layer *L, int k, int s0) {
     int p = L->inputs[k];
     if (p < 0) return NULL;
     if (p < m->first) return m->dx ? m->dx + (size_t)s0 * m->x_size : NULL;
-    return dy_slice(&m->layers[p], s0);
+    return layer_dy_at(m, &m->layers[p], s0);
+}
+
+void model_set_observer(Model *m, LayerObserver *o) {
+    m->observer = o && o->fn ? o : NULL;
+}
+
+static void observe(const Model *m, LayerEventKind kind, int i, int s0, int n, const float *y) {
+    const LayerEvent e = {.kind = kind, .layer = i, .s0 = s0, .n = n, .y = y};
+    m->observer->fn(m->observer->user, m, &e);
+}
+
+/* BACKWARD_END: the parameter gradients g and the inputs' gradients target[] */
+static void observe_backward(const Model *m, int i, int s0, int n, const float *g,
+                             float *const *target) {
+    const Layer *L = &m->layers[i];
+    LayerEvent e = {.kind = LAYER_BACKWARD_END, .layer = i, .s0 = s0, .n = n, .dw = g};
+    for (int k = 0; k < L->ninputs; k++)
+        if ((e.dx[k] = target[k])) e.dx_count[k] = (size_t)n * layer_input_size(m, L, k);
+    m->observer->fn(m->observer->user, m, &e);
 }
 
 void model_forward_part(Model *m, int s0, int n, int slot, int train) {
-    for (int i = m->first; i < m->last; i++) {
+    if (slot == 0 && m->be->weights_ready) /* a step's first micro-batch: its weights are final */
+        m->be->weights_ready(m->ctx, m->params, m->nparams);
+    if (m->x_act)
+        m->be->input_to_act(m->ctx, n, m->in_c, m->in_h, m->in_w, m->x + (size_t)s0 * m->x_size,
+                            act_offset(m->x_act, (size_t)s0 * m->x_size, m->act_bytes));
+    for (int at = m->first; at < m->last; at++) {
+        const int i = m->layers[at].exec_as; /* the row run here (model_fuse.c) */
+        if (i < 0) continue;
         Layer *L = &m->layers[i];
         const LayerStep s = {
             .m = m,
@@ -393,17 +491,19 @@ void model_forward_part(Model *m, int s0, int n, int slot, int train) {
             .x = layer_input_y(m, L, 0, s0),
             .w = param(m, L->w_off),
             .b = L->nb ? param(m, L->b_off) : NULL, /* NULL: no bias */
-            .y = L->y + (size_t)s0 * L->out_size,
+            .y = layer_y_at(m, L, s0),
         };
+        if (m->observer) observe(m, LAYER_FORWARD_BEGIN, i, s0, n, NULL);
         layer_kind(L->d.kind)->forward(&s);
+        if (m->observer) observe(m, LAYER_FORWARD_END, i, s0, n, s.y);
     }
 }
 
 void model_loss_queue(Model *m, int s0, int n, int train, float grad_scale) {
     Layer *L = &m->layers[m->nlayers - 1];
     const int rows = n * m->label_size;
-    float *logits = L->y + (size_t)s0 * L->out_size;
-    float *dlogits = train ? dy_slice(L, s0) : NULL;
+    float *logits = layer_y_at(m, L, s0);
+    float *dlogits = train ? layer_dy_at(m, L, s0) : NULL;
     m->be->softmax_xent(m->ctx, rows, m->classes, logits, m->labels + (size_t)s0 * m->label_size,
                         dlogits, m->stats);
     if (m->loss_scale > 0.0f) grad_scale *= m->loss_scale; /* fp16: the scaled loss's gradient */
@@ -431,7 +531,16 @@ void model_backward_part_hook(Model *m, int s0, int n, int slot, int accumulate,
                               void *user) {
     const BackendOps *be = m->be;
     BackendCtx *ctx = m->ctx;
-    for (int i = m->last - 1; i >= m->first; i--) {
+    for (int at = m->last - 1; at >= m->first; at--) {
+        const int i = m->layers[at].exec_as; /* the row run here (model_fuse.c) */
+        /* grads from the layer at `at` on are final: layers run last to first, the parameter
+         * buffer holds them in forward order, and a row run later in the backward order than
+         * its place (a batch norm run at its residual add's place) ran before it */
+        const Layer *A = &m->layers[at];
+        if (i < 0) {
+            if (ready && A->nparams) ready(user, A->w_off - m->param_base);
+            continue;
+        }
         Layer *L = &m->layers[i];
         const LayerKindOps *K = layer_kind(L->d.kind);
         float *g = L->nparams
@@ -439,8 +548,8 @@ void model_backward_part_hook(Model *m, int s0, int n, int slot, int accumulate,
                        : NULL;
         float *target[LAYER_MAX_INPUTS], *dest[LAYER_MAX_INPUTS];
         for (int k = 0; k < L->ninputs; k++) {
-            target[k] = input_grad(m, L, k, s0);
-            dest[k] = target[k] && !last_reader(m, i, k) ? m->dy_scratch : target[k];
+            target[k] = layer_input_grad(m, L, k, s0);
+            dest[k] = target[k] && !layer_last_reader(m, i, k) ? m->dy_scratch : target[k];
         }
         const LayerStep s = {
             .m = m,
@@ -452,20 +561,23 @@ void model_backward_part_hook(Model *m, int s0, int n, int slot, int accumulate,
             .train = 1,
             .x = layer_input_y(m, L, 0, s0),
             .w = param(m, L->w_off),
-            .dy = dy_slice(L, s0),
+            .dy = layer_dy_at(m, L, s0),
             .dw = g,
             .db = g && L->nb ? g + L->nw : NULL,
             .dx = dest[0],
             .dest = dest,
             .target = target,
         };
+        if (m->observer) observe(m, LAYER_BACKWARD_BEGIN, i, s0, n, NULL);
         K->backward(&s);
         if (!(K->flags & LK_OWN_INPUT_GRADS))
             layer_finish_input_grad(&s, 0, (size_t)n * layer_input_size(m, L, 0));
         if (accumulate && L->nparams)
             be->axpy(ctx, L->nparams, 1.0f, m->grad_scratch, m->grads + (L->w_off - m->param_base));
-        /* layers run last to first and hold increasing offsets: grads from here on are final */
-        if (ready && L->nparams) ready(user, L->w_off - m->param_base);
+        if (m->observer)
+            observe_backward(m, i, s0, n, L->nparams ? m->grads + (L->w_off - m->param_base) : NULL,
+                             target);
+        if (ready && A->nparams) ready(user, A->w_off - m->param_base);
     }
 }
 

@@ -78,11 +78,17 @@ typedef struct {
     int last_consumer;            /* highest row reading this output, -1 if none (the logits) */
     int consumers;                /* rows reading this output */
     int in_place;                 /* a ReLU working in its producer's y and dy (model_build_part) */
+    /* Fusion (src/model_fuse.c): a batch norm that also runs the ReLU after it (fuse_relu), or
+     * the residual add and the ReLU after it (fuse_add, fuse_relu), through the backend's fused
+     * operations; -1: none. exec_as: the row run at this layer's place in the forward and
+     * backward order: itself, another (the add's place runs its batch norm, whose other input
+     * is ready only then) or -1 (a row fused into another). */
+    int fuse_relu, fuse_add, exec_as;
     int dy_full; /* dy holds the whole batch (the part's last layer); else one chunk, shared */
-    int in_c, in_h, in_w;         /* per-sample input [c,h,w] (the first input) */
-    int out_c, out_h, out_w;      /* per-sample output [c,h,w]; a sequence is [seq, 1, features] */
-    int seq;                      /* > 0: the output is a sequence of seq positions */
-    size_t in_size, out_size;     /* elements per sample */
+    int in_c, in_h, in_w;     /* per-sample input [c,h,w] (the first input) */
+    int out_c, out_h, out_w;  /* per-sample output [c,h,w]; a sequence is [seq, 1, features] */
+    int seq;                  /* > 0: the output is a sequence of seq positions */
+    size_t in_size, out_size; /* elements per sample */
     size_t w_off, nw, b_off, nb, nparams; /* weights then bias, into the parameter buffer */
     size_t buf_off, nbuf; /* batch norm: running mean and variance, into `buffers` */
     double flops;         /* forward FLOPs per sample */
@@ -121,7 +127,12 @@ typedef struct {
     BackendCtx *ctx;
     float *params, *grads, *momentum; /* [nparams] each, same layout */
     float *buffers;                   /* [nbuffers] */
-    float *x;                         /* [batch, x_size] the part's input */
+    float *x;                         /* [batch, x_size] the part's input (fp32 NCHW) */
+    /* The backend's activation format (backend.h's ActFormat; NCHW fp32 unless it declares
+     * another) and its bytes per value; with another format the input converted into it: */
+    ActFormat act;
+    size_t act_bytes;
+    float *x_act; /* [batch, x_size] in the activation format, or NULL (x is read) */
     float *dx;                        /* [batch, x_size] gradient of the input (not for data) */
     int32_t *labels;                  /* [batch * label_size] (the part holding the last layer) */
     float *stats;                     /* [2] mean loss, correct predictions (softmax_xent) */
@@ -134,7 +145,38 @@ typedef struct {
     uint64_t seed;          /* initialisation and dropout masks */
     uint64_t sample_origin; /* global index of sample 0 of the current batch (dropout masks) */
     float loss_scale; /* --precision fp16: the loss gradient is multiplied by it (0 or 1: none) */
+    struct LayerObserver *observer; /* model_set_observer; NULL: none */
 } Model;
+
+/* Per-layer observation, for the layer-by-layer comparison (tests/layer_compare.c) and the
+ * per-layer profile (--profile-layers): when set, `fn` is called just before and just after each
+ * layer's forward and backward is queued on the backend (nothing is synchronised: an observer
+ * that reads a buffer downloads it, which waits for it). Unset, it costs one pointer test per
+ * layer. The buffers of an *_END event are the backend's, valid until the next call. */
+typedef enum {
+    LAYER_FORWARD_BEGIN,
+    LAYER_FORWARD_END,
+    LAYER_BACKWARD_BEGIN,
+    LAYER_BACKWARD_END
+} LayerEventKind;
+typedef struct {
+    LayerEventKind kind;
+    int layer;       /* index into m->layers */
+    int s0, n;       /* the call's samples */
+    const float *y;  /* FORWARD_END: the output [n, out_size] */
+    const float *dw; /* BACKWARD_END: the parameter gradients [nparams] (NULL: none) */
+    /* BACKWARD_END: the gradient of each input as summed so far over its readers (the producer's
+     * dy, [n, its out_size] = dx_count floats; NULL: the data, no gradient) */
+    const float *dx[LAYER_MAX_INPUTS];
+    size_t dx_count[LAYER_MAX_INPUTS];
+} LayerEvent;
+typedef void (*LayerObserverFn)(void *user, const Model *m, const LayerEvent *e);
+typedef struct LayerObserver {
+    LayerObserverFn fn;
+    void *user;
+} LayerObserver;
+/* Sets (fn non-NULL) or clears the observer; `o` must outlive its use. */
+void model_set_observer(Model *m, LayerObserver *o);
 
 /* Infers shapes and sizes only (no allocation): for --dry-run, splitting and tests. When the input
  * does not fit the model (a layer's output would be empty), m->problem says where. */
@@ -206,6 +248,8 @@ int model_save(const Model *m, const char *path);
 /* The same from a host array holding all total_params parameters (a pipeline gathers them). */
 int model_save_params(const Model *m, const float *host_params, const char *path);
 
+/* The name of layer i's kind ("conv", "batchnorm", ...), as the layer table prints it. */
+const char *model_layer_kind_name(const Model *m, int i);
 /* Layer table for --dry-run: name, output shape, parameters, forward FLOPs per sample. */
 void model_print(const Model *m, FILE *out);
 double model_flops_per_sample(const Model *m); /* forward, whole model */

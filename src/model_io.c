@@ -14,6 +14,10 @@ double model_flops_per_sample(const Model *m) {
     return f;
 }
 
+const char *model_layer_kind_name(const Model *m, int i) {
+    return layer_kind(m->layers[i].d.kind)->name;
+}
+
 void model_print(const Model *m, FILE *out) {
     fprintf(out, "model %s: %s, input [%d,%d,%d], %d classes%s\n", m->desc->name, m->desc->about,
             m->in_c, m->in_h, m->in_w, m->classes, m->label_size > 1 ? " at every position" : "");

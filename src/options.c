@@ -5,7 +5,7 @@
 #include <config.h>
 #include "grad_cast.h" /* defines: GRAD_DTYPE_NAMES */
 #include "options.h"
-#include "backend.h" /* defines: PRECISION_NAMES */
+#include "backend.h" /* defines: PRECISION_NAMES, CONV_ALGO_NAMES */
 #include "registry.h"
 #include "util.h"
 
@@ -20,6 +20,9 @@
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "unknown"
+#endif
+#ifndef DTBENCH_GIT_COMMIT
+#define DTBENCH_GIT_COMMIT "unknown"
 #endif
 
 typedef enum { T_INT, T_LONG, T_DOUBLE, T_STRING, T_CHOICE, T_FLAG } OptType;
@@ -60,6 +63,12 @@ static const OptSpec SPECS[] = {
     {"gpus-per-node", T_INT, F(gpus_per_node), NULL, 0, 0,
      "GPUs to use per node with --device cuda: a rank takes GPU (local rank mod N) among those "
      "CUDA_VISIBLE_DEVICES shows (0: all of them)"},
+    {"conv-algo", T_CHOICE, F(conv_algo), CONV_ALGO_NAMES, 0, 0,
+     "how --device cuda chooses each convolution shape's cuDNN algorithms when the model is "
+     "built: find (time the candidates once, as PyTorch's cudnn.benchmark; the choice and its "
+     "time land in /ranks/kernel_choices) or heuristic (cuDNN's ranking, nothing run: quicker "
+     "set-up, the same choice on every run); both within a workspace budget of the free device "
+     "memory"},
     {"sample-hz", T_DOUBLE, F(sample_hz), NULL, 0, 0,
      "samples per second of GPU power, memory and utilisation (CPU runs: the process's CPU "
      "utilisation and resident memory), stored in /samples (0: no sampling)"},
@@ -141,6 +150,10 @@ static const OptSpec SPECS[] = {
      "arithmetic of GEMMs and convolutions: fp32 (strict), tf32 (GPU tensor cores on fp32 "
      "data), bf16 or fp16 (inputs rounded, fp32 accumulation; fp32 master weights, optimizer and "
      "reductions; fp16 with dynamic loss scaling, GPU only); bf16 on CPUs with AVX512-BF16"},
+    {"profile-layers", T_INT, F(profile_layers), NULL, 0, 0,
+     "time each layer's forward and backward in the first N measured iterations (GPU: CUDA "
+     "events; CPU: the clock) into /profile; the marks' host time is /iterations/profile_cost "
+     "(0: off; one micro-batch only)"},
 };
 #undef F
 #define NSPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
@@ -174,6 +187,7 @@ static void set_defaults(Options *o) {
     o->duration = 0.0;
     o->peer_timeout = 10.0;
     o->gpus_per_node = 0;
+    o->conv_algo = "find";
     o->overlap = 0;
     o->progress = "poll";
     o->sample_hz = 10.0;
@@ -191,6 +205,7 @@ static void set_defaults(Options *o) {
     o->microbatches = 1;
     o->schedule = "gpipe";
     o->precision = "fp32";
+    o->profile_layers = 0;
 }
 
 const char *options_choices(const char *key) {
@@ -364,7 +379,7 @@ void options_parse(int argc, char **argv, Options *o) {
                 if (c == 'h')
                     print_help(&defaults);
                 else
-                    printf("dtbench %s\n", PACKAGE_VERSION);
+                    printf("dtbench %s (%s)\n", PACKAGE_VERSION, DTBENCH_GIT_COMMIT);
             }
             MPI_Finalize();
             exit(0);

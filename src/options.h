@@ -32,6 +32,7 @@ typedef struct {
     double duration;     /* s of training before stopping (0 = none) */
     double peer_timeout; /* s of a peer's silence before it is lost (0 = off), watchdog.h */
     int gpus_per_node;   /* 0 = every visible GPU */
+    char *conv_algo;     /* find | heuristic: how the GPU chooses convolution algorithms */
     int overlap;         /* exchange buckets while backward runs */
     char *progress;      /* poll | thread: how in-flight MPI collectives advance */
     double sample_hz;    /* sampler rate, 0 = off */
@@ -51,6 +52,7 @@ typedef struct {
     int microbatches; /* per replica batch, pipelined */
     char *schedule;   /* data | gpipe | 1f1b (src/schedule.h) */
     char *precision;  /* fp32 | tf32 | bf16 | fp16 (backend.h: Precision) */
+    int profile_layers; /* measured iterations profiled layer by layer (src/profile.h), 0: off */
     /* Bit i: the i-th option of the table was given on the command line (options_given). */
     unsigned long long given;
 } Options;

@@ -26,6 +26,9 @@ typedef struct {
     /* --precision fp16 (src/precision.h): the loss scale this iteration's backward ran with (1
      * without loss scaling), and 1 if its optimizer step was skipped (inf/NaN gradients) */
     double loss_scale, step_skipped;
+    /* --profile-layers: host time the per-layer timer marks took in this iteration (0 when it
+     * was not profiled), s */
+    double profile_cost;
 } IterRecord;
 
 typedef struct {
@@ -100,6 +103,13 @@ typedef struct {
     double sample_hz;
     int (*sample_pull)(void *user, SampleRecord *out, int max);
     void *sample_user;
+    /* /profile (--profile-layers): profile_iters rows of profile_layers forward and backward
+     * times per rank, from iteration profile_first; the layers' names, kinds and forward FLOPs
+     * per sample [profile_layers]. profile_iters 0: no /profile group. */
+    int profile_iters, profile_layers;
+    int64_t profile_first;
+    const char *const *profile_names, *const *profile_kinds;
+    const double *profile_flops;
 } RecorderConfig;
 
 typedef enum { RUN_RUNNING = 0, RUN_COMPLETED = 1, RUN_STOPPED = 2, RUN_FAILED = 3 } RunStatus;
@@ -134,6 +144,9 @@ typedef struct RecorderOps {
     void (*record_iteration)(Recorder *r, int64_t iter, const IterRecord *rec);
     /* Rank 0 only: evaluation number `index`. */
     void (*record_eval)(Recorder *r, int index, const EvalRecord *rec);
+    /* This rank's row `index` of /profile: forward[profile_layers], backward[profile_layers] s.
+     * Independent, like record_iteration. */
+    void (*record_profile)(Recorder *r, int index, const double *forward, const double *backward);
     /* Collective. Writes what is buffered, the final status and end attributes, and closes. */
     void (*close)(Recorder *r, const RunEnd *end);
 } RecorderOps;

@@ -12,6 +12,7 @@
 #include "outputs.h"
 #include "recorder.h"
 #include "recorder_grow.h"
+#include "recorder_profile.h" /* defines: profile_sets_* (/profile) */
 #include "util.h"
 
 #include <errno.h>
@@ -102,7 +103,8 @@ struct Recorder {
     int64_t blocks;                 /* blocks written */
     int inject_rank, inject_errno;  /* DTBENCH_TEST_WRITE_ERROR (tests only) */
     int64_t inject_block;
-    GrowState grow; /* the extent of /iterations (recorder_grow.h) */
+    GrowState grow;       /* the extent of /iterations (recorder_grow.h) */
+    ProfileSets *profile; /* /profile (--profile-layers), NULL: none */
 };
 
 /* ---- small writers ------------------------------------------------------------------------- */
@@ -432,6 +434,7 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
 
     write_root_attrs(file, c);
     create_data_sets(r, file, c);
+    r->profile = profile_sets_create(file, c, r->nranks);
     create_rank_sets(r, file, c);
 
     /* Everything that describes the file is now on disk; from here on only raw data. */
@@ -523,6 +526,13 @@ static void hdf5_record_eval(Recorder *r, int index, const EvalRecord *e) {
         write_at(r, r->eval_sets[i], H5T_NATIVE_DOUBLE, 1, &start, 1, &v[i]);
 }
 
+static void hdf5_record_profile(Recorder *r, int index, const double *forward,
+                                const double *backward) {
+    errno = 0;
+    if (!r->failed && profile_sets_write(r->profile, r->rank, index, forward, backward) < 0)
+        write_failed(r, errno ? errno : EIO, "/profile");
+}
+
 static void hdf5_close(Recorder *r, const RunEnd *end) {
     write_block(r);
     int st = (int)end->status;
@@ -573,6 +583,7 @@ static void hdf5_close(Recorder *r, const RunEnd *end) {
         if (r->eval_sets[i] > 0) H5Dclose(r->eval_sets[i]);
     for (int i = 0; i < NSAMPLE_SETS; i++)
         if (r->sample_sets[i] > 0) H5Dclose(r->sample_sets[i]);
+    profile_sets_close(r->profile);
     H5_CHECK(H5Fclose(r->file));
     /* A run that failed before any rank wrote a block leaves no file. */
     if (write_error && most_written == 0 && r->rank == 0) unlink(r->path);
@@ -587,5 +598,6 @@ const RecorderOps hdf5_recorder = {
     .create = hdf5_create,
     .record_iteration = hdf5_record_iteration,
     .record_eval = hdf5_record_eval,
+    .record_profile = hdf5_record_profile,
     .close = hdf5_close,
 };

@@ -6,7 +6,8 @@
 #include "check.h"
 #include "precision.h" /* defines: precision_from_name */
 #include "registry.h"
-#include "util.h" /* usage_check_all */
+#include "profile.h" /* defines: PROFILE_MAX_LAYERS */
+#include "util.h"    /* usage_check_all */
 
 #include <stdio.h>
 #include <string.h>
@@ -248,6 +249,17 @@ void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
                     "--overlap: the %s exchange cannot start buckets during backward",
                     opt->exchange);
     check_progress(opt, p);
+    usage_check_all(opt->profile_layers <= opt->iters,
+                    "--profile-layers: %d is not accepted with --iters %d: expected at most the "
+                    "measured iterations",
+                    opt->profile_layers, opt->iters);
+    usage_check_all(opt->profile_layers == 0 || opt->microbatches == 1,
+                    "--profile-layers: not accepted with --microbatches %d (a layer runs once per "
+                    "micro-batch): expected --microbatches 1",
+                    opt->microbatches);
+    usage_check_all(opt->profile_layers == 0 || p->md->nlayers <= PROFILE_MAX_LAYERS,
+                    "--profile-layers: %s has %d layers, more than the %d it can time",
+                    p->md->name, p->md->nlayers, PROFILE_MAX_LAYERS);
     /* heartbeats every timeout/5: below 1 s a busy host would lose live peers (watchdog.h) */
     usage_check_all(opt->peer_timeout == 0 || opt->peer_timeout >= 1,
                     "--peer-timeout: %g is not accepted: expected 0 (off) or at least 1 second",

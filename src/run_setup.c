@@ -277,8 +277,20 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         .sample_pull = r->sampler ? sampler_pull : NULL,
         .sample_user = r->sampler,
     };
+    /* /profile's columns (--profile-layers): the whole model's layers */
+    const Model *pm = &r->plan_model;
+    const char **names = xcalloc((size_t)pm->nlayers, sizeof *names);
+    const char **kinds = xcalloc((size_t)pm->nlayers, sizeof *kinds);
+    double *flops = xcalloc((size_t)pm->nlayers, sizeof *flops);
+    for (int i = 0; i < pm->nlayers; i++) {
+        names[i] = pm->layers[i].d.name, kinds[i] = model_layer_kind_name(pm, i);
+        flops[i] = pm->layers[i].flops;
+    }
+    rcfg.profile_iters = o->profile_layers, rcfg.profile_layers = pm->nlayers;
+    rcfg.profile_first = o->warmup;
+    rcfg.profile_names = names, rcfg.profile_kinds = kinds, rcfg.profile_flops = flops;
     r->rec = p->rops->create(&rcfg, err, sizeof err);
-    free(kernels);
+    free(kernels), free(names), free(kinds), free(flops);
     usage_check_all(r->rec != NULL, "%s", err);
 }
 

@@ -127,7 +127,7 @@ expect_bad() {
     local lines
     lines=$(grep -c '^dtbench' err.txt || true)
     [ "$lines" = 1 ] || fail "'$*': $lines dtbench lines on stderr, expected 1: $(cat err.txt)"
-    grep '^dtbench' err.txt | grep -q -- "$pattern" || fail "'$*': error does not match '$pattern': $(cat err.txt)"
+    grep -q -- "$pattern" <<<"$(grep '^dtbench' err.txt)" || fail "'$*': error does not match '$pattern': $(cat err.txt)"
     if [ "$n" = 0 ]; then
         [ "$(wc -l <err.txt)" = 1 ] || fail "'$*': stderr is not one line: $(cat err.txt)"
     fi

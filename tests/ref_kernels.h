@@ -1,4 +1,7 @@
-/* ref_kernels.h - naive reference kernels for the backend tests (tests/test_kernels.c).
+/* ref_kernels.h - naive reference kernels for the backend tests (tests/test_cpu_*.c, the bf16,
+ * CUDA and model tests), one file per concern as in kernels/: ref_gemm.c (fully connected),
+ * ref_conv.c, ref_pool.c, ref_elementwise.c (ReLU, concatenation, add, dropout), ref_optim.c
+ * (softmax cross-entropy, SGD), ref_norm.c (LRN, batch norm), ref_recurrent.c (embedding, LSTM).
  *
  * Written independently of the backends and as plainly as possible: direct nested loops over the
  * definitions, double accumulators, no BLAS, no im2col. Slow on purpose; only for small shapes.

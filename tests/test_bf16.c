@@ -184,7 +184,7 @@ typedef struct {
 } Ctxs;
 
 static void fc_test(Ctxs *c, int n, int in, int out) {
-    FcShape s = {n, in, out};
+    FcShape s = {.batch = n, .in = in, .out = out};
     size_t nx = (size_t)n * in, nw = (size_t)out * in, ny = (size_t)n * out;
     float *x = randv(nx), *w = randv(nw), *b = randv(out), *dy = randv(ny);
     float *ax = malloc(nx * 4), *aw = malloc(nw * 4), *ab = malloc(out * 4), *ady = malloc(ny * 4);

@@ -16,7 +16,10 @@ n_defaults=$(echo "$help" | grep -c '\[.*\]$')
 grep -q '\[lenet\]' <<<"$help" || fail "--help does not show the default model"
 pass "--help lists $n_opts options with defaults"
 
-"$DTBENCH" --version | grep -q '^dtbench ' || fail "--version"
+# the version and the commit it was configured from (gpu_pack.sh's copies pass it in
+# DTBENCH_GIT_COMMIT; a tarball build without git says unknown)
+grep -qE '^dtbench [0-9][0-9.]* \(([0-9a-f]{7,40}|unknown)\)$' <<<"$("$DTBENCH" --version)" ||
+    fail "--version: $("$DTBENCH" --version)"
 
 out=$(run_np 1 --model lenet --dry-run)
 grep -q 'total parameters: 431080 ' <<<"$out" || fail "lenet dry-run: $out"

@@ -5,7 +5,10 @@
  * element i passes when |got - ref| <= rtol * max(floor, |ref|); NaN never passes; outputs are
  * pre-filled with NaN on the device so a forgotten element fails. Tolerances (fp32 throughout):
  *   fc (cuBLAS + our bias kernels)        1e-4 * max(1, |ref|)   like the CPU backend
- *   conv (cuDNN, algorithm of its choice)  1e-3 * max(1, |ref|)   Winograd/FFT round more
+ *   conv (cuDNN, the algorithm strict fp32 admits: kernels/cuda_plan.h), against the float64
+ *   result (tests/conv_check.c): every element within gamma(K) * sum|products|, the error bound
+ *   of a direct fp32 sum of its K products (relative to the size of the products, not of the
+ *   result: a gradient summing to near zero is held to its terms' rounding, no looser)
  *   max pooling forward / ReLU             exact
  *   max pooling backward                   1e-6 (inputs without ties: cuDNN and the reference
  *                                          route each gradient to the same maximum)
@@ -13,6 +16,7 @@
  *   SGD                                    1e-6 * max(1, |ref|) (the GPU may fuse multiply-adds)
  * Exit status: 0 all pass, 1 a failure, 77 no GPU. */
 #include "backend.h"
+#include "conv_check.h" /* defines: conv_exact, conv_measure */
 #include "cuda.h"
 #include "ref_kernels.h"
 
@@ -86,7 +90,7 @@ static void check(const char *kernel, const char *shape, const float *got_dev, c
 /* ---- fully connected ---- */
 
 static void test_fc(int n, int in, int out) {
-    FcShape s = {n, in, out};
+    FcShape s = {.batch = n, .in = in, .out = out};
     char shape[64];
     snprintf(shape, sizeof shape, "n=%d in=%d out=%d", n, in, out);
     size_t nx = (size_t)n * in, nw = (size_t)out * in, ny = (size_t)n * out;
@@ -114,7 +118,53 @@ static void test_fc(int n, int in, int out) {
     free(x), free(w), free(b), free(dy), free(ry), free(rdx), free(rdw), free(rdb);
 }
 
-/* ---- convolution ---- */
+/* ---- convolution: against the float64 result, within the strict fp32 bound ---- */
+
+/* Direction dir of shape s computed on the device (got_dev) against conv_exact: every element
+ * within gamma(K) * sum|products| (kernels/cuda_plan.h); b (forward only) is added after the sum,
+ * one more rounding: bound' = bound (1 + u) + u |exact + b|. */
+static void check_conv(ConvDir dir, const char *shape, const ConvShape *s, const float *got_dev,
+                       const float *x, const float *w, const float *b, const float *dy) {
+    const size_t n = conv_result_count(dir, s), plane = (size_t)s->h_out * s->w_out;
+    double *exact = malloc(n * sizeof(double)), *bound = malloc(n * sizeof(double));
+    conv_exact(dir, s, x, w, dy, exact, bound);
+    for (size_t i = 0; b && i < n; i++) {
+        exact[i] += b[i / plane % (size_t)s->c_out];
+        bound[i] = bound[i] * (1 + 0x1p-24) + 0x1p-24 * fabs(exact[i]);
+    }
+    float *got = fetch(got_dev, n);
+    ConvErr e = conv_measure(got, exact, bound, n);
+    const int ok = e.nonfinite == 0 && e.max_ratio <= 1.0;
+    printf("conv %s %s: max abs diff %.3g from float64 (%.3g of its largest), %.3g of the strict "
+           "fp32 bound %s\n",
+           conv_dir_name(dir), shape, e.max_err, e.max_rel, e.max_ratio, ok ? "ok" : "FAIL");
+    failures += !ok;
+    free(exact), free(bound), free(got);
+}
+
+/* db[co] = sum of dy over samples and pixels, against the float64 sum: gamma(K) * sum|dy| */
+static void check_conv_bias(const char *shape, const ConvShape *s, const float *got_dev,
+                            const float *dy) {
+    const size_t plane = (size_t)s->h_out * s->w_out;
+    double *exact = calloc((size_t)s->c_out, sizeof(double));
+    double *bound = calloc((size_t)s->c_out, sizeof(double));
+    for (int co = 0; co < s->c_out; co++) {
+        double sum_abs = 0;
+        for (int n = 0; n < s->batch; n++)
+            for (size_t p = 0; p < plane; p++) {
+                const double v = dy[((size_t)n * s->c_out + co) * plane + p];
+                exact[co] += v, sum_abs += fabs(v);
+            }
+        bound[co] = conv_fp32_bound((double)s->batch * plane, sum_abs);
+    }
+    float *got = fetch(got_dev, (size_t)s->c_out);
+    ConvErr e = conv_measure(got, exact, bound, (size_t)s->c_out);
+    const int ok = e.nonfinite == 0 && e.max_ratio <= 1.0;
+    printf("conv bwd_bias %s: max abs diff %.3g from float64, %.3g of the strict fp32 bound %s\n",
+           shape, e.max_err, e.max_ratio, ok ? "ok" : "FAIL");
+    failures += !ok;
+    free(exact), free(bound), free(got);
+}
 
 static void test_conv(int n, int c_in, int h, int w_in, int c_out, int k, int stride, int pad) {
     ConvShape s = {n,
@@ -134,8 +184,6 @@ static void test_conv(int n, int c_in, int h, int w_in, int c_out, int k, int st
     size_t ny = (size_t)n * c_out * s.h_out * s.w_out;
     float *x = host(nx, -1, 1), *w = host(nw, -1, 1), *b = host(c_out, -1, 1),
           *dy = host(ny, -1, 1);
-    float *ry = malloc(ny * 4), *rdx = malloc(nx * 4), *rdw = malloc(nw * 4),
-          *rdb = malloc(c_out * 4);
     size_t wsb = B->conv_workspace_bytes(ctx, &s);
     void *work = wsb ? B->alloc(ctx, wsb) : NULL;
     float *dx_ = dev_copy(x, nx * 4), *dw_ = dev_copy(w, nw * 4), *db_ = dev_copy(b, c_out * 4);
@@ -143,18 +191,16 @@ static void test_conv(int n, int c_in, int h, int w_in, int c_out, int k, int st
           *gb = dev_nan(c_out);
 
     B->conv_forward(ctx, &s, dx_, dw_, db_, y, work);
-    ref_conv_forward(&s, x, w, b, ry);
-    check("conv_forward", shape, y, ry, ny, 1e-3, 1.0);
+    check_conv(CONV_FWD, shape, &s, y, x, w, b, dy);
     B->conv_backward(ctx, &s, dx_, dw_, ddy, gx, gw, gb, work);
-    ref_conv_backward(&s, x, w, dy, rdx, rdw, rdb);
-    check("conv_backward dx", shape, gx, rdx, nx, 1e-3, 1.0);
-    check("conv_backward dw", shape, gw, rdw, nw, 1e-3, 1.0);
-    check("conv_backward db", shape, gb, rdb, c_out, 1e-3, 1.0);
+    check_conv(CONV_BWD_DATA, shape, &s, gx, x, w, NULL, dy);
+    check_conv(CONV_BWD_FILTER, shape, &s, gw, x, w, NULL, dy);
+    check_conv_bias(shape, &s, gb, dy);
 
     void *devs[] = {dx_, dw_, db_, ddy, y, gx, gw, gb, work};
     for (size_t i = 0; i < sizeof devs / sizeof devs[0]; i++)
         if (devs[i]) B->free(ctx, devs[i]);
-    free(x), free(w), free(b), free(dy), free(ry), free(rdx), free(rdw), free(rdb);
+    free(x), free(w), free(b), free(dy);
 }
 
 /* ---- max pooling (distinct inputs: a shuffled ramp, so no window has a tie) ---- */
@@ -301,6 +347,11 @@ int main(void) {
     test_conv(2, 4, 5, 5, 3, 1, 1, 0);      /* pointwise */
     test_conv(64, 1, 28, 28, 20, 5, 1, 0);  /* LeNet conv1 */
     test_conv(64, 20, 12, 12, 50, 5, 1, 0); /* LeNet conv2 */
+    size_t kn = B->describe_kernels(ctx, NULL, 0); /* the algorithms those results came from */
+    char *kc = malloc(kn + 1);
+    B->describe_kernels(ctx, kc, kn + 1);
+    printf("%s", kc);
+    free(kc);
 
     test_maxpool(2, 3, 8, 8, 2, 2);
     test_maxpool(1, 2, 9, 7, 3, 2);     /* overlapping windows */

@@ -5,9 +5,15 @@
  *    cublasSgemm, on dtbench's row-major buffers, and compared with the naive reference
  *    (tests/ref_kernels.c); tolerance 1e-4 * max(1, |ref|), as for the CPU backend. A wrong
  *    transpose, dimension or leading dimension fails here instead of on a GPU.
- * 2. The choice among cuDNN's ranked algorithms under a workspace limit.
+ * 2. The choice among cuDNN's ranked algorithms under a workspace limit, and strict fp32's rule
+ *    (cuda_plan.h): no FFT or Winograd algorithm in any direction, the direct sums under FMA
+ *    math only; the error bound the GPU tests hold admitted algorithms to.
+ * 3. That bound measured the way tests/test_cuda_algos.c measures every cuDNN algorithm
+ *    (tests/conv_check.c), here on the CPU backend's convolutions, which must meet it, and on an
+ *    fp32 Winograd F(4x4,3x3), which it must flag on graded inputs.
  * Exit status 0 when everything passes, 1 otherwise. Runs in every build: no CUDA needed. */
 #include "backend.h"
+#include "conv_check.h" /* defines: conv_exact, conv_measure */
 #include "cuda_plan.h"
 #include "ref_kernels.h"
 
@@ -17,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+extern const BackendOps cpu_backend;
 static int failures;
 static uint64_t rng_state = 0x853c49e6748fea9bull;
 
@@ -56,7 +63,7 @@ static void compare(const char *what, const FcShape *s, const float *got, const 
 }
 
 static void test_fc(int n, int in, int out) {
-    FcShape s = {n, in, out};
+    FcShape s = {.batch = n, .in = in, .out = out};
     size_t nx = (size_t)n * in, nw = (size_t)out * in, ny = (size_t)n * out;
     float *x = filled(nx), *w = filled(nw), *dy = filled(ny);
     float *y = filled(ny), *dw = filled(nw), *dx = filled(nx); /* overwritten (beta = 0) */
@@ -75,10 +82,241 @@ static void test_fc(int n, int in, int out) {
     free(rdb);
 }
 
-static void expect_pick(const char *what, const AlgoPerf *p, int count, size_t limit, int want) {
-    int got = pick_algo(p, count, limit);
-    printf("pick_algo %s: %d (expected %d) %s\n", what, got, want, got == want ? "ok" : "FAIL");
+static void expect_pick(const char *what, ConvDir dir, const AlgoPerf *p, int count, size_t limit,
+                        int strict, int want) {
+    int got = pick_algo(dir, p, count, limit, strict);
+    printf("pick_algo %s %s: %d (expected %d) %s\n", conv_dir_name(dir), what, got, want,
+           got == want ? "ok" : "FAIL");
     failures += got != want;
+}
+
+/* The workspace limit and the ranking, as before the rule. */
+static void test_pick_basics(void) {
+    const AlgoPerf ranked[] = {
+        {.algo = 1, .ok = 1, .fma_math = 0, .memory = 0},       /* TF32 possible */
+        {.algo = 2, .ok = 0, .fma_math = 1, .memory = 0},       /* not supported */
+        {.algo = 1, .ok = 1, .fma_math = 1, .memory = 1 << 20}, /* needs 1 MiB */
+        {.algo = 0, .ok = 1, .fma_math = 1, .memory = 0},
+    };
+    expect_pick("strict fp32 that fits", CONV_FWD, ranked, 4, 1 << 20, 1, 2);
+    expect_pick("smaller limit skips the 1 MiB one", CONV_FWD, ranked, 4, 1000, 1, 3);
+    /* strict fp32 means never TF32: with no admitted algorithm the caller falls back to
+     * IMPLICIT_GEMM / ALGO_0 under CUDNN_FMA_MATH, never to a TF32-capable one */
+    expect_pick("never a non-FMA algorithm (TF32 may be used)", CONV_FWD, ranked, 2, 0, 1, -1);
+    expect_pick("nothing usable", CONV_FWD, ranked + 1, 1, 1 << 30, 1, -1);
+    expect_pick("empty list", CONV_FWD, ranked, 0, 1 << 30, 1, -1);
+    expect_pick("tf32/bf16/fp16 take the best-ranked one", CONV_FWD, ranked, 4, 0, 0, 0);
+}
+
+/* The rule of strict fp32: no FFT or Winograd algorithm in any direction, whatever its rank and
+ * math type; every direct-sum algorithm under FMA math. The rankings are of the kind cuDNN 9.19's
+ * heuristics returned on an H100 (LeNet conv2, ResNet-50's 3x3 layers: FFT, FFT_TILING and
+ * WINOGRAD_NONFUSED first). */
+static const int TRANSFORMS[CONV_DIRS][4] = {
+    [CONV_FWD] = {4, 5, 6, 7}, [CONV_BWD_DATA] = {2, 3, 4, 5}, [CONV_BWD_FILTER] = {2, 4, 5, 6}};
+static const int DIRECT[CONV_DIRS][4] = {
+    [CONV_FWD] = {0, 1, 2, 3}, [CONV_BWD_DATA] = {0, 1, -1, -1}, [CONV_BWD_FILTER] = {0, 1, 3, -1}};
+
+static void test_rule_names(ConvDir dir) {
+    for (int i = 0; i < 4; i++) {
+        const int t = TRANSFORMS[dir][i], a = DIRECT[dir][i];
+        int ok = !conv_algo_strict_fp32(dir, t, 1) && conv_algo_family(dir, t) == ALGO_TRANSFORM;
+        if (a >= 0)
+            ok = ok && conv_algo_strict_fp32(dir, a, 1) && !conv_algo_strict_fp32(dir, a, 0);
+        printf("rule %s: %s refused%s%s %s\n", conv_dir_name(dir), conv_algo_name(dir, t),
+               a >= 0 ? "; admitted under FMA math only: " : "",
+               a >= 0 ? conv_algo_name(dir, a) : "", ok ? "ok" : "FAIL");
+        failures += !ok;
+    }
+    int ok = !conv_algo_strict_fp32(dir, 8, 1) && !conv_algo_strict_fp32(dir, -1, 1) &&
+             conv_algo_family(dir, 8) == ALGO_UNKNOWN;
+    printf("rule %s: unknown algorithm numbers refused %s\n", conv_dir_name(dir),
+           ok ? "ok" : "FAIL");
+    failures += !ok;
+}
+
+static void test_rule(void) {
+    for (int d = 0; d < CONV_DIRS; d++) {
+        const ConvDir dir = (ConvDir)d;
+        AlgoPerf ranked[6];
+        for (int i = 0; i < 4; i++) /* every transform algorithm ranked first, FMA, no workspace */
+            ranked[i] = (AlgoPerf){.algo = TRANSFORMS[d][i], .ok = 1, .fma_math = 1, .memory = 0};
+        ranked[4] = (AlgoPerf){.algo = DIRECT[d][1], .ok = 1, .fma_math = 1, .memory = 1 << 20};
+        ranked[5] = (AlgoPerf){.algo = 0, .ok = 1, .fma_math = 1, .memory = 0};
+        expect_pick("strict: the first direct sum after FFT/Winograd", dir, ranked, 6, 1 << 20, 1,
+                    4);
+        expect_pick("strict: without workspace, algorithm 0", dir, ranked, 6, 0, 1, 5);
+        expect_pick("strict: only FFT/Winograd offered", dir, ranked, 4, 1 << 30, 1, -1);
+        expect_pick("tf32/bf16/fp16 may take FFT/Winograd", dir, ranked, 6, 0, 0, 0);
+        test_rule_names(dir);
+    }
+}
+
+/* The bound: gamma(K) * sum|p| with gamma(K) = K u / (1 - K u), u = 2^-24; and it holds for plain
+ * fp32 dot products summed in order, on products of mixed signs and sizes. */
+static void test_bound(void) {
+    const double u = 0x1p-24;
+    int ok = fabs(conv_fp32_bound(4096, 1.0) - 4096 * u / (1 - 4096 * u)) < 1e-18 &&
+             conv_fp32_bound(0, 5.0) == 0.0 && isinf(conv_fp32_bound(1 / u, 1.0));
+    double worst = 0;
+    for (int trial = 0; trial < 200; trial++) {
+        const int k = 1 + trial * 37;
+        float acc = 0.0f;
+        double exact = 0, sum_abs = 0;
+        for (int i = 0; i < k; i++) {
+            float a = ldexpf(uniform(), (int)(10.0f * uniform())), b = uniform();
+            acc += a * b;
+            exact += (double)a * b, sum_abs += fabs((double)a * b);
+        }
+        double r = fabs(acc - exact) / conv_fp32_bound(k, sum_abs);
+        if (r > worst) worst = r;
+    }
+    ok = ok && worst <= 1.0;
+    printf("conv_fp32_bound: in-order fp32 sums reach %.3g of it %s\n", worst, ok ? "ok" : "FAIL");
+    failures += !ok;
+}
+
+/* The measurement the GPU sweep makes of every cuDNN algorithm (tests/conv_check.c), made here of
+ * the CPU backend's convolutions (im2col + GEMM, 1x1 GEMMs, Winograd F(2x2,3x3) for 3x3 layers):
+ * direct sums, or a transform without leakage, so within the strict fp32 bound on uniform and on
+ * graded inputs; and the exact result perturbed by 4 bounds fails it. */
+static void test_cpu_conv(BackendCtx *ctx, int n, int c_in, int h, int w_in, int c_out, int k,
+                          int stride, int pad) {
+    ConvShape s = {n, c_in, h, w_in, c_out, k, stride, pad, 0, 0};
+    s.h_out = (s.h_in + 2 * s.pad - s.k) / s.stride + 1;
+    s.w_out = (s.w_in + 2 * s.pad - s.k) / s.stride + 1;
+    const size_t nx = (size_t)s.batch * s.c_in * s.h_in * s.w_in;
+    const size_t nw = (size_t)s.c_out * s.c_in * s.k * s.k, ny = conv_result_count(CONV_FWD, &s);
+    float *x = malloc(nx * 4), *w = malloc(nw * 4), *dy = malloc(ny * 4), *y = malloc(ny * 4);
+    float *dx = malloc(nx * 4), *dw = malloc(nw * 4);
+    void *work = malloc(cpu_backend.conv_workspace_bytes(ctx, &s) + 64);
+    for (int graded = 0; graded < 2; graded++) {
+        conv_inputs(&s, graded, 11, x, w, dy);
+        cpu_backend.conv_forward(ctx, &s, x, w, NULL, y, work);
+        cpu_backend.conv_backward(ctx, &s, x, w, dy, dx, dw, NULL, work);
+        float *got[CONV_DIRS] = {y, dx, dw};
+        for (int d = 0; d < CONV_DIRS; d++) {
+            const size_t n = conv_result_count((ConvDir)d, &s);
+            double *exact = malloc(n * 8), *bound = malloc(n * 8);
+            conv_exact((ConvDir)d, &s, x, w, dy, exact, bound);
+            ConvErr e = conv_measure(got[d], exact, bound, n);
+            got[d][n / 2] = (float)(exact[n / 2] + 4 * bound[n / 2] + 1e-30);
+            ConvErr bad = conv_measure(got[d], exact, bound, n);
+            int ok = e.nonfinite == 0 && e.max_ratio <= 1.0 && bad.max_ratio > 1.0;
+            printf("cpu conv %dx%dx%dx%d k%d s%d p%d -> %d %s %s: max err %.3g, %.3g of the bound "
+                   "(a result 4 bounds off measures %.3g) %s\n",
+                   s.batch, s.c_in, s.h_in, s.w_in, s.k, s.stride, s.pad, s.c_out,
+                   graded ? "graded" : "uniform", conv_dir_name((ConvDir)d), e.max_err, e.max_ratio,
+                   bad.max_ratio, ok ? "ok" : "FAIL");
+            failures += !ok;
+            free(exact), free(bound);
+        }
+    }
+    free(x), free(w), free(dy), free(y), free(dx), free(dw), free(work);
+}
+
+static void test_cpu_convs(void) {
+    BackendCtx *ctx = NULL;
+    BackendConfig cfg = {.threads = 1};
+    if (cpu_backend.init(&cfg, &ctx) != 0) {
+        printf("cpu backend: init failed FAIL\n");
+        failures++;
+        return;
+    }
+    /*                        n  c_in h   w  c_out k stride pad */
+    test_cpu_conv(ctx, 8, 20, 12, 12, 50, 5, 1, 0); /* LeNet conv2 */
+    test_cpu_conv(ctx, 2, 16, 20, 20, 16, 3, 1, 1); /* Winograd F(2x2,3x3) */
+    test_cpu_conv(ctx, 2, 3, 23, 23, 8, 7, 2, 3);   /* ResNet's stem, small */
+    test_cpu_conv(ctx, 2, 32, 7, 7, 16, 1, 1, 0);   /* 1x1: a plain GEMM */
+    test_cpu_conv(ctx, 2, 16, 9, 9, 32, 1, 2, 0);   /* strided 1x1 downsample */
+    cpu_backend.finalize(ctx);
+}
+
+/* Winograd F(4x4,3x3) in fp32 (Lavin & Gray's matrices, the tile cuDNN notes as
+ * CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4): the forward of a 3x3, stride-1, pad-1 convolution,
+ * for the test below only. Each 4x4 output tile comes from a 6x6 input tile through
+ * Y = A^T [sum over c_in of (G g G^T) .* (B^T d B)] A. */
+static const float WB[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+                               {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+static const float WG[6][3] = {{0.25f, 0, 0},
+                               {-1 / 6.f, -1 / 6.f, -1 / 6.f},
+                               {-1 / 6.f, 1 / 6.f, -1 / 6.f},
+                               {1 / 24.f, 1 / 12.f, 1 / 6.f},
+                               {1 / 24.f, -1 / 12.f, 1 / 6.f},
+                               {0, 0, 1}};
+static const float WA[4][6] = {
+    {1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+
+/* out[r][c] = sum over i, j of L[r][i] in[i][j] R[c][j] (L: lr x li, in: li x lj, R: lc x lj) */
+static void sandwich(int lr, int li, int lj, int lc, const float *L, const float *in,
+                     const float *R, float *out) {
+    float t[6][6];
+    for (int r = 0; r < lr; r++)
+        for (int j = 0; j < lj; j++) {
+            float acc = 0;
+            for (int i = 0; i < li; i++)
+                acc += L[r * li + i] * in[i * lj + j];
+            t[r][j] = acc;
+        }
+    for (int r = 0; r < lr; r++)
+        for (int c = 0; c < lc; c++) {
+            float acc = 0;
+            for (int j = 0; j < lj; j++)
+                acc += t[r][j] * R[c * lj + j];
+            out[r * lc + c] = acc;
+        }
+}
+
+static void wino43_forward(const ConvShape *s, const float *x, const float *w, float *y) {
+    for (int n = 0; n < s->batch; n++)
+        for (int co = 0; co < s->c_out; co++)
+            for (int th = 0; th < s->h_out; th += 4)
+                for (int tw = 0; tw < s->w_out; tw += 4) {
+                    float m[36] = {0}, d[36], v[36], u[36], yt[16];
+                    for (int ci = 0; ci < s->c_in; ci++) {
+                        const float *xp = x + ((size_t)n * s->c_in + ci) * s->h_in * s->w_in;
+                        for (int i = 0; i < 36; i++) {
+                            const int ih = th - 1 + i / 6, iw = tw - 1 + i % 6;
+                            d[i] = ih < 0 || iw < 0 || ih >= s->h_in || iw >= s->w_in
+                                       ? 0.0f
+                                       : xp[(size_t)ih * s->w_in + iw];
+                        }
+                        sandwich(6, 6, 6, 6, &WB[0][0], d, &WB[0][0], v);
+                        sandwich(6, 3, 3, 6, &WG[0][0], w + ((size_t)co * s->c_in + ci) * 9,
+                                 &WG[0][0], u);
+                        for (int i = 0; i < 36; i++)
+                            m[i] += u[i] * v[i];
+                    }
+                    sandwich(4, 6, 6, 4, &WA[0][0], m, &WA[0][0], yt);
+                    for (int i = 0; i < 16; i++)
+                        if (th + i / 4 < s->h_out && tw + i % 4 < s->w_out)
+                            y[(((size_t)n * s->c_out + co) * s->h_out + th + i / 4) * s->w_out +
+                              tw + i % 4] = yt[i];
+                }
+}
+
+/* The measurement flags a transform that spreads rounding over its tile: F(4x4,3x3) meets the
+ * bound on uniform inputs but not on graded ones, where a direct sum does (test_cpu_conv). */
+static void test_transform_flagged(void) {
+    ConvShape s = {2, 16, 20, 20, 8, 3, 1, 1, 20, 20};
+    const size_t nx = (size_t)s.batch * s.c_in * s.h_in * s.w_in;
+    const size_t nw = (size_t)s.c_out * s.c_in * 9, ny = conv_result_count(CONV_FWD, &s);
+    float *x = malloc(nx * 4), *w = malloc(nw * 4), *dy = malloc(ny * 4), *y = malloc(ny * 4);
+    double *exact = malloc(ny * 8), *bound = malloc(ny * 8);
+    double ratio[2];
+    for (int graded = 0; graded < 2; graded++) {
+        conv_inputs(&s, graded, 5, x, w, dy);
+        wino43_forward(&s, x, w, y);
+        conv_exact(CONV_FWD, &s, x, w, dy, exact, bound);
+        ConvErr e = conv_measure(y, exact, bound, ny);
+        ratio[graded] = e.nonfinite ? INFINITY : e.max_ratio;
+    }
+    int ok = ratio[0] <= 1.0 && ratio[1] > 10.0;
+    printf("fp32 Winograd F(4x4,3x3) forward %dx%dx%dx%d -> %d: %.3g of the bound on uniform "
+           "inputs, %.3g on graded ones (a transform's leak, flagged) %s\n",
+           s.batch, s.c_in, s.h_in, s.w_in, s.c_out, ratio[0], ratio[1], ok ? "ok" : "FAIL");
+    failures += !ok;
+    free(x), free(w), free(dy), free(y), free(exact), free(bound);
 }
 
 int main(void) {
@@ -88,19 +326,11 @@ int main(void) {
     test_fc(64, 500, 10); /* LeNet's last layer at batch 64 */
     test_fc(4, 800, 500); /* LeNet's ip1 */
 
-    const AlgoPerf ranked[] = {
-        {.algo = 7, .ok = 1, .strict_fp32 = 0, .memory = 0},       /* TF32 */
-        {.algo = 6, .ok = 0, .strict_fp32 = 1, .memory = 0},       /* not supported */
-        {.algo = 5, .ok = 1, .strict_fp32 = 1, .memory = 1 << 20}, /* needs 1 MiB */
-        {.algo = 1, .ok = 1, .strict_fp32 = 1, .memory = 0},
-    };
-    expect_pick("strict fp32 that fits", ranked, 4, 1 << 20, 2);
-    expect_pick("smaller limit skips the 1 MiB one", ranked, 4, 1000, 3);
-    /* strict fp32 means never TF32: with no strict-fp32 algorithm the caller falls back to
-     * IMPLICIT_GEMM / ALGO_0 under CUDNN_FMA_MATH, never to a TF32-capable one */
-    expect_pick("never a non-strict algorithm (TF32 may be used)", ranked, 2, 0, -1);
-    expect_pick("nothing usable", ranked + 1, 1, 1 << 30, -1);
-    expect_pick("empty list", ranked, 0, 1 << 30, -1);
+    test_pick_basics();
+    test_rule();
+    test_bound();
+    test_cpu_convs();
+    test_transform_flagged();
 
     printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
     return failures ? 1 : 0;

@@ -63,7 +63,7 @@ static void check(const char *prec, const char *what, const float *got, const fl
 
 /* fc forward and both gradients of one shape in precision p */
 static void fc(BackendCtx *c, const char *prec, double u, int n, int in, int out) {
-    FcShape s = {n, in, out};
+    FcShape s = {.batch = n, .in = in, .out = out};
     size_t nx = (size_t)n * in, nw = (size_t)out * in, ny = (size_t)n * out;
     float *x = host(nx), *w = host(nw), *b = host(out), *dy = host(ny);
     float *ax = absv(x, nx), *aw = absv(w, nw), *ab = absv(b, out), *ady = absv(dy, ny);

@@ -18,7 +18,7 @@ fi
 
 table=$(sed -n '/<!-- gpu-matrix: begin -->/,/<!-- gpu-matrix: end -->/p' "$DOC" | grep '^| ')
 [ -n "$table" ] || fail "docs/gpu.md has no coverage matrix between its gpu-matrix markers"
-IFS='|' read -r -a head <<<"$(echo "$table" | head -1)"
+IFS='|' read -r -a head <<<"$(sed -n 1p <<<"$table")"
 cells=0
 while IFS='|' read -r -a row; do
     model=$(echo "${row[1]}" | xargs)

@@ -40,6 +40,7 @@ with h5py.File(sys.argv[1], "r") as f:
     assert r["device_uuid"][0].startswith(b"GPU-"), r["device_uuid"][0]
     kc = r["kernel_choices"][0].decode()  # LeNet: 2 convolution shapes (and eval), strict fp32
     assert kc.count("conv ") >= 2 and "DEFAULT" not in kc and "TENSOR_OP" not in kc, kc
+    assert "FFT" not in kc and "WINOGRAD" not in kc, kc  # strict fp32: direct sums only
     assert kc.rstrip().endswith("plans made inside a step: 0"), kc
     n = f["ranks/samples_written"][0]
     assert n > 0

@@ -10,9 +10,11 @@
  *   - grad_pack / grad_unpack / grad_round agree with the scalar conversions;
  *   - the MPI sum (applied with MPI_Reduce_local) gives the reference rounding of the exact sum
  *     for 10^6 random pairs of finite values of each type, overflow included.
- * Prints the number of values checked and the mismatches; exit 0 pass, 1 fail. */
+ * Prints the number of values checked and the mismatches; one check per format and one for the
+ * names (tests/harness.h), exit 0 pass, 1 fail. */
 #include "mpi_check.h" /* defines: MPI_CHECK */
 #include "grad_cast.h"
+#include "harness.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -83,10 +85,8 @@ static void expect_round(const Format *f, const double *vals, float x) {
         printf("FAIL: %s(%.9g): 0x%04x, reference 0x%04x\n", f->name, (double)x, got, want);
 }
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static uint32_t rnd32(void) {
-    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
+    return (uint32_t)(rand_u64() >> 32);
 }
 
 static float float_of(uint32_t u) {
@@ -173,7 +173,7 @@ static void test_format(const Format *f) {
                        b[i], w[i], want);
         }
     }
-    printf("%s: %s (%ld mismatches)\n", f->name, wrong == before ? "ok" : "FAIL", wrong - before);
+    EXPECT(wrong == before, "%s: %ld mismatches", f->name, wrong - before);
     free(vals), free(x), free(y), free(w), free(a), free(b);
 }
 
@@ -181,13 +181,11 @@ int main(int argc, char **argv) {
     MPI_CHECK(MPI_Init(&argc, &argv));
     for (int i = 0; i < 2; i++)
         test_format(&FORMATS[i]);
-    checked++;
-    if ((grad_dtype_parse("bf16") != GRAD_BF16 || grad_dtype_parse("fp16") != GRAD_FP16 ||
-         grad_dtype_parse("fp32") != GRAD_FP32 || grad_dtype_parse("fp8") != -1 ||
-         grad_dtype_size(GRAD_BF16) != 2 || grad_dtype_size(GRAD_FP32) != 4) &&
-        wrong++ < 10)
-        printf("FAIL: names or sizes\n");
-    printf("%s: %ld values checked, %ld wrong\n", wrong ? "FAIL" : "ok", checked, wrong);
+    EXPECT(grad_dtype_parse("bf16") == GRAD_BF16 && grad_dtype_parse("fp16") == GRAD_FP16 &&
+               grad_dtype_parse("fp32") == GRAD_FP32 && grad_dtype_parse("fp8") == -1 &&
+               grad_dtype_size(GRAD_BF16) == 2 && grad_dtype_size(GRAD_FP32) == 4,
+           "--grad-dtype names and sizes");
+    printf("%ld values checked, %ld wrong\n", checked, wrong);
     MPI_Finalize();
-    return wrong ? 1 : 0;
+    return check_summary();
 }

@@ -25,6 +25,6 @@ PY
 
 summary=$(analyze summary "$WORK/run.h5")
 echo "$summary"
-echo "$summary" | grep -qi "samples/s" || fail "summary has no throughput"
-echo "$summary" | grep -q "INCOMPLETE" && fail "complete run reported incomplete"
+grep -qi "samples/s" <<<"$summary" || fail "summary has no throughput"
+grep -q "INCOMPLETE" <<<"$summary" && fail "complete run reported incomplete"
 pass "dtbench-analyze summary on a real file"

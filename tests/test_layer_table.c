@@ -3,6 +3,7 @@
  * kernel, no model of the zoo misses an operation; with one optional operation removed, a model
  * whose layers call it is refused naming that operation and the layer, and a model that does not
  * call it is not. */
+#include "harness.h"
 #include "layers.h"
 
 #include <stdio.h>
@@ -10,13 +11,6 @@
 
 extern const ModelDesc model_lenet, model_fcn5, model_alexnet, model_vgg16, model_googlenet,
     model_resnet50, model_lstm32; /* src/models.c */
-
-static int failures;
-
-static void expect(int ok, const char *what) {
-    printf("%s: %s\n", what, ok ? "ok" : "FAILED");
-    if (!ok) failures++;
-}
 
 /* model_missing_op of d on [c,h,w] for the backend `be`; *layer receives the layer. */
 static const char *missing(const ModelDesc *d, int c, int h, int w, const BackendOps *be,
@@ -44,10 +38,8 @@ static BackendOps without(size_t offset) {
 int main(void) {
     for (int k = 0; k < LAYER_KINDS; k++) {
         const LayerKindOps *K = layer_kind((LayerKind)k);
-        char what[96];
-        snprintf(what, sizeof what, "kind %d has a named row with plan, forward and backward", k);
-        expect(K && K->name && K->plan && K->forward && K->backward && (K->needs || K->needs_of),
-               what);
+        EXPECT(K && K->name && K->plan && K->forward && K->backward && (K->needs || K->needs_of),
+               "kind %d has a named row with plan, forward and backward", k);
     }
 
     const struct {
@@ -60,10 +52,8 @@ int main(void) {
     const char *layer;
     for (size_t i = 0; i < sizeof zoo / sizeof zoo[0]; i++) {
         const char *op = missing(zoo[i].d, zoo[i].c, zoo[i].h, zoo[i].w, &cpu_backend, 2, &layer);
-        char what[96];
-        snprintf(what, sizeof what, "%s on the CPU backend, 2 micro-batches: nothing missing (%s)",
-                 zoo[i].d->name, op ? op : "none");
-        expect(op == NULL, what);
+        EXPECT(op == NULL, "%s on the CPU backend, 2 micro-batches: nothing missing (%s)",
+               zoo[i].d->name, op ? op : "none");
     }
 
     /* Each case: a model, an operation taken away, and what must be reported. */
@@ -94,17 +84,10 @@ int main(void) {
         BackendOps be = without(cases[i].op.offset);
         const char *op = missing(cases[i].d, cases[i].c, cases[i].h, cases[i].w, &be,
                                  cases[i].microbatches, &layer);
-        char what[160];
-        snprintf(what, sizeof what, "%s without %s, %d micro-batch(es): missing %s%s%s",
-                 cases[i].d->name, cases[i].op.name, cases[i].microbatches, op ? op : "nothing",
-                 op ? " at " : "", op ? layer : "");
-        expect(cases[i].expect_op ? op && !strcmp(op, cases[i].expect_op) && layer[0] : !op, what);
+        EXPECT(cases[i].expect_op ? op && !strcmp(op, cases[i].expect_op) && layer[0] : !op,
+               "%s without %s, %d micro-batch(es): missing %s%s%s", cases[i].d->name,
+               cases[i].op.name, cases[i].microbatches, op ? op : "nothing", op ? " at " : "",
+               op ? layer : "");
     }
-
-    if (failures) {
-        printf("FAIL: %d check(s) of the layer table\n", failures);
-        return 1;
-    }
-    printf("PASS: the layer table is complete and names what a backend lacks\n");
-    return 0;
+    return check_summary();
 }

@@ -1,17 +1,14 @@
 /* test_loss_scaler.c - fp16's dynamic loss scaler (src/precision.c) against GradScaler's rules, and
  * the --precision names. Each check prints what it expected and got; exit 1 on any failure. */
+#include "harness.h"
 #include "precision.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-static int failures;
-
 static void expect(const char *what, double got, double want) {
-    int ok = got == want;
-    printf("%-58s got %-10g expected %-10g %s\n", what, got, want, ok ? "ok" : "FAIL");
-    failures += !ok;
+    EXPECT(got == want, "%-50s got %-10g expected %g", what, got, want);
 }
 
 int main(void) {
@@ -59,6 +56,5 @@ int main(void) {
     expect("precision_from_name(fp16)", precision_from_name("fp16"), PRECISION_FP16);
     expect("precision_from_name(fp64)", precision_from_name("fp64"), -1);
     expect("names round trip", strcmp(precision_name(PRECISION_TF32), "tf32"), 0);
-    printf("%s\n", failures ? "FAILED" : "loss scaler: all checks passed");
-    return failures ? 1 : 0;
+    return check_summary();
 }

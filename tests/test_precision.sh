@@ -14,7 +14,7 @@
 cd "$WORK"
 
 help=$("$DTBENCH" --help)
-grep -A1 -- '--precision {fp32,tf32,bf16,fp16}' <<<"$help" | grep -q '\[fp32\]' ||
+grep -q '\[fp32\]' <<<"$(grep -A1 -- '--precision {fp32,tf32,bf16,fp16}' <<<"$help")" ||
     fail "--help does not show --precision {fp32,tf32,bf16,fp16} with its default [fp32]"
 pass "--help shows --precision with its default"
 

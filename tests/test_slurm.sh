@@ -134,7 +134,7 @@ pass "submitting again changes nothing"
 campaign collect "$WORK/smoke.toml" --to "$WORK/collected"
 [ "$(ls "$WORK"/collected/*.h5 | wc -l)" = "$nruns" ] || fail "collect did not gather $nruns files"
 [ "$(tail -n +2 "$WORK/collected/index.csv" | wc -l)" = "$nruns" ] || fail "index.csv has no row per run"
-head -1 "$WORK/collected/index.csv" | grep -q "nodes,tasks_per_node,ranks" || fail "index.csv lacks the scaling columns"
+sed -n 1p "$WORK/collected/index.csv" | grep "nodes,tasks_per_node,ranks" >/dev/null || fail "index.csv lacks the scaling columns"
 pass "collect: $nruns files and index.csv"
 
 # ---- 2. time limit and cancellation ------------------------------------------------------------

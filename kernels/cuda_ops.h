@@ -1,0 +1,105 @@
+/* cuda_ops.h - the CUDA backend's operations (backend.h's BackendOps members), one group per file
+ * of kernels/cuda_*.c, which kernels/cuda.c collects into the `cuda_backend` table. Each checks
+ * every library call and launch (cuda_check.h) and queues on the rank's compute stream; none
+ * waits or allocates unless its comment says so. Private to the CUDA backend; CUDA-only header. */
+#ifndef DTBENCH_CUDA_OPS_H
+#define DTBENCH_CUDA_OPS_H
+
+#include "backend.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- fully connected (cuda_gemm.c) ---------------------------------------------------------- */
+void cuda_fc_forward(BackendCtx *ctx, const FcShape *s, const float *x, const float *w,
+                     const float *b, float *y);
+void cuda_fc_backward(BackendCtx *ctx, const FcShape *s, const float *x, const float *w,
+                      const float *dy, float *dx, float *dw, float *db);
+
+/* ---- convolution (cuda_conv.c) -------------------------------------------------------------- */
+size_t cuda_conv_workspace_bytes(BackendCtx *ctx, const ConvShape *s);
+void cuda_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
+                       const float *b, float *y, void *work);
+void cuda_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
+                        const float *dy, float *dx, float *dw, float *db, void *work);
+void cuda_conv_plans_free(BackendCtx *ctx); /* at finalize */
+
+/* ---- pooling (cuda_pool.c) ------------------------------------------------------------------ */
+void cuda_maxpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y,
+                          int32_t *argmax);
+void cuda_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const float *x, const float *y,
+                           const int32_t *argmax, const float *dy, float *dx);
+void cuda_maxpool_pad_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y,
+                              int32_t *argmax);
+void cuda_maxpool_pad_backward(BackendCtx *ctx, const PadPoolShape *s, const int32_t *argmax,
+                               const float *dy, float *dx);
+void cuda_avgpool_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y);
+void cuda_avgpool_backward(BackendCtx *ctx, const PadPoolShape *s, const float *dy, float *dx);
+void cuda_global_avgpool_forward(BackendCtx *ctx, size_t planes, size_t plane, const float *x,
+                                 float *y);
+void cuda_global_avgpool_backward(BackendCtx *ctx, size_t planes, size_t plane, const float *dy,
+                                  float *dx);
+
+/* ---- normalisation (cuda_norm.c) ------------------------------------------------------------ */
+void cuda_lrn_forward(BackendCtx *ctx, const LrnShape *s, const float *x, float *y, float *scale);
+void cuda_lrn_backward(BackendCtx *ctx, const LrnShape *s, const float *x, const float *y,
+                       const float *scale, const float *dy, float *dx);
+void cuda_batchnorm_forward_train(BackendCtx *ctx, const BnShape *s, const float *x,
+                                  const float *gamma, const float *beta, float *y, float *save_mean,
+                                  float *save_invstd, float *running_mean, float *running_var);
+void cuda_batchnorm_forward_infer(BackendCtx *ctx, const BnShape *s, const float *x,
+                                  const float *gamma, const float *beta, const float *running_mean,
+                                  const float *running_var, float *y);
+void cuda_batchnorm_backward(BackendCtx *ctx, const BnShape *s, const float *x, const float *gamma,
+                             const float *save_mean, const float *save_invstd, const float *dy,
+                             float *dx, float *dgamma, float *dbeta);
+void cuda_bn_act_forward_train(BackendCtx *ctx, const BnShape *s, const float *x,
+                               const float *gamma, const float *beta, const float *z, float *y,
+                               float *save_mean, float *save_invstd, float *running_mean,
+                               float *running_var);
+void cuda_bn_act_forward_infer(BackendCtx *ctx, const BnShape *s, const float *x,
+                               const float *gamma, const float *beta, const float *running_mean,
+                               const float *running_var, const float *z, float *y);
+/* Falls back (tensors of 2^31 elements or more) to the unfused kernels, masking dy in place. */
+void cuda_bn_act_backward(BackendCtx *ctx, const BnShape *s, const float *x, const float *gamma,
+                          const float *save_mean, const float *save_invstd, const float *y,
+                          float *dy, float *dx, float *dz, float *dgamma, float *dbeta);
+
+/* ---- element-wise, joins, copies (cuda_elementwise.c) --------------------------------------- */
+void cuda_relu_forward(BackendCtx *ctx, size_t n, const float *x, float *y);
+void cuda_relu_backward(BackendCtx *ctx, size_t n, const float *y, const float *dy, float *dx);
+void cuda_axpy(BackendCtx *ctx, size_t n, float alpha, const float *x, float *y);
+void cuda_scale(BackendCtx *ctx, size_t n, float alpha, float *x);
+void cuda_copy(BackendCtx *ctx, void *dst, const void *src, size_t bytes);
+void cuda_concat_forward(BackendCtx *ctx, int batch, int ninputs, const float *const *xs,
+                         const size_t *sizes, float *y);
+void cuda_concat_backward(BackendCtx *ctx, int batch, int ninputs, const size_t *sizes,
+                          const float *dy, float *const *dxs);
+void cuda_add_forward(BackendCtx *ctx, size_t n, const float *a, const float *b, float *y);
+void cuda_add_backward(BackendCtx *ctx, size_t n, const float *dy, float *da, float *db);
+void cuda_dropout_forward(BackendCtx *ctx, const DropoutShape *s, const float *x, float *y,
+                          uint8_t *mask);
+void cuda_dropout_backward(BackendCtx *ctx, const DropoutShape *s, const uint8_t *mask,
+                           const float *dy, float *dx);
+
+/* ---- loss and optimizer (cuda_optim.c) ------------------------------------------------------ */
+/* Grows its scratch (synchronising) only for more rows than made at init (XENT_ROWS0). */
+void cuda_softmax_xent(BackendCtx *ctx, int n, int c, const float *logits, const int32_t *labels,
+                       float *dlogits, float *stats);
+void cuda_sgd_update(BackendCtx *ctx, size_t n, float *p, const float *g, float *v, float lr,
+                     float momentum, float weight_decay);
+
+/* ---- embedding and LSTM (cuda_recurrent.c) -------------------------------------------------- */
+void cuda_embedding_forward(BackendCtx *ctx, const EmbeddingShape *s, const float *ids,
+                            const float *w, float *y);
+void cuda_embedding_backward(BackendCtx *ctx, const EmbeddingShape *s, const float *ids,
+                             const float *dy, float *dw);
+size_t cuda_lstm_reserve_bytes(BackendCtx *ctx, const LstmShape *s);
+size_t cuda_lstm_workspace_bytes(BackendCtx *ctx, const LstmShape *s);
+void cuda_lstm_forward(BackendCtx *ctx, const LstmShape *s, const float *x, const float *w,
+                       const float *b, float *y, void *reserve, void *work);
+void cuda_lstm_backward(BackendCtx *ctx, const LstmShape *s, const float *x, const float *w,
+                        const float *y, const void *reserve, const float *dy, float *dx, float *dw,
+                        float *db, void *work);
+
+#endif

@@ -1,0 +1,27 @@
+/* cuda_optim.c - the CUDA backend's loss and optimizer (backend.h): softmax cross-entropy and the
+ * fused SGD-with-momentum update, our own kernels (cuda_optim_kernels.cu). Each queues on the
+ * rank's compute stream; the loss's statistics stay on the device until download(). */
+#include <config.h>
+#include "cuda_check.h"   /* defines: CUDA_CHECK */
+#include "cuda_ctx.h"     /* defines: struct BackendCtx, XENT_ROWS0 */
+#include "cuda_kernels.h" /* defines: dtk_softmax_xent, dtk_sgd_update */
+#include "cuda_ops.h"
+
+void cuda_softmax_xent(BackendCtx *ctx, int n, int c, const float *logits, const int32_t *labels,
+                       float *dlogits, float *stats) {
+    if (n > ctx->xent_cap) { /* more rows than made at init (XENT_ROWS0): grows once */
+        CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+        if (ctx->row_loss) CUDA_CHECK(cudaFree(ctx->row_loss));
+        if (ctx->row_hit) CUDA_CHECK(cudaFree(ctx->row_hit));
+        CUDA_CHECK(cudaMalloc((void **)&ctx->row_loss, (size_t)n * sizeof(double)));
+        CUDA_CHECK(cudaMalloc((void **)&ctx->row_hit, (size_t)n * sizeof(int)));
+        ctx->xent_cap = n;
+    }
+    CUDA_CHECK(dtk_softmax_xent(ctx->stream, n, c, logits, labels, dlogits, stats, ctx->row_loss,
+                                ctx->row_hit));
+}
+
+void cuda_sgd_update(BackendCtx *ctx, size_t n, float *p, const float *g, float *v, float lr,
+                     float momentum, float weight_decay) {
+    CUDA_CHECK(dtk_sgd_update(ctx->stream, n, p, g, v, lr, momentum, weight_decay));
+}

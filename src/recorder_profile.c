@@ -1,0 +1,116 @@
+/* recorder_profile.c - /profile of the HDF5 result file (see recorder_profile.h and
+ * docs/hdf5-layout.md): forward and backward [nranks, iterations, layers] in seconds, NaN where
+ * a rank does not hold a layer or did not reach the iteration; the layers' names, kinds and
+ * forward FLOPs per sample; attributes first_iteration and iterations. */
+#include "check.h"
+#include "recorder_profile.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NAME_LEN 64
+
+struct ProfileSets {
+    hid_t forward, backward;
+    int iters, layers;
+};
+
+static hid_t dataset(hid_t loc, const char *name, hid_t type, int rank, const hsize_t *dims,
+                     const void *fill, const char *units, const char *description) {
+    hid_t dcpl = H5_CHECK(H5Pcreate(H5P_DATASET_CREATE));
+    H5_CHECK(H5Pset_layout(dcpl, H5D_CONTIGUOUS));
+    H5_CHECK(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY));
+    H5_CHECK(H5Pset_fill_time(dcpl, H5D_FILL_TIME_ALLOC));
+    if (fill) H5_CHECK(H5Pset_fill_value(dcpl, type, fill));
+    hid_t space = H5_CHECK(H5Screate_simple(rank, dims, NULL));
+    hid_t set = H5_CHECK(H5Dcreate2(loc, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT));
+    H5Sclose(space), H5Pclose(dcpl);
+    const char *keys[2] = {"units", "description"}, *values[2] = {units, description};
+    for (int i = 0; i < 2; i++) {
+        hid_t t = H5_CHECK(H5Tcopy(H5T_C_S1));
+        H5_CHECK(H5Tset_size(t, strlen(values[i]) + 1));
+        hid_t sp = H5_CHECK(H5Screate(H5S_SCALAR));
+        hid_t a = H5_CHECK(H5Acreate2(set, keys[i], t, sp, H5P_DEFAULT, H5P_DEFAULT));
+        H5_CHECK(H5Awrite(a, t, values[i]));
+        H5Aclose(a), H5Sclose(sp), H5Tclose(t);
+    }
+    return set;
+}
+
+/* The layers' names or kinds as one fixed-length string each, written by rank 0. */
+static void names(hid_t g, const char *set_name, const char *const *text, int n, int rank,
+                  const char *description) {
+    hid_t type = H5_CHECK(H5Tcopy(H5T_C_S1));
+    H5_CHECK(H5Tset_size(type, NAME_LEN));
+    hsize_t dim = (hsize_t)n;
+    hid_t set = dataset(g, set_name, type, 1, &dim, NULL, "", description);
+    if (rank == 0) {
+        char *buf = xcalloc((size_t)n, NAME_LEN);
+        for (int i = 0; i < n; i++)
+            snprintf(buf + (size_t)i * NAME_LEN, NAME_LEN, "%s", text[i]);
+        H5_CHECK(H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf));
+        free(buf);
+    }
+    H5Dclose(set), H5Tclose(type);
+}
+
+ProfileSets *profile_sets_create(hid_t file, const RecorderConfig *c, int nranks) {
+    if (c->profile_iters <= 0) return NULL;
+    int rank = 0;
+    MPI_CHECK(MPI_Comm_rank(c->comm, &rank));
+    ProfileSets *p = xcalloc(1, sizeof *p);
+    p->iters = c->profile_iters, p->layers = c->profile_layers;
+    hid_t g = H5_CHECK(H5Gcreate2(file, "profile", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    long long first = c->profile_first, iters = c->profile_iters;
+    hid_t sp = H5_CHECK(H5Screate(H5S_SCALAR));
+    hid_t a =
+        H5_CHECK(H5Acreate2(g, "first_iteration", H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT));
+    H5_CHECK(H5Awrite(a, H5T_NATIVE_LLONG, &first));
+    H5Aclose(a);
+    a = H5_CHECK(H5Acreate2(g, "iterations", H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT));
+    H5_CHECK(H5Awrite(a, H5T_NATIVE_LLONG, &iters));
+    H5Aclose(a), H5Sclose(sp);
+    const double nan = NAN;
+    hsize_t dims[3] = {(hsize_t)nranks, (hsize_t)c->profile_iters, (hsize_t)c->profile_layers};
+    p->forward = dataset(g, "forward", H5T_IEEE_F64LE, 3, dims, &nan, "s",
+                         "each layer's forward on the backend's timeline, per rank and profiled "
+                         "iteration (NaN: a layer the rank does not hold)");
+    p->backward = dataset(g, "backward", H5T_IEEE_F64LE, 3, dims, &nan, "s",
+                          "each layer's backward (its input and parameter gradients), likewise");
+    names(g, "layer", c->profile_names, c->profile_layers, rank, "layer name (as --dry-run)");
+    names(g, "kind", c->profile_kinds, c->profile_layers, rank, "layer kind");
+    hsize_t n = (hsize_t)c->profile_layers;
+    hid_t fl = dataset(g, "flops", H5T_IEEE_F64LE, 1, &n, NULL, "FLOP",
+                       "forward FLOPs per sample (as --dry-run)");
+    if (rank == 0)
+        H5_CHECK(H5Dwrite(fl, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, c->profile_flops));
+    H5Dclose(fl), H5Gclose(g);
+    return p;
+}
+
+int profile_sets_write(ProfileSets *p, int rank, int index, const double *forward,
+                       const double *backward) {
+    if (!p || index < 0 || index >= p->iters) return 0;
+    hsize_t start[3] = {(hsize_t)rank, (hsize_t)index, 0}, count[3] = {1, 1, (hsize_t)p->layers};
+    hsize_t n = (hsize_t)p->layers;
+    const double *rows[2] = {forward, backward};
+    hid_t sets[2] = {p->forward, p->backward};
+    int rc = 0;
+    for (int i = 0; i < 2 && rc == 0; i++) {
+        hid_t fspace = H5_CHECK(H5Dget_space(sets[i]));
+        H5_CHECK(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL));
+        hid_t mspace = H5_CHECK(H5Screate_simple(1, &n, NULL));
+        rc =
+            H5Dwrite(sets[i], H5T_NATIVE_DOUBLE, mspace, fspace, H5P_DEFAULT, rows[i]) < 0 ? -1 : 0;
+        H5Sclose(mspace), H5Sclose(fspace);
+    }
+    return rc;
+}
+
+void profile_sets_close(ProfileSets *p) {
+    if (!p) return;
+    H5Dclose(p->forward), H5Dclose(p->backward);
+    free(p);
+}

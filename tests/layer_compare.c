@@ -1,0 +1,423 @@
+/* layer_compare.c - one training step of a model on two backend configurations, compared layer by
+ * layer: from the same initial weights (the model's seeded initialisation) and the same batch,
+ * every layer's forward output in forward order, the loss, then in backward order every layer's
+ * parameter gradient and the gradient of each of its inputs (as summed so far over that input's
+ * readers), and the parameters after one SGD step. For each it prints the largest absolute
+ * difference and that difference relative to the largest |value| of configuration A, against the
+ * tolerance of configuration B's precision, and names the first layer beyond it (index, name,
+ * kind, output shape). Observation goes through the model's per-layer observer (src/model.h).
+ *
+ *   layer_compare --model NAME --a CONFIG --b CONFIG [--batch N] [--input C,H,W] [--classes K]
+ *                 [--seed S] [--threads T] [--chained] [--tol-forward X] [--tol-grad X]
+ *                 [--inject-grad LAYER] [--quiet]
+ *   CONFIG: cpu | cpu64 | cuda[:fp32|tf32|bf16|fp16] | cpu:bf16
+ *     cpu64: the CPU backend with float64 convolutions and fully connected layers (tests/cpu64.c)
+ *   --inject-grad LAYER: configuration B's convolution / fully connected backward adds an error
+ *     as large as the whole gradient (its 2-norm) to element 0 of LAYER's weight gradient and
+ *     input gradient (a test that the comparison names the layer that went wrong)
+ * Default tolerances (relative to the largest |value| of the tensor, per precision of B):
+ *   fp32 1e-3 forward, 1e-2 gradients; tf32 2e-2 / 1e-1; bf16, fp16 5e-2 / 2.5e-1.
+ * Exit status: 0 all within, 1 a difference beyond its tolerance, 2 usage, 77 a configuration
+ * this machine cannot run (no GPU, no bf16 on this CPU). */
+#include "cpu64.h" /* defines: cpu64_backend */
+#include "layers.h"
+#include "parts.h" /* defines: registry_backend */
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const ModelDesc model_lenet, model_fcn5, model_fcn8, model_alexnet, model_vgg16,
+    model_googlenet, model_resnet50, model_lstm32, model_lstm64, model_resnet8;
+static const ModelDesc *const MODELS[] = {
+    &model_lenet,     &model_fcn5,     &model_fcn8,   &model_alexnet, &model_vgg16,
+    &model_googlenet, &model_resnet50, &model_lstm32, &model_lstm64,  &model_resnet8};
+
+typedef struct {
+    const char *text;
+    const BackendOps *be;
+    Precision precision;
+    BackendCtx *ctx;
+    Model m;
+} Config;
+
+/* ---- the tensors of configuration A, per layer --------------------------------------------- */
+typedef struct {
+    float *out, *dy, *params; /* forward output; output gradient at backward start; dW, db */
+    float *dx[LAYER_MAX_INPUTS];
+} Recorded;
+
+static Recorded *rec; /* [nlayers] */
+static float *rec_loss;
+static int local = 1, quiet, beyond, named, compared;
+static double tol_fwd, tol_grad, worst_norm;
+
+static float *fetch(const Model *m, const float *dev, size_t n) {
+    float *h = malloc((n ? n : 1) * sizeof(float));
+    m->be->download(m->ctx, h, dev, n * sizeof(float));
+    return h;
+}
+
+static size_t out_count(const Model *m, const LayerEvent *e) {
+    return (size_t)e->n * m->layers[e->layer].out_size;
+}
+
+/* Prints one comparison line; counts and names the first beyond its tolerance. The tolerance
+ * holds the normwise relative difference ||a - b|| / ||a|| (2-norms): a few elements that move
+ * legitimately (a max-pooling window whose two largest inputs swap order under rounding sends
+ * its gradient to the other one) do not fail a tensor of thousands, a systematic error does. */
+static void report(const Model *m, int layer, const char *what, const float *a, const float *b,
+                   size_t n, double tol) {
+    double max_abs = 0, scale = 0, dd = 0, aa = 0;
+    size_t nonfinite = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(a[i]) || !isfinite(b[i])) {
+            nonfinite++;
+            continue;
+        }
+        const double d = (double)a[i] - b[i];
+        max_abs = fmax(max_abs, fabs(d));
+        scale = fmax(scale, fabs((double)a[i]));
+        dd += d * d, aa += (double)a[i] * a[i];
+    }
+    const double rel = scale > 0 ? max_abs / scale : max_abs > 0 ? INFINITY : 0;
+    const double norm = aa > 0 ? sqrt(dd / aa) : dd > 0 ? INFINITY : 0;
+    const int bad = nonfinite > 0 || !(norm <= tol);
+    char name[96] = "loss", shape[48] = "";
+    if (layer >= 0) {
+        const Layer *L = &m->layers[layer];
+        snprintf(name, sizeof name, "%d %s (%s)", layer, L->d.name, layer_kind(L->d.kind)->name);
+        snprintf(shape, sizeof shape, "[%d,%d,%d]", L->out_c, L->out_h, L->out_w);
+    }
+    if (!quiet || bad)
+        printf("%-40s %-16s %-8s max abs %-9.3g max/max|a| %-9.3g norm rel %-9.3g (tolerance "
+               "%g)%s%s\n",
+               name, shape, what, max_abs, rel, norm, tol, nonfinite ? " NON-FINITE" : "",
+               bad ? " BEYOND" : "");
+    if (bad && !named++)
+        printf("first difference beyond tolerance: %s%s%s%s, %s\n", layer >= 0 ? "layer " : "",
+               name, layer >= 0 ? ", output " : "", layer >= 0 ? shape : "", what);
+    beyond += bad;
+    worst_norm = fmax(worst_norm, norm);
+}
+
+/* Configuration A: records every tensor, and each layer's output gradient for the forcing. */
+static void observe_a(void *user, const Model *m, const LayerEvent *e) {
+    (void)user;
+    const Layer *L = &m->layers[e->layer];
+    Recorded *r = &rec[e->layer];
+    if (e->kind == LAYER_FORWARD_END) r->out = fetch(m, e->y, out_count(m, e));
+    if (e->kind == LAYER_BACKWARD_BEGIN) {
+        if (e->layer == m->last - 1) rec_loss = fetch(m, m->stats, 1);
+        r->dy = fetch(m, L->dy, out_count(m, e));
+    }
+    if (e->kind != LAYER_BACKWARD_END) return;
+    if (e->dw) r->params = fetch(m, e->dw, L->nparams);
+    for (int k = 0; k < L->ninputs; k++)
+        if (e->dx[k]) r->dx[k] = fetch(m, e->dx[k], e->dx_count[k]);
+}
+
+static void compare(const Model *m, int layer, const char *what, const float *a, const float *dev,
+                    size_t n, int grad) {
+    if (!a) {
+        printf("configuration A has no %s of layer %d: the two ran different layers FAIL\n", what,
+               layer);
+        exit(1);
+    }
+    float *b = fetch(m, dev, n);
+    for (size_t i = 0; grad && m->loss_scale > 0 && i < n; i++) /* fp16: B's scaled gradients */
+        b[i] /= m->loss_scale;
+    report(m, layer, what, a, b, n, grad ? tol_grad : tol_fwd);
+    compared++;
+    free(b);
+}
+
+/* Upload A's values into B's buffer (--local); an output gradient times B's loss scale (fp16:
+ * B's backward runs on scaled gradients, and compare() divides them back). */
+static void force(const Model *m, float *dev, const float *a, size_t n, int grad) {
+    if (!a) return;
+    if (!grad || !(m->loss_scale > 0)) {
+        m->be->upload(m->ctx, dev, a, n * sizeof(float));
+        return;
+    }
+    float *scaled = malloc((n ? n : 1) * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        scaled[i] = a[i] * m->loss_scale;
+    m->be->upload(m->ctx, dev, scaled, n * sizeof(float));
+    free(scaled);
+}
+
+/* Configuration B: compares with A's tensor of the same event; with --local, first gives the
+ * layer A's inputs (forward) and A's output gradient (backward), so that each line measures the
+ * layer's own arithmetic, not what it inherited. */
+static void observe_b(void *user, const Model *m, const LayerEvent *e) {
+    (void)user;
+    const Layer *L = &m->layers[e->layer];
+    const Recorded *r = &rec[e->layer];
+    switch (e->kind) {
+    case LAYER_FORWARD_BEGIN:
+        for (int k = 0; local && k < L->ninputs; k++) {
+            const int p = L->inputs[k];
+            if (p >= m->first)
+                force(m, m->layers[p].y, rec[p].out, (size_t)e->n * m->layers[p].out_size, 0);
+        }
+        break;
+    case LAYER_FORWARD_END:
+        compare(m, e->layer, "output", r->out, e->y, out_count(m, e), 0);
+        break;
+    case LAYER_BACKWARD_BEGIN:
+        if (e->layer == m->last - 1) compare(m, -1, "value", rec_loss, m->stats, 1, 0);
+        if (local) force(m, L->dy, r->dy, out_count(m, e), 1);
+        break;
+    case LAYER_BACKWARD_END:
+        if (e->dw) compare(m, e->layer, "params", r->params, e->dw, L->nparams, 1);
+        for (int k = 0; k < L->ninputs; k++)
+            if (e->dx[k]) {
+                char what[16];
+                snprintf(what, sizeof what, "input %d", k);
+                compare(m, e->layer, what, r->dx[k], e->dx[k], e->dx_count[k], 1);
+            }
+        break;
+    }
+}
+
+/* ---- --inject-grad: a wrong gradient in one layer of configuration B ------------------------- */
+static BackendOps injected;
+static const BackendOps *inner;
+static const float *inject_dw;
+
+static void perturb(BackendCtx *ctx, float *dev, size_t n) {
+    float *h = malloc(n * sizeof(float));
+    inner->download(ctx, h, dev, n * sizeof(float));
+    double norm = 0;
+    for (size_t i = 0; i < n; i++)
+        norm += (double)h[i] * h[i];
+    h[0] += norm > 0 ? (float)sqrt(norm) : 1.0f; /* ||error|| = ||gradient||: unmistakable */
+    inner->upload(ctx, dev, h, n * sizeof(float));
+    free(h);
+}
+
+static void inj_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
+                              const float *dy, float *dx, float *dw, float *db, void *work) {
+    inner->conv_backward(ctx, s, x, w, dy, dx, dw, db, work);
+    if (dw != inject_dw) return;
+    perturb(ctx, dw, (size_t)s->c_out * s->c_in * s->k * s->k);
+    if (dx) perturb(ctx, dx, (size_t)s->batch * s->c_in * s->h_in * s->w_in);
+}
+
+static void inj_fc_backward(BackendCtx *ctx, const FcShape *s, const float *x, const float *w,
+                            const float *dy, float *dx, float *dw, float *db) {
+    inner->fc_backward(ctx, s, x, w, dy, dx, dw, db);
+    if (dw != inject_dw) return;
+    perturb(ctx, dw, (size_t)s->out * s->in);
+    if (dx) perturb(ctx, dx, (size_t)s->batch * s->in);
+}
+
+/* ---- set-up -------------------------------------------------------------------------------- */
+
+static _Noreturn void usage(const char *why) {
+    fprintf(stderr, "layer_compare: %s\n(see the comment at the top of tests/layer_compare.c)\n",
+            why);
+    exit(2);
+}
+
+static void parse_config(Config *c, const char *text) {
+    char base[32];
+    const char *colon = strchr(text, ':');
+    snprintf(base, sizeof base, "%.*s", colon ? (int)(colon - text) : (int)strlen(text), text);
+    c->text = text;
+    c->precision = PRECISION_FP32;
+    if (colon) {
+        const char *p = colon + 1;
+        c->precision =
+            !strcmp(p, "fp32")   ? PRECISION_FP32
+            : !strcmp(p, "tf32") ? PRECISION_TF32
+            : !strcmp(p, "bf16") ? PRECISION_BF16
+            : !strcmp(p, "fp16")
+                ? PRECISION_FP16
+                : (usage("precision: expected fp32, tf32, bf16 or fp16"), PRECISION_FP32);
+    }
+    /* cpu and cuda from the registry (comm/parts.c: cuda where it was built) */
+    c->be = !strcmp(base, "cpu64")                          ? cpu64_backend()
+            : !strcmp(base, "cpu") || !strcmp(base, "cuda") ? registry_backend(base)
+                                                            : NULL;
+    if (!c->be && !strcmp(base, "cuda")) {
+        printf("SKIP: %s: this build has no CUDA backend\n", text);
+        exit(77);
+    }
+    if (!c->be) usage("configuration: expected cpu, cpu64 or cuda[:precision]");
+}
+
+static void start(Config *c, int threads) {
+    char why[256] = "";
+    if (c->precision != PRECISION_FP32 &&
+        (!c->be->precision_ok || !c->be->precision_ok(c->precision, threads, why, sizeof why))) {
+        printf("SKIP: %s: %s\n", c->text, why[0] ? why : "precision not supported");
+        exit(77);
+    }
+    BackendConfig cfg = {.threads = threads, .precision = c->precision};
+    if (c->be->init(&cfg, &c->ctx) != 0) {
+        printf("SKIP: %s: the backend cannot start here (no GPU?)\n", c->text);
+        exit(77);
+    }
+}
+
+static uint64_t splitmix(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* The batch: inputs uniform in [-1, 1) (token ids for a language model), labels uniform. */
+static void upload_batch(Config *c, uint64_t seed) {
+    Model *m = &c->m;
+    const size_t nx = (size_t)m->batch * m->x_size, nl = (size_t)m->batch * m->label_size;
+    float *x = malloc(nx * sizeof(float));
+    int32_t *lab = malloc(nl * sizeof(int32_t));
+    uint64_t st = seed;
+    for (size_t i = 0; i < nx; i++)
+        x[i] = m->desc->vocab > 0 ? (float)(splitmix(&st) % (uint64_t)m->desc->vocab)
+                                  : (float)((splitmix(&st) >> 40) * (2.0 / 16777216.0) - 1.0);
+    for (size_t i = 0; i < nl; i++)
+        lab[i] = (int32_t)(splitmix(&st) % (uint64_t)m->classes);
+    m->be->upload(m->ctx, m->x, x, nx * sizeof(float));
+    m->be->upload(m->ctx, m->labels, lab, nl * sizeof(int32_t));
+    free(x), free(lab);
+}
+
+static void step(Config *c, LayerObserver *o, float lr) {
+    Model *m = &c->m;
+    model_set_observer(m, o);
+    model_forward(m, m->batch, 1, NULL);
+    model_backward(m, m->batch);
+    model_set_observer(m, NULL);
+    if (m->loss_scale > 0) model_unscale_grads(m);
+    model_sgd(m, lr, 0.9f, 0.0f);
+}
+
+/* Tolerances on ||a - b|| / ||a|| by B's precision: --local measures one layer's own rounding
+ * (fp32: about 1e-7 to 1e-6 per tensor between cpu and cpu64; 16-bit: a few units of 2^-8 or
+ * 2^-11), --chained what a whole step accumulates (ResNet-50 amplifies it by orders of
+ * magnitude: see docs/gpu.md). */
+static void default_tolerances(Precision p) {
+    static const double tab[2][4][2] = {
+        /* chained */ {{1e-3, 1e-2}, {2e-2, 1e-1}, {5e-2, 2.5e-1}, {5e-2, 2.5e-1}},
+        /* local */ {{1e-5, 1e-4}, {5e-3, 1e-2}, {3e-2, 5e-2}, {1e-2, 2e-2}}};
+    if (tol_fwd <= 0) tol_fwd = tab[local][p][0];
+    if (tol_grad <= 0) tol_grad = tab[local][p][1];
+}
+
+int main(int argc, char **argv) {
+    const char *model = NULL, *a_text = NULL, *b_text = NULL, *inject = NULL;
+    int batch = 4, threads = 1, c = 0, h = 0, w = 0, classes = 0;
+    uint64_t seed = 3;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(o, "--quiet") || !strcmp(o, "--chained")) {
+            *(!strcmp(o, "--quiet") ? &quiet : &local) = !strcmp(o, "--quiet");
+            continue;
+        }
+        if (!v) usage("an option lacks its value");
+        i++;
+        if (!strcmp(o, "--model"))
+            model = v;
+        else if (!strcmp(o, "--a"))
+            a_text = v;
+        else if (!strcmp(o, "--b"))
+            b_text = v;
+        else if (!strcmp(o, "--batch"))
+            batch = atoi(v);
+        else if (!strcmp(o, "--threads"))
+            threads = atoi(v);
+        else if (!strcmp(o, "--classes"))
+            classes = atoi(v);
+        else if (!strcmp(o, "--seed"))
+            seed = strtoull(v, NULL, 10);
+        else if (!strcmp(o, "--tol-forward"))
+            tol_fwd = atof(v);
+        else if (!strcmp(o, "--tol-grad"))
+            tol_grad = atof(v);
+        else if (!strcmp(o, "--inject-grad"))
+            inject = v;
+        else if (!strcmp(o, "--input")) {
+            if (sscanf(v, "%d,%d,%d", &c, &h, &w) != 3 || c < 1 || h < 1 || w < 1)
+                usage("--input: expected C,H,W");
+        } else
+            usage("unknown option");
+    }
+    const ModelDesc *d = NULL;
+    for (size_t i = 0; model && i < sizeof MODELS / sizeof MODELS[0]; i++)
+        if (!strcmp(MODELS[i]->name, model)) d = MODELS[i];
+    if (!d || !a_text || !b_text || batch < 1 || threads < 1)
+        usage("--model (a model of the zoo), --a, --b and a positive --batch are needed");
+    if (!c) c = d->in_c, h = d->in_h, w = d->in_w;
+    if (classes <= 0) classes = d->classes;
+    d = model_for_input(d, c, h, w);
+
+    Config cf[2];
+    memset(cf, 0, sizeof cf);
+    parse_config(&cf[0], a_text), parse_config(&cf[1], b_text);
+    default_tolerances(cf[1].precision);
+    Model probe;
+    model_plan(&probe, d, c, h, w, classes, batch);
+    if (probe.problem[0]) usage(probe.problem);
+    int inject_ok = 0;
+    for (int i = 0; inject && i < probe.nlayers; i++)
+        if (!strcmp(probe.layers[i].d.name, inject))
+            inject_ok = probe.layers[i].d.kind == LAYER_CONV || probe.layers[i].d.kind == LAYER_FC;
+    model_free(&probe);
+    if (inject && !inject_ok)
+        usage("--inject-grad: name a convolution or fully connected layer of the model");
+    for (int k = 0; k < 2; k++)
+        start(&cf[k], threads);
+    if (inject) { /* B's table, wrapped (model_build keeps the pointer) */
+        inner = cf[1].be, injected = *inner;
+        injected.conv_backward = inj_conv_backward, injected.fc_backward = inj_fc_backward;
+        cf[1].be = &injected;
+    }
+    for (int k = 0; k < 2; k++) {
+        model_build(&cf[k].m, d, c, h, w, classes, batch, cf[k].be, cf[k].ctx, seed);
+        if (cf[k].precision == PRECISION_FP16) cf[k].m.loss_scale = 1024.0f; /* unscaled above */
+        upload_batch(&cf[k], seed + 1);
+    }
+    if (inject)
+        for (int i = 0; i < cf[1].m.nlayers; i++)
+            if (!strcmp(cf[1].m.layers[i].d.name, inject))
+                inject_dw = cf[1].m.grads + (cf[1].m.layers[i].w_off - cf[1].m.param_base);
+
+    printf("%s: batch %d, input [%d,%d,%d], seed %llu; A = %s, B = %s, %s; tolerances (||a-b|| / "
+           "||a||): forward %g, gradients %g\n",
+           d->name, batch, c, h, w, (unsigned long long)seed, a_text, b_text,
+           local ? "each layer of B on A's inputs (--local)" : "B chained (--chained)", tol_fwd,
+           tol_grad);
+    rec = calloc((size_t)d->nlayers, sizeof *rec);
+    LayerObserver oa = {observe_a, NULL}, ob = {observe_b, NULL};
+    const float lr = 0.01f;
+    step(&cf[0], &oa, lr);
+    step(&cf[1], &ob, lr);
+    float *pa = fetch(&cf[0].m, cf[0].m.params, cf[0].m.nparams);
+    float *pb = fetch(&cf[1].m, cf[1].m.params, cf[1].m.nparams);
+    double pmax = 0;
+    for (size_t i = 0; i < cf[0].m.nparams; i++)
+        pmax = fmax(pmax, fabs((double)pa[i] - pb[i]));
+    printf("parameters after one SGD step (lr %g, momentum 0.9): max abs difference %.3g\n", lr,
+           pmax);
+    printf("%s: %d tensor(s) beyond tolerance of %d compared (%s); largest norm rel %.3g\n",
+           beyond ? "FAIL" : "PASS", beyond, compared,
+           local ? "each layer on A's inputs" : "chained", worst_norm);
+    free(pa), free(pb);
+    for (int i = 0; i < d->nlayers; i++) {
+        free(rec[i].out), free(rec[i].dy), free(rec[i].params);
+        for (int k = 0; k < LAYER_MAX_INPUTS; k++)
+            free(rec[i].dx[k]);
+    }
+    free(rec), free(rec_loss);
+    for (int k = 0; k < 2; k++) {
+        model_free(&cf[k].m);
+        cf[k].be->finalize(cf[k].ctx);
+    }
+    return beyond ? 1 : 0;
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# test_layer_compare.sh - the layer-by-layer comparison (tests/layer_compare.c) on the CPU:
+#   1. every model of the zoo, one training step on the CPU backend against "cpu64" (the same
+#      backend with float64 convolutions and fully connected layers: other arithmetic, no
+#      Winograd, no fp32 GEMM), each layer on the same inputs (--local): every forward output,
+#      the loss, every parameter and input gradient within 1e-5 / 1e-4 (||a-b|| / ||a||); inputs
+#      small enough for seconds per model;
+#   2. the comparison finds a defect: with a wrong gradient injected into one layer of the second
+#      configuration (--inject-grad), it fails and names that layer first, in --local and in
+#      --chained mode (where every layer below it differs too).
+# The GPU variant (cpu against cuda, every precision) is tests/test_gpu_layer_compare.sh.
+. "$(dirname "$0")/lib.sh"
+
+LC=${LAYER_COMPARE:-$(dirname "$DTBENCH")/../tests/layer_compare}
+[ -x "$LC" ] || fail "no $LC (make check builds it)"
+
+# model and its CI input: batch 2 (ResNet-50 at 64x64: batch norm over at least 8 values, a
+# well-posed normalisation; FCN at 512 features and 100 classes)
+specs=("lenet" "fcn5 --input 512,1,1 --classes 100" "fcn8 --input 512,1,1 --classes 100"
+    "alexnet --input 3,32,32" "vgg16 --input 3,32,32 --batch 1" "googlenet --input 3,64,64"
+    "resnet50 --input 3,64,64" "resnet8 --input 3,32,32" "lstm32" "lstm64")
+for spec in "${specs[@]}"; do
+    m=${spec%% *}
+    t0=$(date +%s.%N)
+    # shellcheck disable=SC2086 # spec holds options
+    "$LC" --model $spec --batch 2 --a cpu --b cpu64 --quiet >"$WORK/$m.txt" 2>&1 || {
+        cat "$WORK/$m.txt"
+        fail "$m: cpu against cpu64, layer by layer"
+    }
+    pass "$m: $(tail -1 "$WORK/$m.txt") ($(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s)"
+done
+
+# inject NAME LAYER MODE...: the comparison must fail and name LAYER's params first
+inject() {
+    local name=$1 layer=$2
+    shift 2
+    set +e
+    "$LC" --model lenet --batch 2 --a cpu --b cpu64 --inject-grad "$layer" "$@" >"$WORK/inj.txt" 2>&1
+    local rc=$?
+    set -e
+    [ "$rc" = 1 ] || { cat "$WORK/inj.txt"; fail "$name: exit status $rc with a wrong gradient in $layer"; }
+    local first
+    first=$(grep -m1 '^first difference beyond tolerance' "$WORK/inj.txt") ||
+        fail "$name: no layer named: $(cat "$WORK/inj.txt")"
+    grep -q "layer [0-9]* $layer (.*), output .*, params\$" <<<"$first" || fail "$name: named the wrong layer: $first"
+    pass "$name: a wrong gradient in $layer is found: $first"
+}
+inject "local" conv2
+inject "chained" ip1 --chained
