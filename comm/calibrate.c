@@ -16,6 +16,8 @@
 
 #include <stdlib.h>
 
+int (*calibrate_interrupted)(void) = NULL;
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -72,9 +74,10 @@ void transport_calibrate(BucketEngine *e, MPI_Comm comm, const BackendOps *be, B
     while (k < iters) {
         t[k] = one_pass(e, comm, be, ctx, buf, n, bucket);
         spent += t[k++];
-        double most = spent; /* every rank stops after the same repetition */
-        MPI_CHECK(MPI_Allreduce(&spent, &most, 1, MPI_DOUBLE, MPI_MAX, comm));
-        if (most > 2.0) break;
+        /* every rank stops after the same repetition: 2 s spent, or a stop asked for */
+        double mine[2] = {spent, calibrate_interrupted && calibrate_interrupted()}, most[2];
+        MPI_CHECK(MPI_Allreduce(mine, most, 2, MPI_DOUBLE, MPI_MAX, comm));
+        if (most[0] > 2.0 || most[1] > 0) break;
     }
     qsort(t, (size_t)k, sizeof(double), cmp_double);
     double med = k % 2 ? t[k / 2] : 0.5 * (t[k / 2 - 1] + t[k / 2]), sum = 0.0;

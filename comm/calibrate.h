@@ -12,6 +12,11 @@ static inline size_t bucket_lo(size_t hi, size_t b) {
     return hi > b ? hi - b : 0;
 }
 
+/* Set by the program (or NULL: never): a non-zero return on any rank ends the measured
+ * repetitions after the current one, on every rank together (a run asked to stop while it sets
+ * up). */
+extern int (*calibrate_interrupted)(void);
+
 /* Collective over comm, the engine's ranks. buf[n] in the backend's memory. iters 0: the
  * unmeasured warm-up only (overlap: also in the non-blocking form that overlapped iterations
  * use). */

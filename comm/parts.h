@@ -1,7 +1,9 @@
 /* parts.h - the registry of the parts the driver stands on, looked up by name: compute backends
  * (kernels/), exchange strategies, transports and collectives (comm/). comm/parts.c is the only
- * file that knows which optional parts (CUDA, NCCL) were built; src/registry.c adds the driver's
- * own parts (models, schedules, recorders). comm/'s test programs find their parts here too. */
+ * file that knows which optional parts (CUDA, NCCL) were built; those live in the GPU module
+ * (comm/gpu_module.h), loaded the first time registry_backend or registry_transport is asked for
+ * one. src/registry.c adds the driver's own parts (models, schedules, recorders). comm/'s test
+ * programs find their parts here too. */
 #ifndef DTBENCH_PARTS_H
 #define DTBENCH_PARTS_H
 
@@ -11,15 +13,23 @@
 #include "exchange.h"
 #include "transport.h"
 
-/* NULL when no part has that name. The backend "cpu" is the CPU posing as a device
- * (as_device.h) when the environment sets DTBENCH_CPU_AS_DEVICE=1 (tests only). */
+/* NULL when no part has that name, or for a GPU part that cannot be loaded (registry_load_error).
+ * The backend "cpu" is the CPU posing as a device (as_device.h) when the environment sets
+ * DTBENCH_CPU_AS_DEVICE=1 (tests only). */
 const BackendOps *registry_backend(const char *name);
 /* The backend on host memory (CPU), for strategies staged through the host (comm/staged.c). */
 const BackendOps *registry_host_backend(void);
 const ExchangeOps *registry_exchange(const char *name);
 const TransportOps *registry_transport(const char *name);
-/* Collectives of an optional library ("nccl"), NULL when not built. */
+/* Collectives of an optional library ("nccl"): NULL when not built, or when no GPU part was asked
+ * for (the GPU module is not loaded for them). */
 const CollOps *registry_coll(const char *name);
+/* Why a GPU part could not be loaded (module missing, a GPU library missing, another build's
+ * module), as one line; "" if nothing failed. */
+const char *registry_load_error(void);
+/* CUDA devices visible to this process for a backend of the GPU module; -1 for any other backend
+ * (the CPU's, which needs none). */
+int registry_device_count(const BackendOps *be);
 
 /* Every registered part of a kind, for the resolver (src/resolve.c): sets *n. */
 const BackendOps *const *registry_backends(int *n);

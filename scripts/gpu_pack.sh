@@ -5,9 +5,11 @@
 #   scripts/gpu_pack.sh [--out FILE] [--arch 90] [--python 3.12] [--no-wheel] [--max-mb 60]
 # The GPU machine has CUDA, nvcc, cuDNN, NCCL and PyTorch but no Open MPI, no parallel HDF5 and no
 # package registry, so the archive carries:
-#   bin/      dtbench, the test and benchmark programs, built for sm_<arch> (default 90, Hopper)
-#             from the committed tree (git archive HEAD) with CUDA_ARCHS=<arch>, stamped with
-#             its commit (dtbench --version, the result files' git_commit)
+#   bin/      dtbench and its GPU module beside it (src/dtbench-cuda.so: the CUDA backend and NCCL,
+#             loaded when a run asks for them), the test and benchmark programs, built for
+#             sm_<arch> (default 90, Hopper) from the committed tree (git archive HEAD) with
+#             CUDA_ARCHS=<arch>, stamped with its commit (dtbench --version, the result files'
+#             git_commit)
 #   ompi/     the Open MPI runtime, relocatable with OPAL_PREFIX: mpirun, orted, its plugins
 #             (without the InfiniBand/OFI/UCX/PSM ones a single node does not need), share/openmpi
 #   lib/      every shared library those programs load that is not part of the C runtime or of
@@ -63,7 +65,7 @@ COMMIT=${FULL_COMMIT:0:12}
     nice make -j"$(nproc)" check TESTS= >make-check.log 2>&1 || { tail -30 make-check.log; exit 1; }
 ) || die "the sm_$ARCH build failed (logs above)"
 B=$STAGE/build
-progs=(src/dtbench tests/cuda_probe tests/test_cuda_kernels tests/test_cuda_zoo tests/test_cuda_plan
+progs=(src/dtbench src/dtbench-cuda.so tests/cuda_probe tests/test_cuda_kernels tests/test_cuda_zoo tests/test_cuda_plan
        tests/test_device_arith tests/exchange_avg tests/sampler_check bench/nccl_busbw
        tests/test_cuda_precision tests/test_cuda_algos tests/layer_compare
        tests/test_cpu_{backend,gemm,conv,pool,norm,elementwise,optim,recurrent})

@@ -151,6 +151,7 @@ fi
     echo "# torch"; "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version(), 'nccl', torch.cuda.nccl.version() if torch.cuda.is_available() else None, 'gpus', torch.cuda.device_count())" 2>&1
     echo "# libraries"; ldconfig -p 2>/dev/null | grep -E 'libcudnn\.so|libnccl\.so|libcublas\.so|libcudart\.so|libnvidia-ml'
     echo "# what dtbench loads"; ldd "$DTBENCH" 2>&1
+    echo "# what its GPU module loads"; ldd "$BIN/src/dtbench-cuda.so" 2>&1
     echo "# mpirun: $(command -v mpirun)"
     echo "# h5py: $H5OK  python: $("$PY" --version 2>&1)  OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-}"
     echo "# compute-sanitizer: $(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || echo none)"
@@ -158,7 +159,7 @@ fi
 nvidia-smi -q >"$LOG/nvidia-smi-q.log" 2>&1 || true
 note "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed -n 1p || echo 'no nvidia-smi')"
 note "dtbench: $("$DTBENCH" --version 2>&1 | sed -n 1p)"
-missing=$(ldd "$DTBENCH" 2>/dev/null | awk '/not found/ {print $1}' | tr '\n' ' ')
+missing=$(ldd "$DTBENCH" "$BIN/src/dtbench-cuda.so" 2>/dev/null | awk '/not found/ {print $1}' | sort -u | tr '\n' ' ')
 if [ -n "$missing" ]; then
     note "FAIL  libraries: dtbench cannot load $missing"
     note "      (packed for $(grep -o 'CUDA [0-9.]*' "$PACK/MANIFEST" | sed -n 1p); re-pack with this machine's CUDA major version)"

@@ -13,7 +13,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1
 
 mkdir -p results
 out="results/lenet-fashion-mnist-2ranks-$(date -u +%Y%m%dT%H%M%SZ).h5"
-mpirun -np 2 src/dtbench --model lenet --dataset fashion-mnist \
+mpirun -np 2 bin/dtbench --model lenet --dataset fashion-mnist \
     --data-dir /usr/share/datasets/fashion-mnist --batch 64 --iters 500 --warmup 20 \
     --output "$out" "$@"
 echo

@@ -70,4 +70,4 @@ make -j"$(nproc)" >make.out 2>&1 || {
     tail -40 make.out
     exit 1
 }
-echo "setup: dtbench built: $PWD/src/dtbench"
+echo "setup: dtbench built: $PWD/bin/dtbench (it runs the program, src/dtbench)"

@@ -7,7 +7,10 @@
 #                   (with --full: all tests)
 #   make check-sanitize-ci   with --sanitize (what CI runs): the tests again in an ASan/UBSan
 #                   build, CPU-only, in sanitize/ (Makefile.am says which)
-# and ends with one line "N passed, N failed, N skipped" over all of them.
+# and ends with the time each part took and the total, then one line "N passed, N failed,
+# N skipped" over all of them. Tests run side by side, one more than there are cores (many of them
+# spend their time waiting: MPI start-up, timeouts, Slurm; TEST_JOBS=N sets how many; Makefile.am
+# says which tests run alone or one at a time: tests/run_test.sh).
 # Every skip is printed with its reason. A skip counts as a failure unless this machine cannot run
 # the test: only the GPU tests (GPU_TESTS below) may skip, and only where no GPU is visible
 # (nvidia-smi -L fails), and the CPU bf16 tests (BF16_TESTS) only where /proc/cpuinfo lacks
@@ -22,7 +25,19 @@ for a in "$@"; do
     *) echo "usage: scripts/test.sh [--full] [--sanitize]" >&2; exit 2 ;;
     esac
 done
+t_begin=$(date +%s)
+timings=""
+# took NAME SINCE: appends "NAME M min S s" (since the epoch second SINCE) to the timings line
+took() {
+    local s=$(($(date +%s) - $2))
+    timings="$timings${timings:+, }$1 $((s / 60)) min $((s % 60)) s"
+}
+cores=$(nproc 2>/dev/null || echo 2)
+jobs=${TEST_JOBS:-$((cores + 1))}
+[ "$jobs" -ge 1 ] 2>/dev/null || jobs=3
+t=$(date +%s)
 scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
+took setup "$t"
 
 # Tests that need a GPU (they exit 77 without one): shell patterns over make check's test names.
 GPU_TESTS="tests/test_gpu_*.sh tests/test_cuda_kernels tests/test_cuda_zoo tests/test_cuda_precision
@@ -57,10 +72,12 @@ count() { # count NAME STATUS
     esac
 }
 
-echo "== make check"
-# Build the test programs in parallel, then run the tests one at a time: the MPI tests
-# oversubscribe the 2 cores, and a Slurm job launched beside other MPI jobs failed once.
-make -j2 check TESTS= >check.out 2>&1 && make check >>check.out 2>&1
+echo "== make -j$jobs check"
+# Build the test programs, then run the tests side by side (tests/run_test.sh keeps the Slurm
+# clusters one at a time); each test's own time is in its .log's mtime order, its output in .log.
+t=$(date +%s)
+make -j"$jobs" check TESTS= >check.out 2>&1 && make -j"$jobs" check >>check.out 2>&1
+took "make check" "$t"
 grep -E '^(PASS|FAIL|SKIP|XFAIL|XPASS|ERROR):' check.out
 for t in $(sed -n 's/^PASS: //p' check.out); do count "$t" pass; done
 for t in $(sed -n 's/^SKIP: //p' check.out); do
@@ -79,8 +96,14 @@ for t in $(sed -nE 's/^(FAIL|XPASS|ERROR): //p' check.out); do
     cat "$t.log" 2>/dev/null | tail -30
 done
 grep -q '^# TOTAL' check.out || count "make check (did not run: see check.out)" fail
+# The longest tests (the last line tests/run_test.sh writes into each log): Makefile.am starts
+# the shell tests longest first.
+longest=$(sed -n 's/^run_test.sh: \(.*\) took \([0-9.]*\) s$/\2 \1/p' tests/*.log bench/*.log 2>/dev/null |
+    sort -rn | awk 'NR <= 8 { printf "%s%s %s s", (NR > 1 ? ", " : ""), $2, $1 }')
+[ -z "$longest" ] || echo "longest tests: $longest"
 
 echo "== pytest analysis/tests jobs/tests"
+t=$(date +%s)
 .venv/bin/python -m pytest -q -rfEsx -p no:cacheprovider analysis/tests jobs/tests --junitxml=pytest.xml >pytest.out 2>&1
 grep -E "^(SKIPPED|FAILED|ERROR|XFAIL)" pytest.out # -rfEsx: each failure, error, skip and expected failure, with its reason
 tail -1 pytest.out
@@ -99,20 +122,24 @@ failed=$((failed + py_fail + py_err))
 # No pytest test needs a GPU or anything scripts/setup.sh does not install: a skip is a failure.
 [ "$py_skip" = 0 ] || count "pytest: $py_skip skipped (unexpected: see SKIPPED above)" fail
 [ "$py_tests" -gt 0 ] || count "pytest ran no test" fail
+took pytest "$t"
 
 echo "== make distcheck"
+t=$(date +%s)
 quick="tests/test_cpu_conv tests/test_cpu_pool tests/test_model tests/test_cli.sh tests/test_bad_input.sh"
 [ "$full" = 1 ] && quick=""
-if make distcheck ${quick:+TESTS="$quick"} >distcheck.out 2>&1; then
+if make -j"$jobs" distcheck ${quick:+TESTS="$quick"} >distcheck.out 2>&1; then
     count "make distcheck" pass
 else
     tail -30 distcheck.out
     count "make distcheck" fail
 fi
+took distcheck "$t"
 
 if [ "$sanitize" = 1 ]; then
     echo "== make check-sanitize-ci (ASan + UBSan, CPU-only build in sanitize/)"
-    make -j2 check-sanitize-ci >sanitize.out 2>&1
+    t=$(date +%s)
+    make -j"$jobs" check-sanitize-ci >sanitize.out 2>&1
     grep -E '^(PASS|FAIL|SKIP|XFAIL|XPASS|ERROR):' sanitize.out | sed 's/^/sanitize: /'
     for t in $(sed -n 's/^PASS: //p' sanitize.out); do count "sanitize: $t" pass; done
     for t in $(sed -n 's/^SKIP: //p' sanitize.out); do # a CPU-only build: the GPU tests skip
@@ -132,7 +159,10 @@ if [ "$sanitize" = 1 ]; then
     done
     grep -q '^# TOTAL' sanitize.out ||
         { tail -30 sanitize.out; count "make check-sanitize-ci (did not run: see sanitize.out)" fail; }
+    took sanitize "$t"
 fi
 
+took total "$t_begin"
+echo "took: $timings ($jobs test jobs on $cores cores)"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

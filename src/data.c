@@ -1,13 +1,25 @@
 /* data.c - synthetic samples (images or token sequences), the IDX reader (MNIST, Fashion-MNIST;
  * gzip files as shipped, or uncompressed) and the CIFAR-10 binary reader. Every file is validated
- * (magic or record size, dimensions, counts, label range) before training starts. */
+ * (magic or record size, dimensions, counts, label range) before training starts. Reading never
+ * waits unbounded: only regular files are read (a FIFO would block until a writer comes), in
+ * pieces with a look at dataset_interrupted between them. */
+#define _GNU_SOURCE /* O_CLOEXEC */
 #include "data.h"
 #include "util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
+
+int (*dataset_interrupted)(void) = NULL;
+
+/* The most bytes read between two looks at dataset_interrupted. */
+#define DF_PIECE ((size_t)4 << 20)
 
 const char *dataset_default_dir(const char *name) {
     static char buf[256];
@@ -26,22 +38,67 @@ typedef struct {
     const char *path;
 } DataFile;
 
+static const char *file_kind(mode_t mode) {
+    return S_ISFIFO(mode)   ? "a FIFO"
+           : S_ISDIR(mode)  ? "a folder"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "not a regular file";
+}
+
+/* Opened without waiting (O_NONBLOCK: a FIFO does not wait for a writer), then refused unless
+ * it is a regular file, whose reads never wait for another process. */
 static int df_open(DataFile *d, const char *path, char *err, size_t errlen) {
     d->path = path;
-    d->f = gzopen(path, "rb");
-    if (!d->f) snprintf(err, errlen, "--data-dir: cannot open %s", path);
-    return d->f ? 0 : -1;
+    d->f = NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0) {
+        snprintf(err, errlen, "--data-dir: cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen,
+                 "--data-dir: %s is %s; expected a regular file (data files are read whole "
+                 "before training)",
+                 path, file_kind(st.st_mode));
+        close(fd);
+        return -1;
+    }
+    d->f = gzdopen(fd, "rb"); /* owns fd from here */
+    if (!d->f) {
+        snprintf(err, errlen, "--data-dir: cannot open %s", path);
+        close(fd);
+        return -1;
+    }
+    return 0;
+}
+
+/* zlib's message on d, without the "<fd:N>: " it puts first for a gzdopen'ed file. */
+static const char *df_error(DataFile *d, int *zerr) {
+    const char *msg = gzerror(d->f, zerr);
+    const char *colon = !strncmp(msg, "<fd:", 4) ? strstr(msg, ": ") : NULL;
+    return colon ? colon + 2 : msg;
+}
+
+/* 1 (and why in err) when the program asked the reading to stop. */
+static int df_interrupted(const DataFile *d, char *err, size_t errlen) {
+    if (!dataset_interrupted || !dataset_interrupted()) return 0;
+    snprintf(err, errlen, "--data-dir: reading %s: stopped (a stop was asked for)", d->path);
+    return 1;
 }
 
 /* Reads up to n bytes; returns the count read, or -1 with the reason in err. */
 static long long df_read(DataFile *d, uint8_t *buf, size_t n, char *err, size_t errlen) {
     size_t done = 0;
     while (done < n) {
-        size_t want = n - done > (1u << 30) ? (1u << 30) : n - done;
+        if (df_interrupted(d, err, errlen)) return -1;
+        size_t want = n - done > DF_PIECE ? DF_PIECE : n - done;
         int got = gzread(d->f, buf + done, (unsigned)want);
         if (got < 0) {
             int zerr = 0;
-            snprintf(err, errlen, "--data-dir: cannot read %s: %s", d->path, gzerror(d->f, &zerr));
+            snprintf(err, errlen, "--data-dir: cannot read %s: %s", d->path, df_error(d, &zerr));
             return -1;
         }
         if (got == 0) break;
@@ -49,7 +106,7 @@ static long long df_read(DataFile *d, uint8_t *buf, size_t n, char *err, size_t 
     }
     /* A truncated gzip stream reads as a short file; zlib reports it here. */
     int zerr = 0;
-    const char *msg = gzerror(d->f, &zerr);
+    const char *msg = df_error(d, &zerr);
     if (zerr != Z_OK && zerr != Z_BUF_ERROR) {
         snprintf(err, errlen, "--data-dir: cannot read %s: %s", d->path, msg);
         return -1;
@@ -133,16 +190,18 @@ fail:
     return NULL;
 }
 
+/* Is there something named path (without opening it: a FIFO would wait for a writer)? */
+static int exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
 /* Finds "<base>.gz" or "<base>" in dir. */
 static int find_file(const char *dir, const char *base, char *path, size_t len) {
     snprintf(path, len, "%s/%s.gz", dir, base);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(path, len, "%s/%s", dir, base);
-        f = fopen(path, "rb");
-    }
-    if (f) fclose(f);
-    return f != NULL;
+    if (exists(path)) return 1;
+    snprintf(path, len, "%s/%s", dir, base);
+    return exists(path);
 }
 
 /* Loads one images+labels pair, checking the IDX headers. */
@@ -252,25 +311,21 @@ static int load_cifar(Dataset *ds, const char *dir, char *err, size_t errlen) {
     char path[1024];
     for (int b = 1; b <= 5; b++) {
         snprintf(path, sizeof path, "%s/data_batch_%d.bin", dir, b);
-        FILE *f = fopen(path, "rb");
-        if (!f) {
+        if (!exists(path)) {
             if (b > 1) break;
             snprintf(err, errlen,
                      "--data-dir: %s has no data_batch_1.bin (CIFAR-10, binary version)", dir);
             return -1;
         }
-        fclose(f);
         if (load_cifar_file(path, &ds->train_images, &ds->train_labels, &ds->ntrain, err, errlen))
             return -1;
     }
     snprintf(path, sizeof path, "%s/test_batch.bin", dir);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    if (!exists(path)) {
         snprintf(err, errlen, "--data-dir: %s has no test_batch.bin (CIFAR-10, binary version)",
                  dir);
         return -1;
     }
-    fclose(f);
     if (load_cifar_file(path, &ds->test_images, &ds->test_labels, &ds->ntest, err, errlen))
         return -1;
     ds->c = 3, ds->h = 32, ds->w = 32, ds->classes = 10;

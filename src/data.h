@@ -39,6 +39,10 @@ int dataset_open(Dataset *ds, const char *name, const char *dir, int c, int h, i
 int dataset_open_tokens(Dataset *ds, int seq, int vocab, uint64_t seed);
 void dataset_close(Dataset *ds);
 
+/* Set by the program (or NULL: never): while a data set is read, a non-zero return makes
+ * dataset_open stop within one piece of at most 4 MiB and return -1 ("stopped" in err). */
+extern int (*dataset_interrupted)(void);
+
 /* Default folder of a real data set: /usr/share/datasets/<name>. */
 const char *dataset_default_dir(const char *name);
 

@@ -4,6 +4,7 @@
  *   (driver.c) or the parameter server -> close
  * Bad input is found before the result file is created (exit status 2, nothing written). */
 #include <config.h>
+#include "calibrate.h" /* defines: calibrate_interrupted */
 #include "check.h"
 #include "driver.h"
 #include "finalize.h"
@@ -87,6 +88,23 @@ static int dry_run(Run *r) {
     return 0;
 }
 
+/* A stop asked for while the run sets up, on any rank (one small allreduce at the end of each
+ * phase; the long loops inside a phase look at the signals themselves: dataset_interrupted,
+ * model_interrupted, calibrate_interrupted): nothing has been recorded yet, so every rank removes
+ * what the run created (dt_fatal_hook: outputs_abandon) and exits 0. */
+static void setup_stop_point(const Run *r) {
+    int stop = signals_stop_requested() != 0;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &stop, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    if (!stop) return;
+    if (r->topo.rank == 0)
+        printf("stopped during set-up (signal): nothing was recorded and no file was created\n");
+    void (*hook)(void) = dt_fatal_hook;
+    dt_fatal_hook = NULL;
+    if (hook) hook();
+    MPI_Finalize();
+    exit(0);
+}
+
 /* Data (every rank reads; a missing or malformed file is bad input), the model for its shape,
  * this rank's stage of it on the backend, and the exchange among the stage's replicas. */
 static void build(Run *r) {
@@ -98,6 +116,7 @@ static void build(Run *r) {
                           : dataset_open(&r->data, o->dataset, o->data_dir, p->in_c, p->in_h,
                                          p->in_w, p->classes, (uint64_t)o->seed, err,
                                          sizeof err) == 0;
+    setup_stop_point(r); /* before the verdict: a stopped read is no bad input */
     usage_check_all(ok, "%s", err);
     const Dataset *ds = &r->data;
     r->md = plan_model(&r->plan_model, p->md, p->be, o->microbatches, ds->c, ds->h, ds->w,
@@ -116,6 +135,7 @@ static void build(Run *r) {
     model_build_part(&r->model, r->md, ds->c, ds->h, ds->w, ds->classes, r->batch,
                      r->pipe.microbatches, r->pipe.first[r->pipe.stage],
                      r->pipe.first[r->pipe.stage + 1], p->be, r->ctx, (uint64_t)o->seed);
+    setup_stop_point(r);
 
     double bucket = o->bucket_mb * 1048576.0 / sizeof(float);
     ExchangeConfig xcfg = {
@@ -141,6 +161,7 @@ static void build(Run *r) {
     };
     r->xstate = p->xops->create(&xcfg, err, sizeof err);
     usage_check_all(r->xstate != NULL, "%s", err);
+    setup_stop_point(r);
     /* The transport's collectives alone on this run's buckets (comm/calibrate.c); the slowest
      * exchanging group's figures, so that the attributes are the same on every rank. Called with
      * --calibrate-iters 0 too: one unmeasured exchange then makes the transport allocate what it
@@ -152,6 +173,7 @@ static void build(Run *r) {
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, calv, 5, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
     cal->seconds = calv[0], cal->bytes = calv[1], cal->bucket_bytes = calv[2];
     cal->busbw_factor = calv[3], cal->iters = (int)calv[4];
+    setup_stop_point(r);
     r->worker_index = 0, r->worker_count = 1;
     r->role = p->xops->role(r->xstate, &r->worker_index, &r->worker_count);
 }
@@ -265,7 +287,11 @@ static void release(Run *r) {
 
 int main(int argc, char **argv) {
     signals_install(); /* first: a stop asked for during start-up is kept, not fatal */
+    /* the set-up's long loops end early on a stop (see setup_stop_point) */
+    dataset_interrupted = model_interrupted = calibrate_interrupted = signals_stop_requested;
     if (argc > 1 && !strcmp(argv[1], "--finalize")) return finalize_main(argc, argv); /* no MPI */
+    if (options_info(argc, argv)) return 0; /* --help, --version: no MPI either */
+    (void)run_launcher();                   /* read before MPI_Init adds to the environment */
     int provided; /* MPI_THREAD_MULTIPLE only where asked for (--progress thread): it costs */
     MPI_CHECK(MPI_Init_thread(&argc, &argv, options_thread_level(argc, argv), &provided));
     MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
@@ -277,6 +303,7 @@ int main(int argc, char **argv) {
     if (options_given(&r->opt, "ranks")) as_ranks(r);
     resolve_plan(&r->opt, &r->topo, &r->plan);
     if (r->opt.dry_run) return dry_run(r);
+    setup_stop_point(r);
 
     run_check_outputs(r); /* rank 0 looks at the paths before any work is done */
     build(r);

@@ -190,10 +190,21 @@ static void init_layer(const Layer *L, int i, uint64_t seed, float *w, float *b)
     if (K->init) K->init(L, key, w, b);
 }
 
+int (*model_interrupted)(void) = NULL;
+
+/* The run was asked to stop while the model is built: the rest is left undone (model.h). */
+static int interrupted(void) {
+    return model_interrupted && model_interrupted();
+}
+
 static void init_part(Model *m) {
     float *host = xmalloc((m->nparams + m->nbuffers + 1) * sizeof(float));
     float *hbuf = host + m->nparams;
     for (int i = m->first; i < m->last; i++) {
+        if (interrupted()) {
+            free(host);
+            return;
+        }
         const Layer *L = &m->layers[i];
         float *w = host + (L->w_off - m->param_base);
         init_layer(L, i, m->seed, w, w + L->nw);
@@ -330,9 +341,12 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
     check_format(m);
 
     size_t pbytes = m->nparams * sizeof(float);
-    m->params = layer_alloc(m, pbytes);
+    m->params = layer_alloc(m, pbytes); /* each zeroed: FCN-5's take 0.5 GB */
+    if (interrupted()) return;
     m->grads = layer_alloc(m, pbytes);
+    if (interrupted()) return;
     m->momentum = layer_alloc(m, pbytes);
+    if (interrupted()) return;
     if (m->nbuffers) m->buffers = layer_alloc(m, m->nbuffers * sizeof(float));
     m->x = layer_alloc(m, (size_t)batch * m->x_size * sizeof(float));
     if (first > 0) m->dx = layer_alloc(m, (size_t)batch * m->x_size * sizeof(float));
@@ -344,6 +358,7 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
 
     size_t max_layer_params = 0, max_shared_out = 0;
     for (int i = first; i < last; i++) {
+        if (interrupted()) return;
         Layer *L = &m->layers[i];
         size_t bytes = (size_t)batch * L->out_size * layer_out_bytes(m, L);
         if ((L->in_place = runs_in_place(m, L)))

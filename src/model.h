@@ -187,6 +187,11 @@ void model_build(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int
 /* The same for layers [first, last) only, with activations for `batch` samples run in
  * micro-batches of batch / microbatches (which must divide it). Parameters are initialised to the
  * values the whole model would give them. */
+/* Set by the program (or NULL: never): a non-zero return between two allocations or two layers'
+ * initialisation leaves the rest of model_build_part undone (the model is then only fit for
+ * model_free), for a run that was asked to stop while it sets up: FCN-5's build zeroes and fills
+ * 1.4 GB, seconds, where one step is a fraction of a second. */
+extern int (*model_interrupted)(void);
 void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes,
                       int batch, int microbatches, int first, int last, const BackendOps *be,
                       BackendCtx *ctx, uint64_t seed);

@@ -71,9 +71,10 @@ static const OptSpec SPECS[] = {
      "memory"},
     {"sample-hz", T_DOUBLE, F(sample_hz), NULL, 0, 0,
      "samples per second of GPU power, memory and utilisation (CPU runs: the process's CPU "
-     "utilisation and resident memory), stored in /samples (0: no sampling)"},
+     "utilisation and resident memory), stored in /samples (0: no sampling; else 0.001 to 1000)"},
     {"sample-max-s", T_DOUBLE, F(sample_max_s), NULL, 0.01, 0,
-     "seconds of run the /samples datasets hold; sampling stops when they are full"},
+     "seconds of run the /samples datasets hold; sampling stops when they are full (with "
+     "--sample-hz above 0)"},
     {"batch", T_INT, F(batch), NULL, 1, 0, "global batch per iteration, split evenly across ranks"},
     {"iters", T_INT, F(iters), NULL, 1, 0, "measured training iterations"},
     {"warmup", T_INT, F(warmup), NULL, 0, 0,
@@ -361,54 +362,85 @@ int options_thread_level(int argc, char **argv) {
     return thread ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE;
 }
 
-void options_parse(int argc, char **argv, Options *o) {
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    set_defaults(o);
-    Options defaults = *o;
-
+/* One pass over argv with the table: fills o; stops at --help or --version ('h' or 'V'
+ * returned), or at the first bad option (-1, the reason in err); 0 when every option is good. */
+static int scan(int argc, char **argv, Options *o, char *err, size_t len) {
     struct option longopts[NSPECS + 3];
     long_options(longopts);
-
-    char err[512] = "";
-    int c, bad = 0;
+    int c;
     opterr = 0; /* we print our own, one line, from one rank */
-    while (!bad && (c = getopt_long(argc, argv, ":hV", longopts, NULL)) != -1) {
-        if (c == 'h' || c == 'V') {
-            if (rank == 0) {
-                if (c == 'h')
-                    print_help(&defaults);
-                else
-                    printf("dtbench %s (%s)\n", PACKAGE_VERSION, DTBENCH_GIT_COMMIT);
-            }
-            MPI_Finalize();
-            exit(0);
-        } else if (c >= 1000 && c < 1000 + NSPECS) {
-            bad = set_value(o, &SPECS[c - 1000], optarg, err, sizeof err) != NULL;
+    optind = 0; /* a fresh scan (GNU) */
+    while ((c = getopt_long(argc, argv, ":hV", longopts, NULL)) != -1) {
+        if (c == 'h' || c == 'V') return c;
+        if (c >= 1000 && c < 1000 + NSPECS) {
             o->given |= 1ULL << (c - 1000);
+            if (set_value(o, &SPECS[c - 1000], optarg, err, len)) return -1;
         } else if (c == ':') {
-            snprintf(err, sizeof err, "%s: a value is required (see --help)", argv[optind - 1]);
-            bad = 1;
+            snprintf(err, len, "%s: a value is required (see --help)", argv[optind - 1]);
+            return -1;
         } else if (optopt > 0 && optopt < 1000) { /* a short option, e.g. -model (one dash) */
             const char *word = "";
             for (int i = 1; i < argc && !*word; i++)
                 if (argv[i][0] == '-' && argv[i][1] != '-' && strchr(argv[i] + 1, optopt))
                     word = argv[i];
-            snprintf(err, sizeof err, "%s: unknown option (options start with two dashes, e.g. -%s; "
-                     "see --help)", word, word);
-            bad = 1;
+            snprintf(err, len,
+                     "%s: unknown option (options start with two dashes, e.g. -%s; "
+                     "see --help)",
+                     word, word);
+            return -1;
         } else {
-            snprintf(err, sizeof err, "%s: unknown option (see --help for the accepted options)",
+            snprintf(err, len, "%s: unknown option (see --help for the accepted options)",
                      argv[optind - 1]);
-            bad = 1;
+            return -1;
         }
     }
-    if (!bad && optind < argc) {
-        snprintf(err, sizeof err, "'%s': unexpected argument (options start with --)",
-                 argv[optind]);
-        bad = 1;
+    if (optind < argc) {
+        snprintf(err, len, "'%s': unexpected argument (options start with --)", argv[optind]);
+        return -1;
     }
-    usage_check_all(!bad, "%s", err);
+    return 0;
+}
+
+/* This process's rank as its launcher announces it, before MPI_Init; 0 when launched alone. */
+static long launcher_rank(void) {
+    const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return strtol(v, NULL, 10);
+    }
+    return 0;
+}
+
+static void print_info(int c, const Options *defaults) {
+    if (c == 'h')
+        print_help(defaults);
+    else
+        printf("dtbench %s (%s)\n", PACKAGE_VERSION, DTBENCH_GIT_COMMIT);
+}
+
+int options_info(int argc, char **argv) {
+    Options o, defaults;
+    set_defaults(&defaults), o = defaults;
+    char err[512];
+    int c = scan(argc, argv, &o, err, sizeof err);
+    if (c != 'h' && c != 'V') return 0;
+    if (launcher_rank() == 0) print_info(c, &defaults);
+    return 1;
+}
+
+void options_parse(int argc, char **argv, Options *o) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    set_defaults(o);
+    Options defaults = *o;
+    char err[512] = "";
+    int c = scan(argc, argv, o, err, sizeof err);
+    if (c == 'h' || c == 'V') { /* main answers these before MPI_Init (options_info) */
+        if (rank == 0) print_info(c, &defaults);
+        MPI_Finalize();
+        exit(0);
+    }
+    usage_check_all(c == 0, "%s", err);
 }
 
 static int spec_index(const char *key) {

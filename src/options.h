@@ -61,6 +61,11 @@ typedef struct {
  * on bad input every rank exits 2 after one line from rank 0. Collective over COMM_WORLD. */
 void options_parse(int argc, char **argv, Options *opts);
 
+/* Before MPI_Init: when argv asks for --help or --version (as options_parse would read it),
+ * prints it (on the launcher's rank 0 only) and returns 1: the caller exits 0 without starting
+ * MPI. 0 otherwise, nothing printed. */
+int options_info(int argc, char **argv);
+
 /* Before MPI_Init: the MPI thread level the command line needs (MPI_THREAD_MULTIPLE for
  * --progress thread, else MPI_THREAD_SINGLE). Reads argv with the same table and rules as
  * options_parse (abbreviations, --opt=value), prints nothing; bad input is left to it. */

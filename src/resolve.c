@@ -31,15 +31,51 @@ typedef struct {
 
 enum { MAX_READERS = 64 };
 
-/* Every registered component, then those this build left out; the chosen ones first (*nchosen
- * of them). */
-static int all_readers(const RunPlan *p, Reader *r, int *nchosen) {
+/* Modes chosen by an option's value rather than by a component of the registry, and the options
+ * each reads: a data folder is read only for data sets made of files, the size of /samples only
+ * when sampling. */
+static int on_files(const Options *o) {
+    return strcmp(o->dataset, "synthetic") != 0;
+}
+static int generated(const Options *o) {
+    return !on_files(o);
+}
+static int sampling(const Options *o) {
+    return o->sample_hz > 0;
+}
+static int not_sampling(const Options *o) {
+    return !sampling(o);
+}
+static const struct {
+    const char *label, *reads;
+    int (*chosen)(const Options *o);
+} MODES[] = {
+    {"--dataset synthetic", NULL, generated},
+    {"--dataset fashion-mnist, mnist or cifar10", "data-dir", on_files},
+    {"--sample-hz 0", NULL, not_sampling},
+    {"--sample-hz above 0", "sample-max-s", sampling},
+};
+#define NMODES ((int)(sizeof MODES / sizeof MODES[0]))
+
+/* The modes that are (chosen 1) or are not (0) this run's, appended to r from n; returns n. */
+static int add_modes(const Options *o, int chosen, Reader *r, int n) {
+    for (int i = 0; i < NMODES && n < MAX_READERS; i++)
+        if (!MODES[i].chosen(o) == !chosen)
+            snprintf(r[n].label, sizeof r[n].label, "%s", MODES[i].label),
+                r[n++].reads = MODES[i].reads;
+    return n;
+}
+
+/* Every registered component and mode, then those this build left out; the chosen ones first
+ * (*nchosen of them, the schedule last). */
+static int all_readers(const Options *o, const RunPlan *p, Reader *r, int *nchosen) {
     int n = 0, k;
     snprintf(r[n].label, sizeof r[n].label, "--device %s", p->be->name), r[n++].reads = p->be->reads;
     snprintf(r[n].label, sizeof r[n].label, "--exchange %s", p->xops->name),
         r[n++].reads = p->xops->reads;
     snprintf(r[n].label, sizeof r[n].label, "--transport %s", p->tops->name),
         r[n++].reads = p->tops->reads;
+    n = add_modes(o, 1, r, n);
     if (p->sched->pipeline)
         snprintf(r[n].label, sizeof r[n].label, "--schedule %s", p->sched->name);
     else
@@ -63,6 +99,7 @@ static int all_readers(const RunPlan *p, Reader *r, int *nchosen) {
             snprintf(r[n].label, sizeof r[n].label, "--parallel data");
         r[n].reads = s[i]->reads;
     }
+    n = add_modes(o, 0, r, n);
     for (const RegistryUnbuilt *u = registry_unbuilt(); u->label && n < MAX_READERS; u++, n++)
         snprintf(r[n].label, sizeof r[n].label, "%s", u->label), r[n].reads = u->reads;
     return n;
@@ -73,7 +110,7 @@ static int all_readers(const RunPlan *p, Reader *r, int *nchosen) {
  * async, --exchange ssp)". */
 static void check_reads(const Options *opt, const RunPlan *p) {
     Reader r[MAX_READERS];
-    int nchosen, n = all_readers(p, r, &nchosen);
+    int nchosen, n = all_readers(opt, p, r, &nchosen);
     for (int i = nchosen; i < n; i++) {
         for (const char *q = r[i].reads; q && *q;) {
             char key[64];
@@ -141,8 +178,12 @@ static void choose(Options *opt, RunPlan *p) {
     memset(p, 0, sizeof *p);
     p->md = registry_model(opt->model);
     p->be = registry_backend(opt->device);
+    usage_check_all(p->be != NULL, "--device: '%s' is not accepted on %s: %s", opt->device,
+                    dt_hostname(), registry_load_error());
     p->xops = registry_exchange(opt->exchange);
     p->tops = registry_transport(opt->transport);
+    usage_check_all(p->tops != NULL, "--transport: '%s' is not accepted on %s: %s", opt->transport,
+                    dt_hostname(), registry_load_error());
     p->rops = registry_recorder("hdf5");
     p->mode = !strcmp(opt->parallel, "model")    ? PARALLEL_MODEL
               : !strcmp(opt->parallel, "hybrid") ? PARALLEL_HYBRID
@@ -210,9 +251,23 @@ static void check_progress(const Options *opt, const RunPlan *p) {
                     level);
 }
 
+/* A backend on GPUs needs one visible to every rank (a dry run does not: it plans on the
+ * login node), and no more per node than are visible. */
+static void check_devices(const Options *opt, const RunPlan *p) {
+    int n = opt->dry_run ? -1 : registry_device_count(p->be);
+    usage_check_all(n != 0,
+                    "--device: '%s' is not accepted on %s: no GPU is visible to this process (no "
+                    "GPU, no driver, or CUDA_VISIBLE_DEVICES is empty)",
+                    opt->device, dt_hostname());
+    usage_check_all(n < 0 || opt->gpus_per_node <= n,
+                    "--gpus-per-node: %d is not accepted on %s: %d GPU(s) are visible there",
+                    opt->gpus_per_node, dt_hostname(), n);
+}
+
 void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
     choose(opt, p);
     check_reads(opt, p);
+    check_devices(opt, p);
     check_precision(opt, p);
     const BackendOps *be = p->be;
     const ExchangeOps *x = p->xops;
@@ -264,6 +319,14 @@ void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
     usage_check_all(opt->peer_timeout == 0 || opt->peer_timeout >= 1,
                     "--peer-timeout: %g is not accepted: expected 0 (off) or at least 1 second",
                     opt->peer_timeout);
+    /* Above 1 kHz the sampling thread costs the rank more (a reading takes 10-100 us of its
+     * cores) while NVML's and the process's figures change no faster; below one sample per
+     * 1000 s a run of hours gets a handful of points, no time series (and the period overflowed
+     * the sampler's wait: a run with --sample-hz 1e-300 never ended). */
+    usage_check_all(opt->sample_hz == 0 || (opt->sample_hz >= 1e-3 && opt->sample_hz <= 1e3),
+                    "--sample-hz: %g is not accepted: expected 0 (no sampling) or a rate from "
+                    "0.001 to 1000 samples per second",
+                    opt->sample_hz);
     usage_check_all(opt->sample_hz * opt->sample_max_s <= 1e7,
                     "--sample-hz %g with --sample-max-s %g: more than 10 million samples per rank",
                     opt->sample_hz, opt->sample_max_s);
@@ -284,6 +347,10 @@ void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
      * worker beside the servers, as --ranks-per-node is not judged. With --ranks N (what
      * dtbench-campaign runs) the ranks are known and judged. */
     if (opt->dry_run && !opt->ranks && topo->nranks == 1 && p->nworkers < 1) p->nworkers = 1;
+    usage_check_all(p->nworkers >= 1 || topo->nranks > 1,
+                    "--exchange: '%s' is not accepted on 1 rank: it needs at least %d ranks (%d "
+                    "parameter server%s, --ps-ranks, and a worker)",
+                    opt->exchange, p->ps_ranks + 1, p->ps_ranks, p->ps_ranks > 1 ? "s" : "");
     usage_check_all(p->nworkers >= 1,
                     "--ps-ranks: %d is not accepted with %d ranks for --exchange %s: expected 1 "
                     "to %d (the other ranks are workers)",

@@ -57,5 +57,10 @@ void run_free_records(Run *r);
 void run_warn_cores(const Run *r);
 /* The driver's numbers from the options. */
 DriverSettings run_driver_settings(const Options *o);
+/* How the ranks were started, as the root attribute `launcher` records it: "mpirun" (Open MPI's
+ * mpirun/mpiexec, also inside a Slurm job; MPICH's Hydra), "srun" (a Slurm step, direct launch),
+ * "other" (another PMI launcher) or "none" (started alone). Read from the environment the launcher
+ * gave this process: main calls it once before MPI_Init, which adds variables of its own. */
+const char *run_launcher(void);
 
 #endif

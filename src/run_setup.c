@@ -39,6 +39,21 @@ DriverSettings run_driver_settings(const Options *o) {
     };
 }
 
+static int has_env(const char *name) {
+    const char *v = getenv(name);
+    return v && *v;
+}
+
+const char *run_launcher(void) {
+    static const char *launcher;
+    if (!launcher)
+        launcher = has_env("OMPI_COMM_WORLD_SIZE") || has_env("MPI_LOCALNRANKS") ? "mpirun"
+                   : has_env("SLURM_STEP_ID") || has_env("SLURM_STEPID")         ? "srun"
+                   : has_env("PMIX_RANK") || has_env("PMI_RANK")                 ? "other"
+                                                                                 : "none";
+    return launcher;
+}
+
 void run_check_outputs(Run *r) {
     char err[1024] = "";
     const Options *o = &r->opt;
@@ -208,6 +223,7 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_TEXT("slurm_job_id", slurm ? slurm : ""),
         RUN_TEXT("slurm_nodelist", nodelist ? nodelist : ""),
         RUN_TEXT("submit_line", submit ? submit : ""),
+        RUN_TEXT("launcher", run_launcher()),
         RUN_TEXT("model", o->model),
         RUN_TEXT("dataset", o->dataset),
         RUN_TEXT("exchange", o->exchange),
@@ -241,10 +257,10 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_REAL("calibration_exchange_s", r->calibration.iters ? r->calibration.seconds : NAN),
         RUN_REAL("calibration_bucket_bytes", r->calibration.bucket_bytes),
         RUN_REAL("calibration_busbw_factor", r->calibration.busbw_factor),
-        RUN_REAL("calibration_busbw", r->calibration.iters ? r->calibration.bytes /
-                                                                 r->calibration.seconds *
-                                                                 r->calibration.busbw_factor
-                                                           : NAN),
+        RUN_REAL("calibration_busbw",
+                 r->calibration.iters
+                     ? r->calibration.bytes / r->calibration.seconds * r->calibration.busbw_factor
+                     : NAN),
     };
     options_visit(o, collect_option, r);
     DriverSettings set = run_driver_settings(o);

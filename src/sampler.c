@@ -48,6 +48,7 @@ double sampler_resident_mib(void) {
 Sampler *sampler_create(double hz, int64_t capacity, const char *gpu_pci_bus_id,
                         double clock_offset, double t0, char *note, size_t notelen) {
     Sampler *s = xcalloc(1, sizeof *s);
+    hz = hz > 1e3 ? 1e3 : hz < 1e-3 ? 1e-3 : hz; /* the bounds resolve.c accepts */
     s->period = 1.0 / hz, s->offset = clock_offset, s->t0 = t0;
     s->capacity = capacity > 0 ? capacity : 1;
     s->buf = xcalloc((size_t)s->capacity, sizeof(SampleRecord));
@@ -94,20 +95,34 @@ static void take(Sampler *s) {
     atomic_store_explicit(&s->count, i + 1, memory_order_release);
 }
 
+/* t + ns, normalised. */
+static struct timespec ts_add(struct timespec t, int64_t ns) {
+    int64_t n = (int64_t)t.tv_nsec + ns % 1000000000;
+    t.tv_sec += (time_t)(ns / 1000000000 + n / 1000000000);
+    t.tv_nsec = (long)(n % 1000000000);
+    return t;
+}
+
+static int ts_before(struct timespec a, struct timespec b) {
+    return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
+}
+
 static void *loop(void *arg) {
     Sampler *s = arg;
-    struct timespec next;
+    const int64_t period_ns = (int64_t)llround(s->period * 1e9); /* 1 ms to 1000 s (resolve.c) */
+    struct timespec next, now;
     clock_gettime(CLOCK_MONOTONIC, &next);
     pthread_mutex_lock(&s->lock);
     while (!s->stop) {
         pthread_mutex_unlock(&s->lock);
         take(s);
         pthread_mutex_lock(&s->lock);
-        double t = (double)next.tv_sec + 1e-9 * (double)next.tv_nsec + s->period;
-        if (t < dt_now()) t = dt_now(); /* fell behind (a slow reading): skip, do not burst */
-        next.tv_sec = (time_t)t;
-        next.tv_nsec = (long)((t - (double)next.tv_sec) * 1e9);
-        while (!s->stop && pthread_cond_timedwait(&s->wake, &s->lock, &next) != ETIMEDOUT) {
+        next = ts_add(next, period_ns);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (ts_before(next, now)) next = now; /* fell behind (a slow reading): skip, no burst */
+        /* 0: woken (sampler_stop, or spuriously): look at stop again; anything else (the
+         * deadline passed): the next sample */
+        while (!s->stop && pthread_cond_timedwait(&s->wake, &s->lock, &next) == 0) {
         }
     }
     pthread_mutex_unlock(&s->lock);

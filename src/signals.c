@@ -22,9 +22,8 @@ static void on_signal(int sig) {
     received = sig;
 }
 
-void signals_install(void) {
-    const char *f = getenv("DTBENCH_STOP_FILE");
-    if (f && strlen(f) < sizeof stop_file) strcpy(stop_file, f);
+static void install(const char *file) {
+    if (file && strlen(file) < sizeof stop_file) strcpy(stop_file, file);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -32,14 +31,34 @@ void signals_install(void) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
+    /* Released: the front door (start.c) holds them across its exec; one sent meanwhile is
+     * pending and reaches on_signal now. */
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGUSR1);
+    sigprocmask(SIG_UNBLOCK, &stops, NULL);
 }
 
-/* Also before main, as soon as this program's own initialisation runs (after the shared
- * libraries'): that shrinks the window in which a signal still has its default action to the
- * dynamic loader's work. main calls signals_install again, which changes nothing. */
-__attribute__((constructor)) static void install_early(void) {
-    signals_install();
+void signals_install(void) {
+    install(getenv("DTBENCH_STOP_FILE"));
 }
+
+/* Before anything else of the process runs: the dynamic loader calls the program's
+ * .preinit_array right after it has mapped and relocated the shared libraries, before their
+ * constructors (MPI's, HDF5's, OpenBLAS's) and this program's own. Run directly, the window in
+ * which a signal still has its default action (death) is the loader's own work, milliseconds;
+ * through the front door (start.c) there is none. main calls signals_install again, which
+ * changes nothing. The environment comes as an argument here. */
+static void install_first(int argc, char **argv, char **envp) {
+    (void)argc, (void)argv;
+    const char *file = NULL;
+    for (char **e = envp; e && *e; e++)
+        if (!strncmp(*e, "DTBENCH_STOP_FILE=", 18)) file = *e + 18;
+    install(file);
+}
+__attribute__((section(".preinit_array"),
+               used)) static void (*const preinit_signals)(int, char **, char **) = install_first;
 
 int signals_stop_requested(void) {
     if (received || !stop_file[0]) return received;

@@ -4,8 +4,9 @@
 #ifndef DTBENCH_SIGNALS_H
 #define DTBENCH_SIGNALS_H
 
-/* Installed as main's first instruction, before MPI_Init: a signal at any time after the
- * process starts is a stop request, never its death. */
+/* Installed before anything else of the process runs (signals.c: the program's .preinit_array,
+ * after the dynamic loader, before any library's constructor), and again as main's first
+ * instruction: a signal at any time after the loader is done is a stop request, never death. */
 void signals_install(void);
 /* The signal number received (SIGUSR1 for the stop file), 0 if none. */
 int signals_stop_requested(void);

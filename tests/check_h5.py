@@ -1,7 +1,18 @@
 """check_h5.py - assertions on dtbench result files, for the shell tests.
 
-Usage: check_h5.py CHECK FILE [options]; exit status 0 when the check holds, 1 with a message
-otherwise. Checks follow docs/hdf5-layout.md.
+Usage: check_h5.py CHECK FILE... [options]; the check runs on each FILE; exit status 0 when it
+holds for all, 1 with a message otherwise. Checks follow docs/hdf5-layout.md:
+  finished   a cleanly finished run (--ranks, --iters)
+  killed     a run killed mid-way: readable, unfinished, every recorded block intact
+  accuracy   the final test accuracy >= --min-accuracy
+  pipeline   a finished --parallel model/hybrid run (--stages)
+  same-loss  every stage records the loss of the one-process run --ref at every iteration, within
+             --tol (hybrid runs: the mean over the replicas)
+  stopped    a run stopped early: finished, stop_reason --reason, every rank's status 2, every
+             completed iteration written, fewer than iters_total; --lockstep: every worker
+             stopped after the same iteration and nothing is written beyond it; --min-completed,
+             --max-completed bound the count; --same-params: one final model on every rank;
+             --max-latency: the stop took under that many seconds (stop_latency_s)
 """
 import argparse
 import json
@@ -173,19 +184,75 @@ def check_pipeline(f, a):
           f"{np.round(np.median(it['pipe_idle'][:], axis=1)[:k] * 1e3, 2)} ms")
 
 
+def check_same_loss(f, a):
+    if a.ref is None:
+        die("same-loss needs --ref")
+    with h5py.File(a.ref, "r") as r:
+        ref = r["iterations/loss"][0]
+    loss, k, r = f["iterations/loss"][:], int(f.attrs["stages"]), int(f.attrs["replicas"])
+    diff = float(np.max(np.abs(loss.reshape(r, k, -1).mean(axis=0) - ref)))  # replicas averaged
+    if not diff <= a.tol:
+        die(f"{a.file}: loss differs from {a.ref} by {diff:.3g} (tolerance {a.tol:g})")
+    print(f"ok: {a.file}: the loss of every iteration on every stage matches ({diff:.2g})")
+
+
+def check_stopped(f, a):
+    at = f.attrs
+    if at.get("finished") != 1 or at.get("stop_reason") != a.reason:
+        die(f"{a.file}: not finished with stop_reason {a.reason}: finished "
+            f"{at.get('finished')}, stop_reason {at.get('stop_reason')}, {at.get('stop_detail')}")
+    if (f["ranks/status"][:] != 2).any():
+        die(f"{a.file}: status {f['ranks/status'][:]}, expected 2 (stopped) on every rank")
+    workers = f["ranks/role"][:] == 0
+    done, n = f["ranks/completed"][:], int(at["iters_total"])
+    lo, hi = a.min_completed, n - 1 if a.max_completed is None else a.max_completed
+    if not ((done[workers] >= lo) & (done[workers] <= hi) & (done[workers] < n)).all():
+        die(f"{a.file}: completed {done.tolist()}: expected {lo} to {hi}, fewer than {n}")
+    total = f["iterations/total"][:]
+    for r, k in enumerate(done):
+        if np.isnan(total[r, :k]).any():
+            die(f"{a.file}: rank {r}: iterations missing before {k}")
+    if a.lockstep:
+        if len(set(done[workers])) != 1:
+            die(f"{a.file}: workers stopped after different iterations: {done.tolist()}")
+        if not np.isnan(total[:, done[workers][0]:]).all():
+            die(f"{a.file}: iterations written beyond the stop")
+    if a.same_params and len(set(f["ranks/param_hash"][:])) != 1:
+        die(f"{a.file}: ranks hold different final models: {f['ranks/param_hash'][:]}")
+    line = f"ok: {a.file}: stopped ({a.reason}) after {done.tolist()} iterations, closed"
+    if a.max_latency is not None:
+        latency = float(at["stop_latency_s"])
+        if not 0 < latency < a.max_latency:
+            die(f"{a.file}: closed {latency:.3f} s after the stop (limit {a.max_latency} s)")
+        line += f" {latency:.3f} s after the stop"
+    print(line)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("check", choices=["finished", "killed", "accuracy", "pipeline"])
-    ap.add_argument("file")
+    checks = {"finished": check_finished, "killed": check_killed, "accuracy": check_accuracy,
+              "pipeline": check_pipeline, "same-loss": check_same_loss, "stopped": check_stopped}
+    ap.add_argument("check", choices=list(checks))
+    ap.add_argument("files", nargs="+", metavar="file")
     ap.add_argument("--ranks", type=int)
     ap.add_argument("--iters", type=int, help="expected iters_total")
-    ap.add_argument("--min-completed", type=int, default=1)
+    ap.add_argument("--min-completed", type=int, default=None,
+                    help="killed: 1 by default; stopped: 0 by default")
+    ap.add_argument("--max-completed", type=int)
+    ap.add_argument("--reason", default="signal", help="stopped: the stop_reason")
+    ap.add_argument("--lockstep", action="store_true")
+    ap.add_argument("--same-params", action="store_true")
+    ap.add_argument("--max-latency", type=float)
     ap.add_argument("--min-accuracy", type=float, default=0.8)
     ap.add_argument("--stages", type=int)
+    ap.add_argument("--ref", help="same-loss: the one-process run")
+    ap.add_argument("--tol", type=float, default=1e-5, help="same-loss: largest difference")
     a = ap.parse_args()
-    with h5py.File(a.file, "r") as f:
-        {"finished": check_finished, "killed": check_killed, "accuracy": check_accuracy,
-         "pipeline": check_pipeline}[a.check](f, a)
+    if a.min_completed is None:
+        a.min_completed = 1 if a.check == "killed" else 0
+    for a.file in a.files:
+        with h5py.File(a.file, "r") as f:
+            checks[a.check](f, a)
 
 
 if __name__ == "__main__":

@@ -114,7 +114,9 @@ int main(int argc, char **argv) {
     int ok_here = be && tp && be->init(&bcfg, &ctx) == 0, ok_all = 0;
     MPI_CHECK(MPI_Allreduce(&ok_here, &ok_all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
     if (!ok_all) {
-        if (me == 0) printf("SKIP: device %s / transport %s not available here\n", device, tname);
+        if (me == 0)
+            printf("SKIP: device %s / transport %s not available here %s\n", device, tname,
+                   registry_load_error());
         MPI_Finalize();
         return 77;
     }

@@ -194,7 +194,9 @@ int main(int argc, char **argv) {
     BackendConfig bcfg = {.threads = 1, .local_rank = topo.host_local_rank};
     int here = a.be && a.tp && a.be->init(&bcfg, &ctx) == 0;
     if (!all_ok(here)) { /* no GPU, or NCCL not built */
-        if (me == 0) printf("SKIP: device or transport %s not available here\n", a.tname);
+        if (me == 0)
+            printf("SKIP: device or transport %s not available here %s\n", a.tname,
+                   registry_load_error());
         MPI_Finalize();
         return 77;
     }

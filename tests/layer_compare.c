@@ -244,7 +244,7 @@ static void parse_config(Config *c, const char *text) {
             : !strcmp(base, "cpu") || !strcmp(base, "cuda") ? registry_backend(base)
                                                             : NULL;
     if (!c->be && !strcmp(base, "cuda")) {
-        printf("SKIP: %s: this build has no CUDA backend\n", text);
+        printf("SKIP: %s: no CUDA backend here %s\n", text, registry_load_error());
         exit(77);
     }
     if (!c->be) usage("configuration: expected cpu, cpu64 or cuda[:precision]");

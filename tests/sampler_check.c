@@ -106,6 +106,24 @@ int main(void) {
     EXPECT(sampler_taken(s) == 5 && sampler_dropped(s) >= 3,
            "a full buffer keeps its capacity and counts the rest");
     sampler_free(s);
+
+    /* Rates out of bounds (the resolver refuses them) are kept in bounds: the thread sleeps at
+     * most 1000 s and its stop wakes it at once (1e-300 Hz used to spin holding the lock: the
+     * stop never returned). */
+    double rates[] = {1e-300, 1e-6, 1e300};
+    for (int i = 0; i < 3; i++) {
+        s = sampler_create(rates[i], 4, NULL, 0.0, 0.0, note, sizeof note);
+        sampler_start(s);
+        nanosleep(&(struct timespec){0, 20000000}, NULL);
+        double t = dt_now();
+        sampler_stop(s);
+        t = dt_now() - t;
+        printf("--sample-hz %g: stopped after %.3f s, %lld sample(s)\n", rates[i], t,
+               (long long)sampler_taken(s));
+        EXPECT(t < 0.5, "the sampler stops within 0.5 s whatever its rate");
+        EXPECT(sampler_taken(s) >= 1, "it took a first sample");
+        sampler_free(s);
+    }
     printf("checksum %d\n", x > 0);
     return check_summary();
 }

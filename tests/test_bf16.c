@@ -13,13 +13,14 @@
  * feeding, here through a naive cblas_sbgemm this program exports itself (dlsym finds it first).
  * Then the backend's layers with --precision bf16: fc and convolution forward and backward (3x3
  * shapes where fp32 would take Winograd, 1x1, grouped small images) and the LSTM against
- * tests/ref_kernels.c, with S from the same references on absolute values.
+ * the naive references (tests/ref_*.c), with S from the same references on absolute values.
  * Exit 0: all pass; 1: a failure. It never skips: without AVX512-BF16 the sbgemm feeding and the
  * layers still run through the exported naive cblas_sbgemm (and /proc/cpuinfo listing avx512_bf16
  * while our engine is not used is a failure).
  */
 #include "backend.h"
 #include "cpu_bf16.h"
+#include "harness.h"
 #include "ref_kernels.h"
 
 #include <cblas.h>
@@ -28,19 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
 static long sbgemm_calls;
-static uint64_t rng = 0x2545F4914F6CDD1Dull;
 
-static float uniform(float lo, float hi) {
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return lo + (hi - lo) * (float)((rng >> 40) * (1.0 / 16777216.0));
-}
 static float *randv(size_t n) {
-    float *p = malloc(n * sizeof(float));
-    for (size_t i = 0; i < n; i++)
-        p[i] = uniform(-1.0f, 1.0f);
-    return p;
+    return rand_floats(n, -1.0f, 1.0f);
 }
 static float rnd(float x) {
     return gc_bf16_to_float(gc_bf16_from_float(x));
@@ -107,12 +99,11 @@ static void check_gemm(CpuBf16 *g, const char *engine, int ta, int tb, int m, in
     for (int i = 0; i < m; i++)
         for (int j = n; j < ldc; j++)
             if (c[(size_t)i * ldc + j] != c0[(size_t)i * ldc + j]) bad++;
-    int ok = !bad && (differs || k == 0);
-    printf("%-15s %c%c m=%d n=%d k=%d alpha=%g beta=%g: max |err|/S vs bf16-rounded %.2e, vs fp32 "
-           "%.2e (bound 2^-7 = %.2e) %s\n",
+    EXPECT(!bad && (differs || k == 0),
+           "%-15s %c%c m=%d n=%d k=%d alpha=%g beta=%g: max |err|/S vs bf16-rounded %.2e, vs "
+           "fp32 %.2e (bound 2^-7 = %.2e)",
            engine, ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, beta, worst, worst32,
-           ldexp(1.0, -7), ok ? "ok" : "FAIL");
-    failures += !ok;
+           ldexp(1.0, -7));
     free(a), free(b), free(c0), free(c), free(c32);
 }
 
@@ -130,9 +121,7 @@ static void thread_test(void) {
         cpu_bf16_gemm_with(g3, "avx512bf16", ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c3, n);
         same &= !memcmp(c1, c3, sizeof(float) * m * n);
     }
-    printf("avx512bf16 on 3 threads = on 1 thread, bit for bit (128x300x256, NN/TN/NT/TT): %s\n",
-           same ? "ok" : "FAIL");
-    failures += !same;
+    EXPECT(same, "avx512bf16 on 3 threads = on 1 thread, bit for bit (128x300x256, NN/TN/NT/TT)");
     cpu_bf16_free(g1), cpu_bf16_free(g3);
     free(a), free(b), free(c1), free(c3);
 }
@@ -173,9 +162,9 @@ static void compare(const char *what, const float *got, const float *ref, const 
         if (er / (s[i] + 1e-30) > worstr) worstr = er / (s[i] + 1e-30);
         differs |= got[i] != ref32[i];
     }
-    printf("bf16 backend %-34s max |err|/S vs fp32 ref %.2e, vs bf16-rounded ref %.2e %s\n", what,
-           worst, worstr, !bad && differs ? "ok" : (bad ? "FAIL" : "FAIL (same as fp32)"));
-    failures += bad || !differs;
+    EXPECT(!bad && differs,
+           "bf16 backend %-34s max |err|/S vs fp32 ref %.2e, vs bf16-rounded ref %.2e%s", what,
+           worst, worstr, !bad && !differs ? " (same as fp32)" : "");
 }
 
 typedef struct {
@@ -297,11 +286,9 @@ static void lstm_test(Ctxs *c) {
         if (!(e <= worst)) worst = e;
         differs |= y[i] != y32[i];
     }
-    int ok = worst <= 2e-2 && differs;
-    printf(
-        "bf16 backend lstm 4x8x24->32 forward           max |bf16 - fp32| %.2e (bound 2e-2) %s\n",
-        worst, ok ? "ok" : "FAIL");
-    failures += !ok;
+    EXPECT(worst <= 2e-2 && differs,
+           "bf16 backend lstm 4x8x24->32 forward           max |bf16 - fp32| %.2e (bound 2e-2)",
+           worst);
     free(x), free(w), free(b), free(y), free(y32), free(res), free(work);
 }
 
@@ -314,13 +301,11 @@ int main(void) {
     if (own_ok)
         engine_tests(g, "avx512bf16"), thread_test();
     else if (cpuinfo_has("avx512_bf16"))
-        printf("FAIL: /proc/cpuinfo lists avx512_bf16 but the avx512bf16 engine is not used\n"),
-            failures++;
+        EXPECT(0, "/proc/cpuinfo lists avx512_bf16: the avx512bf16 engine is used");
     else
         printf("avx512bf16 engine not tested: this CPU has no AVX512-BF16\n");
     engine_tests(g, "openblas-sbgemm");
-    if (sbgemm_calls == 0)
-        printf("FAIL: the sbgemm engine never called cblas_sbgemm\n"), failures++;
+    EXPECT(sbgemm_calls > 0, "the sbgemm engine called cblas_sbgemm (%ld calls)", sbgemm_calls);
     cpu_bf16_free(g);
     /* the layers below run on our engine where the CPU has it (the process keeps this choice) */
     if (!own_ok) unsetenv("DTBENCH_BF16_ENGINE");
@@ -337,6 +322,5 @@ int main(void) {
     conv_test(&c, 2, 8, 13, 12, 3, 2, 1);  /* stride 2 */
     lstm_test(&c);
     c.be->finalize(c.bf), c.be->finalize(c.f32);
-    printf("%s\n", failures ? "FAILED" : "all bf16 checks passed");
-    return failures ? 1 : 0;
+    return check_summary();
 }

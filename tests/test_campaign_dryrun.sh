@@ -10,7 +10,7 @@ L="--model lenet --dataset synthetic"
 # accepted as N ranks, refused as one process (what the campaign check did before)
 "$DTBENCH" $L --dry-run --exchange async --ps-ranks 1 --ranks 2 >ok.txt || fail "async on 2 ranks refused"
 grep -q "on 2 ranks" ok.txt || fail "the dry run did not take 2 ranks"
-expect_bad 0 "--ps-ranks: 1 is not accepted with 1 ranks" $L --dry-run --exchange async --ps-ranks 1 --ranks 1
+expect_bad 0 "--exchange: 'async' is not accepted on 1 rank: it needs at least 2 ranks" $L --dry-run --exchange async --ps-ranks 1 --ranks 1
 pass "--exchange async --ps-ranks 1: accepted with --ranks 2, refused with --ranks 1"
 
 expect_bad 0 "--ps-ranks: 2 is not accepted with 2 ranks" $L --dry-run --exchange async --ps-ranks 2 --ranks 2

@@ -20,6 +20,18 @@ pass "--help lists $n_opts options with defaults"
 # DTBENCH_GIT_COMMIT; a tarball build without git says unknown)
 grep -qE '^dtbench [0-9][0-9.]* \(([0-9a-f]{7,40}|unknown)\)$' <<<"$("$DTBENCH" --version)" ||
     fail "--version: $("$DTBENCH" --version)"
+# --help and --version never start MPI: MPI_Init (a singleton's orted) makes its session folder
+# under OMPI_MCA_orte_tmpdir_base (lib.sh: $WORK/ompi); also on the ranks of mpirun, where only
+# rank 0 prints.
+mkdir -p "$WORK/info" && rm -rf "$WORK/ompi"/*
+for a in --version --help "--batch 8 --version"; do
+    # shellcheck disable=SC2086 # the options split at spaces
+    OMPI_MCA_orte_tmpdir_base="$WORK/info" "$DTBENCH" $a >/dev/null || fail "$a: exit $?"
+    [ -z "$(ls -A "$WORK/info")" ] || fail "$a started MPI: $(ls "$WORK/info")"
+done
+n=$(run_np 2 --version | grep -c '^dtbench ')
+[ "$n" = 1 ] || fail "mpirun -np 2 dtbench --version printed $n version lines"
+pass "--help and --version answer without starting MPI (rank 0 alone prints)"
 
 out=$(run_np 1 --model lenet --dry-run)
 grep -q 'total parameters: 431080 ' <<<"$out" || fail "lenet dry-run: $out"

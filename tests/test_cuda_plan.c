@@ -3,7 +3,7 @@
  * 1. The three column-major GEMMs of a fully connected layer: each ColGemm is executed with
  *    cblas_sgemm(CblasColMajor, ...), which takes the same (trans, m, n, k, lda, ldb, ldc) as
  *    cublasSgemm, on dtbench's row-major buffers, and compared with the naive reference
- *    (tests/ref_kernels.c); tolerance 1e-4 * max(1, |ref|), as for the CPU backend. A wrong
+ *    (tests/ref_gemm.c); tolerance 1e-4 * max(1, |ref|), as for the CPU backend. A wrong
  *    transpose, dimension or leading dimension fails here instead of on a GPU.
  * 2. The choice among cuDNN's ranked algorithms under a workspace limit, and strict fp32's rule
  *    (cuda_plan.h): no FFT or Winograd algorithm in any direction, the direct sums under FMA
@@ -11,10 +11,12 @@
  * 3. That bound measured the way tests/test_cuda_algos.c measures every cuDNN algorithm
  *    (tests/conv_check.c), here on the CPU backend's convolutions, which must meet it, and on an
  *    fp32 Winograd F(4x4,3x3), which it must flag on graded inputs.
- * Exit status 0 when everything passes, 1 otherwise. Runs in every build: no CUDA needed. */
+ * One counted check per line (tests/harness.h); exit status 0 when everything passes, 1 otherwise.
+ * Runs in every build: no CUDA needed. */
 #include "backend.h"
 #include "conv_check.h" /* defines: conv_exact, conv_measure */
 #include "cuda_plan.h"
+#include "harness.h"
 #include "ref_kernels.h"
 
 #include <cblas.h>
@@ -24,21 +26,12 @@
 #include <stdlib.h>
 
 extern const BackendOps cpu_backend;
-static int failures;
-static uint64_t rng_state = 0x853c49e6748fea9bull;
-
 static float uniform(void) {
-    uint64_t x = rng_state;
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    rng_state = x;
-    return (float)((x >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+    return rand_uniform(-1.0f, 1.0f);
 }
 
 static float *filled(size_t n) {
-    float *p = malloc((n ? n : 1) * sizeof(float));
-    for (size_t i = 0; i < n; i++)
-        p[i] = uniform();
-    return p;
+    return rand_floats(n, -1.0f, 1.0f);
 }
 
 /* C = op(A) op(B) as cuBLAS would compute it */
@@ -50,16 +43,8 @@ static void run(ColGemm g, const float *a, const float *b, float *c) {
 
 static void compare(const char *what, const FcShape *s, const float *got, const float *ref,
                     size_t n) {
-    double worst = 0;
-    int ok = 1;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)got[i] - ref[i]);
-        if (!(d <= 1e-4 * fmax(1.0, fabs(ref[i])))) ok = 0;
-        if (d > worst || isnan(d)) worst = d;
-    }
-    printf("%s n=%d in=%d out=%d: max abs diff %.3g (tolerance 1e-4*max(1,|ref|)) %s\n", what,
-           s->batch, s->in, s->out, worst, ok ? "ok" : "FAIL");
-    failures += !ok;
+    check_close(fmt_label("%s n=%d in=%d out=%d", what, s->batch, s->in, s->out), got, ref, n, 1e-4,
+                1e-4);
 }
 
 static void test_fc(int n, int in, int out) {
@@ -87,7 +72,7 @@ static void expect_pick(const char *what, ConvDir dir, const AlgoPerf *p, int co
     int got = pick_algo(dir, p, count, limit, strict);
     printf("pick_algo %s %s: %d (expected %d) %s\n", conv_dir_name(dir), what, got, want,
            got == want ? "ok" : "FAIL");
-    failures += got != want;
+    check_count(got == want);
 }
 
 /* The workspace limit and the ranking, as before the rule. */
@@ -126,13 +111,13 @@ static void test_rule_names(ConvDir dir) {
         printf("rule %s: %s refused%s%s %s\n", conv_dir_name(dir), conv_algo_name(dir, t),
                a >= 0 ? "; admitted under FMA math only: " : "",
                a >= 0 ? conv_algo_name(dir, a) : "", ok ? "ok" : "FAIL");
-        failures += !ok;
+        check_count(ok);
     }
     int ok = !conv_algo_strict_fp32(dir, 8, 1) && !conv_algo_strict_fp32(dir, -1, 1) &&
              conv_algo_family(dir, 8) == ALGO_UNKNOWN;
     printf("rule %s: unknown algorithm numbers refused %s\n", conv_dir_name(dir),
            ok ? "ok" : "FAIL");
-    failures += !ok;
+    check_count(ok);
 }
 
 static void test_rule(void) {
@@ -173,7 +158,7 @@ static void test_bound(void) {
     }
     ok = ok && worst <= 1.0;
     printf("conv_fp32_bound: in-order fp32 sums reach %.3g of it %s\n", worst, ok ? "ok" : "FAIL");
-    failures += !ok;
+    check_count(ok);
 }
 
 /* The measurement the GPU sweep makes of every cuDNN algorithm (tests/conv_check.c), made here of
@@ -208,7 +193,7 @@ static void test_cpu_conv(BackendCtx *ctx, int n, int c_in, int h, int w_in, int
                    s.batch, s.c_in, s.h_in, s.w_in, s.k, s.stride, s.pad, s.c_out,
                    graded ? "graded" : "uniform", conv_dir_name((ConvDir)d), e.max_err, e.max_ratio,
                    bad.max_ratio, ok ? "ok" : "FAIL");
-            failures += !ok;
+            check_count(ok);
             free(exact), free(bound);
         }
     }
@@ -220,7 +205,7 @@ static void test_cpu_convs(void) {
     BackendConfig cfg = {.threads = 1};
     if (cpu_backend.init(&cfg, &ctx) != 0) {
         printf("cpu backend: init failed FAIL\n");
-        failures++;
+        check_count(0);
         return;
     }
     /*                        n  c_in h   w  c_out k stride pad */
@@ -315,7 +300,7 @@ static void test_transform_flagged(void) {
     printf("fp32 Winograd F(4x4,3x3) forward %dx%dx%dx%d -> %d: %.3g of the bound on uniform "
            "inputs, %.3g on graded ones (a transform's leak, flagged) %s\n",
            s.batch, s.c_in, s.h_in, s.w_in, s.c_out, ratio[0], ratio[1], ok ? "ok" : "FAIL");
-    failures += !ok;
+    check_count(ok);
     free(x), free(w), free(dy), free(y), free(exact), free(bound);
 }
 
@@ -332,6 +317,5 @@ int main(void) {
     test_cpu_convs();
     test_transform_flagged();
 
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return check_summary();
 }

@@ -1,7 +1,9 @@
 /* test_data.c - the data sets (src/data.c): sharding (the slices of 2 and 4 ranks put together are
  * the batch of one process); the CIFAR-10 reader on small files written here in the binary format
  * (two training batches and a test batch read back record by record; a truncated file, a bad
- * label and missing files refused); synthetic token sequences whose labels are the next tokens. */
+ * label and missing files refused); synthetic token sequences whose labels are the next tokens;
+ * reading that never waits unbounded: a stop asked for during the read ends it within a piece of
+ * 4 MiB, a FIFO is refused without waiting for a writer. */
 #include "data.h"
 #include "harness.h"
 
@@ -9,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void test_sharding(void) {
@@ -134,8 +137,68 @@ static void test_cifar10_reader(void) {
     dataset_close(&ds);
 }
 
+/* Writes an IDX file of n images of 28x28 (or n labels) with the header's count. */
+static void write_idx(const char *path, int images, uint32_t n) {
+    FILE *f = fopen(path, "wb");
+    uint8_t head[16] = {
+        0, 0, 8, images ? 3 : 1, n >> 24, n >> 16 & 255, n >> 8 & 255, n & 255, 0, 0, 0, 28, 0,
+        0, 0, 28};
+    fwrite(head, 1, images ? 16 : 8, f);
+    size_t bytes = (size_t)n * (images ? 784 : 1);
+    uint8_t *zeros = calloc(bytes, 1);
+    fwrite(zeros, 1, bytes, f);
+    free(zeros);
+    fclose(f);
+}
+
+static int looks; /* calls of stop_at_second_look */
+static int stop_at_second_look(void) {
+    return ++looks >= 2;
+}
+
+static void test_interrupted_reading(void) {
+    char dir[] = "/tmp/dtbench-data.XXXXXX", path[256], err[512];
+    if (!mkdtemp(dir)) {
+        EXPECT(0, "mkdtemp of %s", dir);
+        return;
+    }
+    const uint32_t n = 20000; /* 15.7 MB of images: four pieces */
+    const char *files[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                           "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        write_idx(path, i % 2 == 0, i < 2 ? n : 10);
+    }
+    Dataset ds;
+    int rc = dataset_open(&ds, "mnist", dir, 1, 28, 28, 10, 1, err, sizeof err);
+    EXPECT(rc == 0 && ds.ntrain == n, "the 15.7 MB set reads whole without a stop: %s", err);
+    if (rc == 0) dataset_close(&ds);
+
+    looks = 0;
+    dataset_interrupted = stop_at_second_look;
+    rc = dataset_open(&ds, "mnist", dir, 1, 28, 28, 10, 1, err, sizeof err);
+    dataset_interrupted = NULL;
+    printf("stopped read: %s (%d looks at the stop)\n", err, looks);
+    EXPECT(rc == -1 && strstr(err, "stopped"), "a stop asked for during the read ends it");
+    EXPECT(looks == 2, "at the first piece boundary after it (%d looks)", looks);
+
+    snprintf(path, sizeof path, "%s/train-images-idx3-ubyte", dir);
+    unlink(path);
+    mkfifo(path, 0600); /* opening it for reading would wait for a writer */
+    rc = dataset_open(&ds, "mnist", dir, 1, 28, 28, 10, 1, err, sizeof err);
+    printf("FIFO: %s\n", err);
+    EXPECT(rc == -1 && strstr(err, "is a FIFO; expected a regular file"),
+           "a FIFO is refused without waiting");
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
 int main(void) {
     test_sharding();
     test_cifar10_reader();
+    test_interrupted_reading();
     return check_summary();
 }

@@ -7,16 +7,17 @@
 # Tolerance: float32 rounding of sums in another order, amplified over 8 SGD steps with momentum;
 # the parameters themselves are O(0.1), the updates O(1e-3).
 TOL=2e-5
+FMNIST_SMALL=$(fmnist_small)
 
 for model in lenet fcn5; do
-    common="--model $model --dataset fashion-mnist --data-dir $FMNIST_DIR --batch 16 --iters 8 --warmup 0 --lr 0.05 --seed 11"
+    common="--model $model --dataset fashion-mnist --data-dir $FMNIST_SMALL --batch 16 --iters 8 --warmup 0 --lr 0.05 --seed 11"
     for np in 1 2 4; do
         run_np "$np" $common --output "$WORK/$model-$np.h5" --save-model "$WORK/$model-$np.params" >/dev/null
         h5check finished "$WORK/$model-$np.h5" --ranks "$np" --iters 8
     done
     "$PYTHON" "$TESTS_SRCDIR/compare_params.py" "$TOL" "$WORK/$model-1.params" "$WORK/$model-2.params" "$WORK/$model-4.params"
     # The parameters did move: the comparison is not of two untouched initialisations.
-    run_np 1 --model $model --dataset fashion-mnist --data-dir "$FMNIST_DIR" --batch 16 --iters 1 --warmup 0 \
+    run_np 1 --model $model --dataset fashion-mnist --data-dir "$FMNIST_SMALL" --batch 16 --iters 1 --warmup 0 \
         --lr 0 --seed 11 --output "$WORK/$model-init.h5" --save-model "$WORK/$model-init.params" >/dev/null
     if "$PYTHON" "$TESTS_SRCDIR/compare_params.py" 1e-3 "$WORK/$model-init.params" "$WORK/$model-1.params" >/dev/null; then
         fail "$model: training moved no parameter by more than 1e-3"

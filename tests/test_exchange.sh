@@ -1,6 +1,7 @@
 # test_exchange.sh - the exchange strategies side by side (issue: asynchronous and mixed exchange):
-#   1. each of sync, ssp, async, mixed trains LeNet on Fashion-MNIST to 80% test accuracy with
-#      4 ranks (mixed: 2 "nodes" of 2), stopping through --target-acc (which it also tests);
+#   1. each of sync, ssp, async, mixed trains LeNet on Fashion-MNIST to 80% test accuracy (on the
+#      first 2000 test images) with 4 ranks (mixed: 2 "nodes" of 2), stopping through --target-acc
+#      (which it also tests);
 #   2. with one straggler (factor 3) of 4 ranks, async and mixed deliver more samples per second
 #      than sync, measured in this same run;
 #   3. async: the servers apply exactly the pushes the workers count, within the staleness bound;
@@ -14,7 +15,9 @@
 #      holds it and their exchange_hidden does not.
 . "$(dirname "$0")/lib.sh"
 
-common="--model lenet --dataset fashion-mnist --data-dir $FMNIST_DIR --warmup 0 --seed 5"
+# The whole training set; the first 2000 test images (an accuracy of 0.80 measured within +-0.9
+# points, one standard error): the evaluations every 50 iterations cost a fifth of 10000's.
+common="--model lenet --dataset fashion-mnist --data-dir $(fmnist_small 2000) --warmup 0 --seed 5"
 
 # 1. Time to 80%. Stale gradients add momentum of their own (Mitliagkas et al., 2016), so the
 #    stale strategies (ssp, async) get less momentum and a larger step.

@@ -29,7 +29,8 @@ done
 pass "exchange in bf16 and fp16: sync, ssp, mixed, async over mpi and hier as rounding predicts"
 
 # --- whole runs against one fp32 process -------------------------------------------------------
-common="--model lenet --dataset fashion-mnist --data-dir $FMNIST_DIR --batch 16 --iters 4 --warmup 0 --lr 0.05 --seed 11"
+FMNIST_SMALL=$(fmnist_small)
+common="--model lenet --dataset fashion-mnist --data-dir $FMNIST_SMALL --batch 16 --iters 4 --warmup 0 --lr 0.05 --seed 11"
 run_np 1 $common --output "$WORK/ref.h5" --save-model "$WORK/ref.params" >/dev/null
 run_np 1 $common --iters 1 --lr 0 --output "$WORK/p0.h5" --save-model "$WORK/p0.params" >/dev/null
 run_np 2 $common --output "$WORK/dp-fp32.h5" --save-model "$WORK/dp-fp32.params" >/dev/null

@@ -7,23 +7,11 @@
 . "$(dirname "$0")/lib.sh"
 cd "$WORK"
 
-# wait_done FILE N : until every worker of FILE has completed N iterations (bounded).
+# wait_done FILE N : until every worker of FILE has completed N iterations (bounded), polled
+# often: the signal that follows must land soon after.
 wait_done() {
-    "$PYTHON" - "$1" "$2" <<'PY'
-import sys, time, h5py
-deadline = time.time() + 120
-while time.time() < deadline:
-    try:
-        with h5py.File(sys.argv[1], "r") as f:
-            if (f["ranks/completed"][:][f["ranks/role"][:] == 0] >= int(sys.argv[2])).all():
-                sys.exit(0)
-    except (OSError, KeyError):
-        pass
-    time.sleep(0.02)
-sys.exit(1)
-PY
+    wait_h5 "$1" "$2" --poll 0.02
 }
-pids_of() { "$PYTHON" -c "import h5py,sys; print(*h5py.File(sys.argv[1],'r')['ranks/pid'][:])" "$1"; }
 
 # 1. --iters 1000000 on 2 ranks, SIGTERM to every rank after >= 45 iterations (as scancel does).
 #    The whole allocation would be 23 quantities x 2 ranks x 1e6 x 8 bytes = 368 MB.

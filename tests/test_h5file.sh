@@ -6,12 +6,22 @@ run_np 2 --model lenet --dataset fashion-mnist --data-dir "$FMNIST_DIR" --batch 
     --warmup 5 --flush-every 7 --output "$WORK/run.h5" --tag "h5 test" >"$WORK/out.txt"
 h5check finished "$WORK/run.h5" --ranks 2 --iters 35
 h5check accuracy "$WORK/run.h5" --min-accuracy 0.3
+# The launcher is part of the configuration: mpirun here, none for a process started alone.
+"$DTBENCH" --model lenet --dataset synthetic --batch 8 --iters 1 --warmup 0 --output "$WORK/alone.h5" >/dev/null
+"$PYTHON" - "$WORK/run.h5" "$WORK/alone.h5" <<'PY'
+import sys, h5py
+for path, want in zip(sys.argv[1:], ("mpirun", "none")):
+    with h5py.File(path, "r") as f:
+        assert f.attrs["launcher"] == want, (path, f.attrs.get("launcher"))
+print("ok: launcher recorded: mpirun under mpirun, none alone")
+PY
 
 # 3 ranks (not a power of two) as 3 "nodes" of 1 rank (--ranks-per-node must divide the ranks);
 # synthetic FCN-5-shaped input is big: fcn5 on MNIST-shaped data instead (a batch of 15 splits
-# evenly over 3 ranks).
-run_np 3 --model fcn5 --dataset fashion-mnist --batch 15 --iters 4 --warmup 1 --ranks-per-node 1 \
-    --output "$WORK/fcn.h5" >/dev/null
+# evenly over 3 ranks), evaluated at the end on 256 test images (fmnist_small): this run checks
+# the file, and FCN-5 over all 10000 costs ~200 GFLOP.
+run_np 3 --model fcn5 --dataset fashion-mnist --data-dir "$(fmnist_small)" --batch 15 --iters 4 \
+    --warmup 1 --ranks-per-node 1 --output "$WORK/fcn.h5" >/dev/null
 h5check finished "$WORK/fcn.h5" --ranks 3 --iters 5
 "$PYTHON" - "$WORK/fcn.h5" <<'PY'
 import sys, h5py

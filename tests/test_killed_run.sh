@@ -11,7 +11,7 @@ job=$!
 wait_completed "$out" 30 120 || { kill -9 $job; fail "run did not write 3 blocks in time"; }
 
 # SIGKILL every rank at once (no chance to close the file), then let mpirun notice.
-pids=$("$PYTHON" -c "import h5py,sys; print(' '.join(str(p) for p in h5py.File(sys.argv[1],'r')['ranks/pid'][:]))" "$out")
+pids=$(pids_of "$out")
 kill -9 $pids
 set +e
 wait $job

@@ -105,7 +105,7 @@ static void test_counts(void) {
 }
 
 /* The whole network's gradient computed by chaining the naive reference kernels of
- * tests/ref_kernels.c over the model's layer table: independent of model.c's forward/backward. */
+ * tests/ref_*.c over the model's layer table: independent of model.c's forward/backward. */
 static void reference_gradients(const Model *m, int n, float *grads) {
     int L = m->nlayers;
     float **act = calloc((size_t)L + 1, sizeof(float *)),

@@ -34,7 +34,7 @@ start() {
 # kill_rank NAME RANK : SIGKILL one rank; waits for mpirun; sets $took (s) and $rc.
 kill_rank() {
     local pid t0
-    pid=$("$PYTHON" -c "import h5py,sys; print(h5py.File(sys.argv[1],'r')['ranks/pid'][int(sys.argv[2])])" "$1.h5" "$2")
+    pid=$(pids_of "$1.h5" "$2")
     t0=$(date +%s.%N)
     kill -9 "$pid"
     set +e
@@ -75,7 +75,7 @@ pass "a rank SIGKILLed: file closed as peer_lost, mpirun exited $rc after $took 
 
 # ---- 2. a rank frozen: silent for --peer-timeout ----------------------------------------------
 start frozen 4
-set -- $("$PYTHON" -c "import h5py,sys; print(*h5py.File(sys.argv[1],'r')['ranks/pid'][:])" frozen.h5)
+set -- $(pids_of frozen.h5)
 pid=$3
 t0=$(date +%s.%N)
 kill -STOP "$pid"
@@ -110,20 +110,8 @@ timeout -k 5 120 "$MPIRUN" -np 8 --mca orte_abort_on_non_zero_status 0 "$DTBENCH
     --dataset synthetic --batch 8 --iters 1000000 --warmup 0 --flush-every 5 --peer-timeout 4 \
     --output over.h5 >over.log 2>&1 &
 job=$!
-"$PYTHON" - over.h5 <<'PY' || { kill -9 $job; cat over.log; fail "over: no 5 iterations in time"; }
-import sys, time, h5py
-deadline = time.time() + 120
-while time.time() < deadline:
-    try:
-        with h5py.File(sys.argv[1], "r") as f:
-            if (f["ranks/completed"][:] >= 5).all():
-                sys.exit(0)
-    except (OSError, KeyError):
-        pass
-    time.sleep(0.2)
-sys.exit(1)
-PY
-set -- $("$PYTHON" -c "import h5py,sys; print(*h5py.File(sys.argv[1],'r')['ranks/pid'][:])" over.h5)
+wait_h5 over.h5 5 --all-ranks --poll 0.2 || { kill -9 $job; cat over.log; fail "over: no 5 iterations in time"; }
+set -- $(pids_of over.h5)
 t0=$(date +%s.%N)
 kill -STOP "$5"
 for _ in $(seq 300); do

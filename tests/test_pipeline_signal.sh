@@ -18,23 +18,14 @@ start_run() {
     wait_completed "$out" 10 120 || { kill -9 $job; fail "run did not start writing"; }
 }
 
+# check_stopped FILE : stopped by the signal after the same iteration (>= 10) on every rank
 check_stopped() {
-    "$PYTHON" - "$1" <<'PY'
-import sys, h5py, numpy as np
-with h5py.File(sys.argv[1], "r") as f:
-    assert f.attrs["finished"] == 1 and f.attrs["stop_reason"] == "signal", dict(f.attrs)
-    assert (f["ranks/status"][:] == 2).all(), f["ranks/status"][:]
-    done = f["ranks/completed"][:]
-    assert len(set(done)) == 1 and 10 <= done[0] < f.attrs["iters_total"], done
-    total = f["iterations/total"][:]
-    assert not np.isnan(total[:, :done[0]]).any() and np.isnan(total[:, done[0]:]).all()
-print(f"ok: {sys.argv[1]}: {sys.argv[1].split('/')[-1]}: every rank stopped after iteration {done[0]}, file closed")
-PY
+    h5check stopped "$1" --reason signal --lockstep --min-completed 10
 }
 
 # 1. SIGTERM to rank 0 (stage 0 of replica 0) of a 2 x 2 hybrid run.
 start_run "$WORK/term.h5" 4 --parallel hybrid --stages 2 --microbatches 2
-pid0=$("$PYTHON" -c "import h5py,sys; print(h5py.File(sys.argv[1],'r')['ranks/pid'][0])" "$WORK/term.h5")
+pid0=$(pids_of "$WORK/term.h5" 0)
 kill -TERM "$pid0"
 set +e; wait $job; rc=$?; set -e
 [ "$rc" = 0 ] || fail "run stopped by SIGTERM to one rank exited $rc"
@@ -44,7 +35,7 @@ pass "SIGTERM to one stage: every stage of every replica stopped after the same 
 
 # 2. SIGUSR1 to the middle stage (rank 1) of a 3-stage pipeline only.
 start_run "$WORK/usr1.h5" 3 --parallel model --microbatches 2
-pid1=$("$PYTHON" -c "import h5py,sys; print(h5py.File(sys.argv[1],'r')['ranks/pid'][1])" "$WORK/usr1.h5")
+pid1=$(pids_of "$WORK/usr1.h5" 1)
 kill -USR1 "$pid1"
 set +e; wait $job; rc=$?; set -e
 [ "$rc" = 0 ] || fail "run stopped by SIGUSR1 exited $rc"

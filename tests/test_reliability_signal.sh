@@ -18,22 +18,10 @@ timeout -k 30 200 "$MPIRUN" -np 2 "$DTBENCH" --model lenet --dataset synthetic -
 job=$!
 # Wait until the file describes itself (its /ranks/pid is written), then a little more: rank 1 is
 # then inside its 30-second delay.
-"$PYTHON" - "$out" <<'PY' || { kill -9 $job; fail "run did not create its file"; }
-import sys, time, h5py
-deadline = time.time() + 120
-while time.time() < deadline:
-    try:
-        with h5py.File(sys.argv[1], "r") as f:
-            if (f["ranks/pid"][:] > 0).all():
-                sys.exit(0)
-    except (OSError, KeyError):
-        pass
-    time.sleep(0.2)
-sys.exit(1)
-PY
+wait_h5 "$out" 0 --poll 0.2 || { kill -9 $job; fail "run did not create its file"; }
 sleep 2
 t0=$(date +%s.%N)
-kill -TERM $("$PYTHON" -c "import h5py,sys; print(*h5py.File(sys.argv[1],'r')['ranks/pid'][:])" "$out")
+kill -TERM $(pids_of "$out")
 set +e; wait $job; rc=$?; set -e
 elapsed=$(echo "$(date +%s.%N) - $t0" | bc)
 [ "$rc" = 0 ] || fail "stopped run exited $rc: $(cat "$out.log")"

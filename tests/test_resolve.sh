@@ -32,6 +32,17 @@ expect_bad 0 "--microbatches: 1 is not accepted with --parallel data" --microbat
 # Synthetic data have no test split: nothing to evaluate, no target to reach.
 expect_bad 0 "--target-acc: 0.5 is not accepted with --dataset synthetic (no test split): expected fashion-mnist, mnist or cifar10" --target-acc 0.5 $O
 expect_bad 0 "--eval-every: 5 is not accepted with --dataset synthetic (no test split)" --eval-every 5 $O
+# Options that do nothing in the chosen mode: a data folder with generated data, the size of
+# /samples without sampling (both were accepted and ignored).
+expect_bad 0 "--data-dir: '/usr/share' is not accepted with --dataset synthetic (read only by --dataset fashion-mnist, mnist or cifar10)" --data-dir /usr/share $O
+expect_bad 0 "--sample-max-s: 60 is not accepted with --sample-hz 0 (read only by --sample-hz above 0)" --sample-hz 0 --sample-max-s 60 $O
+# Sampling rates no run can use: below one sample per 1000 s (1e-6 ran for ever), above 1 kHz.
+for hz in 1e-06 1e-300 5000; do
+    expect_bad 0 "--sample-hz: $hz is not accepted: expected 0 (no sampling) or a rate from 0.001 to 1000 samples per second" --sample-hz $hz $O
+done
+# A parameter server alone: what is needed, not "expected 1 to 0".
+expect_bad 0 "--exchange: 'async' is not accepted on 1 rank: it needs at least 2 ranks (1 parameter server, --ps-ranks, and a worker)" --exchange async $O
+expect_bad 1 "--exchange: 'async' is not accepted on 1 rank: it needs at least 3 ranks (2 parameter servers" --exchange async --ps-ranks 2 $O
 # Under mpirun every rank agrees and one line is printed.
 expect_bad 2 "--staleness: 3 is not accepted with --exchange mixed" --exchange mixed --staleness 3 $O
 
@@ -51,4 +62,6 @@ ok --dataset synthetic --exchange ssp --staleness 2 --transport hier --progress 
 ok --dataset synthetic --parallel model --stages 2 --schedule 1f1b --microbatches 2
 ok --dataset synthetic --schedule data
 ok --dataset fashion-mnist --data-dir "$FMNIST_DIR" --eval-every 5 --target-acc 0.5
+ok --dataset synthetic --sample-hz 0.001 --sample-max-s 60
+ok --dataset synthetic --sample-hz 1000 --sample-max-s 1
 [ ! -e bad.h5 ] && [ ! -e dtbench.h5 ] || fail "a refused or dry run left a file"

@@ -10,24 +10,6 @@
 TOL=2e-5      # as tests/test_pipeline.sh: float32 sums in another order, over 6 SGD steps
 LOSS_TOL=1e-5
 
-# same_loss REFERENCE.h5 OTHER.h5... : every stage of OTHER records the reference's loss at every
-# iteration (hybrid runs: the mean over the replicas).
-same_loss() {
-    "$PYTHON" - "$LOSS_TOL" "$@" <<'PY'
-import sys, h5py, numpy as np
-tol, ref_path, others = float(sys.argv[1]), sys.argv[2], sys.argv[3:]
-with h5py.File(ref_path, "r") as f:
-    ref = f["iterations/loss"][0]
-for path in others:
-    with h5py.File(path, "r") as f:
-        loss, k, r = f["iterations/loss"][:], int(f.attrs["stages"]), int(f.attrs["replicas"])
-    diff = float(np.max(np.abs(loss.reshape(r, k, -1).mean(axis=0) - ref)))
-    if diff > tol:
-        sys.exit(f"FAIL: {path}: loss differs from {ref_path} by {diff:.3g} (tolerance {tol:g})")
-    print(f"ok: {path}: the loss of every iteration on every stage matches ({diff:.2g})")
-PY
-}
-
 run_case() { # NAME NP ARGS... : parameters saved as $WORK/NAME.params
     local name=$1 np=$2
     shift 2
@@ -35,7 +17,8 @@ run_case() { # NAME NP ARGS... : parameters saved as $WORK/NAME.params
 }
 
 # 1. LeNet: both pipeline schedules against one process.
-common="--model lenet --dataset fashion-mnist --data-dir $FMNIST_DIR --batch 16 --iters 6 --warmup 0 --lr 0.05 --seed 11"
+FMNIST_SMALL=$(fmnist_small)
+common="--model lenet --dataset fashion-mnist --data-dir $FMNIST_SMALL --batch 16 --iters 6 --warmup 0 --lr 0.05 --seed 11"
 run_case lenet-1 1 $common
 for s in gpipe 1f1b; do
     run_case lenet-$s-k2-m4 2 $common --parallel model --microbatches 4 --schedule $s
@@ -43,7 +26,7 @@ for s in gpipe 1f1b; do
     run_case lenet-$s-h2x2-m2 4 $common --parallel hybrid --stages 2 --microbatches 2 --schedule $s \
         --overlap --bucket-mb 0.05
     h5check pipeline "$WORK/lenet-$s-k4-m4.h5"
-    same_loss "$WORK/lenet-1.h5" "$WORK"/lenet-$s-*.h5
+    same_loss "$LOSS_TOL" "$WORK/lenet-1.h5" "$WORK"/lenet-$s-*.h5
     "$PYTHON" "$TESTS_SRCDIR/compare_params.py" "$TOL" "$WORK/lenet-1.params" "$WORK"/lenet-$s-*.params
     "$PYTHON" - "$WORK/lenet-$s-k2-m4.h5" "$s" <<'PY'
 import sys, h5py, json
@@ -62,7 +45,7 @@ pass "data parallelism stores the schedule it ran: data"
 common="--model lstm32 --dataset synthetic --batch 4 --iters 3 --warmup 0 --lr 0.5 --seed 5"
 run_case lstm-1 1 $common
 run_case lstm-1f1b-k2-m2 2 $common --parallel model --microbatches 2 --schedule 1f1b
-same_loss "$WORK/lstm-1.h5" "$WORK/lstm-1f1b-k2-m2.h5"
+same_loss "$LOSS_TOL" "$WORK/lstm-1.h5" "$WORK/lstm-1f1b-k2-m2.h5"
 "$PYTHON" "$TESTS_SRCDIR/compare_params.py" 1e-5 "$WORK/lstm-1.params" "$WORK/lstm-1f1b-k2-m2.params"
 pass "lstm32: 1F1B over 2 stages x 2 micro-batches trains the parameters of one process"
 
@@ -114,7 +97,7 @@ PY
 #    model reaches (evaluated after iteration 2) stops every stage after the next iteration, the
 #    one that carries the vote through the pipeline and the exchange, as in data parallelism; the
 #    file says why.
-run_np 2 --model lenet --dataset fashion-mnist --data-dir "$FMNIST_DIR" --batch 16 --iters 20 \
+run_np 2 --model lenet --dataset fashion-mnist --data-dir "$FMNIST_SMALL" --batch 16 --iters 20 \
     --warmup 0 --parallel model --schedule 1f1b --eval-every 2 --target-acc 0.01 \
     --output "$WORK/target.h5" >"$WORK/target.log"
 "$PYTHON" - "$WORK/target.h5" <<'PY'

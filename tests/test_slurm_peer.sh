@@ -62,7 +62,7 @@ vc_on n1 "$MPIRUN" -np 2 --hostfile "$WORK/hosts" "$DTBENCH" --model lenet --dat
     --output "$out" >"$WORK/gone.log" 2>&1 &
 job=$!
 wait_written "$out" 10
-pids=$("$PYTHON" -c "import h5py,sys; print(*h5py.File(sys.argv[1],'r')['ranks/pid'][:])" "$out")
+pids=$(pids_of "$out")
 set -- $pids
 t0=$(date +%s.%N)
 kill -9 "$2"

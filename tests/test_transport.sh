@@ -38,7 +38,8 @@ xchg 6 hier 3 --device staged --nparams 400009 --bucket 40000
 pass "exchange: exact averages for hier and mpi on 1-6 ranks, 1-4 nodes, with and without overlap (polled and on progress threads), host and staged buffers; staging allocated at setup"
 
 # Whole runs: the hierarchy and overlap change only the order of float sums.
-common="--model lenet --dataset fashion-mnist --data-dir $FMNIST_DIR --batch 16 --iters 4 --warmup 0 --lr 0.05 --seed 11"
+FMNIST_SMALL=$(fmnist_small)
+common="--model lenet --dataset fashion-mnist --data-dir $FMNIST_SMALL --batch 16 --iters 4 --warmup 0 --lr 0.05 --seed 11"
 run_np 1 $common --output "$WORK/ref.h5" --save-model "$WORK/ref.params" >/dev/null
 run_np 4 $common --transport hier --ranks-per-node 2 --overlap --bucket-mb 0.1 \
     --output "$WORK/hier.h5" --save-model "$WORK/hier.params" >/dev/null

@@ -163,6 +163,9 @@ def resolve(res: Optional[Dict[str, Any]], st: Dict[str, str], sched: str) -> tu
         code = st.get("exit_code", "?")
         return "failed", f"killed or crashed (exit {code}); {res['completed']} iterations kept"
     # No result file.
+    if st.get("exit_code") == "0" and st.get("stop_request"):  # dtbench stopped in its set-up
+        why = _reason_text(st["stop_request"], sched)
+        return "stopped early", f"{why} during set-up: nothing was recorded, no result file"
     if sched == "TIMEOUT":
         return "timed out", "no result file"
     if sched.startswith("CANCELLED"):

@@ -42,6 +42,11 @@ NODE_LOST = {"finished": 1, "stop_reason": "peer_lost", "completed": 5, "iters_t
     ({"finished": 1, "stop_reason": "error", "completed": 3, "iters_total": 12}, {}, "FAILED",
      "failed", "dtbench stopped with stop_reason=error"),
     (None, {"exit_code": "2"}, "", "failed", "exit 2, no result file"),
+    # dtbench stopped in its set-up: exit 0, nothing recorded, no file
+    (None, {"exit_code": "0", "stop_request": "cancelled"}, "COMPLETED", "stopped early",
+     "cancelled during set-up: nothing was recorded, no result file"),
+    (None, {"exit_code": "0", "stop_request": "time_limit"}, "", "stopped early",
+     "time limit during set-up"),
     (None, {}, "FAILED", "failed", "Slurm state FAILED, no result file"),
     (None, {}, "TIMEOUT", "timed out", "no result file"),
     (None, {}, "", "unknown", "no result file and Slurm does not know the job"),

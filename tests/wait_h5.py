@@ -1,0 +1,54 @@
+"""wait_h5.py - waits until a running dtbench's results file shows progress, for the shell tests
+that signal, kill or starve a run once it is under way.
+
+Usage: wait_h5.py PATH N [--timeout S] [--poll S] [--all-ranks]
+  PATH  a results file, or a folder: any *.h5 in it will do (campaign runs name their own files)
+  N     iterations every worker rank (/ranks/role 0; --all-ranks: every rank) must have completed
+        (/ranks/completed, read while the run writes it); N = 0: every rank has started (its pid
+        is in /ranks/pid)
+Exit status 0 once it holds, 1 after --timeout seconds (default 120). Files not yet readable (being
+created, or written at that moment) are retried at the next poll (--poll, default 0.1 s).
+"""
+import argparse
+import glob
+import os
+import sys
+import time
+
+os.environ.setdefault("HDF5_USE_FILE_LOCKING", "FALSE")  # the run holds the file open
+import h5py  # noqa: E402 (after the environment it reads)
+
+
+def progressed(path, n, all_ranks):
+    try:
+        with h5py.File(path, "r") as f:
+            r = f["ranks"]
+            if n == 0:
+                return bool(len(r["pid"]) and (r["pid"][:] > 0).all())
+            done = r["completed"][:]
+            if not all_ranks:
+                done = done[r["role"][:] == 0]
+            return bool(len(done) and (done >= n).all())
+    except (OSError, KeyError):
+        return False
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("path")
+    ap.add_argument("n", type=int)
+    ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument("--poll", type=float, default=0.1)
+    ap.add_argument("--all-ranks", action="store_true")
+    a = ap.parse_args()
+    deadline = time.time() + a.timeout
+    while time.time() < deadline:
+        paths = glob.glob(os.path.join(a.path, "*.h5")) if os.path.isdir(a.path) else [a.path]
+        if any(progressed(p, a.n, a.all_ranks) for p in paths):
+            return 0
+        time.sleep(a.poll)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
