@@ -5,8 +5,8 @@
  *   bench/gemm_bf16 [rounds]          prints: shape, GFLOP/s of each, bf16/fp32 ratio */
 #define _POSIX_C_SOURCE 200809L
 #include "cpu_bf16.h"
+#include "cpu_blas.h" /* defines: cpu_blas, OpenBLAS with the core that fits the CPU */
 
-#include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -29,7 +29,8 @@ int main(int argc, char **argv) {
         printf("no bf16 engine: %s\n", why);
         return 77;
     }
-    openblas_set_num_threads(1);
+    const CpuBlas *blas = cpu_blas();
+    blas->set_num_threads(1);
     CpuBf16 *g = cpu_bf16_create(1);
     /* m, n, k, ta, tb, what */
     static const struct {
@@ -60,13 +61,14 @@ int main(int argc, char **argv) {
         for (int r = 0; r < rounds && r < 64; r++) {
             double t = now();
             for (int i = 0; i < reps; i++)
-                cblas_sgemm(CblasRowMajor, S[s].ta ? CblasTrans : CblasNoTrans,
-                            S[s].tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb,
-                            0.0f, c, n);
+                blas->sgemm(CPU_BLAS_ROW_MAJOR, S[s].ta ? CPU_BLAS_TRANS : CPU_BLAS_NO_TRANS,
+                            S[s].tb ? CPU_BLAS_TRANS : CPU_BLAS_NO_TRANS, m, n, k, 1.0f, a, lda, b,
+                            ldb, 0.0f, c, n);
             t32[r] = (now() - t) / reps;
             t = now();
             for (int i = 0; i < reps; i++)
-                cpu_bf16_gemm(g, S[s].ta, S[s].tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
+                cpu_bf16_gemm(g, CPU_BF16_NO_WEIGHT, S[s].ta, S[s].tb, m, n, k, 1.0f, a, lda, b,
+                              ldb, 0.0f, c, n);
             t16[r] = (now() - t) / reps;
         }
         qsort(t32, rounds, sizeof(double), cmp), qsort(t16, rounds, sizeof(double), cmp);

@@ -24,4 +24,9 @@ void transport_calibrate(BucketEngine *e, MPI_Comm comm, const BackendOps *be, B
                          float *buf, size_t n, size_t bucket, int iters, int overlap,
                          ExchangeCalibration *out);
 
+/* How the calibration was measured, one line for the result file (root attribute
+ * calibration_method): "after-backward: ..." (what precedes each timed repetition), or "none"
+ * when nothing was measured. */
+void calibrate_method(const ExchangeCalibration *cal, char *buf, size_t len);
+
 #endif

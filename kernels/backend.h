@@ -35,21 +35,13 @@ typedef struct {
     int h_out, w_out;
 } ConvShape;
 
-/* Max pooling, square window, NCHW, no padding.
- * x[n,c,h_in,w_in] -> y[n,c,h_out,w_out]; h_out = (h_in - k)/stride + 1 */
-typedef struct {
-    int batch, c, h_in, w_in;
-    int k, stride;
-    int h_out, w_out;
-} PoolShape;
-
-/* Max or average pooling with zero padding: square k x k window, `pad` on every side, NCHW.
+/* Max or average pooling: square k x k window, zero padding `pad` on every side (0: none), NCHW.
  * x[n,c,h_in,w_in] -> y[n,c,h_out,w_out]; h_out = (h_in + 2*pad - k)/stride + 1 (floor). */
 typedef struct {
     int batch, c, h_in, w_in;
     int k, stride, pad;
     int h_out, w_out;
-} PadPoolShape;
+} PoolShape;
 
 /* Local response normalisation across channels (AlexNet, GoogLeNet), PyTorch's definition:
  *   s[n,c,h,w] = bias + alpha/size * sum of x[n,c',h,w]^2 over c' in [c - size/2, c + (size-1)/2]
@@ -178,10 +170,11 @@ typedef struct BackendOps {
     void (*finalize)(BackendCtx *ctx);
     /* A line describing the library versions, for the HDF5 metadata. */
     void (*describe)(BackendCtx *ctx, char *buf, size_t len);
-    /* Optional (NULL: the backend makes no per-layer choices, e.g. CPU): the kernels it chose for
-     * the model's layers, one line each (CUDA: each convolution shape's cuDNN algorithms and math
-     * modes), for the result file (/ranks/kernel_choices). Writes at most len bytes of it into
-     * buf (NULL with len 0: nothing) and returns the full text's length, as snprintf. */
+    /* Optional (NULL: nothing to say): the kernels this rank runs and why, one line each (CPU:
+     * the BLAS library, its core and how it was chosen; CUDA: each convolution shape's cuDNN
+     * algorithms and math modes), for the result file (/ranks/kernel_choices). Writes at most len
+     * bytes of it into buf (NULL with len 0: nothing) and returns the full text's length, as
+     * snprintf. */
     size_t (*describe_kernels)(BackendCtx *ctx, char *buf, size_t len);
 
     /* ---- memory ------------------------------------------------------------------------------ */
@@ -226,26 +219,20 @@ typedef struct BackendOps {
     void (*conv_backward)(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
                           const float *dy, float *dx, float *dw, float *db, void *work);
 
-    /* ---- pooling (maxpool_pad_* and below optional) ------------------------------------------ */
-    /* Max pooling. argmax[n*c*h_out*w_out] is the backend's record of each window's maximum: the
-     * both backends store the flat input index (within its n,c plane) and route dy through it.
-     * Backward reads neither x nor y (y may have been overwritten by a ReLU run in place: the
-     * layer is LK_OUTPUT_REUSABLE); they are passed for backends that would. dx is overwritten. */
+    /* ---- pooling (avgpool_* and below optional) ---------------------------------------------- */
+    /* Max pooling; padding never wins. argmax[n*c*h_out*w_out] is the backend's record of each
+     * window's maximum: both backends store the flat input index ih*w_in + iw (within its n,c
+     * plane) of the first maximum in row-major window order (-1, and y = 0, for a window entirely
+     * in the padding) and route dy through it. Backward reads neither x nor y (y may have been
+     * overwritten by a ReLU run in place: the layer is LK_OUTPUT_REUSABLE); dx is overwritten. */
     void (*maxpool_forward)(BackendCtx *ctx, const PoolShape *s, const float *x, float *y,
                             int32_t *argmax);
-    void (*maxpool_backward)(BackendCtx *ctx, const PoolShape *s, const float *x, const float *y,
-                             const int32_t *argmax, const float *dy, float *dx);
-
-    /* Max pooling with padding: padding never wins; argmax as in maxpool_forward (flat index
-     * ih*w_in + iw within the plane). Backward: dx overwritten, dy scattered to the maxima. */
-    void (*maxpool_pad_forward)(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y,
-                                int32_t *argmax);
-    void (*maxpool_pad_backward)(BackendCtx *ctx, const PadPoolShape *s, const int32_t *argmax,
-                                 const float *dy, float *dx);
+    void (*maxpool_backward)(BackendCtx *ctx, const PoolShape *s, const int32_t *argmax,
+                             const float *dy, float *dx);
     /* Average pooling, padding counted as zeros: y = window sum / (k*k) (PyTorch's
      * count_include_pad). dx overwritten. */
-    void (*avgpool_forward)(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y);
-    void (*avgpool_backward)(BackendCtx *ctx, const PadPoolShape *s, const float *dy, float *dx);
+    void (*avgpool_forward)(BackendCtx *ctx, const PoolShape *s, const float *x, float *y);
+    void (*avgpool_backward)(BackendCtx *ctx, const PoolShape *s, const float *dy, float *dx);
     /* Global average pooling: x[planes, plane] -> y[planes] (planes = n*c, plane = h*w). */
     void (*global_avgpool_forward)(BackendCtx *ctx, size_t planes, size_t plane, const float *x,
                                    float *y);

@@ -13,40 +13,36 @@
 
 #include "backend.h"
 #include "cpu_bf16.h"    /* defines: the bf16 GEMM engines (--precision bf16) */
+#include "cpu_blas.h"    /* defines: cpu_blas, OpenBLAS loaded with the core that fits the CPU */
 #include "cpu_kernels.h" /* defines: the kernels entered into the table below */
 
-#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 struct BackendCtx {
     int threads;                       /* OpenBLAS threads set at init (0: OpenBLAS's default) */
     Precision precision;               /* FP32 or BF16 (cpu_precision_ok) */
-    CpuBf16 *bf16;                     /* BF16: the packing scratch of cpu_bf16_gemm */
+    CpuBf16 *bf16;                     /* BF16: the engine of cpu_bf16_gemm (cpu_bf16.h) */
     double marks[BACKEND_TIMER_SLOTS]; /* timer_record(): CLOCK_MONOTONIC seconds per slot */
 };
 
 /* ---- lifetime ------------------------------------------------------------------------------ */
 
 /* OpenBLAS older than the CPU (e.g. 0.3.21 on Sapphire/Emerald Rapids) falls back to its generic
- * SSE3 "Prescott" kernels, several times slower. Say so, and what to set: a benchmark must not
- * quietly measure the wrong kernels. */
+ * SSE kernels, several times slower; cpu_blas.c reloads it with the core that fits. Where that
+ * could not be done (OPENBLAS_CORETYPE exported with a generic core, or a program linked against
+ * OpenBLAS at load time), say so and what to set: a benchmark must not quietly measure the wrong
+ * kernels. */
 static void warn_generic_kernels(void) {
-    const char *core = openblas_get_corename();
-    if (!core || strcasecmp(core, "prescott") != 0) return;
-    const char *better = __builtin_cpu_supports("avx512f") ? "SkylakeX"
-                         : __builtin_cpu_supports("avx2")  ? "Haswell"
-                                                           : NULL;
-    if (better)
+    const CpuBlas *b = cpu_blas();
+    if (b->better)
         fprintf(stderr,
-                "dtbench: warning: OpenBLAS does not know this CPU and uses its generic Prescott "
-                "(SSE3) kernels; for a fair measurement export OPENBLAS_CORETYPE=%s to every "
-                "rank\n",
-                better);
+                "dtbench: warning: OpenBLAS runs its generic %s kernels: %s. For a fair "
+                "measurement export OPENBLAS_CORETYPE=%s to every rank\n",
+                b->core, b->why, b->better);
 }
 
 /* fp32 always; bf16 where a bf16 GEMM engine exists (cpu_bf16.h; both use --threads threads);
@@ -85,12 +81,29 @@ static int cpu_init(const BackendConfig *cfg, BackendCtx **out) {
         return -1;
     }
     if (cfg && cfg->threads > 0) {
-        openblas_set_num_threads(cfg->threads);
+        cpu_blas()->set_num_threads(cfg->threads);
         ctx->threads = cfg->threads;
     }
     if (cfg && cfg->verbose) warn_generic_kernels();
     *out = ctx;
     return 0;
+}
+
+/* /ranks/kernel_choices: which BLAS and kernels ran, and why (cpu_blas.h), and the bf16 engine. */
+static size_t cpu_describe_kernels(BackendCtx *ctx, char *buf, size_t len) {
+    const CpuBlas *b = cpu_blas();
+    char bf16[200] = "";
+    if (ctx && ctx->bf16) cpu_bf16_describe(ctx->bf16, bf16, sizeof bf16);
+    int n = snprintf(buf, len, "blas: OpenBLAS %s\nblas core: %s: %s\ngemm: %s%s", b->path, b->core,
+                     b->why, bf16[0] ? "bf16 engine " : "cblas_sgemm (fp32)", bf16);
+    return n < 0 ? 0 : (size_t)n;
+}
+
+/* At build and before each step's first forward pass: the bf16 engine's weight copies are
+ * remade at their next use (lazily: a convolution's layout is known once its primitive exists). */
+static void cpu_weights_ready(BackendCtx *ctx, const float *params, size_t n) {
+    (void)params, (void)n;
+    if (ctx) cpu_bf16_weights_ready(ctx->bf16);
 }
 
 static void cpu_finalize(BackendCtx *ctx) {
@@ -100,26 +113,27 @@ static void cpu_finalize(BackendCtx *ctx) {
 
 static void cpu_describe(BackendCtx *ctx, char *buf, size_t len) {
     if (!buf || len == 0) return;
-    const char *engine = ctx && ctx->bf16 ? cpu_bf16_engine(NULL, 0) : NULL;
-    snprintf(buf, len, "%s; core %s; threads %d; precision %s%s%s%s", openblas_get_config(),
-             openblas_get_corename(), openblas_get_num_threads(), engine ? "bf16" : "fp32",
-             engine ? " (GEMM engine " : "", engine ? engine : "",
-             engine ? ", fp32 accumulation)" : "");
+    const char *engine = ctx ? cpu_bf16_name(ctx->bf16) : NULL;
+    const CpuBlas *b = cpu_blas();
+    snprintf(buf, len, "%s; core %s; threads %d; precision %s%s%s%s", b->config, b->core,
+             b->get_num_threads(), engine ? "bf16" : "fp32", engine ? " (GEMM engine " : "",
+             engine ? engine : "", engine ? ", fp32 accumulation)" : "");
 }
 
 /* ---- the matrix products of every layer ------------------------------------------------------ */
 
-int cpu_ctx_bf16(const BackendCtx *ctx) {
-    return ctx && ctx->bf16;
+CpuBf16 *cpu_ctx_bf16(const BackendCtx *ctx) {
+    return ctx ? ctx->bf16 : NULL;
 }
 
-void cpu_gemm(BackendCtx *ctx, int ta, int tb, int m, int n, int k, float alpha, const float *a,
-              int lda, const float *b, int ldb, float beta, float *c, int ldc) {
+void cpu_gemm(BackendCtx *ctx, int weight, int ta, int tb, int m, int n, int k, float alpha,
+              const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc) {
     if (cpu_ctx_bf16(ctx))
-        cpu_bf16_gemm(ctx->bf16, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        cpu_bf16_gemm(ctx->bf16, weight, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     else
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        cpu_blas()->sgemm(CPU_BLAS_ROW_MAJOR, ta ? CPU_BLAS_TRANS : CPU_BLAS_NO_TRANS,
+                          tb ? CPU_BLAS_TRANS : CPU_BLAS_NO_TRANS, m, n, k, alpha, a, lda, b, ldb,
+                          beta, c, ldc);
 }
 
 /* ---- memory -------------------------------------------------------------------------------- */
@@ -180,6 +194,8 @@ const BackendOps cpu_backend = {
     .init = cpu_init,
     .finalize = cpu_finalize,
     .describe = cpu_describe,
+    .describe_kernels = cpu_describe_kernels,
+    .weights_ready = cpu_weights_ready,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .upload = cpu_upload,
@@ -202,8 +218,6 @@ const BackendOps cpu_backend = {
     .axpy = cpu_axpy,
     .scale = cpu_scale,
     .copy = cpu_copy,
-    .maxpool_pad_forward = cpu_maxpool_pad_forward,
-    .maxpool_pad_backward = cpu_maxpool_pad_backward,
     .avgpool_forward = cpu_avgpool_forward,
     .avgpool_backward = cpu_avgpool_backward,
     .global_avgpool_forward = cpu_global_avgpool_forward,

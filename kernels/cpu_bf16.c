@@ -15,10 +15,14 @@
  * The "openblas-sbgemm" engine feeds OpenBLAS's cblas_sbgemm (found with dlsym: Debian's 0.3.21
  * is built without BUILD_BFLOAT16, so it must not be a link-time dependency) bf16 copies of
  * blocks of the operands, (MC x KC) of op(A) and (KC x NC) of op(B), so the scratch stays small.
+ *
+ * The "onednn" engine is cpu_bf16_onednn.c; this file picks it first and hands it its calls.
  */
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 #include "cpu_bf16.h"
-#include "fail.h" /* defines: check_fail */
+#include "cpu_bf16_onednn.h" /* defines: the onednn engine */
+#include "cpu_blas.h"        /* defines: cpu_blas()->sbgemm */
+#include "fail.h"            /* defines: check_fail */
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -47,13 +51,15 @@ typedef struct {
 } Bf16Bufs;
 
 struct CpuBf16 {
-    int threads; /* our engine splits the columns of C over this many threads */
+    const char *engine; /* cpu_bf16_engine() when made */
+    CpuDnnl *dnnl;      /* the onednn engine (made when it is the engine, or a test asks for it) */
+    int threads;        /* our engine splits the columns of C over this many threads */
     Bf16Bufs buf[BF16_MAX_THREADS];
     uint16_t *apack, *bpack; /* = buf[0]'s (the sbgemm engine, and one thread) */
 };
 
 static SbgemmFn sbgemm_symbol(void) {
-    return (SbgemmFn)(uintptr_t)dlsym(RTLD_DEFAULT, "cblas_sbgemm");
+    return cpu_blas()->sbgemm;
 }
 
 /* Our engine is x86-64 only (AVX512-BF16); elsewhere (aarch64...) bf16 needs cblas_sbgemm. The
@@ -79,22 +85,33 @@ const char *cpu_bf16_engine(char *why, size_t len) {
         if (why) snprintf(why, len, "bf16 disabled by DTBENCH_BF16_ENGINE=none (tests)");
         return NULL;
     }
-    int sb = sbgemm_symbol() != NULL, hw = have_avx512bf16();
+    char no_dnnl[160] = "";
+    const int dn = cpu_dnnl_available(no_dnnl, sizeof no_dnnl, NULL);
+    const int sb = sbgemm_symbol() != NULL, hw = have_avx512bf16();
     if (force && !strcmp(force, "avx512bf16") && hw) return "avx512bf16";
+    if (force && !strcmp(force, "openblas-sbgemm") && sb) return "openblas-sbgemm";
+    if (dn) return "onednn";
     if (sb) return "openblas-sbgemm";
     if (hw) return "avx512bf16";
     if (why)
         snprintf(why, len,
-                 "this CPU has no AVX512-BF16 and the linked OpenBLAS has no "
-                 "cblas_sbgemm (built without BUILD_BFLOAT16)");
+                 "this CPU has no AVX512-BF16, the loaded OpenBLAS has no cblas_sbgemm (built "
+                 "without BUILD_BFLOAT16), and %s",
+                 no_dnnl);
     return NULL;
 }
 
 CpuBf16 *cpu_bf16_create(int threads) {
-    if (!cpu_bf16_engine(NULL, 0)) return NULL;
+    const char *engine = cpu_bf16_engine(NULL, 0);
+    if (!engine) return NULL;
     CpuBf16 *g = calloc(1, sizeof *g);
     if (!g) return NULL;
+    g->engine = engine;
     g->threads = threads < 1 ? 1 : threads > BF16_MAX_THREADS ? BF16_MAX_THREADS : threads;
+    if (!strcmp(engine, "onednn") && !(g->dnnl = cpu_dnnl_create(g->threads))) {
+        free(g);
+        return NULL;
+    }
     for (int t = 0; t < g->threads; t++) {
         g->buf[t].apack = aligned_alloc(64, (size_t)MC * KC * sizeof(uint16_t));
         g->buf[t].bpack = aligned_alloc(64, (size_t)KC * NC * sizeof(uint16_t));
@@ -109,9 +126,25 @@ CpuBf16 *cpu_bf16_create(int threads) {
 
 void cpu_bf16_free(CpuBf16 *g) {
     if (!g) return;
+    cpu_dnnl_free(g->dnnl);
     for (int t = 0; t < BF16_MAX_THREADS; t++)
         free(g->buf[t].apack), free(g->buf[t].bpack);
     free(g);
+}
+
+const char *cpu_bf16_name(const CpuBf16 *g) {
+    return g ? g->engine : NULL;
+}
+
+void cpu_bf16_describe(const CpuBf16 *g, char *buf, size_t len) {
+    const char *isa = NULL;
+    if (g && g->dnnl) cpu_dnnl_available(NULL, 0, &isa);
+    snprintf(buf, len, "%s%s%s%s", g ? g->engine : "none", isa ? " (oneDNN on " : "",
+             isa ? isa : "", isa ? ")" : "");
+}
+
+void cpu_bf16_weights_ready(CpuBf16 *g) {
+    if (g) cpu_dnnl_weights_ready(g->dnnl);
 }
 
 /* op(X)[r][c] of a row-major X with leading dimension ld */
@@ -362,7 +395,8 @@ static void gemm_sbgemm(CpuBf16 *g, SbgemmFn sb, int ta, int tb, int m, int n, i
             const int kb = k - k0 < KC ? k - k0 : KC;
             for (int kk = 0; kk < kb; kk++) /* bpack[kb, nb], row-major */
                 for (int j = 0; j < nb; j++)
-                    g->bpack[(size_t)kk * nb + j] = gc_bf16_from_float(at(b, ldb, tb, k0 + kk, j0 + j));
+                    g->bpack[(size_t)kk * nb + j] =
+                        gc_bf16_from_float(at(b, ldb, tb, k0 + kk, j0 + j));
             for (int i0 = 0; i0 < m; i0 += MC) {
                 const int mb = m - i0 < MC ? m - i0 : MC;
                 for (int i = 0; i < mb; i++) /* apack[mb, kb] */
@@ -388,6 +422,14 @@ static void scale_only(int m, int n, float beta, float *c, int ldc) {
 void cpu_bf16_gemm_with(CpuBf16 *g, const char *engine, int ta, int tb, int m, int n, int k,
                         float alpha, const float *a, int lda, const float *b, int ldb, float beta,
                         float *c, int ldc) {
+    if (!strcmp(engine, "onednn")) { /* tests: the engine on a context made for another */
+        if (!g->dnnl) g->dnnl = cpu_dnnl_create(g->threads);
+        if (!g->dnnl)
+            check_fail(__FILE__, __LINE__, "cpu_bf16_gemm", "oneDNN cannot run bf16 here");
+        cpu_dnnl_gemm(g->dnnl, CPU_BF16_NO_WEIGHT, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                      ldc);
+        return;
+    }
     if (m <= 0 || n <= 0) return;
     if (k <= 0) {
         scale_only(m, n, beta, c, ldc);
@@ -402,10 +444,22 @@ void cpu_bf16_gemm_with(CpuBf16 *g, const char *engine, int ta, int tb, int m, i
         check_fail(__FILE__, __LINE__, "cpu_bf16_gemm", "no bf16 GEMM engine on this machine");
 }
 
-void cpu_bf16_gemm(CpuBf16 *g, int ta, int tb, int m, int n, int k, float alpha, const float *a,
-                   int lda, const float *b, int ldb, float beta, float *c, int ldc) {
-    static const char *engine;
-    if (!engine) engine = cpu_bf16_engine(NULL, 0);
-    cpu_bf16_gemm_with(g, engine ? engine : "", ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                       ldc);
+void cpu_bf16_gemm(CpuBf16 *g, int weight, int ta, int tb, int m, int n, int k, float alpha,
+                   const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                   int ldc) {
+    if (g->dnnl && !strcmp(g->engine, "onednn"))
+        cpu_dnnl_gemm(g->dnnl, weight, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    else
+        cpu_bf16_gemm_with(g, g->engine, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+int cpu_bf16_conv_forward(CpuBf16 *g, const ConvShape *s, const float *x, const float *w,
+                          const float *b, float *y) {
+    return g->dnnl && !strcmp(g->engine, "onednn") && cpu_dnnl_conv_forward(g->dnnl, s, x, w, b, y);
+}
+
+int cpu_bf16_conv_backward(CpuBf16 *g, const ConvShape *s, const float *x, const float *w,
+                           const float *dy, float *dx, float *dw, float *db) {
+    return g->dnnl && !strcmp(g->engine, "onednn") &&
+           cpu_dnnl_conv_backward(g->dnnl, s, x, w, dy, dx, dw, db);
 }

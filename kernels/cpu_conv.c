@@ -1,6 +1,9 @@
 /* cpu_conv.c - the CPU backend's convolution: im2col + GEMM (cpu_im2col.c), 1x1 convolutions as
  * plain GEMMs, 3x3 stride-1 convolutions through Winograd F(2x2,3x3) where it wins
- * (cpu_winograd.c), small images grouped so the GEMMs stay wide. Semantics: backend.h. */
+ * (cpu_winograd.c), small images grouped so the GEMMs stay wide. Semantics: backend.h. With
+ * --precision bf16, the bf16 engine's own convolutions where it has them (oneDNN's), else
+ * im2col + the bf16 GEMM. */
+#include "cpu_bf16.h" /* defines: the bf16 convolutions, CPU_BF16_WEIGHT_A */
 #include "cpu_kernels.h"
 #include "cpu_im2col.h"
 #include "cpu_winograd.h" /* 3x3 stride-1 convolutions */
@@ -43,6 +46,15 @@ static int wino(BackendCtx *ctx, const ConvShape *s) {
 /* A 1x1, stride-1, unpadded convolution's column matrix is the input itself: no im2col needed. */
 static int conv_is_pointwise(const ConvShape *s) {
     return s->k == 1 && s->stride == 1 && s->pad == 0;
+}
+
+/* --precision bf16: the engine's own convolution (oneDNN's primitives, in their channels-last
+ * layouts) except for pointwise ones, whose per-sample GEMMs on the NCHW data need no layout
+ * change at all: oneDNN's primitives paid two transposing reorders per pass (x in, y out) and its
+ * 1x1 backward kernels were slow (ResNet-50, batch 16, one thread, alternating runs on the loaded
+ * 2-core VM: 3.5-4.6 s per step with primitives for every convolution, 3.0-3.2 s with this). */
+static int bf16_primitive(BackendCtx *ctx, const ConvShape *s) {
+    return cpu_ctx_bf16(ctx) && !conv_is_pointwise(s);
 }
 
 /* Small images (ResNet's and GoogLeNet's 7x7 layers) make GEMMs with N = h_out*w_out = 49 columns,
@@ -101,6 +113,8 @@ void cpu_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, const
     const int pointwise = conv_is_pointwise(s);
     float *col = work;
     if (s->batch <= 0 || c_out <= 0 || hw <= 0) return;
+    if (kk > 0 && bf16_primitive(ctx, s) && cpu_bf16_conv_forward(cpu_ctx_bf16(ctx), s, x, w, b, y))
+        return;         /* --precision bf16 on oneDNN's convolution */
     if (wino(ctx, s)) { /* 3x3, stride 1, pad 1: F(2x2, 3x3), cpu_winograd.c */
         cpu_wino_forward(s, x, w, b, y, work);
         return;
@@ -119,7 +133,8 @@ void cpu_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, const
             const int gn = s->batch - i0 < g ? s->batch - i0 : g;
             const int cols = gn * hw;
             conv_group_columns(s, x, i0, gn, col, (size_t)cols);
-            cpu_gemm(ctx, 0, 0, c_out, cols, kk, 1.0f, w, kk, col, cols, 0.0f, ybuf, cols);
+            cpu_gemm(ctx, CPU_BF16_WEIGHT_A, 0, 0, c_out, cols, kk, 1.0f, w, kk, col, cols, 0.0f,
+                     ybuf, cols);
             for (int j = 0; j < gn; j++)
                 for (int co = 0; co < c_out; co++) {
                     float *dst = y + (i0 + j) * y_stride + (size_t)co * hw;
@@ -140,7 +155,8 @@ void cpu_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, const
             beta = 1.0f;
         }
         if (pointwise) {
-            cpu_gemm(ctx, 0, 0, c_out, hw, kk, 1.0f, w, kk, xi, hw, beta, yi, hw);
+            cpu_gemm(ctx, CPU_BF16_WEIGHT_A, 0, 0, c_out, hw, kk, 1.0f, w, kk, xi, hw, beta, yi,
+                     hw);
             continue;
         }
         const int rows = conv_block_rows(s);
@@ -148,7 +164,7 @@ void cpu_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, const
             const int oh1 = oh0 + rows < s->h_out ? oh0 + rows : s->h_out;
             const int cols = (oh1 - oh0) * s->w_out; /* col[K, cols], y[:, oh0*w_out..] */
             cpu_im2col_rows(s, xi, oh0, oh1, col, (size_t)cols);
-            cpu_gemm(ctx, 0, 0, c_out, cols, kk, 1.0f, w, kk, col, cols, beta,
+            cpu_gemm(ctx, CPU_BF16_WEIGHT_A, 0, 0, c_out, cols, kk, 1.0f, w, kk, col, cols, beta,
                      yi + (size_t)oh0 * s->w_out, hw);
         }
     }
@@ -168,6 +184,9 @@ void cpu_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, cons
     const int pointwise = conv_is_pointwise(s);
     float *col = work; /* col[K, cols]: im2col(x), then reused for dcol = W^T dy */
 
+    if (s->batch > 0 && c_out > 0 && hw > 0 && kk > 0 && bf16_primitive(ctx, s) &&
+        cpu_bf16_conv_backward(cpu_ctx_bf16(ctx), s, x, w, dy, dx, dw, db))
+        return; /* --precision bf16 on oneDNN's convolution */
     if (s->batch > 0 && hw > 0 && wino(ctx, s) && cpu_wino_weights_apply(s)) {
         cpu_wino_backward(s, x, w, dy, dx, dw, db, work);
         return;
@@ -201,11 +220,12 @@ void cpu_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, cons
                     memcpy(dybuf + (size_t)co * cols + (size_t)j * hw,
                            dy + (i0 + j) * y_stride + (size_t)co * hw, hw * sizeof(float));
             /* dW (+)= dybuf[c_out, cols] * col[K, cols]^T; the first group overwrites */
-            cpu_gemm(ctx, 0, 1, c_out, kk, cols, 1.0f, dybuf, cols, col, cols,
+            cpu_gemm(ctx, CPU_BF16_NO_WEIGHT, 0, 1, c_out, kk, cols, 1.0f, dybuf, cols, col, cols,
                      i0 == 0 ? 0.0f : 1.0f, dw, kk);
             if (!dx) continue;
             /* dcol[K, cols] = W^T dybuf, into col; then to each sample's dx */
-            cpu_gemm(ctx, 1, 0, kk, cols, c_out, 1.0f, w, kk, dybuf, cols, 0.0f, col, cols);
+            cpu_gemm(ctx, CPU_BF16_WEIGHT_A, 1, 0, kk, cols, c_out, 1.0f, w, kk, dybuf, cols, 0.0f,
+                     col, cols);
             for (int j = 0; j < gn; j++) {
                 float *dxi = dx + (i0 + j) * x_stride;
                 if (pointwise) {
@@ -226,10 +246,11 @@ void cpu_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, cons
         const float *dyi = dy + i * y_stride; /* dyi[c_out, hw] */
         if (pointwise) {                      /* the column matrix is xi itself; dcol is dxi */
             /* dW[c_out, K] (+)= dyi[c_out, hw] * xi[K, hw]^T; the first sample overwrites */
-            cpu_gemm(ctx, 0, 1, c_out, kk, hw, 1.0f, dyi, hw, xi, hw, i == 0 ? 0.0f : 1.0f, dw, kk);
+            cpu_gemm(ctx, CPU_BF16_NO_WEIGHT, 0, 1, c_out, kk, hw, 1.0f, dyi, hw, xi, hw,
+                     i == 0 ? 0.0f : 1.0f, dw, kk);
             if (dx)
-                cpu_gemm(ctx, 1, 0, kk, hw, c_out, 1.0f, w, kk, dyi, hw, 0.0f, dx + i * x_stride,
-                         hw);
+                cpu_gemm(ctx, CPU_BF16_WEIGHT_A, 1, 0, kk, hw, c_out, 1.0f, w, kk, dyi, hw, 0.0f,
+                         dx + i * x_stride, hw);
             continue;
         }
         /* Per block of output rows: dW (+)= dyi[:, block] * col^T; then the same buffer takes
@@ -242,10 +263,11 @@ void cpu_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, cons
             const int cols = (oh1 - oh0) * s->w_out;
             const float *dyb = dyi + (size_t)oh0 * s->w_out; /* dyb[c_out, cols], ld hw */
             cpu_im2col_rows(s, xi, oh0, oh1, col, (size_t)cols);
-            cpu_gemm(ctx, 0, 1, c_out, kk, cols, 1.0f, dyb, hw, col, cols,
+            cpu_gemm(ctx, CPU_BF16_NO_WEIGHT, 0, 1, c_out, kk, cols, 1.0f, dyb, hw, col, cols,
                      i == 0 && oh0 == 0 ? 0.0f : 1.0f, dw, kk);
             if (dxi) {
-                cpu_gemm(ctx, 1, 0, kk, cols, c_out, 1.0f, w, kk, dyb, hw, 0.0f, col, cols);
+                cpu_gemm(ctx, CPU_BF16_WEIGHT_A, 1, 0, kk, cols, c_out, 1.0f, w, kk, dyb, hw, 0.0f,
+                         col, cols);
                 cpu_col2im_rows_add(s, col, oh0, oh1, (size_t)cols, dxi);
             }
         }

@@ -1,5 +1,6 @@
 /* cpu_gemm.c - the CPU backend's fully connected layer: one single-precision GEMM (OpenBLAS) each
  * way, the bias added or summed in vectorised loops. Semantics: backend.h. */
+#include "cpu_bf16.h" /* defines: CPU_BF16_WEIGHT_B */
 #include "cpu_kernels.h"
 #include "cpu_vec.h"
 
@@ -28,7 +29,7 @@ void cpu_fc_forward(BackendCtx *ctx, const FcShape *s, const float *x, const flo
             memcpy(y + (size_t)i * out, b, (size_t)out * sizeof(float));
         beta = 1.0f;
     }
-    cpu_gemm(ctx, 0, 1, n, out, in, 1.0f, x, in, w, in, beta, y, out);
+    cpu_gemm(ctx, CPU_BF16_WEIGHT_B, 0, 1, n, out, in, 1.0f, x, in, w, in, beta, y, out);
 }
 
 /* dy[n,out] -> dW[out,in] = dy^T x, db[out] = sum_n dy, dx[n,in] = dy W (skipped if dx == NULL) */
@@ -45,7 +46,8 @@ void cpu_fc_backward(BackendCtx *ctx, const FcShape *s, const float *x, const fl
         if (db) memset(db, 0, (size_t)out * sizeof(float));
         return;
     }
-    if (in > 0) cpu_gemm(ctx, 1, 0, out, in, n, 1.0f, dy, out, x, in, 0.0f, dw, in);
+    if (in > 0)
+        cpu_gemm(ctx, CPU_BF16_NO_WEIGHT, 1, 0, out, in, n, 1.0f, dy, out, x, in, 0.0f, dw, in);
 
     /* db[out]: column sums of dy[n,out], row by row so the inner loop is contiguous */
     if (db) {
@@ -54,5 +56,6 @@ void cpu_fc_backward(BackendCtx *ctx, const FcShape *s, const float *x, const fl
             cpu_vaxpy(db, dy + (size_t)i * out, (size_t)out, 1.0f);
     }
 
-    if (dx && in > 0) cpu_gemm(ctx, 0, 0, n, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
+    if (dx && in > 0)
+        cpu_gemm(ctx, CPU_BF16_WEIGHT_B, 0, 0, n, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
 }

@@ -11,10 +11,12 @@
 
 /* cpu.c: the one matrix product every layer calls. Row-major C[m,n] = alpha op(A) op(B) + beta C
  * (ta, tb: transpose A, B), as cblas_sgemm(CblasRowMajor, ...); with --precision bf16 through
- * cpu_bf16_gemm (bf16 inputs, fp32 accumulation). ctx may be NULL: fp32. */
-void cpu_gemm(BackendCtx *ctx, int ta, int tb, int m, int n, int k, float alpha, const float *a,
-              int lda, const float *b, int ldb, float beta, float *c, int ldc);
-int cpu_ctx_bf16(const BackendCtx *ctx); /* 1 with --precision bf16 */
+ * cpu_bf16_gemm (bf16 inputs, fp32 accumulation), told which operand is a parameter (weight:
+ * CPU_BF16_WEIGHT_A/_B, or CPU_BF16_NO_WEIGHT; cpu_bf16.h). ctx may be NULL: fp32. */
+void cpu_gemm(BackendCtx *ctx, int weight, int ta, int tb, int m, int n, int k, float alpha,
+              const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
+/* With --precision bf16 its engine's state (cpu_bf16.h), else NULL. */
+struct CpuBf16 *cpu_ctx_bf16(const BackendCtx *ctx);
 
 /* cpu_gemm.c */
 void cpu_fc_forward(BackendCtx *ctx, const FcShape *s, const float *x, const float *w,
@@ -32,14 +34,10 @@ void cpu_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, cons
 /* cpu_pool.c */
 void cpu_maxpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y,
                          int32_t *argmax);
-void cpu_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const float *x, const float *y,
-                          const int32_t *argmax, const float *dy, float *dx);
-void cpu_maxpool_pad_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y,
-                             int32_t *argmax);
-void cpu_maxpool_pad_backward(BackendCtx *ctx, const PadPoolShape *s, const int32_t *argmax,
-                              const float *dy, float *dx);
-void cpu_avgpool_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y);
-void cpu_avgpool_backward(BackendCtx *ctx, const PadPoolShape *s, const float *dy, float *dx);
+void cpu_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const int32_t *argmax,
+                          const float *dy, float *dx);
+void cpu_avgpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y);
+void cpu_avgpool_backward(BackendCtx *ctx, const PoolShape *s, const float *dy, float *dx);
 void cpu_global_avgpool_forward(BackendCtx *ctx, size_t planes, size_t plane, const float *x,
                                 float *y);
 void cpu_global_avgpool_backward(BackendCtx *ctx, size_t planes, size_t plane, const float *dy,

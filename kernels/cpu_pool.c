@@ -1,6 +1,6 @@
-/* cpu_pool.c - the CPU backend's pooling: max pooling (2x2/2 unrolled; other windows and padded
- * ones through the row-wise vectorised padded kernel), average pooling with zero padding, and
- * global average pooling. Semantics: backend.h. */
+/* cpu_pool.c - the CPU backend's pooling: max pooling (unpadded 2x2/2 windows unrolled, every
+ * other window and padding through one row-wise vectorised kernel), average pooling with zero
+ * padding, and global average pooling. Semantics: backend.h. */
 #include "cpu_kernels.h"
 #include "cpu_vec.h"
 
@@ -9,20 +9,12 @@
 
 /* ---- max pooling --------------------------------------------------------------------------- */
 
-/* x[n,c,h_in,w_in] -> y[n,c,h_out,w_out]; argmax = flat index (ih*w_in + iw) of the first maximum
- * in each window, row-major order. 2x2 windows of stride 2 (LeNet, VGG) take an unrolled loop;
- * other windows (AlexNet's 3/2) the row-wise vectorised kernel of the padded pool, with pad 0. */
-void cpu_maxpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y,
-                         int32_t *argmax) {
-    (void)ctx;
-    const int k = s->k, stride = s->stride, w_in = s->w_in, h_out = s->h_out, w_out = s->w_out;
+/* Unpadded 2x2 windows of stride 2 (LeNet, VGG): an unrolled loop, the same first maximum in
+ * row-major window order as the general kernel below. */
+static void maxpool_2x2(const PoolShape *s, const float *x, float *y, int32_t *argmax) {
+    const int w_in = s->w_in, h_out = s->h_out, w_out = s->w_out;
     const size_t in_plane = (size_t)s->h_in * w_in, out_plane = (size_t)h_out * w_out;
     const size_t planes = (size_t)s->batch * s->c;
-    if (k != 2 || stride != 2) {
-        const PadPoolShape ps = {s->batch, s->c, s->h_in, s->w_in, k, stride, 0, h_out, w_out};
-        cpu_maxpool_pad_forward(ctx, &ps, x, y, argmax);
-        return;
-    }
 
     for (size_t pl = 0; pl < planes; pl++) {
         const float *xp = x + pl * in_plane; /* xp[h_in, w_in] */
@@ -55,24 +47,7 @@ void cpu_maxpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, fl
     }
 }
 
-/* dx[n,c,h_in,w_in] = 0, then dx[plane][argmax] += dy (overlapping windows may share a maximum) */
-void cpu_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const float *x, const float *y,
-                          const int32_t *argmax, const float *dy, float *dx) {
-    (void)ctx, (void)x, (void)y; /* the argmax of the forward pass is enough */
-    const size_t in_plane = (size_t)s->h_in * s->w_in, out_plane = (size_t)s->h_out * s->w_out;
-    const size_t planes = (size_t)s->batch * s->c;
-
-    memset(dx, 0, planes * in_plane * sizeof(float));
-    for (size_t pl = 0; pl < planes; pl++) {
-        float *dxp = dx + pl * in_plane;
-        const float *dyp = dy + pl * out_plane;
-        const int32_t *ap = argmax + pl * out_plane;
-        for (size_t o = 0; o < out_plane; o++)
-            dxp[ap[o]] += dyp[o];
-    }
-}
-
-/* ---- padded pooling -------------------------------------------------------------------------- */
+/* ---- the general kernel, average pooling --------------------------------------------------- */
 
 /* Window rows [*lo, *hi) of output index o: o*stride - pad + [0, k), clipped to [0, len). */
 static void window(int o, int stride, int pad, int k, int len, int *lo, int *hi) {
@@ -126,13 +101,17 @@ static void max_candidates(float *restrict m, int32_t *restrict a, const float *
     }
 }
 
-/* Max over the part of each window inside the image (padding never wins), row by row: for each
- * output row, every window position (kh, kw) in row-major order offers one candidate to every
- * output of the row. argmax = ih*w_in + iw of the first maximum; a window entirely in the
- * padding gives y = 0, argmax -1. */
-void cpu_maxpool_pad_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y,
-                             int32_t *argmax) {
+/* x[n,c,h_in,w_in] -> y[n,c,h_out,w_out]: the max over the part of each window inside the image
+ * (padding never wins), row by row: for each output row, every window position (kh, kw) in
+ * row-major order offers one candidate to every output of the row. argmax = ih*w_in + iw of the
+ * first maximum; a window entirely in the padding gives y = 0, argmax -1. */
+void cpu_maxpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y,
+                         int32_t *argmax) {
     (void)ctx;
+    if (s->k == 2 && s->stride == 2 && s->pad == 0) {
+        maxpool_2x2(s, x, y, argmax);
+        return;
+    }
     const int w_in = s->w_in, h_out = s->h_out, w_out = s->w_out, k = s->k;
     const int stride = s->stride, pad = s->pad;
     const size_t in_plane = (size_t)s->h_in * w_in, out_plane = (size_t)h_out * w_out;
@@ -161,8 +140,9 @@ void cpu_maxpool_pad_forward(BackendCtx *ctx, const PadPoolShape *s, const float
     }
 }
 
-void cpu_maxpool_pad_backward(BackendCtx *ctx, const PadPoolShape *s, const int32_t *argmax,
-                              const float *dy, float *dx) {
+/* dx[n,c,h_in,w_in] = 0, then dx[plane][argmax] += dy (overlapping windows may share a maximum) */
+void cpu_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const int32_t *argmax,
+                          const float *dy, float *dx) {
     (void)ctx;
     const size_t in_plane = (size_t)s->h_in * s->w_in, out_plane = (size_t)s->h_out * s->w_out;
     const size_t planes = (size_t)s->batch * s->c;
@@ -177,7 +157,7 @@ void cpu_maxpool_pad_backward(BackendCtx *ctx, const PadPoolShape *s, const int3
 }
 
 /* y = (sum of the window's pixels inside the image) / (k*k): padding counts as zeros. */
-void cpu_avgpool_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y) {
+void cpu_avgpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y) {
     (void)ctx;
     const int w_in = s->w_in, h_out = s->h_out, w_out = s->w_out;
     const size_t in_plane = (size_t)s->h_in * w_in, out_plane = (size_t)h_out * w_out;
@@ -202,7 +182,7 @@ void cpu_avgpool_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x,
     }
 }
 
-void cpu_avgpool_backward(BackendCtx *ctx, const PadPoolShape *s, const float *dy, float *dx) {
+void cpu_avgpool_backward(BackendCtx *ctx, const PoolShape *s, const float *dy, float *dx) {
     (void)ctx;
     const int w_in = s->w_in, h_out = s->h_out, w_out = s->w_out;
     const size_t in_plane = (size_t)s->h_in * w_in, out_plane = (size_t)h_out * w_out;

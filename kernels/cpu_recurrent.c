@@ -1,6 +1,7 @@
 /* cpu_recurrent.c - the CPU backend's language-model layers: embedding lookup and the LSTM layer
  * (input, recurrent and weight-gradient products through OpenBLAS; gates through the branch-free
  * dt_sigmoidf / dt_tanhf). Semantics: backend.h. */
+#include "cpu_bf16.h" /* defines: CPU_BF16_WEIGHT_B */
 #include "cpu_kernels.h"
 #include "cpu_vec.h"
 
@@ -95,11 +96,12 @@ void cpu_lstm_forward(BackendCtx *ctx, const LstmShape *s, const float *x, const
     /* gates[BT, 4H] = b + x[BT, D] W[:, :D]^T: the input part of every step in one GEMM */
     for (size_t r = 0; r < bt; r++)
         memcpy(gates + r * G, b, (size_t)G * sizeof(float));
-    if (D > 0) cpu_gemm(ctx, 0, 1, (int)bt, G, D, 1.0f, x, D, w, ldw, 1.0f, gates, G);
+    if (D > 0)
+        cpu_gemm(ctx, CPU_BF16_WEIGHT_B, 0, 1, (int)bt, G, D, 1.0f, x, D, w, ldw, 1.0f, gates, G);
     for (int t = 0; t < T; t++) {
         if (t > 0) /* += h_{t-1}[B, H] W[:, D:]^T, both strided over the sequence */
-            cpu_gemm(ctx, 0, 1, B, G, H, 1.0f, y + (size_t)(t - 1) * H, T * H, w + D, ldw, 1.0f,
-                     gates + (size_t)t * G, T * G);
+            cpu_gemm(ctx, CPU_BF16_WEIGHT_B, 0, 1, B, G, H, 1.0f, y + (size_t)(t - 1) * H, T * H,
+                     w + D, ldw, 1.0f, gates + (size_t)t * G, T * G);
         for (int n = 0; n < B; n++) {
             const size_t row = (size_t)n * T + t;
             float *g = gates + row * G;
@@ -169,8 +171,8 @@ void cpu_lstm_backward(BackendCtx *ctx, const LstmShape *s, const float *x, cons
                                dg, dg + H, dg + 2 * H, dg + 3 * H, H);
         }
         if (t > 0) /* dh_rec[B, H] = dgates_t[B, 4H] W[:, D:] */
-            cpu_gemm(ctx, 0, 0, B, H, G, 1.0f, dgates + (size_t)t * G, T * G, w + D, ldw, 0.0f,
-                     dh_rec, H);
+            cpu_gemm(ctx, CPU_BF16_WEIGHT_B, 0, 0, B, H, G, 1.0f, dgates + (size_t)t * G, T * G,
+                     w + D, ldw, 0.0f, dh_rec, H);
     }
 
     /* dW[:, :D] = dgates^T x, dW[:, D:] = dgates^T hprev, db = column sums: one GEMM each */
@@ -179,9 +181,13 @@ void cpu_lstm_backward(BackendCtx *ctx, const LstmShape *s, const float *x, cons
         memcpy(hprev + ((size_t)n * T + 1) * H, y + (size_t)n * T * H,
                (size_t)(T - 1) * H * sizeof(float));
     }
-    if (D > 0) cpu_gemm(ctx, 1, 0, G, D, (int)bt, 1.0f, dgates, G, x, D, 0.0f, dw, ldw);
-    cpu_gemm(ctx, 1, 0, G, H, (int)bt, 1.0f, dgates, G, hprev, H, 0.0f, dw + D, ldw);
+    if (D > 0)
+        cpu_gemm(ctx, CPU_BF16_NO_WEIGHT, 1, 0, G, D, (int)bt, 1.0f, dgates, G, x, D, 0.0f, dw,
+                 ldw);
+    cpu_gemm(ctx, CPU_BF16_NO_WEIGHT, 1, 0, G, H, (int)bt, 1.0f, dgates, G, hprev, H, 0.0f, dw + D,
+             ldw);
     for (size_t r = 0; r < bt; r++)
         cpu_axpy(ctx, (size_t)G, 1.0f, dgates + r * G, db);
-    if (dx && D > 0) cpu_gemm(ctx, 0, 0, (int)bt, D, G, 1.0f, dgates, G, w, ldw, 0.0f, dx, D);
+    if (dx && D > 0)
+        cpu_gemm(ctx, CPU_BF16_WEIGHT_B, 0, 0, (int)bt, D, G, 1.0f, dgates, G, w, ldw, 0.0f, dx, D);
 }

@@ -19,9 +19,9 @@
  * the tiles of the row and vectorise (VBLOCK-wide, see cpu_vec.h).
  */
 #include "cpu_winograd.h"
-#include "cpu_vec.h" /* defines: VBLOCK, cpu_vsum */
+#include "cpu_blas.h" /* defines: cpu_blas (OpenBLAS) */
+#include "cpu_vec.h"  /* defines: VBLOCK, cpu_vsum */
 
-#include <cblas.h>
 #include <string.h>
 
 /* V and M of a block: 16 x channels x tiles floats each, about this many. */
@@ -287,9 +287,9 @@ static void wino_conv(const float *x, int c_in, int c_out, int batch, int h, int
         const int T = (r1 - r0) * tl->tw;
         input_transform(x, c_in, h, w, tl, r0, r1, V, (size_t)T, scratch);
         for (int xi = 0; xi < 16; xi++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c_out, T, c_in, 1.0f,
-                        U + (size_t)xi * c_out * c_in, c_in, V + (size_t)xi * c_in * T, T, 0.0f,
-                        M + (size_t)xi * c_out * T, T);
+            cpu_blas()->sgemm(CPU_BLAS_ROW_MAJOR, CPU_BLAS_NO_TRANS, CPU_BLAS_NO_TRANS, c_out, T,
+                              c_in, 1.0f, U + (size_t)xi * c_out * c_in, c_in,
+                              V + (size_t)xi * c_in * T, T, 0.0f, M + (size_t)xi * c_out * T, T);
         output_transform(M, (size_t)T, c_out, h, w, tl, r0, r1, bias, y, scratch);
     }
 }
@@ -339,9 +339,9 @@ void cpu_wino_backward(const ConvShape *s, const float *x, const float *w, const
         input_transform(x, c_in, h, wd, &tl, r0, r1, V, (size_t)Tb, scratch);
         grad_transform(dy, c_out, h, wd, &tl, r0, r1, M, (size_t)Tb, scratch);
         for (int xi = 0; xi < 16; xi++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c_out, c_in, Tb, 1.0f,
-                        M + (size_t)xi * c_out * Tb, Tb, V + (size_t)xi * c_in * Tb, Tb,
-                        r0 == 0 ? 0.0f : 1.0f, U + (size_t)xi * c_out * c_in, c_in);
+            cpu_blas()->sgemm(CPU_BLAS_ROW_MAJOR, CPU_BLAS_NO_TRANS, CPU_BLAS_TRANS, c_out, c_in,
+                              Tb, 1.0f, M + (size_t)xi * c_out * Tb, Tb, V + (size_t)xi * c_in * Tb,
+                              Tb, r0 == 0 ? 0.0f : 1.0f, U + (size_t)xi * c_out * c_in, c_in);
     }
     if (rows_total > 0)
         weight_grad_transform(U, c_out, c_in, dw);

@@ -247,8 +247,6 @@ const BackendOps cuda_backend = {
     /* pooling (cuda_pool.c) */
     .maxpool_forward = cuda_maxpool_forward,
     .maxpool_backward = cuda_maxpool_backward,
-    .maxpool_pad_forward = cuda_maxpool_pad_forward,
-    .maxpool_pad_backward = cuda_maxpool_pad_backward,
     .avgpool_forward = cuda_avgpool_forward,
     .avgpool_backward = cuda_avgpool_backward,
     .global_avgpool_forward = cuda_global_avgpool_forward,

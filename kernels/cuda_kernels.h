@@ -48,13 +48,12 @@ cudaError_t dtk_dropout_backward(cudaStream_t st, const DropoutShape *s, const u
  * maximum in row-major window order, -1 (and y = 0) for a window wholly in the padding. The
  * backward reads only argmax and dy, never the forward output: a ReLU run in place on y is
  * harmless. dx overwritten. */
-cudaError_t dtk_maxpool_forward(cudaStream_t st, const PadPoolShape *s, const float *x, float *y,
+cudaError_t dtk_maxpool_forward(cudaStream_t st, const PoolShape *s, const float *x, float *y,
                                 int32_t *argmax);
-cudaError_t dtk_maxpool_backward(cudaStream_t st, const PadPoolShape *s, const int32_t *argmax,
+cudaError_t dtk_maxpool_backward(cudaStream_t st, const PoolShape *s, const int32_t *argmax,
                                  const float *dy, float *dx);
-cudaError_t dtk_avgpool_forward(cudaStream_t st, const PadPoolShape *s, const float *x, float *y);
-cudaError_t dtk_avgpool_backward(cudaStream_t st, const PadPoolShape *s, const float *dy,
-                                 float *dx);
+cudaError_t dtk_avgpool_forward(cudaStream_t st, const PoolShape *s, const float *x, float *y);
+cudaError_t dtk_avgpool_backward(cudaStream_t st, const PoolShape *s, const float *dy, float *dx);
 cudaError_t dtk_global_avgpool_forward(cudaStream_t st, size_t planes, size_t plane, const float *x,
                                        float *y);
 cudaError_t dtk_global_avgpool_backward(cudaStream_t st, size_t planes, size_t plane,

@@ -27,14 +27,10 @@ void cuda_conv_plans_free(BackendCtx *ctx); /* at finalize */
 /* ---- pooling (cuda_pool.c) ------------------------------------------------------------------ */
 void cuda_maxpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y,
                           int32_t *argmax);
-void cuda_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const float *x, const float *y,
-                           const int32_t *argmax, const float *dy, float *dx);
-void cuda_maxpool_pad_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y,
-                              int32_t *argmax);
-void cuda_maxpool_pad_backward(BackendCtx *ctx, const PadPoolShape *s, const int32_t *argmax,
-                               const float *dy, float *dx);
-void cuda_avgpool_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y);
-void cuda_avgpool_backward(BackendCtx *ctx, const PadPoolShape *s, const float *dy, float *dx);
+void cuda_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const int32_t *argmax,
+                           const float *dy, float *dx);
+void cuda_avgpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y);
+void cuda_avgpool_backward(BackendCtx *ctx, const PoolShape *s, const float *dy, float *dx);
 void cuda_global_avgpool_forward(BackendCtx *ctx, size_t planes, size_t plane, const float *x,
                                  float *y);
 void cuda_global_avgpool_backward(BackendCtx *ctx, size_t planes, size_t plane, const float *dy,

@@ -1,4 +1,4 @@
-/* cuda_pool.c - the CUDA backend's pooling (backend.h): max pooling with or without padding,
+/* cuda_pool.c - the CUDA backend's pooling (backend.h): max pooling (padding 0 or not),
  * average pooling (padding counted as zeros) and global average pooling, all our own kernels
  * (cuda_pool_kernels.cu). Each queues on the rank's compute stream; nothing here waits.
  *
@@ -13,32 +13,19 @@
 
 void cuda_maxpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y,
                           int32_t *argmax) {
-    PadPoolShape p = {s->batch, s->c, s->h_in, s->w_in, s->k, s->stride, 0, s->h_out, s->w_out};
-    CUDA_CHECK(dtk_maxpool_forward(ctx->stream, &p, x, y, argmax));
-}
-
-void cuda_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const float *x, const float *y,
-                           const int32_t *argmax, const float *dy, float *dx) {
-    (void)x, (void)y;
-    PadPoolShape p = {s->batch, s->c, s->h_in, s->w_in, s->k, s->stride, 0, s->h_out, s->w_out};
-    CUDA_CHECK(dtk_maxpool_backward(ctx->stream, &p, argmax, dy, dx));
-}
-
-void cuda_maxpool_pad_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y,
-                              int32_t *argmax) {
     CUDA_CHECK(dtk_maxpool_forward(ctx->stream, s, x, y, argmax));
 }
 
-void cuda_maxpool_pad_backward(BackendCtx *ctx, const PadPoolShape *s, const int32_t *argmax,
-                               const float *dy, float *dx) {
+void cuda_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const int32_t *argmax,
+                           const float *dy, float *dx) {
     CUDA_CHECK(dtk_maxpool_backward(ctx->stream, s, argmax, dy, dx));
 }
 
-void cuda_avgpool_forward(BackendCtx *ctx, const PadPoolShape *s, const float *x, float *y) {
+void cuda_avgpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y) {
     CUDA_CHECK(dtk_avgpool_forward(ctx->stream, s, x, y));
 }
 
-void cuda_avgpool_backward(BackendCtx *ctx, const PadPoolShape *s, const float *dy, float *dx) {
+void cuda_avgpool_backward(BackendCtx *ctx, const PoolShape *s, const float *dy, float *dx) {
     CUDA_CHECK(dtk_avgpool_backward(ctx->stream, s, dy, dx));
 }
 

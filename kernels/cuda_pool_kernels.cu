@@ -10,7 +10,7 @@
 
 /* One thread per output: the window's positions in row-major order, strict > (the first maximum
  * stays), padding never wins; a window wholly in the padding gives 0 and argmax -1. */
-__global__ void maxpool_fwd_kernel(PadPoolShape s, const float *__restrict__ x,
+__global__ void maxpool_fwd_kernel(PoolShape s, const float *__restrict__ x,
                                    float *__restrict__ y, int32_t *__restrict__ argmax)
 {
     const size_t out_plane = (size_t)s.h_out * s.w_out, in_plane = (size_t)s.h_in * s.w_in;
@@ -38,7 +38,7 @@ __global__ void maxpool_fwd_kernel(PadPoolShape s, const float *__restrict__ x,
 
 /* One thread per input: the dy of every output whose maximum it is, in output order (the CPU
  * scatters in that order, so the sums agree bit for bit). */
-__global__ void maxpool_bwd_kernel(PadPoolShape s, const int32_t *__restrict__ argmax,
+__global__ void maxpool_bwd_kernel(PoolShape s, const int32_t *__restrict__ argmax,
                                    const float *__restrict__ dy, float *__restrict__ dx)
 {
     const size_t out_plane = (size_t)s.h_out * s.w_out, in_plane = (size_t)s.h_in * s.w_in;
@@ -60,7 +60,7 @@ __global__ void maxpool_bwd_kernel(PadPoolShape s, const int32_t *__restrict__ a
     }
 }
 
-extern "C" cudaError_t dtk_maxpool_forward(cudaStream_t st, const PadPoolShape *s, const float *x,
+extern "C" cudaError_t dtk_maxpool_forward(cudaStream_t st, const PoolShape *s, const float *x,
                                            float *y, int32_t *argmax)
 {
     size_t total = (size_t)s->batch * s->c * s->h_out * s->w_out;
@@ -69,7 +69,7 @@ extern "C" cudaError_t dtk_maxpool_forward(cudaStream_t st, const PadPoolShape *
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t dtk_maxpool_backward(cudaStream_t st, const PadPoolShape *s,
+extern "C" cudaError_t dtk_maxpool_backward(cudaStream_t st, const PoolShape *s,
                                             const int32_t *argmax, const float *dy, float *dx)
 {
     size_t total = (size_t)s->batch * s->c * s->h_in * s->w_in;
@@ -80,7 +80,7 @@ extern "C" cudaError_t dtk_maxpool_backward(cudaStream_t st, const PadPoolShape 
 
 /* ---- average pooling (padding counts as zeros) ----------------------------------------------- */
 
-__global__ void avgpool_fwd_kernel(PadPoolShape s, const float *__restrict__ x,
+__global__ void avgpool_fwd_kernel(PoolShape s, const float *__restrict__ x,
                                    float *__restrict__ y)
 {
     const size_t out_plane = (size_t)s.h_out * s.w_out, in_plane = (size_t)s.h_in * s.w_in;
@@ -100,7 +100,7 @@ __global__ void avgpool_fwd_kernel(PadPoolShape s, const float *__restrict__ x,
     }
 }
 
-__global__ void avgpool_bwd_kernel(PadPoolShape s, const float *__restrict__ dy,
+__global__ void avgpool_bwd_kernel(PoolShape s, const float *__restrict__ dy,
                                    float *__restrict__ dx)
 {
     const size_t out_plane = (size_t)s.h_out * s.w_out, in_plane = (size_t)s.h_in * s.w_in;
@@ -120,7 +120,7 @@ __global__ void avgpool_bwd_kernel(PadPoolShape s, const float *__restrict__ dy,
     }
 }
 
-extern "C" cudaError_t dtk_avgpool_forward(cudaStream_t st, const PadPoolShape *s, const float *x,
+extern "C" cudaError_t dtk_avgpool_forward(cudaStream_t st, const PoolShape *s, const float *x,
                                            float *y)
 {
     size_t total = (size_t)s->batch * s->c * s->h_out * s->w_out;
@@ -129,7 +129,7 @@ extern "C" cudaError_t dtk_avgpool_forward(cudaStream_t st, const PadPoolShape *
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t dtk_avgpool_backward(cudaStream_t st, const PadPoolShape *s, const float *dy,
+extern "C" cudaError_t dtk_avgpool_backward(cudaStream_t st, const PoolShape *s, const float *dy,
                                             float *dx)
 {
     size_t total = (size_t)s->batch * s->c * s->h_in * s->w_in;

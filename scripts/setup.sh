@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEB_PACKAGES="libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libopenblas-dev zlib1g-dev
+DEB_PACKAGES="libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libopenblas-dev libdnnl-dev zlib1g-dev
   autoconf automake libtool pkg-config make gcc python3 python3-venv dataset-fashion-mnist chromium
   slurm-wlm munge iproute2 util-linux"
 PY_PACKAGES="h5py numpy pandas matplotlib scipy pyarrow pytest"

@@ -138,7 +138,7 @@ took distcheck "$t"
 
 if [ "$sanitize" = 1 ]; then
     echo "== make check-sanitize-ci (ASan + UBSan, CPU-only build in sanitize/)"
-    t=$(date +%s)
+    t_sanitize=$(date +%s)
     make -j"$jobs" check-sanitize-ci >sanitize.out 2>&1
     grep -E '^(PASS|FAIL|SKIP|XFAIL|XPASS|ERROR):' sanitize.out | sed 's/^/sanitize: /'
     for t in $(sed -n 's/^PASS: //p' sanitize.out); do count "sanitize: $t" pass; done
@@ -159,7 +159,7 @@ if [ "$sanitize" = 1 ]; then
     done
     grep -q '^# TOTAL' sanitize.out ||
         { tail -30 sanitize.out; count "make check-sanitize-ci (did not run: see sanitize.out)" fail; }
-    took sanitize "$t"
+    took sanitize "$t_sanitize"
 fi
 
 took total "$t_begin"

@@ -1,14 +1,10 @@
-/* layer_pool.c - the pooling layer kinds (rows of the table in layers.h): max pooling (unpadded
- * through the backend's core maxpool_*, padded through maxpool_pad_*), average pooling with zero
- * padding, and global average pooling. No parameters. */
+/* layer_pool.c - the pooling layer kinds (rows of the table in layers.h): max pooling and average
+ * pooling with zero padding, and global average pooling. No parameters. */
 #include "layers.h"
 
 static PoolShape pool_shape(const Layer *L, int n) {
-    return (PoolShape){n, L->in_c, L->in_h, L->in_w, L->d.k, L->d.stride, L->out_h, L->out_w};
-}
-static PadPoolShape pad_pool_shape(const Layer *L, int n) {
-    return (PadPoolShape){n,           L->in_c,  L->in_h,  L->in_w, L->d.k,
-                          L->d.stride, L->d.pad, L->out_h, L->out_w};
+    return (PoolShape){n,           L->in_c,  L->in_h,  L->in_w, L->d.k,
+                       L->d.stride, L->d.pad, L->out_h, L->out_w};
 }
 
 /* A window of k, stride and padding: max and average pooling. */
@@ -23,46 +19,25 @@ static void window_plan(Model *m, Layer *L, const Layer *P) {
 
 /* ---- max pooling ----------------------------------------------------------------------------- */
 
-static int padded(const Layer *L) {
-    return L->d.pad > 0;
-}
-
 static void maxpool_alloc(Model *m, Layer *L) {
     L->argmax = layer_alloc(m, (size_t)m->batch * L->out_size * sizeof(int32_t));
 }
 
 static void maxpool_forward(const LayerStep *t) {
     const Layer *L = t->L;
-    int32_t *argmax = L->argmax + (size_t)t->s0 * L->out_size;
-    if (padded(L)) {
-        PadPoolShape s = pad_pool_shape(L, t->n);
-        t->m->be->maxpool_pad_forward(t->m->ctx, &s, t->x, t->y, argmax);
-    } else {
-        PoolShape s = pool_shape(L, t->n);
-        t->m->be->maxpool_forward(t->m->ctx, &s, t->x, t->y, argmax);
-    }
+    PoolShape s = pool_shape(L, t->n);
+    t->m->be->maxpool_forward(t->m->ctx, &s, t->x, t->y, L->argmax + (size_t)t->s0 * L->out_size);
 }
 
 static void maxpool_backward(const LayerStep *t) {
     const Layer *L = t->L;
     if (!t->dx) return;
-    const int32_t *argmax = L->argmax + (size_t)t->s0 * L->out_size;
-    if (padded(L)) {
-        PadPoolShape s = pad_pool_shape(L, t->n);
-        t->m->be->maxpool_pad_backward(t->m->ctx, &s, argmax, t->dy, t->dx);
-    } else {
-        PoolShape s = pool_shape(L, t->n);
-        const float *y = layer_y_at(t->m, L, t->s0);
-        t->m->be->maxpool_backward(t->m->ctx, &s, t->x, y, argmax, t->dy, t->dx);
-    }
+    PoolShape s = pool_shape(L, t->n);
+    t->m->be->maxpool_backward(t->m->ctx, &s, L->argmax + (size_t)t->s0 * L->out_size, t->dy,
+                               t->dx);
 }
 
-static const LayerOp maxpool_plain_ops[] = {{0, NULL}}; /* maxpool_* are mandatory */
-static const LayerOp maxpool_pad_ops[] = {
-    LAYER_OP(maxpool_pad_forward), LAYER_OP(maxpool_pad_backward), {0, NULL}};
-static const LayerOp *maxpool_needs(const Layer *L) {
-    return padded(L) ? maxpool_pad_ops : maxpool_plain_ops;
-}
+static const LayerOp maxpool_ops[] = {{0, NULL}}; /* maxpool_* are mandatory */
 
 const LayerKindOps layer_maxpool = {
     .name = "maxpool",
@@ -71,19 +46,18 @@ const LayerKindOps layer_maxpool = {
     .alloc = maxpool_alloc,
     .forward = maxpool_forward,
     .backward = maxpool_backward,
-    .needs = maxpool_plain_ops,
-    .needs_of = maxpool_needs,
+    .needs = maxpool_ops,
 };
 
 /* ---- average pooling ------------------------------------------------------------------------- */
 
 static void avgpool_forward(const LayerStep *t) {
-    PadPoolShape s = pad_pool_shape(t->L, t->n);
+    PoolShape s = pool_shape(t->L, t->n);
     t->m->be->avgpool_forward(t->m->ctx, &s, t->x, t->y);
 }
 
 static void avgpool_backward(const LayerStep *t) {
-    PadPoolShape s = pad_pool_shape(t->L, t->n);
+    PoolShape s = pool_shape(t->L, t->n);
     if (t->dx) t->m->be->avgpool_backward(t->m->ctx, &s, t->dy, t->dx);
 }
 

@@ -66,8 +66,6 @@ typedef struct LayerKindOps {
     void (*forward)(const LayerStep *s);
     void (*backward)(const LayerStep *s);
     const LayerOp *needs; /* optional backend functions it calls, {0} ended */
-    /* When set, replaces `needs` for a layer whose needs depend on its row. */
-    const LayerOp *(*needs_of)(const Layer *L);
 } LayerKindOps;
 
 /* The row of a kind (src/layer_kinds.c). */

@@ -416,8 +416,7 @@ void model_free(Model *m) {
 
 /* The optional backend functions L calls. */
 static const LayerOp *layer_needs(const Layer *L) {
-    const LayerKindOps *K = layer_kind(L->d.kind);
-    return K->needs_of ? K->needs_of(L) : K->needs;
+    return layer_kind(L->d.kind)->needs;
 }
 
 static int backend_has(const BackendOps *be, size_t offset) {

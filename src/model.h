@@ -247,8 +247,9 @@ int model_unscale_grads(Model *m);
 
 /* FNV-1a hash of the parameters' bytes: equal on two ranks iff their parameters are identical. */
 uint64_t model_param_hash(const Model *m);
-/* Writes the parameters: a 64-byte header ("DTBMODEL", u64 version 1, u64 nparams, model name)
- * then nparams little-endian float32. Returns 0, or -1 with errno set. */
+/* Rank 0: writes the parameters to the file --save-model claimed (path: its name; outputs.h): a
+ * 64-byte header ("DTBMODEL", u64 version 1, u64 nparams, model name) then nparams little-endian
+ * float32. Returns 0; a failure is reported there (one line, exit status 1, no file left). */
 int model_save(const Model *m, const char *path);
 /* The same from a host array holding all total_params parameters (a pipeline gathers them). */
 int model_save_params(const Model *m, const float *host_params, const char *path);

@@ -1,9 +1,8 @@
-/* model_io.c - a Model's reports and files: the layer table of --dry-run, FLOPs, the FNV hash of
- * its parameters (ranks compare them) and the parameter file written by --save-model. */
+/* model_io.c - a Model's reports: the layer table of --dry-run, FLOPs and the FNV hash of its
+ * parameters (ranks compare them). The parameter file of --save-model: model_save.c. */
 #include "layers.h"
 #include "util.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,32 +55,4 @@ uint64_t model_param_hash(const Model *m) {
         h = (h ^ p[i]) * 0x100000001b3ULL;
     free(host);
     return h;
-}
-
-static int save_floats(const Model *m, const float *host, size_t n, const char *path) {
-    unsigned char header[64] = "DTBMODEL";
-    uint64_t version = 1, count = n;
-    memcpy(header + 8, &version, 8);
-    memcpy(header + 16, &count, 8);
-    snprintf((char *)header + 24, 40, "%s", m->desc->name);
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    int ok = fwrite(header, 1, sizeof header, f) == sizeof header &&
-             fwrite(host, sizeof(float), n, f) == n;
-    if (fclose(f) != 0 || !ok) {
-        if (!errno) errno = EIO;
-        return -1;
-    }
-    return 0;
-}
-
-int model_save(const Model *m, const char *path) {
-    float *host = params_on_host(m);
-    int rc = save_floats(m, host, m->nparams, path);
-    free(host);
-    return rc;
-}
-
-int model_save_params(const Model *m, const float *host_params, const char *path) {
-    return save_floats(m, host_params, m->total_params, path);
 }

@@ -51,7 +51,7 @@ void pipeline_free(Pipeline *p);
 void pipeline_print(const Pipeline *p, const Model *plan, FILE *out);
 
 /* Collective. Rank 0 writes the whole model's parameters of replica 0, gathered from its stages,
- * as model_save does. Returns 0, or -1 with errno set (rank 0). */
+ * as model_save does (which reports its own failure). Returns 0. */
 int pipeline_save_model(const Pipeline *p, const Model *m, const char *path);
 
 #endif

@@ -3,9 +3,11 @@
 #define _GNU_SOURCE
 #include "recorder_grow.h"
 #include "check.h"
+#include "h5_objects.h"
 #include "outputs.h"
 #include "util.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,11 +90,24 @@ int grow_extend(GrowState *g, int64_t iter, hid_t file, const hid_t *sets, MPI_C
         return -1;
     }
     hsize_t dims[2] = {(hsize_t)g->nranks, (hsize_t)next};
-    for (int i = 0; i < g->nsets; i++)
-        H5_CHECK(H5Dset_extent(sets[i], dims));
     /* The new extent and chunks on disk before any rank writes into them: a killed run reads
-     * every block written after this. */
-    H5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));
+     * every block written after this (the flush). A write that fails inside these collective
+     * calls (the space was reserved, yet the file system refused) leaves the other ranks inside
+     * HDF5, where no stop vote reaches them: the caller ends the run out of band. */
+    const char *call = NULL;
+    errno = 0;
+    for (int i = 0; i < g->nsets && !call; i++)
+        if (H5Dset_extent(sets[i], dims) < 0) call = "H5Dset_extent";
+    if (!call && H5Fflush(file, H5F_SCOPE_GLOBAL) < 0) call = "H5Fflush";
+    if (call) {
+        int e = errno ? errno : outputs_write_errno(path, bytes); /* MPI-IO: a short write */
+        snprintf(err, errlen,
+                 "rank %d: extending %s (/iterations) to iteration %lld failed: %s: %s (errno %d: "
+                 "%s)",
+                 rank, path, (long long)iter + 1, call, h5_error_message(), e, strerror(e));
+        g->refused = 1;
+        return -2;
+    }
     g->extent = next;
     if (g->extensions == g->capacity) {
         g->capacity = g->capacity ? 2 * g->capacity : 64;
@@ -107,16 +122,9 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static void attr_value(hid_t loc, const char *name, hid_t type, const void *value) {
-    hid_t space = H5_CHECK(H5Screate(H5S_SCALAR));
-    hid_t a = H5_CHECK(H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT));
-    H5_CHECK(H5Awrite(a, type, value));
-    H5Aclose(a), H5Sclose(space);
-}
-
 void grow_describe(const GrowState *g, hid_t group) {
     long long step = g->growing ? g->step : 0;
-    attr_value(group, "grow_step", H5T_NATIVE_LLONG, &step);
+    attr_number(group, "grow_step", H5T_NATIVE_LLONG, &step);
 }
 
 void grow_finish(GrowState *g, hid_t file, MPI_Comm comm) {
@@ -129,8 +137,8 @@ void grow_finish(GrowState *g, hid_t file, MPI_Comm comm) {
         MPI_CHECK(MPI_Bcast(&median, 1, MPI_DOUBLE, 0, comm));
         long long n = g->extensions;
         hid_t group = H5_CHECK(H5Gopen2(file, "iterations", H5P_DEFAULT));
-        attr_value(group, "extensions", H5T_NATIVE_LLONG, &n);
-        attr_value(group, "extension_s_median", H5T_NATIVE_DOUBLE, &median);
+        attr_number(group, "extensions", H5T_NATIVE_LLONG, &n);
+        attr_number(group, "extension_s_median", H5T_NATIVE_DOUBLE, &median);
         H5Gclose(group);
     }
     free(g->seconds);

@@ -45,11 +45,12 @@ hid_t grow_create_set(const GrowState *g, hid_t loc, const char *name);
 /* Attribute grow_step of the /iterations group (0: allocated whole). */
 void grow_describe(const GrowState *g, hid_t group);
 
-/* Collective: makes room for iteration `iter` (>= extent). Returns 0, or -1 when the step's
- * space could not be reserved: the datasets keep their extent, g->refused is set, and err holds
- * the same one-line reason on every rank ("rank 0: extending PATH (/iterations) to iteration N
- * failed: ..."), which rank 0 has printed as dtbench's error line. HDF5 failures end the job
- * (H5_CHECK). */
+/* Collective: makes room for iteration `iter` (>= extent). Returns 0; -1 when the step's space
+ * could not be reserved: the datasets keep their extent, g->refused is set, and err holds the
+ * same one-line reason on every rank ("rank 0: extending PATH (/iterations) to iteration N
+ * failed: ..."), which rank 0 has printed as dtbench's error line; -2 on this rank when HDF5
+ * failed inside the extension (err: "rank R: extending ... failed: CALL: HDF5's message (errno
+ * E: ...)", not printed), where the other ranks may be left inside HDF5's collective calls. */
 int grow_extend(GrowState *g, int64_t iter, hid_t file, const hid_t *sets, MPI_Comm comm,
                 const char *path, char *err, size_t errlen);
 

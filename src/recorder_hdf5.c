@@ -9,11 +9,13 @@
  * (recorder_grow.c), flushed before any rank writes into it. */
 #define _GNU_SOURCE
 #include "check.h"
+#include "h5_objects.h"
 #include "outputs.h"
 #include "recorder.h"
 #include "recorder_grow.h"
 #include "recorder_profile.h" /* defines: profile_sets_* (/profile) */
 #include "util.h"
+#include "watchdog.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +46,7 @@ enum {
     R_PUSHED,
     R_APPLIED,
     R_SAMPLES,
+    R_ITERS_DONE,
     R_N
 };
 static const struct {
@@ -57,7 +60,8 @@ static const struct {
     {"clock_offset_start", "this rank's clock minus rank 0's, s, before the run"},
     {"clock_offset_end", "this rank's clock minus rank 0's, s, after the run"},
     {"clock_rtt", "smallest ping-pong round trip when measuring the offset, s"},
-    {"completed", "iterations completed and written (warm-up included)"},
+    {"completed", "iterations kept: the rank's first `completed` iterations are in /iterations "
+                  "(warm-up included)"},
     {"status", "0 never finished (killed), 1 completed, 2 stopped early by a signal, 3 error"},
     {"param_hash",
      "FNV-1a hash of the final parameters (equal on all ranks in sync data parallelism)"},
@@ -65,6 +69,8 @@ static const struct {
     {"updates_pushed", "gradient updates this rank sent to the exchange"},
     {"updates_applied", "updates this rank applied (a server: the pushes it applied)"},
     {"samples_written", "entries of this rank's row of /samples written so far"},
+    {"iterations_done", "iterations the rank completed, kept or not (warm-up included): more than "
+                        "completed when some could not be written"},
 };
 
 #define INJECT_ALL    (-2)
@@ -88,7 +94,8 @@ struct Recorder {
     hid_t rank_sets[R_N];
     hid_t eval_sets[4];
     int rank, nranks, flush_every;
-    int64_t iters_total, next_to_write, completed;
+    int64_t iters_total, next_to_write;
+    int64_t done;    /* iterations recorded (/ranks/iterations_done), written or not */
     IterRecord *buf; /* [flush_every] */
     int nbuf, nbuf_written;
     double *column; /* [flush_every] scratch */
@@ -100,50 +107,14 @@ struct Recorder {
     /* A failed write: this rank writes nothing more and asks for the agreed stop. */
     int failed;
     char failure[PATH_MAX + 1024];
-    int64_t blocks;                 /* blocks written */
-    int inject_rank, inject_errno;  /* DTBENCH_TEST_WRITE_ERROR (tests only) */
+    int64_t blocks;                /* blocks written */
+    int inject_rank, inject_errno; /* DTBENCH_TEST_WRITE_ERROR (tests only) */
     int64_t inject_block;
     GrowState grow;       /* the extent of /iterations (recorder_grow.h) */
     ProfileSets *profile; /* /profile (--profile-layers), NULL: none */
 };
 
 /* ---- small writers ------------------------------------------------------------------------- */
-
-static void attr_text(hid_t loc, const char *name, const char *value) {
-    hid_t type = H5_CHECK(H5Tcopy(H5T_C_S1));
-    H5_CHECK(H5Tset_size(type, H5T_VARIABLE));
-    H5_CHECK(H5Tset_cset(type, H5T_CSET_UTF8));
-    hid_t space = H5_CHECK(H5Screate(H5S_SCALAR));
-    hid_t a = H5_CHECK(H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT));
-    H5_CHECK(H5Awrite(a, type, &value));
-    H5Aclose(a), H5Sclose(space), H5Tclose(type);
-}
-
-static void attr_number(hid_t loc, const char *name, hid_t type, const void *value) {
-    hid_t space = H5_CHECK(H5Screate(H5S_SCALAR));
-    hid_t a = H5_CHECK(H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT));
-    H5_CHECK(H5Awrite(a, type, value));
-    H5Aclose(a), H5Sclose(space);
-}
-
-static void attr_ll(hid_t loc, const char *name, long long v) {
-    attr_number(loc, name, H5T_NATIVE_LLONG, &v);
-}
-
-/* A contiguous dataset allocated and filled at creation, so no metadata changes later. */
-static hid_t create_set(hid_t loc, const char *name, hid_t type, int rank, const hsize_t *dims,
-                        const void *fill) {
-    hid_t dcpl = H5_CHECK(H5Pcreate(H5P_DATASET_CREATE));
-    H5_CHECK(H5Pset_layout(dcpl, H5D_CONTIGUOUS));
-    H5_CHECK(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY));
-    H5_CHECK(H5Pset_fill_time(dcpl, H5D_FILL_TIME_ALLOC));
-    H5_CHECK(H5Pset_obj_track_times(dcpl, 0));
-    if (fill) H5_CHECK(H5Pset_fill_value(dcpl, type, fill));
-    hid_t space = H5_CHECK(H5Screate_simple(rank, dims, NULL));
-    hid_t set = H5_CHECK(H5Dcreate2(loc, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT));
-    H5Sclose(space), H5Pclose(dcpl);
-    return set;
-}
 
 /* A raw write failed on this rank: one line naming the file and the reason, nothing more is
  * written by this rank, and the run stops the way a signal stops it (the stop vote every rank
@@ -171,7 +142,9 @@ static int write_at(Recorder *r, hid_t set, hid_t memtype, int ndims, const hsiz
     hid_t mspace = H5_CHECK(H5Screate_simple(1, &n, NULL));
     errno = 0;
     herr_t rc = H5Dwrite(set, memtype, mspace, fspace, H5P_DEFAULT, data);
-    int err_no = errno ? errno : EIO;
+    int err_no = errno;
+    if (rc < 0 && !err_no) /* MPI-IO reports a short write without errno */
+        err_no = outputs_write_errno(r ? r->path : ".", (double)n * (double)H5Tget_size(memtype));
     if (r && (r->inject_rank == r->rank || r->inject_rank == INJECT_ALL) &&
         r->blocks == r->inject_block)
         rc = -1, err_no = r->inject_errno; /* DTBENCH_TEST_WRITE_ERROR */
@@ -189,6 +162,19 @@ static int write_at(Recorder *r, hid_t set, hid_t memtype, int ndims, const hsiz
 static void write_rank_value(Recorder *r, int which, hid_t memtype, const void *value) {
     hsize_t start = (hsize_t)r->rank;
     write_at(r, r->rank_sets[which], memtype, 1, &start, 1, value);
+}
+
+/* Every dataset the recorder holds open, closed. */
+static void close_sets(Recorder *r) {
+    for (int i = 0; i < ITER_NFIELDS; i++)
+        H5Dclose(r->iter_sets[i]);
+    for (int i = 0; i < R_N; i++)
+        H5Dclose(r->rank_sets[i]);
+    for (int i = 0; i < 4; i++)
+        if (r->eval_sets[i] > 0) H5Dclose(r->eval_sets[i]);
+    for (int i = 0; i < NSAMPLE_SETS; i++)
+        if (r->sample_sets[i] > 0) H5Dclose(r->sample_sets[i]);
+    profile_sets_close(r->profile);
 }
 
 /* ---- create --------------------------------------------------------------------------------- */
@@ -239,7 +225,8 @@ static hid_t create_file(Recorder *r, const RecorderConfig *c, const char *parti
                          size_t errlen) {
     const char *option = "--output";
     double need = file_estimate(c, r->nranks, c->iters_total, &option);
-    int verdict = r->rank == 0 ? outputs_reserve_space(c->path, c->path, need, option, 0, err, errlen) : 0;
+    int verdict =
+        r->rank == 0 ? outputs_reserve_space(c->path, c->path, need, option, 0, err, errlen) : 0;
     MPI_CHECK(MPI_Bcast(&verdict, 1, MPI_INT, 0, c->comm));
     if (verdict) {
         MPI_CHECK(MPI_Bcast(err, (int)errlen, MPI_CHAR, 0, c->comm));
@@ -263,12 +250,12 @@ static hid_t create_file(Recorder *r, const RecorderConfig *c, const char *parti
     }
     const char *unused;
     need = file_estimate(c, r->nranks, r->grow.extent, &unused);
-    verdict = r->rank == 0 ? outputs_reserve_space(partial, c->path, need, option, 1, err, errlen) : 0;
+    verdict =
+        r->rank == 0 ? outputs_reserve_space(partial, c->path, need, option, 1, err, errlen) : 0;
     MPI_CHECK(MPI_Bcast(&verdict, 1, MPI_INT, 0, c->comm));
-    if (verdict) {
+    if (verdict) { /* the hidden file goes with the run's other claims (outputs_abandon) */
         MPI_CHECK(MPI_Bcast(err, (int)errlen, MPI_CHAR, 0, c->comm));
         H5Fclose(file);
-        if (r->rank == 0) unlink(partial);
         return -1;
     }
     return file;
@@ -348,7 +335,7 @@ static void create_rank_sets(Recorder *r, hid_t file, const RecorderConfig *c) {
     hid_t types[R_N] = {H5T_STD_I32LE, host_type,      H5T_STD_I32LE,  H5T_STD_I32LE,
                         H5T_STD_I64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE,
                         H5T_STD_I64LE, H5T_STD_I32LE,  H5T_STD_U64LE,  H5T_STD_I32LE,
-                        H5T_STD_I64LE, H5T_STD_I64LE,  H5T_STD_I64LE};
+                        H5T_STD_I64LE, H5T_STD_I64LE,  H5T_STD_I64LE,  H5T_STD_I64LE};
     hid_t g = H5_CHECK(H5Gcreate2(file, "ranks", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     for (int i = 0; i < R_N; i++) {
         const void *fill = H5Tequal(types[i], H5T_IEEE_F64LE) > 0 ? (const void *)&nan : NULL;
@@ -416,9 +403,11 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
         check_fail(__FILE__, __LINE__, "hdf5_create", "more ITER_FIELDS than iter_sets");
     grow_plan(&r->grow, c->grow, c->iters_total, r->nranks, ITER_NFIELDS, c->flush_every);
 
-    /* Built under a hidden name, renamed into place once it describes itself (outputs.h). */
-    char partial[PATH_MAX + 64];
-    outputs_partial_path(c->path, partial, sizeof partial);
+    /* Built under the hidden name rank 0 claimed, renamed into place once it describes itself
+     * (outputs.h). */
+    char partial[PATH_MAX + 64] = "";
+    if (r->rank == 0) snprintf(partial, sizeof partial, "%s", outputs_partial());
+    MPI_CHECK(MPI_Bcast(partial, sizeof partial, MPI_CHAR, 0, c->comm));
     hid_t file = create_file(r, c, partial, err, errlen);
     if (file < 0) {
         free(r);
@@ -428,7 +417,8 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
     r->flush_every = c->flush_every;
     r->iters_total = c->iters_total;
     /* A block never holds more than the run's iterations (--flush-every may be larger). */
-    if (r->flush_every > r->iters_total) r->flush_every = (int)(r->iters_total > 0 ? r->iters_total : 1);
+    if (r->flush_every > r->iters_total)
+        r->flush_every = (int)(r->iters_total > 0 ? r->iters_total : 1);
     r->buf = xcalloc((size_t)r->flush_every, sizeof(IterRecord));
     r->column = xcalloc((size_t)r->flush_every, sizeof(double));
 
@@ -439,10 +429,14 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
 
     /* Everything that describes the file is now on disk; from here on only raw data. */
     H5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));
-    if (r->rank == 0) {
-        if (rename(partial, c->path) != 0)
-            check_fail(__FILE__, __LINE__, "rename to --output", strerror(errno));
-        outputs_published();
+    int refused = r->rank == 0 ? outputs_publish(err, errlen) != 0 : 0;
+    MPI_CHECK(MPI_Bcast(&refused, 1, MPI_INT, 0, c->comm));
+    if (refused) { /* another job published first: its file stays, this one goes */
+        MPI_CHECK(MPI_Bcast(err, (int)errlen, MPI_CHAR, 0, c->comm));
+        close_sets(r);
+        H5_CHECK(H5Fclose(r->file));
+        free(r->buf), free(r->column), free(r);
+        return NULL;
     }
     read_injection(r);
     return r;
@@ -478,6 +472,7 @@ static void write_samples(Recorder *r) {
 }
 
 static void write_block(Recorder *r) {
+    if (watchdog_leaving()) return; /* a finalizer writes this rank's records (watchdog.h) */
     write_samples(r);
     if (r->nbuf == 0) return;
     hsize_t start[2] = {(hsize_t)r->rank, (hsize_t)r->next_to_write};
@@ -491,8 +486,10 @@ static void write_block(Recorder *r) {
     if (r->failed) return; /* this block is lost; /ranks/completed keeps the last good one */
     r->next_to_write += r->nbuf_written;
     /* Only after the block's data: a killed run never claims iterations it did not write. */
-    long long done = r->next_to_write;
-    write_rank_value(r, R_DONE, H5T_NATIVE_LLONG, &done);
+    long long kept = r->next_to_write, done = r->done;
+    write_rank_value(r, R_DONE, H5T_NATIVE_LLONG, &kept);
+    write_rank_value(r, R_ITERS_DONE, H5T_NATIVE_LLONG, &done);
+    watchdog_written(r->next_to_write);
     if (!r->failed && r->blocks++ == 0 && r->rank == 0) outputs_committed();
 }
 
@@ -503,9 +500,16 @@ static void extend(Recorder *r, int64_t iter) {
     char why[sizeof r->failure];
     int refused =
         grow_extend(&r->grow, iter, r->file, r->iter_sets, r->comm, r->path, why, sizeof why);
-    if (!refused || r->failed) return;
+    if (!refused || (r->failed && refused != -2)) return;
     r->failed = 1;
     snprintf(r->failure, sizeof r->failure, "%s", why);
+    if (refused == -2) { /* the other ranks may wait inside HDF5: no stop vote reaches them */
+        fprintf(stderr,
+                "dtbench: error: %s; stopping the run (blocks written before stay "
+                "readable)\n",
+                r->failure);
+        watchdog_abandon_run(r->path, r->failure, r->comm);
+    }
     raise(SIGUSR1); /* the stop request of signals.h */
 }
 
@@ -514,7 +518,9 @@ static void hdf5_record_iteration(Recorder *r, int64_t iter, const IterRecord *r
         check_fail(__FILE__, __LINE__, "record_iteration", "iterations must be recorded in order");
     /* A rank that failed still takes part: the others are extending with it. */
     if (iter >= r->grow.extent && r->grow.growing && !r->grow.refused) extend(r, iter);
-    if (r->failed) return; /* the stop is on its way; nothing more is written by this rank */
+    r->done = iter + 1;
+    if (r->failed) return;      /* the stop is on its way; nothing more is written by this rank */
+    watchdog_record(iter, rec); /* held twice until written: a dead node loses none of it */
     r->buf[r->nbuf++] = *rec;
     if (r->nbuf == r->flush_every) write_block(r);
 }
@@ -524,6 +530,23 @@ static void hdf5_record_eval(Recorder *r, int index, const EvalRecord *e) {
     const double v[4] = {e->iteration, e->time, e->accuracy, e->loss};
     for (int i = 0; i < 4; i++)
         write_at(r, r->eval_sets[i], H5T_NATIVE_DOUBLE, 1, &start, 1, &v[i]);
+}
+
+/* Collective, after a write error: the iterations completed by ranks that can no longer write,
+ * written by the first rank that still can (/ranks/iterations_done). */
+static void write_failed_counts(Recorder *r) {
+    long long mine[2] = {r->failed, r->done}, *all = xmalloc(2 * (size_t)r->nranks * sizeof *all);
+    MPI_CHECK(MPI_Allgather(mine, 2, MPI_LONG_LONG, all, 2, MPI_LONG_LONG, r->comm));
+    int writer = 0;
+    while (writer < r->nranks && all[2 * writer])
+        writer++;
+    for (int q = 0; q < r->nranks && r->rank == writer; q++) {
+        hsize_t start = (hsize_t)q;
+        if (all[2 * q])
+            write_at(r, r->rank_sets[R_ITERS_DONE], H5T_NATIVE_LLONG, 1, &start, 1,
+                     &all[2 * q + 1]);
+    }
+    free(all);
 }
 
 static void hdf5_record_profile(Recorder *r, int index, const double *forward,
@@ -554,6 +577,7 @@ static void hdf5_close(Recorder *r, const RunEnd *end) {
     if (write_error) {
         MPI_CHECK(MPI_Bcast(r->failure, sizeof r->failure, MPI_CHAR, first_failed, r->comm));
         dt_exit_status = 1;
+        write_failed_counts(r);
     }
     /* The end attributes, with rank 0's values. */
     int worst = st;
@@ -575,21 +599,14 @@ static void hdf5_close(Recorder *r, const RunEnd *end) {
     grow_finish(&r->grow, r->file, r->comm);
     attr_ll(r->file, "finished", 1);
 
-    for (int i = 0; i < ITER_NFIELDS; i++)
-        H5Dclose(r->iter_sets[i]);
-    for (int i = 0; i < R_N; i++)
-        H5Dclose(r->rank_sets[i]);
-    for (int i = 0; i < 4; i++)
-        if (r->eval_sets[i] > 0) H5Dclose(r->eval_sets[i]);
-    for (int i = 0; i < NSAMPLE_SETS; i++)
-        if (r->sample_sets[i] > 0) H5Dclose(r->sample_sets[i]);
-    profile_sets_close(r->profile);
+    close_sets(r);
     H5_CHECK(H5Fclose(r->file));
     /* A run that failed before any rank wrote a block leaves no file. */
-    if (write_error && most_written == 0 && r->rank == 0) unlink(r->path);
+    if (write_error && most_written == 0 && r->rank == 0) outputs_drop_results();
     if (write_error && r->rank == 0)
         fprintf(stderr, "dtbench: error: the run stopped on a write error (%s); %s\n", r->failure,
-                most_written ? "stop_reason=write_error in the file" : "no block written, no file left");
+                most_written ? "stop_reason=write_error in the file"
+                             : "no block written, no file left");
     free(r->buf), free(r->column), free(r);
 }
 

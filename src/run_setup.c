@@ -4,6 +4,7 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <config.h>
 #include "run.h"
+#include "calibrate.h" /* defines: calibrate_method */
 #include "check.h"
 #include "nvml.h"
 #include "outputs.h"
@@ -196,6 +197,8 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
     char mpi_lib[MPI_MAX_LIBRARY_VERSION_STRING] = "", hdf5_ver[64], err[1024] = "";
     library_versions(mpi_lib, hdf5_ver, sizeof hdf5_ver);
     char *kernels = kernel_choices(p->be, r->ctx);
+    char cal_method[512];
+    calibrate_method(&r->calibration, cal_method, sizeof cal_method);
     RunAttr rank_text[] = {
         RUN_TEXT("device_name", dev->name),
         RUN_TEXT("device_uuid", dev->uuid),
@@ -254,6 +257,7 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_INT("microbatches", r->pipe.microbatches),
         RUN_TEXT("stage_first_layers", r->pipe.split_text),
         RUN_INT("calibration_iters", r->calibration.iters),
+        RUN_TEXT("calibration_method", cal_method),
         RUN_REAL("calibration_exchange_s", r->calibration.iters ? r->calibration.seconds : NAN),
         RUN_REAL("calibration_bucket_bytes", r->calibration.bucket_bytes),
         RUN_REAL("calibration_busbw_factor", r->calibration.busbw_factor),

@@ -6,7 +6,7 @@
 # `echo "$out" | grep -q PATTERN`, whose writer can die of SIGPIPE once grep has matched.
 set -euo pipefail
 
-: "${DTBENCH:=$(pwd)/src/dtbench}"
+: "${DTBENCH:=$(pwd)/bin/dtbench}" # the front door, as make check and users run it
 : "${MPIRUN:=mpirun}"
 : "${TESTS_SRCDIR:=$(cd "$(dirname "$0")" && pwd)}"
 : "${PYTHON:=python3}"
@@ -18,19 +18,32 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1
 # Open MPI 4): a loaded 2-core machine needs more for the ranks to finish and close the file.
 export OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-3}
 export HDF5_USE_FILE_LOCKING=FALSE
-# OpenBLAS older than the CPU falls back to generic SSE3 kernels (dtbench warns): the tests pick
-# the vector kernels the CPU has, which makes them ~3x faster here. A value set by the user wins.
-if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
-    if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then export OPENBLAS_CORETYPE=SkylakeX
-    elif grep -qw avx2 /proc/cpuinfo 2>/dev/null; then export OPENBLAS_CORETYPE=Haswell; fi
-fi
 # Fashion-MNIST as shipped by Debian's dataset-fashion-mnist.
 FMNIST_DIR=${FMNIST_DIR:-/usr/share/datasets/fashion-mnist}
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/dtbench-test.XXXXXX")
 export OMPI_MCA_orte_tmpdir_base="$WORK/ompi" OMPI_MCA_btl_vader_backing_directory="$WORK/ompi"
 mkdir -p "$WORK/ompi"
-trap 'rm -rf "$WORK"' EXIT
+
+# spawn CMD... : starts CMD in the background in a session of its own (setsid), its pid in
+# SPAWNED. end_spawned kills every process of every such session (SIGKILL): a launcher, its
+# daemons and ranks, whatever state they are in. The EXIT trap runs it, so that a test that
+# fails (or is killed by make's timeout, SIGTERM) never leaves anything running.
+SPAWNED_ALL=()
+spawn() {
+    setsid "$@" &
+    SPAWNED=$!
+    SPAWNED_ALL+=("$SPAWNED")
+}
+end_spawned() {
+    local s
+    for s in "${SPAWNED_ALL[@]}"; do
+        pkill -KILL -s "$s" 2>/dev/null || true
+        kill -KILL "$s" 2>/dev/null || true # if it had not become a session yet
+    done
+}
+trap 'end_spawned; rm -rf "$WORK"' EXIT
+trap 'exit 143' TERM
 
 # run_np N ARGS... : dtbench on N ranks, with a time limit so that no test can hang.
 run_np() {
@@ -176,5 +189,5 @@ mount_tmpfs() {
         echo "SKIP: cannot mount a tmpfs here (needs root in a mount namespace): $(cat "$WORK/mount.err")"
         exit 77
     }
-    trap 'umount "$WORK/disk" 2>/dev/null; rm -rf "$WORK"' EXIT
+    trap 'end_spawned; umount "$WORK/disk" 2>/dev/null; rm -rf "$WORK"' EXIT
 }

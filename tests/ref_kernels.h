@@ -28,7 +28,9 @@ void ref_conv_forward(const ConvShape *s, const float *x, const float *w, const 
 void ref_conv_backward(const ConvShape *s, const float *x, const float *w, const float *dy,
                        float *dx, float *dw, float *db);
 
-/* y = max over each window; argmax = ih*w_in + iw of the first maximum in row-major window order */
+/* y = max over the part of each window inside the image (padding never wins; a window entirely
+ * in the padding: y = 0, argmax -1); argmax = ih*w_in + iw of the first maximum in row-major
+ * window order */
 void ref_maxpool_forward(const PoolShape *s, const float *x, float *y, int32_t *argmax);
 /* dx[n,c,h_in,w_in]: each dy goes to the position of its window's maximum, found again from x */
 void ref_maxpool_backward(const PoolShape *s, const float *x, const float *dy, float *dx);
@@ -49,13 +51,9 @@ void ref_sgd_update(size_t n, float *p, const float *g, float *v, float lr, floa
 
 /* ---- model-zoo layers (backend.h, "appended for the model zoo") ---- */
 
-/* padded max pooling: padding never wins; argmax = ih*w_in + iw of the first maximum */
-void ref_maxpool_pad_forward(const PadPoolShape *s, const float *x, float *y, int32_t *argmax);
-/* dx: each dy goes to its window's maximum, found again from x */
-void ref_maxpool_pad_backward(const PadPoolShape *s, const float *x, const float *dy, float *dx);
 /* average over the k*k window, padding counted as zeros; backward as a gather */
-void ref_avgpool_forward(const PadPoolShape *s, const float *x, float *y);
-void ref_avgpool_backward(const PadPoolShape *s, const float *dy, float *dx);
+void ref_avgpool_forward(const PoolShape *s, const float *x, float *y);
+void ref_avgpool_backward(const PoolShape *s, const float *dy, float *dx);
 void ref_global_avgpool_forward(size_t planes, size_t plane, const float *x, float *y);
 void ref_global_avgpool_backward(size_t planes, size_t plane, const float *dy, float *dx);
 

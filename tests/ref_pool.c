@@ -1,4 +1,4 @@
-/* ref_pool.c - naive reference kernels: max pooling, padded max pooling, average and global average
+/* ref_pool.c - naive reference kernels: max pooling (padding 0 or not), average and global average
  * pooling (kernels/cpu_pool.c). Textbook definitions as nested loops with double accumulators;
  * backward passes written as gathers, sharing no structure with the backends' GEMM/im2col
  * formulation (ref_kernels.h). */
@@ -7,65 +7,17 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* ---- max pooling ---- */
+/* ---- max and average pooling (padding 0 or not) ---- */
 
-/* position (ih*w_in + iw) of the first maximum of window (oh, ow) of plane p */
-static int pool_argmax(const PoolShape *s, const float *p, int oh, int ow) {
-    int best = -1;
-    for (int ki = 0; ki < s->k; ki++)
-        for (int kj = 0; kj < s->k; kj++) {
-            int idx = (oh * s->stride + ki) * s->w_in + ow * s->stride + kj;
-            if (best < 0 || p[idx] > p[best]) best = idx;
-        }
-    return best;
-}
-
-void ref_maxpool_forward(const PoolShape *s, const float *x, float *y, int32_t *argmax) {
-    size_t in_plane = (size_t)s->h_in * s->w_in, out_plane = (size_t)s->h_out * s->w_out;
-    for (int n = 0; n < s->batch; n++)
-        for (int c = 0; c < s->c; c++) {
-            size_t pl = (size_t)n * s->c + c;
-            const float *p = x + pl * in_plane;
-            for (int oh = 0; oh < s->h_out; oh++)
-                for (int ow = 0; ow < s->w_out; ow++) {
-                    int a = pool_argmax(s, p, oh, ow);
-                    size_t o = pl * out_plane + (size_t)oh * s->w_out + ow;
-                    y[o] = p[a];
-                    argmax[o] = a;
-                }
-        }
-}
-
-void ref_maxpool_backward(const PoolShape *s, const float *x, const float *dy, float *dx) {
-    size_t in_plane = (size_t)s->h_in * s->w_in, out_plane = (size_t)s->h_out * s->w_out;
-    double *acc = malloc(in_plane * sizeof *acc);
-    if (!acc) abort();
-    for (int n = 0; n < s->batch; n++)
-        for (int c = 0; c < s->c; c++) {
-            size_t pl = (size_t)n * s->c + c;
-            for (size_t i = 0; i < in_plane; i++)
-                acc[i] = 0.0;
-            for (int oh = 0; oh < s->h_out; oh++)
-                for (int ow = 0; ow < s->w_out; ow++)
-                    acc[pool_argmax(s, x + pl * in_plane, oh, ow)] +=
-                        dy[pl * out_plane + (size_t)oh * s->w_out + ow];
-            for (size_t i = 0; i < in_plane; i++)
-                dx[pl * in_plane + i] = (float)acc[i];
-        }
-    free(acc);
-}
-
-/* ---- padded pooling ---- */
-
-static size_t pp_in(const PadPoolShape *s, size_t plane, int ih, int iw) {
+static size_t pp_in(const PoolShape *s, size_t plane, int ih, int iw) {
     return plane * s->h_in * s->w_in + (size_t)ih * s->w_in + iw;
 }
-static size_t pp_out(const PadPoolShape *s, size_t plane, int oh, int ow) {
+static size_t pp_out(const PoolShape *s, size_t plane, int oh, int ow) {
     return plane * s->h_out * s->w_out + (size_t)oh * s->w_out + ow;
 }
 
 /* position of the first maximum of window (oh, ow) inside the image, -1 if none */
-static int pad_pool_argmax(const PadPoolShape *s, const float *p, int oh, int ow) {
+static int pool_argmax(const PoolShape *s, const float *p, int oh, int ow) {
     int best = -1;
     for (int ki = 0; ki < s->k; ki++)
         for (int kj = 0; kj < s->k; kj++) {
@@ -77,32 +29,36 @@ static int pad_pool_argmax(const PadPoolShape *s, const float *p, int oh, int ow
     return best;
 }
 
-void ref_maxpool_pad_forward(const PadPoolShape *s, const float *x, float *y, int32_t *argmax) {
+void ref_maxpool_forward(const PoolShape *s, const float *x, float *y, int32_t *argmax) {
     size_t planes = (size_t)s->batch * s->c;
     for (size_t pl = 0; pl < planes; pl++)
         for (int oh = 0; oh < s->h_out; oh++)
             for (int ow = 0; ow < s->w_out; ow++) {
-                int a = pad_pool_argmax(s, x + pp_in(s, pl, 0, 0), oh, ow);
+                int a = pool_argmax(s, x + pp_in(s, pl, 0, 0), oh, ow);
                 y[pp_out(s, pl, oh, ow)] = a >= 0 ? x[pp_in(s, pl, 0, 0) + a] : 0.0f;
                 argmax[pp_out(s, pl, oh, ow)] = a;
             }
 }
 
-void ref_maxpool_pad_backward(const PadPoolShape *s, const float *x, const float *dy, float *dx) {
-    size_t planes = (size_t)s->batch * s->c;
-    for (size_t pl = 0; pl < planes; pl++)
-        for (int ih = 0; ih < s->h_in; ih++)
-            for (int iw = 0; iw < s->w_in; iw++) {
-                double acc = 0.0;
-                for (int oh = 0; oh < s->h_out; oh++)
-                    for (int ow = 0; ow < s->w_out; ow++)
-                        if (pad_pool_argmax(s, x + pp_in(s, pl, 0, 0), oh, ow) == ih * s->w_in + iw)
-                            acc += dy[pp_out(s, pl, oh, ow)];
-                dx[pp_in(s, pl, ih, iw)] = (float)acc;
+void ref_maxpool_backward(const PoolShape *s, const float *x, const float *dy, float *dx) {
+    size_t planes = (size_t)s->batch * s->c, in_plane = (size_t)s->h_in * s->w_in;
+    double *acc = malloc(in_plane * sizeof *acc);
+    if (!acc) abort();
+    for (size_t pl = 0; pl < planes; pl++) {
+        for (size_t i = 0; i < in_plane; i++)
+            acc[i] = 0.0;
+        for (int oh = 0; oh < s->h_out; oh++)
+            for (int ow = 0; ow < s->w_out; ow++) {
+                int a = pool_argmax(s, x + pp_in(s, pl, 0, 0), oh, ow);
+                if (a >= 0) acc[a] += dy[pp_out(s, pl, oh, ow)];
             }
+        for (size_t i = 0; i < in_plane; i++)
+            dx[pl * in_plane + i] = (float)acc[i];
+    }
+    free(acc);
 }
 
-void ref_avgpool_forward(const PadPoolShape *s, const float *x, float *y) {
+void ref_avgpool_forward(const PoolShape *s, const float *x, float *y) {
     size_t planes = (size_t)s->batch * s->c;
     for (size_t pl = 0; pl < planes; pl++)
         for (int oh = 0; oh < s->h_out; oh++)
@@ -118,7 +74,7 @@ void ref_avgpool_forward(const PadPoolShape *s, const float *x, float *y) {
             }
 }
 
-void ref_avgpool_backward(const PadPoolShape *s, const float *dy, float *dx) {
+void ref_avgpool_backward(const PoolShape *s, const float *dy, float *dx) {
     size_t planes = (size_t)s->batch * s->c;
     for (size_t pl = 0; pl < planes; pl++)
         for (int ih = 0; ih < s->h_in; ih++)

@@ -155,28 +155,11 @@ static void f_maxpool_forward(BackendCtx *c, const PoolShape *s, const float *x,
     img_out(yt, s->batch, s->c, hwo, y);
     free(xt), free(yt);
 }
-static void f_maxpool_backward(BackendCtx *c, const PoolShape *s, const float *x, const float *y,
-                               const int32_t *am, const float *dy, float *dx) {
-    (void)x, (void)y;
+static void f_maxpool_backward(BackendCtx *c, const PoolShape *s, const int32_t *am,
+                               const float *dy, float *dx) {
     const size_t hwi = (size_t)s->h_in * s->w_in, hwo = (size_t)s->h_out * s->w_out;
     float *dyt = img_in(dy, s->batch, s->c, hwo), *dxt = xmalloc(s->batch * s->c * hwi * 4);
-    cpu_backend.maxpool_backward(c, s, NULL, NULL, am, dyt, dxt);
-    img_out(dxt, s->batch, s->c, hwi, dx);
-    free(dyt), free(dxt);
-}
-static void f_maxpool_pad_forward(BackendCtx *c, const PadPoolShape *s, const float *x, float *y,
-                                  int32_t *am) {
-    const size_t hwi = (size_t)s->h_in * s->w_in, hwo = (size_t)s->h_out * s->w_out;
-    float *xt = img_in(x, s->batch, s->c, hwi), *yt = xmalloc(s->batch * s->c * hwo * 4);
-    cpu_backend.maxpool_pad_forward(c, s, xt, yt, am);
-    img_out(yt, s->batch, s->c, hwo, y);
-    free(xt), free(yt);
-}
-static void f_maxpool_pad_backward(BackendCtx *c, const PadPoolShape *s, const int32_t *am,
-                                   const float *dy, float *dx) {
-    const size_t hwi = (size_t)s->h_in * s->w_in, hwo = (size_t)s->h_out * s->w_out;
-    float *dyt = img_in(dy, s->batch, s->c, hwo), *dxt = xmalloc(s->batch * s->c * hwi * 4);
-    cpu_backend.maxpool_pad_backward(c, s, am, dyt, dxt);
+    cpu_backend.maxpool_backward(c, s, am, dyt, dxt);
     img_out(dxt, s->batch, s->c, hwi, dx);
     free(dyt), free(dxt);
 }
@@ -298,8 +281,6 @@ static void make_fake(void) {
     fake.fc_forward = f_fc_forward, fake.fc_backward = f_fc_backward;
     fake.conv_forward = f_conv_forward, fake.conv_backward = f_conv_backward;
     fake.maxpool_forward = f_maxpool_forward, fake.maxpool_backward = f_maxpool_backward;
-    fake.maxpool_pad_forward = f_maxpool_pad_forward;
-    fake.maxpool_pad_backward = f_maxpool_pad_backward;
     fake.global_avgpool_forward = f_gap_forward, fake.global_avgpool_backward = f_gap_backward;
     fake.batchnorm_forward_train = f_bn_train, fake.batchnorm_forward_infer = f_bn_infer;
     fake.batchnorm_backward = f_bn_backward;

@@ -9,17 +9,23 @@
  *      keeps 8 significant bits (unit roundoff u = 2^-8) and a product of two rounded inputs is
  *      within 2u + u^2 of the exact one;
  * and the bf16 result must differ from fp32 somewhere (the rounding happened at all).
- * Both engines run: ours (avx512bf16, where the CPU has the instruction) and the openblas-sbgemm
- * feeding, here through a naive cblas_sbgemm this program exports itself (dlsym finds it first).
- * Then the backend's layers with --precision bf16: fc and convolution forward and backward (3x3
- * shapes where fp32 would take Winograd, 1x1, grouped small images) and the LSTM against
- * the naive references (tests/ref_*.c), with S from the same references on absolute values.
- * Exit 0: all pass; 1: a failure. It never skips: without AVX512-BF16 the sbgemm feeding and the
- * layers still run through the exported naive cblas_sbgemm (and /proc/cpuinfo listing avx512_bf16
- * while our engine is not used is a failure).
+ * Every engine runs: oneDNN's (where dtbench was built with it and the CPU has bf16 instructions;
+ * its products with k <= CPU_DNNL_SMALL_K take its rounded-fp32 path, the others its matmul),
+ * ours (avx512bf16, where the CPU has the instruction) and the openblas-sbgemm feeding, here
+ * through a naive cblas_sbgemm this program exports itself (dlsym finds it first).
+ * Then, on each engine, the backend's layers with --precision bf16: fc and convolution forward
+ * and backward (3x3 shapes where fp32 would take Winograd, 1x1, grouped small images, strided,
+ * an input row the windows never reach) and the LSTM against the naive references (tests/ref_*.c),
+ * with S from the same references on absolute values; and, on oneDNN's, that a weight's rounded
+ * copy is made once per parameter generation: a weight changed without weights_ready leaves the
+ * layer's result as it was (the copy was kept, not remade per call), and weights_ready makes it
+ * follow. Exit 0: all pass; 1: a failure. It never skips: without AVX512-BF16 the sbgemm feeding
+ * and the layers still run through the exported naive cblas_sbgemm (and /proc/cpuinfo listing
+ * avx512_bf16 while our engine, or oneDNN's in a build with oneDNN, is not used is a failure).
  */
 #include "backend.h"
 #include "cpu_bf16.h"
+#include "cpu_bf16_onednn.h" /* defines: cpu_dnnl_available */
 #include "harness.h"
 #include "ref_kernels.h"
 
@@ -30,7 +36,6 @@
 #include <string.h>
 
 static long sbgemm_calls;
-
 static float *randv(size_t n) {
     return rand_floats(n, -1.0f, 1.0f);
 }
@@ -172,8 +177,15 @@ typedef struct {
     BackendCtx *bf, *f32;
 } Ctxs;
 
+/* A new weight buffer may reuse a freed one's address: the engine is told, as the driver tells it
+ * after every update (oneDNN's engine keys its rounded copies by address and generation). */
+static void new_weights(Ctxs *c) {
+    c->be->weights_ready(c->bf, NULL, 0);
+}
+
 static void fc_test(Ctxs *c, int n, int in, int out) {
     FcShape s = {.batch = n, .in = in, .out = out};
+    new_weights(c);
     size_t nx = (size_t)n * in, nw = (size_t)out * in, ny = (size_t)n * out;
     float *x = randv(nx), *w = randv(nw), *b = randv(out), *dy = randv(ny);
     float *ax = malloc(nx * 4), *aw = malloc(nw * 4), *ab = malloc(out * 4), *ady = malloc(ny * 4);
@@ -210,6 +222,7 @@ static void fc_test(Ctxs *c, int n, int in, int out) {
 
 static void conv_test(Ctxs *c, int n, int ci, int h, int co, int k, int stride, int pad) {
     ConvShape s = {n, ci, h, h, co, k, stride, pad, (h + 2 * pad - k) / stride + 1, 0};
+    new_weights(c);
     s.w_out = s.h_out;
     size_t nx = (size_t)n * ci * h * h, nw = (size_t)co * ci * k * k;
     size_t ny = (size_t)n * co * s.h_out * s.w_out;
@@ -269,6 +282,7 @@ static int cpuinfo_has(const char *flag) {
  * backend's (8 steps; each step's rounding is ~2^-8 relative), and not equal to it. */
 static void lstm_test(Ctxs *c) {
     LstmShape s = {4, 8, 24, 32};
+    new_weights(c);
     size_t nx = (size_t)s.batch * s.seq * s.in, nw = (size_t)4 * s.hidden * (s.in + s.hidden);
     size_t ny = (size_t)s.batch * s.seq * s.hidden;
     float *x = randv(nx), *w = randv(nw), *b = randv(4 * (size_t)s.hidden);
@@ -292,10 +306,69 @@ static void lstm_test(Ctxs *c) {
     free(x), free(w), free(b), free(y), free(y32), free(res), free(work);
 }
 
+/* oneDNN's engine keeps each weight's rounded copy for the parameter generation: a weight changed
+ * behind its back leaves the products as they were until weights_ready. */
+static void generation_test(Ctxs *c) {
+    FcShape s = {.batch = 8, .in = 200, .out = 300};
+    ConvShape cs = {2, 8, 10, 10, 6, 3, 1, 1, 10, 10};
+    size_t nx = (size_t)8 * 200, nw = (size_t)300 * 200, cx = (size_t)2 * 8 * 100, cw = 6 * 8 * 9;
+    float *x = randv(nx), *w = randv(nw), *y0 = malloc(8 * 300 * 4), *y1 = malloc(8 * 300 * 4);
+    float *xc = randv(cx), *wc = randv(cw), *z0 = malloc(2 * 6 * 100 * 4),
+          *z1 = malloc(2 * 6 * 100 * 4);
+    void *work = malloc(c->be->conv_workspace_bytes(c->bf, &cs));
+    new_weights(c);
+    c->be->fc_forward(c->bf, &s, x, w, NULL, y0);
+    c->be->conv_forward(c->bf, &cs, xc, wc, NULL, z0, work);
+    for (size_t i = 0; i < nw; i++)
+        w[i] = -w[i];
+    for (size_t i = 0; i < cw; i++)
+        wc[i] = -wc[i];
+    c->be->fc_forward(c->bf, &s, x, w, NULL, y1);
+    c->be->conv_forward(c->bf, &cs, xc, wc, NULL, z1, work);
+    int kept = !memcmp(y0, y1, 8 * 300 * 4) && !memcmp(z0, z1, 2 * 6 * 100 * 4);
+    c->be->weights_ready(c->bf, NULL, 0);
+    c->be->fc_forward(c->bf, &s, x, w, NULL, y1);
+    c->be->conv_forward(c->bf, &cs, xc, wc, NULL, z1, work);
+    int follows = 1;
+    for (size_t i = 0; i < 8 * 300; i++)
+        follows &= y1[i] == -y0[i];
+    for (size_t i = 0; i < 2 * 6 * 100; i++)
+        follows &= z1[i] == -z0[i];
+    EXPECT(kept, "onednn weights rounded once per generation: kept until weights_ready");
+    EXPECT(follows, "onednn weights rounded once per generation: remade after weights_ready");
+    free(x), free(w), free(y0), free(y1), free(xc), free(wc), free(z0), free(z1), free(work);
+}
+
+/* The backend's layers with --precision bf16 on `engine` (forced for the contexts made here). */
+static void layer_tests(const char *engine) {
+    setenv("DTBENCH_BF16_ENGINE", engine, 1);
+    Ctxs c = {&cpu_backend, NULL, NULL};
+    BackendConfig cb = {.threads = 1, .precision = PRECISION_BF16}, cf = {.threads = 1};
+    if (c.be->init(&cb, &c.bf) != 0 || c.be->init(&cf, &c.f32) != 0) {
+        EXPECT(0, "a bf16 context on engine %s", engine);
+        return;
+    }
+    char info[512];
+    c.be->describe(c.bf, info, sizeof info);
+    int on = strstr(info, engine) != NULL;
+    EXPECT(on, "== layers on %s (not another engine)", engine);
+    fc_test(&c, 64, 800, 500);
+    fc_test(&c, 7, 33, 10);
+    conv_test(&c, 3, 16, 24, 20, 3, 1, 1);   /* fp32 would run Winograd */
+    conv_test(&c, 4, 1, 28, 20, 5, 1, 0);    /* LeNet's conv1 */
+    conv_test(&c, 5, 24, 7, 32, 1, 1, 0);    /* pointwise, grouped small images */
+    conv_test(&c, 2, 8, 13, 12, 3, 2, 1);    /* stride 2 */
+    conv_test(&c, 2, 3, 9, 4, 2, 2, 0);      /* the last input row is in no window */
+    conv_test(&c, 2, 144, 12, 136, 1, 1, 0); /* pointwise, k > 128 every way (oneDNN's matmul) */
+    lstm_test(&c);
+    if (!strcmp(engine, "onednn")) generation_test(&c);
+    c.be->finalize(c.bf), c.be->finalize(c.f32);
+}
+
 int main(void) {
+    setenv("DTBENCH_BF16_ENGINE", "avx512bf16", 1);
     CpuBf16 *g = cpu_bf16_create(1);
     if (!g) return 1;
-    setenv("DTBENCH_BF16_ENGINE", "avx512bf16", 1);
     const char *own = cpu_bf16_engine(NULL, 0);
     int own_ok = own && !strcmp(own, "avx512bf16");
     if (own_ok)
@@ -306,21 +379,21 @@ int main(void) {
         printf("avx512bf16 engine not tested: this CPU has no AVX512-BF16\n");
     engine_tests(g, "openblas-sbgemm");
     EXPECT(sbgemm_calls > 0, "the sbgemm engine called cblas_sbgemm (%ld calls)", sbgemm_calls);
+    char why[300];
+    const char *isa = NULL;
+    int dnnl = cpu_dnnl_available(why, sizeof why, &isa);
+    if (dnnl) {
+        printf("onednn engine on %s\n", isa);
+        engine_tests(g, "onednn");
+    } else if (cpuinfo_has("avx512_bf16") && !strstr(why, "built without")) {
+        EXPECT(0, "/proc/cpuinfo lists avx512_bf16: oneDNN's engine is used (%s)", why);
+    } else {
+        printf("onednn engine not tested: %s\n", why);
+    }
     cpu_bf16_free(g);
-    /* the layers below run on our engine where the CPU has it (the process keeps this choice) */
-    if (!own_ok) unsetenv("DTBENCH_BF16_ENGINE");
 
-    /* the backend, --precision bf16 (the engine this process picked) against fp32 */
-    Ctxs c = {&cpu_backend, NULL, NULL};
-    BackendConfig cb = {.threads = 1, .precision = PRECISION_BF16}, cf = {.threads = 1};
-    if (c.be->init(&cb, &c.bf) != 0 || c.be->init(&cf, &c.f32) != 0) return 1;
-    fc_test(&c, 64, 800, 500);
-    fc_test(&c, 7, 33, 10);
-    conv_test(&c, 3, 16, 24, 20, 3, 1, 1); /* fp32 would run Winograd */
-    conv_test(&c, 4, 1, 28, 20, 5, 1, 0);  /* LeNet's conv1 */
-    conv_test(&c, 5, 24, 7, 32, 1, 1, 0);  /* pointwise, grouped small images */
-    conv_test(&c, 2, 8, 13, 12, 3, 2, 1);  /* stride 2 */
-    lstm_test(&c);
-    c.be->finalize(c.bf), c.be->finalize(c.f32);
+    if (dnnl) layer_tests("onednn");
+    if (own_ok) layer_tests("avx512bf16");
+    layer_tests("openblas-sbgemm");
     return check_summary();
 }

@@ -127,10 +127,14 @@ static void gradcheck_conv(int n, int c_in, int h_in, int w_in, int c_out, int k
 
     conv_fwd(&l);
     B->conv_backward(ctx, &st.s, st.x, st.w, l.r, dx, dw, db, st.work);
+    /* The convolution is linear in x, w and b: central differences have no truncation error at
+     * any step, and a step of 0.1 lifts them well above the fp32 rounding of the loss (6720 terms
+     * for Winograd's shape: at 0.01 its noise reached 1.1e-2 relative with OpenBLAS's SkylakeX
+     * kernels, 1.7e-3 with Prescott's). */
     Probe pr = grad_layer_probe(&l, 0);
-    fd_check(name, "dx", &pr, st.x, dx, nx, 1e-2f, 1e-2);
-    fd_check(name, "dw", &pr, st.w, dw, nw, 1e-2f, 1e-2);
-    fd_check(name, "db", &pr, st.b, db, c_out, 1e-2f, 1e-2);
+    fd_check(name, "dx", &pr, st.x, dx, nx, 1e-1f, 1e-2);
+    fd_check(name, "dw", &pr, st.w, dw, nw, 1e-1f, 1e-2);
+    fd_check(name, "db", &pr, st.b, db, c_out, 1e-1f, 1e-2);
 
     B->free(ctx, st.x), B->free(ctx, st.w), B->free(ctx, st.b), B->free(ctx, l.y);
     B->free(ctx, l.r), B->free(ctx, st.work), B->free(ctx, dx), B->free(ctx, dw);

@@ -206,7 +206,7 @@ static void test_conv(int n, int c_in, int h, int w_in, int c_out, int k, int st
 /* ---- max pooling (distinct inputs: a shuffled ramp, so no window has a tie) ---- */
 
 static void test_maxpool(int n, int c, int h, int w_in, int k, int stride) {
-    PoolShape s = {n, c, h, w_in, k, stride, (h - k) / stride + 1, (w_in - k) / stride + 1};
+    PoolShape s = {n, c, h, w_in, k, stride, 0, (h - k) / stride + 1, (w_in - k) / stride + 1};
     char shape[96];
     snprintf(shape, sizeof shape, "n=%d c=%d %dx%d k=%d stride=%d", n, c, h, w_in, k, stride);
     size_t nx = (size_t)n * c * h * w_in, ny = (size_t)n * c * s.h_out * s.w_out;
@@ -226,7 +226,7 @@ static void test_maxpool(int n, int c, int h, int w_in, int k, int stride) {
     B->maxpool_forward(ctx, &s, dx_, y, am);
     ref_maxpool_forward(&s, x, ry, ram);
     check("maxpool_forward", shape, y, ry, ny, 0.0, 1.0);
-    B->maxpool_backward(ctx, &s, dx_, y, am, ddy, gx);
+    B->maxpool_backward(ctx, &s, am, ddy, gx);
     ref_maxpool_backward(&s, x, dy, rdx);
     check("maxpool_backward", shape, gx, rdx, nx, 1e-6, 1.0);
 

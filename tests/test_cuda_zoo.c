@@ -83,15 +83,15 @@ static void test_blas1(void) {
 
 static void test_pool(int n, int c, int h, int k, int st, int pad) {
     int ho = (h + 2 * pad - k) / st + 1;
-    PadPoolShape s = {n, c, h, h, k, st, pad, ho, ho};
+    PoolShape s = {n, c, h, h, k, st, pad, ho, ho};
     size_t ni = (size_t)n * c * h * h, no = (size_t)n * c * ho * ho;
     float *x = host(ni, -1, 1), *gy = host(no, -1, 1), *y = malloc(no * 4), *dx = malloc(ni * 4);
     int32_t *am = malloc(no * 4);
     float *dX = up(x, ni * 4), *dG = up(gy, no * 4), *dY = dnan(no), *dDX = dnan(ni);
     int32_t *dAM = G->alloc(gctx, no * 4);
     char what[96];
-    C->maxpool_pad_forward(cctx, &s, x, y, am), C->maxpool_pad_backward(cctx, &s, am, gy, dx);
-    G->maxpool_pad_forward(gctx, &s, dX, dY, dAM), G->maxpool_pad_backward(gctx, &s, dAM, dG, dDX);
+    C->maxpool_forward(cctx, &s, x, y, am), C->maxpool_backward(cctx, &s, am, gy, dx);
+    G->maxpool_forward(gctx, &s, dX, dY, dAM), G->maxpool_backward(gctx, &s, dAM, dG, dDX);
     snprintf(what, sizeof what, "maxpool %dx%d/%d pad %d on %dx%d", k, k, st, pad, h, h);
     cmp(what, dY, y, no, 0);
     cmp_bytes("  argmax", dAM, am, no * 4);

@@ -77,8 +77,8 @@ static void test_dropout(void) {
 }
 
 /* the GPU max-pool forward (one thread per output) and gathering backward (one per input) */
-static void gpu_maxpool(const PadPoolShape *s, const float *x, float *y, int32_t *am,
-                        const float *dy, float *dx) {
+static void gpu_maxpool(const PoolShape *s, const float *x, float *y, int32_t *am, const float *dy,
+                        float *dx) {
     size_t op = (size_t)s->h_out * s->w_out, ip = (size_t)s->h_in * s->w_in;
     for (size_t o = 0; o < (size_t)s->batch * s->c * op; o++) {
         size_t pl = o / op;
@@ -112,8 +112,7 @@ static void gpu_maxpool(const PadPoolShape *s, const float *x, float *y, int32_t
     }
 }
 
-static void gpu_avgpool(const PadPoolShape *s, const float *x, float *y, const float *dy,
-                        float *dx) {
+static void gpu_avgpool(const PoolShape *s, const float *x, float *y, const float *dy, float *dx) {
     size_t op = (size_t)s->h_out * s->w_out, ip = (size_t)s->h_in * s->w_in;
     float inv = dt_avgpool_inv(s->k);
     for (size_t o = 0; o < (size_t)s->batch * s->c * op; o++) {
@@ -148,7 +147,7 @@ static void test_pooling(void) {
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         int h = cases[t][0], k = cases[t][1], st = cases[t][2], pad = cases[t][3];
         int ho = (h + 2 * pad - k) / st + 1;
-        PadPoolShape s = {2, 3, h, h + 1, k, st, pad, ho, (h + 1 + 2 * pad - k) / st + 1};
+        PoolShape s = {2, 3, h, h + 1, k, st, pad, ho, (h + 1 + 2 * pad - k) / st + 1};
         size_t ni = (size_t)2 * 3 * h * (h + 1), no = (size_t)2 * 3 * s.h_out * s.w_out;
         float *x = rand_floats(ni, -1, 1), *dy = rand_floats(no, -1, 1);
         if (t == 1) /* ties: the first maximum must win on both */
@@ -157,8 +156,8 @@ static void test_pooling(void) {
         float *y = malloc(no * 4), *y2 = malloc(no * 4), *dx = malloc(ni * 4),
               *dx2 = malloc(ni * 4);
         int32_t *am = malloc(no * 4), *am2 = malloc(no * 4);
-        cpu_backend.maxpool_pad_forward(NULL, &s, x, y, am);
-        cpu_backend.maxpool_pad_backward(NULL, &s, am, dy, dx);
+        cpu_backend.maxpool_forward(NULL, &s, x, y, am);
+        cpu_backend.maxpool_backward(NULL, &s, am, dy, dx);
         gpu_maxpool(&s, x, y2, am2, dy, dx2);
         ok_max &= same_bits(y, y2, no) && !memcmp(am, am2, no * 4) && same_bits(dx, dx2, ni);
         cpu_backend.avgpool_forward(NULL, &s, x, y);

@@ -42,7 +42,7 @@ one_line() {
     [ "$1" = 2 ] || fail "exit $1, expected 2: $(cat err.txt)"
     [ "$(grep -c '^dtbench' err.txt)" = 1 ] || fail "not one dtbench line on stderr: $(cat err.txt)"
     [ "${3:-}" = mpirun ] || [ "$(grep -c . err.txt)" = 1 ] || fail "stderr is not one line: $(cat err.txt)"
-    grep '^dtbench' err.txt | grep -qE -- "$2" || fail "'$(cat err.txt)' does not match '$2'"
+    grep '^dtbench' err.txt | grep -E -- "$2" >/dev/null || fail "'$(cat err.txt)' does not match '$2'"
     [ ! -e bad.h5 ] || fail "a refused run left bad.h5"
 }
 
@@ -65,7 +65,7 @@ hidden() {
 if ! hidden true 2>mount.err; then
     fail "cannot hide the GPU libraries in a mount namespace (this test runs as root): $(cat mount.err)"
 fi
-hidden bash -c "ldd '$MODULE' | grep -q 'file too short\|not found' || ! '$DTBENCH' --device cuda --dry-run --dataset synthetic >/dev/null 2>&1" ||
+hidden bash -c "ldd '$MODULE' | grep 'file too short\|not found' >/dev/null || ! '$DTBENCH' --device cuda --dry-run --dataset synthetic >/dev/null 2>&1" ||
     fail "the libraries were not hidden"
 for n in 1 2; do
     rm -f "cpu$n.h5"

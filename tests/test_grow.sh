@@ -15,9 +15,9 @@ wait_done() {
 
 # 1. --iters 1000000 on 2 ranks, SIGTERM to every rank after >= 45 iterations (as scancel does).
 #    The whole allocation would be 23 quantities x 2 ranks x 1e6 x 8 bytes = 368 MB.
-timeout -k 30 300 "$MPIRUN" -np 2 "$DTBENCH" --model lenet --dataset synthetic --batch 4 \
-    --iters 1000000 --warmup 2 --flush-every 5 --output long.h5 >long.log 2>&1 &
-job=$!
+spawn timeout -k 30 300 "$MPIRUN" -np 2 "$DTBENCH" --model lenet --dataset synthetic --batch 4 \
+    --iters 1000000 --warmup 2 --flush-every 5 --output long.h5 >long.log 2>&1
+job=$SPAWNED
 wait_done long.h5 45 || { kill -9 $job; fail "run did not write 45 iterations: $(cat long.log)"; }
 kill -TERM $(pids_of long.h5)
 set +e; wait $job; rc=$?; set -e
@@ -50,10 +50,10 @@ grep -q "stopped" summary.txt || fail "summary does not report the stop: $(cat s
 pass "--iters 1000000 stopped early: a few MB, valid, marked stopped, analysed"
 
 # 2. SIGKILL of the whole job after at least two extensions (a step of 20 iterations).
-DTBENCH_TEST_GROW_STEP=20 timeout -k 30 300 "$MPIRUN" -np 2 "$DTBENCH" --model lenet \
+DTBENCH_TEST_GROW_STEP=20 spawn timeout -k 30 300 "$MPIRUN" -np 2 "$DTBENCH" --model lenet \
     --dataset synthetic --batch 4 --iters 100000 --warmup 2 --flush-every 10 --output k.h5 \
-    >k.log 2>&1 &
-job=$!
+    >k.log 2>&1
+job=$SPAWNED
 wait_done k.h5 60 || { kill -9 $job; fail "run did not write 60 iterations: $(cat k.log)"; }
 kill -9 $(pids_of k.h5)
 set +e; wait $job; set -e
@@ -78,11 +78,11 @@ tree() {
 }
 for i in 1 2 3 4 5 6; do
     d=$("$PYTHON" -c "import random; random.seed($i); print(round(random.uniform(0, 1.0), 3))")
-    rm -f r.h5 .r.h5.partial
-    DTBENCH_TEST_GROW_STEP=5 timeout -k 5 120 "$MPIRUN" -np 2 "$DTBENCH" --model lenet \
+    rm -f r.h5 .r.h5.*.partial
+    DTBENCH_TEST_GROW_STEP=5 spawn timeout -k 5 120 "$MPIRUN" -np 2 "$DTBENCH" --model lenet \
         --dataset synthetic --batch 4 --iters 100000 --warmup 0 --flush-every 5 --output r.h5 \
-        >r.log 2>&1 &
-    pid=$!
+        >r.log 2>&1
+    pid=$SPAWNED
     wait_done r.h5 5 || { kill -9 $pid; fail "run did not write its first block: $(cat r.log)"; }
     sleep "$d" # after the first block: the kill lands among the extensions that follow
     procs=$(tree "$pid")

@@ -1,26 +1,42 @@
-# test_grow_disk.sh - a growing results file meets a full disk (issue 15 with issue 16's
-# guarantees), on a small tmpfs mounted for the test: the whole file is still checked before the
+# test_grow_disk.sh - a growing results file meets a full disk, on a small tmpfs mounted for the
+# test: the whole file is still checked before the
 # start (a run that cannot fit is refused, exit 2 naming --iters, no file left); a disk filled by
 # another process during the run makes the next extension's reservation fail, which stops every
 # rank within seconds through the write-error path (exit 1, one line with the file and errno 28),
-# the file closed with stop_reason=write_error and every iteration before the extent intact.
+# the file closed with stop_reason=write_error and every iteration before the extent intact; an
+# extension that fails inside HDF5 all the same ends the same way (out of band: the other ranks
+# wait inside HDF5).
 . "$(dirname "$0")/lib.sh"
 cd "$WORK"
 mount_tmpfs 32m
 S="--model lenet --dataset synthetic --batch 4 --warmup 0 --sample-hz 0 --flush-every 10"
 
 # 1. Growing or not, a run whose every iteration cannot fit is refused before any work:
-#    200000 iterations x 23 quantities x 2 ranks x 8 bytes = 74 MB on 32 MB.
-expect_bad 2 "--iters: the results file disk/r.h5 needs about [67][0-9].[0-9] MB, and its file system has 3[0-9].[0-9] MB free" $S --iters 200000 --output disk/r.h5
+#    200000 iterations x (bytes per iteration of every rank, counted in a small run's file) is
+#    more than the 32 MB, and the refusal's estimate agrees with that count within 15%.
+run_np 2 $S --iters 20 --output small.h5 >/dev/null
+per_iter=$("$PYTHON" - small.h5 <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    g = f["iterations"]
+    n = g["total"].shape[1]
+    print(sum(d.size * d.dtype.itemsize for d in g.values() if isinstance(d, h5py.Dataset)
+              and d.ndim == 2 and d.shape[1] == n) / n)
+PY
+)
+expect_bad 2 "--iters: the results file disk/r.h5 needs about [0-9.]* MB, and its file system has 3[0-9].[0-9] MB free" $S --iters 200000 --output disk/r.h5
 [ -z "$(ls -A disk)" ] || fail "refused run left $(ls -A disk)"
+said=$(sed -n 's/.*needs about \([0-9.]*\) MB.*/\1/p' err.txt)
+awk -v s="$said" -v p="$per_iter" 'BEGIN { e = 200000 * p / 1e6; exit !(s > 32 && s > 0.85 * e && s < 1.15 * e) }' ||
+    fail "the refusal says $said MB; 200000 iterations of $per_iter bytes each are $(awk -v p="$per_iter" 'BEGIN { print 200000 * p / 1e6 }') MB"
 pass "a growing file that cannot reach its full size is refused before the start"
 
 # 2. 60000 iterations fit (20 MB); steps of 2000 iterations (0.7 MB). Once the run has written
 #    its first blocks, another process fills the disk: the extensions still covered by what was
 #    reserved at creation go on, the first that needs more is refused.
-DTBENCH_TEST_GROW_STEP=2000 timeout -k 10 300 "$MPIRUN" -np 2 "$DTBENCH" $S --iters 60000 \
-    --output disk/r.h5 >run.log 2>err.log &
-job=$!
+DTBENCH_TEST_GROW_STEP=2000 spawn timeout -k 10 300 "$MPIRUN" -np 2 "$DTBENCH" $S --iters 60000 \
+    --output disk/r.h5 >run.log 2>err.log
+job=$SPAWNED
 wait_completed disk/r.h5 10 60 || { kill -9 $job; fail "run did not start writing: $(cat err.log)"; }
 dd if=/dev/zero of=disk/fill bs=64k 2>/dev/null || true # until the disk is full
 [ "$(df --output=avail disk | tail -1)" -lt 64 ] || fail "the disk did not fill: $(df disk)"
@@ -44,3 +60,37 @@ with h5py.File(sys.argv[1], "r") as f:
           f"{latency:.3f} s after the refusal")
 PY
 pass "a step that cannot be reserved stops the run through the write-error path"
+
+# 3. The reservation said yes, but the disk had no room when the extension came (a file system
+#    whose reservations do not hold; DTBENCH_TEST_NO_RESERVE=1 makes this one such): rank 0 failed
+#    inside H5Dset_extent ("file write failed", a short MPI-IO write without errno) and died
+#    through MPI_Abort, the survivor closed the file as peer_lost with no errno. Now the file is
+#    closed as write_error naming H5Dset_extent and errno 28, every iteration up to the extent
+#    kept on every rank, exit 1, within seconds.
+rm -f disk/fill disk/r.h5
+DTBENCH_TEST_NO_RESERVE=1 DTBENCH_TEST_GROW_STEP=200 timeout -k 10 300 "$MPIRUN" -np 2 \
+    "$DTBENCH" $S --iters 60000 --output disk/r.h5 >run.log 2>err.log &
+job=$!
+wait_completed disk/r.h5 10 60 || { kill -9 $job; fail "run did not start writing: $(cat err.log)"; }
+dd if=/dev/zero of=disk/fill bs=64k 2>/dev/null || true # until the disk is full,
+truncate -s -64K disk/fill                              # then less room than a step (74 KB)
+t0=$(date +%s.%N)
+set +e; wait $job; rc=$?; set -e
+took=$("$PYTHON" -c "import sys,time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$t0")
+[ "$rc" = 1 ] || fail "an extension failing inside HDF5: exit $rc, expected 1: $(cat err.log)"
+[ "$(grep -c "^dtbench: error: rank [01]: extending disk/r.h5 (/iterations) to iteration [0-9]* failed: H5Dset_extent: .*(errno 28: No space left on device); stopping the run" err.log)" = 1 ] ||
+    fail "not one line naming the file, H5Dset_extent and errno 28: $(cat err.log)"
+"$PYTHON" - disk/r.h5 <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    a = f.attrs
+    assert a["finished"] == 1 and a["stop_reason"] == "write_error", dict(a)
+    assert "errno 28" in a["stop_detail"] and "H5Dset_extent" in a["stop_detail"], a["stop_detail"]
+    done, extent = f["ranks/completed"][:], f["iterations/total"].shape[1]
+    assert (done == extent).all() and (f["ranks/iterations_done"][:] == done).all(), (done, extent)
+    assert not np.isnan(f["iterations/total"][:]).any()
+    assert (f["ranks/status"][:] == 2).all(), f["ranks/status"][:]
+    print(f"ok: closed as write_error: {a['stop_detail']}; every rank kept {int(done[0])} iterations")
+PY
+"$PYTHON" -c "import sys; sys.exit(float(sys.argv[1]) >= 20)" "$took" || fail "the run ended $took s after the disk filled"
+pass "an extension failing inside H5Dset_extent: write_error with errno 28, exit 1, $took s after the disk filled"

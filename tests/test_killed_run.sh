@@ -3,9 +3,9 @@
 . "$(dirname "$0")/lib.sh"
 
 out="$WORK/killed.h5"
-run_np 2 --model lenet --dataset synthetic --batch 8 --iters 100000 --warmup 2 --flush-every 10 \
-    --output "$out" >"$WORK/log.txt" 2>&1 &
-job=$!
+spawn timeout -k 5 300 "$MPIRUN" -np 2 "$DTBENCH" --model lenet --dataset synthetic --batch 8 \
+    --iters 100000 --warmup 2 --flush-every 10 --output "$out" >"$WORK/log.txt" 2>&1
+job=$SPAWNED
 
 # Wait (bounded) until both ranks have written at least 3 blocks.
 wait_completed "$out" 30 120 || { kill -9 $job; fail "run did not write 3 blocks in time"; }
@@ -42,14 +42,14 @@ tree() {
     for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do tree "$c"; done
 }
 for d in $delays; do
-    rm -f k.h5 .k.h5.partial
-    timeout -k 5 120 "$MPIRUN" -np 2 "$DTBENCH" --model lenet --dataset synthetic --batch 4 \
-        --iters 100000 --warmup 0 --flush-every 5 --output k.h5 >k.log 2>&1 &
-    pid=$!
+    rm -f k.h5 .k.h5.*.partial
+    spawn timeout -k 5 120 "$MPIRUN" -np 2 "$DTBENCH" --model lenet --dataset synthetic --batch 4 \
+        --iters 100000 --warmup 0 --flush-every 5 --output k.h5 >k.log 2>&1
+    pid=$SPAWNED
     case $d in
     file+*)
         for _ in $(seq 1 2000); do
-            [ -e k.h5 ] || [ -e .k.h5.partial ] && break
+            [ -e k.h5 ] || compgen -G ".k.h5.*.partial" >/dev/null && break
             sleep 0.005
         done
         sleep "${d#file+}"

@@ -121,7 +121,8 @@ static void reference_gradients(const Model *m, int n, float *grads) {
                            l->d.k, l->d.stride, l->d.pad, l->out_h, l->out_w};
             ref_conv_forward(&s, act[i], w, b, act[i + 1]);
         } else if (l->d.kind == LAYER_MAXPOOL) {
-            PoolShape s = {n, l->in_c, l->in_h, l->in_w, l->d.k, l->d.stride, l->out_h, l->out_w};
+            PoolShape s = {n,           l->in_c,  l->in_h,  l->in_w, l->d.k,
+                           l->d.stride, l->d.pad, l->out_h, l->out_w};
             int32_t *am = calloc((size_t)n * l->out_size, sizeof(int32_t));
             ref_maxpool_forward(&s, act[i], act[i + 1], am);
             free(am);
@@ -142,7 +143,8 @@ static void reference_gradients(const Model *m, int n, float *grads) {
                            l->d.k, l->d.stride, l->d.pad, l->out_h, l->out_w};
             ref_conv_backward(&s, act[i], w, dact[i + 1], dx, dw, db);
         } else if (l->d.kind == LAYER_MAXPOOL) {
-            PoolShape s = {n, l->in_c, l->in_h, l->in_w, l->d.k, l->d.stride, l->out_h, l->out_w};
+            PoolShape s = {n,           l->in_c,  l->in_h,  l->in_w, l->d.k,
+                           l->d.stride, l->d.pad, l->out_h, l->out_w};
             if (dx) ref_maxpool_backward(&s, act[i], dact[i + 1], dx);
         } else if (l->d.kind == LAYER_FC) {
             FcShape s = {.batch = n, .in = (int)l->in_size, .out = l->out_c};

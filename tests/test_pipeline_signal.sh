@@ -12,9 +12,9 @@
 start_run() {
     local out=$1 np=$2
     shift 2
-    timeout -k 30 300 "$MPIRUN" -np "$np" "$DTBENCH" --model lenet --dataset synthetic --batch 8 \
-        --iters 1000000 --warmup 2 --flush-every 5 --output "$out" "$@" >"$out.log" 2>&1 &
-    job=$!
+    spawn timeout -k 30 300 "$MPIRUN" -np "$np" "$DTBENCH" --model lenet --dataset synthetic --batch 8 \
+        --iters 1000000 --warmup 2 --flush-every 5 --output "$out" "$@" >"$out.log" 2>&1
+    job=$SPAWNED
     wait_completed "$out" 10 120 || { kill -9 $job; fail "run did not start writing"; }
 }
 

@@ -1,10 +1,11 @@
-# test_reliability_disk.sh - full disks and write errors (issue 16), on a small tmpfs mounted for
+# test_reliability_disk.sh - full disks and write errors, on a small tmpfs mounted for
 # the test: a results file that cannot fit is refused before any work (exit 2, one line naming the
 # option, the file and the room, no file left); a disk filled by someone else during the run does
 # not touch the run (its space was reserved at creation; it hung in H5Fflush before); a write error
 # on one rank (injected: DTBENCH_TEST_WRITE_ERROR) stops every rank within seconds with one line
 # naming the file and errno, the file closed with stop_reason=write_error and every block written
-# before intact, or no file at all when it came before the first block.
+# before intact, or no file at all when it came before the first block; a model that cannot be
+# saved on a full disk is one line and exit 1, no model file left.
 . "$(dirname "$0")/lib.sh"
 cd "$WORK"
 mount_tmpfs 1m
@@ -22,8 +23,8 @@ RUN_TIMEOUT=60 expect_bad 2 "--iters: the results file disk/r.h5 needs about [0-
 [ -z "$(ls -A disk)" ] || fail "refused run left $(ls -A disk)"
 
 # 3. The disk filled by another process while the run writes: the run completes, file intact.
-timeout -k 10 120 "$MPIRUN" -np 2 "$DTBENCH" $S --iters 400 --flush-every 10 --output disk/r.h5 >run.log 2>&1 &
-job=$!
+spawn timeout -k 10 120 "$MPIRUN" -np 2 "$DTBENCH" $S --iters 400 --flush-every 10 --output disk/r.h5 >run.log 2>&1
+job=$SPAWNED
 wait_completed disk/r.h5 10 60 || { kill -9 $job; fail "run did not start writing"; }
 dd if=/dev/zero of=disk/fill bs=64k 2>/dev/null || true # until the disk is full
 [ "$(df --output=avail disk | tail -1)" -lt 64 ] || fail "the disk did not fill: $(df disk)"
@@ -58,13 +59,16 @@ with h5py.File(sys.argv[1], "r") as f:
     assert "errno 5" in f.attrs["stop_detail"] and "disk/r.h5" in f.attrs["stop_detail"]
     done = f["ranks/completed"][:]
     assert done[1] == 30 and done[0] >= 30 and done[0] < 5000, done
+    # the iterations rank 1 completed after its failed write are counted, not kept
+    ran = f["ranks/iterations_done"][:]
+    assert ran[0] == done[0] and ran[1] > done[1] and abs(int(ran[1]) - int(ran[0])) <= 1, (ran, done)
     total = f["iterations/total"][:]
     for r, d in enumerate(done):
         assert not np.isnan(total[r, :d]).any(), (r, d)
     latency = f.attrs["stop_latency_s"]  # from the error to the file's last write
     assert 0 < latency < 5, latency  # "within seconds"; the figure is printed
-    print(f"ok: write error on rank 1: file closed {latency:.3f} s after it, completed "
-          f"{[int(d) for d in done]}, blocks before intact")
+    print(f"ok: write error on rank 1: file closed {latency:.3f} s after it, kept "
+          f"{[int(d) for d in done]} of {[int(d) for d in ran]} completed, blocks before intact")
 PY
 pass "write error: every rank stopped after $elapsed s, exit 1"
 rm -f disk/r.h5
@@ -79,3 +83,21 @@ set -e
 grep -q "errno 28: No space left on device" err.log || fail "no errno: $(cat err.log)"
 [ -z "$(ls -A disk)" ] || fail "a run failing before its first block left $(ls -A disk)"
 pass "write error before the first block: exit 1, no file left"
+
+# 6. --save-model onto a full disk: exit 0, "cannot write --save-model", a truncated model left.
+#    Now: exit 1, one line naming the option, the file and errno, and no model file at all (it is
+#    written under a hidden name, made durable, and renamed only when whole).
+dd if=/dev/zero of=disk/fill bs=64k 2>/dev/null || true
+set +e
+run_np 2 $S --model lenet --iters 2 --output r.h5 --save-model disk/m.bin >run.log 2>err.log
+rc=$?
+set -e
+[ "$rc" = 1 ] || fail "--save-model on a full disk: exit $rc, expected 1: $(cat err.log)"
+[ "$(grep -c '^dtbench' err.log)" = 1 ] &&
+    grep -q "^dtbench: error: rank 0: --save-model disk/m.bin was not saved: No space left on device (errno 28); no model file left" err.log ||
+    fail "not one line naming --save-model and errno 28: $(cat err.log)"
+[ "$(ls -A disk)" = fill ] || fail "a model that could not be saved left $(ls -A disk)"
+"$PYTHON" -c "import h5py; assert h5py.File('r.h5', 'r').attrs['stop_reason'] == 'completed'" ||
+    fail "the results of a run whose model could not be saved are not complete"
+rm -f disk/fill r.h5
+pass "--save-model on a full disk: exit 1, one line, no model file left, the results complete"

@@ -1,14 +1,15 @@
-# test_reliability_outputs.sh - output files are claimed before any work (issue 16): one file named
-# twice is refused (it was destroyed with exit 0), an unwritable --save-model is found before
-# training, a path a running job writes is refused to a second job (--overwrite included), and a
-# failed run leaves nothing behind.
+# test_reliability_outputs.sh - output files are claimed before any work: one file named twice is
+# refused (it was destroyed with exit 0), through symbolic links too, also one that becomes the
+# other during the run; an unwritable --save-model is found before training; a path a running job
+# writes is refused to a second job (--overwrite included); a failed run leaves nothing behind,
+# and no run deletes a file it did not create (one named like its hidden build name).
 . "$(dirname "$0")/lib.sh"
 cd "$WORK"
 S="--dataset synthetic --batch 4 --warmup 0"
 
 # noleft : no results file and no hidden partial file in the current folder.
 noleft() {
-    [ -z "$(ls -A | grep -E '^(\.?o\.h5|\.o\.h5\.partial|m\.bin)' || true)" ] || fail "$*: left $(ls -A)"
+    [ -z "$(ls -A | grep -E '^(\.?o\.h5|\.o\.h5\..*\.partial|\.?m\.bin|\.m\.bin\..*\.tmp)' || true)" ] || fail "$*: left $(ls -A)"
 }
 
 # 1. The results file named again as --save-model, however spelled: exit 2, nothing written.
@@ -48,12 +49,68 @@ else
     echo "note: $MPIRUN is not Open MPI: the H5Fcreate failure (made with OMPI_MCA_io) is not checked"
 fi
 
+# 2b. Links are followed to the file they name in the end. --save-model through a symbolic link
+#     to the results file: the model was written over the results, exit 0. Refused now, whether
+#     the results exist yet or not, and nothing is written.
+ln -s o.h5 model.bin
+expect_bad 0 "--save-model: model.bin is the results file (--output o.h5)" $S --iters 1 --output o.h5 --save-model model.bin
+[ ! -e o.h5 ] || fail "the refused run created o.h5"
+mkdir -p d1 sub && ln -s ../d1/o.h5 sub/d2 && ln -s sub/d2 chain.bin # a chain of relative links
+echo "earlier results" >d1/o.h5
+expect_bad 2 "--save-model: chain.bin is the results file (--output d1/o.h5)" $S --iters 1 --output d1/o.h5 --save-model chain.bin --overwrite
+[ "$(cat d1/o.h5)" = "earlier results" ] || fail "results reached through links were modified"
+rm -rf model.bin d1 sub/d2 chain.bin
+#     --output through a link writes the file it points to (created if need be); the link stays.
+ln -s real.h5 lnk.h5
+run_np 2 $S --model lenet --iters 2 --output lnk.h5 >run.log 2>&1 || fail "--output through a link: $(cat run.log)"
+[ -L lnk.h5 ] && [ -f real.h5 ] && "$PYTHON" -c "import h5py; assert h5py.File('lnk.h5','r').attrs['finished'] == 1" ||
+    fail "--output lnk.h5 -> real.h5: $(ls -la)"
+expect_bad 2 "--output: lnk.h5 exists" $S --iters 1 --output lnk.h5
+rm -f lnk.h5 real.h5
+pass "links: a model through a link to the results refused; results through a link written where it points"
+
+# 2c. A file of the user's named like a run's hidden build name (.o.h5.partial for --output o.h5)
+#     was deleted by that run. Runs build under names of their own now: the file stays, whether
+#     the run completes, is refused after the claim or is killed.
+echo "mine" >.o.h5.partial
+echo "mine too" >.m.bin.tmp
+run_np 2 $S --model lenet --iters 2 --output o.h5 --save-model m.bin >run.log 2>&1 || fail "run beside .o.h5.partial: $(cat run.log)"
+expect_bad 2 "--data-dir: /nonexistent has no" --iters 1 --data-dir /nonexistent --output o2.h5 --save-model m2.bin
+[ "$(cat .o.h5.partial)" = "mine" ] && [ "$(cat .m.bin.tmp)" = "mine too" ] ||
+    fail "a user's file named like a hidden build name was changed or deleted: $(ls -A)"
+[ -z "$(ls -A | grep -E '^\.(o|o2)\.h5\..+\.partial$|^\.(m|m2)\.bin\..+\.tmp$' || true)" ] ||
+    fail "hidden build files left: $(ls -A)"
+rm -f o.h5 m.bin .o.h5.partial .m.bin.tmp
+pass "a user's files named .o.h5.partial and .m.bin.tmp survive runs on o.h5 and m.bin"
+
+# 2d. --save-model that becomes the results file during the run (a link made after the claim):
+#     refused at the save, exit 1, one line; the results stay.
+timeout -k 10 200 "$MPIRUN" -np 2 "$DTBENCH" $S --model lenet --iters 1000000 --flush-every 10 \
+    --output o.h5 --save-model m.bin >b.log 2>b.err &
+job=$!
+wait_completed o.h5 10 120 || { kill -9 $job; fail "the run did not start writing"; }
+ln -sf o.h5 m.bin # (replacing what the run may have left there)
+kill -TERM $("$PYTHON" -c "import h5py,sys; print(*h5py.File(sys.argv[1],'r')['ranks/pid'][:])" o.h5)
+set +e
+wait $job
+rc=$?
+set -e
+[ "$rc" = 1 ] || fail "a model that became the results file: exit $rc: $(cat b.err)"
+[ "$(grep -c '^dtbench: error: rank 0: --save-model m.bin was not saved: it has become the results file (--output o.h5); no model file left' b.err)" = 1 ] ||
+    fail "not one line saying why: $(cat b.err)"
+"$PYTHON" -c "
+import h5py
+assert h5py.File('o.h5', 'r').attrs['stop_reason'] == 'signal'" || fail "the results were damaged"
+[ -z "$(ls -A | grep -E '^\.m\.bin\..+\.tmp$' || true)" ] || fail "the model's hidden file was left: $(ls -A)"
+rm -f o.h5 m.bin
+pass "a --save-model that became the results file during the run: refused at the save, exit 1, results intact"
+
 # 3. A second job on a path a running job writes: refused, --overwrite included; the first job's
 #    results complete. (Two jobs with --overwrite both reported success while one's data was gone.)
 # The first job runs until it is stopped (as scancel does: SIGTERM to its ranks), so the checks
 # below do not depend on how fast this machine trains.
-timeout -k 10 200 "$MPIRUN" -np 2 "$DTBENCH" $S --iters 1000000 --flush-every 10 --output o.h5 >a.log 2>&1 &
-job=$!
+spawn timeout -k 10 200 "$MPIRUN" -np 2 "$DTBENCH" $S --iters 1000000 --flush-every 10 --output o.h5 >a.log 2>&1
+job=$SPAWNED
 wait_completed o.h5 10 120 || { kill -9 $job; fail "first job did not start writing"; }
 expect_bad 0 "--output: o.h5 is being written by another running job" $S --iters 1 --output o.h5 --overwrite
 expect_bad 2 "--output: o.h5 is being written by another running job" $S --iters 1 --output o.h5 --overwrite
@@ -96,4 +153,4 @@ with h5py.File(sys.argv[1], "r") as f:
     print(f"ok: concurrent --overwrite: {sys.argv[2]} -> the file is {tag}'s, complete")
 PY
 done
-[ ! -e .o.h5.partial ] || fail "a partial file was left behind"
+! compgen -G ".o.h5.*.partial" >/dev/null || fail "a partial file was left behind: $(ls -A)"

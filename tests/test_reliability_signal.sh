@@ -13,9 +13,9 @@ expect_bad 0 "--straggler: '0:+1e300' is not accepted: .*MS from 0 to 3600000" -
 expect_bad 0 "--straggler: '0:1e9' is not accepted: .*FACTOR from 1 to 1000" --straggler 0:1e9 $O
 
 out=$WORK/slow.h5
-timeout -k 30 200 "$MPIRUN" -np 2 "$DTBENCH" --model lenet --dataset synthetic --batch 4 \
-    --iters 1000 --warmup 0 --flush-every 1 --straggler 1:+30000 --output "$out" >"$out.log" 2>&1 &
-job=$!
+spawn timeout -k 30 200 "$MPIRUN" -np 2 "$DTBENCH" --model lenet --dataset synthetic --batch 4 \
+    --iters 1000 --warmup 0 --flush-every 1 --straggler 1:+30000 --output "$out" >"$out.log" 2>&1
+job=$SPAWNED
 # Wait until the file describes itself (its /ranks/pid is written), then a little more: rank 1 is
 # then inside its 30-second delay.
 wait_h5 "$out" 0 --poll 0.2 || { kill -9 $job; fail "run did not create its file"; }

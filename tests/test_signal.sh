@@ -9,10 +9,11 @@
 start_run() {
     local out=$1 np=${2:-2}
     shift $(($# < 2 ? $# : 2))
-    # timeout (not a shell function) is the background job, so $job's SIGTERM reaches mpirun.
-    timeout -k 30 300 "$MPIRUN" -np "$np" "$DTBENCH" --model lenet --dataset synthetic --batch 12 \
-        --iters 1000000 --warmup 2 --flush-every 5 --output "$out" "$@" >"$out.log" 2>&1 &
-    job=$!
+    # timeout (not a shell function) is the background job (spawn runs it in place), so $job's
+    # SIGTERM reaches mpirun.
+    spawn timeout -k 30 300 "$MPIRUN" -np "$np" "$DTBENCH" --model lenet --dataset synthetic --batch 12 \
+        --iters 1000000 --warmup 2 --flush-every 5 --output "$out" "$@" >"$out.log" 2>&1
+    job=$SPAWNED
     wait_completed "$out" 10 120 || { kill -9 $job; fail "run did not start writing"; }
 }
 

@@ -93,6 +93,7 @@ campaign status "$WORK/smoke.toml" --json >"$WORK/status.json"
 import json, sys, h5py, numpy as np
 rows = json.load(open(sys.argv[1]))
 nruns, rx = int(sys.argv[2]), (int(sys.argv[3]), int(sys.argv[4]))
+avx512 = " avx512f " in open("/proc/cpuinfo").read().replace("\n", " ")
 assert len(rows) == nruns, rows
 need = 0
 for r in rows:
@@ -114,6 +115,11 @@ for r in rows:
         assert f"DTBENCH_LAUNCHER={launcher}" in a["submit_line"], a["submit_line"]
         assert a["launcher"] == launcher, (r["run"], a["launcher"])
         assert (f["ranks/completed"][:] == a["iters_total"]).all()
+        # every rank loads OpenBLAS with a core that fits the CPU, whatever the launcher
+        # (kernels/cpu_blas.c: nothing exported): on an AVX-512 host never the generic kernels
+        for kc in f["ranks/kernel_choices"][:]:
+            core = kc.decode().splitlines()[1].split(": ")[1]
+            assert not avx512 or core.lower() not in ("prescott", "nehalem", "core2"), (launcher, kc)
         # Bytes a node must receive per iteration: the other node's half of the sum, at least
         # the whole gradient once (any allreduce across a 2-way cut moves >= N values each way).
         if a["exchange"] == "sync":

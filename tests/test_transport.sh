@@ -74,6 +74,8 @@ with h5py.File(sys.argv[1], "r") as f:
     assert a["calibration_bucket_bytes"] == 104856, a["calibration_bucket_bytes"]  # 0.1 MiB floats
     f_hier = 2 * (2 - 1) / 2 + 2 * (2 - 1) / 2 / 2  # 2 ranks per node, 2 nodes
     assert abs(a["calibration_busbw_factor"] - f_hier) < 1e-12, a["calibration_busbw_factor"]
+    # measured as a training iteration's exchange starts (comm/calibrate.c), and saying so
+    assert a["calibration_method"].startswith("after-backward:"), a["calibration_method"]
 # ranks sharing cores are recorded (one thread each here): 4 and 2 ranks against this host's cores
 import os
 for path, ranks in ((sys.argv[1], 4), (sys.argv[3], 2), (sys.argv[2], 1)):
@@ -84,6 +86,7 @@ for path, ranks in ((sys.argv[1], 4), (sys.argv[3], 2), (sys.argv[2], 1)):
 with h5py.File(sys.argv[2], "r") as f:
     assert (f["iterations/exchange_hidden"][:] == 0).all(), "1 rank: nothing to hide"
     assert f.attrs["calibration_iters"] == 0, "1 rank: nothing to calibrate"
+    assert f.attrs["calibration_method"] == "none", f.attrs["calibration_method"]
 print("ok: exchange_hidden recorded: 0 without exchange, > 0 with overlapped buckets; calibration stored")
 PY
 pass "lenet: 4 ranks (hier, 2 nodes, overlap) and 2 ranks (mpi, overlap) train the 1-rank parameters"

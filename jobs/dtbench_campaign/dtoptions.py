@@ -54,8 +54,9 @@ def parse_help(text: str) -> Dict[str, Option]:
 
 
 def find_dtbench(configured: Optional[str]) -> str:
-    """The dtbench program: campaign.dtbench, else $DTBENCH, else PATH, else the source tree's."""
-    tree = os.path.join(os.path.dirname(__file__), "..", "..", "src", "dtbench")
+    """The dtbench program: campaign.dtbench, else $DTBENCH, else PATH, else the source tree's
+    front door, bin/dtbench (it holds a stop signal until the program can take it)."""
+    tree = os.path.join(os.path.dirname(__file__), "..", "..", "bin", "dtbench")
     for cand, where in ((configured, "campaign.dtbench"), (os.environ.get("DTBENCH"), "DTBENCH"),
                         (shutil.which("dtbench"), "PATH"), (os.path.abspath(tree), "source tree")):
         if not cand:

@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The dtbench of this tree: the tests learn its options from the program itself, never from a
 # copy of its help (which went stale once: models, strategies and options were missing).
 REAL_DTBENCH = os.environ.get("DTBENCH") or os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "src", "dtbench")
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "bin", "dtbench")
 
 
 def real_dtbench() -> str:

@@ -158,6 +158,23 @@ def test_cli_missing_dtbench(tmp_path, monkeypatch, capsys):
     assert "DTBENCH: '/nonexistent/dtbench' is not an executable program" in capsys.readouterr().err
 
 
+def test_default_dtbench_is_the_trees_front_door(tmp_path, monkeypatch):
+    """Without campaign.dtbench, $DTBENCH or dtbench on PATH, the source tree's bin/dtbench (the
+    front door, which holds a stop until the program can take it), not src/dtbench behind it."""
+    for rel in ("bin/dtbench", "src/dtbench"):
+        prog = tmp_path / rel
+        prog.parent.mkdir(exist_ok=True)
+        prog.write_text("#!/bin/sh\n")
+        prog.chmod(0o755)
+    monkeypatch.setattr(dtoptions, "__file__", str(tmp_path / "jobs" / "dtbench_campaign" / "x.py"))
+    monkeypatch.delenv("DTBENCH", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert dtoptions.find_dtbench(None) == str(tmp_path / "bin" / "dtbench")
+    os.remove(tmp_path / "bin" / "dtbench")
+    with pytest.raises(SpecError, match="no dtbench found"):
+        dtoptions.find_dtbench(None)
+
+
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 # Shipped examples that the dtbench of this tree cannot run yet, with the refusal that says so
 # (a different refusal, or none, fails the test: remove the entry once the example plans).

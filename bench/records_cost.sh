@@ -1,0 +1,54 @@
+#!/bin/bash
+# records_cost.sh - what keeping every completed iteration through a lost peer costs
+# (--peer-timeout, src/watchdog_records.h): each recorded iteration is copied into the watchdog's
+# store and sent to its keeper on another rank (one UDP datagram of up to 7 records). The same run
+# with the watchdog off (--peer-timeout 0: no heartbeats, no copies) and on (the default, 10 s),
+# alternating per round so that load from other work on the machine hits both alike.
+#
+#   bench/records_cost.sh                   # 2 ranks, LeNet, 3000 iterations, 3 rounds
+#   ROUNDS=5 NP=4 ITERS=5000 bench/records_cost.sh
+#
+# Printed per round and as medians over the rounds:
+#   rec_us   mean recorder cost per iteration (`record`: buffering, the copy and the datagram,
+#            and the block writes), all ranks, measured iterations: off, on, and on - off
+#   iter_ms  median iteration time (`total`), off and on, and their ratio (on / off)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+DTBENCH=${DTBENCH:-$here/../src/dtbench}
+PYTHON=${PYTHON:-$here/../.venv/bin/python}
+ROUNDS=${ROUNDS:-3}
+NP=${NP:-2}
+ITERS=${ITERS:-3000}
+MODEL=${MODEL:-lenet}
+export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_rmaps_base_oversubscribe=1 HDF5_USE_FILE_LOCKING=FALSE
+if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+WORK=$(mktemp -d "${BENCH_DIR:-/tmp}/records_cost.XXXXXX")
+export OMPI_MCA_btl_vader_backing_directory=$WORK OMPI_MCA_orte_tmpdir_base=$WORK
+trap 'rm -rf "$WORK"' EXIT
+run() { # OUT PEER_TIMEOUT
+    mpirun -np "$NP" "$DTBENCH" --model "$MODEL" --dataset synthetic --batch 4 --iters "$ITERS" \
+        --warmup 10 --sample-hz 0 --peer-timeout "$2" --output "$1" >"$1.log" 2>&1 ||
+        { cat "$1.log"; exit 1; }
+}
+for r in $(seq 1 "$ROUNDS"); do
+    run "$WORK/off$r.h5" 0
+    run "$WORK/on$r.h5" 10
+done
+"$PYTHON" - "$WORK" "$ROUNDS" <<'PY'
+import sys, h5py, numpy as np
+work, rounds = sys.argv[1], int(sys.argv[2])
+def stats(path):
+    with h5py.File(path, "r") as f:
+        w = int(f.attrs["warmup"])
+        rec = f["iterations/record"][:, w:]
+        tot = f["iterations/total"][:, w:]
+    return np.nanmean(rec) * 1e6, np.nanmedian(tot) * 1e3
+rows = []
+print(f"{'round':>5} {'rec_us off':>10} {'on':>8} {'on-off':>8} {'iter_ms off':>11} {'on':>8} {'ratio':>6}")
+for r in range(1, rounds + 1):
+    (ro, io), (rn, i_n) = stats(f"{work}/off{r}.h5"), stats(f"{work}/on{r}.h5")
+    rows.append((ro, rn, rn - ro, io, i_n, i_n / io))
+    print(f"{r:>5} {ro:>10.1f} {rn:>8.1f} {rn - ro:>8.1f} {io:>11.3f} {i_n:>8.3f} {i_n / io:>6.3f}")
+m = np.median(np.array(rows), axis=0)
+print(f"{'median':>6} {m[0]:>9.1f} {m[1]:>8.1f} {m[2]:>8.1f} {m[3]:>11.3f} {m[4]:>8.3f} {m[5]:>6.3f}")
+PY

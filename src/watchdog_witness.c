@@ -1,0 +1,126 @@
+/* watchdog_witness.c - the node witness of a rank (see watchdog_witness.h). Forked from a rank
+ * that may run several threads, so the witness calls only async-signal-safe functions (no
+ * malloc, no stdio) from fork to _exit. */
+#define _GNU_SOURCE
+#include "watchdog_witness.h"
+#include "watchdog_wire.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int sock = -1, bye = -1; /* the witness's socket (until started), the pipe to it */
+
+int witness_open(uint32_t *port) {
+    sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in any = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    socklen_t len = sizeof any;
+    if (sock < 0 || bind(sock, (struct sockaddr *)&any, sizeof any) != 0 ||
+        getsockname(sock, (struct sockaddr *)&any, &len) != 0) {
+        if (sock >= 0) close(sock);
+        sock = -1;
+        return -1;
+    }
+    *port = any.sin_port;
+    return 0;
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Every descriptor but a and b closed (the rank's result file, MPI's sockets, its output pipes:
+ * a launcher waits for those to close), 0-2 on /dev/null. */
+static void close_all_but(int a, int b) {
+    int lo = a < b ? a : b, hi = a < b ? b : a;
+    int null = open("/dev/null", O_RDWR);
+    for (int fd = 0; fd < 3; fd++)
+        if (null >= 0 && fd != null) dup2(null, fd);
+    if (null > 2) close(null);
+    struct rlimit rl;
+    long top =
+        getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (long)rl.rlim_cur : 65536;
+    int ranges[3][2] = {{3, lo - 1}, {lo + 1, hi - 1}, {hi + 1, (int)top}};
+    for (int r = 0; r < 3; r++) {
+        if (ranges[r][0] > ranges[r][1]) continue;
+        if (syscall(SYS_close_range, (unsigned)ranges[r][0], (unsigned)ranges[r][1], 0u) == 0)
+            continue;
+        for (int fd = ranges[r][0]; fd <= ranges[r][1]; fd++)
+            close(fd);
+    }
+}
+
+static _Noreturn void witness_main(int fd, int from_rank, uint64_t token, int rank, double linger) {
+    setsid(); /* a launcher ending the job's process groups does not end it */
+    struct sigaction dfl = {.sa_handler = SIG_DFL}, ign = {.sa_handler = SIG_IGN};
+    sigaction(SIGTERM, &dfl, NULL), sigaction(SIGINT, &dfl, NULL), sigaction(SIGHUP, &dfl, NULL);
+    sigaction(SIGUSR1, &dfl, NULL), sigaction(SIGUSR2, &dfl, NULL), sigaction(SIGPIPE, &ign, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (fd < 3) fd = fcntl(fd, F_DUPFD, 3); /* out of the way of 0-2 */
+    if (from_rank < 3) from_rank = fcntl(from_rank, F_DUPFD, 3);
+    close_all_but(fd, from_rank);
+    double until = 0; /* 0: the rank lives */
+    struct pollfd p[2] = {{fd, POLLIN, 0}, {from_rank, POLLIN, 0}};
+    for (;;) {
+        int ms = until > 0 ? (int)((until - now_s()) * 1000) + 1 : -1;
+        if (until > 0 && ms <= 0) _exit(0);
+        if (poll(p, until > 0 ? 1 : 2, ms) < 0 && errno != EINTR) _exit(1);
+        if (until == 0 && p[1].revents) {
+            char c = 0;
+            ssize_t n = read(from_rank, &c, 1);
+            if (n == 1 && c == 'b') _exit(0);     /* a normal end */
+            if (n <= 0) until = now_s() + linger; /* the rank ended: answer a while more */
+        }
+        if (!(p[0].revents & POLLIN)) continue;
+        WirePacket q;
+        struct sockaddr_in src;
+        socklen_t len = sizeof src;
+        ssize_t got = recvfrom(fd, &q, sizeof q, MSG_DONTWAIT, (struct sockaddr *)&src, &len);
+        if (got != (ssize_t)sizeof q || q.magic != WD_MAGIC || q.token != token ||
+            q.kind != WD_PROBE)
+            continue;
+        WirePacket a = {WD_MAGIC, token, rank, WD_ALIVE};
+        (void)sendto(fd, &a, sizeof a, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&src, len);
+    }
+}
+
+int witness_start(uint64_t token, int rank, double linger) {
+    if (sock < 0) return -1;
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        close(sock), sock = -1;
+        return -1;
+    }
+    pid_t child = fork();
+    if (child == 0) { /* double fork: the witness is no child of the rank's */
+        if (fork() == 0) witness_main(sock, pipefd[0], token, rank, linger);
+        _exit(0);
+    }
+    close(pipefd[0]), close(sock), sock = -1;
+    if (child < 0) {
+        close(pipefd[1]);
+        return -1;
+    }
+    waitpid(child, NULL, 0);
+    bye = pipefd[1];
+    return 0;
+}
+
+void witness_stop(void) {
+    if (bye < 0) return;
+    (void)!write(bye, "b", 1);
+    close(bye), bye = -1;
+}
