@@ -25,7 +25,7 @@
 #endif
 
 /* kernels/cuda.c's reads: the module is refused when they differ */
-#define CUDA_READS "gpus-per-node,conv-algo"
+#define CUDA_READS "gpus-per-node,conv-algo,act-layout"
 
 /* The GPU module's rows before it is loaded: no functions (init, create NULL); what the resolver
  * reads of them must equal the module's own tables (checked when it is loaded). */
