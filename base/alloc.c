@@ -1,4 +1,4 @@
-/* alloc.c - xmalloc, xcalloc (see alloc.h). */
+/* alloc.c - xmalloc, xcalloc, xrealloc (see alloc.h). */
 #include "alloc.h"
 #include "fail.h" /* defines: ALLOC_CHECK */
 
@@ -14,4 +14,10 @@ void *xcalloc(size_t n, size_t size) {
     void *p = calloc(n ? n : 1, size ? size : 1);
     ALLOC_CHECK(p);
     return p;
+}
+
+void *xrealloc(void *p, size_t bytes) {
+    void *q = realloc(p, bytes ? bytes : 1);
+    ALLOC_CHECK(q);
+    return q;
 }

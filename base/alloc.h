@@ -4,7 +4,8 @@
 
 #include <stddef.h>
 
-void *xmalloc(size_t bytes);          /* bytes 0: still a valid pointer */
-void *xcalloc(size_t n, size_t size); /* zeroed */
+void *xmalloc(size_t bytes);           /* bytes 0: still a valid pointer */
+void *xcalloc(size_t n, size_t size);  /* zeroed */
+void *xrealloc(void *p, size_t bytes); /* bytes 0: still a valid pointer */
 
 #endif

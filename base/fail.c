@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Defined by src/util.c in MPI programs; NULL in programs without it. */
+/* Defined by comm/mpi_check.c in MPI programs; NULL in programs without it. */
 extern int dt_rank(void) __attribute__((weak));       /* rank in MPI_COMM_WORLD, or -1 */
 extern void dt_abort_job(void) __attribute__((weak)); /* MPI_Abort when MPI is up */
 

@@ -1,8 +1,8 @@
 /* fail.h - the one failure reporter every layer shares (no MPI, no HDF5): check_fail prints
  *   dtbench: rank R on HOST: file.c:LINE: <call>: <message>
- * and ends the job: through MPI_Abort when the program is an MPI one (src/util.c provides that
- * hook), else exit(1). The library checks build on it: MPI_CHECK and H5_CHECK in src/check.h,
- * CUDA_CHECK and friends in kernels/cuda_check.h. */
+ * and ends the job: through MPI_Abort when the program is an MPI one (comm/mpi_check.c provides
+ * that hook), else exit(1). The library checks build on it: MPI_CHECK in comm/mpi_check.h,
+ * H5_CHECK in src/check.h, CUDA_CHECK and friends in kernels/cuda_check.h. */
 #ifndef DTBENCH_FAIL_H
 #define DTBENCH_FAIL_H
 

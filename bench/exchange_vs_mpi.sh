@@ -34,7 +34,7 @@
 #   noise   (max - min) / median of ratio over the rounds
 # OVERLAP=1: every configuration without and with --overlap, alternating in each round (rows
 # ov 0 and ov 1; with overlap `exch` is the exposed exchange, `exchange_hidden` is apart).
-# Done when ratio <= 1.10 for mpi (issue 12). Needs mpirun; run as root it adds the flags.
+# The target: ratio <= 1.10 for mpi. Needs mpirun; run as root it adds the flags.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 DTBENCH=${DTBENCH:-$here/../src/dtbench}

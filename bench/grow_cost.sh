@@ -1,5 +1,5 @@
 #!/bin/bash
-# grow_cost.sh - what a results file that grows with the run costs (issue 15): the time of one
+# grow_cost.sh - what a results file that grows with the run costs: the time of one
 # extension step, and the recorder's per-iteration overhead of a growing file against the same
 # run with /iterations allocated whole, side by side in one run.
 #

@@ -1,5 +1,5 @@
 #!/bin/bash
-# overlap_dtbench.sh - dtbench's own --overlap with polling against its progress thread (issue 12),
+# overlap_dtbench.sh - dtbench's own --overlap with polling against its progress thread,
 # each against no overlap, in one run, rounds alternating the modes so that load from other work
 # hits all of them alike:
 #

@@ -1,5 +1,5 @@
 #!/bin/bash
-# overlap_progress.sh - polling between layers against a progress thread (issue 12, --overlap),
+# overlap_progress.sh - polling between layers against a progress thread (--overlap),
 # in plain MPI (bench/overlap_progress.c), with each model's layer sizes and dtbench's own
 # backward time, 2 ranks by default:
 #

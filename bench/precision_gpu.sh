@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# precision_gpu.sh - --precision on ONE GPU (issue 14): training samples/s of dtbench --device cuda
+# precision_gpu.sh - --precision on ONE GPU: training samples/s of dtbench --device cuda
 # in fp32, tf32, bf16 and fp16 against PyTorch on the same GPU in the same mode
 # (bench/torch_peer.py --precision: TF32 flags, torch.autocast, GradScaler for fp16), rounds
 # alternating dtbench / PyTorch and the four modes, median per cell. Prints per model and mode:

@@ -20,10 +20,11 @@
  * A stop request travels in the push header; servers then answer every later pull with stop.
  * --grad-dtype bf16/fp16: the pushed gradient shard travels in that type (grad_cast.h; the server
  * applies the rounded gradient); the parameters pulled back stay fp32. */
-#include "check.h"
+#include "mpi_check.h" /* defines: MPI_CHECK */
+#include "alloc.h"     /* defines: xmalloc, xcalloc */
+#include "clock.h"     /* defines: dt_now */
 #include "exchange.h"
 #include "grad_cast.h"
-#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

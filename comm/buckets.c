@@ -1,7 +1,6 @@
 /* buckets.c - the bucket engine of the exchange transports (see buckets.h). */
-#include "check.h"
+#include "alloc.h" /* defines: xcalloc, xrealloc */
 #include "buckets.h"
-#include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +25,7 @@ struct BucketEngine {
     Coll *intra, *top;
     int staged;
     int L, lrank, N; /* node size, rank in the node, nodes */
-    float scale;     /* 1/P, or 1 with leave_sum */
-    float left;      /* what the caller still applies: 1/P with leave_sum, else 1 */
+    float scale;     /* what the sum is multiplied by: 1/P, or 1 (the caller scales) */
     Piece *pieces;
     int npieces, cap;
     int top_next; /* next piece whose step 2 is to be posted */
@@ -53,15 +51,14 @@ static void new_iteration(BucketEngine *p) {
 }
 
 BucketEngine *buckets_create(const CollOps *intra_ops, Coll *intra, const CollOps *top_ops,
-                             Coll *top, int staged, int nranks, int blocking, int leave_sum) {
+                             Coll *top, int staged, float scale, int blocking) {
     BucketEngine *p = xcalloc(1, sizeof *p);
     p->blocking = blocking;
     p->io = intra_ops, p->intra = intra, p->to = top_ops, p->top = top, p->staged = staged;
     p->L = intra ? intra_ops->size(intra) : 1;
     p->lrank = intra ? intra_ops->rank(intra) : 0;
     p->N = top_ops->size(top);
-    p->scale = leave_sum ? 1.0f : 1.0f / (float)nranks;
-    p->left = leave_sum ? 1.0f / (float)nranks : 1.0f;
+    p->scale = scale;
     p->measured = 1;
     return p;
 }
@@ -69,8 +66,7 @@ BucketEngine *buckets_create(const CollOps *intra_ops, Coll *intra, const CollOp
 static Piece *new_piece(BucketEngine *p) {
     if (p->npieces == p->cap) {
         int cap = p->cap ? 2 * p->cap : 16;
-        p->pieces = realloc(p->pieces, (size_t)cap * sizeof(Piece));
-        ALLOC_CHECK(p->pieces);
+        p->pieces = xrealloc(p->pieces, (size_t)cap * sizeof(Piece));
         memset(p->pieces + p->cap, 0, (size_t)(cap - p->cap) * sizeof(Piece));
         p->cap = cap;
     }
@@ -250,8 +246,12 @@ double buckets_hidden(BucketEngine *p) {
     return h;
 }
 
-double buckets_scale_left(BucketEngine *p) {
-    return p->left;
+double buckets_busbw_factor(const BucketEngine *p) {
+    return 2.0 * (p->L - 1) / p->L + 2.0 * (p->N - 1) / p->N / p->L;
+}
+
+int buckets_can_block(const BucketEngine *p) {
+    return p->to->set_blocking || (p->intra && p->io->set_blocking);
 }
 
 void buckets_destroy(BucketEngine *p) {

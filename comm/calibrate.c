@@ -8,16 +8,17 @@
  * untimed, a pass over other memory (the update's parameters and momentum, 2x the gradients, at
  * most 32 MiB: what compute leaves in the caches instead of the library's buffers) and a write
  * of the whole gradient buffer from its end to its start (backward writes the last layers'
- * gradients first); then a barrier, and every bucket through TransportOps.alone (the library's
- * blocking collectives, summing) or, for transports without it, start/finish, timed. Back to
- * back on warm buffers the same collectives cost less than in training (LeNet, 2 ranks: 0.26
- * against 0.41 ms), a cost any program pays, and bench/exchange_alone.c's peer does the same
- * work between its collectives. The result is the median over the repetitions of this rank's
- * time, then the mean over the ranks. Bounded: it stops after about 2 s of measuring (decided
- * together). calibrate_method() says all this in one line for the result file. */
+ * gradients first); then a barrier, and every bucket through buckets_alone (the library's
+ * blocking collectives, summing) or, for engines without a blocking level (NCCL), start/finish,
+ * timed. Back to back on warm buffers the same collectives cost less than in training (LeNet,
+ * 2 ranks: 0.26 against 0.41 ms), a cost any program pays, and bench/exchange_alone.c's peer
+ * does the same work between its collectives. The result is the median over the repetitions of this
+ * rank's time, then the mean over the ranks. Bounded: it stops after about 2 s of measuring
+ * (decided together). calibrate_method() says all this in one line for the result file. */
 #include "calibrate.h"
-#include "check.h"
-#include "util.h"
+#include "mpi_check.h" /* defines: MPI_CHECK */
+#include "alloc.h"     /* defines: xmalloc, xcalloc */
+#include "clock.h"     /* defines: dt_now */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,57 +67,57 @@ static int cmp_double(const void *a, const void *b) {
 
 /* Every bucket as an iteration runs them: all started after backward (the blocking
  * collectives), or, overlapped, started before its end (the non-blocking ones). */
-static void iteration_pass(const TransportOps *ops, Transport *tp, float *buf, size_t n,
-                           size_t bucket, int overlapped) {
-    if (!overlapped) ops->backward_done(tp);
+static void iteration_pass(BucketEngine *e, float *buf, size_t n, size_t bucket, int overlapped) {
+    if (!overlapped) buckets_backward_done(e);
     for (size_t hi = n; hi > 0; hi = bucket_lo(hi, bucket))
-        ops->start(tp, buf + bucket_lo(hi, bucket), hi - bucket_lo(hi, bucket));
-    if (overlapped) ops->backward_done(tp);
-    ops->finish(tp);
+        buckets_start(e, buf + bucket_lo(hi, bucket), hi - bucket_lo(hi, bucket));
+    if (overlapped) buckets_backward_done(e);
+    buckets_finish(e);
 }
 
-static double one_pass(const TransportOps *ops, Transport *tp, MPI_Comm comm, const BackendOps *be,
-                       BackendCtx *ctx, float *buf, size_t n, size_t bucket) {
+static double one_pass(BucketEngine *e, MPI_Comm comm, const BackendOps *be, BackendCtx *ctx,
+                       float *buf, size_t n, size_t bucket) {
+    const int alone = buckets_can_block(e);
     MPI_CHECK(MPI_Barrier(comm));
     double t0 = dt_now();
-    if (ops->alone) {
+    if (alone) {
         for (size_t hi = n; hi > 0; hi = bucket_lo(hi, bucket))
-            ops->alone(tp, buf + bucket_lo(hi, bucket), hi - bucket_lo(hi, bucket));
+            buckets_alone(e, buf + bucket_lo(hi, bucket), hi - bucket_lo(hi, bucket));
     } else {
-        iteration_pass(ops, tp, buf, n, bucket, 0);
+        iteration_pass(e, buf, n, bucket, 0);
     }
     be->synchronize(ctx);
     double t = dt_now() - t0;
-    if (!ops->alone) (void)ops->hidden(tp);
+    if (!alone) (void)buckets_hidden(e);
     return t;
 }
 
-void transport_calibrate(const TransportOps *ops, Transport *tp, MPI_Comm comm,
-                         const BackendOps *be, BackendCtx *ctx, float *buf, size_t n, size_t bucket,
-                         int iters, int overlap, ExchangeCalibration *out) {
+void transport_calibrate(BucketEngine *e, MPI_Comm comm, const BackendOps *be, BackendCtx *ctx,
+                         float *buf, size_t n, size_t bucket, int iters, int overlap,
+                         ExchangeCalibration *out) {
     int P;
     MPI_CHECK(MPI_Comm_size(comm, &P));
     out->nbuckets = (int)((n + bucket - 1) / bucket);
     out->bucket_bytes = (double)(n < bucket ? n : bucket) * sizeof(float);
     out->bytes = (double)n * sizeof(float);
-    out->busbw_factor = ops->busbw_factor ? ops->busbw_factor(tp) : 2.0 * (P - 1) / P;
+    out->busbw_factor = buckets_busbw_factor(e);
     out->iters = 0, out->seconds = out->algbw = out->busbw = 0.0;
     if (P < 2 || n == 0) return;
     for (int form = overlap; form >= 0; form--) { /* warm-up: see the file's comment */
-        iteration_pass(ops, tp, buf, n, bucket, form);
+        iteration_pass(e, buf, n, bucket, form);
         be->synchronize(ctx);
-        (void)ops->hidden(tp);
+        (void)buckets_hidden(e);
     }
     if (iters <= 0) return;
 
     double *t = xmalloc((size_t)iters * sizeof(double)), spent = 0.0;
     const size_t m = state_floats(n);
     float *state = xcalloc(m, sizeof(float));
-    one_pass(ops, tp, comm, be, ctx, buf, n, bucket); /* warm-up of the measured form */
+    one_pass(e, comm, be, ctx, buf, n, bucket); /* warm-up of the measured form */
     int k = 0;
     while (k < iters) {
         as_after_backward(be, ctx, state, m, buf, n);
-        t[k] = one_pass(ops, tp, comm, be, ctx, buf, n, bucket);
+        t[k] = one_pass(e, comm, be, ctx, buf, n, bucket);
         spent += t[k++];
         /* every rank stops after the same repetition: 2 s spent, or a stop asked for */
         double mine[2] = {spent, calibrate_interrupted && calibrate_interrupted()}, most[2];

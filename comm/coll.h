@@ -71,7 +71,7 @@ typedef struct CollOps {
     void (*set_blocking)(Coll *c, int blocking);
     void (*mark_backward_end)(Coll *c);
     double (*hidden)(Coll *c); /* may wait for the device; resets the iteration's intervals */
-    /* Optional: the library's version ("2.27.3"), for /ranks/nccl_version (src/registry.c). */
+    /* Optional: the library's version ("2.27.3"), for /ranks/nccl_version (comm/parts.c). */
     void (*version)(char *buf, size_t len);
     /* Optional (NULL: fp32 only). The wire type of the collectives from now on (GradDtype of
      * comm/grad_cast.h, --grad-dtype): buffers stay fp32; allreduce and reduce_scatter sum in

@@ -27,10 +27,11 @@
  * the thread only calls MPI, on this Coll's communicator, which from then on only it uses while
  * an operation is queued (blocking-mode operations run on the caller's thread once the queue is
  * empty). Needs MPI_THREAD_MULTIPLE (the caller's other communicators stay in use). */
-#include "check.h"
+#include "mpi_check.h" /* defines: MPI_CHECK */
+#include "alloc.h"     /* defines: xmalloc, xcalloc */
+#include "clock.h"     /* defines: dt_now */
 #include "coll.h"
 #include "grad_cast.h"
-#include "util.h"
 
 #include <pthread.h>
 #include <signal.h>

@@ -27,14 +27,14 @@
  * ncclCommGetAsyncError, and on an asynchronous NCCL error (a peer died, a network failure)
  * aborts the communicator and the job with NCCL's message instead of hanging. */
 #include <config.h>
-#include "check.h" /* defines: MPI_CHECK (no longer through cuda_check.h) */
+#include "mpi_check.h" /* defines: MPI_CHECK, usage_check_all */
+#include "alloc.h"     /* defines: xmalloc, xcalloc */
 #include "coll.h"
 #include "cuda.h"
 #include "coll_nccl_plan.h" /* defines: nccl_red_choice, hidden_union, duplicate_gpu */
 #include "cuda_check.h"     /* defines: CUDA_CHECK */
 #include "grad_cast_cuda.h" /* defines: grad_cast_pack_cuda, grad_cast_unpack_cuda */
 #include "nccl_check.h"     /* defines: NCCL_CHECK */
-#include "util.h"
 
 #include <nccl.h>
 #include <stdio.h>

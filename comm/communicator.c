@@ -1,7 +1,7 @@
 /* communicator.c - a group of ranks for the exchange (see communicator.h). */
 #include "communicator.h"
-#include "check.h"
-#include "util.h"
+#include "mpi_check.h" /* defines: MPI_CHECK */
+#include "clock.h"     /* defines: dt_now */
 
 void communicator_init(Communicator *c, MPI_Comm comm, const Topology *job) {
     c->comm = comm;

@@ -62,8 +62,9 @@ typedef struct {
                           a staleness bound, a busy server), the rest being transfer */
     double hidden;     /* exchange work done while backward still ran, s (set by report()) */
     /* The factor the gradients still need (0 or 1: they are averaged). sync leaves the SUM and
-     * 1/P here: the driver folds it into the update (lr x s, weight decay / s, the momentum
-     * buffer then holds P times PyTorch's), which saves the exchange a pass over the buffer. */
+     * 1/P here (decided by exchange_engine, below): the driver's update is the one step that
+     * folds it in (src/driver.c: lr x s, weight decay / s; the momentum buffer then holds P
+     * times PyTorch's), which saves the exchange a pass over the buffer. */
     double grad_scale;
 } ExchangeStep;
 
@@ -132,6 +133,16 @@ typedef struct ExchangeOps {
     const char *reads;
     int pipeline_ok;
 } ExchangeOps;
+
+/* For the strategies (comm/transport.c): the bucket engine that averages over `comm` (cfg->comm,
+ * or a node's in mixed; topo: its topology), through cfg->transport (mpi when NULL) with the run's
+ * backend, device collectives, wire type and progress mode. blocking: TransportConfig.blocking.
+ * grad_scale NULL: the engine averages. Else the strategy hands the driver the factor the
+ * gradients still need (ExchangeStep.grad_scale), set here: 1/P where the engine leaves the sum
+ * (scaling costs a pass over the buffer, folding 1/P into the update nothing), 1 where its
+ * collectives average for free (TransportOps.averages_free). */
+BucketEngine *exchange_engine(const ExchangeConfig *cfg, MPI_Comm comm, const Topology *topo,
+                              int blocking, double *grad_scale);
 
 /* The host-staging wrapper of a strategy with device_ok 0 (comm/staged.c): the same strategy,
  * device_ok 1, on host mirrors of the device buffers made at create (cfg->host_be required).

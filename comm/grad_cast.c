@@ -4,8 +4,8 @@
  * tests/test_grad_cast.c checks them against a naive reference on every 2-byte pattern. */
 #include "grad_cast.h"
 #include "half_bits.h" /* defines: gc_bf16_from_float ... (shared with the GPU and kernels/) */
-#include "check.h"
-#include "util.h"
+#include "mpi_check.h" /* defines: MPI_CHECK, usage_check_all */
+#include "alloc.h"     /* defines: xmalloc, xcalloc */
 
 #include <stdlib.h>
 #include <string.h>

@@ -11,20 +11,23 @@
  * (nonblocking; skipped if its previous message is still in flight) and, if parameters from the
  * previous leader have arrived, moves halfway towards them: x = x + alpha (x_prev - x), alpha 1/2.
  * It then broadcasts the result inside its node. Nobody waits for another node; a slow node only
- * means its neighbour blends older parameters (recorded as staleness, in iterations: the
- * receiver's iteration minus the sender's; negative when the sender is ahead).
+ * means its neighbour blends older parameters. Every rank of the node records as staleness how
+ * many iterations the parameters blended in trail its own: the node's iteration minus the one
+ * they were sent at, or 0 when the sender is as far or further on (the nodes' iteration counts
+ * drift apart, so the bare difference is negative whenever the sender runs ahead: its parameters
+ * are then not stale at all); 0 where nothing was blended.
  * A stop request is voted inside the node every iteration and carried to the next node in the
  * ring messages. On a device backend the node's average runs on the device buffers through the
  * transport (nccl inside the node where chosen) and the ring on a host copy of the parameters
  * made at create (downloaded on the leaders every P iterations, uploaded where they changed).
  * finish(): leaders receive every message still addressed to them (counts are
  * exchanged), then all nodes average their parameters once, so every rank ends with one model. */
-#include "check.h"
+#include "mpi_check.h" /* defines: MPI_CHECK */
+#include "alloc.h"     /* defines: xmalloc, xcalloc */
 #include "exchange.h"
 #include "calibrate.h"
 #include "communicator.h"
 #include "grad_cast.h"
-#include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +43,7 @@ typedef struct {
 struct ExchangeState {
     ExchangeConfig cfg;
     Communicator comm;
-    Transport *intra;       /* averages over the node's ranks */
+    BucketEngine *intra;    /* averages over the node's ranks */
     MPI_Comm node, leaders; /* leaders: MPI_COMM_NULL on other ranks */
     int local_size, nleaders, leader_rank, next, prev;
     char *sendbuf, *recvbuf; /* header + params */
@@ -58,19 +61,11 @@ static ExchangeState *mixed_create(const ExchangeConfig *cfg, char *err, size_t 
     (void)err, (void)errlen;
     ExchangeState *st = xcalloc(1, sizeof *st);
     st->cfg = *cfg;
-    if (!st->cfg.transport) st->cfg.transport = &mpi_transport;
     communicator_init(&st->comm, cfg->comm, cfg->topo);
     st->node = st->comm.topo.node_comm;
     st->leaders = st->comm.topo.leader_comm;
     st->local_size = st->comm.topo.local_size;
-    TransportConfig tc = {.comm = st->node,
-                          .topo = &st->comm.topo,
-                          .be = cfg->be,
-                          .ctx = cfg->ctx,
-                          .device_coll = cfg->device_coll,
-                          .blocking = 1,
-                          .grad_dtype = cfg->grad_dtype};
-    st->intra = st->cfg.transport->create(&tc);
+    st->intra = exchange_engine(cfg, st->node, &st->comm.topo, 1, NULL);
     st->send_req = st->recv_req = MPI_REQUEST_NULL;
     if (cfg->be->device_memory && st->comm.topo.nnodes > 1)
         st->mirror = xmalloc((cfg->nparams ? cfg->nparams : 1) * sizeof(float));
@@ -95,7 +90,8 @@ static int mixed_role(ExchangeState *st, int *index, int *count) {
     return EXCHANGE_WORKER;
 }
 
-/* Blends a received message into params; returns its staleness in iterations. */
+/* Blends a received message into params; returns how many iterations the parameters blended in
+ * trail ours (0 when the sender was as far or further on). */
 static double blend(ExchangeState *st, float *params, int64_t now) {
     RingHeader h;
     memcpy(&h, st->recvbuf, sizeof h);
@@ -104,7 +100,7 @@ static double blend(ExchangeState *st, float *params, int64_t now) {
         params[i] += 0.5f * (theirs[i] - params[i]);
     st->stop_heard |= h.stop;
     st->received++;
-    return (double)(now - h.iteration);
+    return now > h.iteration ? (double)(now - h.iteration) : 0.0;
 }
 
 /* Leader: the ring step. Returns 1 if params changed. */
@@ -121,7 +117,8 @@ static int ring_step(ExchangeState *st, float *params, ExchangeStep *step, int s
         st->sent++;
         step->bytes_sent += (double)st->cfg.nparams * sizeof(float);
     }
-    /* Blend what has arrived (the newest of what is there), then listen again. */
+    /* Blend what has arrived, oldest first (the staleness recorded is the newest's), then listen
+     * again. */
     MPI_CHECK(MPI_Test(&st->recv_req, &flag, MPI_STATUS_IGNORE));
     while (flag) {
         step->staleness = blend(st, params, step->iteration);
@@ -142,13 +139,12 @@ static int mixed_step(ExchangeState *st, float *params, float *grads, ExchangeSt
     int mine = step->stop_requested || st->stop_heard;
     step->wait = communicator_vote(st->node, mine, &step->stop);
     if (st->local_size > 1) {
-        const TransportOps *ops = c->transport;
-        ops->backward_done(st->intra);
+        buckets_backward_done(st->intra);
         for (size_t hi = c->nparams; hi > 0; hi = bucket_lo(hi, c->bucket_floats))
-            ops->start(st->intra, grads + bucket_lo(hi, c->bucket_floats),
-                       hi - bucket_lo(hi, c->bucket_floats));
-        ops->finish(st->intra);
-        (void)ops->hidden(st->intra);
+            buckets_start(st->intra, grads + bucket_lo(hi, c->bucket_floats),
+                          hi - bucket_lo(hi, c->bucket_floats));
+        buckets_finish(st->intra);
+        (void)buckets_hidden(st->intra);
     }
     if (st->local_size > 1)
         step->bytes_sent = step->bytes_recv = (double)c->nparams * grad_dtype_size(c->grad_dtype);
@@ -160,10 +156,13 @@ static int mixed_step(ExchangeState *st, float *params, float *grads, ExchangeSt
         if ((step->iteration + 1) % period == 0) {
             int lead = st->leaders != MPI_COMM_NULL && st->nleaders > 1;
             float *hp = st->mirror ? st->mirror : params; /* device: the ring works on a copy */
-            if (lead && st->mirror)
-                c->be->download(c->ctx, hp, params, c->nparams * sizeof(float));
-            int changed = lead ? ring_step(st, hp, step, step->stop) : 0;
-            MPI_CHECK(MPI_Bcast(&changed, 1, MPI_INT, 0, st->node));
+            if (lead && st->mirror) c->be->download(c->ctx, hp, params, c->nparams * sizeof(float));
+            /* the leader's outcome for the node: parameters changed, and their staleness */
+            double ring[2] = {lead ? ring_step(st, hp, step, step->stop) : 0, 0};
+            ring[1] = step->staleness;
+            MPI_CHECK(MPI_Bcast(ring, 2, MPI_DOUBLE, 0, st->node));
+            int changed = ring[0] != 0.0;
+            step->staleness = ring[1];
             if (changed) {
                 MPI_CHECK(MPI_Bcast(hp, (int)c->nparams, MPI_FLOAT, 0, st->node));
                 if (st->mirror) c->be->upload(c->ctx, params, hp, c->nparams * sizeof(float));
@@ -215,7 +214,7 @@ static void mixed_counts(ExchangeState *st, int64_t *pushed, int64_t *applied) {
 }
 
 static void mixed_destroy(ExchangeState *st) {
-    st->cfg.transport->destroy(st->intra);
+    buckets_destroy(st->intra);
     communicator_free(&st->comm);
     free(st->sendbuf), free(st->recvbuf), free(st->mirror), free(st);
 }

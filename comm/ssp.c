@@ -4,25 +4,25 @@
  * can overlap it; iteration t+S applies the averaged gradient of t (staleness S). S = 0 is the
  * synchronous exchange.
  *
- * Ring of S+1 slots, each a transport of its own (its own duplicate of the communicator, so the
+ * Ring of S+1 slots, each a bucket engine of its own (its own duplicate of the communicator, so the
  * generations in flight never mix) and a buffer of [nparams + 1] floats: the gradient copy, then
  * the stop vote, so the vote posted at t is learnt by every rank at t+S and all stop after the
  * same iteration. finish() completes the S averages still in flight and applies them: no update
  * is lost. Open MPI progresses non-blocking collectives only inside MPI calls: each iteration
  * progresses the slots in flight. */
 #include "calibrate.h"
-#include "check.h"
+#include "alloc.h" /* defines: xmalloc, xcalloc */
+#include "clock.h" /* defines: dt_now */
 #include "communicator.h"
 #include "exchange.h"
 #include "grad_cast.h"
-#include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct {
     float *buf; /* [nparams + 1] */
-    Transport *tp;
+    BucketEngine *eng;
     int64_t iteration; /* -1: empty */
 } Slot;
 
@@ -40,22 +40,13 @@ static ExchangeState *ssp_create(const ExchangeConfig *cfg, char *err, size_t er
     (void)err, (void)errlen;
     ExchangeState *st = xcalloc(1, sizeof *st);
     st->cfg = *cfg;
-    if (!st->cfg.transport) st->cfg.transport = &mpi_transport;
     st->S = cfg->staleness;
     communicator_init(&st->comm, cfg->comm, cfg->topo);
     st->nranks = st->comm.size;
-    TransportConfig tc = {.comm = cfg->comm,
-                          .topo = &st->comm.topo,
-                          .be = cfg->be,
-                          .ctx = cfg->ctx,
-                          .device_coll = cfg->device_coll,
-                          .blocking = st->S == 0,
-                          .grad_dtype = cfg->grad_dtype,
-                          .progress_thread = cfg->progress_thread};
     st->slots = xcalloc((size_t)st->S + 1, sizeof(Slot));
     for (int i = 0; i <= st->S; i++) {
         st->slots[i].buf = xmalloc((cfg->nparams + 1) * sizeof(float));
-        st->slots[i].tp = st->cfg.transport->create(&tc);
+        st->slots[i].eng = exchange_engine(cfg, cfg->comm, &st->comm.topo, st->S == 0, NULL);
         st->slots[i].iteration = -1;
     }
     st->last_started = -1;
@@ -69,12 +60,11 @@ static int ssp_role(ExchangeState *st, int *index, int *count) {
 }
 
 static void start(ExchangeState *st, Slot *s, int64_t it) {
-    const TransportOps *ops = st->cfg.transport;
     size_t n = st->cfg.nparams + 1, bucket = st->cfg.bucket_floats;
     if (st->nranks > 1) {
-        ops->backward_done(s->tp);
+        buckets_backward_done(s->eng);
         for (size_t hi = n; hi > 0; hi = bucket_lo(hi, bucket))
-            ops->start(s->tp, s->buf + bucket_lo(hi, bucket), hi - bucket_lo(hi, bucket));
+            buckets_start(s->eng, s->buf + bucket_lo(hi, bucket), hi - bucket_lo(hi, bucket));
     }
     s->iteration = it;
     st->last_started = it;
@@ -85,8 +75,8 @@ static void start(ExchangeState *st, Slot *s, int64_t it) {
 static double complete(ExchangeState *st, Slot *s) {
     double t = dt_now();
     if (st->nranks > 1) {
-        st->cfg.transport->finish(s->tp);
-        (void)st->cfg.transport->hidden(s->tp);
+        buckets_finish(s->eng);
+        (void)buckets_hidden(s->eng);
     }
     s->iteration = -1;
     return dt_now() - t;
@@ -104,7 +94,7 @@ static int ssp_step(ExchangeState *st, float *params, float *grads, ExchangeStep
     step->bytes_sent = step->bytes_recv = st->nranks > 1 ? (double)(n + 1) * wire : 0.0;
 
     for (int i = 0; i <= st->S && st->nranks > 1; i++) /* let the averages in flight advance */
-        if (st->slots[i].iteration >= 0) st->cfg.transport->progress(st->slots[i].tp);
+        if (st->slots[i].iteration >= 0) buckets_progress(st->slots[i].eng);
     if (t < st->S) { /* nothing old enough to apply yet */
         step->staleness = 0, step->version = (double)st->applied, step->wait = 0, step->stop = 0;
         return EXCHANGE_PARAMS_UPDATED;
@@ -139,7 +129,7 @@ static void ssp_counts(ExchangeState *st, int64_t *pushed, int64_t *applied) {
 
 static void ssp_destroy(ExchangeState *st) {
     for (int i = 0; i <= st->S; i++) {
-        st->cfg.transport->destroy(st->slots[i].tp);
+        buckets_destroy(st->slots[i].eng);
         free(st->slots[i].buf);
     }
     free(st->slots);

@@ -13,7 +13,7 @@
  * sides at once. Mirrors are allocated at create, never in a timed step. Transports on device
  * memory (nccl) cannot serve host mirrors: the resolver refuses them with a staged strategy. */
 #include "exchange.h"
-#include "util.h"
+#include "alloc.h" /* defines: xmalloc, xcalloc */
 
 #include <stdio.h>
 #include <stdlib.h>

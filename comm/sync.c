@@ -7,16 +7,15 @@
  * buckets started after backward run with the library's blocking collectives
  * (TransportConfig.blocking), once those started during backward have completed (buckets.h).
  *
- * Wait versus transfer: the end of backward is marked first (the transport's backward_done: what
+ * Wait versus transfer: the end of backward is marked first (the engine's backward_done: what
  * exchange_hidden is measured against), then a one-int allreduce (the stop vote) runs; it cannot
  * complete before the last rank has arrived, so the time blocked in it is the arrival imbalance
  * (wait), and the buckets completed after it are the data movement (transfer). */
 #include "calibrate.h"
-#include "check.h"
+#include "alloc.h" /* defines: xmalloc, xcalloc */
 #include "communicator.h"
 #include "exchange.h"
 #include "grad_cast.h"
-#include "util.h"
 
 #include <stdlib.h>
 
@@ -25,7 +24,8 @@ struct ExchangeState {
     Communicator comm;
     int nranks;
     int64_t updates;
-    Transport *tp;
+    BucketEngine *eng;
+    double grad_scale;   /* what the gradients still need after the exchange (exchange_engine) */
     size_t started_from; /* buckets cover grads[started_from .. nparams) this iteration */
 };
 
@@ -33,19 +33,9 @@ static ExchangeState *sync_create(const ExchangeConfig *cfg, char *err, size_t e
     (void)err, (void)errlen;
     ExchangeState *st = xcalloc(1, sizeof *st);
     st->cfg = *cfg;
-    if (!st->cfg.transport) st->cfg.transport = &mpi_transport;
     communicator_init(&st->comm, cfg->comm, cfg->topo);
     st->nranks = st->comm.size;
-    TransportConfig tc = {.comm = cfg->comm,
-                          .topo = &st->comm.topo,
-                          .be = cfg->be,
-                          .ctx = cfg->ctx,
-                          .device_coll = cfg->device_coll,
-                          .blocking = 1,
-                          .leave_sum = 1,
-                          .grad_dtype = cfg->grad_dtype,
-                          .progress_thread = cfg->progress_thread};
-    st->tp = st->cfg.transport->create(&tc);
+    st->eng = exchange_engine(cfg, cfg->comm, &st->comm.topo, 1, &st->grad_scale);
     st->started_from = cfg->nparams;
     return st;
 }
@@ -62,7 +52,7 @@ static void start_buckets(ExchangeState *st, float *grads, size_t first) {
     while (st->started_from > first) {
         size_t hi = st->started_from, lo = bucket_lo(hi, bucket);
         if (lo < first) break; /* not all of it is final yet */
-        st->cfg.transport->start(st->tp, grads + lo, hi - lo);
+        buckets_start(st->eng, grads + lo, hi - lo);
         st->started_from = lo;
     }
 }
@@ -73,30 +63,29 @@ static void sync_grads_ready(ExchangeState *st, float *grads, size_t first) {
      * and run with the slower algorithms: LeNet's single bucket) */
     if (st->nranks == 1 || !st->cfg.overlap || first == 0) return;
     start_buckets(st, grads, first);
-    st->cfg.transport->progress(st->tp);
+    buckets_progress(st->eng);
 }
 
 static int sync_average(ExchangeState *st, float *params, float *grads, ExchangeStep *step) {
     (void)params;
     size_t n = st->cfg.nparams;
-    if (st->nranks > 1) st->cfg.transport->backward_done(st->tp); /* before any waiting */
+    if (st->nranks > 1) buckets_backward_done(st->eng); /* before any waiting */
     step->wait = communicator_vote(st->cfg.comm, step->stop_requested, &step->stop);
     if (st->nranks > 1) {
         start_buckets(st, grads, 0);
-        st->cfg.transport->finish(st->tp);
+        buckets_finish(st->eng);
     }
     st->started_from = n;
     double bytes = st->nranks > 1 ? (double)n * grad_dtype_size(st->cfg.grad_dtype) : 0.0;
     step->bytes_sent = step->bytes_recv = bytes;
     step->staleness = 0;
     step->version = (double)++st->updates;
-    const TransportOps *ops = st->cfg.transport;
-    step->grad_scale = st->nranks > 1 && ops->scale_left ? ops->scale_left(st->tp) : 1.0;
+    step->grad_scale = st->nranks > 1 ? st->grad_scale : 1.0;
     return EXCHANGE_APPLY_UPDATE;
 }
 
 static void sync_report(ExchangeState *st, ExchangeStep *step) {
-    step->hidden = st->nranks > 1 ? st->cfg.transport->hidden(st->tp) : 0.0;
+    step->hidden = st->nranks > 1 ? buckets_hidden(st->eng) : 0.0;
 }
 
 static void sync_finish(ExchangeState *st, float *params) {
@@ -109,14 +98,14 @@ static void sync_counts(ExchangeState *st, int64_t *pushed, int64_t *applied) {
 
 static void sync_calibrate(ExchangeState *st, float *buf, int iters, ExchangeCalibration *out) {
     const ExchangeConfig *c = &st->cfg;
-    transport_calibrate(c->transport, st->tp, c->comm, c->be, c->ctx, buf, c->nparams,
-                        c->bucket_floats, iters, c->overlap, out);
+    transport_calibrate(st->eng, c->comm, c->be, c->ctx, buf, c->nparams, c->bucket_floats, iters,
+                        c->overlap, out);
     double w = (double)grad_dtype_size(c->grad_dtype) / sizeof(float); /* --grad-dtype's bytes */
     out->bucket_bytes *= w, out->bytes *= w, out->algbw *= w, out->busbw *= w;
 }
 
 static void sync_destroy(ExchangeState *st) {
-    st->cfg.transport->destroy(st->tp);
+    buckets_destroy(st->eng);
     communicator_free(&st->comm);
     free(st);
 }

@@ -1,6 +1,6 @@
 /* topology.c - node grouping of a communicator's ranks (see topology.h). */
 #include "topology.h"
-#include "check.h"
+#include "mpi_check.h" /* defines: MPI_CHECK */
 
 /* Fills t from comm and node_comm (the ranks of comm on this node, already split). */
 static void complete(Topology *t, MPI_Comm comm) {
@@ -34,7 +34,8 @@ void topology_init(Topology *t, int ranks_per_node) {
     complete(t, MPI_COMM_WORLD);
     /* The GPU follows the rank's place on its host, whatever --ranks-per-node emulates. */
     MPI_Comm host;
-    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host));
+    MPI_CHECK(
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host));
     MPI_CHECK(MPI_Comm_rank(host, &t->host_local_rank));
     MPI_CHECK(MPI_Comm_size(host, &t->host_local_size));
     MPI_CHECK(MPI_Comm_free(&host));

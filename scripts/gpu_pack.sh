@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# gpu_pack.sh - prepares the one archive a lent GPU machine needs to validate and benchmark dtbench
-# (issue 13). Run on a normal build machine (CUDA toolkit, cuDNN, NCCL, Open MPI and parallel
+# gpu_pack.sh - prepares the one archive a lent GPU machine needs to validate and benchmark dtbench.
+# Run on a normal build machine (CUDA toolkit, cuDNN, NCCL, Open MPI and parallel
 # HDF5 installed, as scripts/setup.sh expects):
 #   scripts/gpu_pack.sh [--out FILE] [--arch 90] [--python 3.12] [--no-wheel] [--max-mb 60]
 # The GPU machine has CUDA, nvcc, cuDNN, NCCL and PyTorch but no Open MPI, no parallel HDF5 and no

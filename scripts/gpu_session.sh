@@ -223,7 +223,7 @@ for spec in resnet50:8:2e-2 lenet:64:1e-4 googlenet:8:1e-4 vgg16:4:1e-4 alexnet:
     IFS=: read -r m b tol <<<"$spec"
     gpu_step "step-$m" 90 bash -c "$(declare -f one_step); LOG='$LOG' DTBENCH='$DTBENCH' PY='$PY' TREE='$TREE' H5OK=$H5OK one_step $m $b $tol"
 done
-# where ResNet-50's step goes, layer by layer (issue 24's profile; /profile in the file)
+# where ResNet-50's step goes, layer by layer (--profile-layers; /profile in the file)
 gpu_step profile-resnet50 90 mpirun -np 1 "$DTBENCH" --model resnet50 --dataset synthetic --batch 64 \
     --iters 5 --warmup 3 --profile-layers 5 --device cuda --sample-hz 0 --output "$LOG/profile-resnet50.h5"
 

@@ -53,7 +53,7 @@ static void fill_record(Driver *d, const StageRun *s, ExchangeStep *xs, double s
     Model *m = d->model;
     const BackendOps *be = m->be;
     BackendCtx *ctx = m->ctx;
-    const int K = d->pipe->stages, M = d->pipe->microbatches;
+    const int K = d->pipe->stages;
     r->start = start - d->clock_offset - d->t0;
     r->data = be->timer_elapsed(ctx, MARK_START, MARK_DATA);
     r->forward = be->timer_elapsed(ctx, MARK_DATA, MARK_FORWARD);
@@ -63,14 +63,7 @@ static void fill_record(Driver *d, const StageRun *s, ExchangeStep *xs, double s
     r->total = be->timer_elapsed(ctx, MARK_START, MARK_UPDATE);
     if (d->xops->report) d->xops->report(d->xstate, xs);
     r->exchange_hidden = xs->hidden;
-    if (K == 1 && M == 1) {
-        r->loss = model_read_loss(m, NULL);
-    } else {
-        double loss = 0.0;
-        for (int j = 0; j < M; j++)
-            loss += s->losses[j];
-        r->loss = loss / M;
-    }
+    r->loss = stage_loss(d, s);
     r->bytes_sent = xs->bytes_sent, r->bytes_recv = xs->bytes_recv;
     r->staleness = xs->staleness, r->version = xs->version, r->exchange_wait = xs->wait;
     r->straggler_delay = s->straggler_delay;

@@ -100,6 +100,21 @@ static void grads_ready(void *user, size_t first) {
     d->xops->grads_ready(d->xstate, d->model->grads, first);
 }
 
+/* One stage and one micro-batch: the loss is queued with the step and read after the update
+ * (stage_loss), so reading it waits for nothing in the timed phases. With more, each
+ * micro-batch's loss is read when it is computed: the stage synchronises there anyway. */
+static int loss_queued(const Pipeline *p) {
+    return p->stages == 1 && p->microbatches == 1;
+}
+
+double stage_loss(const Driver *d, const StageRun *s) {
+    if (loss_queued(d->pipe)) return model_read_loss(d->model, NULL);
+    double loss = 0.0;
+    for (int j = 0; j < d->pipe->microbatches; j++)
+        loss += s->losses[j];
+    return loss / d->pipe->microbatches;
+}
+
 /* The end of a compute step: with neighbours the work must be done before it is sent. */
 static double compute_end(const Model *m, int piped) {
     if (piped) m->be->synchronize(m->ctx);
@@ -124,8 +139,8 @@ static void forward_step(Driver *d, StageRun *s, int j) {
     if (!step_graphs_forward(d->graphs, mb)) { /* not replayed from a graph: run it */
         model_forward_part(m, j * mb, mb, j, 1);
         if (k == K - 1) {
-            if (K == 1 && M == 1)
-                model_loss_queue(m, 0, mb, 1, 1.0f); /* read after the update: no wait here */
+            if (loss_queued(p))
+                model_loss_queue(m, 0, mb, 1, 1.0f); /* read by stage_loss after the update */
             else
                 s->losses[j] = model_loss_part(m, j * mb, mb, 1, 1.0f / (float)M, NULL);
         }

@@ -36,8 +36,12 @@ void stage_free(StageRun *s);
 
 /* Runs the iteration's steps; records MARK_FORWARD before the first backward step; returns once
  * every send has completed. Sets s->decision, s->losses (except with one stage and one
- * micro-batch: the loss is then queued, read with model_read_loss after the update). */
+ * micro-batch: the loss is then queued on the backend). */
 void stage_iteration(Driver *d, StageRun *s, int64_t it);
+
+/* The iteration's mean loss on the last stage, after stage_iteration and the update (with one
+ * stage and one micro-batch it reads the queued loss, waiting for the backend). */
+double stage_loss(const Driver *d, const StageRun *s);
 
 /* Test accuracy and mean loss of the current parameters. Lock-step exchanges: every replica
  * takes a share of the test set through its pipeline in chunks of a micro-batch, collective

@@ -1,11 +1,10 @@
-/* util.c - the MPI rank and job abort (check_fail's hooks), output paths and collective usage
- * errors (see util.h); the clock, allocation and RNG live in base/. */
+/* util.c - the driver's small helpers: memory available, output paths, the exit status (see
+ * util.h); the clock, allocation and RNG live in base/, the rank, job abort and collective usage
+ * errors in comm/mpi_check.c. */
 #define _GNU_SOURCE
 #include "util.h"
-#include "check.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,28 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-int dt_rank(void) {
-    int initialized = 0, finalized = 0, rank = -1;
-    MPI_Initialized(&initialized);
-    MPI_Finalized(&finalized);
-    if (initialized && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    return rank;
-}
-
-void (*dt_fatal_hook)(void) = NULL;
 int dt_exit_status = 0;
-
-static void run_fatal_hook(void) {
-    void (*hook)(void) = dt_fatal_hook;
-    dt_fatal_hook = NULL; /* once, even if the hook itself fails */
-    if (hook) hook();
-}
-
-void *xrealloc(void *p, size_t bytes) {
-    void *q = realloc(p, bytes ? bytes : 1);
-    ALLOC_CHECK(q);
-    return q;
-}
 
 double dt_mem_available(void) {
     FILE *f = fopen("/proc/meminfo", "r");
@@ -46,14 +24,6 @@ double dt_mem_available(void) {
     if (kb >= 0) return kb * 1024.0;
     long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
     return pages > 0 && size > 0 ? (double)pages * (double)size : -1.0;
-}
-
-void dt_abort_job(void) {
-    run_fatal_hook(); /* check_fail (base/fail.c) calls this before it exits */
-    int initialized = 0, finalized = 0;
-    MPI_Initialized(&initialized);
-    MPI_Finalized(&finalized);
-    if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
 const char *output_path_problem(const char *option, const char *path, int overwrite, char *err,
@@ -84,25 +54,4 @@ const char *output_path_problem(const char *option, const char *path, int overwr
         return err;
     }
     return NULL;
-}
-
-void usage_check_all(int ok, const char *fmt, ...) {
-    int rank = 0, nranks = 1;
-    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &nranks));
-    int mine = ok ? nranks : rank, first_bad = nranks;
-    MPI_CHECK(MPI_Allreduce(&mine, &first_bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-    if (first_bad == nranks) return;
-    if (rank == first_bad) {
-        va_list ap;
-        va_start(ap, fmt);
-        fputs("dtbench: error: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
-        va_end(ap);
-        fflush(stderr);
-    }
-    run_fatal_hook();
-    MPI_Finalize();
-    exit(2);
 }

@@ -3,7 +3,11 @@
   check_exchange.py invariants FILE      every worker completed its iterations; async: the
                                          servers applied exactly the pushes the workers counted,
                                          staleness within its bound; mixed: what each leader
-                                         sent, the next received; one final model
+                                         sent, the next received, staleness as documented (see
+                                         mixed_staleness); one final model
+  check_exchange.py mixed_lag FILE SLOW  mixed with rank SLOW's node slower: the other nodes
+                                         blend its older parameters (staleness > 0), it blends
+                                         theirs, further on (less stale)
   check_exchange.py straggler FILE MS    rank 1 slept MS after backward: rank 0's wait holds it,
                                          its hidden exchange does not
 
@@ -60,10 +64,57 @@ def invariants(path):
                     nxt = order[(i + 1) % len(order)]
                     if pushed[r] != applied[nxt]:
                         die(f"{path}: leader {r} sent {pushed[r]}, leader {nxt} received {applied[nxt]}")
+                mixed_staleness(f, path, order)
         if len(set(f["ranks/param_hash"][:])) != 1:
             die(f"{path}: ranks end with different models {f['ranks/param_hash'][:]}")
         print(f"ok: {path}: {x} on {a['nranks']} ranks, every iteration completed, pushes "
               f"{pushed.tolist()} applied {applied.tolist()}, one final model")
+
+
+def mixed_staleness(f, path, order):
+    """mixed's staleness (docs/exchange.md): how many iterations the parameters a node blended in
+    trail its own, 0 when their sender was as far or further on, or where nothing was blended. So
+    it is never negative; 0 off the ring's iterations (every --sync-period P); a multiple of P
+    (the leaders send and blend at the same phase); the same on every rank of a node; and
+    possible: the message blended at iteration i with staleness k > 0 was sent at the previous
+    leader's iteration i - k, which cannot have started after iteration i ended here."""
+    st = f["iterations/staleness"][:]
+    P = max(1, int(f.attrs["sync_period"]))
+    ring = (np.arange(st.shape[1]) + 1) % P == 0
+    if (st < 0).any():
+        die(f"{path}: negative staleness {sorted(set(st[st < 0].tolist()))}")
+    if (st[:, ~ring] != 0).any() or (np.mod(st, P) != 0).any():
+        die(f"{path}: staleness off the ring's iterations or not a multiple of P={P}")
+    nodes = f["ranks/node"][:]
+    for node in set(nodes.tolist()):
+        if (st[nodes == node] != st[nodes == node][0]).any():
+            die(f"{path}: the ranks of node {node} record different staleness")
+    start, total = f["iterations/start"][:], f["iterations/total"][:]
+    for i, r in enumerate(order):
+        q = order[i - 1]  # the previous leader, whose parameters r blends
+        for it in np.nonzero(st[r] > 0)[0]:
+            sent = it - int(st[r, it])
+            if start[q, sent] > start[r, it] + total[r, it] + 0.005:
+                die(f"{path}: rank {r} at iteration {it} blended parameters of rank {q}'s "
+                    f"iteration {sent}, which started {start[q, sent] - start[r, it]:.3f} s later")
+    print(f"ok: {path}: mixed staleness >= 0, multiples of {P} at the ring's iterations, one per "
+          f"node, consistent with the timeline (max {st.max():g})")
+
+
+def mixed_lag(path, slow):
+    """Rank `slow`'s node is the slow one: every other node runs ahead of it, so they blend its
+    older parameters (some staleness > 0) while it blends parameters from further on (0 where the
+    sender is ahead): its mean staleness stays below the others'."""
+    with h5py.File(path, "r") as f:
+        st, nodes = f["iterations/staleness"][:], f["ranks/node"][:]
+        mine = nodes == nodes[int(slow)]
+        fast, lagging = st[~mine], st[mine]
+        if fast.max() <= 0 or lagging.mean() >= fast.mean():
+            die(f"{path}: staleness on the fast nodes (mean {fast.mean():.2f}, max {fast.max():g}) "
+                f"vs the slow node (mean {lagging.mean():.2f}): the slow node's parameters should "
+                f"be the stale ones")
+        print(f"ok: {path}: the fast nodes blend the slow node's older parameters (staleness mean "
+              f"{fast.mean():.2f}, max {fast.max():g}); the slow node's mean {lagging.mean():.2f}")
 
 
 def straggler(path, ms):
@@ -118,5 +169,7 @@ if __name__ == "__main__":
         invariants(sys.argv[2])
     elif sys.argv[1] == "straggler":
         straggler(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "mixed_lag":
+        mixed_lag(sys.argv[2], sys.argv[3])
     else:
         throughput(sys.argv[2], sys.argv[3:])

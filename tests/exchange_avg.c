@@ -11,11 +11,11 @@
  * simulated: grads_ready() is called at five decreasing layer boundaries before the exchange, as
  * model_backward_hook does. The last iteration also checks the stop vote: the last rank asks to
  * stop, every rank must see stop set then and only then.
- * --device staged: CPU memory that the transports treat as device memory (device_memory 1), so
- * the MPI transports stage every bucket through host copies as they do on a GPU without a
- * CUDA-aware MPI. Before the iterations the strategy's calibrate(iters 0) runs, as dtbench's
- * setup does: it must leave the transport holding everything it keeps across iterations, so
- * iteration 0's exchange may not grow the heap by more than a bucket and 256 KiB (glibc
+ * --device staged: the CPU posing as a device (comm/as_device.h: CPU memory declared device
+ * memory), so the MPI transports stage every bucket through host copies as they do on a GPU
+ * without a CUDA-aware MPI. Before the iterations the strategy's calibrate(iters 0) runs, as
+ * dtbench's setup does: it must leave the transport holding everything it keeps across iterations,
+ * so iteration 0's exchange may not grow the heap by more than a bucket and 256 KiB (glibc
  * mallinfo2: staging buffers of a gradient of 400k floats would; Open MPI grows free lists of
  * requests when more non-blocking collectives are in flight than before, by up to ~140 KB on 4
  * ranks here, at any iteration).
@@ -26,10 +26,14 @@
  * Prints one line per iteration from rank 0; exit status 0 pass, 1 fail, 77 when the backend or
  * transport is not available here (e.g. --device cuda without a GPU). */
 #include "calibrate.h" /* bucket_lo */
-#include "check.h"
+#include "mpi_check.h" /* defines: MPI_CHECK, check_fail */
+#include "as_device.h" /* defines: as_device_backend */
 #include "exchange.h"
+#include "parts.h" /* defines: registry_backend, registry_transport, registry_coll ... */
 #include "topology.h"
-#include "util.h"
+#include "alloc.h" /* defines: xmalloc, xcalloc */
+#include "clock.h" /* defines: dt_now */
+#include "rng.h"   /* defines: rng_mix */
 
 #include <malloc.h>
 #include <math.h>
@@ -38,47 +42,9 @@
 #include <string.h>
 #include <time.h>
 
-/* The exchange layer alone, without src/registry.c (which needs the models and HDF5): the CPU
- * backend, the sync strategy and the transports by name; the GPU parts are weak references,
- * present where they were built (Makefile.am pulls them in with -u). */
-extern const BackendOps cpu_backend;
-extern const BackendOps cuda_backend __attribute__((weak));
-extern const TransportOps nccl_transport __attribute__((weak));
-extern const CollOps coll_nccl __attribute__((weak));
-extern const ExchangeOps sync_exchange;
-
-/* --device staged: the CPU backend's memory, declared device memory. */
-static BackendOps staged_backend;
-
-static void *staged_alloc(BackendCtx *c, size_t bytes) {
-    (void)c;
-    return xcalloc(bytes ? bytes : 1, 1);
-}
-static void staged_copy(BackendCtx *c, void *dst, const void *src, size_t bytes) {
-    (void)c;
-    memcpy(dst, src, bytes);
-}
-
+/* --device staged: the CPU posing as a device (comm/as_device.h); else the registry's backend. */
 static const BackendOps *backend_named(const char *name) {
-    if (!strcmp(name, "cpu")) return &cpu_backend;
-    if (!strcmp(name, "staged")) {
-        staged_backend = cpu_backend;
-        staged_backend.name = "staged";
-        staged_backend.device_memory = 1;
-        staged_backend.alloc = staged_alloc;
-        staged_backend.upload = staged_copy;
-        staged_backend.download = staged_copy;
-        return &staged_backend;
-    }
-    if (!strcmp(name, "cuda") && &cuda_backend) return &cuda_backend;
-    return NULL;
-}
-
-static const TransportOps *transport_named(const char *name) {
-    if (!strcmp(name, "mpi")) return &mpi_transport;
-    if (!strcmp(name, "hier")) return &hier_transport;
-    if (!strcmp(name, "nccl") && &nccl_transport) return &nccl_transport;
-    return NULL;
+    return !strcmp(name, "staged") ? as_device_backend(0) : registry_backend(name);
 }
 
 static int k_of(int rank, size_t i, int it);
@@ -110,8 +76,8 @@ int main(int argc, char **argv) {
     int thread = 0, provided;
     for (int a = 3; a < argc; a++)
         thread |= !strcmp(argv[a], "--progress-thread");
-    MPI_CHECK(MPI_Init_thread(&argc, &argv, thread ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE,
-                              &provided));
+    MPI_CHECK(
+        MPI_Init_thread(&argc, &argv, thread ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided));
     if (thread && provided < MPI_THREAD_MULTIPLE) {
         printf("SKIP: MPI_THREAD_MULTIPLE not granted (%d)\n", provided);
         MPI_Finalize();
@@ -142,13 +108,15 @@ int main(int argc, char **argv) {
     topology_init(&topo, rpn);
     const int P = topo.nranks, me = topo.rank;
     const BackendOps *be = backend_named(device);
-    const TransportOps *tp = transport_named(tname);
+    const TransportOps *tp = registry_transport(tname);
     BackendCtx *ctx = NULL;
     BackendConfig bcfg = {.threads = 1, .local_rank = topo.host_local_rank, .gpus_per_node = 0};
     int ok_here = be && tp && be->init(&bcfg, &ctx) == 0, ok_all = 0;
     MPI_CHECK(MPI_Allreduce(&ok_here, &ok_all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
     if (!ok_all) {
-        if (me == 0) printf("SKIP: device %s / transport %s not available here\n", device, tname);
+        if (me == 0)
+            printf("SKIP: device %s / transport %s not available here %s\n", device, tname,
+                   registry_load_error());
         MPI_Finalize();
         return 77;
     }
@@ -160,10 +128,10 @@ int main(int argc, char **argv) {
                           .be = be,
                           .ctx = ctx,
                           .transport = tp,
-                          .device_coll = &coll_nccl && be != &staged_backend ? &coll_nccl : NULL,
+                          .device_coll = be != as_device_backend(0) ? registry_coll("nccl") : NULL,
                           .overlap = overlap,
                           .progress_thread = thread};
-    const ExchangeOps *x = &sync_exchange;
+    const ExchangeOps *x = registry_exchange("sync");
     char err[256] = "";
     ExchangeState *st = x->create(&cfg, err, sizeof err);
     if (!st) check_fail(__FILE__, __LINE__, "create", err);
@@ -184,7 +152,7 @@ int main(int argc, char **argv) {
         }
         be->upload(ctx, grads, host, nparams * sizeof(float));
         int unaided = 1; /* --progress-thread: the first bucket summed without MPI calls here */
-        if (overlap) /* backward: the last layers' gradients are final first */
+        if (overlap)     /* backward: the last layers' gradients are final first */
             for (int cut = 4; cut >= 0; cut--) {
                 size_t first = nparams * (size_t)cut / 5 + (cut ? 3 : 0);
                 x->grads_ready(st, grads, first < nparams ? first : nparams);
@@ -194,15 +162,17 @@ int main(int argc, char **argv) {
                     unaided = summed_without_caller(grads, lo, nparams, P, it);
             }
         if (!unaided)
-            fprintf(stderr, "rank %d: iteration %d: the first bucket was not summed in 20 s "
-                    "without MPI calls from this thread (no progress thread?)\n", me, it);
+            fprintf(stderr,
+                    "rank %d: iteration %d: the first bucket was not summed in 20 s "
+                    "without MPI calls from this thread (no progress thread?)\n",
+                    me, it);
         ExchangeStep step = {.iteration = it, .stop_requested = it == iters - 1 && me == P - 1};
         struct mallinfo2 m0 = mallinfo2();
         int rc = x->exchange(st, NULL, grads, &step);
         struct mallinfo2 m1 = mallinfo2();
         double grew =
             ((double)m1.uordblks + (double)m1.hblkhd) - ((double)m0.uordblks + (double)m0.hblkhd);
-        int alloc_ok = it > 0 || be != &staged_backend ||
+        int alloc_ok = it > 0 || be != as_device_backend(0) ||
                        grew <= 262144.0 + (double)bucket * sizeof(float); /* MPI's free lists */
         if (!alloc_ok)
             fprintf(stderr, "rank %d: iteration %d's exchange grew the heap by %.0f bytes\n", me,
@@ -234,7 +204,8 @@ int main(int argc, char **argv) {
             printf("%s: %s on %d ranks as %d node(s) of %d, %zu floats in buckets of %zu%s, "
                    "iteration %d: max |avg - exact| %.3g (tolerance %g); stop %d; hidden %.3g s\n",
                    bad_all ? "FAIL" : "ok", tname, P, topo.nnodes, topo.local_size, nparams, bucket,
-                   overlap ? (thread ? ", overlapped (progress thread)" : ", overlapped") : "", it, worst_all, tol, step.stop, step.hidden);
+                   overlap ? (thread ? ", overlapped (progress thread)" : ", overlapped") : "", it,
+                   worst_all, tol, step.stop, step.hidden);
         if (bad && bad_all)
             fprintf(stderr, "rank %d: %zu of %zu values wrong, stop %d, hidden %g\n", me, bad,
                     nparams, step.stop, step.hidden);

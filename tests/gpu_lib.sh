@@ -10,3 +10,6 @@ NGPUS=$("$CUDA_PROBE") || {
     exit 77
 }
 echo "GPUs visible: $NGPUS"
+# comm/'s test programs (tests/exchange_avg, grad_dtype_check, layer_compare) find the GPU parts
+# in the GPU module as dtbench does (comm/parts.c); it lies beside the program, not beside them.
+export DTBENCH_GPU_MODULE=${DTBENCH_GPU_MODULE:-$(dirname "$DTBENCH")/../src/dtbench-cuda.so}

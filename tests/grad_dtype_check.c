@@ -19,22 +19,18 @@
  * --device cuda (sync only; transports mpi, hier, nccl): the same on GPU buffers, NCCL reducing
  * in ncclBfloat16/ncclFloat16 with the casts on the GPU; exit 77 when no GPU (or NCCL) is here.
  * Prints one line per check from rank 0; exit 0 pass, 1 fail. */
-#include "check.h"
+#include "mpi_check.h" /* defines: MPI_CHECK, check_fail */
 #include "exchange.h"
 #include "grad_cast.h"
+#include "parts.h" /* defines: registry_backend, registry_exchange, registry_transport ... */
 #include "topology.h"
-#include "util.h"
+#include "alloc.h" /* defines: xmalloc, xcalloc */
+#include "rng.h"   /* defines: rng_mix */
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-extern const BackendOps cpu_backend;
-extern const BackendOps cuda_backend __attribute__((weak)); /* present where CUDA was built */
-extern const TransportOps nccl_transport __attribute__((weak));
-extern const CollOps coll_nccl __attribute__((weak));
-extern const ExchangeOps sync_exchange, ssp_exchange, mixed_exchange, async_exchange;
 
 static int spread = 4; /* scales 2^0 .. 2^-(spread-1); async: 1 (sums stay exact in fp32) */
 
@@ -161,7 +157,7 @@ static Args parse(int argc, char **argv) {
               .rpn = atoi(argv[4]),
               .nparams = 4099,
               .bucket = 1000,
-              .be = &cpu_backend};
+              .be = registry_host_backend()};
     for (int i = 5; i < argc; i++) {
         if (!strcmp(argv[i], "--overlap"))
             a.overlap = 1;
@@ -170,18 +166,12 @@ static Args parse(int argc, char **argv) {
         else if (!strcmp(argv[i], "--bucket") && i + 1 < argc)
             a.bucket = strtoul(argv[++i], 0, 10);
         else if (!strcmp(argv[i], "--device") && i + 1 < argc)
-            a.be = !strcmp(argv[++i], "cuda") ? (&cuda_backend ? &cuda_backend : NULL) : a.be;
+            a.be = registry_backend(argv[++i]); /* NULL: not built here */
     }
-    a.x = !strcmp(a.xname, "sync")    ? &sync_exchange
-          : !strcmp(a.xname, "ssp")   ? &ssp_exchange
-          : !strcmp(a.xname, "mixed") ? &mixed_exchange
-          : !strcmp(a.xname, "async") ? &async_exchange
-                                      : NULL;
-    a.tp = !strcmp(a.tname, "hier")   ? &hier_transport
-           : !strcmp(a.tname, "nccl") ? (&nccl_transport ? &nccl_transport : NULL)
-                                      : &mpi_transport;
+    a.x = registry_exchange(a.xname);
+    a.tp = registry_transport(a.tname); /* NULL: not built here (nccl) */
     int dtv = grad_dtype_parse(argv[3]);
-    if (!a.x || dtv < 0 || (a.be && a.be != &cpu_backend && a.x != &sync_exchange)) {
+    if (!a.x || dtv < 0 || (a.be && a.be->device_memory && strcmp(a.xname, "sync"))) {
         fprintf(stderr, "grad_dtype_check: strategy %s, type %s: not accepted\n", a.xname, argv[3]);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
@@ -204,7 +194,9 @@ int main(int argc, char **argv) {
     BackendConfig bcfg = {.threads = 1, .local_rank = topo.host_local_rank};
     int here = a.be && a.tp && a.be->init(&bcfg, &ctx) == 0;
     if (!all_ok(here)) { /* no GPU, or NCCL not built */
-        if (me == 0) printf("SKIP: device or transport %s not available here\n", a.tname);
+        if (me == 0)
+            printf("SKIP: device or transport %s not available here %s\n", a.tname,
+                   registry_load_error());
         MPI_Finalize();
         return 77;
     }
@@ -216,7 +208,7 @@ int main(int argc, char **argv) {
                           .bucket_floats = a.bucket,
                           .be = be,
                           .ctx = ctx,
-                          .host_be = &cpu_backend,
+                          .host_be = registry_host_backend(),
                           .transport = a.tp,
                           .overlap = a.overlap,
                           .lr = 1.0f,
@@ -225,17 +217,17 @@ int main(int argc, char **argv) {
                           .ps_ranks = 1,
                           .sync_period = 1,
                           .grad_dtype = dt,
-                          .device_coll = &coll_nccl ? &coll_nccl : NULL};
-    if (x == &async_exchange) { /* W a power of two: 1/W exact */
+                          .device_coll = registry_coll("nccl")};
+    if (!strcmp(x->name, "async")) { /* W a power of two: 1/W exact */
         spread = 1;
         int ok = check_async(x, &cfg, dt, iters);
         MPI_Finalize();
         return ok ? 0 : 1;
     }
-    if (x == &ssp_exchange) cfg.overlap = 0;
+    if (!strcmp(x->name, "ssp")) cfg.overlap = 0;
 
     /* the group that averages: everybody, or (mixed) the node */
-    int in_node = x == &mixed_exchange;
+    int in_node = !strcmp(x->name, "mixed");
     int G = in_node ? topo.local_size : P, first = in_node ? me - topo.local_rank : 0;
     MPI_Comm group = in_node ? topo.node_comm : MPI_COMM_WORLD;
     char err[256] = "";
@@ -243,7 +235,7 @@ int main(int argc, char **argv) {
     if (!st) check_fail(__FILE__, __LINE__, "create", err);
     float *grads = xmalloc(nparams * sizeof(float)), *dgrads = be->alloc(ctx, nparams * 4);
     float *params = be->alloc(ctx, nparams * sizeof(float));
-    int failures = 0, lag = x == &ssp_exchange ? 1 : 0;
+    int failures = 0, lag = !strcmp(x->name, "ssp");
     for (int it = 0; it < iters; it++) {
         for (size_t i = 0; i < nparams; i++)
             grads[i] = grad_of(me, i, it);

@@ -30,6 +30,7 @@
 #include "cpu64.h"     /* defines: cpu64_backend */
 #include "half_bits.h" /* defines: gc_bf16_*, gc_fp16_* */
 #include "layers.h"
+#include "parts.h" /* defines: registry_backend */
 
 #include <math.h>
 #include <stdint.h>
@@ -37,8 +38,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const BackendOps cpu_backend;
-extern const BackendOps cuda_backend __attribute__((weak)); /* built with CUDA only */
 extern const ModelDesc model_lenet, model_fcn5, model_fcn8, model_alexnet, model_vgg16,
     model_googlenet, model_resnet50, model_lstm32, model_lstm64, model_resnet8;
 static const ModelDesc *const MODELS[] = {
@@ -307,12 +306,12 @@ static void parse_config(Config *c, const char *text) {
                 ? PRECISION_FP16
                 : (usage("precision: expected fp32, tf32, bf16 or fp16"), PRECISION_FP32);
     }
-    c->be = !strcmp(base, "cpu")                     ? &cpu_backend
-            : !strcmp(base, "cpu64")                 ? cpu64_backend()
-            : !strcmp(base, "cuda") && &cuda_backend ? &cuda_backend
-                                                     : NULL;
+    /* cpu and cuda from the registry (comm/parts.c: cuda where it was built) */
+    c->be = !strcmp(base, "cpu64")                          ? cpu64_backend()
+            : !strcmp(base, "cpu") || !strcmp(base, "cuda") ? registry_backend(base)
+                                                            : NULL;
     if (!c->be && !strcmp(base, "cuda")) {
-        printf("SKIP: %s: this build has no CUDA backend\n", text);
+        printf("SKIP: %s: no CUDA backend here %s\n", text, registry_load_error());
         exit(77);
     }
     if (!c->be) usage("configuration: expected cpu, cpu64 or cuda[:precision[:layout]]");

@@ -3,7 +3,7 @@
  *
  *   mpirun -np 2 staged_check STRATEGY RANKS_PER_NODE [ITERS]
  *
- * The "device" is a fake backend: its buffers are separate host allocations holding every float
+ * The "device" is the CPU posing as one, sealed (comm/as_device.h): its buffers hold every float
  * byte-swapped, reached only through its upload/download (which count the bytes they move) and
  * its sgd_update (decode, the CPU backend's step, encode). A strategy that read or wrote a device
  * buffer directly would see garbage. Both runs do what the driver does: gradients that depend on
@@ -13,66 +13,18 @@
  * the design says (per iteration: 2 downloads and 1 upload of the parameter buffer through the
  * wrapper; mixed: none outside finish with a period longer than the run).
  * Exit 0 pass, 1 fail. */
-#include "check.h"
+#include "mpi_check.h" /* defines: MPI_CHECK */
+#include "as_device.h" /* defines: as_device_backend, as_device_traffic */
 #include "exchange.h"
+#include "parts.h" /* defines: registry_exchange, registry_host_backend */
 #include "topology.h"
-#include "util.h"
+#include "alloc.h" /* defines: xmalloc, xcalloc */
 
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-extern const BackendOps cpu_backend;
-extern const ExchangeOps ssp_exchange, async_exchange, mixed_exchange;
-
-/* ---- the fake device: byte-swapped floats in separate allocations ---------------------------- */
-static double down_bytes, up_bytes;
-
-static void swap_copy(void *dst, const void *src, size_t bytes) {
-    const uint32_t *s = src;
-    uint32_t *d = dst;
-    for (size_t i = 0; i < bytes / 4; i++)
-        d[i] = __builtin_bswap32(s[i]);
-}
-static void *fake_alloc(BackendCtx *c, size_t bytes) {
-    (void)c;
-    return xcalloc(bytes ? bytes : 4, 1);
-}
-static void fake_free(BackendCtx *c, void *p) {
-    (void)c, free(p);
-}
-static void fake_upload(BackendCtx *c, void *dst, const void *src, size_t bytes) {
-    (void)c, swap_copy(dst, src, bytes), up_bytes += (double)bytes;
-}
-static void fake_download(BackendCtx *c, void *dst, const void *src, size_t bytes) {
-    (void)c, swap_copy(dst, src, bytes), down_bytes += (double)bytes;
-}
-static void fake_zero(BackendCtx *c, void *p, size_t bytes) {
-    (void)c, memset(p, 0, bytes);
-}
-static void fake_sync(BackendCtx *c) {
-    (void)c;
-}
-static void fake_sgd(BackendCtx *c, size_t n, float *p, const float *g, float *v, float lr,
-                     float mom, float wd) {
-    (void)c;
-    float *hp = xmalloc(n * 4), *hg = xmalloc(n * 4), *hv = xmalloc(n * 4);
-    swap_copy(hp, p, n * 4), swap_copy(hg, g, n * 4), swap_copy(hv, v, n * 4);
-    cpu_backend.sgd_update(NULL, n, hp, hg, hv, lr, mom, wd);
-    swap_copy(p, hp, n * 4), swap_copy(v, hv, n * 4);
-    free(hp), free(hg), free(hv);
-}
-static const BackendOps fake_device = {.name = "fake",
-                                       .device_memory = 1,
-                                       .alloc = fake_alloc,
-                                       .free = fake_free,
-                                       .upload = fake_upload,
-                                       .download = fake_download,
-                                       .zero = fake_zero,
-                                       .synchronize = fake_sync,
-                                       .sgd_update = fake_sgd};
 
 /* ---- one run, as the driver runs it ---------------------------------------------------------- */
 enum { N = 1000 };
@@ -98,7 +50,7 @@ static void run(const ExchangeOps *x, const BackendOps *be, const Topology *topo
                           .nparams = N,
                           .bucket_floats = 300,
                           .be = be,
-                          .host_be = &cpu_backend,
+                          .host_be = registry_host_backend(),
                           .lr = LR,
                           .momentum = MOM,
                           .weight_decay = WD,
@@ -136,19 +88,22 @@ int main(int argc, char **argv) {
     if (argc < 3) fprintf(stderr, "usage: staged_check STRATEGY RANKS_PER_NODE [ITERS]\n"), exit(2);
     const char *name = argv[1];
     int iters = argc > 3 ? atoi(argv[3]) : 6;
-    const ExchangeOps *x = !strcmp(name, "ssp")     ? &ssp_exchange
-                           : !strcmp(name, "async") ? &async_exchange
-                                                    : &mixed_exchange;
+    const ExchangeOps *x = registry_exchange(name);
+    if (!x || !strcmp(name, "sync"))
+        fprintf(stderr, "staged_check: %s: no such strategy\n", name), exit(2);
     Topology topo;
     topology_init(&topo, atoi(argv[2]));
     int staleness = 2, period = iters + 1; /* mixed: the ring never runs (its timing is free) */
 
     float ref[N], dev[N];
-    run(x, &cpu_backend, &topo, iters, staleness, period, ref);
+    run(x, registry_host_backend(), &topo, iters, staleness, period, ref);
     /* the wrapper where the resolver picks it (device_ok 0), the strategy itself otherwise */
     const ExchangeOps *wx = x->device_ok ? x : exchange_staged(x);
-    down_bytes = up_bytes = 0;
-    run(wx, &fake_device, &topo, iters, staleness, period, dev);
+    double up0, down0, up_bytes, down_bytes;
+    as_device_traffic(&up0, &down0);
+    run(wx, as_device_backend(1), &topo, iters, staleness, period, dev);
+    as_device_traffic(&up_bytes, &down_bytes);
+    up_bytes -= up0, down_bytes -= down0;
 
     int bad = 0;
     for (int i = 0; i < N; i++)

@@ -5,7 +5,9 @@
 #   2. with one straggler (factor 3) of 4 ranks, async and mixed deliver more samples per second
 #      than sync, measured in this same run;
 #   3. async: the servers apply exactly the pushes the workers count, within the staleness bound;
-#      mixed: each leader receives what the previous one sent; every rank ends with one model;
+#      mixed: each leader receives what the previous one sent, the staleness recorded is never
+#      negative and says which node's parameters are old (the straggler's); every rank ends with
+#      one model;
 #      sync and ssp (S = 1, 2) on 2 and 4 ranks train the parameters one process trains with the
 #      same global batch (applied once each, S iterations late), ssp's differ from sync's;
 #   4. clean shutdown with 2, 3 and 4 ranks and uneven speeds, and ssp with S=0 equals sync;
@@ -46,6 +48,7 @@ for x in sync async mixed; do
 done
 "$PYTHON" "$TESTS_SRCDIR/check_exchange.py" throughput "$WORK/strag-sync.h5" "$WORK/strag-async.h5" "$WORK/strag-mixed.h5"
 for x in sync async mixed; do "$PYTHON" "$TESTS_SRCDIR/check_exchange.py" invariants "$WORK/strag-$x.h5"; done
+"$PYTHON" "$TESTS_SRCDIR/check_exchange.py" mixed_lag "$WORK/strag-mixed.h5" 1
 
 # 4. Shutdown with uneven speeds on 2, 3 and 4 ranks, every strategy that fits.
 for np in 2 3 4; do

@@ -1,7 +1,7 @@
 #!/bin/bash
 # test_gpu_module.sh - one build for CPU and GPU nodes. The program links no GPU library (CUDA
 # runtime, cuBLAS(Lt), cuDNN, NCCL, NVML); the CUDA backend and NCCL live in the GPU module
-# (src/dtbench-cuda.so, see src/gpu_module.h), loaded only when a run asks for them:
+# (src/dtbench-cuda.so, see comm/gpu_module.h), loaded only when a run asks for them:
 #   1. no GPU library among what the program loads at start (ldd);
 #   2. with the module's GPU libraries hidden (an empty file bind-mounted over each, in a mount
 #      namespace of this test): a CPU run on 1 and 2 ranks trains and closes its file, exit 0;

@@ -12,7 +12,7 @@
  *     for 10^6 random pairs of finite values of each type, overflow included.
  * Prints the number of values checked and the mismatches; one check per format and one for the
  * names (tests/harness.h), exit 0 pass, 1 fail. */
-#include "check.h"
+#include "mpi_check.h" /* defines: MPI_CHECK */
 #include "grad_cast.h"
 #include "harness.h"
 

@@ -1,4 +1,4 @@
-# test_grow.sh - result files that grow with the run (issue 15, docs/hdf5-layout.md): a run of
+# test_grow.sh - result files that grow with the run (docs/hdf5-layout.md): a run of
 # 1,000,000 iterations stopped after ~45 leaves a few MB, valid and marked stopped, every completed
 # iteration readable; a run SIGKILLed after extensions (and at random times, extensions every
 # block) keeps every flushed block readable by h5py, check_h5.py and dtbench-analyze; every

@@ -25,7 +25,7 @@ echo "$summary"
 grep -q "INCOMPLETE" <<<"$summary" || fail "dtbench-analyze does not report the killed run as incomplete"
 pass "killed run: file readable, completed blocks intact, reported incomplete"
 
-# Kills at random times, the first 50 ms included (issue 16): the whole job (mpirun and its
+# Kills at random times, the first 50 ms included: the whole job (mpirun and its
 # ranks) SIGKILLed at once, as a node failure would. Afterwards the results' name holds either
 # nothing (the file is built under a hidden partial name, renamed once it describes itself) or a
 # file h5py opens whose /ranks/completed blocks are all written; and a new run on the same name

@@ -1,4 +1,4 @@
-# test_reliability_data.sh - bad data files (issue 16): every one is refused with one line naming
+# test_reliability_data.sh - bad data files: every one is refused with one line naming
 # the file, exit status 2, no output file left, and without reading more than its header allows.
 . "$(dirname "$0")/lib.sh"
 cd "$WORK"

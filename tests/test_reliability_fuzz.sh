@@ -1,4 +1,4 @@
-# test_reliability_fuzz.sh - the reliability fuzz runs (issue 16), bounded in time for CI
+# test_reliability_fuzz.sh - the reliability fuzz runs, bounded in time for CI
 # (FUZZ_SECONDS each, 20 by default; longer by hand, e.g. FUZZ_SECONDS=600 FUZZ_SEED=7):
 #  1. the data readers: fuzz/fuzz_readers, a deterministic mutation driver over IDX and CIFAR-10
 #     files, plain, gzip'd and with damaged gzip streams (the same target builds for libFuzzer

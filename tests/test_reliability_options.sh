@@ -1,5 +1,5 @@
 # test_reliability_options.sh - accepted values that ended in aborts or absurd allocations, and
-# option messages that blamed the wrong word (issue 16): an impossible run is refused before any
+# option messages that blamed the wrong word: an impossible run is refused before any
 # allocation with exit 2, one line naming the option; no file is left.
 . "$(dirname "$0")/lib.sh"
 cd "$WORK"

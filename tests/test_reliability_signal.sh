@@ -1,4 +1,4 @@
-# test_reliability_signal.sh - signals interrupt every wait dtbench does itself (issue 16): with a
+# test_reliability_signal.sh - signals interrupt every wait dtbench does itself: with a
 # rank sleeping 30 s per iteration (--straggler 1:+30000), SIGTERM to the ranks still closes the
 # file within a second or two (it took 27 s: nanosleep was restarted on EINTR). Non-finite or
 # absurd straggler values are refused.

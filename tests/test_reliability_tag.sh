@@ -1,5 +1,5 @@
 # test_reliability_tag.sh - stored strings are never cut, and the analysis reads any bytes a user
-# can put into a --tag (issue 16): the configuration was cut at 1023 bytes, mid-character, and a
+# can put into a --tag: the configuration was cut at 1023 bytes, mid-character, and a
 # long or non-UTF-8 tag crashed `dtbench-analyze report` and `compare --plot` with a traceback.
 . "$(dirname "$0")/lib.sh"
 cd "$WORK"

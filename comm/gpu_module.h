@@ -1,7 +1,7 @@
 /* gpu_module.h - the entry point of dtbench's GPU module, dtbench-cuda.so: the CUDA backend and,
  * where NCCL was found, the NCCL transport and collectives, with the CUDA runtime, cuBLAS(Lt),
- * cuDNN and NCCL they link. The program links none of them: src/registry.c loads the module with
- * dlopen when --device cuda or --transport nccl is asked for, so one build starts in
+ * cuDNN and NCCL they link. The program links none of them: the registry (comm/parts.c) loads the
+ * module with dlopen when --device cuda or --transport nccl is asked for, so one build starts in
  * milliseconds on a node without CUDA and refuses a GPU run there in one line. The module uses
  * what it needs of the program (base/, comm/, MPI) through the program's exported symbols. */
 #ifndef DTBENCH_GPU_MODULE_H
