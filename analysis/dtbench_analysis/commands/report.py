@@ -148,8 +148,7 @@ def _section_scaling(res: Results) -> List[str]:
 
 
 def _section_ranks(res: Results, names, window) -> List[str]:
-    candidates = sorted([r for r in res.runs if int(r.valid.sum())],
-                        key=lambda r: (-r.nranks, names[r.path]))[:MAX_HEATMAPS]
+    candidates = grouping.rank_view_order(res.runs)[:MAX_HEATMAPS]
     if not candidates:
         return [_note("No run has a completed iteration.")]
     parts = ['<div class="figs">']
