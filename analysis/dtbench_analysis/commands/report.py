@@ -233,8 +233,8 @@ def _section_comparisons(res: Results, runs) -> List[str]:
     groups = res.comparison_groups
     if not groups:
         return [_note("No comparison: no two runs differ in exactly one factor (exchange, "
-                      "transport, ranks, batch, precision, micro-batches) with everything "
-                      "else, model and data set included, equal.")]
+                      "transport, ranks, batch, precision, micro-batches, schedule, launcher) "
+                      "with everything else, model and data set included, equal.")]
     parts = [_note("Runs are compared only inside a configuration, along one factor; the "
                    "first configuration of each comparison is its baseline (Mann-Whitney U "
                    "of the per-iteration times, Bonferroni within the comparison)."),
