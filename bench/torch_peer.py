@@ -20,12 +20,21 @@ data, forward, backward, exchange and update phases of one iteration):
 Nothing else (no printing, no loss.item() sync) is inside the timed region: loss values are
 read after the clock stops.
 
---device cuda: the network and optimizer live on the GPU; the pool stays in (pageable) host
-memory and step 1 copies the batch to the GPU, as dtbench uploads its batch in its data phase.
-The clock is read after torch.cuda.synchronize() on both sides of the step, so a step ends when
-its update has run on the GPU (dtbench: its update's CUDA event). Strict fp32 as dtbench: TF32
-is switched off for cuDNN convolutions and cuBLAS matmuls (PyTorch allows it for convolutions by
-default); cudnn.benchmark stays off (heuristic algorithm choice, like dtbench).
+--device cuda: the network and optimizer live on the GPU. The clock is read after
+torch.cuda.synchronize() on both sides of the step, so a step ends when its update has run on the
+GPU (dtbench: its update's CUDA event). Where the batch comes from (--data):
+  pageable  the pool stays in pageable host memory and step 1 copies the batch to the GPU
+            (dtbench --prefetch off uploads its batch so, in its data phase);
+  pinned    the pool is in page-locked memory; the next batch is copied on a side stream while
+            the current step computes (queued after its backward, as dtbench --prefetch does) and
+            the step waits for its batch's event: step 1 is that wait;
+  device    the pool lives on the GPU: step 1 takes a slice (no copy).
+--precision: fp32 is strict fp32 as dtbench's (TF32 off for cuDNN convolutions and cuBLAS
+matmuls; PyTorch allows it for convolutions by default); tf32 allows both; default leaves
+PyTorch's own settings untouched (TF32 for convolutions only, cudnn.benchmark off); bf16/fp16 run
+forward and loss under torch.autocast, fp16 with GradScaler. --cudnn-benchmark sets
+torch.backends.cudnn.benchmark (as dtbench's --conv-algo find times the algorithms once),
+--channels-last puts the network and 4-D inputs in torch.channels_last.
 """
 import argparse
 import contextlib
@@ -67,12 +76,20 @@ def parse_args(argv=None):
     p.add_argument("--no-mkldnn", action="store_true",
                    help="disable oneDNN (torch.backends.mkldnn) so convolutions take the "
                         "im2col + BLAS path, like dtbench")
-    p.add_argument("--precision", choices=("fp32", "tf32", "bf16", "fp16"), default="fp32",
+    p.add_argument("--precision", choices=("fp32", "tf32", "default", "bf16", "fp16"),
+                   default="fp32",
                    help="as dtbench's --precision: tf32 allows TF32 in cuDNN and cuBLAS (GPU); "
-                        "bf16/fp16 run forward and loss under torch.autocast (fp32 master "
-                        "weights), fp16 with torch.cuda.amp.GradScaler (GPU)")
+                        "default: PyTorch's own TF32 settings (GPU); bf16/fp16 run forward and "
+                        "loss under torch.autocast (fp32 master weights), fp16 with "
+                        "torch.cuda.amp.GradScaler (GPU)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                   help="where the network trains (cuda: the current GPU, strict fp32)")
+                   help="where the network trains (cuda: the current GPU)")
+    p.add_argument("--data", choices=("pageable", "pinned", "device"), default="pageable",
+                   help="GPU: where the batch comes from (see the module's help)")
+    p.add_argument("--cudnn-benchmark", action="store_true",
+                   help="torch.backends.cudnn.benchmark = True (GPU)")
+    p.add_argument("--channels-last", action="store_true",
+                   help="the network and 4-D inputs in torch.channels_last")
     p.add_argument("--no-times", action="store_true",
                    help="leave the per-step times list out of the JSON")
     a = p.parse_args(argv)
@@ -280,18 +297,25 @@ def main():
 
     dev = torch.device(a.device)
     cuda = a.device == "cuda"
-    if cuda:
-        torch.backends.cudnn.allow_tf32 = a.precision == "tf32"
-        torch.backends.cuda.matmul.allow_tf32 = a.precision == "tf32"
-        torch.backends.cudnn.benchmark = False
-    if a.precision in ("tf32", "fp16") and not cuda:
+    if a.precision in ("tf32", "default", "fp16") and not cuda:
         sys.exit(f"torch_peer: --precision {a.precision} is a GPU mode (as in dtbench)")
+    if a.data != "pageable" and not cuda:
+        sys.exit(f"torch_peer: --data {a.data} needs --device cuda")
+    if cuda:
+        if a.precision in ("fp32", "tf32"):
+            torch.backends.cudnn.allow_tf32 = a.precision == "tf32"
+            torch.backends.cuda.matmul.allow_tf32 = a.precision == "tf32"
+        if a.precision != "default":
+            torch.backends.cudnn.benchmark = a.cudnn_benchmark
     amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(a.precision)
     scaler = torch.cuda.amp.GradScaler() if a.precision == "fp16" else None
     sync = torch.cuda.synchronize if cuda else (lambda: None)
 
     net, in_shape, classes = build(a.model)
     net = net.float().to(dev).train()
+    layout = torch.channels_last if a.channels_last else torch.contiguous_format
+    if a.channels_last:
+        net = net.to(memory_format=torch.channels_last)
     nparams = sum(p.numel() for p in net.parameters())
     assert nparams == EXPECTED_PARAMS[a.model], (a.model, nparams, EXPECTED_PARAMS[a.model])
 
@@ -311,28 +335,58 @@ def main():
         pool_x = torch.rand((pool_n,) + in_shape, dtype=torch.float32)
         pool_y = torch.randint(0, classes, (pool_n,), dtype=torch.int64)
         labels_per_sample = 1
+    if pool_x.dim() == 4:
+        pool_x = pool_x.contiguous(memory_format=layout)
+    if a.data == "pinned":
+        pool_x, pool_y = pool_x.pin_memory(), pool_y.pin_memory()
+    elif a.data == "device":
+        pool_x, pool_y = pool_x.to(dev), pool_y.to(dev)
+    copy_stream = torch.cuda.Stream() if a.data == "pinned" else None
+
+    def batch_of(it):
+        s = (it % a.pool_batches) * a.batch
+        return pool_x[s:s + a.batch], pool_y[s * labels_per_sample:(s + a.batch) * labels_per_sample]
+
+    def prefetch(it):
+        """Queues batch it's copy on the side stream; (x, y, the copy's event)."""
+        x, y = batch_of(it)
+        with torch.cuda.stream(copy_stream):
+            x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
+            ev = torch.cuda.Event()
+            ev.record(copy_stream)
+        return x, y, ev
 
     total = a.warmup + a.iters
     times, losses = [], []
+    ahead = prefetch(0) if copy_stream else None
     for it in range(total):
-        s = (it % a.pool_batches) * a.batch
         sync()
         t0 = time.perf_counter()
         # fetch the batch: a copy into fresh tensors, like loading a batch into an input buffer
-        # (on the GPU: the copy to the device)
-        x = pool_x[s:s + a.batch]
-        y = pool_y[s * labels_per_sample:(s + a.batch) * labels_per_sample]
-        x, y = (x.to(dev), y.to(dev)) if cuda else (x.clone(), y.clone())
+        # (on the GPU: the copy to the device, or the wait for the one queued a step ago)
+        if copy_stream:
+            x, y, ev = ahead
+            torch.cuda.current_stream().wait_event(ev)
+            x.record_stream(torch.cuda.current_stream())
+            y.record_stream(torch.cuda.current_stream())
+        else:
+            x, y = batch_of(it)
+            if a.data == "pageable":
+                x, y = (x.to(dev), y.to(dev)) if cuda else (x.clone(), y.clone())
         opt.zero_grad(set_to_none=set_to_none)
         with (torch.autocast(a.device, dtype=amp_dtype) if amp_dtype else contextlib.nullcontext()):
             out = net(x)
             loss = loss_fn(out, y)
         if scaler:
             scaler.scale(loss).backward()
+        else:
+            loss.backward()
+        if copy_stream and it + 1 < total:  # the next batch copies while this step computes
+            ahead = prefetch(it + 1)
+        if scaler:
             scaler.step(opt)
             scaler.update()
         else:
-            loss.backward()
             opt.step()
         sync()
         t1 = time.perf_counter()
@@ -389,8 +443,15 @@ def main():
         "cudnn_version": torch.backends.cudnn.version() if cuda else None,
         "tf32": (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
                 if cuda else None,
+        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark) if cuda else None,
+        "channels_last": a.channels_last,
+        "data": a.data,
         "python": sys.executable,
-        "step_includes": ("batch copy from pre-generated pool" + (" to the GPU" if cuda else "")
+        "step_includes": ({"pageable": "batch copy from pre-generated pool"
+                           + (" to the GPU" if cuda else ""),
+                           "pinned": "wait for the batch copied to the GPU during the previous "
+                                     "step from page-locked memory",
+                           "device": "batch slice of a pool on the GPU"}[a.data]
                           + " + zero_grad + forward + CrossEntropyLoss + backward + "
                           "SGD(momentum) step" + (", between torch.cuda.synchronize()" if cuda
                                                   else "")),

@@ -75,6 +75,10 @@ typedef struct {
     float rate;  /* probability of dropping, in [0, 1) */
     uint64_t seed;
     uint64_t first_sample;
+    /* An image sample [c, hw] stored NHWC (ActFormat): its element stored at p*c + q is element
+     * j = q*hw + p of the definition above, so that it is dropped where the NCHW one is; 0, 0:
+     * the elements are stored in the order of j (NCHW, or a vector). */
+    int c, hw;
 } DropoutShape;
 
 /* Embedding lookup: ids[rows] (token ids stored as floats, exact below 2^24) ->
@@ -112,7 +116,19 @@ typedef struct {
     ActLayout layout;
     ActType type;
 } ActFormat;
-#define ACT_TYPE_BYTES(t) ((t) == ACT_FP32 ? (size_t)4 : (size_t)2)
+#define ACT_TYPE_BYTES(t)  ((t) == ACT_FP32 ? (size_t)4 : (size_t)2)
+#define ACT_TYPE_NAME(t)   ((t) == ACT_BF16 ? "bf16" : (t) == ACT_FP16 ? "fp16" : "fp32")
+#define ACT_LAYOUT_NAME(l) ((l) == ACT_NHWC ? "NHWC" : "NCHW")
+/* --act-layout, as the resolver passes it to a backend (BackendConfig.act_layout): NCHW or NHWC
+ * asked for; the type follows from the layout and the precision (act_format_for). */
+#define ACT_LAYOUT_NAMES "auto,nchw,nhwc" /* the option's choices; auto is resolved first */
+
+/* A convolution's parameters in the model's parameter buffer (weights_layout): the filter
+ * W[k][c][khw] (KCRS) at value offset w_off, its bias [k] at b_off (SIZE_MAX: none). */
+typedef struct {
+    size_t w_off, b_off;
+    int k, c, khw;
+} ConvWeights;
 
 /* Arithmetic of the matrix products (--precision; docs/gpu.md "Precision"). Tensors, master
  * weights, optimizer state and reductions stay fp32 in every mode:
@@ -142,6 +158,7 @@ typedef struct {
     int verbose;         /* set on one rank: the backend may print warnings about its set-up */
     Precision precision; /* accepted by precision_ok first */
     ConvAlgoChoice conv_algo;
+    ActLayout act_layout; /* accepted by act_format_for first (0: NCHW, the default) */
 } BackendConfig;
 
 typedef struct BackendOps {
@@ -159,8 +176,15 @@ typedef struct BackendOps {
      * `threads` (--threads), else 0 with a reason in why (the resolver refuses the option with it,
      * before anything is built). */
     int (*precision_ok)(Precision precision, int threads, char *why, size_t len);
-    /* Optional (NULL: NCHW fp32): the activation format of ctx (see ActFormat). A format other
-     * than NCHW fp32 needs input_to_act and act_add. */
+    /* Optional (NULL: NCHW fp32 only): the activation format this backend stores under
+     * `precision` when asked for `layout` (BackendConfig.act_layout, from --act-layout): 1 and *f,
+     * or 0 with a reason in why (the resolver then refuses --act-layout, or with auto keeps NCHW
+     * fp32). Asked before init; NCHW must give NCHW fp32. */
+    int (*act_format_for)(Precision precision, ActLayout layout, ActFormat *f, char *why,
+                          size_t len);
+    /* Optional (NULL: NCHW fp32): the activation format of ctx (see ActFormat), the one
+     * act_format_for gave for its configuration. A format other than NCHW fp32 needs input_to_act
+     * and act_add. */
     void (*activation_format)(BackendCtx *ctx, ActFormat *f);
     /* Optional: x_act = x[n, c, h, w] (fp32 NCHW, as uploaded) in the activation format. */
     void (*input_to_act)(BackendCtx *ctx, int n, int c, int h, int w, const float *x, float *x_act);
@@ -193,6 +217,44 @@ typedef struct BackendOps {
      * the weights in another type or order (CUDA bf16/fp16: 16-bit copies) makes them here, once
      * per step, instead of at every call. The first call may allocate; later ones may not. */
     void (*weights_ready)(BackendCtx *ctx, const float *params, size_t n);
+    /* Optional: where the convolutions' parameters lie in the buffer the next weights_ready calls
+     * pass (convs[n], the model's convolutions in order), called when the model is built, before
+     * its first weights_ready, and again only by another model's build. A backend that computes
+     * on filters in another order (CUDA NHWC: KRSC 16-bit copies) makes them there. */
+    void (*weights_layout)(BackendCtx *ctx, const ConvWeights *convs, int n);
+
+    /* ---- batch prefetch (optional: all six or none; NULL on host backends) ------------------- */
+    /* The next batch is filled into page-locked host memory and uploaded on a second stream (the
+     * copy stream) while the current step computes (src/prefetch.c). A slot (0 or 1, of
+     * BACKEND_PREFETCH_SLOTS) is a pair of device buffers (samples, labels) the copies write and
+     * the compute stream reads, ordered by events only; none of these waits on the host but
+     * prefetch_fence:
+     *   host_alloc, host_free: page-locked host memory (CUDA: cudaHostAlloc), zeroed;
+     *   prefetch_upload(slot, dst, src, bytes): queues the copy on the copy stream after the
+     *     compute work marked by the slot's last prefetch_release; src must not change until
+     *     the slot's prefetch_fence;
+     *   prefetch_wait(slot): later compute work waits for the slot's queued copies;
+     *   prefetch_release(slot): compute work queued so far is the last to read the slot;
+     *   prefetch_fence(slot): the host waits for the slot's queued copies (its host buffers may
+     *     then be refilled). */
+    void *(*host_alloc)(BackendCtx *ctx, size_t bytes);
+    void (*host_free)(BackendCtx *ctx, void *p);
+    void (*prefetch_upload)(BackendCtx *ctx, int slot, void *dst_dev, const void *src_host,
+                            size_t bytes);
+    void (*prefetch_wait)(BackendCtx *ctx, int slot);
+    void (*prefetch_release)(BackendCtx *ctx, int slot);
+    void (*prefetch_fence)(BackendCtx *ctx, int slot);
+
+    /* ---- step replay (optional: all three or none) ------------------------------------------- */
+    /* graph_capture runs work(arg) with the compute stream recording instead of running (CUDA:
+     * stream capture in thread-local mode, then an instantiated graph): nothing queued executes,
+     * and an allocation, a host synchronisation or an upload inside ends the job with the
+     * library's message. graph_launch queues the recorded work on the compute stream, with the
+     * pointers, sizes and scalars it was recorded with (src/step_graph.c keys its graphs on
+     * everything that may change between steps). Timer marks are never recorded inside. */
+    void *(*graph_capture)(BackendCtx *ctx, void (*work)(void *arg), void *arg);
+    void (*graph_launch)(BackendCtx *ctx, void *graph);
+    void (*graph_free)(BackendCtx *ctx, void *graph);
 
     /* ---- phase timer ------------------------------------------------------------------------- */
     /* record(slot) marks a point on the backend's timeline (CPU: reads the clock;
@@ -218,6 +280,11 @@ typedef struct BackendOps {
                          const float *b, float *y, void *work);
     void (*conv_backward)(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
                           const float *dy, float *dx, float *dw, float *db, void *work);
+    /* Optional: the convolution fused with the ReLU after it, forward only (chosen when the model
+     * is built, src/model_fuse.c; the CPU backend keeps the unfused rows): y = relu(conv(x) + b),
+     * b may be NULL. The ReLU's backward runs unfused, in place, from y. */
+    void (*conv_relu_forward)(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
+                              const float *b, float *y, void *work);
 
     /* ---- pooling (avgpool_* and below optional) ---------------------------------------------- */
     /* Max pooling; padding never wins. argmax[n*c*h_out*w_out] is the backend's record of each
@@ -233,11 +300,11 @@ typedef struct BackendOps {
      * count_include_pad). dx overwritten. */
     void (*avgpool_forward)(BackendCtx *ctx, const PoolShape *s, const float *x, float *y);
     void (*avgpool_backward)(BackendCtx *ctx, const PoolShape *s, const float *dy, float *dx);
-    /* Global average pooling: x[planes, plane] -> y[planes] (planes = n*c, plane = h*w). */
-    void (*global_avgpool_forward)(BackendCtx *ctx, size_t planes, size_t plane, const float *x,
-                                   float *y);
-    void (*global_avgpool_backward)(BackendCtx *ctx, size_t planes, size_t plane, const float *dy,
-                                    float *dx);
+    /* Global average pooling: x[n, c, plane] -> y[n, c] (plane = h*w; NHWC: x[n, plane, c]). */
+    void (*global_avgpool_forward)(BackendCtx *ctx, size_t n, size_t c, size_t plane,
+                                   const float *x, float *y);
+    void (*global_avgpool_backward)(BackendCtx *ctx, size_t n, size_t c, size_t plane,
+                                    const float *dy, float *dx);
 
     /* ---- normalisation (optional) ------------------------------------------------------------ */
     /* LRN (see LrnShape). The forward also writes s into scale[n,c,h,w], which the backward
@@ -353,8 +420,9 @@ typedef struct BackendOps {
 
 /* Timer slots: the driver's phase marks (src/driver_stage.h) below BACKEND_PHASE_SLOTS, the
  * per-layer profile's (--profile-layers, src/profile.c: four per layer) above. */
-#define BACKEND_PHASE_SLOTS 16
-#define BACKEND_TIMER_SLOTS (BACKEND_PHASE_SLOTS + 1024)
+#define BACKEND_PHASE_SLOTS    16
+#define BACKEND_TIMER_SLOTS    (BACKEND_PHASE_SLOTS + 1024)
+#define BACKEND_PREFETCH_SLOTS 2 /* prefetch_* slots: the batch computed and the next one */
 
 extern const BackendOps cpu_backend; /* kernels/cpu.c, always built */
 

@@ -38,9 +38,9 @@ void cpu_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const int32_t *ar
                           const float *dy, float *dx);
 void cpu_avgpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y);
 void cpu_avgpool_backward(BackendCtx *ctx, const PoolShape *s, const float *dy, float *dx);
-void cpu_global_avgpool_forward(BackendCtx *ctx, size_t planes, size_t plane, const float *x,
+void cpu_global_avgpool_forward(BackendCtx *ctx, size_t n, size_t c, size_t plane, const float *x,
                                 float *y);
-void cpu_global_avgpool_backward(BackendCtx *ctx, size_t planes, size_t plane, const float *dy,
+void cpu_global_avgpool_backward(BackendCtx *ctx, size_t n, size_t c, size_t plane, const float *dy,
                                  float *dx);
 
 /* cpu_norm.c */

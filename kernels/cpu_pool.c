@@ -208,18 +208,20 @@ void cpu_avgpool_backward(BackendCtx *ctx, const PoolShape *s, const float *dy, 
 }
 
 /* x[planes, plane] -> y[planes] = mean of each plane, in VBLOCK partial sums */
-void cpu_global_avgpool_forward(BackendCtx *ctx, size_t planes, size_t plane, const float *x,
+void cpu_global_avgpool_forward(BackendCtx *ctx, size_t n, size_t c, size_t plane, const float *x,
                                 float *y) {
     (void)ctx;
+    const size_t planes = n * c;
     const float inv = 1.0f / (float)plane;
     for (size_t pl = 0; pl < planes; pl++) {
         y[pl] = cpu_vsum(x + pl * plane, plane) * inv;
     }
 }
 
-void cpu_global_avgpool_backward(BackendCtx *ctx, size_t planes, size_t plane, const float *dy,
+void cpu_global_avgpool_backward(BackendCtx *ctx, size_t n, size_t c, size_t plane, const float *dy,
                                  float *dx) {
     (void)ctx;
+    const size_t planes = n * c;
     const float inv = 1.0f / (float)plane;
     for (size_t pl = 0; pl < planes; pl++) {
         float *restrict d = dx + pl * plane;

@@ -7,8 +7,9 @@
  * Streams: everything of a rank runs in order on ONE non-blocking compute stream (cuBLAS and cuDNN
  * are bound to it), so no call here synchronises with the host except download(), synchronize()
  * and timer_elapsed(). Exchange transports run on streams of their own that wait on this one
- * (cuda_backend_stream). Memory: cudaMalloc at model build time, zeroed on the stream; scratch
- * (softmax rows) at init; nothing is allocated in a training step.
+ * (cuda_backend_stream); prefetched batches are copied on a copy stream of their own, and steps
+ * are replayed from CUDA graphs (cuda_stream.c). Memory: cudaMalloc at model build time, zeroed
+ * on the stream; scratch (softmax rows) at init; nothing is allocated in a training step.
  * Phase marks: one blocking-sync CUDA event per timer slot, recorded on the compute stream;
  * elapsed() waits (sleeping) for the later event, so the driver reads phases after the iteration.
  * Precision: --precision fp32 is strict fp32 (cuDNN algorithms only under CUDNN_FMA_MATH, cuBLAS's
@@ -21,6 +22,7 @@
 #include "cuda_check.h"     /* defines: CUDA_CHECK, CUBLAS_CHECK, CUDNN_CHECK */
 #include "cuda_ctx.h"       /* defines: struct BackendCtx */
 #include "cuda_ops.h"       /* defines: the operations of the table */
+#include "cuda_ops16.h"     /* defines: the activation format (cuda_act16.c) */
 #include "cuda_precision.h" /* defines: cuda_prec_* (tf32, bf16, fp16) */
 
 #include <cublas_v2.h>
@@ -80,6 +82,8 @@ static int cuda_init(const BackendConfig *cfg, BackendCtx **out) {
     CUBLAS_CHECK(cublasSetStream(ctx->cublas, ctx->stream));
     /* the math mode of --precision (fp32: CUBLAS_DEFAULT_MATH, never TF32) */
     cuda_prec_init(ctx, cfg ? cfg->precision : PRECISION_FP32);
+    /* --act-layout: NHWC 16-bit activations in bf16/fp16, else NCHW fp32 (cuda_act16.c) */
+    cuda_act_init(ctx, ctx->precision, cfg ? cfg->act_layout : ACT_NCHW);
     ctx->conv_algo = cfg ? cfg->conv_algo : CONV_ALGO_FIND;
     CUDNN_CHECK(cudnnCreate(&ctx->cudnn));
     CUDNN_CHECK(cudnnSetStream(ctx->cudnn, ctx->stream));
@@ -98,6 +102,7 @@ static int cuda_init(const BackendConfig *cfg, BackendCtx **out) {
     ctx->xent_cap = XENT_ROWS0;
     CUDA_CHECK(cudaDeviceGetAttribute(&ctx->sms, cudaDevAttrMultiProcessorCount, ctx->device));
     CUDA_CHECK(cudaMalloc((void **)&ctx->bn_partials, 2 * BN_PARTIALS_CAP * sizeof(double)));
+    cuda_stream_init(ctx); /* the copy stream, its events, cuBLAS's workspace */
     *out = ctx;
     return 0;
 }
@@ -113,10 +118,12 @@ static void cuda_finalize(BackendCtx *ctx) {
     if (ctx->row_hit) cudaFree(ctx->row_hit);
     if (ctx->bn_partials) cudaFree(ctx->bn_partials);
     cuda_prec_free(ctx);
+    cuda_act_free(ctx);
     for (int i = 0; i < BACKEND_TIMER_SLOTS; i++)
         cudaEventDestroy(ctx->marks[i]);
     cudnnDestroy(ctx->cudnn);
     cublasDestroy(ctx->cublas);
+    cuda_stream_free(ctx); /* after the handle that uses its workspace */
     cudaStreamDestroy(ctx->stream);
     free(ctx);
 }
@@ -156,9 +163,10 @@ static void cuda_describe(BackendCtx *ctx, char *buf, size_t len) {
     cuda_device_info(ctx, &d);
     snprintf(buf, len,
              "GPU %d: %s (%s, %s); CUDA runtime %s, driver API %s; cuBLAS %s; cuDNN %s; "
-             "precision %s",
+             "precision %s; activations %s %s",
              ctx->device, d.name, d.pci_bus_id, d.uuid, d.cuda_runtime, d.cuda_driver_api, d.cublas,
-             d.cudnn, PRECISION_NAME(ctx->precision));
+             d.cudnn, PRECISION_NAME(ctx->precision), ACT_LAYOUT_NAME(ctx->act.layout),
+             ACT_TYPE_NAME(ctx->act.type));
 }
 
 /* ---- memory -------------------------------------------------------------------------------- */
@@ -218,9 +226,12 @@ static double cuda_timer_elapsed(BackendCtx *ctx, int slot_a, int slot_b) {
 /* Grouped as in backend.h. */
 const BackendOps cuda_backend = {
     .name = "cuda",
-    .reads = "gpus-per-node,conv-algo",
+    .reads = "gpus-per-node,conv-algo,act-layout",
     .device_memory = 1,
     .precision_ok = cuda_precision_ok,
+    .act_format_for = cuda_act_format_for,
+    .activation_format = cuda_activation_format,
+    .input_to_act = cuda_input_to_act,
     /* lifetime */
     .init = cuda_init,
     .finalize = cuda_finalize,
@@ -234,7 +245,18 @@ const BackendOps cuda_backend = {
     .zero = cuda_zero,
     .copy = cuda_copy,
     .weights_ready = cuda_weights_ready,
+    .weights_layout = cuda_weights_layout,
     .synchronize = cuda_synchronize,
+    /* batch prefetch and step replay (cuda_stream.c) */
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
+    .prefetch_upload = cuda_prefetch_upload,
+    .prefetch_wait = cuda_prefetch_wait,
+    .prefetch_release = cuda_prefetch_release,
+    .prefetch_fence = cuda_prefetch_fence,
+    .graph_capture = cuda_graph_capture,
+    .graph_launch = cuda_graph_launch,
+    .graph_free = cuda_graph_free,
     /* phase timer */
     .timer_record = cuda_timer_record,
     .timer_elapsed = cuda_timer_elapsed,
@@ -244,6 +266,7 @@ const BackendOps cuda_backend = {
     .conv_workspace_bytes = cuda_conv_workspace_bytes,
     .conv_forward = cuda_conv_forward,
     .conv_backward = cuda_conv_backward,
+    .conv_relu_forward = cuda_conv_relu_forward,
     /* pooling (cuda_pool.c) */
     .maxpool_forward = cuda_maxpool_forward,
     .maxpool_backward = cuda_maxpool_backward,
@@ -271,6 +294,7 @@ const BackendOps cuda_backend = {
     .add_backward = cuda_add_backward,
     .axpy = cuda_axpy,
     .scale = cuda_scale,
+    .act_add = cuda_act_add,
     /* recurrent (cuda_recurrent.c) */
     .embedding_forward = cuda_embedding_forward,
     .embedding_backward = cuda_embedding_backward,

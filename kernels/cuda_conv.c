@@ -11,6 +11,7 @@
 #include "cuda_check.h" /* defines: CUDA_CHECK, CUDNN_CHECK */
 #include "cuda_ctx.h"   /* defines: struct BackendCtx, ConvPlan */
 #include "cuda_ops.h"
+#include "cuda_ops16.h"     /* defines: cuda16_conv_* (NHWC 16-bit activations) */
 #include "cuda_plan.h"      /* defines: pick_algo */
 #include "cuda_precision.h" /* defines: cuda_prec_* (bf16, fp16) */
 
@@ -22,6 +23,12 @@ static const float ONE = 1.0f, ZERO = 0.0f;
 
 static void set_nchw_t(cudnnTensorDescriptor_t d, cudnnDataType_t t, int n, int c, int h, int w) {
     CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, t, n, c, h, w));
+}
+/* an activation descriptor in the context's layout (NHWC with 16-bit activations) */
+static void set_act_t(const BackendCtx *ctx, cudnnTensorDescriptor_t d, cudnnDataType_t t, int n,
+                      int c, int h, int w) {
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, ctx->act16 ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, t,
+                                           n, c, h, w));
 }
 static void set_nchw(cudnnTensorDescriptor_t d, int n, int c, int h, int w) {
     set_nchw_t(d, CUDNN_DATA_FLOAT, n, c, h, w);
@@ -224,13 +231,16 @@ static ConvPlan *conv_plan(BackendCtx *ctx, const ConvShape *s, size_t limit, in
     CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->y32));
     CUDNN_CHECK(cudnnCreateFilterDescriptor(&p->w));
     CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&p->conv));
-    const cudnnDataType_t t = cuda_prec_conv_type(ctx); /* bf16/fp16: 16-bit x, W, y */
-    set_nchw_t(p->x, t, s->batch, s->c_in, s->h_in, s->w_in);
-    set_nchw_t(p->y, t, s->batch, s->c_out, s->h_out, s->w_out);
+    /* bf16/fp16: 16-bit x, W, y (and with NHWC activations, NHWC x, y and a KRSC filter, as
+     * tensor cores take them, and the fused call's 16-bit bias) */
+    const cudnnDataType_t t = cuda_prec_conv_type(ctx);
+    set_act_t(ctx, p->x, t, s->batch, s->c_in, s->h_in, s->w_in);
+    set_act_t(ctx, p->y, t, s->batch, s->c_out, s->h_out, s->w_out);
     set_nchw(p->y32, s->batch, s->c_out, s->h_out, s->w_out);
-    set_nchw(p->b, 1, s->c_out, 1, 1);
-    CUDNN_CHECK(
-        cudnnSetFilter4dDescriptor(p->w, t, CUDNN_TENSOR_NCHW, s->c_out, s->c_in, s->k, s->k));
+    set_nchw_t(p->b, ctx->act16 ? t : CUDNN_DATA_FLOAT, 1, s->c_out, 1, 1);
+    CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w, t,
+                                           ctx->act16 ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                                           s->c_out, s->c_in, s->k, s->k));
     CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p->conv, s->pad, s->pad, s->stride, s->stride, 1, 1,
                                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     int n, c, h, w; /* cuDNN's output shape must be the one the model planned */
@@ -300,6 +310,10 @@ void cuda_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, cons
                        const float *b, float *y, void *work) {
     if (s->batch <= 0 || s->c_out <= 0) return;
     ConvPlan *p = conv_plan_late(ctx, s);
+    if (ctx->act16) { /* NHWC 16-bit activations */
+        cuda16_conv_forward(ctx, p, x, w, b, 0, y, work, conv_ws(p));
+        return;
+    }
     CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->fwd_math));
     if (cuda_prec_16bit(ctx))
         cuda_prec_conv_forward(ctx, p, x, w, y, work, conv_ws(p));
@@ -307,6 +321,35 @@ void cuda_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, cons
         CUDNN_CHECK(cudnnConvolutionForward(ctx->cudnn, &ONE, p->x, x, p->w, w, p->conv, p->fwd,
                                             work, p->fwd_ws, &ZERO, p->y, y));
     if (b) CUDNN_CHECK(cudnnAddTensor(ctx->cudnn, &ONE, p->b, b, &ONE, p->y32, y));
+}
+
+/* relu(conv(x) + b): in tf32, cudnnConvolutionBiasActivationForward where cuDNN takes it for the
+ * plan (tried at the first call, recorded in p->fused), else the unfused calls; with NHWC 16-bit
+ * activations cuda16_conv_forward's; on NCHW 16-bit copies the unfused calls. Strict fp32 keeps
+ * the unfused calls, the same bits as the rows unfused: the fused kernel is another
+ * implementation, whose sums cuDNN does not promise in the plain forward's order. */
+void cuda_conv_relu_forward(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
+                            const float *b, float *y, void *work) {
+    if (s->batch <= 0 || s->c_out <= 0) return;
+    ConvPlan *p = conv_plan_late(ctx, s);
+    if (ctx->act16) {
+        cuda16_conv_forward(ctx, p, x, w, b, 1, y, work, conv_ws(p));
+        return;
+    }
+    if (b && ctx->precision == PRECISION_TF32 && p->fused >= 0) {
+        CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->fwd_math));
+        const cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
+            ctx->cudnn, &ONE, p->x, x, p->w, w, p->conv, p->fwd, work, p->fwd_ws, &ZERO, p->y, y,
+            p->b, b, ctx->relu, p->y, y);
+        if (st == CUDNN_STATUS_SUCCESS) {
+            p->fused = 1;
+            return;
+        }
+        if (p->fused != 0) CUDNN_CHECK(st); /* it ran before: an error */
+        p->fused = -(int)st;                /* refused at the first call: unfused from now on */
+    }
+    cuda_conv_forward(ctx, s, x, w, b, y, work);
+    cuda_relu_forward(ctx, (size_t)s->batch * s->c_out * s->h_out * s->w_out, y, y);
 }
 
 void cuda_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
@@ -321,6 +364,10 @@ void cuda_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, con
         return;
     }
     ConvPlan *p = conv_plan_late(ctx, s);
+    if (ctx->act16) {
+        cuda16_conv_backward(ctx, p, x, w, dy, dx, dw, db, work, conv_ws(p));
+        return;
+    }
     if (db) /* NULL: a layer without bias (ResNet's convolutions) */
         CUDNN_CHECK(cudnnConvolutionBackwardBias(ctx->cudnn, &ONE, p->y32, dy, &ZERO, p->b, db));
     if (cuda_prec_16bit(ctx)) {
@@ -368,16 +415,20 @@ static void algorithms_line(const BackendCtx *ctx, int i, char *line, size_t len
         const ConvPlan *p = &ctx->plans[i];
         const ConvShape *s = &p->s;
         char t[3][32];
+        char fused[64] = "";
+        if (p->fused > 0) snprintf(fused, sizeof fused, "; conv+bias+ReLU fused");
+        if (p->fused < 0)
+            snprintf(fused, sizeof fused, "; conv+bias+ReLU unfused (cuDNN status %d)", -p->fused);
         snprintf(line, len,
                  "conv %dx%dx%dx%d k%d s%d p%d -> %d: fwd %d %s %s%s, bwd_data %d %s %s%s, "
-                 "bwd_filter %d %s %s%s\n",
+                 "bwd_filter %d %s %s%s%s\n",
                  s->batch, s->c_in, s->h_in, s->w_in, s->k, s->stride, s->pad, s->c_out,
                  (int)p->fwd, conv_algo_name(CONV_FWD, p->fwd), math_name(p->fwd_math),
                  ms_text(t[0], sizeof t[0], p->fwd_ms), (int)p->bwd_data,
                  conv_algo_name(CONV_BWD_DATA, p->bwd_data), math_name(p->bwd_data_math),
                  ms_text(t[1], sizeof t[1], p->bwd_data_ms), (int)p->bwd_filter,
                  conv_algo_name(CONV_BWD_FILTER, p->bwd_filter), math_name(p->bwd_filter_math),
-                 ms_text(t[2], sizeof t[2], p->bwd_filter_ms));
+                 ms_text(t[2], sizeof t[2], p->bwd_filter_ms), fused);
     } else {
         snprintf(line, len, "plans made inside a step: %d\n", ctx->plans_made_late);
     }
@@ -385,7 +436,7 @@ static void algorithms_line(const BackendCtx *ctx, int i, char *line, size_t len
 
 size_t cuda_conv_algorithms(BackendCtx *ctx, char *buf, size_t len) {
     size_t used = 0;
-    char line[320];
+    char line[400];
     if (buf && len) buf[0] = 0;
     for (int i = -2; i <= ctx->nplans; i++) {
         if (i == -2)

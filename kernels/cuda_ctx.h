@@ -6,6 +6,7 @@
 #define DTBENCH_CUDA_CTX_H
 
 #include "backend.h"
+#include "cuda_kernels16.h" /* defines: ConvW16 */
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -18,6 +19,9 @@
 #define CONV_WS_MARGIN(total) ((total) / 16 > ((size_t)1 << 30) ? (total) / 16 : ((size_t)1 << 30))
 #define XENT_ROWS0            4096  /* softmax scratch rows made at init */
 #define BN_PARTIALS_CAP       65536 /* partial-sum pairs of the batch-norm kernels' blocks (1 MiB) */
+/* cuBLAS's workspace, given to the handle once (cuda_stream.c): 32 MiB, cuBLAS's own default on
+ * Hopper, so a captured GEMM allocates nothing (without it cuBLAS allocates one per graph). */
+#define CUBLAS_WS_BYTES ((size_t)32 << 20)
 
 /* cuDNN descriptors and chosen algorithms of one convolution shape. */
 typedef struct {
@@ -33,6 +37,9 @@ typedef struct {
     size_t fwd_ws, bwd_data_ws, bwd_filter_ws;
     /* the chosen algorithms' times measured by cudnnFind*AlgorithmEx, ms (< 0: not timed) */
     float fwd_ms, bwd_data_ms, bwd_filter_ms;
+    /* conv_relu_forward through cudnnConvolutionBiasActivationForward: 0 not tried yet, 1 ran,
+     * -1 refused by cuDNN for this plan (CUDNN_STATUS_NOT_SUPPORTED: the unfused kernels run) */
+    int fused;
 } ConvPlan;
 
 struct BackendCtx {
@@ -69,6 +76,23 @@ struct BackendCtx {
     const float *w16_src;
     size_t w16_n;
     int *nonfinite; /* [1] overflow flag of all_finite, made at init */
+    /* --act-layout (cuda_act16.c): the activation format; act16: NHWC 16-bit (bf16/fp16) */
+    ActFormat act;
+    int act16;
+    float *bn_coef; /* [4 * BN_PARTIALS_CAP] per-channel factors of the NHWC kernels, at init */
+    /* weights_layout: the convolutions' parameters and their 16-bit KRSC copies (act16), made by
+     * weights_ready in wkrsc [wkrsc_n values]; the table on the host and on the device */
+    ConvW16 *convw, *convw_dev;
+    int nconvw;
+    size_t convw_largest; /* most values of one filter */
+    void *wkrsc;
+    size_t wkrsc_n;
+    /* The batch prefetch's copy stream and, per slot, the event after its copies (`copied`, the
+     * compute stream and prefetch_fence wait on it) and the event after the compute work that
+     * last reads it (`released`, the copies wait on it); made at init (cuda_stream.c). */
+    cudaStream_t copy_stream;
+    cudaEvent_t copied[BACKEND_PREFETCH_SLOTS], released[BACKEND_PREFETCH_SLOTS];
+    void *cublas_ws; /* [CUBLAS_WS_BYTES], the cuBLAS handle's workspace */
 };
 
 #endif

@@ -8,6 +8,7 @@
 #include "cuda_ctx.h"     /* defines: struct BackendCtx */
 #include "cuda_kernels.h" /* defines: dtk_* launchers */
 #include "cuda_ops.h"
+#include "cuda_ops16.h" /* defines: cuda16_* (NHWC 16-bit activations) */
 
 static const float ONE = 1.0f, ZERO = 0.0f;
 
@@ -21,6 +22,10 @@ static void set_vector(cudnnTensorDescriptor_t d, size_t m) {
 }
 
 void cuda_relu_forward(BackendCtx *ctx, size_t n, const float *x, float *y) {
+    if (ctx->act16) {
+        cuda16_relu_forward(ctx, n, x, y);
+        return;
+    }
     for (size_t off = 0; off < n; off += RELU_CHUNK) {
         size_t m = n - off < RELU_CHUNK ? n - off : RELU_CHUNK;
         set_vector(ctx->ta, m);
@@ -32,6 +37,10 @@ void cuda_relu_forward(BackendCtx *ctx, size_t n, const float *x, float *y) {
 /* dx = dy where y > 0. cuDNN's ReLU backward takes the forward input x as well; y stands in for
  * it, since y = max(x, 0) is positive exactly where x is. */
 void cuda_relu_backward(BackendCtx *ctx, size_t n, const float *y, const float *dy, float *dx) {
+    if (ctx->act16) {
+        cuda16_relu_backward(ctx, n, y, dy, dx);
+        return;
+    }
     for (size_t off = 0; off < n; off += RELU_CHUNK) {
         size_t m = n - off < RELU_CHUNK ? n - off : RELU_CHUNK;
         set_vector(ctx->ta, m);
@@ -57,53 +66,69 @@ void cuda_copy(BackendCtx *ctx, void *dst, const void *src, size_t bytes) {
 
 /* ---- concatenation, residual add, dropout ------------------------------------------------- */
 
+/* bytes of one activation value */
+static size_t act_bytes(const BackendCtx *ctx) {
+    return ctx->act16 ? 2 : sizeof(float);
+}
+
 /* Input i is a [batch, sizes[i]] block of rows landing at column offset off of y[batch, total]:
- * one strided 2-D copy per input. */
+ * one strided 2-D copy per input (NHWC: rows of pixels, sizes in channels; backend.h). */
 void cuda_concat_forward(BackendCtx *ctx, int batch, int ninputs, const float *const *xs,
                          const size_t *sizes, float *y) {
+    const size_t eb = act_bytes(ctx);
     size_t total = 0, off = 0;
     for (int i = 0; i < ninputs; i++)
         total += sizes[i];
     if (batch <= 0) return;
     for (int i = 0; i < ninputs; i++) {
         if (sizes[i])
-            CUDA_CHECK(cudaMemcpy2DAsync(y + off, total * sizeof(float), xs[i],
-                                         sizes[i] * sizeof(float), sizes[i] * sizeof(float),
-                                         (size_t)batch, cudaMemcpyDeviceToDevice, ctx->stream));
+            CUDA_CHECK(cudaMemcpy2DAsync((char *)y + off * eb, total * eb, xs[i], sizes[i] * eb,
+                                         sizes[i] * eb, (size_t)batch, cudaMemcpyDeviceToDevice,
+                                         ctx->stream));
         off += sizes[i];
     }
 }
 
 void cuda_concat_backward(BackendCtx *ctx, int batch, int ninputs, const size_t *sizes,
                           const float *dy, float *const *dxs) {
+    const size_t eb = act_bytes(ctx);
     size_t total = 0, off = 0;
     for (int i = 0; i < ninputs; i++)
         total += sizes[i];
     if (batch <= 0) return;
     for (int i = 0; i < ninputs; i++) {
         if (dxs[i] && sizes[i])
-            CUDA_CHECK(cudaMemcpy2DAsync(dxs[i], sizes[i] * sizeof(float), dy + off,
-                                         total * sizeof(float), sizes[i] * sizeof(float),
-                                         (size_t)batch, cudaMemcpyDeviceToDevice, ctx->stream));
+            CUDA_CHECK(cudaMemcpy2DAsync(dxs[i], sizes[i] * eb, (const char *)dy + off * eb,
+                                         total * eb, sizes[i] * eb, (size_t)batch,
+                                         cudaMemcpyDeviceToDevice, ctx->stream));
         off += sizes[i];
     }
 }
 
 void cuda_add_forward(BackendCtx *ctx, size_t n, const float *a, const float *b, float *y) {
-    CUDA_CHECK(dtk_add(ctx->stream, n, a, b, y));
+    if (ctx->act16)
+        cuda16_add_forward(ctx, n, a, b, y);
+    else
+        CUDA_CHECK(dtk_add(ctx->stream, n, a, b, y));
 }
 
 void cuda_add_backward(BackendCtx *ctx, size_t n, const float *dy, float *da, float *db) {
-    if (da) cuda_copy(ctx, da, dy, n * sizeof(float));
-    if (db) cuda_copy(ctx, db, dy, n * sizeof(float));
+    if (da) cuda_copy(ctx, da, dy, n * act_bytes(ctx));
+    if (db) cuda_copy(ctx, db, dy, n * act_bytes(ctx));
 }
 
 void cuda_dropout_forward(BackendCtx *ctx, const DropoutShape *s, const float *x, float *y,
                           uint8_t *mask) {
-    CUDA_CHECK(dtk_dropout_forward(ctx->stream, s, x, y, mask));
+    if (ctx->act16)
+        cuda16_dropout_forward(ctx, s, x, y, mask);
+    else
+        CUDA_CHECK(dtk_dropout_forward(ctx->stream, s, x, y, mask));
 }
 
 void cuda_dropout_backward(BackendCtx *ctx, const DropoutShape *s, const uint8_t *mask,
                            const float *dy, float *dx) {
-    CUDA_CHECK(dtk_dropout_backward(ctx->stream, s, mask, dy, dx));
+    if (ctx->act16)
+        cuda16_dropout_backward(ctx, s, mask, dy, dx);
+    else
+        CUDA_CHECK(dtk_dropout_backward(ctx->stream, s, mask, dy, dx));
 }

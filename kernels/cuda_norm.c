@@ -10,17 +10,24 @@
 #include "cuda_ctx.h"     /* defines: struct BackendCtx */
 #include "cuda_kernels.h" /* defines: dtk_* launchers */
 #include "cuda_ops.h"
+#include "cuda_ops16.h" /* defines: cuda16_* (NHWC 16-bit activations) */
 #include "cuda_plan.h" /* defines: bn_grid */
 
 #include <stdint.h>
 
 void cuda_lrn_forward(BackendCtx *ctx, const LrnShape *s, const float *x, float *y, float *scale) {
-    CUDA_CHECK(dtk_lrn_forward(ctx->stream, s, x, y, scale));
+    if (ctx->act16)
+        cuda16_lrn_forward(ctx, s, x, y, scale);
+    else
+        CUDA_CHECK(dtk_lrn_forward(ctx->stream, s, x, y, scale));
 }
 
 void cuda_lrn_backward(BackendCtx *ctx, const LrnShape *s, const float *x, const float *y,
                        const float *scale, const float *dy, float *dx) {
-    CUDA_CHECK(dtk_lrn_backward(ctx->stream, s, x, y, scale, dy, dx));
+    if (ctx->act16)
+        cuda16_lrn_backward(ctx, s, x, y, scale, dy, dx);
+    else
+        CUDA_CHECK(dtk_lrn_backward(ctx->stream, s, x, y, scale, dy, dx));
 }
 
 /* 1 when every pointer is 16-byte aligned (NULL counts as aligned): 4 floats per load */
@@ -37,7 +44,10 @@ void cuda_batchnorm_forward_train(BackendCtx *ctx, const BnShape *s, const float
                                   const float *gamma, const float *beta, float *y, float *save_mean,
                                   float *save_invstd, float *running_mean, float *running_var) {
     BnGrid g;
-    if (grid_for(ctx, s, aligned16(x, y, NULL, NULL, NULL), &g))
+    if (ctx->act16)
+        cuda16_bn_train(ctx, s, x, gamma, beta, NULL, 0, y, save_mean, save_invstd, running_mean,
+                        running_var);
+    else if (grid_for(ctx, s, aligned16(x, y, NULL, NULL, NULL), &g))
         CUDA_CHECK(dtk_bn_forward_train(ctx->stream, s, &g, ctx->bn_partials, x, gamma, beta, NULL,
                                         0, y, save_mean, save_invstd, running_mean, running_var));
     else if (s->batch > 0 && s->c > 0 && s->spatial > 0)
@@ -49,7 +59,9 @@ void cuda_batchnorm_forward_infer(BackendCtx *ctx, const BnShape *s, const float
                                   const float *gamma, const float *beta, const float *running_mean,
                                   const float *running_var, float *y) {
     BnGrid g;
-    if (grid_for(ctx, s, aligned16(x, y, NULL, NULL, NULL), &g))
+    if (ctx->act16)
+        cuda16_bn_infer(ctx, s, x, gamma, beta, running_mean, running_var, NULL, 0, y);
+    else if (grid_for(ctx, s, aligned16(x, y, NULL, NULL, NULL), &g))
         CUDA_CHECK(dtk_bn_forward_infer(ctx->stream, s, &g, x, gamma, beta, running_mean,
                                         running_var, NULL, 0, y));
     else
@@ -61,7 +73,10 @@ void cuda_batchnorm_backward(BackendCtx *ctx, const BnShape *s, const float *x, 
                              const float *save_mean, const float *save_invstd, const float *dy,
                              float *dx, float *dgamma, float *dbeta) {
     BnGrid g;
-    if (grid_for(ctx, s, aligned16(x, dy, dx, NULL, NULL), &g))
+    if (ctx->act16)
+        cuda16_bn_backward(ctx, s, x, gamma, save_mean, save_invstd, NULL, dy, dx, NULL, dgamma,
+                           dbeta);
+    else if (grid_for(ctx, s, aligned16(x, dy, dx, NULL, NULL), &g))
         CUDA_CHECK(dtk_bn_backward(ctx->stream, s, &g, ctx->bn_partials, x, gamma, save_mean,
                                    save_invstd, NULL, dy, dx, NULL, dgamma, dbeta));
     else
@@ -77,7 +92,10 @@ void cuda_bn_act_forward_train(BackendCtx *ctx, const BnShape *s, const float *x
                                float *running_var) {
     const size_t n = (size_t)s->batch * s->c * s->spatial;
     BnGrid g;
-    if (grid_for(ctx, s, aligned16(x, y, z, NULL, NULL), &g)) {
+    if (ctx->act16) {
+        cuda16_bn_train(ctx, s, x, gamma, beta, z, 1, y, save_mean, save_invstd, running_mean,
+                        running_var);
+    } else if (grid_for(ctx, s, aligned16(x, y, z, NULL, NULL), &g)) {
         CUDA_CHECK(dtk_bn_forward_train(ctx->stream, s, &g, ctx->bn_partials, x, gamma, beta, z, 1,
                                         y, save_mean, save_invstd, running_mean, running_var));
     } else if (n > 0) { /* the unfused rows */
@@ -93,7 +111,9 @@ void cuda_bn_act_forward_infer(BackendCtx *ctx, const BnShape *s, const float *x
                                const float *running_var, const float *z, float *y) {
     const size_t n = (size_t)s->batch * s->c * s->spatial;
     BnGrid g;
-    if (grid_for(ctx, s, aligned16(x, y, z, NULL, NULL), &g)) {
+    if (ctx->act16) {
+        cuda16_bn_infer(ctx, s, x, gamma, beta, running_mean, running_var, z, 1, y);
+    } else if (grid_for(ctx, s, aligned16(x, y, z, NULL, NULL), &g)) {
         CUDA_CHECK(dtk_bn_forward_infer(ctx->stream, s, &g, x, gamma, beta, running_mean,
                                         running_var, z, 1, y));
     } else if (n > 0) {
@@ -110,7 +130,9 @@ void cuda_bn_act_backward(BackendCtx *ctx, const BnShape *s, const float *x, con
                           float *dy, float *dx, float *dz, float *dgamma, float *dbeta) {
     const size_t n = (size_t)s->batch * s->c * s->spatial;
     BnGrid g;
-    if (grid_for(ctx, s, aligned16(x, y, dy, dx, dz), &g)) {
+    if (ctx->act16) {
+        cuda16_bn_backward(ctx, s, x, gamma, save_mean, save_invstd, y, dy, dx, dz, dgamma, dbeta);
+    } else if (grid_for(ctx, s, aligned16(x, y, dy, dx, dz), &g)) {
         CUDA_CHECK(dtk_bn_backward(ctx->stream, s, &g, ctx->bn_partials, x, gamma, save_mean,
                                    save_invstd, y, dy, dx, dz, dgamma, dbeta));
     } else if (n > 0) {

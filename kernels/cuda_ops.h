@@ -22,6 +22,8 @@ void cuda_conv_forward(BackendCtx *ctx, const ConvShape *s, const float *x, cons
                        const float *b, float *y, void *work);
 void cuda_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
                         const float *dy, float *dx, float *dw, float *db, void *work);
+void cuda_conv_relu_forward(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
+                            const float *b, float *y, void *work);
 void cuda_conv_plans_free(BackendCtx *ctx); /* at finalize */
 
 /* ---- pooling (cuda_pool.c) ------------------------------------------------------------------ */
@@ -31,10 +33,10 @@ void cuda_maxpool_backward(BackendCtx *ctx, const PoolShape *s, const int32_t *a
                            const float *dy, float *dx);
 void cuda_avgpool_forward(BackendCtx *ctx, const PoolShape *s, const float *x, float *y);
 void cuda_avgpool_backward(BackendCtx *ctx, const PoolShape *s, const float *dy, float *dx);
-void cuda_global_avgpool_forward(BackendCtx *ctx, size_t planes, size_t plane, const float *x,
+void cuda_global_avgpool_forward(BackendCtx *ctx, size_t n, size_t c, size_t plane, const float *x,
                                  float *y);
-void cuda_global_avgpool_backward(BackendCtx *ctx, size_t planes, size_t plane, const float *dy,
-                                  float *dx);
+void cuda_global_avgpool_backward(BackendCtx *ctx, size_t n, size_t c, size_t plane,
+                                  const float *dy, float *dx);
 
 /* ---- normalisation (cuda_norm.c) ------------------------------------------------------------ */
 void cuda_lrn_forward(BackendCtx *ctx, const LrnShape *s, const float *x, float *y, float *scale);
@@ -97,5 +99,20 @@ void cuda_lstm_forward(BackendCtx *ctx, const LstmShape *s, const float *x, cons
 void cuda_lstm_backward(BackendCtx *ctx, const LstmShape *s, const float *x, const float *w,
                         const float *y, const void *reserve, const float *dy, float *dx, float *dw,
                         float *db, void *work);
+
+/* ---- the copy stream and step replay (cuda_stream.c) ---------------------------------------- */
+/* Made at init and freed at finalize (cuda.c): the copy stream, its events, cuBLAS's workspace. */
+void cuda_stream_init(BackendCtx *ctx);
+void cuda_stream_free(BackendCtx *ctx);
+void *cuda_host_alloc(BackendCtx *ctx, size_t bytes); /* cudaHostAlloc: allocates (not in a step) */
+void cuda_host_free(BackendCtx *ctx, void *p);
+void cuda_prefetch_upload(BackendCtx *ctx, int slot, void *dst_dev, const void *src_host,
+                          size_t bytes);
+void cuda_prefetch_wait(BackendCtx *ctx, int slot);
+void cuda_prefetch_release(BackendCtx *ctx, int slot);
+void cuda_prefetch_fence(BackendCtx *ctx, int slot); /* waits (on the host) for the slot's copies */
+void *cuda_graph_capture(BackendCtx *ctx, void (*work)(void *arg), void *arg);
+void cuda_graph_launch(BackendCtx *ctx, void *graph);
+void cuda_graph_free(BackendCtx *ctx, void *graph);
 
 #endif

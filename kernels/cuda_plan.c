@@ -76,6 +76,23 @@ int bn_grid(const BnShape *s, int aligned16, int sms, int threads, int cap, BnGr
     return 1;
 }
 
+int nhwc_grid(long long rows, int c, int lanes, int rowlanes, int sms, int cap, NhwcGrid *g) {
+    if (rows <= 0 || c <= 0 || lanes <= 0 || rowlanes <= 0 || rows >= (1LL << 31) || c > cap)
+        return 0;
+    const long long tiles = (c + lanes - 1) / lanes;
+    if (tiles > 65535) return 0;
+    const long long target = (long long)(sms > 0 ? sms : 1) * 8; /* blocks that fill the GPU */
+    long long splits = (target + tiles - 1) / tiles;
+    const long long by_work = (rows + 4LL * rowlanes - 1) / (4LL * rowlanes);
+    if (splits > by_work) splits = by_work;
+    if (splits > cap / c) splits = cap / c;
+    if (splits < 1) splits = 1;
+    g->rows = (int)rows, g->c = c, g->tiles = (int)tiles;
+    g->chunk = (int)((rows + splits - 1) / splits);
+    g->splits = (int)((rows + g->chunk - 1) / g->chunk); /* no block left without rows */
+    return 1;
+}
+
 /* cuDNN 9's legacy algorithm numbers (cudnn_ops.h), per direction. */
 static const struct {
     const char *name;

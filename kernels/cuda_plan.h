@@ -107,4 +107,21 @@ typedef struct {
  * second dimension takes (65535). */
 int bn_grid(const BnShape *s, int aligned16, int sms, int threads, int cap, BnGrid *g);
 
+/* How the NHWC reduction kernels (kernels/cuda_bn16_kernels.cu: batch norm and bias gradients on
+ * 16-bit NHWC tensors, cuda_elem16.h) cover x[rows][c]: a grid of (splits, tiles) blocks,
+ * tiles = the channel tiles of `lanes` channels, block (b, t) taking rows [b*chunk,
+ * min((b+1)*chunk, rows)) of its tile. */
+typedef struct {
+    int rows, c;
+    int tiles;  /* channel tiles: ceil(c / lanes) */
+    int splits; /* blocks per tile, >= 1 */
+    int chunk;  /* rows per block (the last may have fewer, none has none) */
+} NhwcGrid;
+
+/* Blocks enough to fill `sms` multiprocessors with 8 blocks each, at least 4 rows per row lane
+ * (rowlanes of them per block), at most `cap` partial sums in all (splits * c). Returns 0 when
+ * the tensor is empty, has 2^31 rows or more, or more channels than `cap` or than a grid's second
+ * dimension takes (65535 tiles). */
+int nhwc_grid(long long rows, int c, int lanes, int rowlanes, int sms, int cap, NhwcGrid *g);
+
 #endif

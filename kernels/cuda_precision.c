@@ -3,7 +3,8 @@
  * overflow check. Written without a GPU: compiled and linked in CI, not run here. */
 #include <config.h>
 #include "cuda_precision.h"
-#include "cuda_check.h" /* defines: CUDA_CHECK, CUBLAS_CHECK, CUDNN_CHECK */
+#include "cuda_check.h"     /* defines: CUDA_CHECK, CUBLAS_CHECK, CUDNN_CHECK */
+#include "cuda_kernels16.h" /* defines: dth_filters */
 
 #include <library_types.h>
 #include <stdint.h>
@@ -37,7 +38,7 @@ void cuda_prec_free(BackendCtx *ctx) {
 
 /* Scratch of at least `bytes` for 16-bit copies. Grows (synchronising) on the first product of a
  * larger size: in the first iteration (warm-up), never later. */
-static void *h16(BackendCtx *ctx, size_t bytes) {
+void *cuda_prec_scratch(BackendCtx *ctx, size_t bytes) {
     if (bytes > ctx->h16_bytes) {
         CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
         if (ctx->h16) CUDA_CHECK(cudaFree(ctx->h16));
@@ -51,9 +52,11 @@ static size_t align256(size_t b) {
     return (b + 255) & ~(size_t)255;
 }
 
-/* bf16/fp16: the 16-bit copy of params[n], made once per step (backend.h's weights_ready). The
- * buffer is made on the first call (the model calls it when it is built) and again only for
- * another parameter buffer. */
+/* bf16/fp16: the 16-bit copy of params[n], made once per step (backend.h's weights_ready); with
+ * NHWC 16-bit activations also the convolutions' filters in KRSC order and their biases, into
+ * the aligned copies weights_layout laid out (cuda_act16.c), in one more launch. The buffer is
+ * made on the first call (the model calls it when it is built) and again only for another
+ * parameter buffer. */
 void cuda_weights_ready(BackendCtx *ctx, const float *params, size_t n) {
     if (!cuda_prec_16bit(ctx) || !n) return;
     if (ctx->w16_src != params || ctx->w16_n != n) {
@@ -63,11 +66,14 @@ void cuda_weights_ready(BackendCtx *ctx, const float *params, size_t n) {
         ctx->w16_src = params, ctx->w16_n = n;
     }
     CUDA_CHECK(dtp_to_16(ctx->stream, ctx->precision == PRECISION_FP16, n, params, ctx->w16));
+    if (ctx->act16 && ctx->nconvw)
+        CUDA_CHECK(dth_filters(ctx->stream, ctx->precision == PRECISION_FP16, ctx->convw_dev,
+                               ctx->nconvw, ctx->convw_largest, params, ctx->wkrsc));
 }
 
 /* The 16-bit twin of x[0 .. count) when it lies in the parameters copied by weights_ready, else
  * NULL (an activation or a gradient: converted at the call). */
-static const void *weights16(const BackendCtx *ctx, const float *x, size_t count) {
+const void *cuda_prec_weights16(const BackendCtx *ctx, const float *x, size_t count) {
     const uintptr_t lo = (uintptr_t)ctx->w16_src, p = (uintptr_t)x;
     if (!ctx->w16 || p < lo || (p - lo) / sizeof(float) + count > ctx->w16_n) return NULL;
     return (const char *)ctx->w16 + (p - lo) / sizeof(float) * 2;
@@ -91,8 +97,9 @@ void cuda_prec_gemm(BackendCtx *ctx, ColGemm g, const float *a, const float *b, 
      * would read past its end) */
     const size_t na = (size_t)g.lda * ((g.trans_a ? g.m : g.k) - 1) + (g.trans_a ? g.k : g.m);
     const size_t nb = (size_t)g.ldb * ((g.trans_b ? g.k : g.n) - 1) + (g.trans_b ? g.n : g.k);
-    char *s = h16(ctx, align256(2 * na) + 2 * nb);
-    const void *a16 = weights16(ctx, a, na), *b16 = weights16(ctx, b, nb); /* the weights' copy */
+    char *s = cuda_prec_scratch(ctx, align256(2 * na) + 2 * nb);
+    const void *a16 = cuda_prec_weights16(ctx, a, na),
+               *b16 = cuda_prec_weights16(ctx, b, nb); /* the weights' copy */
     if (!a16) {
         CUDA_CHECK(dtp_to_16(ctx->stream, half, na, a, s));
         a16 = s;
@@ -107,12 +114,16 @@ void cuda_prec_gemm(BackendCtx *ctx, ColGemm g, const float *a, const float *b, 
 }
 
 void cuda_prec_describe(const BackendCtx *ctx, char *line, size_t len) {
-    snprintf(line, len, "precision %s: cuBLAS %s; cuDNN %s\n", PRECISION_NAME(ctx->precision),
-             ctx->precision == PRECISION_FP32 ? "sgemm, default math (no TF32)"
-             : ctx->precision == PRECISION_TF32
-                 ? "sgemm, CUBLAS_TF32_TENSOR_OP_MATH"
-                 : "cublasGemmEx on 16-bit copies, CUBLAS_COMPUTE_32F",
-             cuda_prec_16bit(ctx) ? "on 16-bit x/W/dy, float compute" : "fp32 tensors");
+    snprintf(line, len, "precision %s: cuBLAS %s; cuDNN %s; activations %s %s\n",
+             PRECISION_NAME(ctx->precision),
+             ctx->precision == PRECISION_FP32   ? "sgemm, default math (no TF32)"
+             : ctx->precision == PRECISION_TF32 ? "sgemm, CUBLAS_TF32_TENSOR_OP_MATH"
+             : ctx->act16 ? "cublasGemmEx on 16-bit activations, CUBLAS_COMPUTE_32F"
+                          : "cublasGemmEx on 16-bit copies, CUBLAS_COMPUTE_32F",
+             ctx->act16             ? "on NHWC 16-bit x/dy, KRSC 16-bit W, float compute"
+             : cuda_prec_16bit(ctx) ? "on 16-bit x/W/dy copies, float compute"
+                                    : "fp32 tensors",
+             ACT_LAYOUT_NAME(ctx->act.layout), ACT_TYPE_NAME(ctx->act.type));
 }
 
 int cuda_all_finite(BackendCtx *ctx, size_t n, const float *x) {
@@ -153,7 +164,7 @@ static Conv16 conv16(const ConvShape *s, void *work, size_t conv_ws) {
  * offset in the parameters a multiple of 8: cuDNN's algorithms were timed on aligned buffers),
  * or converted into c->w (aligned) at the call. */
 static const void *conv_weights16(BackendCtx *ctx, const Conv16 *c, const float *w) {
-    const void *w16 = weights16(ctx, w, c->nw);
+    const void *w16 = cuda_prec_weights16(ctx, w, c->nw);
     if (w16 && (uintptr_t)w16 % 16 == 0) return w16;
     CUDA_CHECK(dtp_to_16(ctx->stream, ctx->precision == PRECISION_FP16, c->nw, w, c->w));
     return c->w;
@@ -162,6 +173,7 @@ static const void *conv_weights16(BackendCtx *ctx, const Conv16 *c, const float 
 size_t cuda_prec_conv_extra(const BackendCtx *ctx, const ConvShape *s) {
     if (!cuda_prec_16bit(ctx)) return 0;
     Conv16 c = conv16(s, NULL, 0);
+    if (ctx->act16) return 256 + align256(2 * c.nw); /* the 16-bit filter gradient only */
     const size_t nout = c.nx > c.nw ? c.nx : c.nw;
     return 256 + align256(2 * c.nx) + align256(2 * c.nw) + align256(2 * c.ny) + 2 * nout;
 }

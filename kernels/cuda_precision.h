@@ -45,6 +45,11 @@ int cuda_prec_16bit(const BackendCtx *ctx); /* bf16 or fp16 */
 /* C = op(A) op(B) + beta C (column-major, alpha 1) in the context's precision */
 void cuda_prec_gemm(BackendCtx *ctx, ColGemm g, const float *a, const float *b, float beta,
                     float *c);
+/* Scratch of at least `bytes` (grown, synchronising, only on a first larger request: in the
+ * first step) for 16-bit copies and fc intermediates. */
+void *cuda_prec_scratch(BackendCtx *ctx, size_t bytes);
+/* The 16-bit copy weights_ready made of params x[0 .. count), NULL when x is not in them. */
+const void *cuda_prec_weights16(const BackendCtx *ctx, const float *x, size_t count);
 int cuda_all_finite(BackendCtx *ctx, size_t n, const float *x);
 /* backend.h's weights_ready: bf16/fp16 keep a 16-bit copy of the parameters, made once per step,
  * which the GEMMs and convolutions take instead of converting the weights at every call. */

@@ -17,6 +17,11 @@
 # The device `run` call, from the repository root with the pack built (scripts/gpu_pack.sh):
 #   run(command="scripts/gpu_lease.sh --out \"$OUT\"", carry=[".gpu/dtbench-gpu-pack.tar.xz"],
 #       timeout_s=540)
+# The benchmark against PyTorch (bench/gpu_bench.sh: the cells that fit, in the order of what
+# they tell; its results folder inside the archive, under bench/), after the GPU checks of the
+# batch prefetch and the graphs (tests/test_gpu_step.sh):
+#   run(command="scripts/gpu_lease.sh --only gpu-step,gpu-bench --budget 500 --out \"$OUT\"",
+#       carry=[".gpu/dtbench-gpu-pack.tar.xz"], timeout_s=590)
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PACKFILE=$HERE/.gpu/dtbench-gpu-pack.tar.xz
@@ -31,7 +36,7 @@ while (($#)); do
     --budget) BUDGET=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
     --dry-run) DRY=1; shift ;;
-    -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "gpu_lease: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done

@@ -9,15 +9,20 @@
 #      the packed MPI runtime on 2 ranks;
 #   2. kernel tests: test_cuda_kernels (every convolution against float64 within strict fp32's
 #      bound) and test_cuda_zoo, each also with NVIDIA_TF32_OVERRIDE=0 (their numbers compared:
-#      a result that moves means TF32), test_cuda_precision, and test_cuda_algos (every cuDNN
-#      algorithm on LeNet's and ResNet-50's shapes against float64: the rule's measurement);
+#      a result that moves means TF32), test_cuda_precision, the NHWC 16-bit kernels
+#      (test_device_nhwc on the CPU, test_cuda_nhwc on the GPU against the CPU backend), and
+#      test_cuda_algos (every cuDNN algorithm on LeNet's and ResNet-50's shapes against float64:
+#      the rule's measurement);
 #   3. the layer-by-layer comparison of every model, CPU against GPU, in every precision
 #      (tests/test_gpu_layer_compare.sh);
 #   4. one training step per model with dtbench itself, GPU against CPU parameters, and the math
 #      of every convolution and GEMM of the GPU run from its result file (check_kernel_choices);
 #      the per-layer profile of ResNet-50 (--profile-layers);
-#   5. the benchmark (bench/gpu_bench.sh --quick); 6. the GPU tests (test_gpu_*.sh);
-#   7. compute-sanitizer memcheck of the zoo kernel test.
+#   5. batch prefetch and step replay against eager steps (tests/test_gpu_step.sh), then the
+#      benchmark against PyTorch (bench/gpu_bench.sh, sized to the time left: 240 s, or all of
+#      it with --only gpu-bench); without a GPU its rehearsal on the CPU instead;
+#   6. the GPU tests (test_gpu_*.sh); 7. compute-sanitizer memcheck of the zoo and NHWC 16-bit
+#      kernel tests and of a LeNet run with graphs and prefetch.
 # No new step starts after --budget seconds (default 450: with 1-2 minutes of start-up and the
 # trip back it fits a 15-minute lease; scripts/gpu_lease.sh says how); a step that cannot run says
 # why. SUMMARY, printed last, has one line per step. Exit status 0 when every step that ran passed.
@@ -189,6 +194,8 @@ for t in cuda-kernels cuda-zoo; do # a result that moves without TF32 was comput
     fi
 done
 gpu_step cuda-precision 60 "$BIN/tests/test_cuda_precision"
+step device-nhwc 60 "$BIN/tests/test_device_nhwc"
+gpu_step cuda-nhwc 90 "$BIN/tests/test_cuda_nhwc"
 gpu_step cuda-algos 120 "$BIN/tests/test_cuda_algos"
 
 # ---- 3. layer by layer, every model, CPU against GPU ------------------------------------------------
@@ -220,8 +227,20 @@ done
 gpu_step profile-resnet50 90 mpirun -np 1 "$DTBENCH" --model resnet50 --dataset synthetic --batch 64 \
     --iters 5 --warmup 3 --profile-layers 5 --device cuda --sample-hz 0 --output "$LOG/profile-resnet50.h5"
 
-# ---- 5. benchmark against PyTorch; 6. the GPU tests ------------------------------------------------
-gpu_step gpu-bench 120 bash "$TREE/bench/gpu_bench.sh" --out "$LOG/bench" --rounds 1 --quick
+# ---- 5. prefetch and graphs, then the benchmark against PyTorch; 6. the GPU tests ------------------
+if [ $H5OK = 1 ]; then
+    gpu_step gpu-step 120 bash "$TREE/tests/test_gpu_step.sh"
+fi
+bench_limit=240 # the whole lease's rest when the benchmark is the only step asked for
+[[ $ONLY == *",gpu-bench,"* ]] && bench_limit=$(left)
+rest=$(left)
+((rest < bench_limit)) && bench_limit=$rest
+gpu_step gpu-bench "$bench_limit" bash "$TREE/bench/gpu_bench.sh" --out "$LOG/bench" \
+    --budget $((bench_limit - 20)) # 20 s for its checks and the table
+if [ "${NGPUS:-0}" -lt 1 ] && [ $H5OK = 1 ]; then # no GPU: prove the benchmark's script instead
+    step gpu-bench-rehearsal 200 bash "$TREE/bench/gpu_bench.sh" --device cpu \
+        --out "$LOG/bench-rehearsal" --budget 170 --models lenet --configs fp32
+fi
 if [ $H5OK = 1 ]; then
     gpu_step gpu-train 120 bash "$TREE/tests/test_gpu_train.sh"
     gpu_step gpu-exchange 90 bash "$TREE/tests/test_gpu_exchange.sh"
@@ -235,8 +254,13 @@ note "NCCL across GPUs: $([ "$NGPUS" -ge 2 ] && echo "exercised on $NGPUS GPUs o
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -n "$CS" ]; then
     gpu_step memcheck-zoo 120 "$CS" --tool memcheck --error-exitcode 3 "$BIN/tests/test_cuda_zoo"
+    gpu_step memcheck-nhwc 120 "$CS" --tool memcheck --error-exitcode 3 "$BIN/tests/test_cuda_nhwc"
+    gpu_step memcheck-step 90 "$CS" --tool memcheck --error-exitcode 3 "$DTBENCH" --model lenet \
+        --dataset synthetic --batch 64 --warmup 1 --iters 4 --device cuda --sample-hz 0 \
+        --output "$LOG/memcheck-step.h5"
 else
-    wanted memcheck-zoo && note "SKIP  memcheck-zoo: no compute-sanitizer on this machine"
+    wanted memcheck-zoo &&
+        note "SKIP  memcheck-zoo, memcheck-nhwc, memcheck-step: no compute-sanitizer on this machine"
 fi
 
 note "log folder: $LOG ($(($(date +%s) - START))s of a ${BUDGET}s budget)"

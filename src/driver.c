@@ -6,8 +6,10 @@
 #include "check.h"
 #include "driver_stage.h"
 #include "precision.h" /* defines: LossScaler (--precision fp16) */
+#include "prefetch.h"  /* defines: Prefetch (--prefetch) */
 #include "profile.h"   /* defines: profile_begin, profile_end (--profile-layers) */
 #include "signals.h"
+#include "step_graph.h" /* defines: step_graphs_create (--graphs) */
 #include "util.h"
 
 #include <math.h>
@@ -26,13 +28,17 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* The replica's batch of iteration `it`: the first stage needs the samples, the last one the
- * labels. */
-static void load_batch(Driver *d, int64_t it, float *x, int32_t *labels) {
+ * labels; prefetched (pf) or loaded and uploaded here. */
+static void load_batch(Driver *d, Prefetch *pf, int64_t it, float *x, int32_t *labels) {
     Model *m = d->model;
     const Pipeline *p = d->pipe;
     const int first = p->stage == 0, last = p->stage == p->stages - 1, b = m->batch;
     /* dropout masks follow the global sample index: the same on any number of ranks */
     model_set_sample_origin(m, (uint64_t)it * (uint64_t)d->set.batch + (uint64_t)p->replica * b);
+    if (pf->on) {
+        prefetch_take(pf, d, it);
+        return;
+    }
     if (!first && !last) return;
     dataset_train_batch(d->data, it, d->set.batch, d->shard, d->nshards, first ? x : NULL, labels);
     if (first) m->be->upload(m->ctx, m->x, x, (size_t)b * d->data->sample_size * sizeof(float));
@@ -74,6 +80,30 @@ static void fill_record(Driver *d, const StageRun *s, ExchangeStep *xs, double s
     }
 }
 
+/* After the exchange: fp16's averaged gradients are checked and unscaled, an overflow (the same
+ * on every rank: the average carries it) skipping the step everywhere (src/precision.h); then the
+ * optimizer step where the exchange left it to the driver. Returns 1 when the step is skipped. */
+static int update(Driver *d, LossScaler *scaler, int done, const ExchangeStep *xs) {
+    const DriverSettings *o = &d->set;
+    Model *m = d->model;
+    int skip = done == EXCHANGE_APPLY_UPDATE && o->loss_scaling &&
+               loss_scaler_update(scaler, !model_unscale_grads(m));
+    if (done == EXCHANGE_APPLY_UPDATE && !skip) { /* grads x s: folded into lr and wd */
+        double gs = xs->grad_scale > 0 ? xs->grad_scale : 1.0;
+        model_sgd(m, (float)(o->lr * gs), o->momentum, (float)(o->weight_decay / gs));
+    }
+    return skip;
+}
+
+/* Evaluation number n, after iteration it, recorded by rank 0; returns the test accuracy. */
+static double evaluate(Driver *d, StageRun *s, int64_t it, int n) {
+    double acc, eloss;
+    stage_evaluate(d, s, &acc, &eloss);
+    EvalRecord e = {(double)(it + 1), dt_now() - d->clock_offset - d->t0, acc, eloss};
+    if (d->topo->rank == 0) d->rops->record_eval(d->rec, n, &e);
+    return acc;
+}
+
 TrainResult driver_run(Driver *d) {
     const DriverSettings *o = &d->set;
     Model *m = d->model;
@@ -94,6 +124,9 @@ TrainResult driver_run(Driver *d) {
     TrainResult res = {.last_accuracy = -1.0};
     LossScaler scaler;
     loss_scaler_init(&scaler);
+    Prefetch pf;
+    prefetch_init(&pf, d);
+    d->graphs = step_graphs_create(m, o->graph_parts);
 
     for (int64_t it = 0; it < total; it++) {
         IterRecord r;
@@ -101,7 +134,7 @@ TrainResult driver_run(Driver *d) {
         profile_begin(d->profile, it); /* marks each layer when `it` is profiled */
         double start = dt_now();
         be->timer_record(ctx, MARK_START);
-        load_batch(d, it, x, labels);
+        load_batch(d, &pf, it, x, labels);
         be->timer_record(ctx, MARK_DATA);
 
         /* --duration: on the common clock, so every rank sees it at about the same iteration;
@@ -111,6 +144,9 @@ TrainResult driver_run(Driver *d) {
         if (o->loss_scaling) m->loss_scale = (float)scaler.scale;
         stage_iteration(d, &s, it); /* records MARK_FORWARD */
         be->timer_record(ctx, MARK_BACKWARD);
+        /* the next batch loads and uploads while this step's kernels run (on a device) */
+        prefetch_release(&pf, d, it);
+        if (it + 1 < total) prefetch_load(&pf, d, it + 1);
         if (o->loss_scaling && d->topo->rank == 0 && precision_test_overflow(it)) {
             const float inf = INFINITY; /* tests: an overflow on one rank */
             be->upload(ctx, m->grads, &inf, sizeof inf);
@@ -125,14 +161,7 @@ TrainResult driver_run(Driver *d) {
         ExchangeStep xs = {.iteration = it, .stop_requested = s.decision};
         int done = d->xops->exchange(d->xstate, m->params, m->grads, &xs);
         be->timer_record(ctx, MARK_EXCHANGE);
-        /* fp16: the averaged gradients are checked and unscaled; an overflow (the same on every
-         * rank: the average carries it) skips the step everywhere (src/precision.h) */
-        int skip = done == EXCHANGE_APPLY_UPDATE && o->loss_scaling &&
-                   loss_scaler_update(&scaler, !model_unscale_grads(m));
-        if (done == EXCHANGE_APPLY_UPDATE && !skip) { /* grads x s: folded into lr and wd */
-            double gs = xs.grad_scale > 0 ? xs.grad_scale : 1.0;
-            model_sgd(m, (float)(o->lr * gs), o->momentum, (float)(o->weight_decay / gs));
-        }
+        int skip = update(d, &scaler, done, &xs);
         be->timer_record(ctx, MARK_UPDATE);
 
         /* Outside the timed phases from here on. */
@@ -156,16 +185,15 @@ TrainResult driver_run(Driver *d) {
 
         int eval_due = o->eval_every > 0 ? (it + 1) % o->eval_every == 0 : 0;
         if (evaluates && nevals > 0 && evals < nevals && (eval_due || it + 1 == total)) {
-            double acc, eloss;
-            stage_evaluate(d, &s, &acc, &eloss);
-            EvalRecord e = {(double)(it + 1), dt_now() - d->clock_offset - d->t0, acc, eloss};
-            if (d->topo->rank == 0) d->rops->record_eval(d->rec, evals, &e);
-            evals++;
-            res.last_accuracy = acc;
-            if (o->target_acc > 0 && acc >= o->target_acc) target_stop = 1;
+            res.last_accuracy = evaluate(d, &s, it, evals++);
+            prefetch_release(&pf, d, it); /* it uploaded its test batches into this slot */
+            if (o->target_acc > 0 && res.last_accuracy >= o->target_acc) target_stop = 1;
         }
     }
     d->xops->finish(d->xstate, m->params);
+    prefetch_free(&pf, d);
+    step_graphs_free(d->graphs);
+    d->graphs = NULL;
     int64_t measured = res.iterations - o->warmup;
     if (measured > 0) {
         qsort(totals, (size_t)measured, sizeof(double), cmp_double);

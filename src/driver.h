@@ -6,7 +6,9 @@
  * straggler delays, checks --target-acc and handles stop requests (signals.h), so that every
  * schedule records the same fields with the same meaning:
  *   data      loading this replica's batch (first stage: samples, last stage: labels) and
- *             uploading it;
+ *             uploading it; with --prefetch (src/prefetch.h) the batch was loaded and its upload
+ *             queued during the previous step, and `data` is the time the compute stream waits
+ *             for it;
  *   forward   from there until the stage's first backward step starts (GPipe: every forward;
  *             1F1B: the warm-up forwards; data: the forward);
  *   backward  from there until every step has run and every send has completed, the straggler
@@ -42,6 +44,8 @@ typedef struct {
     int overlap;           /* hand gradients to the exchange during the last backward step */
     float lr, momentum, weight_decay;
     int loss_scaling; /* --precision fp16: dynamic loss scaling (src/precision.h) */
+    int prefetch;     /* load and upload the next batch during the step (src/prefetch.h) */
+    int graph_parts;  /* parts of a step replayed from graphs (src/step_graph.h), 0: none */
 } DriverSettings;
 
 typedef struct {
@@ -60,6 +64,7 @@ typedef struct {
     int shard, nshards;       /* data parallelism: the batch is sharded over the workers */
     Straggler straggler;
     struct LayerProfile *profile; /* --profile-layers (src/profile.h), NULL: off */
+    struct StepGraphs *graphs;    /* made by driver_run from set.graph_parts; NULL: none */
 } Driver;
 
 typedef struct {

@@ -28,6 +28,7 @@
 #include "check.h"
 #include "model_sync.h"
 #include "signals.h"
+#include "step_graph.h" /* defines: step_graphs_forward, step_graphs_backward (--graphs) */
 #include "util.h"
 
 #include <stdlib.h>
@@ -120,12 +121,14 @@ static void forward_step(Driver *d, StageRun *s, int j) {
         s->vote |= s->fwd_in[j].header.stop != 0.0;
     }
     double c0 = dt_now();
-    model_forward_part(m, j * mb, mb, j, 1);
-    if (k == K - 1) {
-        if (K == 1 && M == 1)
-            model_loss_queue(m, 0, mb, 1, 1.0f); /* read after the update: no wait here */
-        else
-            s->losses[j] = model_loss_part(m, j * mb, mb, 1, 1.0f / (float)M, NULL);
+    if (!step_graphs_forward(d->graphs, mb)) { /* not replayed from a graph: run it */
+        model_forward_part(m, j * mb, mb, j, 1);
+        if (k == K - 1) {
+            if (K == 1 && M == 1)
+                model_loss_queue(m, 0, mb, 1, 1.0f); /* read after the update: no wait here */
+            else
+                s->losses[j] = model_loss_part(m, j * mb, mb, 1, 1.0f / (float)M, NULL);
+        }
     }
     double c1 = compute_end(m, K > 1);
     s->st.compute += c1 - c0;
@@ -162,7 +165,7 @@ static void backward_step(Driver *d, StageRun *s, int64_t it, int j, int nth, in
     double c0 = dt_now();
     if (final && d->set.overlap && d->xops->grads_ready)
         model_backward_part_hook(m, j * mb, mb, j, nth > 0, grads_ready, d);
-    else
+    else if (!step_graphs_backward(d->graphs, mb)) /* not replayed from a graph: run it */
         model_backward_part(m, j * mb, mb, j, nth > 0);
     double c1 = compute_end(m, K > 1);
     s->st.compute += c1 - c0;

@@ -38,14 +38,25 @@ static void dropout_alloc(Model *m, Layer *L) {
     L->mask = layer_alloc(m, (size_t)m->batch * L->out_size);
 }
 
+/* An image stored NHWC: the backend maps its elements to the NCHW mask (DropoutShape). */
+static void dropout_image(const Model *m, const Layer *L, DropoutShape *s) {
+    const int hw = L->out_h * L->out_w;
+    if (m->act.layout == ACT_NHWC && hw > 1 && !L->seq) s->c = L->out_c, s->hw = hw;
+}
+
 /* Training: a mask from the layer's seed and the global sample index; evaluation: a copy. */
 static void dropout_forward(const LayerStep *t) {
     const Layer *L = t->L;
     const Model *m = t->m;
     if (t->train) {
-        DropoutShape s = {t->n, L->out_size, L->d.rate,
+        DropoutShape s = {t->n,
+                          L->out_size,
+                          L->d.rate,
                           rng_mix(m->seed ^ (0xd20b0000ULL + (uint64_t)t->i)),
-                          m->sample_origin + (uint64_t)t->s0};
+                          m->sample_origin + (uint64_t)t->s0,
+                          0,
+                          0};
+        dropout_image(m, L, &s);
         m->be->dropout_forward(m->ctx, &s, t->x, t->y, L->mask + (size_t)t->s0 * L->out_size);
     } else {
         m->be->copy(m->ctx, t->y, t->x, (size_t)t->n * L->out_size * layer_out_bytes(m, L));
@@ -55,7 +66,8 @@ static void dropout_forward(const LayerStep *t) {
 static void dropout_backward(const LayerStep *t) {
     const Layer *L = t->L;
     if (!t->dx) return;
-    DropoutShape s = {t->n, L->out_size, L->d.rate, 0, 0};
+    DropoutShape s = {t->n, L->out_size, L->d.rate, 0, 0, 0, 0};
+    dropout_image(t->m, L, &s);
     t->m->be->dropout_backward(t->m->ctx, &s, L->mask + (size_t)t->s0 * L->out_size, t->dy, t->dx);
 }
 
@@ -64,9 +76,9 @@ static const LayerOp dropout_ops[] = {
 
 const LayerKindOps layer_dropout = {
     .name = "dropout",
-    .flags = LK_TAKES_SEQUENCE, /* not (yet) LK_OUTPUT_REUSABLE, though its backward reads only
-                                   its mask */
-    .plan = relu_plan,          /* one FLOP per element, shape-preserving */
+    /* not (yet) LK_OUTPUT_REUSABLE, though its backward reads only its mask */
+    .flags = LK_TAKES_SEQUENCE | LK_STEP_ARGUMENTS,
+    .plan = relu_plan, /* one FLOP per element, shape-preserving */
     .alloc = dropout_alloc,
     .forward = dropout_forward,
     .backward = dropout_backward,

@@ -39,7 +39,10 @@ static void conv_plan_work(Model *m, Layer *L) {
 
 static void conv_forward(const LayerStep *t) {
     ConvShape s = conv_shape(t->L, t->n);
-    t->m->be->conv_forward(t->m->ctx, &s, t->x, t->w, t->b, t->y, t->m->work);
+    if (t->L->fuse_relu >= 0) /* with the ReLU after it, in its output (model_fuse.c) */
+        t->m->be->conv_relu_forward(t->m->ctx, &s, t->x, t->w, t->b, layer_fused_y(t), t->m->work);
+    else
+        t->m->be->conv_forward(t->m->ctx, &s, t->x, t->w, t->b, t->y, t->m->work);
 }
 
 static void conv_backward(const LayerStep *t) {

@@ -1,5 +1,6 @@
-/* layer_kinds.c - the table of layer kinds: one row per LayerKind (model.h), in enum order. The
- * rows themselves live in src/layer_*.c by concern (see layers.h). */
+/* layer_kinds.c - the table of layer kinds: one row per LayerKind (model.h), in enum order, and
+ * what a model asks of its rows' flags. The rows themselves live in src/layer_*.c by concern (see
+ * layers.h). */
 #include "layers.h"
 
 static const LayerKindOps *const KINDS[] = {
@@ -15,4 +16,10 @@ _Static_assert(sizeof KINDS / sizeof KINDS[0] == LAYER_KINDS, "a LayerKind witho
 
 const LayerKindOps *layer_kind(LayerKind kind) {
     return KINDS[kind];
+}
+
+const char *model_step_argument_layer(const Model *m) {
+    for (int i = m->first; i < m->last; i++)
+        if (layer_kind(m->layers[i].d.kind)->flags & LK_STEP_ARGUMENTS) return m->layers[i].d.name;
+    return NULL;
 }

@@ -83,14 +83,14 @@ static void gavgpool_plan(Model *m, Layer *L, const Layer *P) {
 
 static void gavgpool_forward(const LayerStep *t) {
     const Layer *L = t->L;
-    t->m->be->global_avgpool_forward(t->m->ctx, (size_t)t->n * L->in_c, (size_t)L->in_h * L->in_w,
-                                     t->x, t->y);
+    t->m->be->global_avgpool_forward(t->m->ctx, (size_t)t->n, (size_t)L->in_c,
+                                     (size_t)L->in_h * L->in_w, t->x, t->y);
 }
 
 static void gavgpool_backward(const LayerStep *t) {
     const Layer *L = t->L;
     if (t->dx)
-        t->m->be->global_avgpool_backward(t->m->ctx, (size_t)t->n * L->in_c,
+        t->m->be->global_avgpool_backward(t->m->ctx, (size_t)t->n, (size_t)L->in_c,
                                           (size_t)L->in_h * L->in_w, t->dy, t->dx);
 }
 

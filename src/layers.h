@@ -46,6 +46,9 @@ enum {
                                     LK_OUTPUT_REUSABLE and read by nothing else */
     LK_OWN_INPUT_GRADS = 1 << 4, /* backward finishes every input's gradient itself (several
                                     inputs); otherwise model.c finishes input 0's */
+    LK_STEP_ARGUMENTS = 1 << 5,  /* passes values that change every step to its kernels (dropout:
+                                    the batch's first sample, for the mask): a graph captured
+                                    once would replay stale ones (src/step_graph.c) */
 };
 
 typedef struct LayerKindOps {
@@ -107,6 +110,13 @@ const float *layer_fused_z(const LayerStep *t);
 float *layer_fused_dz(const LayerStep *t);
 /* Chooses the fusions of this Model's rows (model_build_part, once in-place rows are known). */
 void model_choose_fusions(Model *m);
+/* The observer's event `kind` of the call s (src/model_observe.c; m->observer is set). */
+void model_observe(const LayerStep *s, LayerEventKind kind);
+/* When the model is built (src/model_format.c): a format the backend declared that the model
+ * cannot run is reported (abort: the resolver chose it); the backend's weights_layout told where
+ * every convolution's filter and bias lie. */
+void model_check_format(const Model *m);
+void model_declare_weights(const Model *m);
 /* 1 when row k of this Model is last read by row i through its input k (its gradient then goes
  * straight to the producer), as model.c decides it. */
 int layer_last_reader(const Model *m, int i, int k);

@@ -9,7 +9,9 @@
 #include "driver.h"
 #include "finalize.h"
 #include "grad_cast.h"
-#include "profile.h" /* defines: profile_create (--profile-layers) */
+#include "prefetch.h"   /* defines: prefetch_why_not (--prefetch) */
+#include "profile.h"    /* defines: profile_create (--profile-layers) */
+#include "step_graph.h" /* defines: step_graphs_parts (--graphs) */
 #include "registry.h"
 #include "run.h"
 #include "run_limits.h"
@@ -34,6 +36,27 @@ static const ModelDesc *plan_model(Model *plan, const ModelDesc *md, const Backe
     usage_check_all(!op, "--device: the %s backend has no %s, needed by layer %s of %s", be->name,
                     op ? op : "", layer ? layer : "", md->name);
     return md;
+}
+
+/* --prefetch and --graphs for this backend, the planned whole model and the pipeline: what runs,
+ * and why not; 'on' where it cannot is bad input. */
+static void decide_step(Run *r, const Model *plan, const Pipeline *pipe) {
+    const Options *o = &r->opt;
+    const BackendOps *be = r->plan.be;
+    r->prefetch = strcmp(o->prefetch, "off") &&
+                  !prefetch_why_not(be, r->prefetch_why, sizeof r->prefetch_why)[0];
+    if (!strcmp(o->prefetch, "off"))
+        snprintf(r->prefetch_why, sizeof r->prefetch_why, "--prefetch off");
+    usage_check_all(strcmp(o->prefetch, "on") || r->prefetch,
+                    "--prefetch: 'on' is not accepted with --device %s: %s; expected auto or off",
+                    o->device, r->prefetch_why);
+    r->graph_parts =
+        step_graphs_parts(o->graphs, be, plan, pipe->stages, pipe->microbatches, o->overlap,
+                          o->profile_layers > 0, r->graphs_why, sizeof r->graphs_why);
+    usage_check_all(strcmp(o->graphs, "on") || !r->graphs_why[0],
+                    "--graphs: 'on' is not accepted with --device %s --model %s: %s; expected auto "
+                    "or off",
+                    o->device, o->model, r->graphs_why);
 }
 
 /* Each stage's steps in the schedule's order ("F0 F1 B0 ..."), for --dry-run. */
@@ -70,9 +93,12 @@ static void as_ranks(Run *r) {
 static int dry_run(Run *r) {
     const RunPlan *p = &r->plan;
     Model plan;
+    ActFormat act;
     plan_model(&plan, p->md, p->be, r->opt.microbatches, p->in_c, p->in_h, p->in_w, p->classes);
+    resolve_act_layout(&r->opt, p, &plan, &act); /* refuses what the run would refuse */
     Pipeline pipe;
     pipeline_setup(&pipe, &r->opt, p->mode, &plan, &r->topo, r->opt.ranks ? 2 : 1);
+    decide_step(r, &plan, &pipe);
     if (r->topo.rank == 0) {
         model_print(&plan, stdout);
         if (pipe.mode == PARALLEL_DATA)
@@ -122,15 +148,21 @@ static void build(Run *r) {
     r->md = plan_model(&r->plan_model, p->md, p->be, o->microbatches, ds->c, ds->h, ds->w,
                        ds->classes);
     pipeline_setup(&r->pipe, o, p->mode, &r->plan_model, &r->topo, 0);
+    decide_step(r, &r->plan_model, &r->pipe);
     r->batch = o->batch / (r->pipe.mode == PARALLEL_DATA ? p->nworkers : r->pipe.replicas);
     usage_check_all(limits_check(o, &r->plan_model, r->pipe.first[r->pipe.stage],
                                  r->pipe.first[r->pipe.stage + 1], r->batch, r->topo.local_size,
                                  err, sizeof err) == 0,
                     "%s", err); /* memory, before any allocation (run_limits.h) */
 
-    BackendConfig bcfg = {o->threads, r->topo.host_local_rank, o->gpus_per_node, r->topo.rank == 0,
+    ActFormat act;
+    BackendConfig bcfg = {o->threads,
+                          r->topo.host_local_rank,
+                          o->gpus_per_node,
+                          r->topo.rank == 0,
                           p->precision,
-                          strcmp(o->conv_algo, "heuristic") ? CONV_ALGO_FIND : CONV_ALGO_HEURISTIC};
+                          strcmp(o->conv_algo, "heuristic") ? CONV_ALGO_FIND : CONV_ALGO_HEURISTIC,
+                          resolve_act_layout(o, p, &r->plan_model, &act)};
     if (p->be->init(&bcfg, &r->ctx) != 0) check_fail(__FILE__, __LINE__, "backend init", o->device);
     model_build_part(&r->model, r->md, ds->c, ds->h, ds->w, ds->classes, r->batch,
                      r->pipe.microbatches, r->pipe.first[r->pipe.stage],
@@ -213,6 +245,7 @@ static TrainResult train(Run *r) {
             .straggler = r->plan.straggler,
             .profile = profile_create(&r->model, o->warmup, o->profile_layers),
         };
+        d.set.prefetch = r->prefetch, d.set.graph_parts = r->graph_parts;
         res = driver_run(&d);
         profile_free(d.profile);
     }

@@ -154,6 +154,7 @@ void model_plan(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int 
         L->d = d->layers[i];
         L->last_consumer = -1;
         L->fuse_relu = L->fuse_add = -1, L->exec_as = i; /* unfused (model_fuse.c) */
+        L->fwd_fused = 0;
         resolve_inputs(d, i, L);
         for (int k = 0; k < L->ninputs; k++)
             if (L->inputs[k] >= 0) {
@@ -294,30 +295,6 @@ static void assign_gradient_buffers(Model *m) {
     free(slot_of), free(in_use);
 }
 
-/* A model in an activation format other than NCHW fp32 (the backend's, backend.h): what the
- * model does not map yet is a mistake of the backend's table, reported before anything runs. */
-static void check_format(const Model *m) {
-    if (m->act.layout == ACT_NCHW && m->act.type == ACT_FP32) return;
-    const char *why = NULL;
-    if (!m->be->input_to_act || !m->be->act_add)
-        why = "the backend lacks input_to_act or act_add";
-    else if (m->first > 0 || m->last < m->nlayers)
-        why = "pipeline stages exchange fp32 NCHW activations";
-    else if (m->layers[m->nlayers - 1].d.kind != LAYER_FC)
-        why = "the last layer (the logits) is not fully connected";
-    for (int i = 0; i < m->nlayers && !why; i++)
-        if (m->layers[i].d.kind == LAYER_GLOBAL_AVGPOOL && m->act.layout == ACT_NHWC)
-            why = "global_avgpool_* take no channel count, which NHWC needs";
-    if (!why) return;
-    fprintf(stderr, "dtbench: %s: the %s backend's activation format (%s, %s) cannot run it: %s\n",
-            m->desc->name, m->be->name, m->act.layout == ACT_NHWC ? "NHWC" : "NCHW",
-            m->act.type == ACT_BF16   ? "bf16"
-            : m->act.type == ACT_FP16 ? "fp16"
-                                      : "fp32",
-            why);
-    abort();
-}
-
 void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes,
                       int batch, int microbatches, int first, int last, const BackendOps *be,
                       BackendCtx *ctx, uint64_t seed) {
@@ -338,7 +315,7 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
     m->act = (ActFormat){ACT_NCHW, ACT_FP32};
     if (be->activation_format) be->activation_format(ctx, &m->act);
     m->act_bytes = ACT_TYPE_BYTES(m->act.type);
-    check_format(m);
+    model_check_format(m);
 
     size_t pbytes = m->nparams * sizeof(float);
     m->params = layer_alloc(m, pbytes); /* each zeroed: FCN-5's take 0.5 GB */
@@ -384,6 +361,7 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
     }
     if (m->work_bytes) m->work = layer_alloc(m, m->work_bytes);
     init_part(m);
+    model_declare_weights(m);
     if (be->weights_ready) be->weights_ready(ctx, m->params, m->nparams); /* may allocate */
 }
 
@@ -465,25 +443,6 @@ float *layer_input_grad(const Model *m, const Layer *L, int k, int s0) {
     return layer_dy_at(m, &m->layers[p], s0);
 }
 
-void model_set_observer(Model *m, LayerObserver *o) {
-    m->observer = o && o->fn ? o : NULL;
-}
-
-static void observe(const Model *m, LayerEventKind kind, int i, int s0, int n, const float *y) {
-    const LayerEvent e = {.kind = kind, .layer = i, .s0 = s0, .n = n, .y = y};
-    m->observer->fn(m->observer->user, m, &e);
-}
-
-/* BACKWARD_END: the parameter gradients g and the inputs' gradients target[] */
-static void observe_backward(const Model *m, int i, int s0, int n, const float *g,
-                             float *const *target) {
-    const Layer *L = &m->layers[i];
-    LayerEvent e = {.kind = LAYER_BACKWARD_END, .layer = i, .s0 = s0, .n = n, .dw = g};
-    for (int k = 0; k < L->ninputs; k++)
-        if ((e.dx[k] = target[k])) e.dx_count[k] = (size_t)n * layer_input_size(m, L, k);
-    m->observer->fn(m->observer->user, m, &e);
-}
-
 void model_forward_part(Model *m, int s0, int n, int slot, int train) {
     if (slot == 0 && m->be->weights_ready) /* a step's first micro-batch: its weights are final */
         m->be->weights_ready(m->ctx, m->params, m->nparams);
@@ -492,7 +451,7 @@ void model_forward_part(Model *m, int s0, int n, int slot, int train) {
                             act_offset(m->x_act, (size_t)s0 * m->x_size, m->act_bytes));
     for (int at = m->first; at < m->last; at++) {
         const int i = m->layers[at].exec_as; /* the row run here (model_fuse.c) */
-        if (i < 0) continue;
+        if (i < 0 || m->layers[i].fwd_fused) continue;
         Layer *L = &m->layers[i];
         const LayerStep s = {
             .m = m,
@@ -507,9 +466,9 @@ void model_forward_part(Model *m, int s0, int n, int slot, int train) {
             .b = L->nb ? param(m, L->b_off) : NULL, /* NULL: no bias */
             .y = layer_y_at(m, L, s0),
         };
-        if (m->observer) observe(m, LAYER_FORWARD_BEGIN, i, s0, n, NULL);
+        if (m->observer) model_observe(&s, LAYER_FORWARD_BEGIN);
         layer_kind(L->d.kind)->forward(&s);
-        if (m->observer) observe(m, LAYER_FORWARD_END, i, s0, n, s.y);
+        if (m->observer) model_observe(&s, LAYER_FORWARD_END);
     }
 }
 
@@ -582,15 +541,13 @@ void model_backward_part_hook(Model *m, int s0, int n, int slot, int accumulate,
             .dest = dest,
             .target = target,
         };
-        if (m->observer) observe(m, LAYER_BACKWARD_BEGIN, i, s0, n, NULL);
+        if (m->observer) model_observe(&s, LAYER_BACKWARD_BEGIN);
         K->backward(&s);
         if (!(K->flags & LK_OWN_INPUT_GRADS))
             layer_finish_input_grad(&s, 0, (size_t)n * layer_input_size(m, L, 0));
         if (accumulate && L->nparams)
             be->axpy(ctx, L->nparams, 1.0f, m->grad_scratch, m->grads + (L->w_off - m->param_base));
-        if (m->observer)
-            observe_backward(m, i, s0, n, L->nparams ? m->grads + (L->w_off - m->param_base) : NULL,
-                             target);
+        if (m->observer) model_observe(&s, LAYER_BACKWARD_END);
         if (ready && A->nparams) ready(user, A->w_off - m->param_base);
     }
 }

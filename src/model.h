@@ -80,10 +80,12 @@ typedef struct {
     int in_place;                 /* a ReLU working in its producer's y and dy (model_build_part) */
     /* Fusion (src/model_fuse.c): a batch norm that also runs the ReLU after it (fuse_relu), or
      * the residual add and the ReLU after it (fuse_add, fuse_relu), through the backend's fused
-     * operations; -1: none. exec_as: the row run at this layer's place in the forward and
-     * backward order: itself, another (the add's place runs its batch norm, whose other input
-     * is ready only then) or -1 (a row fused into another). */
-    int fuse_relu, fuse_add, exec_as;
+     * operations; a convolution whose forward also runs the ReLU after it (fuse_relu; that
+     * ReLU's backward runs unfused); -1: none. exec_as: the row run at this layer's place in the
+     * forward and backward order: itself, another (the add's place runs its batch norm, whose
+     * other input is ready only then) or -1 (a row fused into another). fwd_fused: a ReLU whose
+     * forward its convolution runs (skipped forward, run backward). */
+    int fuse_relu, fuse_add, exec_as, fwd_fused;
     int dy_full; /* dy holds the whole batch (the part's last layer); else one chunk, shared */
     int in_c, in_h, in_w;     /* per-sample input [c,h,w] (the first input) */
     int out_c, out_h, out_w;  /* per-sample output [c,h,w]; a sequence is [seq, 1, features] */
@@ -152,7 +154,16 @@ typedef struct {
  * per-layer profile (--profile-layers): when set, `fn` is called just before and just after each
  * layer's forward and backward is queued on the backend (nothing is synchronised: an observer
  * that reads a buffer downloads it, which waits for it). Unset, it costs one pointer test per
- * layer. The buffers of an *_END event are the backend's, valid until the next call. */
+ * layer. The buffers of an *_END event are the backend's, valid until the next call, in the
+ * model's activation format (m->act): read them with model_act_download.
+ * Fused rows (src/model_fuse.c): a row that runs others fused into it reports once per call,
+ * under its own index, with `last` the last row it ran in that direction (its output is that
+ * row's: y, and the gradient its backward reads is that row's dy); the rows fused into it report
+ * nothing in that direction (a ReLU fused into its convolution's forward still reports its
+ * backward, and the convolution's backward events are its own: last = layer). A batch
+ * norm fused with a residual add also reports, at BACKWARD_END, the gradient of the add's other
+ * input (dz). So an observer compares a fused group's output with the unfused model's output of
+ * row `last`, and its input gradients with those of the rows that read the group's inputs. */
 typedef enum {
     LAYER_FORWARD_BEGIN,
     LAYER_FORWARD_END,
@@ -161,7 +172,8 @@ typedef enum {
 } LayerEventKind;
 typedef struct {
     LayerEventKind kind;
-    int layer;       /* index into m->layers */
+    int layer;       /* index into m->layers: the row that ran */
+    int last;        /* the last row it ran: `layer`, or the end of its fused group */
     int s0, n;       /* the call's samples */
     const float *y;  /* FORWARD_END: the output [n, out_size] */
     const float *dw; /* BACKWARD_END: the parameter gradients [nparams] (NULL: none) */
@@ -169,6 +181,11 @@ typedef struct {
      * dy, [n, its out_size] = dx_count floats; NULL: the data, no gradient) */
     const float *dx[LAYER_MAX_INPUTS];
     size_t dx_count[LAYER_MAX_INPUTS];
+    /* BACKWARD_END of a batch norm fused with a residual add: the gradient of the add's other
+     * input, input dz_input of row dz_layer (NULL: none, or the data) */
+    const float *dz;
+    size_t dz_count;
+    int dz_layer, dz_input;
 } LayerEvent;
 typedef void (*LayerObserverFn)(void *user, const Model *m, const LayerEvent *e);
 typedef struct LayerObserver {
@@ -177,6 +194,24 @@ typedef struct LayerObserver {
 } LayerObserver;
 /* Sets (fn non-NULL) or clears the observer; `o` must outlive its use. */
 void model_set_observer(Model *m, LayerObserver *o);
+/* n samples of the output of row `producer` (-1: the model input, fp32 NCHW) held at dev on the
+ * backend in the model's activation format (its output, or its gradient), as fp32 NCHW values in
+ * host[n * out_size]; and back (what an observer writes into the model). The logits are fp32 in
+ * every format. src/model_format.c. */
+void model_act_download(const Model *m, int producer, const float *dev, int n, float *host);
+void model_act_upload(const Model *m, int producer, float *dev, const float *host, int n);
+
+/* Why model part m (planned) cannot store its activations in format f, with its parts [first,
+ * last) (NULL: it can): a pipeline stage, a last layer that is not fully connected, embedding
+ * and LSTM layers (fp32 NCHW sequences only). */
+const char *model_format_problem(const Model *m, ActFormat f);
+/* The activation layout to ask backend `be` for (BackendConfig.act_layout) to run model part m
+ * (planned) under `precision`, as --act-layout `choice` says ("auto": NHWC where the backend
+ * stores it, act_format_for, and the model can run it, else NCHW; "nchw"; "nhwc"): 0 and
+ * *layout, *f (the format the backend will declare), or -1 with the reason in why (an explicit
+ * choice the backend or the model cannot run). */
+int model_choose_layout(const Model *m, const BackendOps *be, Precision precision,
+                        const char *choice, ActLayout *layout, ActFormat *f, char *why, size_t len);
 
 /* Infers shapes and sizes only (no allocation): for --dry-run, splitting and tests. When the input
  * does not fit the model (a layer's output would be empty), m->problem says where. */
@@ -201,6 +236,11 @@ void model_free(Model *m);
  * layer in *layer; with micro-batches (> 1), also what accumulating their gradients needs. */
 const char *model_missing_op(const Model *m, const BackendOps *be, int microbatches,
                              const char **layer);
+
+/* The first of this Model's layers whose kernels take values that change every step (dropout's
+ * mask seed: layers.h's LK_STEP_ARGUMENTS), NULL if none: a step with one cannot be replayed from
+ * a captured graph (src/step_graph.c). */
+const char *model_step_argument_layer(const Model *m);
 
 /* The model to train on images of [c,h,w]: d, or its small-image variant for inputs of at most
  * 32x32 pixels. */

@@ -3,7 +3,9 @@
  * (BN -> add -> ReLU, the end of every ResNet block; of an add of two batch norms, the first),
  * run as one backend operation when the
  * backend has one (BackendOps.bn_act_*: y = relu(BN(x) + z), its backward through the ReLU's
- * mask writing the add's other gradient in the same pass). The CPU backend has none and keeps
+ * mask writing the add's other gradient in the same pass); a convolution followed by a ReLU that
+ * runs in its output, forward only (BackendOps.conv_relu_forward: conv + bias -> ReLU in one
+ * pass; the ReLU's backward stays a row of its own). The CPU backend has none and keeps
  * the unfused rows. The fused rows are skipped (Layer.exec_as -1); a batch norm fused with an add
  * runs at the add's place, where the add's other input has been computed (a ResNet block's
  * shortcut comes after its last batch norm in the table), forward and backward. What the fused
@@ -28,9 +30,26 @@ static int add_fuses(const Model *m, int a, int b, int *relu) {
     return 1;
 }
 
+/* A convolution whose only reader is a ReLU run in place in its output: its forward also runs
+ * that ReLU (BackendOps.conv_relu_forward); the ReLU's backward runs unfused, from the same y. */
+static void fuse_conv_relu(Model *m) {
+    if (!m->be->conv_relu_forward) return;
+    for (int c = m->first; c < m->last; c++) {
+        Layer *C = &m->layers[c];
+        const int r = C->last_consumer;
+        if (C->d.kind != LAYER_CONV || C->consumers != 1 || r < 0 || r >= m->last) continue;
+        Layer *R = &m->layers[r];
+        if (R->d.kind != LAYER_RELU || !R->in_place || R->inputs[0] != c) continue;
+        C->fuse_relu = r, R->fwd_fused = 1;
+    }
+}
+
 void model_choose_fusions(Model *m) {
-    for (int i = m->first; i < m->last; i++)
-        m->layers[i].fuse_relu = m->layers[i].fuse_add = -1, m->layers[i].exec_as = i;
+    for (int i = m->first; i < m->last; i++) {
+        Layer *L = &m->layers[i];
+        L->fuse_relu = L->fuse_add = -1, L->exec_as = i, L->fwd_fused = 0;
+    }
+    fuse_conv_relu(m);
     const BackendOps *be = m->be;
     if (!be->bn_act_forward_train || !be->bn_act_forward_infer || !be->bn_act_backward) return;
     for (int b = m->first; b < m->last; b++) {

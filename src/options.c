@@ -69,6 +69,21 @@ static const OptSpec SPECS[] = {
      "time land in /ranks/kernel_choices) or heuristic (cuDNN's ranking, nothing run: quicker "
      "set-up, the same choice on every run); both within a workspace budget of the free device "
      "memory"},
+    {"act-layout", T_CHOICE, F(act_layout), ACT_LAYOUT_NAMES, 0, 0,
+     "how --device cuda stores activations and their gradients: nhwc (channels-last, in the "
+     "16-bit type of --precision bf16 or fp16, as PyTorch's autocast with channels_last; "
+     "refused in fp32 and tf32, and for models with embedding or LSTM layers), nchw (fp32 NCHW "
+     "in every precision: 16-bit modes round copies at each convolution and GEMM), or auto "
+     "(nhwc where it runs, else nchw); the format used is in the backend description"},
+    {"prefetch", T_CHOICE, F(prefetch), "auto,on,off", 0, 0,
+     "load the next batch into page-locked memory and upload it on a copy stream while the "
+     "current step computes; the data phase is then the time compute waits for its batch (auto: "
+     "where the backend has a copy stream, i.e. on GPUs; the decision is the file's prefetch "
+     "attribute)"},
+    {"graphs", T_CHOICE, F(graphs), "auto,on,off", 0, 0,
+     "replay each step's forward and backward passes from graphs captured once (CUDA Graphs: "
+     "one launch instead of one per kernel; auto: where the backend, the mode and every layer "
+     "allow it; what is replayed and why not is the file's graphs and graphs_reason)"},
     {"sample-hz", T_DOUBLE, F(sample_hz), NULL, 0, 0,
      "samples per second of GPU power, memory and utilisation (CPU runs: the process's CPU "
      "utilisation and resident memory), stored in /samples (0: no sampling; else 0.001 to 1000)"},
@@ -189,6 +204,9 @@ static void set_defaults(Options *o) {
     o->peer_timeout = 10.0;
     o->gpus_per_node = 0;
     o->conv_algo = "find";
+    o->act_layout = "auto";
+    o->prefetch = "auto";
+    o->graphs = "auto";
     o->overlap = 0;
     o->progress = "poll";
     o->sample_hz = 10.0;

@@ -33,6 +33,9 @@ typedef struct {
     double peer_timeout; /* s of a peer's silence before it is lost (0 = off), watchdog.h */
     int gpus_per_node;   /* 0 = every visible GPU */
     char *conv_algo;     /* find | heuristic: how the GPU chooses convolution algorithms */
+    char *act_layout;    /* auto | nchw | nhwc: how the GPU stores activations */
+    char *prefetch;      /* auto | on | off: the next batch uploaded during the step */
+    char *graphs;        /* auto | on | off: steps replayed from captured graphs */
     int overlap;         /* exchange buckets while backward runs */
     char *progress;      /* poll | thread: how in-flight MPI collectives advance */
     double sample_hz;    /* sampler rate, 0 = off */

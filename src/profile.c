@@ -62,12 +62,14 @@ int profile_end(LayerProfile *p, int64_t it, double *forward, double *backward, 
     const Model *m = p->m;
     model_set_observer(p->m, NULL);
     p->active = 0;
-    for (int i = 0; i < m->nlayers; i++) {
-        const int held = i >= m->first && i < m->last;
-        forward[i] =
-            held ? m->be->timer_elapsed(m->ctx, slot(p, i, FWD_BEGIN), slot(p, i, FWD_END)) : NAN;
-        backward[i] =
-            held ? m->be->timer_elapsed(m->ctx, slot(p, i, BWD_BEGIN), slot(p, i, BWD_END)) : NAN;
+    for (int i = 0; i < m->nlayers; i++) /* not held: NaN; held but fused into another row: 0 */
+        forward[i] = backward[i] = i >= m->first && i < m->last ? 0.0 : NAN;
+    for (int at = m->first; at < m->last; at++) { /* the rows that ran (model_fuse.c) */
+        const int i = m->layers[at].exec_as;
+        if (i < 0) continue;
+        if (!m->layers[i].fwd_fused)
+            forward[i] = m->be->timer_elapsed(m->ctx, slot(p, i, FWD_BEGIN), slot(p, i, FWD_END));
+        backward[i] = m->be->timer_elapsed(m->ctx, slot(p, i, BWD_BEGIN), slot(p, i, BWD_END));
     }
     *cost = p->cost;
     return (int)(it - p->first);

@@ -4,7 +4,10 @@
  * stream, the clock on the CPU) just before and just after each layer's forward and backward,
  * four slots per layer above the driver's phase marks. The marks are read after the iteration,
  * as the phases are; the host time the marks took is the profile's cost (/iterations/
- * profile_cost). One micro-batch only (resolve.c refuses more): a layer runs once per step. */
+ * profile_cost). One micro-batch only (resolve.c refuses more): a layer runs once per step.
+ * Fused rows (src/model_fuse.c): a fused group's time is its first row's (the one that ran it:
+ * a batch norm with its ReLU and residual add, a convolution with its ReLU's forward); the rows
+ * fused into it read 0 in that direction. */
 #ifndef DTBENCH_PROFILE_H
 #define DTBENCH_PROFILE_H
 

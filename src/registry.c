@@ -25,7 +25,8 @@
 #define DTBENCH_PKGLIBDIR "/usr/local/lib/dtbench"
 #endif
 
-#define CUDA_READS "gpus-per-node,conv-algo" /* kernels/cuda.c's reads: the module is refused when they differ */
+/* kernels/cuda.c's reads: the module is refused when they differ */
+#define CUDA_READS "gpus-per-node,conv-algo,act-layout"
 
 /* The GPU module's rows before it is loaded: no functions (init, create NULL); what the resolver
  * reads of them must equal the module's own tables (checked when it is loaded). */

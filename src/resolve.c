@@ -4,7 +4,8 @@
  * against the others and the ranks. */
 #include "resolve.h"
 #include "check.h"
-#include "precision.h" /* defines: precision_from_name */
+#include "count_device.h" /* defines: count_device_wrap */
+#include "precision.h"    /* defines: precision_from_name */
 #include "registry.h"
 #include "profile.h" /* defines: PROFILE_MAX_LAYERS */
 #include "util.h"    /* usage_check_all */
@@ -177,7 +178,7 @@ static void nominal_shape(const Options *opt, RunPlan *p) {
 static void choose(Options *opt, RunPlan *p) {
     memset(p, 0, sizeof *p);
     p->md = registry_model(opt->model);
-    p->be = registry_backend(opt->device);
+    p->be = count_device_wrap(registry_backend(opt->device)); /* tests: DTBENCH_COUNT_DEVICE */
     usage_check_all(p->be != NULL, "--device: '%s' is not accepted on %s: %s", opt->device,
                     dt_hostname(), registry_load_error());
     p->xops = registry_exchange(opt->exchange);
@@ -249,6 +250,22 @@ static void check_progress(const Options *opt, const RunPlan *p) {
                     "--progress: 'thread' is not accepted: this MPI grants thread level %d, "
                     "below MPI_THREAD_MULTIPLE; expected poll",
                     level);
+}
+
+ActLayout resolve_act_layout(const Options *opt, const RunPlan *p, const Model *plan,
+                             ActFormat *f) {
+    char why[320] = "";
+    ActLayout layout = ACT_NCHW;
+    const int piped = p->mode != PARALLEL_DATA;
+    usage_check_all(!piped || strcmp(opt->act_layout, "nhwc"),
+                    "--act-layout: 'nhwc' is not accepted with --parallel %s: pipeline stages "
+                    "exchange fp32 NCHW activations; expected auto or nchw",
+                    opt->parallel);
+    const int ok = model_choose_layout(plan, p->be, p->precision, piped ? "nchw" : opt->act_layout,
+                                       &layout, f, why, sizeof why) == 0;
+    usage_check_all(ok, "--act-layout: 'nhwc' is not accepted with --device %s --precision %s: %s",
+                    opt->device, opt->precision, why);
+    return layout;
 }
 
 /* A backend on GPUs needs one visible to every rank (a dry run does not: it plans on the

@@ -41,4 +41,9 @@ typedef struct {
  * micro-batches, which need the model, are checked by pipeline_setup. */
 void resolve_plan(Options *opt, const Topology *topo, RunPlan *plan);
 
+/* --act-layout for the planned model (model_choose_layout): the layout to ask the backend for
+ * (BackendConfig.act_layout), and the format it will store in *f; refuses (exit 2, one line) an
+ * explicit nhwc that the backend, the precision or the model cannot run. Pipelines keep NCHW. */
+ActLayout resolve_act_layout(const Options *opt, const RunPlan *p, const Model *plan, ActFormat *f);
+
 #endif

@@ -40,6 +40,9 @@ typedef struct {
     double t0;       /* rank 0's clock at the start */
     /* ranks x threads on the busiest host against its cores (run_setup.c check_cores) */
     int host_cores, host_ranks_max, oversubscribed;
+    /* --prefetch and --graphs as decided for this backend, model and mode (main.c), and why not */
+    int prefetch, graph_parts;
+    char prefetch_why[200], graphs_why[200];
     Sampler *sampler;
     Recorder *rec;
     /* text kept until the end of the run */

@@ -4,7 +4,8 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <config.h>
 #include "run.h"
-#include "calibrate.h" /* defines: calibrate_method */
+#include "calibrate.h"  /* defines: calibrate_method */
+#include "step_graph.h" /* defines: STEP_GRAPH_FORWARD, STEP_GRAPH_BACKWARD */
 #include "check.h"
 #include "nvml.h"
 #include "outputs.h"
@@ -74,13 +75,14 @@ static void collect_option(const char *key, const char *value, void *user) {
     r->config_rows[r->nconfig++] = (RunAttr)RUN_TEXT(strdup(key), strdup(value));
 }
 
-/* Median cost of one phase mark on the backend's timeline. */
+/* Median cost of one phase mark on the backend's timeline (on the last phase slot, which no
+ * phase uses: slot 0 opens an iteration, and a backend may count on that). */
 static double timer_overhead(const BackendOps *be, BackendCtx *ctx) {
     enum { N = 1001 };
     static double cost[N];
     for (int i = 0; i < N; i++) {
         double t = dt_now();
-        be->timer_record(ctx, 0);
+        be->timer_record(ctx, BACKEND_PHASE_SLOTS - 1);
         cost[i] = dt_now() - t;
     }
     for (int i = 1; i < N; i++) /* insertion sort: N is small */
@@ -103,6 +105,13 @@ static char *join_args(int argc, char **argv) {
     return s;
 }
 
+/* The root attribute `graphs`: the parts of a step replayed from graphs. */
+static const char *graphs_text(int parts) {
+    return parts == (STEP_GRAPH_FORWARD | STEP_GRAPH_BACKWARD) ? "forward,backward"
+           : parts                                             ? "forward"
+                                                               : "off";
+}
+
 static void print_start(const Run *r, const char *backend_info) {
     const Options *o = &r->opt;
     printf("dtbench %s (%s): %d ranks on %d nodes, %s\n", PACKAGE_VERSION, DTBENCH_GIT_COMMIT,
@@ -114,7 +123,18 @@ static void print_start(const Run *r, const char *backend_info) {
            r->md->name, r->model.total_params, model_flops_per_sample(&r->model) / 1e9,
            r->data.name, r->data.c, r->data.h, r->data.w, r->data.ntrain);
     if (r->pipe.mode != PARALLEL_DATA) pipeline_print(&r->pipe, &r->plan_model, stdout);
+    const int parts = r->graph_parts;
+    printf("step: prefetch %s%s%s%s; graphs %s%s%s%s\n", r->prefetch ? "on" : "off",
+           r->prefetch ? "" : " (", r->prefetch ? "" : r->prefetch_why, r->prefetch ? "" : ")",
+           graphs_text(parts), r->graphs_why[0] ? " (" : "", r->graphs_why,
+           r->graphs_why[0] ? ")" : "");
     fflush(stdout);
+    /* graphs are captured in the first iterations that need them: keep that out of the figures */
+    if (parts && o->warmup < 1 + (r->prefetch ? 2 : 1))
+        fprintf(stderr,
+                "dtbench: warning: --graphs captures its graphs in iterations 1%s, measured with "
+                "--warmup %d: use --warmup %d or more to keep the captures out of the figures\n",
+                r->prefetch ? " and 2" : "", o->warmup, 1 + (r->prefetch ? 2 : 1));
 }
 
 /* The sampler (/samples), when --sample-hz is set; its capacity. */
@@ -234,6 +254,10 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_TEXT("grad_dtype", o->grad_dtype),
         RUN_TEXT("device", o->device),
         RUN_TEXT("precision", o->precision),
+        RUN_TEXT("prefetch", r->prefetch ? "on" : "off"),
+        RUN_TEXT("prefetch_reason", r->prefetch_why),
+        RUN_TEXT("graphs", graphs_text(r->graph_parts)),
+        RUN_TEXT("graphs_reason", r->graphs_why),
         RUN_TEXT("tag", o->tag),
         RUN_INT("nranks", r->topo.nranks),
         RUN_INT("nnodes", r->topo.nnodes),

@@ -17,7 +17,8 @@ import sys
 import h5py
 
 CONV = re.compile(r"^conv (\S+) k(\d+) s(\d+) p(\d+) -> (\d+): (.*)$")
-ALGO = re.compile(r"(fwd|bwd_data|bwd_filter) (\d+) (\S+) (FMA|DEFAULT|TENSOR_OP)$")
+# a direction's algorithm, its math type, and its time when it was timed (--conv-algo find)
+ALGO = re.compile(r"(fwd|bwd_data|bwd_filter) (\d+) (\S+) (FMA|DEFAULT|TENSOR_OP)( [\d.]+ ms)?$")
 TRANSFORMS = ("FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED")
 
 
@@ -39,13 +40,14 @@ def problems(text, precision):
                     bad.append(line)
             continue
         convs += 1
-        parts = [p.strip() for p in m.group(6).split(",")]
+        # the three directions; after "; " how a conv+bias+ReLU forward ran (fused or not)
+        parts = [p.strip() for p in m.group(6).split(";")[0].split(",")]
         found = [ALGO.match(p) for p in parts]
         if len(parts) != 3 or not all(found):
             bad.append(f"unreadable: {line!r}")
             continue
         for a in found:
-            direction, _, name, math = a.groups()
+            direction, _, name, math, _ = a.groups()
             if precision == "fp32" and (math != "FMA" or name in TRANSFORMS):
                 bad.append(f"{m.group(1)} k{m.group(2)}: {direction} {name} under {math}")
     return bad

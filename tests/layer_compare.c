@@ -5,12 +5,20 @@
  * readers), and the parameters after one SGD step. For each it prints the largest absolute
  * difference and that difference relative to the largest |value| of configuration A, against the
  * tolerance of configuration B's precision, and names the first layer beyond it (index, name,
- * kind, output shape). Observation goes through the model's per-layer observer (src/model.h).
+ * kind, output shape). Observation goes through the model's per-layer observer (src/model.h):
+ * tensors are read as fp32 NCHW whatever a configuration's activation format (NHWC, 16-bit:
+ * model_act_download); a fused group of B (a batch norm with its ReLU and residual add, a
+ * convolution with its ReLU) is compared as a unit, its output with A's output of the group's
+ * last row ("output (fused up to N)"), the add's other input's gradient with A's gradient of that
+ * input ("input K (fused)"). A should be the unfused reference (the CPU backend): a tensor A
+ * did not produce because it fused rows B ran separately is a failure.
  *
  *   layer_compare --model NAME --a CONFIG --b CONFIG [--batch N] [--input C,H,W] [--classes K]
  *                 [--seed S] [--threads T] [--chained] [--tol-forward X] [--tol-grad X]
  *                 [--inject-grad LAYER] [--quiet]
- *   CONFIG: cpu | cpu64 | cuda[:fp32|tf32|bf16|fp16] | cpu:bf16
+ *   CONFIG: cpu | cpu64 | cuda[:fp32|tf32|bf16|fp16[:auto|nchw|nhwc]] | cpu:bf16
+ *     the last part: --act-layout (auto, the default, as dtbench resolves it; nhwc where it
+ *     cannot run: exit 77)
  *     cpu64: the CPU backend with float64 convolutions and fully connected layers (tests/cpu64.c)
  *   --inject-grad LAYER: configuration B's convolution / fully connected backward adds an error
  *     as large as the whole gradient (its 2-norm) to element 0 of LAYER's weight gradient and
@@ -19,7 +27,8 @@
  *   fp32 1e-3 forward, 1e-2 gradients; tf32 2e-2 / 1e-1; bf16, fp16 5e-2 / 2.5e-1.
  * Exit status: 0 all within, 1 a difference beyond its tolerance, 2 usage, 77 a configuration
  * this machine cannot run (no GPU, no bf16 on this CPU). */
-#include "cpu64.h" /* defines: cpu64_backend */
+#include "cpu64.h"     /* defines: cpu64_backend */
+#include "half_bits.h" /* defines: gc_bf16_*, gc_fp16_* */
 #include "layers.h"
 
 #include <math.h>
@@ -40,6 +49,8 @@ typedef struct {
     const char *text;
     const BackendOps *be;
     Precision precision;
+    char layout[8];       /* --act-layout's choice: auto (the default), nchw, nhwc */
+    ActLayout act_layout; /* what it resolves to for the model (model_choose_layout) */
     BackendCtx *ctx;
     Model m;
 } Config;
@@ -55,14 +66,22 @@ static float *rec_loss;
 static int local = 1, quiet, beyond, named, compared;
 static double tol_fwd, tol_grad, worst_norm;
 
+/* n fp32 values (parameters, their gradients, the loss) */
 static float *fetch(const Model *m, const float *dev, size_t n) {
     float *h = malloc((n ? n : 1) * sizeof(float));
     m->be->download(m->ctx, h, dev, n * sizeof(float));
     return h;
 }
 
-static size_t out_count(const Model *m, const LayerEvent *e) {
-    return (size_t)e->n * m->layers[e->layer].out_size;
+/* an activation (or its gradient) of row `producer`, n samples, as fp32 NCHW whatever the
+ * model's format (model_act_download) */
+static size_t act_count(const Model *m, int producer, int n) {
+    return (size_t)n * (producer < m->first ? m->x_size : m->layers[producer].out_size);
+}
+static float *fetch_act(const Model *m, int producer, const float *dev, int n) {
+    float *h = malloc((act_count(m, producer, n) + 1) * sizeof(float));
+    model_act_download(m, producer, dev, n, h);
+    return h;
 }
 
 /* Prints one comparison line; counts and names the first beyond its tolerance. The tolerance
@@ -104,30 +123,39 @@ static void report(const Model *m, int layer, const char *what, const float *a, 
     worst_norm = fmax(worst_norm, norm);
 }
 
-/* Configuration A: records every tensor, and each layer's output gradient for the forcing. */
+/* Configuration A: records every tensor, and each layer's output gradient for the forcing. A fused
+ * group (model.h's events) is recorded under the rows whose tensors it produced: its output under
+ * its last row, its output gradient likewise, its input gradients under its rows. */
 static void observe_a(void *user, const Model *m, const LayerEvent *e) {
     (void)user;
     const Layer *L = &m->layers[e->layer];
-    Recorded *r = &rec[e->layer];
-    if (e->kind == LAYER_FORWARD_END) r->out = fetch(m, e->y, out_count(m, e));
+    if (e->kind == LAYER_FORWARD_END) rec[e->last].out = fetch_act(m, e->last, e->y, e->n);
     if (e->kind == LAYER_BACKWARD_BEGIN) {
-        if (e->layer == m->last - 1) rec_loss = fetch(m, m->stats, 1);
-        r->dy = fetch(m, L->dy, out_count(m, e));
+        if (e->last == m->last - 1) rec_loss = fetch(m, m->stats, 1);
+        rec[e->last].dy = fetch_act(m, e->last, m->layers[e->last].dy, e->n);
     }
     if (e->kind != LAYER_BACKWARD_END) return;
+    Recorded *r = &rec[e->layer];
     if (e->dw) r->params = fetch(m, e->dw, L->nparams);
     for (int k = 0; k < L->ninputs; k++)
-        if (e->dx[k]) r->dx[k] = fetch(m, e->dx[k], e->dx_count[k]);
+        if (e->dx[k]) r->dx[k] = fetch_act(m, L->inputs[k], e->dx[k], e->n);
+    if (e->dz) {
+        const int q = m->layers[e->dz_layer].inputs[e->dz_input];
+        rec[e->dz_layer].dx[e->dz_input] = fetch_act(m, q, e->dz, e->n);
+    }
 }
 
+/* B's tensor at dev (fp32 when producer < -1: parameters, loss; else an activation of that row)
+ * against A's */
 static void compare(const Model *m, int layer, const char *what, const float *a, const float *dev,
-                    size_t n, int grad) {
+                    int producer, size_t n, int samples, int grad) {
     if (!a) {
         printf("configuration A has no %s of layer %d: the two ran different layers FAIL\n", what,
                layer);
         exit(1);
     }
-    float *b = fetch(m, dev, n);
+    if (producer >= -1) n = act_count(m, producer, samples);
+    float *b = producer < -1 ? fetch(m, dev, n) : fetch_act(m, producer, dev, samples);
     for (size_t i = 0; grad && m->loss_scale > 0 && i < n; i++) /* fp16: B's scaled gradients */
         b[i] /= m->loss_scale;
     report(m, layer, what, a, b, n, grad ? tol_grad : tol_fwd);
@@ -135,19 +163,30 @@ static void compare(const Model *m, int layer, const char *what, const float *a,
     free(b);
 }
 
-/* Upload A's values into B's buffer (--local); an output gradient times B's loss scale (fp16:
- * B's backward runs on scaled gradients, and compare() divides them back). */
-static void force(const Model *m, float *dev, const float *a, size_t n, int grad) {
+/* Upload A's values of row `producer`'s output (or its gradient) into B's buffer (--local), in
+ * B's format; an output gradient times B's loss scale (fp16: B's backward runs on scaled
+ * gradients, and compare() divides them back). */
+static void force(const Model *m, int producer, float *dev, const float *a, int samples, int grad) {
     if (!a) return;
-    if (!grad || !(m->loss_scale > 0)) {
-        m->be->upload(m->ctx, dev, a, n * sizeof(float));
-        return;
-    }
-    float *scaled = malloc((n ? n : 1) * sizeof(float));
+    const size_t n = act_count(m, producer, samples);
+    float *v = malloc((n ? n : 1) * sizeof(float));
     for (size_t i = 0; i < n; i++)
-        scaled[i] = a[i] * m->loss_scale;
-    m->be->upload(m->ctx, dev, scaled, n * sizeof(float));
-    free(scaled);
+        v[i] = grad && m->loss_scale > 0 ? a[i] * m->loss_scale : a[i];
+    model_act_upload(m, producer, dev, v, samples);
+    free(v);
+}
+
+/* --local: the outputs a row (and what is fused into it) reads, A's values */
+static void force_inputs(const Model *m, const Layer *L, int n) {
+    for (int k = 0; k < L->ninputs; k++) {
+        const int p = L->inputs[k];
+        if (p >= m->first) force(m, p, m->layers[p].y, rec[p].out, n, 0);
+    }
+    if (L->fuse_add >= 0) { /* the residual add's other input */
+        const Layer *A = &m->layers[L->fuse_add];
+        const int q = A->inputs[A->inputs[0] == (int)(L - m->layers) ? 1 : 0];
+        if (q >= m->first) force(m, q, m->layers[q].y, rec[q].out, n, 0);
+    }
 }
 
 /* Configuration B: compares with A's tensor of the same event; with --local, first gives the
@@ -157,29 +196,34 @@ static void observe_b(void *user, const Model *m, const LayerEvent *e) {
     (void)user;
     const Layer *L = &m->layers[e->layer];
     const Recorded *r = &rec[e->layer];
+    char what[48];
     switch (e->kind) {
     case LAYER_FORWARD_BEGIN:
-        for (int k = 0; local && k < L->ninputs; k++) {
-            const int p = L->inputs[k];
-            if (p >= m->first)
-                force(m, m->layers[p].y, rec[p].out, (size_t)e->n * m->layers[p].out_size, 0);
-        }
+        if (local) force_inputs(m, L, e->n);
         break;
-    case LAYER_FORWARD_END:
-        compare(m, e->layer, "output", r->out, e->y, out_count(m, e), 0);
+    case LAYER_FORWARD_END: /* a fused group's output is its last row's */
+        if (e->last != e->layer)
+            snprintf(what, sizeof what, "output (fused up to %d)", e->last);
+        else
+            snprintf(what, sizeof what, "output");
+        compare(m, e->last, what, rec[e->last].out, e->y, e->last, 0, e->n, 0);
         break;
     case LAYER_BACKWARD_BEGIN:
-        if (e->layer == m->last - 1) compare(m, -1, "value", rec_loss, m->stats, 1, 0);
-        if (local) force(m, L->dy, r->dy, out_count(m, e), 1);
+        if (e->last == m->last - 1) compare(m, -1, "value", rec_loss, m->stats, -2, 1, 0, 0);
+        if (local) force(m, e->last, m->layers[e->last].dy, rec[e->last].dy, e->n, 1);
         break;
     case LAYER_BACKWARD_END:
-        if (e->dw) compare(m, e->layer, "params", r->params, e->dw, L->nparams, 1);
+        if (e->dw) compare(m, e->layer, "params", r->params, e->dw, -2, L->nparams, 0, 1);
         for (int k = 0; k < L->ninputs; k++)
             if (e->dx[k]) {
-                char what[16];
                 snprintf(what, sizeof what, "input %d", k);
-                compare(m, e->layer, what, r->dx[k], e->dx[k], e->dx_count[k], 1);
+                compare(m, e->layer, what, r->dx[k], e->dx[k], L->inputs[k], 0, e->n, 1);
             }
+        if (e->dz) { /* the fused residual add's other input */
+            const int q = m->layers[e->dz_layer].inputs[e->dz_input];
+            snprintf(what, sizeof what, "input %d (fused)", e->dz_input);
+            compare(m, e->dz_layer, what, rec[e->dz_layer].dx[e->dz_input], e->dz, q, 0, e->n, 1);
+        }
         break;
     }
 }
@@ -188,32 +232,46 @@ static void observe_b(void *user, const Model *m, const LayerEvent *e) {
 static BackendOps injected;
 static const BackendOps *inner;
 static const float *inject_dw;
+static ActType inject_act; /* B's activation type (dx is an activation gradient) */
 
-static void perturb(BackendCtx *ctx, float *dev, size_t n) {
+/* n values of type t at dev: element 0 (the same element in NCHW and NHWC) += their 2-norm */
+static void perturb(BackendCtx *ctx, float *dev, size_t n, ActType t) {
+    const size_t eb = ACT_TYPE_BYTES(t);
+    void *raw = malloc(n * eb);
     float *h = malloc(n * sizeof(float));
-    inner->download(ctx, h, dev, n * sizeof(float));
+    inner->download(ctx, raw, dev, n * eb);
+    for (size_t i = 0; i < n; i++) {
+        const uint16_t b = eb == 2 ? ((const uint16_t *)raw)[i] : 0;
+        h[i] = t == ACT_BF16   ? gc_bf16_to_float(b)
+               : t == ACT_FP16 ? gc_fp16_to_float(b)
+                               : ((const float *)raw)[i];
+    }
     double norm = 0;
     for (size_t i = 0; i < n; i++)
         norm += (double)h[i] * h[i];
     h[0] += norm > 0 ? (float)sqrt(norm) : 1.0f; /* ||error|| = ||gradient||: unmistakable */
-    inner->upload(ctx, dev, h, n * sizeof(float));
-    free(h);
+    if (eb == 2)
+        ((uint16_t *)raw)[0] = t == ACT_FP16 ? gc_fp16_from_float(h[0]) : gc_bf16_from_float(h[0]);
+    else
+        ((float *)raw)[0] = h[0];
+    inner->upload(ctx, dev, raw, n * eb);
+    free(h), free(raw);
 }
 
 static void inj_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
                               const float *dy, float *dx, float *dw, float *db, void *work) {
     inner->conv_backward(ctx, s, x, w, dy, dx, dw, db, work);
     if (dw != inject_dw) return;
-    perturb(ctx, dw, (size_t)s->c_out * s->c_in * s->k * s->k);
-    if (dx) perturb(ctx, dx, (size_t)s->batch * s->c_in * s->h_in * s->w_in);
+    perturb(ctx, dw, (size_t)s->c_out * s->c_in * s->k * s->k, ACT_FP32);
+    if (dx) perturb(ctx, dx, (size_t)s->batch * s->c_in * s->h_in * s->w_in, inject_act);
 }
 
 static void inj_fc_backward(BackendCtx *ctx, const FcShape *s, const float *x, const float *w,
                             const float *dy, float *dx, float *dw, float *db) {
     inner->fc_backward(ctx, s, x, w, dy, dx, dw, db);
     if (dw != inject_dw) return;
-    perturb(ctx, dw, (size_t)s->out * s->in);
-    if (dx) perturb(ctx, dx, (size_t)s->batch * s->in);
+    perturb(ctx, dw, (size_t)s->out * s->in, ACT_FP32);
+    if (dx) perturb(ctx, dx, (size_t)s->batch * s->in, inject_act);
 }
 
 /* ---- set-up -------------------------------------------------------------------------------- */
@@ -225,13 +283,22 @@ static _Noreturn void usage(const char *why) {
 }
 
 static void parse_config(Config *c, const char *text) {
-    char base[32];
+    char base[32], prec[16] = "";
     const char *colon = strchr(text, ':');
     snprintf(base, sizeof base, "%.*s", colon ? (int)(colon - text) : (int)strlen(text), text);
     c->text = text;
     c->precision = PRECISION_FP32;
+    snprintf(c->layout, sizeof c->layout, "auto");
     if (colon) {
-        const char *p = colon + 1;
+        const char *colon2 = strchr(colon + 1, ':');
+        snprintf(prec, sizeof prec, "%.*s",
+                 colon2 ? (int)(colon2 - colon - 1) : (int)strlen(colon + 1), colon + 1);
+        if (colon2) {
+            snprintf(c->layout, sizeof c->layout, "%.7s", colon2 + 1);
+            if (strcmp(c->layout, "auto") && strcmp(c->layout, "nchw") && strcmp(c->layout, "nhwc"))
+                usage("layout: expected auto, nchw or nhwc");
+        }
+        const char *p = prec;
         c->precision =
             !strcmp(p, "fp32")   ? PRECISION_FP32
             : !strcmp(p, "tf32") ? PRECISION_TF32
@@ -248,7 +315,18 @@ static void parse_config(Config *c, const char *text) {
         printf("SKIP: %s: this build has no CUDA backend\n", text);
         exit(77);
     }
-    if (!c->be) usage("configuration: expected cpu, cpu64 or cuda[:precision]");
+    if (!c->be) usage("configuration: expected cpu, cpu64 or cuda[:precision[:layout]]");
+}
+
+/* The configuration's activation layout for the planned model, as dtbench resolves it. */
+static void choose_layout(Config *c, const Model *plan) {
+    char why[320] = "";
+    ActFormat f;
+    if (model_choose_layout(plan, c->be, c->precision, c->layout, &c->act_layout, &f, why,
+                            sizeof why) != 0) {
+        printf("SKIP: %s: %s\n", c->text, why);
+        exit(77);
+    }
 }
 
 static void start(Config *c, int threads) {
@@ -258,7 +336,8 @@ static void start(Config *c, int threads) {
         printf("SKIP: %s: %s\n", c->text, why[0] ? why : "precision not supported");
         exit(77);
     }
-    BackendConfig cfg = {.threads = threads, .precision = c->precision};
+    BackendConfig cfg = {
+        .threads = threads, .precision = c->precision, .act_layout = c->act_layout};
     if (c->be->init(&cfg, &c->ctx) != 0) {
         printf("SKIP: %s: the backend cannot start here (no GPU?)\n", c->text);
         exit(77);
@@ -369,6 +448,7 @@ int main(int argc, char **argv) {
     for (int i = 0; inject && i < probe.nlayers; i++)
         if (!strcmp(probe.layers[i].d.name, inject))
             inject_ok = probe.layers[i].d.kind == LAYER_CONV || probe.layers[i].d.kind == LAYER_FC;
+    choose_layout(&cf[0], &probe), choose_layout(&cf[1], &probe);
     model_free(&probe);
     if (inject && !inject_ok)
         usage("--inject-grad: name a convolution or fully connected layer of the model");
@@ -384,14 +464,17 @@ int main(int argc, char **argv) {
         if (cf[k].precision == PRECISION_FP16) cf[k].m.loss_scale = 1024.0f; /* unscaled above */
         upload_batch(&cf[k], seed + 1);
     }
+    inject_act = cf[1].m.act.type;
     if (inject)
         for (int i = 0; i < cf[1].m.nlayers; i++)
             if (!strcmp(cf[1].m.layers[i].d.name, inject))
                 inject_dw = cf[1].m.grads + (cf[1].m.layers[i].w_off - cf[1].m.param_base);
 
-    printf("%s: batch %d, input [%d,%d,%d], seed %llu; A = %s, B = %s, %s; tolerances (||a-b|| / "
-           "||a||): forward %g, gradients %g\n",
-           d->name, batch, c, h, w, (unsigned long long)seed, a_text, b_text,
+    printf("%s: batch %d, input [%d,%d,%d], seed %llu; A = %s (%s %s), B = %s (%s %s), %s; "
+           "tolerances (||a-b|| / ||a||): forward %g, gradients %g\n",
+           d->name, batch, c, h, w, (unsigned long long)seed, a_text,
+           ACT_LAYOUT_NAME(cf[0].m.act.layout), ACT_TYPE_NAME(cf[0].m.act.type), b_text,
+           ACT_LAYOUT_NAME(cf[1].m.act.layout), ACT_TYPE_NAME(cf[1].m.act.type),
            local ? "each layer of B on A's inputs (--local)" : "B chained (--chained)", tol_fwd,
            tol_grad);
     rec = calloc((size_t)d->nlayers, sizeof *rec);

@@ -65,11 +65,11 @@ static void test_global_avgpool(size_t planes, size_t plane) {
     fill_uniform(x, planes * plane, -1, 1);
     fill_uniform(dy, planes, -1, 1);
     fill_nan(y, planes);
-    B->global_avgpool_forward(ctx, planes, plane, x, y);
+    B->global_avgpool_forward(ctx, 1, planes, plane, x, y);
     ref_global_avgpool_forward(planes, plane, x, ry);
     check_close(fmt_label("global_avgpool_forward %s", shape), y, ry, planes, 1e-5, 1e-5);
     fill_nan(dx, planes * plane);
-    B->global_avgpool_backward(ctx, planes, plane, dy, dx);
+    B->global_avgpool_backward(ctx, 1, planes, plane, dy, dx);
     ref_global_avgpool_backward(planes, plane, dy, rdx);
     check_close(fmt_label("global_avgpool_backward %s", shape), dx, rdx, planes * plane, 1e-6,
                 1e-6);
@@ -127,7 +127,7 @@ typedef struct {
 
 static void gap_fwd(GradLayer *l) {
     GapState *st = l->state;
-    B->global_avgpool_forward(ctx, st->planes, st->plane, st->x, l->y);
+    B->global_avgpool_forward(ctx, 1, st->planes, st->plane, st->x, l->y);
 }
 
 static void gradcheck_global_avgpool(size_t planes, size_t plane) {
@@ -138,7 +138,7 @@ static void gradcheck_global_avgpool(size_t planes, size_t plane) {
     GradLayer l = {gap_fwd, falloc(planes), falloc(planes), planes, &st, NULL, NULL, 0};
     fill_uniform(st.x, planes * plane, -1, 1);
     fill_uniform(l.r, planes, -1, 1);
-    B->global_avgpool_backward(ctx, planes, plane, l.r, dx);
+    B->global_avgpool_backward(ctx, 1, planes, plane, l.r, dx);
     Probe pr = grad_layer_probe(&l, 0);
     fd_check(name, "dx", &pr, st.x, dx, planes * plane, 1e-2f, 1e-2);
     B->free(ctx, st.x), B->free(ctx, dx), B->free(ctx, l.y), B->free(ctx, l.r);

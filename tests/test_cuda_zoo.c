@@ -101,11 +101,11 @@ static void test_pool(int n, int c, int h, int k, int st, int pad) {
     snprintf(what, sizeof what, "avgpool %dx%d/%d pad %d", k, k, st, pad);
     cmp(what, dY, y, no, 0);
     cmp("  backward", dDX, dx, ni, 0);
-    C->global_avgpool_forward(cctx, (size_t)n * c, (size_t)h * h, x, y);
-    G->global_avgpool_forward(gctx, (size_t)n * c, (size_t)h * h, dX, dY);
+    C->global_avgpool_forward(cctx, (size_t)n, (size_t)c, (size_t)h * h, x, y);
+    G->global_avgpool_forward(gctx, (size_t)n, (size_t)c, (size_t)h * h, dX, dY);
     cmp("global avgpool", dY, y, (size_t)n * c, 0);
-    C->global_avgpool_backward(cctx, (size_t)n * c, (size_t)h * h, gy, dx);
-    G->global_avgpool_backward(gctx, (size_t)n * c, (size_t)h * h, dG, dDX);
+    C->global_avgpool_backward(cctx, (size_t)n, (size_t)c, (size_t)h * h, gy, dx);
+    G->global_avgpool_backward(gctx, (size_t)n, (size_t)c, (size_t)h * h, dG, dDX);
     cmp("  backward", dDX, dx, ni, 0);
     void *d[] = {dX, dG, dY, dDX, dAM};
     for (int i = 0; i < 5; i++)

@@ -172,7 +172,7 @@ static void test_pooling(void) {
     const size_t planes = 37, plane = 49; /* ResNet-50's 7x7 */
     float *x = rand_floats(planes * plane, -1, 1), *y = malloc(planes * 4),
           *y2 = malloc(planes * 4);
-    cpu_backend.global_avgpool_forward(NULL, planes, plane, x, y);
+    cpu_backend.global_avgpool_forward(NULL, 1, planes, plane, x, y);
     for (size_t pl = 0; pl < planes; pl++) { /* gap_fwd_kernel's 8 lanes */
         float acc[8] = {0}, sum = 0.0f;
         size_t i = 0;

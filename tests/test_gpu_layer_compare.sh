@@ -14,7 +14,10 @@
 #   3. tf32, bf16, fp16 on the CI inputs of tests/test_layer_compare.sh, --local, within the
 #      layer tool's tolerances for those precisions (forward / gradients): tf32 5e-3 / 1e-2,
 #      bf16 3e-2 / 5e-2, fp16 1e-2 / 2e-2 (16-bit inputs of each product: u = 2^-8 for bf16,
-#      2^-11 for fp16 and tf32; fp16 gradients through a loss scale of 1024).
+#      2^-11 for fp16 and tf32; fp16 gradients through a loss scale of 1024); bf16 and fp16 in
+#      both activation formats: NHWC 16-bit (--act-layout auto) and NCHW fp32 (nchw);
+#   4. NHWC bf16 and fp16, one whole step (--chained) of LeNet, ResNet-8 and a GoogLeNet against
+#      the CPU's fp32.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_SRCDIR/gpu_lib.sh"
 
@@ -65,11 +68,26 @@ pass "$m fp32 --chained: parameters after one step $gpu from the CPU's; the CPU 
 small=("lenet" "fcn5 --input 512,1,1 --classes 100" "alexnet --input 3,32,32"
     "vgg16 --input 3,32,32 --batch 1" "googlenet --input 3,64,64" "resnet50 --input 3,64,64"
     "lstm32")
-for p in tf32 bf16 fp16; do
+for p in tf32 bf16 bf16:nchw fp16 fp16:nchw; do
     for spec in "${small[@]}"; do
         m=${spec%% *}
         # shellcheck disable=SC2086
         run "$m-$p" --model $spec --batch 2 --a cpu --b "cuda:$p"
-        pass "$m $p --local: $(tail -1 "$WORK/$m-$p.txt")"
+        pass "$m $p --local ($(sed -n 's/.*B = [^(]*(\([^)]*\)).*/\1/p' "$WORK/$m-$p.txt")): $(tail -1 "$WORK/$m-$p.txt")"
+    done
+done
+
+# 4. one whole step (--chained) in NHWC bf16/fp16 against the CPU's fp32: LeNet, ResNet-8 and a
+#    GoogLeNet on 64x64 inputs, within the layer tool's chained 16-bit tolerances (5e-2 forward,
+#    2.5e-1 gradients: ResNet-8's batch norms amplify rounding, 0.23 at worst on the CPU's fake
+#    NHWC bf16 backend, tests/test_act_observe.c); the format must be the one asked for
+for p in bf16 fp16; do
+    for spec in "lenet --batch 16" "resnet8 --input 3,32,32 --batch 16" "googlenet --input 3,64,64 --batch 4"; do
+        m=${spec%% *}
+        # shellcheck disable=SC2086
+        run "$m-$p-chained" --chained --model $spec --a cpu --b "cuda:$p:nhwc"
+        grep -q "B = cuda:$p:nhwc (NHWC $p)" "$WORK/$m-$p-chained.txt" ||
+            fail "$m: cuda:$p:nhwc did not store NHWC $p: $(head -1 "$WORK/$m-$p-chained.txt")"
+        pass "$m $p NHWC --chained: $(tail -1 "$WORK/$m-$p-chained.txt")"
     done
 done

@@ -3,8 +3,8 @@
 # model x --parallel mode x --exchange strategy, against the table committed in docs/gpu.md
 # ("GPU coverage matrix"). A cell "runs" must plan (exit 0); a cell "no: --opt ..." must be
 # refused as a usage error (exit 2) with one line naming one of those options, and leave no file.
-# Every model must run data-parallel with sync. Skipped (77) when dtbench was built without the
-# CUDA backend (--device cuda is then refused as unknown).
+# Every model must run data-parallel with sync. Then --act-layout's choices and refusals. Skipped
+# (77) when dtbench was built without the CUDA backend (--device cuda is then refused as unknown).
 . "$(dirname "$0")/lib.sh"
 
 DOC="$TESTS_SRCDIR/../docs/gpu.md"
@@ -51,3 +51,28 @@ while IFS='|' read -r -a row; do
 done <<<"$(echo "$table" | tail -n +2)"
 [ $cells -ge 9 ] || fail "only $cells cells checked"
 pass "GPU coverage matrix: $cells model x parallel x exchange cells as docs/gpu.md says"
+
+# --act-layout: NHWC 16-bit where the model and the precision allow it (docs/gpu.md "Activation
+# format"), auto falling back to NCHW fp32 elsewhere, an explicit nhwc refused there
+layout() { # layout WANT ARGS...: WANT runs, or the refusal's words
+    local want=$1 rc=0
+    shift
+    "$DTBENCH" --dataset synthetic --device cuda --dry-run --output "$WORK/never.h5" "$@" \
+        >"$WORK/out.txt" 2>"$WORK/err.txt" || rc=$?
+    [ ! -e "$WORK/never.h5" ] || fail "$*: a dry run left a file"
+    if [ "$want" = runs ]; then
+        [ $rc -eq 0 ] || fail "$*: exit $rc: $(head -1 "$WORK/err.txt")"
+    else
+        [ $rc -eq 2 ] && [ "$(grep -c 'dtbench: error:' "$WORK/err.txt")" -eq 1 ] &&
+            grep -q -- "error: --act-layout: 'nhwc' is not accepted with .*$want" "$WORK/err.txt" ||
+            fail "$*: expected one --act-layout refusal naming '$want', exit $rc: $(cat "$WORK/err.txt")"
+    fi
+}
+layout runs --model resnet50 --precision bf16 --act-layout nhwc
+layout runs --model googlenet --precision fp16 --act-layout nhwc
+layout runs --model lstm32 --precision bf16 # auto: NCHW fp32 for the LSTM
+layout runs --model lenet --precision bf16 --act-layout nchw
+layout "LSTM" --model lstm32 --precision bf16 --act-layout nhwc
+layout "16-bit, for --precision bf16 or fp16" --model lenet --precision tf32 --act-layout nhwc
+layout "pipeline stages" --model lenet --precision bf16 --act-layout nhwc --parallel model --ranks 2
+pass "--act-layout: nhwc runs in bf16/fp16, auto falls back to NCHW fp32 for an LSTM, nhwc is refused in tf32, for an LSTM and for pipeline stages"

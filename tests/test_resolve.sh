@@ -24,6 +24,8 @@ expect_bad 0 "--progress: 'thread' is not accepted with --exchange mixed" --exch
 expect_bad 0 "--gpus-per-node: 1 is not accepted with --device cpu (read only by --device cuda)" --gpus-per-node 1 $O
 expect_bad 0 "--conv-algo: 'heuristic' is not accepted with --device cpu (read only by --device cuda)" --conv-algo heuristic $O
 expect_bad 0 "--conv-algo: 'guess' is not accepted" --conv-algo guess $O
+expect_bad 0 "--act-layout: 'nhwc' is not accepted with --device cpu (read only by --device cuda)" --act-layout nhwc $O
+expect_bad 0 "--act-layout: 'chw' is not accepted" --act-layout chw $O
 # Schedules: pipeline schedules need a pipeline, a pipeline needs a pipeline schedule.
 expect_bad 0 "--schedule: '1f1b' is not accepted with --parallel data: expected data" --schedule 1f1b $O
 expect_bad 0 "--schedule: 'data' is not accepted with --parallel model: expected a pipeline schedule (gpipe or 1f1b)" --parallel model --schedule data $O

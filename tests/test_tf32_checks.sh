@@ -2,7 +2,8 @@
 # test_tf32_checks.sh - the GPU session's two TF32 checks, on inputs made here:
 #   1. tests/check_kernel_choices.py, the math every convolution and GEMM of a run used
 #      (/ranks/kernel_choices in the layout kernels/cuda.c writes): strict fp32 with direct-sum
-#      algorithms under FMA passes; an FFT or Winograd algorithm, a TENSOR_OP or DEFAULT math
+#      algorithms under FMA passes (also with the times --conv-algo find measured and a fused
+#      conv+bias+ReLU noted); an FFT or Winograd algorithm, a TENSOR_OP or DEFAULT math
 #      type, cuBLAS in TF32 mode, a plan made inside a step or a file without kernel choices (a
 #      CPU run) fails, naming what; tf32 may use tensor-op math;
 #   2. tests/compare_tf32_logs.py, a kernel test's results with and without
@@ -26,6 +27,8 @@ PY
 head32="precision fp32: cuBLAS sgemm, default math (no TF32); cuDNN fp32 tensors"
 good="conv 8x64x56x56 k3 s1 p1 -> 64: fwd 1 IMPLICIT_PRECOMP_GEMM FMA, bwd_data 1 ALGO_1 FMA, bwd_filter 3 ALGO_3 FMA"
 make_file good fp32 "$head32"$'\n'"$good"$'\n'"plans made inside a step: 0"
+timed="conv 8x64x56x56 k3 s1 p1 -> 64: fwd 1 IMPLICIT_PRECOMP_GEMM FMA 0.512 ms, bwd_data 1 ALGO_1 FMA 0.430 ms, bwd_filter 3 ALGO_3 FMA 0.611 ms; conv+bias+ReLU fused"
+make_file timed fp32 "$head32"$'\n'"$timed"$'\n'"plans made inside a step: 0"
 make_file fft fp32 "$head32"$'\n'"${good/fwd 1 IMPLICIT_PRECOMP_GEMM/fwd 4 FFT}"$'\n'"plans made inside a step: 0"
 make_file wino fp32 "$head32"$'\n'"${good/bwd_filter 3 ALGO_3/bwd_filter 5 WINOGRAD_NONFUSED}"
 make_file tensor fp32 "$head32"$'\n'"${good/ALGO_1 FMA/ALGO_1 TENSOR_OP}"
@@ -45,6 +48,7 @@ check() { # check NAME STATUS PATTERN
     pass "$1: $out"
 }
 check good 0 "1 convolution shape"
+check timed 0 "1 convolution shape"
 check fft 1 "fwd FFT under FMA"
 check wino 1 "bwd_filter WINOGRAD_NONFUSED under FMA"
 check tensor 1 "bwd_data ALGO_1 under TENSOR_OP"

@@ -1,7 +1,9 @@
 """dtbench_analysis: read and analyse dtbench HDF5 result files (schema version 1).
 
 Start with ``load(paths)`` (tables as DataFrames, figures: api.py) or ``load_run(path)`` (one
-run, see runfile.py); the command line is ``dtbench-analyze``.
+run, see runfile.py); the command line is ``dtbench-analyze``. The library computes (this
+folder, ``predict/``), ``plot/`` draws, ``commands/`` holds the command line's options and text;
+which module does what: analysis/README.md, "Modules".
 """
 
 from .runfile import (ITERATION_FIELDS, PHASES, SCHEMA_VERSION, Run, RunFileError, SchemaError,

@@ -46,6 +46,11 @@ DEFINITIONS = {
                       "host_ranks_max and host_cores as recorded",
     "energy": "integral of sampled power over each rank's measured iterations (trapezoid rule), "
               "summed over ranks, / samples those ranks processed (batch_per_rank each)",
+    "layers": "--profile-layers (/profile): per layer, the mean over ranks and profiled "
+              "iterations of its forward, its backward and their sum (cells where the rank "
+              "timed the layer); share = the layer's sum / the sum over layers; sorted, the "
+              "slowest first; profile_cost: the median over ranks and profiled iterations of "
+              "the marks' own host time (/iterations/profile_cost), included in the layers' times",
 }
 
 #: per-rank columns of metrics.per_rank_table in seconds (reported in ms, suffix _ms)
@@ -116,6 +121,25 @@ class Recorder(Record):
 
 
 @record
+class LayerTime(Record):
+    layer: str
+    kind: str
+    forward_ms: Optional[float]     # mean over ranks and profiled iterations
+    backward_ms: Optional[float]
+    total_ms: Optional[float]       # mean of forward + backward
+    share: Optional[float]          # total_ms / the sum of every layer's total_ms
+
+
+@record
+class LayerProfile(Record):
+    """The /profile of a run (--profile-layers): every layer, the slowest first."""
+    iterations: int                 # profiled iterations (N)
+    first_iteration: Optional[int]
+    profile_cost_ms: Optional[float]    # median host time of the marks per profiled iteration
+    layers: List[LayerTime]
+
+
+@record
 class Summary(Record):
     """Everything ``summary`` reports about one run (times in ms)."""
     file: str
@@ -141,6 +165,7 @@ class Summary(Record):
     final_eval: Optional[Dict[str, object]]
     recorder: Recorder
     definitions: Dict[str, str]
+    layers: Optional[LayerProfile] = None       # with --profile-layers
 
 
 def exchange_efficiency(run: Run, exchange_ms: Optional[float]) -> Optional[ExchangeEfficiency]:
@@ -173,6 +198,44 @@ def exchange_efficiency(run: Run, exchange_ms: Optional[float]) -> Optional[Exch
     return ExchangeEfficiency(lib * MS, exchange_ms, to_ms(xfer), eff, material,
                               run.attrs.get("calibration_busbw"), busbw, overhead,
                               of_iteration, of_exchange, run.attrs.get("calibration_method"))
+
+
+def _finite_ms(seconds: float) -> Optional[float]:
+    return float(seconds) * MS if np.isfinite(seconds) else None
+
+
+def _mean(values: np.ndarray) -> np.ndarray:
+    """Mean over the first two axes of the finite cells; NaN where there is none."""
+    finite = np.isfinite(values)
+    count = finite.sum(axis=(0, 1))
+    total = np.where(finite, values, 0.0).sum(axis=(0, 1))
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def layer_profile(run: Run) -> Optional[LayerProfile]:
+    """Per-layer forward and backward times of a run made with --profile-layers, the slowest
+    layer first (layers timed by no rank last); None without /profile."""
+    prof = run.profile
+    if not prof:
+        return None
+    forward, backward = _mean(prof["forward"]), _mean(prof["backward"])
+    total = _mean(prof["forward"] + prof["backward"])
+    known = total[np.isfinite(total)]
+    whole = float(known.sum()) if known.size else 0.0
+    order = sorted(range(total.size), key=lambda j: (not np.isfinite(total[j]), -total[j]
+                                                     if np.isfinite(total[j]) else 0.0))
+    layers = [LayerTime(str(prof["layer"][j]), str(prof["kind"][j]), _finite_ms(forward[j]),
+                        _finite_ms(backward[j]), _finite_ms(total[j]),
+                        float(total[j] / whole) if whole > 0 and np.isfinite(total[j]) else None)
+              for j in order]
+    n = int(prof["forward"].shape[1])
+    first = int(prof["first_iteration"]) if "first_iteration" in prof else None
+    cost = None
+    if run.has("profile_cost") and first is not None:
+        cells = run.iterations["profile_cost"][:, first:first + n]
+        cells = cells[np.isfinite(cells)]
+        cost = to_ms(float(np.median(cells))) if cells.size else None
+    return LayerProfile(n, first, cost, layers)
 
 
 def oversubscribed(run: Run) -> Optional[Dict[str, int]]:
@@ -220,7 +283,8 @@ def summarize(run: Run) -> Summary:
         final_eval=metrics.final_eval(run),
         recorder=Recorder(to_ms(record["median"]), to_ms(record["mean"]),
                           run.attrs.get("timer_overhead_s")),
-        definitions=DEFINITIONS)
+        definitions=DEFINITIONS,
+        layers=layer_profile(run))
 
 
 def _per_rank(run: Run) -> List[Dict[str, object]]:

@@ -8,6 +8,7 @@ import h5py
 import numpy as np
 import pytest
 
+import synthetic
 from dtbench_analysis import load_run
 from dtbench_analysis.cli import main
 
@@ -132,6 +133,16 @@ def test_evaluations_of_another_shape(capsys, tmp_path, write):
         assert err.startswith(f"dtbench-analyze: warning: {path}: /eval holds datasets of "
                               f"shapes") and "evaluations ignored" in err
     assert load_run(path).eval.empty
+
+
+def test_layer_profile_of_another_shape(capsys, tmp_path, write):
+    path = synthetic.add_profile(write(), np.zeros((4, 3, 2)), np.zeros((4, 3, 5)), ["a", "b"],
+                                 ["fc", "fc"])
+    for argv, status, out, err in run_all(capsys, tmp_path, path):
+        assert status == 0 and out, argv
+        assert err.startswith(f"dtbench-analyze: warning: {path}: /profile holds ") and \
+            err.endswith(": layer profile ignored\n") and len(err.splitlines()) == 1, err
+    assert load_run(path).profile == {}
 
 
 def test_report_and_predict_on_a_folder_of_odd_files(capsys, tmp_path, write):

@@ -29,8 +29,9 @@ DATASETS = ("iterations/total", "iterations/exchange", "iterations/start", "iter
             "iterations/bytes_sent", "ranks/completed", "ranks/status", "ranks/host",
             "ranks/node", "ranks/role", "eval/accuracy", "eval/iteration", "samples/power_w",
             "ranks/samples_written", "iterations/exchange_wait", "iterations/staleness",
-            "ranks/iterations_done")
-GROUPS = ("config", "eval", "samples", "iterations", "ranks")
+            "ranks/iterations_done", "profile/forward", "profile/backward", "profile/layer",
+            "iterations/profile_cost")
+GROUPS = ("config", "eval", "samples", "iterations", "ranks", "profile")
 
 scalars = st.one_of(
     st.integers(-3, 40), st.integers(-2 ** 62, 2 ** 62),
@@ -103,10 +104,11 @@ def _apply(f, edit):
 
 
 WORK = tempfile.mkdtemp(prefix="dtbench-fuzz-")
-BASE = synthetic.write_run(os.path.join(WORK, "base.h5"), samples={
+BASE = synthetic.add_profile(synthetic.write_run(os.path.join(WORK, "base.h5"), samples={
     "time": np.tile(np.linspace(0, 1, 8), (4, 1)), "power_w": np.full((4, 8), 80.0)},
-    overrides={"exchange_wait": np.full((4, 12), 0.001),
-               "staleness": np.zeros((4, 12))})
+    overrides={"exchange_wait": np.full((4, 12), 0.001), "staleness": np.zeros((4, 12)),
+               "profile_cost": np.full((4, 12), 1e-5)}),
+    np.full((4, 3, 2), 1e-3), np.full((4, 3, 2), 2e-3), ["conv1", "fc1"], ["conv", "fc"])
 
 
 @settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", 70)), deadline=None,

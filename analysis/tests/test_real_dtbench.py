@@ -4,7 +4,10 @@ not built."""
 
 import json
 import re
+import shutil
 
+import h5py
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -27,6 +30,65 @@ def test_summary_of_real_runs(capsys, real_runs):
     assert [r["rank"] for r in s["per_rank"]] == [0, 1]
     assert all(r["total_median_ms"] > 0 for r in s["per_rank"])
     assert s["energy"] is None          # the CPU build samples no power
+
+
+def _with_calibration(source, dest, library_s):
+    shutil.copy(source, dest)
+    with h5py.File(dest, "a") as f:
+        f.attrs["calibration_exchange_s"] = library_s
+    return str(dest)
+
+
+def test_calibration_warning_of_real_run(capsys, real_runs, tmp_path):
+    """The summary's overhead (median transfer - calibration) on a file of the real dtbench,
+    recomputed here from its datasets; then the same file with the calibration set just inside
+    both thresholds (1% of the iteration, 10% of the exchange: no warning though the efficiency
+    is below 1) and just outside the smaller one (warned)."""
+    with h5py.File(real_runs["r2"], "r") as f:
+        first, last = int(f.attrs["warmup"]), int(f.attrs["iters_total"])
+        it = {n: f["iterations"][n][:, first:last] for n in ("total", "exchange", "exchange_wait")}
+        method, library = f.attrs["calibration_method"], float(f.attrs["calibration_exchange_s"])
+    transfer = float(np.median(it["exchange"] - it["exchange_wait"]))
+    iteration = float(np.median(it["total"].max(axis=0)))
+    exchange = float(np.median(it["exchange"]))
+    eff = run_json(capsys, "summary", real_runs["r2"])["exchange_efficiency"]
+    assert eff["method"] == (method.decode() if isinstance(method, bytes) else method) != ""
+    assert eff["overhead_ms"] == pytest.approx((transfer - library) * 1e3)
+    assert eff["overhead_of_iteration"] == pytest.approx((transfer - library) / iteration)
+    assert eff["overhead_of_exchange"] == pytest.approx((transfer - library) / exchange)
+
+    smaller = min(0.01 * iteration, 0.10 * exchange)
+    assert transfer > 1.5 * smaller, "the run's transfer is too small to be warned about"
+    quiet = _with_calibration(real_runs["r2"], tmp_path / "quiet.h5", transfer - 0.5 * smaller)
+    eff = run_json(capsys, "summary", quiet)["exchange_efficiency"]
+    assert eff["efficiency"] < 1 and not eff["warn"]
+    assert main(["summary", quiet]) == 0
+    assert "more than the library's collectives alone" not in capsys.readouterr().out
+    loud = _with_calibration(real_runs["r2"], tmp_path / "loud.h5", transfer - 1.5 * smaller)
+    assert run_json(capsys, "summary", loud)["exchange_efficiency"]["warn"]
+    assert main(["summary", loud]) == 0
+    warning = [x for x in capsys.readouterr().out.splitlines() if "WARNING" in x]
+    assert len(warning) == 1 and "more than the library's collectives alone" in warning[0]
+
+
+def test_top_layers_of_real_run(capsys, tmp_path):
+    """--profile-layers 3 on 2 ranks: the summary's layers are the file's names and the mean of
+    its forward + backward per layer (docs/hdf5-layout.md's formula), the slowest first."""
+    if realruns.skip_reason():
+        pytest.skip(realruns.skip_reason())
+    path = realruns.run(str(tmp_path), 2, "p.h5", "--batch", "16", "--iters", "4", "--warmup",
+                        "1", "--profile-layers", "3")
+    with h5py.File(path, "r") as f:
+        names = [x.decode() for x in f["profile/layer"][()]]
+        mean = np.nanmean(f["profile/forward"][()] + f["profile/backward"][()], axis=(0, 1))
+    prof = run_json(capsys, "summary", path)["layers"]
+    assert prof["iterations"] == 3 and prof["first_iteration"] == 1
+    order = np.argsort(-mean, kind="stable")
+    assert [x["layer"] for x in prof["layers"]] == [names[j] for j in order]
+    assert [x["total_ms"] for x in prof["layers"]] == pytest.approx(list(mean[order] * 1e3))
+    assert main(["summary", path]) == 0
+    out = capsys.readouterr().out
+    assert f"top layers (5 of {len(names)};" in out and names[order[0]] in out
 
 
 def test_killed_run_reported_with_its_counts(capsys, real_runs, tmp_path):

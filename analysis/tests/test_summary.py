@@ -315,3 +315,43 @@ def test_precision_line(capsys, write):
     out = capsys.readouterr().out
     assert "precision=bf16 (compute)  grad_dtype=bf16 (gradients on the wire)" in out
     assert "precision=fp32 (compute)  grad_dtype=fp32 (gradients on the wire)" in out
+
+
+LAYERS = ("conv1", "pool1", "conv2", "fc1", "relu", "fc2")
+KINDS = ("conv", "maxpool", "conv", "fc", "relu", "fc")
+
+
+def test_top_layers(write):
+    """/profile (--profile-layers): per layer the mean over ranks and profiled iterations of the
+    cells a rank timed; fc1 is timed by rank 0 only (a pipeline stage), relu by none (last)."""
+    fwd = np.zeros((4, 3, 6))
+    fwd[:, :, 0], fwd[:, :, 1], fwd[:, :, 2], fwd[:, :, 5] = 1e-3, 0.5e-3, 3e-3, 0.2e-3
+    fwd[:, 2, 2] = 6e-3                      # one slow iteration: conv2's mean is 4 ms
+    fwd[:, :, 3], fwd[0, :, 3] = np.nan, 2e-3
+    fwd[:, :, 4] = np.nan
+    bwd = 2 * fwd
+    path = syn.add_profile(write(overrides={"profile_cost": np.full((4, 12), 1e-5)}), fwd, bwd,
+                           LAYERS, KINDS)
+    prof = summarize(load_run(path))["layers"]
+    assert prof["iterations"] == 3 and prof["first_iteration"] == 2
+    assert prof["profile_cost_ms"] == approx(0.01)
+    assert [x["layer"] for x in prof["layers"]] == ["conv2", "fc1", "conv1", "pool1", "fc2",
+                                                    "relu"]
+    whole = 12 + 6 + 3 + 1.5 + 0.6
+    conv2, fc1 = prof["layers"][0], prof["layers"][1]
+    assert (conv2["forward_ms"], conv2["backward_ms"], conv2["total_ms"]) == \
+        (approx(4), approx(8), approx(12))
+    assert conv2["share"] == approx(12 / whole) and fc1["total_ms"] == approx(6)
+    assert prof["layers"][-1] == {"layer": "relu", "kind": "relu", "forward_ms": None,
+                                  "backward_ms": None, "total_ms": None, "share": None}
+    text = format_text(summarize(load_run(path))).splitlines()
+    at = text.index(next(x for x in text if x.startswith("  top layers")))
+    assert text[at].startswith("  top layers (5 of 6; mean over ranks and the 3 profiled "
+                               "iterations from iteration 2; the timer marks cost 0.0100 ms")
+    assert text[at + 2].split() == ["conv2", "conv", "4.000", "8.000", "12.000", "51.9%"]
+    assert text[at + 6].split()[0] == "fc2" and "relu" not in " ".join(text[at + 1:at + 7])
+
+
+def test_no_top_layers_without_a_profile(complete_file):
+    s = summarize(load_run(complete_file))
+    assert s["layers"] is None and "top layers" not in format_text(s)

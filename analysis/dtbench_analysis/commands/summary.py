@@ -7,12 +7,14 @@ from typing import List, Optional
 
 from .. import inputs, jsonout
 from ..runfile import PHASES
-from ..summary import ExchangeEfficiency, Summary, summarize
+from ..summary import ExchangeEfficiency, LayerProfile, Summary, summarize
 from ..units import num
 from . import common
 
 #: per-rank table rows printed in the text output; the JSON output has every rank
 MAX_RANK_ROWS = 16
+#: layers printed under "top layers" (--profile-layers); the JSON output has every layer
+MAX_LAYER_ROWS = 5
 
 
 def _duration(seconds: Optional[float]) -> str:
@@ -115,11 +117,28 @@ def format_text(s: Summary) -> str:
         lines.append(f"  energy: {num(en['joules_per_sample'], '.4g')} J per sample = "
                      f"{num(en['energy_j'], '.4g')} J over {en['samples']} samples in the "
                      f"measured iterations{part}{cover}")
+    if s.layers:
+        lines += _layer_lines(s.layers)
     rec = s.recorder
     lines.append(f"  recorder cost: median record {num(rec.record_median_ms, '.4f')} ms, "
                  f"mean {num(rec.record_mean_ms, '.4f')} ms per iteration (not in total); "
                  f"timer overhead {_duration(rec.timer_overhead_s)} per timestamp")
     return "\n".join(lines)
+
+
+def _layer_lines(prof: LayerProfile) -> List[str]:
+    """The slowest layers of a --profile-layers run (at most MAX_LAYER_ROWS)."""
+    shown = prof.layers[:MAX_LAYER_ROWS]
+    start = "" if prof.first_iteration is None else f" from iteration {prof.first_iteration}"
+    lines = [f"  top layers ({len(shown)} of {len(prof.layers)}; mean over ranks and the "
+             f"{prof.iterations} profiled iterations{start}; the timer marks cost "
+             f"{num(prof.profile_cost_ms, '.4f')} ms per profiled iteration, included):",
+             f"    {'layer':<16}{'kind':<12}{'forward ms':>11}{'backward ms':>12}"
+             f"{'total ms':>10}{'share':>8}"]
+    for x in shown:
+        lines.append(f"    {x.layer[:15]:<16}{x.kind[:11]:<12}{num(x.forward_ms):>11}"
+                     f"{num(x.backward_ms):>12}{num(x.total_ms):>10}{num(x.share, '.1%'):>8}")
+    return lines
 
 
 def _efficiency_lines(eff: ExchangeEfficiency) -> List[str]:

@@ -1,0 +1,312 @@
+/* cuda_act16_kernels.cu - the NHWC 16-bit kernels other than batch norm (launchers in
+ * cuda_kernels16.h): conversions of the input, the filters and the fc's flattened input,
+ * element-wise layers, pooling and LRN. One thread per output element in grid-stride loops,
+ * consecutive threads on consecutive channels (coalesced); what a thread computes is
+ * cuda_elem16.h's, checked on the CPU by tests/test_device_nhwc.c. No atomics: deterministic. */
+#include "cuda_elem16.h"
+#include "cuda_grid.h" /* defines: THREADS, blocks_for, GRID_LOOP */
+#include "cuda_kernels16.h"
+
+/* kernel<HALF><<<blocks_for(n), THREADS, 0, st>>>(...) for the run-time half, then the status */
+#define LAUNCH16(kernel, n, st, ...)                                                               \
+    do {                                                                                           \
+        if ((n) == 0) return cudaSuccess;                                                          \
+        if (half)                                                                                  \
+            kernel<1><<<blocks_for(n), THREADS, 0, st>>>(__VA_ARGS__);                            \
+        else                                                                                       \
+            kernel<0><<<blocks_for(n), THREADS, 0, st>>>(__VA_ARGS__);                            \
+        return cudaGetLastError();                                                                 \
+    } while (0)
+
+/* ---- conversions ----------------------------------------------------------------------------- */
+
+template <int HALF>
+__global__ void input_kernel(size_t total, size_t c, size_t hw, const float *__restrict__ x,
+                             dt16 *__restrict__ y)
+{
+    GRID_LOOP(o, total) y[o] = dt16_r(x[dt_nchw_of_nhwc(o, c, hw)], HALF);
+}
+
+extern "C" cudaError_t dth_input(cudaStream_t st, int half, size_t n, size_t c, size_t hw,
+                                 const float *x, void *y)
+{
+    const size_t total = n * c * hw;
+    LAUNCH16(input_kernel, total, st, total, c, hw, x, (dt16 *)y);
+}
+
+__global__ void to_nchw_kernel(size_t total, size_t c, size_t hw, const dt16 *__restrict__ x,
+                               dt16 *__restrict__ y)
+{
+    GRID_LOOP(i, total) y[i] = x[dt_nhwc_of_nchw(i, c, hw)];
+}
+__global__ void to_nhwc_kernel(size_t total, size_t c, size_t hw, const dt16 *__restrict__ x,
+                               dt16 *__restrict__ y)
+{
+    GRID_LOOP(o, total) y[o] = x[dt_nchw_of_nhwc(o, c, hw)];
+}
+
+extern "C" cudaError_t dth_to_nchw(cudaStream_t st, size_t n, size_t c, size_t hw, const void *x,
+                                   void *y)
+{
+    const size_t total = n * c * hw;
+    if (!total) return cudaSuccess;
+    to_nchw_kernel<<<blocks_for(total), THREADS, 0, st>>>(total, c, hw, (const dt16 *)x,
+                                                           (dt16 *)y);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t dth_to_nhwc(cudaStream_t st, size_t n, size_t c, size_t hw, const void *x,
+                                   void *y)
+{
+    const size_t total = n * c * hw;
+    if (!total) return cudaSuccess;
+    to_nhwc_kernel<<<blocks_for(total), THREADS, 0, st>>>(total, c, hw, (const dt16 *)x,
+                                                           (dt16 *)y);
+    return cudaGetLastError();
+}
+
+/* block row blockIdx.y: convolution blockIdx.y's filter and bias */
+template <int HALF>
+__global__ void filters_kernel(const ConvW16 *__restrict__ table, const float *__restrict__ p,
+                               dt16 *__restrict__ w16)
+{
+    const ConvW16 t = table[blockIdx.y];
+    const size_t count = (size_t)t.k * t.c * t.khw;
+    GRID_LOOP(o, count) {
+        w16[t.w_dst + o] = dt16_r(p[t.w_src + dt_nchw_of_nhwc(o, (size_t)t.c, (size_t)t.khw)], HALF);
+        if (t.b_src != SIZE_MAX && o < (size_t)t.k) w16[t.b_dst + o] = dt16_r(p[t.b_src + o], HALF);
+    }
+}
+
+extern "C" cudaError_t dth_filters(cudaStream_t st, int half, const ConvW16 *table, int nconv,
+                                   size_t largest, const float *params, void *w16)
+{
+    if (nconv <= 0 || largest == 0) return cudaSuccess;
+    const dim3 grid(blocks_for(largest), (unsigned)nconv);
+    if (half)
+        filters_kernel<1><<<grid, THREADS, 0, st>>>(table, params, (dt16 *)w16);
+    else
+        filters_kernel<0><<<grid, THREADS, 0, st>>>(table, params, (dt16 *)w16);
+    return cudaGetLastError();
+}
+
+template <int HALF>
+__global__ void filter_grad_kernel(size_t total, size_t c, size_t khw, const dt16 *__restrict__ g,
+                                   float *__restrict__ dw)
+{
+    GRID_LOOP(i, total) dw[i] = dt16_f(g[dt_nhwc_of_nchw(i, c, khw)], HALF);
+}
+
+extern "C" cudaError_t dth_filter_grad(cudaStream_t st, int half, int k, int c, int khw,
+                                       const void *dw16, float *dw)
+{
+    const size_t total = (size_t)k * c * khw;
+    LAUNCH16(filter_grad_kernel, total, st, total, (size_t)c, (size_t)khw, (const dt16 *)dw16, dw);
+}
+
+/* ---- element-wise ---------------------------------------------------------------------------- */
+
+template <int HALF> __global__ void relu_kernel(size_t n, const dt16 *x, dt16 *y)
+{
+    GRID_LOOP(i, n) y[i] = dt16_relu(x[i], HALF); /* in place allowed: read, then written */
+}
+template <int HALF>
+__global__ void relu_back_kernel(size_t n, const dt16 *y, const dt16 *dy, dt16 *dx)
+{
+    GRID_LOOP(i, n) dx[i] = dt16_relu_grad(y[i], dy[i], HALF);
+}
+template <int HALF> __global__ void add_kernel(size_t n, const dt16 *a, const dt16 *b, dt16 *y)
+{
+    GRID_LOOP(i, n) y[i] = dt16_add(a[i], b[i], HALF);
+}
+
+extern "C" cudaError_t dth_relu(cudaStream_t st, int half, size_t n, const void *x, void *y)
+{
+    LAUNCH16(relu_kernel, n, st, n, (const dt16 *)x, (dt16 *)y);
+}
+extern "C" cudaError_t dth_relu_back(cudaStream_t st, int half, size_t n, const void *y,
+                                     const void *dy, void *dx)
+{
+    LAUNCH16(relu_back_kernel, n, st, n, (const dt16 *)y, (const dt16 *)dy, (dt16 *)dx);
+}
+extern "C" cudaError_t dth_add(cudaStream_t st, int half, size_t n, const void *a, const void *b,
+                               void *y)
+{
+    LAUNCH16(add_kernel, n, st, n, (const dt16 *)a, (const dt16 *)b, (dt16 *)y);
+}
+
+template <int HALF>
+__global__ void bias_kernel(size_t total, int c, const float *__restrict__ b, dt16 *__restrict__ y)
+{
+    GRID_LOOP(i, total) y[i] = dt16_bias(y[i], b[i % (size_t)c], HALF);
+}
+template <int HALF>
+__global__ void round_bias_kernel(size_t total, int c, const float *__restrict__ acc,
+                                  const float *__restrict__ b, dt16 *__restrict__ y)
+{
+    GRID_LOOP(i, total) y[i] = dt16_r(b ? acc[i] + b[i % (size_t)c] : acc[i], HALF);
+}
+
+extern "C" cudaError_t dth_bias(cudaStream_t st, int half, size_t rows, int c, const float *b,
+                                void *y)
+{
+    const size_t total = rows * (size_t)c;
+    LAUNCH16(bias_kernel, total, st, total, c, b, (dt16 *)y);
+}
+extern "C" cudaError_t dth_round_bias(cudaStream_t st, int half, size_t rows, int c,
+                                      const float *acc, const float *b, void *y)
+{
+    const size_t total = rows * (size_t)c;
+    LAUNCH16(round_bias_kernel, total, st, total, c, acc, b, (dt16 *)y);
+}
+
+template <int HALF>
+__global__ void dropout_kernel(DropoutShape s, const dt16 *__restrict__ x, dt16 *__restrict__ y,
+                               uint8_t *__restrict__ mask)
+{
+    const float keep_scale = dt_dropout_scale(s.rate);
+    GRID_LOOP(e, (size_t)s.batch * s.size) {
+        const size_t i = e / s.size, q = e % s.size;
+        const uint64_t key = dt_dropout_key(s.seed, s.first_sample + (uint64_t)i);
+        const int keep = dt_dropout_keep(key, dt16_dropout_j(q, s.c, s.hw), s.rate);
+        mask[e] = (uint8_t)keep;
+        y[e] = dt16_dropout(x[e], keep, keep_scale, HALF);
+    }
+}
+template <int HALF>
+__global__ void dropout_back_kernel(DropoutShape s, const uint8_t *__restrict__ mask,
+                                    const dt16 *__restrict__ dy, dt16 *__restrict__ dx)
+{
+    const float keep_scale = dt_dropout_scale(s.rate);
+    GRID_LOOP(e, (size_t)s.batch * s.size) dx[e] = dt16_dropout(dy[e], mask[e], keep_scale, HALF);
+}
+
+extern "C" cudaError_t dth_dropout(cudaStream_t st, int half, const DropoutShape *s, const void *x,
+                                   void *y, uint8_t *mask)
+{
+    const size_t n = (size_t)s->batch * s->size;
+    LAUNCH16(dropout_kernel, n, st, *s, (const dt16 *)x, (dt16 *)y, mask);
+}
+extern "C" cudaError_t dth_dropout_back(cudaStream_t st, int half, const DropoutShape *s,
+                                        const uint8_t *mask, const void *dy, void *dx)
+{
+    const size_t n = (size_t)s->batch * s->size;
+    LAUNCH16(dropout_back_kernel, n, st, *s, mask, (const dt16 *)dy, (dt16 *)dx);
+}
+
+/* ---- pooling --------------------------------------------------------------------------------- */
+
+template <int HALF>
+__global__ void maxpool_kernel(PoolShape s, size_t total, const dt16 *__restrict__ x,
+                               dt16 *__restrict__ y, int32_t *__restrict__ argmax)
+{
+    GRID_LOOP(o, total) dt16_maxpool_fwd(&s, x, o, HALF, y, argmax);
+}
+template <int HALF>
+__global__ void maxpool_back_kernel(PoolShape s, size_t total, const int32_t *__restrict__ am,
+                                    const dt16 *__restrict__ dy, dt16 *__restrict__ dx)
+{
+    GRID_LOOP(i, total) dx[i] = dt16_maxpool_bwd(&s, am, dy, i, HALF);
+}
+template <int HALF>
+__global__ void avgpool_kernel(PoolShape s, size_t total, const dt16 *__restrict__ x,
+                               dt16 *__restrict__ y)
+{
+    GRID_LOOP(o, total) y[o] = dt16_avgpool_fwd(&s, x, o, HALF);
+}
+template <int HALF>
+__global__ void avgpool_back_kernel(PoolShape s, size_t total, const dt16 *__restrict__ dy,
+                                    dt16 *__restrict__ dx)
+{
+    GRID_LOOP(i, total) dx[i] = dt16_avgpool_bwd(&s, dy, i, HALF);
+}
+
+static size_t pool_out(const PoolShape *s)
+{
+    return (size_t)s->batch * s->c * s->h_out * s->w_out;
+}
+static size_t pool_in(const PoolShape *s)
+{
+    return (size_t)s->batch * s->c * s->h_in * s->w_in;
+}
+
+extern "C" cudaError_t dth_maxpool(cudaStream_t st, int half, const PoolShape *s, const void *x,
+                                   void *y, int32_t *argmax)
+{
+    const size_t total = pool_out(s);
+    LAUNCH16(maxpool_kernel, total, st, *s, total, (const dt16 *)x, (dt16 *)y, argmax);
+}
+extern "C" cudaError_t dth_maxpool_back(cudaStream_t st, int half, const PoolShape *s,
+                                        const int32_t *argmax, const void *dy, void *dx)
+{
+    const size_t total = pool_in(s);
+    LAUNCH16(maxpool_back_kernel, total, st, *s, total, argmax, (const dt16 *)dy, (dt16 *)dx);
+}
+extern "C" cudaError_t dth_avgpool(cudaStream_t st, int half, const PoolShape *s, const void *x,
+                                   void *y)
+{
+    const size_t total = pool_out(s);
+    LAUNCH16(avgpool_kernel, total, st, *s, total, (const dt16 *)x, (dt16 *)y);
+}
+extern "C" cudaError_t dth_avgpool_back(cudaStream_t st, int half, const PoolShape *s,
+                                        const void *dy, void *dx)
+{
+    const size_t total = pool_in(s);
+    LAUNCH16(avgpool_back_kernel, total, st, *s, total, (const dt16 *)dy, (dt16 *)dx);
+}
+
+template <int HALF>
+__global__ void gap_kernel(size_t total, size_t c, size_t plane, const dt16 *__restrict__ x,
+                           dt16 *__restrict__ y)
+{
+    GRID_LOOP(o, total) y[o] = dt16_gap_fwd(x, o, c, plane, HALF);
+}
+template <int HALF>
+__global__ void gap_back_kernel(size_t total, size_t c, size_t plane, const dt16 *__restrict__ dy,
+                                dt16 *__restrict__ dx)
+{
+    GRID_LOOP(i, total) dx[i] = dt16_gap_bwd(dy, i, c, plane, HALF);
+}
+
+extern "C" cudaError_t dth_gap(cudaStream_t st, int half, size_t n, size_t c, size_t plane,
+                               const void *x, void *y)
+{
+    const size_t total = plane ? n * c : 0;
+    LAUNCH16(gap_kernel, total, st, total, c, plane, (const dt16 *)x, (dt16 *)y);
+}
+extern "C" cudaError_t dth_gap_back(cudaStream_t st, int half, size_t n, size_t c, size_t plane,
+                                    const void *dy, void *dx)
+{
+    const size_t total = n * c * plane;
+    LAUNCH16(gap_back_kernel, total, st, total, c, plane, (const dt16 *)dy, (dt16 *)dx);
+}
+
+/* ---- LRN ------------------------------------------------------------------------------------- */
+
+template <int HALF>
+__global__ void lrn_kernel(LrnShape s, size_t total, const dt16 *__restrict__ x,
+                           dt16 *__restrict__ y, float *__restrict__ scale)
+{
+    GRID_LOOP(i, total) y[i] = dt16_lrn_fwd(&s, x, i, HALF, scale);
+}
+template <int HALF>
+__global__ void lrn_back_kernel(LrnShape s, size_t total, const dt16 *__restrict__ x,
+                                const dt16 *__restrict__ y, const float *__restrict__ scale,
+                                const dt16 *__restrict__ dy, dt16 *__restrict__ dx)
+{
+    GRID_LOOP(i, total) dx[i] = dt16_lrn_bwd(&s, x, y, scale, dy, i, HALF);
+}
+
+extern "C" cudaError_t dth_lrn(cudaStream_t st, int half, const LrnShape *s, const void *x,
+                               void *y, float *scale)
+{
+    const size_t total = (size_t)s->batch * s->c * s->h * s->w;
+    LAUNCH16(lrn_kernel, total, st, *s, total, (const dt16 *)x, (dt16 *)y, scale);
+}
+extern "C" cudaError_t dth_lrn_back(cudaStream_t st, int half, const LrnShape *s, const void *x,
+                                    const void *y, const float *scale, const void *dy, void *dx)
+{
+    const size_t total = (size_t)s->batch * s->c * s->h * s->w;
+    LAUNCH16(lrn_back_kernel, total, st, *s, total, (const dt16 *)x, (const dt16 *)y, scale,
+             (const dt16 *)dy, (dt16 *)dx);
+}

@@ -1,0 +1,251 @@
+/* cuda_elem16.h - what one thread of the CUDA backend's NHWC 16-bit kernels computes (the
+ * activation format NHWC bf16/fp16, backend.h's ActFormat; kernels in cuda_act16_kernels.cu and
+ * cuda_bn16_kernels.cu), written once and compiled twice, as cuda_elem.h is: as __host__
+ * __device__ functions by nvcc and as plain C by tests/test_device_nhwc.c, which plays every
+ * thread of a launch on the CPU and compares with the CPU backend run on the widened values in
+ * NCHW. Values are 16-bit patterns (dt16) widened to fp32 (base/half_bits.h) for arithmetic and
+ * rounded once per output to nearest even; sums run in fp32 or double in the CPU backend's order
+ * where it has one, so a 16-bit output is the CPU's fp32 result of the same inputs, rounded.
+ * Indices: an NHWC tensor [n][p][c] of c channels and hw pixels (p = h*w_size + w), as
+ * kernels/layout.h's layout_nhwc. Plain C11 and C++17. */
+#ifndef DTBENCH_CUDA_ELEM16_H
+#define DTBENCH_CUDA_ELEM16_H
+
+#include "backend.h"   /* defines: PoolShape, LrnShape, DropoutShape */
+#include "cuda_elem.h" /* defines: DT_HD, dt_window, dt_outputs_of, dt_lrn_*, dt_bn_*, dt_dropout_* */
+#include "half_bits.h" /* defines: gc_bf16_*, gc_fp16_* */
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef uint16_t dt16; /* a bf16 (half 0) or IEEE half (half 1) pattern */
+
+DT_HD float dt16_f(dt16 h, int half) {
+    return half ? gc_fp16_to_float(h) : gc_bf16_to_float(h);
+}
+DT_HD dt16 dt16_r(float v, int half) {
+    return half ? gc_fp16_from_float(v) : gc_bf16_from_float(v);
+}
+
+/* ---- index maps between NCHW [n][c][hw] and NHWC [n][hw][c] --------------------------------- */
+/* The NHWC offset of the element at NCHW offset i, and the NCHW offset of NHWC offset o. With
+ * n = k_out and hw = kh*kw they map a filter KCRS <-> KRSC too (layout.h's filter_to_krsc). */
+DT_HD size_t dt_nhwc_of_nchw(size_t i, size_t c, size_t hw) {
+    const size_t n = i / (c * hw), r = i - n * c * hw, ch = r / hw, p = r - ch * hw;
+    return (n * hw + p) * c + ch;
+}
+DT_HD size_t dt_nchw_of_nhwc(size_t o, size_t c, size_t hw) {
+    const size_t n = o / (hw * c), r = o - n * hw * c, p = r / c, ch = r - p * c;
+    return (n * c + ch) * hw + p;
+}
+
+/* ---- element-wise ------------------------------------------------------------------------- */
+/* the CPU's ReLU (v > 0 ? v : 0) and its backward (y > 0 ? dy : 0) on the widened values */
+DT_HD dt16 dt16_relu(dt16 x, int half) {
+    return dt16_f(x, half) > 0.0f ? x : (dt16)0;
+}
+DT_HD dt16 dt16_relu_grad(dt16 y, dt16 dy, int half) {
+    return dt16_f(y, half) > 0.0f ? dy : (dt16)0;
+}
+/* a + b (the residual add; act_add's y += x) */
+DT_HD dt16 dt16_add(dt16 a, dt16 b, int half) {
+    return dt16_r(dt16_f(a, half) + dt16_f(b, half), half);
+}
+/* y = x + b[c] of a bias over rows of channels (a convolution's or fc's bias, in fp32) */
+DT_HD dt16 dt16_bias(dt16 x, float b, int half) {
+    return dt16_r(dt16_f(x, half) + b, half);
+}
+/* dropout: element q of a sample stored NHWC [hw][c] (s->hw > 0) is element j of the NCHW mask
+ * definition (backend.h's DropoutShape); kept values are scaled as the CPU does */
+DT_HD uint64_t dt16_dropout_j(size_t q, int c, int hw) {
+    return hw > 0 ? (uint64_t)(q % (size_t)c) * (uint64_t)hw + q / (size_t)c : (uint64_t)q;
+}
+DT_HD dt16 dt16_dropout(dt16 x, int keep, float keep_scale, int half) {
+    return keep ? dt16_r(dt16_f(x, half) * keep_scale, half) : (dt16)0;
+}
+
+/* ---- pooling (PoolShape; NHWC x[n][h_in][w_in][c], y[n][h_out][w_out][c]) ----------------
+ * argmax records ih*w_in + iw, as the NCHW kernels do (-1: a window wholly in the padding). */
+
+/* output o: its window in row-major order, strict > (the first maximum stays) */
+DT_HD void dt16_maxpool_fwd(const PoolShape *s, const dt16 *x, size_t o, int half, dt16 *y,
+                            int32_t *argmax) {
+    const size_t c = o % (size_t)s->c;
+    size_t t = o / (size_t)s->c;
+    const int ow = (int)(t % (size_t)s->w_out), oh = (int)(t / (size_t)s->w_out % (size_t)s->h_out);
+    const size_t n = t / (size_t)s->w_out / (size_t)s->h_out;
+    const dt16 *xp = x + n * (size_t)s->h_in * s->w_in * s->c + c;
+    float m = -INFINITY;
+    int32_t a = -1;
+    dt16 mb = 0;
+    for (int kh = 0; kh < s->k; kh++) {
+        const int ih = oh * s->stride - s->pad + kh;
+        if (ih < 0 || ih >= s->h_in) continue;
+        for (int kw = 0; kw < s->k; kw++) {
+            const int iw = ow * s->stride - s->pad + kw;
+            if (iw < 0 || iw >= s->w_in) continue;
+            const dt16 vb = xp[((size_t)ih * s->w_in + iw) * s->c];
+            const float v = dt16_f(vb, half);
+            if (v > m) m = v, a = ih * s->w_in + iw, mb = vb;
+        }
+    }
+    y[o] = a < 0 ? (dt16)0 : mb;
+    argmax[o] = a;
+}
+/* input i: the dy of every output whose maximum it is, added in output order (the CPU's) */
+DT_HD dt16 dt16_maxpool_bwd(const PoolShape *s, const int32_t *argmax, const dt16 *dy, size_t i,
+                            int half) {
+    const size_t c = i % (size_t)s->c;
+    size_t t = i / (size_t)s->c;
+    const int iw = (int)(t % (size_t)s->w_in), ih = (int)(t / (size_t)s->w_in % (size_t)s->h_in);
+    const size_t n = t / (size_t)s->w_in / (size_t)s->h_in;
+    const int32_t me = ih * s->w_in + iw;
+    int h0, h1, w0, w1;
+    dt_outputs_of(ih, s->stride, s->pad, s->k, s->h_out, &h0, &h1);
+    dt_outputs_of(iw, s->stride, s->pad, s->k, s->w_out, &w0, &w1);
+    float acc = 0.0f;
+    for (int oh = h0; oh < h1; oh++)
+        for (int ow = w0; ow < w1; ow++) {
+            const size_t o = ((n * s->h_out + oh) * s->w_out + ow) * s->c + c;
+            if (argmax[o] == me) acc += dt16_f(dy[o], half);
+        }
+    return dt16_r(acc, half);
+}
+/* average pooling, padding counted as zeros */
+DT_HD dt16 dt16_avgpool_fwd(const PoolShape *s, const dt16 *x, size_t o, int half) {
+    const size_t c = o % (size_t)s->c;
+    size_t t = o / (size_t)s->c;
+    const int ow = (int)(t % (size_t)s->w_out), oh = (int)(t / (size_t)s->w_out % (size_t)s->h_out);
+    const size_t n = t / (size_t)s->w_out / (size_t)s->h_out;
+    const dt16 *xp = x + n * (size_t)s->h_in * s->w_in * s->c + c;
+    int h0, h1, w0, w1;
+    dt_window(oh, s->stride, s->pad, s->k, s->h_in, &h0, &h1);
+    dt_window(ow, s->stride, s->pad, s->k, s->w_in, &w0, &w1);
+    float sum = 0.0f;
+    for (int ih = h0; ih < h1; ih++)
+        for (int iw = w0; iw < w1; iw++)
+            sum += dt16_f(xp[((size_t)ih * s->w_in + iw) * s->c], half);
+    return dt16_r(sum * dt_avgpool_inv(s->k), half);
+}
+DT_HD dt16 dt16_avgpool_bwd(const PoolShape *s, const dt16 *dy, size_t i, int half) {
+    const size_t c = i % (size_t)s->c;
+    size_t t = i / (size_t)s->c;
+    const int iw = (int)(t % (size_t)s->w_in), ih = (int)(t / (size_t)s->w_in % (size_t)s->h_in);
+    const size_t n = t / (size_t)s->w_in / (size_t)s->h_in;
+    const float inv = dt_avgpool_inv(s->k);
+    int h0, h1, w0, w1;
+    dt_outputs_of(ih, s->stride, s->pad, s->k, s->h_out, &h0, &h1);
+    dt_outputs_of(iw, s->stride, s->pad, s->k, s->w_out, &w0, &w1);
+    float acc = 0.0f;
+    for (int oh = h0; oh < h1; oh++)
+        for (int ow = w0; ow < w1; ow++)
+            acc += dt16_f(dy[((n * s->h_out + oh) * s->w_out + ow) * s->c + c], half) * inv;
+    return dt16_r(acc, half);
+}
+/* global average pooling of x[n][plane][c] -> y[n][c], output o = n*c + ch: the CPU's 8
+ * interleaved partial sums (cpu_vsum), so the mean is the CPU's bit for bit before rounding */
+DT_HD dt16 dt16_gap_fwd(const dt16 *x, size_t o, size_t c, size_t plane, int half) {
+    const dt16 *p = x + o / c * plane * c + o % c;
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    size_t i = 0;
+    for (; i + 8 <= plane; i += 8)
+        for (int j = 0; j < 8; j++)
+            acc[j] += dt16_f(p[(i + (size_t)j) * c], half);
+    float sum = 0.0f;
+    for (int j = 0; j < 8; j++)
+        sum += acc[j];
+    for (; i < plane; i++)
+        sum += dt16_f(p[i * c], half);
+    return dt16_r(sum * (1.0f / (float)plane), half);
+}
+DT_HD dt16 dt16_gap_bwd(const dt16 *dy, size_t i, size_t c, size_t plane, int half) {
+    const size_t n = i / (plane * c);
+    return dt16_r(dt16_f(dy[n * c + i % c], half) * (1.0f / (float)plane), half);
+}
+
+/* ---- LRN across channels (LrnShape), element i of NHWC x: the channels are contiguous --------
+ * scale[i] (fp32, NHWC order) is kept for the backward, as the NCHW kernels keep theirs. */
+DT_HD dt16 dt16_lrn_fwd(const LrnShape *s, const dt16 *x, size_t i, int half, float *scale) {
+    const int c = (int)(i % (size_t)s->c);
+    const size_t base = i - (size_t)c;
+    const int before = s->size / 2, after = (s->size - 1) / 2;
+    const int c0 = c - before < 0 ? 0 : c - before, c1 = c + after >= s->c ? s->c - 1 : c + after;
+    float sum = 0.0f;
+    for (int cc = c0; cc <= c1; cc++) {
+        const float v = dt16_f(x[base + (size_t)cc], half);
+        sum += v * v;
+    }
+    const float sv = dt_lrn_scale(s->bias, s->alpha / (float)s->size, sum);
+    scale[i] = sv;
+    return dt16_r(dt16_f(x[i], half) * dt_pow_neg_beta(sv, s->beta), half);
+}
+DT_HD dt16 dt16_lrn_bwd(const LrnShape *s, const dt16 *x, const dt16 *y, const float *scale,
+                        const dt16 *dy, size_t i, int half) {
+    const int c = (int)(i % (size_t)s->c);
+    const size_t base = i - (size_t)c;
+    const int before = s->size / 2, after = (s->size - 1) / 2;
+    const int c0 = c - after < 0 ? 0 : c - after, c1 = c + before >= s->c ? s->c - 1 : c + before;
+    float sum = 0.0f;
+    for (int cc = c0; cc <= c1; cc++) {
+        const size_t j = base + (size_t)cc;
+        sum += dt_lrn_back_term(dt16_f(dy[j], half), dt16_f(y[j], half), scale[j]);
+    }
+    const float k = 2.0f * s->alpha * s->beta / (float)s->size;
+    return dt16_r(dt_lrn_back(dt16_f(dy[i], half), scale[i], dt16_f(x[i], half), sum, k, s->beta),
+                  half);
+}
+
+/* ---- batch norm over the rows of an NHWC tensor [rows][c] (rows = n*hw) ----------------------
+ * A launch of the reduction kernels covers the rows with a grid of (splits, tiles) blocks of
+ * DT16_LANES x DT16_ROWLANES threads (cuda_plan.c's nhwc_grid): block (b, t) takes rows
+ * [b*chunk, min((b+1)*chunk, rows)) of channels [t*DT16_LANES, ...), thread (tx, ty) channel
+ * t*DT16_LANES + tx of rows r0 + ty, r0 + ty + DT16_ROWLANES, ... (a warp reads consecutive
+ * channels of one row); the block's threads of one channel are summed in ty order, the blocks of
+ * a channel in split order (deterministic). Then one thread per channel turns the sums into the
+ * channel's factors (dt_bn_stats / dt_bn_back_factors, cuda_elem.h), and an element-wise pass
+ * applies them. */
+#define DT16_LANES    32
+#define DT16_ROWLANES 8
+
+/* the sums of thread (tx, ty) of block (b, t) over its rows of channel ch: shifted s1, s2 of x
+ * (mode 0: statistics, shift = the channel's first value), or of the gradient g reaching the
+ * batch norm (dy, masked by a fused ReLU's output act_y) and g (x - mean) (mode 1), or of dy
+ * alone (mode 2: a bias gradient, b unused) */
+DT_HD void dt16_bn_sums(int mode, const dt16 *x, const dt16 *dy, const dt16 *act_y, size_t c,
+                        size_t ch, int r0, int r1, int ty, double shift, float mean, int half,
+                        double *a, double *b) {
+    double s1 = 0.0, s2 = 0.0;
+    for (int r = r0 + ty; r < r1; r += DT16_ROWLANES) {
+        const size_t i = (size_t)r * c + ch;
+        if (mode == 0) {
+            const double d = (double)dt16_f(x[i], half) - shift;
+            s1 += d;
+            s2 += d * d;
+        } else {
+            float g = dt16_f(dy[i], half);
+            if (act_y) g = dt_relu_grad(g, dt16_f(act_y[i], half));
+            s1 += g;
+            if (mode == 1) s2 += g * (dt16_f(x[i], half) - mean);
+        }
+    }
+    *a = s1, *b = s2;
+}
+
+/* the fused forward epilogue of element i: y = relu(x*mul + add + z), as cuda_elem.h's (z: the
+ * residual add's other input, when has_z) */
+DT_HD dt16 dt16_bn_apply(dt16 x, dt16 z, int has_z, int relu, float mul, float add, int half) {
+    return dt16_r(
+        dt_bn_epilogue(dt_bn_affine(dt16_f(x, half), mul, add), dt16_f(z, half), has_z, relu),
+        half);
+}
+/* the backward of element i: *dz (the gradient reaching the batch norm: dy, or 0 where a fused
+ * ReLU's output act_y is not > 0) and *dx */
+DT_HD void dt16_bn_back(dt16 x, dt16 dy, dt16 act_y, int has_act, float k, float m_dy, float mean,
+                        float m_xdy, int half, dt16 *dx, dt16 *dz) {
+    const dt16 gb = has_act ? dt16_relu_grad(act_y, dy, half) : dy;
+    *dz = gb;
+    *dx = dt16_r(dt_bn_back(k, dt16_f(gb, half), m_dy, dt16_f(x, half), mean, m_xdy), half);
+}
+
+#endif

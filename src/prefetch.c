@@ -1,0 +1,95 @@
+/* prefetch.c - batches loaded and uploaded one step ahead (see prefetch.h). */
+#include "prefetch.h"
+#include "fail.h" /* defines: check_fail */
+
+#include <stdio.h>
+#include <string.h>
+
+const char *prefetch_why_not(const BackendOps *be, char *why, size_t len) {
+    why[0] = '\0';
+    if (!be->device_memory)
+        snprintf(why, len, "the %s backend computes on host memory: there is nothing to upload",
+                 be->name);
+    else if (!be->host_alloc || !be->host_free || !be->prefetch_upload || !be->prefetch_wait ||
+             !be->prefetch_release || !be->prefetch_fence)
+        snprintf(why, len, "the %s backend has no copy stream", be->name);
+    return why;
+}
+
+/* Backend memory of `bytes`, or the job ends saying so. */
+static void *need(void *p, const BackendOps *be, size_t bytes, const char *what) {
+    if (p) return p;
+    char msg[160];
+    snprintf(msg, sizeof msg, "cannot allocate %zu bytes of %s on the %s backend", bytes, what,
+             be->name);
+    check_fail(__FILE__, __LINE__, "prefetch", msg);
+}
+
+void prefetch_init(Prefetch *p, Driver *d) {
+    memset(p, 0, sizeof *p);
+    Model *m = d->model;
+    const BackendOps *be = m->be;
+    p->samples = d->pipe->stage == 0;
+    p->labels = d->pipe->stage == d->pipe->stages - 1;
+    p->on = d->set.prefetch && (p->samples || p->labels);
+    if (!p->on) return;
+    p->sample_bytes = (size_t)m->batch * d->data->sample_size * sizeof(float);
+    p->label_bytes = (size_t)m->batch * d->data->label_size * sizeof(int32_t);
+    for (int s = 0; s < BACKEND_PREFETCH_SLOTS; s++) {
+        p->loaded[s] = -1;
+        /* the loader writes labels on every stage it runs on; samples only where read */
+        p->host_labels[s] =
+            need(be->host_alloc(m->ctx, p->label_bytes), be, p->label_bytes, "page-locked labels");
+        if (p->samples)
+            p->host_x[s] = need(be->host_alloc(m->ctx, p->sample_bytes), be, p->sample_bytes,
+                                "page-locked samples");
+        p->dev_x[s] = s == 0 || !p->samples ? m->x
+                                            : need(be->alloc(m->ctx, p->sample_bytes), be,
+                                                   p->sample_bytes, "prefetched samples");
+        p->dev_labels[s] = s == 0 || !p->labels ? m->labels
+                                                : need(be->alloc(m->ctx, p->label_bytes), be,
+                                                       p->label_bytes, "prefetched labels");
+    }
+}
+
+void prefetch_load(Prefetch *p, Driver *d, int64_t it) {
+    if (!p->on) return;
+    Model *m = d->model;
+    const int s = (int)(it % BACKEND_PREFETCH_SLOTS);
+    m->be->prefetch_fence(m->ctx, s); /* the slot's host buffers are free again */
+    dataset_train_batch(d->data, it, d->set.batch, d->shard, d->nshards,
+                        p->samples ? p->host_x[s] : NULL, p->host_labels[s]);
+    if (p->samples) m->be->prefetch_upload(m->ctx, s, p->dev_x[s], p->host_x[s], p->sample_bytes);
+    if (p->labels)
+        m->be->prefetch_upload(m->ctx, s, p->dev_labels[s], p->host_labels[s], p->label_bytes);
+    p->loaded[s] = it;
+}
+
+void prefetch_take(Prefetch *p, Driver *d, int64_t it) {
+    Model *m = d->model;
+    const int s = (int)(it % BACKEND_PREFETCH_SLOTS);
+    if (p->loaded[s] != it) prefetch_load(p, d, it); /* nothing prefetched: load it now */
+    m->be->prefetch_wait(m->ctx, s);
+    if (p->samples) m->x = p->dev_x[s];
+    if (p->labels) m->labels = p->dev_labels[s];
+}
+
+void prefetch_release(Prefetch *p, Driver *d, int64_t it) {
+    if (p->on) d->model->be->prefetch_release(d->model->ctx, (int)(it % BACKEND_PREFETCH_SLOTS));
+}
+
+void prefetch_free(Prefetch *p, Driver *d) {
+    if (!p->on) return;
+    Model *m = d->model;
+    const BackendOps *be = m->be;
+    for (int s = 0; s < BACKEND_PREFETCH_SLOTS; s++)
+        be->prefetch_fence(m->ctx, s); /* a batch still in flight (a stop) */
+    m->x = p->dev_x[0], m->labels = p->dev_labels[0];
+    for (int s = 1; s < BACKEND_PREFETCH_SLOTS; s++) {
+        if (p->dev_x[s] != m->x) be->free(m->ctx, p->dev_x[s]);
+        if (p->dev_labels[s] != m->labels) be->free(m->ctx, p->dev_labels[s]);
+    }
+    for (int s = 0; s < BACKEND_PREFETCH_SLOTS; s++)
+        be->host_free(m->ctx, p->host_x[s]), be->host_free(m->ctx, p->host_labels[s]);
+    memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,119 @@
+# test_count_device.sh - what a device step may do, proven on the counting fake device
+# (src/count_device.h: DTBENCH_COUNT_DEVICE, the CPU backend's kernels on buffers declared device
+# memory, every call counted per iteration, copies of prefetched batches deferred until the
+# compute stream waits for them, graphs captured without running and replayed by running again
+# with the same calls) through the real driver:
+#   1. LeNet, ResNet-8 and an LSTM: no allocation and no host synchronisation inside a step, one
+#      weight cast per step, the next batch's uploads queued while the step's kernels are,
+#      graphs captured once per input slot and part and replayed after (tests/check_counts.py);
+#      the saved parameters bit for bit those of the plain CPU run, with graphs and prefetch on
+#      and with both off;
+#   2. the modes: evaluation passes on Fashion-MNIST (their last chunk smaller), data parallelism
+#      on 2 ranks, with --overlap (forward replayed, backward eager), a pipeline of 2 stages with
+#      2 micro-batches (graphs refused, the reason in the file), and a stop while a batch is in
+#      flight (no hang, the copy waited for);
+#   3. --prefetch on and --graphs on are refused where they cannot run (the plain CPU backend).
+. "$(dirname "$0")/lib.sh"
+
+CHECK="$PYTHON $TESTS_SRCDIR/check_counts.py"
+ITERS=4 # iterations in all: warm-up 1 + 3 measured
+common="--dataset synthetic --batch 4 --warmup 1 --iters 3 --seed 5 --sample-hz 0"
+
+# on NP ARGS...: dtbench on NP ranks (1: without mpirun, quicker to start)
+on() {
+    local np=$1
+    shift
+    if [ "$np" = 1 ]; then timeout -k 5 120 "$DTBENCH" "$@"; else run_np "$np" "$@"; fi
+}
+# counted NAME NP ARGS...: dtbench through the counting device; the report is $WORK/NAME.count
+counted() {
+    local name=$1 np=$2
+    shift 2
+    rm -f "$WORK/$name.count"
+    DTBENCH_COUNT_DEVICE="$WORK/$name.count" on "$np" "$@" --output "$WORK/$name.h5" \
+        --save-model "$WORK/$name.p" >"$WORK/$name.log" 2>&1 || {
+        cat "$WORK/$name.log"
+        fail "$name: dtbench on the counting device"
+    }
+}
+plain() {
+    local name=$1 np=$2
+    shift 2
+    on "$np" "$@" --output "$WORK/$name.h5" --save-model "$WORK/$name.p" >/dev/null
+}
+same() {
+    cmp -s "$WORK/$1.p" "$WORK/$2.p" || fail "$1: other parameters than $2"
+}
+attr() { # attr FILE NAME: a root attribute of a result file
+    "$PYTHON" -c 'import sys, h5py; print(h5py.File(sys.argv[1], "r").attrs[sys.argv[2]])' "$@"
+}
+
+# 1. the step's rules, three models
+for m in lenet resnet8 lstm32; do
+    plain "$m-cpu" 1 --model "$m" $common
+    counted "$m" 1 --model "$m" $common
+    [ "$(attr "$WORK/$m.h5" prefetch)" = on ] || fail "$m: prefetch not used on the fake device"
+    [ "$(attr "$WORK/$m.h5" graphs)" = forward,backward ] || fail "$m: graphs not used"
+    $CHECK "$WORK/$m.count" --iters $ITERS --graphs 4 || fail "$m: a step rule (above)"
+    same "$m" "$m-cpu"
+    counted "$m-eager" 1 --model "$m" $common --graphs off --prefetch off
+    $CHECK "$WORK/$m-eager.count" --iters $ITERS --eager --no-prefetch || fail "$m: eager rules"
+    same "$m-eager" "$m-cpu"
+    pass "$m: prefetched and replayed = eager = plain CPU, bit for bit; the step's rules hold"
+done
+
+# 2. modes: evaluations (10 test images in chunks of 4: the last one of 2), 2 data-parallel
+# ranks, a pipeline, a stop with a batch in flight
+fmnist_subset "$WORK/fm" 10
+ev="--model lenet --dataset fashion-mnist --data-dir $WORK/fm --batch 4 --warmup 1 --iters 3"
+ev="$ev --eval-every 2 --sample-hz 0 --seed 5"
+plain eval-cpu 1 $ev
+counted eval 1 $ev
+$CHECK "$WORK/eval.count" --iters $ITERS --graphs 4 || fail "evaluations: a step rule"
+same eval eval-cpu
+acc() { # the evaluations' accuracies and losses, one line; fails on a missing dataset
+    "$PYTHON" -c 'import sys, h5py; e = h5py.File(sys.argv[1], "r")["eval"]
+print(list(e["accuracy"][:]), list(e["loss"][:]))' "$1"
+}
+a_dev=$(acc "$WORK/eval.h5") && a_cpu=$(acc "$WORK/eval-cpu.h5") || fail "evaluations: no /eval"
+[ "$a_dev" = "$a_cpu" ] || fail "evaluations: $a_dev against $a_cpu"
+echo "evaluations: $a_dev"
+pass "evaluations between prefetched steps: the same accuracies and parameters"
+
+plain dp-cpu 2 --model lenet $common --batch 8
+counted dp 2 --model lenet $common --batch 8
+$CHECK "$WORK/dp.count" --iters $ITERS --graphs 4 || fail "2 ranks: a step rule"
+same dp dp-cpu
+pass "data parallelism on 2 ranks: each rank's shard prefetched, the same parameters"
+
+plain ov-cpu 2 --model lenet $common --batch 8 --overlap
+counted ov 2 --model lenet $common --batch 8 --overlap
+$CHECK "$WORK/ov.count" --iters $ITERS --graphs 2 --replays 1 || fail "--overlap: a step rule"
+same ov ov-cpu
+pass "--overlap on 2 ranks: the forward pass replayed, backward eager with the exchange's hook"
+
+pp="--model lenet $common --batch 8 --parallel model --microbatches 2"
+plain pipe-cpu 2 $pp
+counted pipe 2 $pp
+$CHECK "$WORK/pipe.count" --iters $ITERS --pipeline || fail "pipeline: a step rule"
+same pipe pipe-cpu
+reason=$(attr "$WORK/pipe.h5" graphs_reason)
+[ "$(attr "$WORK/pipe.h5" graphs)" = off ] && grep -q pipeline <<<"$reason" ||
+    fail "pipeline: graphs $(attr "$WORK/pipe.h5" graphs) ($reason)"
+pass "pipeline: samples prefetched on stage 0, labels on stage 1; graphs off: $reason"
+
+# a stop after the first iteration, with the next batch queued: the run ends cleanly
+counted stop 1 --model lenet --dataset synthetic --batch 4 --warmup 0 --iters 1000 \
+    --duration 0.001 --sample-hz 0
+[ "$(attr "$WORK/stop.h5" stop_reason)" = duration ] || fail "stop: $(attr "$WORK/stop.h5" stop_reason)"
+pass "a stop with a batch in flight: closed as stopped, the copy waited for"
+
+# 3. refusals
+cd "$WORK"
+expect_bad 0 "--prefetch: 'on' is not accepted with --device cpu" --model lenet \
+    --dataset synthetic --prefetch on --output bad.h5
+expect_bad 0 "--graphs: 'on' is not accepted with --device cpu" --model lenet \
+    --dataset synthetic --graphs on --output bad.h5
+DTBENCH_COUNT_DEVICE="$WORK/bad.count" expect_bad 0 "--graphs: 'on' is not accepted.*dropout" \
+    --model alexnet --dataset synthetic --graphs on --dry-run
+pass "the counting fake device: the step's rules and the modes"
