@@ -2,7 +2,9 @@
 
 A run's configuration is its resolved options (``config_json``) plus the job's shape (``nranks``,
 ``nnodes``) and the factors newer writers store as root attributes (``parallel``, ``stages``,
-``target_accuracy``), minus options that only say where results go or how long to measure
+``target_accuracy``, ``launcher``: mpirun and srun runs differ in wire-up and binding, so
+they are never pooled as repeats; older files have no launcher), minus options that only say
+where results go or how long to measure
 (``BOOKKEEPING``: output, overwrite, save-model, dry-run, data-dir, seed, iters, warmup). Runs
 with equal configurations are repeats and are pooled. The numeric precision (``--precision``, the
 compute) and the gradients' wire type (``--grad-dtype``) are always part of it, ``fp32`` for files
@@ -22,7 +24,7 @@ from .runfile import Run
 BOOKKEEPING = ("output", "overwrite", "save-model", "dry-run", "data-dir", "seed", "iters",
                "warmup")
 #: Root attributes that are part of the configuration when present.
-EXTRA_ATTRS = ("nranks", "nnodes", "parallel", "stages", "target_accuracy")
+EXTRA_ATTRS = ("nranks", "nnodes", "parallel", "stages", "target_accuracy", "launcher")
 #: Keys that vary along a scaling series (scale and the batch that goes with it).
 SCALE_KEYS = ("nranks", "nnodes", "batch", "batch_global", "batch_per_rank", "ranks-per-node")
 

@@ -11,6 +11,13 @@ comparison of either (their difference cannot be attributed to one factor).
 ``strategy_groups`` picks the runs of the report's Strategies figures: one model, data set and
 batch, differing in the exchange strategy (its options, the ranks and evaluation settings).
 
+``differing_factors`` names the factors in which a set of runs differ: ``dtbench-analyze compare``
+compares all its runs at once only when they differ in at most one of them, and otherwise makes
+the same one-factor comparisons as the report. ``line_labels`` gives each run of a figure a label
+naming every configuration key in which the figure's runs differ (ranks, launcher, exchange,
+transport, precision, ...), so no two lines of different configurations read alike.
+``rank_view_order`` picks the run of the report's ranks x iterations view and straggler verdict.
+
 Exchange strategies are compared at an equal number of *workers* (root attribute ``nworkers``,
 else ``nranks``): ``--exchange async`` adds parameter-server ranks and ``mixed`` needs a node
 layout (``--ranks-per-node``), so for this factor the rank counts vary with the strategy.
@@ -37,6 +44,7 @@ FACTORS: "OrderedDict[str, Tuple[str, ...]]" = OrderedDict([
     ("precision", ("precision", "grad-dtype")),
     ("microbatches", ("microbatches",)),
     ("schedule", ("schedule",)),
+    ("launcher", ("launcher",)),
 ])
 
 
@@ -135,3 +143,49 @@ def table(runs: Sequence[Run], ignore: Sequence[str] = ()) -> pd.DataFrame:
                                                  if k not in ("model", "dataset")})})
     return pd.DataFrame(rows, columns=["comparison", "factor", "values", "runs", "model",
                                        "dataset", "common"])
+
+
+def differing_factors(runs: Sequence[Run], ignore: Sequence[str] = ()) -> List[str]:
+    """The FACTORS whose own keys (the first, or PRIMARY_KEYS of them: ``nranks`` belongs to
+    the ranks, not to the exchange) differ among the configurations of ``runs``."""
+    confs = [configs.configuration(r, ignore) for r in runs]
+    out = []
+    for factor, keys in FACTORS.items():
+        primary = keys[:PRIMARY_KEYS.get(factor, 1)]
+        if len({tuple(c.get(k) for k in primary) for c in confs}) > 1:
+            out.append(factor)
+    return out
+
+
+#: configuration keys never named in a line label (they say nothing about the measurement)
+UNLABELLED = ("tag",)
+
+
+def differing_labels(confs: Sequence[Dict[str, str]], skip: Sequence[str] = ()) -> List[str]:
+    """Per configuration, ``k=v`` of every key whose value differs among ``confs`` (a key a
+    configuration lacks reads ``-``), ``skip`` and UNLABELLED left out; "" when none differs."""
+    _, differing = configs.split_common([tuple(sorted(c.items())) for c in confs])
+    return [configs.label({k: v for k, v in d.items() if k not in skip and
+                           k not in UNLABELLED}, fallback="") for d in differing]
+
+
+def line_labels(runs: Sequence[Run], ignore: Sequence[str] = ()) -> Dict[str, str]:
+    """path -> ``exchange=async nranks=2 launcher=srun``: every configuration key whose value
+    differs among ``runs`` (differing_labels); ``all runs`` when none differs."""
+    texts = differing_labels([configs.configuration(r, ignore) for r in runs])
+    return {r.path: t or "all runs" for r, t in zip(runs, texts)}
+
+
+def workers(run: Run) -> int:
+    """Ranks that ran iterations (parameter servers excluded) and measured at least one."""
+    return int(((run.ranks["measured"].to_numpy() > 0) & run.trains).sum())
+
+
+def rank_view_order(runs: Sequence[Run]) -> List[Run]:
+    """Runs with a completed iteration, best first for the ranks x iterations view and the
+    straggler verdict: most ranks that measured iterations (a parameter server's empty row or
+    a killed rank says nothing), then a lockstep strategy (sync, ssp: where one slow rank holds
+    up the others), then most ranks, then most measured iterations, then the path."""
+    have = [r for r in runs if int(r.valid.sum())]
+    return sorted(have, key=lambda r: (-workers(r), not r.lockstep, -r.nranks,
+                                       -int(r.ranks["measured"].sum()), r.path))

@@ -150,7 +150,7 @@ def per_rank_table(run: Run) -> pd.DataFrame:
     if run.has("exchange_wait"):
         cols["wait_median"] = run.measured("exchange_wait")
     if run.has("staleness"):
-        cols["staleness_median"] = run.measured("staleness")
+        cols["staleness_median"] = staleness(run)
     out = run.ranks[["rank", "host", "node", "measured"]].copy().reset_index(drop=True)
     with np.errstate(all="ignore"):
         for name, values in cols.items():
@@ -159,14 +159,29 @@ def per_rank_table(run: Run) -> pd.DataFrame:
     return out
 
 
+def staleness(run: Run) -> np.ndarray:
+    """(nranks, iters_total) measured staleness, NaN where not measured and where negative: a
+    staleness counts versions the parameters trail by, so it is never below 0; the mixed
+    exchange of older writers recorded its local-minus-global step counter there (-8, -6, ...),
+    which is not a staleness (staleness_distribution counts such values apart)."""
+    v = run.measured("staleness").astype(np.float64, copy=True)
+    v[v < 0] = np.nan
+    return v
+
+
 def staleness_distribution(values) -> Optional[Dict[str, object]]:
-    """Staleness values (NaN ignored): n, median, p95, max and the count of each value."""
+    """Staleness values (NaN ignored): n, median, p95, max and the count of each value;
+    ``negative``: how many values were below 0 and left out (see ``staleness``)."""
     v = pd.Series(np.asarray(values, dtype=np.float64).ravel()).dropna()
+    negative = int((v < 0).sum())
+    v = v[v >= 0]
     if v.empty:
-        return None
+        return {"n": 0, "median": None, "p95": None, "max": None, "counts": {},
+                "negative": negative} if negative else None
     counts = v.round().astype(np.int64).value_counts().sort_index()
     return {"n": int(v.size), "median": float(v.median()), "p95": float(v.quantile(0.95)),
-            "max": float(v.max()), "counts": {int(k): int(c) for k, c in counts.items()}}
+            "max": float(v.max()), "counts": {int(k): int(c) for k, c in counts.items()},
+            "negative": negative}
 
 
 def time_to_target(run: Run, target: Optional[float]) -> Optional[Dict[str, object]]:

@@ -17,11 +17,28 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from .outputs import write_bytes  # noqa: E402
 
-__all__ = ["plt", "png_bytes", "save_png", "save", "data_uri", "INCOMPLETE_NOTE"]
+__all__ = ["plt", "png_bytes", "save_png", "save", "data_uri", "INCOMPLETE_NOTE",
+           "legend_below"]
 
 DPI = 110
 #: appended to a title or legend entry of an incomplete run
 INCOMPLETE_NOTE = " [INCOMPLETE]"
+
+
+def legend_below(fig, axes, ncol: int = 3, fontsize: float = 7):
+    """One legend for ``axes`` (their labelled artists, repeated labels once) under the whole
+    figure, outside every axes, so it never covers data. Call it after ``fig.tight_layout()``:
+    the legend hangs below the figure's bottom edge and the saved image (bbox_inches="tight")
+    grows to hold it. Returns the legend, or None when nothing is labelled."""
+    seen = {}
+    for ax in axes:
+        for handle, text in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(text, handle)
+    if not seen:
+        return None
+    return fig.legend(list(seen.values()), list(seen), loc="upper center",
+                      bbox_to_anchor=(0.5, 0.0), ncol=max(1, min(ncol, len(seen))),
+                      fontsize=fontsize, frameon=False)
 
 
 def png_bytes(fig) -> bytes:

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from . import calibration, configs, energy, metrics, scaling
+from . import calibration, configs, energy, grouping, metrics, scaling
 from .runfile import Run
 
 MS = 1e3
@@ -129,9 +129,14 @@ def scaling_points(runs: Sequence[Run], ignore: Sequence[str] = (),
     with intervals propagated from the time's CI (base case taken at its median)."""
     result = result or scaling.find_series(runs, "ranks", ignore)
     rows = []
+    # a line names its strategy and transport and every other factor in which the series
+    # differ (launcher, precision, ...): two series never read alike
+    extra = grouping.differing_labels([s["factors"] for s in result["series"]],
+                                      skip=("exchange", "transport", "model"))
     for i, s in enumerate(result["series"], 1):
         f = s["factors"]
-        line = " ".join(x for x in (f.get("exchange"), f.get("transport")) if x) or "-"
+        line = " ".join(x for x in (f.get("exchange"), f.get("transport"), extra[i - 1])
+                        if x) or "-"
         prec = {"precision": f.get("precision", "fp32"), "grad_dtype": f.get("grad-dtype", "fp32")}
         base = s["base"]
         for q in s["points"]:
@@ -274,7 +279,7 @@ def samples(runs: Sequence[Run], names=None) -> pd.DataFrame:
 def comparison_groups(runs: Sequence[Run], ignore: Sequence[str] = (),
                       target: Optional[float] = None) -> List[Dict[str, object]]:
     """grouping.comparisons with compare.compare's statistics inside each."""
-    from . import compare, grouping
+    from . import compare
     out = []
     for c in grouping.comparisons(runs, ignore):
         c = dict(c)

@@ -76,6 +76,29 @@ def test_report_renders_in_chromium(capsys, campaign, tmp_path, chromium):
     assert shot.shape[1] == 1280 and shot[..., :3].std() > 0.05      # not a blank page
 
 
+def test_mixed_campaign_renders_in_chromium(capsys, write, tmp_path, chromium):
+    """A folder of runs of different strategies, rank counts and launchers (test_report_like's
+    mixed_folder): the page renders with every figure, the ranks view is the 2-rank sync run's,
+    the launcher comparison is made, and no negative staleness appears."""
+    from test_report_like import mixed_folder
+    folder, _ = mixed_folder(write, tmp_path)
+    out, msg = build(capsys, folder, tmp_path)
+    assert msg.startswith(f"wrote {out}: 5 runs, ")
+    page = out.read_text()
+    seen = browser.render(str(out), str(tmp_path))
+    assert seen["errors"] == [] and seen["console"] == []
+    images = {i["id"]: i for i in seen["images"]}
+    assert len(images) == page.count("<img ") and {"fig-phases", "fig-gantt",
+                                                     "fig-strategies-1"} <= set(images)
+    assert all(i["width"] > 300 and i["height"] > 150 for i in images.values())
+    ranks = page.split('<section id="ranks">', 1)[1].split("</section>", 1)[0]
+    assert "Timeline: iterations 2-6 of sync2.h5" in ranks and "slowest: rank 1" in ranks
+    comparisons = page.split('<section id="comparisons">', 1)[1].split("</section>", 1)[0]
+    assert "<td class=l>launcher=mpirun</td>" in comparisons
+    assert "<td class=l>launcher=srun</td>" in comparisons
+    assert "negative values left out" in page and "staleness: median -" not in page
+
+
 def test_unrelated_runs_are_not_compared(capsys, write, tmp_path):
     """Five runs of five models (as a folder of unrelated runs looks): no comparison at all,
     where the old report compared LeNet with ResNet-50."""

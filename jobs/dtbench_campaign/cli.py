@@ -245,11 +245,18 @@ def _counts(rows: List[status_mod.RunStatus]) -> str:
 
 
 def progress_line(rows: List[status_mod.RunStatus], waited: float) -> str:
-    """One line while --wait waits: the states, and the iterations of the runs under way."""
+    """One line while --wait waits: the states, and the iterations of the runs under way
+    (kept in the file of the total, and how many were completed where the file says so and
+    more were completed than kept)."""
     active = [r for r in rows if r.state in ("running", "completing")]
-    shown = ", ".join(f"{r.run} {r.iterations if r.iterations is not None else '?'}"
-                      f"/{r.iters_total if r.iters_total is not None else '?'}"
-                      for r in active[:4])
+
+    def one(r: status_mod.RunStatus) -> str:
+        kept = r.iterations if r.iterations is not None else "?"
+        text = f"{r.run} {kept}/{r.iters_total if r.iters_total is not None else '?'}"
+        if r.iterations_completed is not None and r.iterations_completed != r.iterations:
+            text += f" ({r.iterations_completed} completed)"
+        return text
+    shown = ", ".join(one(r) for r in active[:4])
     more = f" and {len(active) - 4} more" if len(active) > 4 else ""
     return (f"waiting {waited:.0f} s: {_counts(rows)}"
             + (f" (iterations: {shown}{more})" if shown else ""))

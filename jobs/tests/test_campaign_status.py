@@ -179,3 +179,16 @@ def test_status_wait_returns_once_nothing_is_under_way(tmp_path, capsys):
     assert proc.returncode is not None
     line = [x for x in out.splitlines() if x.startswith(runs[0].id + " ")][0]
     assert "running" not in line and "failed" in line, out
+
+
+def test_progress_line_counts_states_and_iterations():
+    """--wait's line: the count of each state, and per run under way the iterations kept of
+    the total, with the completed ones where the file says more were completed than kept."""
+    from dtbench_campaign import cli
+    rows = [status.RunStatus("a", 1, "7", "running", "", 40, 100, "a.h5", 60),
+            status.RunStatus("b", 1, "7", "running", "", 20, 100, "b.h5", None),
+            status.RunStatus("c", 1, "8", "pending", "", None, None, "", None),
+            status.RunStatus("d", 1, "6", "completed", "", 100, 100, "d.h5", 100)]
+    line = cli.progress_line(rows, 12.4)
+    assert line == ("waiting 12 s: 1 pending, 2 running, 1 completed (iterations: "
+                    "a 40/100 (60 completed), b 20/100)"), line

@@ -7,11 +7,25 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
-from .. import configs, conventions, jsonout, metrics, stats
+from .. import configs, conventions, grouping, jsonout, metrics, stats
 from ..compare import Comparison, compare
 from ..runfile import Run
 from ..units import ms
 from . import common
+
+
+def staleness_text(st) -> str:
+    """The staleness distribution in words; negative values (older mixed files) left out."""
+    if not st:
+        return "not recorded"
+    neg = st.get("negative") or 0
+    note = f"; {neg} negative values left out (an older mixed exchange recorded a step " \
+           "difference there, not a staleness)" if neg else ""
+    if not st["n"]:
+        return "n/a" + note
+    counts = ", ".join(f"{k}: {v}" for k, v in list(st["counts"].items())[:12])
+    return f"median {st['median']:g}, p95 {st['p95']:g}, max {st['max']:g} (counts {counts})" \
+        + note
 
 
 def format_text(result: Comparison, runs: Sequence[Run]) -> str:
@@ -52,13 +66,7 @@ def format_text(result: Comparison, runs: Sequence[Run]) -> str:
                      f"{ms(g.exchange_median_s)} ms, "
                      + ("payload n/a" if sent is None else f"payload {sent:.0f} B")
                      + " per rank per iteration (median bytes_sent)")
-        st = g.staleness
-        if st:
-            counts = ", ".join(f"{k}: {v}" for k, v in list(st["counts"].items())[:12])
-            lines.append(f"    staleness: median {st['median']:g}, p95 {st['p95']:g}, max "
-                         f"{st['max']:g} (counts {counts})")
-        else:
-            lines.append("    staleness: not recorded")
+        lines.append("    staleness: " + staleness_text(g.staleness))
         tt = g.target
         if tt:
             goal = tt["runs"][0]["target"]
@@ -126,6 +134,9 @@ def run_command(args, report_error) -> int:
     runs, status = common.load(args, report_error)
     if status:
         return status
+    factors = grouping.differing_factors(runs, args.ignore)
+    if len(factors) > 1:
+        return _by_factor(args, runs, factors, report_error)
     ngroups = len(configs.group_runs(runs, args.ignore))
     if args.baseline > ngroups:
         report_error(f"--baseline {args.baseline}: accepted: 1 .. {ngroups} (the number of "
@@ -136,6 +147,41 @@ def run_command(args, report_error) -> int:
         print(jsonout.dumps(result))
     else:
         print(format_text(result, runs))
+    return _plot(args, runs)
+
+
+def _by_factor(args, runs: Sequence[Run], factors, report_error) -> int:
+    """Runs that differ in several factors: the report's comparisons (grouping.comparisons),
+    each along one factor with everything else equal, and the runs that fit none."""
+    if args.baseline != 1:
+        report_error(f"--baseline {args.baseline}: accepted: 1 when the runs differ in more "
+                     f"than one factor ({', '.join(factors)}): each comparison's baseline is "
+                     f"its first configuration")
+        return 2
+    comps = grouping.comparisons(runs, args.ignore)
+    results = [compare(c["runs"], args.ignore, 1, args.alpha, args.confidence, args.target)
+               for c in comps]
+    used = {r.path for c in comps for r in c["runs"]}
+    left = [r.path for r in runs if r.path not in used]
+    if args.json:
+        print(jsonout.dumps({"differing_factors": factors, "comparisons": [
+            {"factor": c["factor"], "common": c["common"], "result": res}
+            for c, res in zip(comps, results)], "not_compared": left}))
+        return _plot(args, runs)
+    lines = [f"compare: the runs differ in {' and '.join(factors)}; compared only along one "
+             f"factor with everything else equal (as in dtbench-analyze report): "
+             f"{conventions.plural(len(comps), 'comparison')}"]
+    for i, (c, res) in enumerate(zip(comps, results), 1):
+        lines += ["", f"=== comparison {i}: {c['factor']} ({c['common'].get('model')} on "
+                      f"{c['common'].get('dataset')})", format_text(res, c["runs"])]
+    if left:
+        lines += ["", "not compared (each differs from every other run in more than one "
+                      "factor): " + ", ".join(os.path.basename(p) for p in left)]
+    print("\n".join(lines))
+    return _plot(args, runs)
+
+
+def _plot(args, runs: Sequence[Run]) -> int:
     if args.plot:
         from ..plot.training import strategies
         from ..plotting import save

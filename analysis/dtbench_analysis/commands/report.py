@@ -148,8 +148,7 @@ def _section_scaling(res: Results) -> List[str]:
 
 
 def _section_ranks(res: Results, names, window) -> List[str]:
-    candidates = sorted([r for r in res.runs if int(r.valid.sum())],
-                        key=lambda r: (-r.nranks, names[r.path]))[:MAX_HEATMAPS]
+    candidates = grouping.rank_view_order(res.runs)[:MAX_HEATMAPS]
     if not candidates:
         return [_note("No run has a completed iteration.")]
     parts = ['<div class="figs">']
@@ -234,8 +233,8 @@ def _section_comparisons(res: Results, runs) -> List[str]:
     groups = res.comparison_groups
     if not groups:
         return [_note("No comparison: no two runs differ in exactly one factor (exchange, "
-                      "transport, ranks, batch, precision, micro-batches) with everything "
-                      "else, model and data set included, equal.")]
+                      "transport, ranks, batch, precision, micro-batches, schedule, launcher) "
+                      "with everything else, model and data set included, equal.")]
     parts = [_note("Runs are compared only inside a configuration, along one factor; the "
                    "first configuration of each comparison is its baseline (Mann-Whitney U "
                    "of the per-iteration times, Bonferroni within the comparison)."),

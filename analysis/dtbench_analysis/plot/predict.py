@@ -67,9 +67,9 @@ def figure(result: Dict):
         ax_e.set(yscale="log", ylim=(min(effs) / 2, 2.0))
     for ax in (ax_t, ax_e):
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=6, ncol=2 if ax is ax_t else 1)
     fig.suptitle(f"dtbench predict (allreduce model: {result['reference']['algorithm']})")
     fig.tight_layout()
+    plotting.legend_below(fig, [ax_t, ax_e], ncol=3, fontsize=6)
     return fig
 
 

@@ -6,19 +6,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import grouping
 from ..scaling import ScalingResult
 
 
 def panels(result: ScalingResult, unit: str):
     """Four panels against p: throughput, speedup and efficiency (with the ideal) and exchange
     share. Incomplete points are drawn hollow."""
-    from ..plotting import plt
+    from ..plotting import legend_below, plt
     fig, axes = plt.subplots(2, 2, figsize=(11, 8))
     ax_tp, ax_s, ax_e, ax_x = axes.ravel()
+    names = grouping.differing_labels([s.factors for s in result.series])
     for i, s in enumerate(result.series, 1):
         pts = s.points
         p = np.array([q.p for q in pts], dtype=float)
-        label = f"{i}: {s.kind}, {s.fixed}"
+        label = f"{i}: {s.kind}, {s.fixed}" + (f", {names[i - 1]}" if names[i - 1] else "")
         color = f"C{(i - 1) % 10}"
         hollow = [bool(q.incomplete) for q in pts]
 
@@ -48,8 +50,7 @@ def panels(result: ScalingResult, unit: str):
         ax.grid(alpha=0.3)
         if allp:
             ax.set_xticks(allp)
-    ax_tp.legend(fontsize=8)
-    ax_e.legend(fontsize=8)
     fig.suptitle("dtbench scaling (hollow markers: includes incomplete runs)")
     fig.tight_layout()
+    legend_below(fig, [ax_tp, ax_s, ax_e], ncol=3, fontsize=8)
     return fig

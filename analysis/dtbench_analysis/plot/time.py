@@ -6,13 +6,12 @@ plotting.png_bytes write it. Training, pipeline and sampler figures are in train
 
 from __future__ import annotations
 
-import os
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
 
-from .. import tables, timeline
+from .. import grouping, tables, timeline
 from ..runfile import Run
 from . import timeline as gantt_chart
 
@@ -29,7 +28,7 @@ def empty_axes(ax, text: str) -> None:
 def breakdown(ph: pd.DataFrame):
     """Stacked horizontal bars: mean ms of each phase per rank-iteration, one bar per run, the
     hidden (overlapped) exchange hatched after the bar, exchange share and efficiency as text."""
-    from ..plotting import plt
+    from ..plotting import legend_below, plt
     n = max(1, len(ph))
     fig, ax = plt.subplots(figsize=(11, 1.2 + 0.42 * n))
     if ph.empty:
@@ -58,16 +57,16 @@ def breakdown(ph: pd.DataFrame):
     ax.set_xlim(0, float(np.nanmax(left + hidden)) * 1.35 or 1.0)
     ax.set_xlabel("ms per iteration and rank (mean over ranks x measured iterations)")
     ax.set_title("Where the time goes", loc="left")
-    ax.legend(fontsize=7, ncol=4, loc="lower right")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
+    legend_below(fig, [ax], ncol=4)
     return fig
 
 
 def scaling(points: pd.DataFrame):
     """Speedup and efficiency against ranks, one line per series (strong/weak, strategy and
     transport), error bars from the time's confidence interval, the ideal dashed."""
-    from ..plotting import plt
+    from ..plotting import legend_below, plt
     fig, (ax_s, ax_e) = plt.subplots(1, 2, figsize=(11, 4.2))
     if points.empty:
         for ax in (ax_s, ax_e):
@@ -96,9 +95,27 @@ def scaling(points: pd.DataFrame):
     for ax in (ax_s, ax_e):
         ax.set_xticks(ranks)
         ax.grid(alpha=0.3)
-    ax_s.legend(fontsize=7)
     fig.tight_layout()
+    legend_below(fig, [ax_s, ax_e], ncol=2)
     return fig
+
+
+#: heat map cells under this many ms are timer noise and drawn as 0
+NOISE_MS = 1e-3
+#: a heat map's colour scale spans at least this share of the median iteration time, so a few
+#: microseconds of jitter in a wait that is really nothing do not fill the whole scale
+SPAN_SHARE = 0.01
+
+
+def colour_scale(ms: np.ndarray, warmup: int, span_floor: float = NOISE_MS):
+    """(masked cells with values under NOISE_MS set to 0, vmax): vmax is the 98th percentile of
+    the measured cells (one huge warm-up or evaluation iteration must not flatten the rest;
+    brighter cells saturate), never below ``span_floor`` ms (at least NOISE_MS)."""
+    data = np.ma.masked_invalid(ms)
+    data = np.ma.where(np.abs(data) < NOISE_MS, 0.0, data)
+    measured = data[:, warmup:].compressed()
+    vmax = float(np.percentile(measured, 98)) if measured.size else 0.0
+    return data, max(vmax, span_floor, NOISE_MS)
 
 
 def heatmaps(run: Run, title: Optional[str] = None):
@@ -111,23 +128,22 @@ def heatmaps(run: Run, title: Optional[str] = None):
         second = ("wait", "exchange wait" if run.has("exchange_wait") else
                   "exchange (wait not recorded)")
     fields = (("total", "iteration time"), second)
+    total = tables.rank_iteration(run, "total").to_numpy()[:, run.warmup:]
+    total = total[np.isfinite(total)]
+    span_floor = max(NOISE_MS, SPAN_SHARE * float(np.median(total)) if total.size else 0.0)
     fig, axes = plt.subplots(1, 2, figsize=(11, 1.6 + 0.32 * run.nranks))
     for ax, (field, name) in zip(axes, fields):
         frame = tables.rank_iteration(run, field)
-        data = np.ma.masked_invalid(frame.to_numpy())
+        data, vmax = colour_scale(frame.to_numpy(), run.warmup, span_floor)
         cmap = plt.get_cmap("viridis").with_extremes(bad="#cccccc")
-        measured = data[:, run.warmup:].compressed()
-        # colour scale to the 98th percentile of measured cells: one huge warm-up or
-        # evaluation iteration must not flatten the rest (brighter cells saturate)
-        vmax = float(np.percentile(measured, 98)) if measured.size else None
         im = ax.imshow(data, aspect="auto", interpolation="nearest", cmap=cmap,
-                       vmin=0, vmax=vmax or None)
+                       vmin=0, vmax=vmax)
         if run.warmup:
             ax.axvline(run.warmup - 0.5, color="w", lw=1.5, ls="--")
         ax.set_yticks(range(run.nranks))
         ax.set_yticklabels([str(r) for r in frame.index])
         ax.set(xlabel="iteration (left of the dashed line: warm-up)", ylabel="rank",
-               title=f"{name}, ms (colours saturate at the 98th percentile)")
+               title=f"{name}, ms (98th percentile saturates; under 1 µs shown as 0)")
         fig.colorbar(im, ax=ax, fraction=0.04)
     fig.suptitle(title or tables.label(run), fontsize=9, x=0.01, ha="left")
     fig.tight_layout()
@@ -141,8 +157,6 @@ def gantt(run: Run, window: Tuple[Optional[int], Optional[int]] = (None, None)):
 
 
 def pick_rank_run(runs: Sequence[Run]) -> Optional[Run]:
-    """The run whose ranks x iterations view says most: most ranks, then most iterations."""
-    multi = [r for r in runs if int(r.valid.sum()) > 0]
-    if not multi:
-        return None
-    return max(multi, key=lambda r: (r.nranks, int(r.valid.sum()), os.path.basename(r.path)))
+    """The run whose ranks x iterations view says most (grouping.rank_view_order)."""
+    order = grouping.rank_view_order(runs)
+    return order[0] if order else None

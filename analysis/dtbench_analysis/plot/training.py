@@ -12,18 +12,22 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
-from .. import metrics, tables
+from .. import configs, grouping, metrics, tables
 from ..runfile import Run
 from .time import empty_axes
 
+#: line styles telling apart runs of one strategy that differ in something else
+LINE_STYLES = ("-", "--", ":", "-.")
 PIPE_COLORS = {"compute": "#4c72b0", "send": "#dd8452", "recv": "#55a868", "idle": "#c44e52"}
 
 
 def strategies(runs: Sequence[Run], target: Optional[float] = None, names=None):
     """2 x 2: loss and test accuracy against wall time (s since start) and against iterations;
-    colour = exchange strategy; the target accuracy dotted and each run's first evaluation
-    reaching it starred."""
-    from ..plotting import plt
+    colour = exchange strategy, line style = the rest of the configuration where it differs
+    (ranks, launcher, transport, precision, ...), and each label names the file and every
+    configuration key in which the runs differ (grouping.line_labels); the target accuracy
+    dotted and each run's first evaluation reaching it starred."""
+    from ..plotting import legend_below, plt
     fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex="col")
     (ax_lt, ax_li), (ax_at, ax_ai) = axes
     if not runs:
@@ -33,17 +37,23 @@ def strategies(runs: Sequence[Run], target: Optional[float] = None, names=None):
     strategies_seen = list(OrderedDict.fromkeys(r.exchange for r in runs))
     goals = set()
     any_eval = False
-    for run in runs:
+    texts = grouping.line_labels(runs)
+    rest = [configs.key_of(r, grouping.FACTORS["exchange"][:5] + grouping.UNLABELLED)
+            for r in runs]
+    rest_seen = list(OrderedDict.fromkeys(rest))
+    for run, own in zip(runs, rest):
         color = f"C{strategies_seen.index(run.exchange) % 10}"
-        name = tables.label(run, names)
+        style = LINE_STYLES[rest_seen.index(own) % len(LINE_STYLES)]
+        name = f"{tables.run_name(run, names)}: {texts[run.path]}" + \
+            ("" if run.is_complete else " *")
         pr = tables.progress(run)
-        ax_lt.plot(pr["time_s"], pr["loss"], color=color, lw=1.1, label=name)
-        ax_li.plot(pr["iteration"], pr["loss"], color=color, lw=1.1)
+        ax_lt.plot(pr["time_s"], pr["loss"], color=color, ls=style, lw=1.1, label=name)
+        ax_li.plot(pr["iteration"], pr["loss"], color=color, ls=style, lw=1.1)
         ev = run.eval[np.isfinite(run.eval["accuracy"].to_numpy(dtype=float))]
         if not ev.empty:
             any_eval = True
-            ax_at.plot(ev["time"], ev["accuracy"], "o-", color=color, ms=3)
-            ax_ai.plot(ev["iteration"], ev["accuracy"], "o-", color=color, ms=3)
+            ax_at.plot(ev["time"], ev["accuracy"], "o", ls=style, color=color, ms=3)
+            ax_ai.plot(ev["iteration"], ev["accuracy"], "o", ls=style, color=color, ms=3)
         goal = target if target is not None else run.target_accuracy
         tt = metrics.time_to_target(run, goal)
         if goal is not None:
@@ -77,8 +87,8 @@ def strategies(runs: Sequence[Run], target: Optional[float] = None, names=None):
     ax_ai.set(xlabel="iterations completed (warm-up included)")
     for ax in axes.ravel():
         ax.grid(alpha=0.3)
-    ax_lt.legend(fontsize=7)
     fig.tight_layout()
+    legend_below(fig, [ax_lt], ncol=2)
     return fig
 
 
@@ -86,7 +96,7 @@ def pipeline(pipe: pd.DataFrame):
     """Left: per run and stage, mean ms per iteration of compute, send, receive and idle
     (bubble). Right: bubble fraction (idle / their sum, mean over stages) against micro-batches,
     one line per number of stages, with the GPipe ideal (K-1)/(M+K-1)."""
-    from ..plotting import plt
+    from ..plotting import legend_below, plt
     fig, (ax_b, ax_f) = plt.subplots(1, 2, figsize=(11, 1.8 + 0.3 * max(4, len(pipe))),
                                      gridspec_kw={"width_ratios": [3, 2]})
     if pipe.empty:
@@ -106,7 +116,6 @@ def pipeline(pipe: pd.DataFrame):
     ax_b.invert_yaxis()
     ax_b.set(xlabel="ms per iteration (mean over the stage's ranks)",
              title="per stage: compute, send, receive, idle")
-    ax_b.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=4)
     per_run = pipe.groupby(["file", "stages", "microbatches"], as_index=False)[
         "bubble fraction"].mean()
     for i, (k, pts) in enumerate(per_run.groupby("stages")):
@@ -118,8 +127,8 @@ def pipeline(pipe: pd.DataFrame):
     ax_f.set(xlabel="micro-batches M", ylabel="idle / (compute+send+recv+idle)",
              title="bubble fraction", ylim=(0, 1))
     ax_f.grid(alpha=0.3)
-    ax_f.legend(fontsize=7)
     fig.tight_layout()
+    legend_below(fig, [ax_b, ax_f], ncol=4)
     return fig
 
 
@@ -136,7 +145,7 @@ def samples(runs: Sequence[Run], names=None):
     """Sampled power, memory and utilisation against time (aligned clock), one line per rank
     of every sampled run; energy per sample in the legend when power was sampled."""
     from .. import energy
-    from ..plotting import plt
+    from ..plotting import legend_below, plt
     runs = [r for r in runs if r.samples]
     panels = _sample_panels(runs)
     fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(11, 3.8), squeeze=False)
@@ -163,8 +172,8 @@ def samples(runs: Sequence[Run], names=None):
         ax.set(title=title, xlabel="s since start (aligned clock)")
         ax.grid(alpha=0.3)
         ax.set_ylim(bottom=0)
-    axes[0].legend(fontsize=7)
     fig.tight_layout()
+    legend_below(fig, axes[:1], ncol=3)
     return fig
 
 
