@@ -1,4 +1,4 @@
-"""Files that grow with the run (issue 15, docs/hdf5-layout.md): /iterations of a run stopped
+"""Files that grow with the run (docs/hdf5-layout.md): /iterations of a run stopped
 early holds ``extent`` < ``iters_total`` columns (chunked, max shape iters_total). The reader loads
 them like the same run allocated whole: the same statistics, the same completeness, and every
 command runs; an extent beyond iters_total is refused."""

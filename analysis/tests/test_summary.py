@@ -236,7 +236,7 @@ def test_text_output_incomplete(killed_file):
     assert any("iterations measured: 2-6 per rank (configured 10)" in line for line in lines)
 
 
-# ---- per-rank statistics and energy (issue 7) ---------------------------------------------
+# ---- per-rank statistics and energy ----------------------------------------------------
 def sampled(write, power=None, written=None, **kw):
     """The default run with a sampler: 240 samples per rank every 50 ms from t = 0 (the measured
     iterations span 10.002 .. 10.402 s, rank 2 .. 10.802 s), 100 W unless ``power`` is given."""
