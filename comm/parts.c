@@ -76,8 +76,8 @@ static int module_path(char *path, size_t len) {
     char *slash = strrchr(exe, '/');
     if (slash) {
         *slash = '\0';
-        snprintf(path, len, "%s/%s", exe, GPU_MODULE_FILE);
-        if (access(path, F_OK) == 0) return 1;
+        const int w = snprintf(path, len, "%s/%s", exe, GPU_MODULE_FILE);
+        if (w > 0 && (size_t)w < len && access(path, F_OK) == 0) return 1;
     }
     snprintf(path, len, "%s/%s", DTBENCH_PKGLIBDIR, GPU_MODULE_FILE);
     if (access(path, F_OK) == 0) return 1;
