@@ -236,10 +236,9 @@ void cpu_batchnorm_forward_train(BackendCtx *ctx, const BnShape *s, const float 
 
 /* Batch norm -> (residual add ->) ReLU in one pass over the output (src/model_fuse.c): the same
  * bits as the three unfused rows, one pass over memory instead of three. */
-void cpu_bn_act_forward_train(BackendCtx *ctx, const BnShape *s, const float *x,
-                              const float *gamma, const float *beta, const float *z, float *y,
-                              float *save_mean, float *save_invstd, float *running_mean,
-                              float *running_var) {
+void cpu_bn_act_forward_train(BackendCtx *ctx, const BnShape *s, const float *x, const float *gamma,
+                              const float *beta, const float *z, float *y, float *save_mean,
+                              float *save_invstd, float *running_mean, float *running_var) {
     (void)ctx;
     const size_t sp = (size_t)s->spatial, stride = (size_t)s->c * sp;
     for (int c = 0; c < s->c; c++) {
@@ -253,8 +252,8 @@ void cpu_bn_act_forward_train(BackendCtx *ctx, const BnShape *s, const float *x,
     }
 }
 
-void cpu_bn_act_forward_infer(BackendCtx *ctx, const BnShape *s, const float *x,
-                              const float *gamma, const float *beta, const float *running_mean,
+void cpu_bn_act_forward_infer(BackendCtx *ctx, const BnShape *s, const float *x, const float *gamma,
+                              const float *beta, const float *running_mean,
                               const float *running_var, const float *z, float *y) {
     (void)ctx;
     const size_t sp = (size_t)s->spatial, stride = (size_t)s->c * sp;

@@ -166,8 +166,8 @@ static void test_choice(void) {
         snprintf(what, sizeof what,
                  "%s: %d BN->ReLU (want %d), %d BN->add->ReLU (want %d), %d rows skipped; on the "
                  "CPU backend the same (%d, %d, %d); without fused operations none (%d, %d, %d)",
-                 zoo[i].d->name, relu, zoo[i].relu, add, zoo[i].add, skipped, crelu, cadd,
-                 cskipped, urelu, uadd, uskipped);
+                 zoo[i].d->name, relu, zoo[i].relu, add, zoo[i].add, skipped, crelu, cadd, cskipped,
+                 urelu, uadd, uskipped);
         check(relu == zoo[i].relu && add == zoo[i].add && skipped == relu + 2 * add &&
                   crelu == relu && cadd == add && cskipped == skipped &&
                   urelu + uadd + uskipped == 0,
