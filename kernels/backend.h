@@ -328,8 +328,8 @@ typedef struct BackendOps {
                                const float *dy, float *dx, float *dgamma, float *dbeta);
 
     /* Optional, all three or none: batch norm fused with the ReLU after it, and with a residual
-     * add before that ReLU (z not NULL), chosen when the model is built (src/model_fuse.c); the
-     * CPU backend keeps the unfused rows. Forward: y = relu(BN(x) + z) with the residual add's
+     * add before that ReLU (z not NULL), chosen when the model is built (src/model_fuse.c; the
+     * CPU backend's give its unfused rows' bits, kernels/cpu_norm.c). Forward: y = relu(BN(x) + z) with the residual add's
      * and the ReLU's arithmetic (a + b, v > 0 ? v : 0), statistics as batchnorm_forward_*.
      * Backward, from y (the ReLU's output) and its gradient dy: the gradient reaching the batch
      * norm is dy where y > 0, else 0; it is also written to dz (the add's other input's gradient,

@@ -57,6 +57,16 @@ void cpu_batchnorm_forward_infer(BackendCtx *ctx, const BnShape *s, const float 
 void cpu_batchnorm_backward(BackendCtx *ctx, const BnShape *s, const float *x, const float *gamma,
                             const float *save_mean, const float *save_invstd, const float *dy,
                             float *dx, float *dgamma, float *dbeta);
+/* batch norm -> (residual add ->) ReLU in one pass, bit for bit the unfused rows (backend.h) */
+void cpu_bn_act_forward_train(BackendCtx *ctx, const BnShape *s, const float *x, const float *gamma,
+                              const float *beta, const float *z, float *y, float *save_mean,
+                              float *save_invstd, float *running_mean, float *running_var);
+void cpu_bn_act_forward_infer(BackendCtx *ctx, const BnShape *s, const float *x, const float *gamma,
+                              const float *beta, const float *running_mean,
+                              const float *running_var, const float *z, float *y);
+void cpu_bn_act_backward(BackendCtx *ctx, const BnShape *s, const float *x, const float *gamma,
+                         const float *save_mean, const float *save_invstd, const float *y,
+                         float *dy, float *dx, float *dz, float *dgamma, float *dbeta);
 
 /* cpu_elementwise.c */
 void cpu_relu_forward(BackendCtx *ctx, size_t n, const float *x, float *y);

@@ -166,32 +166,104 @@ static void plane_affine(float *restrict y, const float *restrict x, size_t n, f
         y[i] = x[i] * mul + add;
 }
 
-/* Two passes per channel (mean, then squared deviations: no cancellation), plane sums in float
- * lanes added up in double. */
+/* The gradient that reaches a batch norm fused with the ReLU after it: dy where the ReLU's output
+ * y is positive, else 0 (the ReLU's backward, as cpu_relu_backward computes it). */
+static inline float relu_grad(float y, float dy) {
+    return y > 0.0f ? dy : 0.0f;
+}
+
+/* y = relu(x * mul + add + z) over one plane (z NULL: no add), with the arithmetic of the unfused
+ * rows: the affine map, the residual add (cpu_add_forward), the ReLU (cpu_relu_forward). y may be
+ * x or z. */
+static void plane_affine_act(float *y, const float *x, const float *z, size_t n, float mul,
+                             float add) {
+    size_t i = 0;
+    for (; i + VBLOCK <= n; i += VBLOCK) {
+        float v[VBLOCK];
+        for (int j = 0; j < VBLOCK; j++)
+            v[j] = x[i + j] * mul + add;
+        if (z)
+            for (int j = 0; j < VBLOCK; j++)
+                v[j] = v[j] + z[i + j];
+        for (int j = 0; j < VBLOCK; j++)
+            y[i + j] = v[j] > 0.0f ? v[j] : 0.0f;
+    }
+    for (; i < n; i++) {
+        float v = x[i] * mul + add;
+        if (z) v = v + z[i];
+        y[i] = v > 0.0f ? v : 0.0f;
+    }
+}
+
+/* Channel c's batch statistics (two passes: the mean, then squared deviations: no cancellation;
+ * plane sums in float lanes added up in double), saved and folded into the running ones; returns
+ * the affine map y = x * mul + add in *mul, *add. */
+static void bn_channel_stats(const BnShape *s, const float *x, int c, const float *gamma,
+                             const float *beta, float *save_mean, float *save_invstd,
+                             float *running_mean, float *running_var, float *mul, float *add) {
+    const size_t sp = (size_t)s->spatial, stride = (size_t)s->c * sp;
+    const double count = (double)s->batch * (double)sp;
+    double sum = 0.0;
+    for (int n = 0; n < s->batch; n++)
+        sum += cpu_vsum(x + n * stride + c * sp, sp);
+    const float mean = (float)(sum / count);
+    double sq = 0.0;
+    for (int n = 0; n < s->batch; n++)
+        sq += plane_sq_dev(x + n * stride + c * sp, sp, mean);
+    const double var = sq / count;
+    const float invstd = (float)(1.0 / sqrt(var + (double)s->eps));
+    save_mean[c] = mean;
+    save_invstd[c] = invstd;
+    const double unbiased = count > 1 ? sq / (count - 1) : var;
+    running_mean[c] = (1.0f - s->momentum) * running_mean[c] + s->momentum * mean;
+    running_var[c] = (1.0f - s->momentum) * running_var[c] + s->momentum * (float)unbiased;
+    *mul = gamma[c] * invstd, *add = beta[c] - mean * *mul;
+}
+
 void cpu_batchnorm_forward_train(BackendCtx *ctx, const BnShape *s, const float *x,
                                  const float *gamma, const float *beta, float *y, float *save_mean,
                                  float *save_invstd, float *running_mean, float *running_var) {
     (void)ctx;
     const size_t sp = (size_t)s->spatial, stride = (size_t)s->c * sp;
-    const double count = (double)s->batch * (double)sp;
     for (int c = 0; c < s->c; c++) {
-        double sum = 0.0;
-        for (int n = 0; n < s->batch; n++)
-            sum += cpu_vsum(x + n * stride + c * sp, sp);
-        const float mean = (float)(sum / count);
-        double sq = 0.0;
-        for (int n = 0; n < s->batch; n++)
-            sq += plane_sq_dev(x + n * stride + c * sp, sp, mean);
-        const double var = sq / count;
-        const float invstd = (float)(1.0 / sqrt(var + (double)s->eps));
-        save_mean[c] = mean;
-        save_invstd[c] = invstd;
-        const double unbiased = count > 1 ? sq / (count - 1) : var;
-        running_mean[c] = (1.0f - s->momentum) * running_mean[c] + s->momentum * mean;
-        running_var[c] = (1.0f - s->momentum) * running_var[c] + s->momentum * (float)unbiased;
-        const float mul = gamma[c] * invstd, add = beta[c] - mean * mul;
+        float mul, add;
+        bn_channel_stats(s, x, c, gamma, beta, save_mean, save_invstd, running_mean, running_var,
+                         &mul, &add);
         for (int n = 0; n < s->batch; n++)
             plane_affine(y + n * stride + c * sp, x + n * stride + c * sp, sp, mul, add);
+    }
+}
+
+/* Batch norm -> (residual add ->) ReLU in one pass over the output (src/model_fuse.c): the same
+ * bits as the three unfused rows, one pass over memory instead of three. */
+void cpu_bn_act_forward_train(BackendCtx *ctx, const BnShape *s, const float *x, const float *gamma,
+                              const float *beta, const float *z, float *y, float *save_mean,
+                              float *save_invstd, float *running_mean, float *running_var) {
+    (void)ctx;
+    const size_t sp = (size_t)s->spatial, stride = (size_t)s->c * sp;
+    for (int c = 0; c < s->c; c++) {
+        float mul, add;
+        bn_channel_stats(s, x, c, gamma, beta, save_mean, save_invstd, running_mean, running_var,
+                         &mul, &add);
+        for (int n = 0; n < s->batch; n++) {
+            const size_t o = n * stride + c * sp;
+            plane_affine_act(y + o, x + o, z ? z + o : NULL, sp, mul, add);
+        }
+    }
+}
+
+void cpu_bn_act_forward_infer(BackendCtx *ctx, const BnShape *s, const float *x, const float *gamma,
+                              const float *beta, const float *running_mean,
+                              const float *running_var, const float *z, float *y) {
+    (void)ctx;
+    const size_t sp = (size_t)s->spatial, stride = (size_t)s->c * sp;
+    for (int c = 0; c < s->c; c++) {
+        const float invstd = 1.0f / sqrtf(running_var[c] + s->eps);
+        const float mul = gamma[c] * invstd, add = beta[c] - running_mean[c] * mul;
+        for (int n = 0; n < s->batch; n++) {
+            const size_t o = n * stride + c * sp;
+            plane_affine_act(y + o, x + o, z ? z + o : NULL, sp, mul, add);
+        }
     }
 }
 
@@ -208,35 +280,111 @@ void cpu_batchnorm_forward_infer(BackendCtx *ctx, const BnShape *s, const float 
     }
 }
 
-/* dbeta = sum dy, dgamma = sum dy * xhat, dx = gamma*invstd * (dy - dbeta/N - xhat*dgamma/N) */
-void cpu_batchnorm_backward(BackendCtx *ctx, const BnShape *s, const float *x, const float *gamma,
-                            const float *save_mean, const float *save_invstd, const float *dy,
-                            float *dx, float *dgamma, float *dbeta) {
-    (void)ctx;
+/* sum of g[i] and of g[i]*(p[i] - m) with g = relu_grad(y, dy), in one pass, also written to dz
+ * (when not NULL): plane_sum_dot_dev of the ReLU's gradient, without writing it anywhere else. */
+static void plane_sum_dot_dev_act(const float *restrict y, const float *restrict dy,
+                                  const float *restrict p, size_t n, float m, float *restrict dz,
+                                  double *sum_a, double *sum_dot) {
+    float acc[VBLOCK] = {0}, dot[VBLOCK] = {0};
+    size_t i = 0;
+    for (; i + VBLOCK <= n; i += VBLOCK) {
+        float g[VBLOCK];
+        for (int j = 0; j < VBLOCK; j++)
+            g[j] = relu_grad(y[i + j], dy[i + j]);
+        for (int j = 0; j < VBLOCK; j++) {
+            acc[j] += g[j];
+            dot[j] += g[j] * (p[i + j] - m);
+        }
+        if (dz)
+            for (int j = 0; j < VBLOCK; j++)
+                dz[i + j] = g[j];
+    }
+    float s = 0.0f, d = 0.0f;
+    for (int j = 0; j < VBLOCK; j++)
+        s += acc[j], d += dot[j];
+    for (; i < n; i++) {
+        const float g = relu_grad(y[i], dy[i]);
+        s += g, d += g * (p[i] - m);
+        if (dz) dz[i] = g;
+    }
+    *sum_a += s, *sum_dot += d;
+}
+
+/* dx = k * (g - m_dy - (x - mean) * m_xdy) over one plane, g = dy */
+static void plane_bn_dx(float *restrict d, const float *restrict g, const float *restrict xp,
+                        size_t n, float k, float m_dy, float mean, float m_xdy) {
+    size_t i = 0;
+    for (; i + VBLOCK <= n; i += VBLOCK)
+        for (int j = 0; j < VBLOCK; j++)
+            d[i + j] = k * (g[i + j] - m_dy - (xp[i + j] - mean) * m_xdy);
+    for (; i < n; i++)
+        d[i] = k * (g[i] - m_dy - (xp[i] - mean) * m_xdy);
+}
+
+/* the same with g = relu_grad(y, dy) */
+static void plane_bn_dx_act(float *restrict d, const float *restrict y, const float *restrict dy,
+                            const float *restrict xp, size_t n, float k, float m_dy, float mean,
+                            float m_xdy) {
+    size_t i = 0;
+    for (; i + VBLOCK <= n; i += VBLOCK) {
+        float g[VBLOCK];
+        for (int j = 0; j < VBLOCK; j++)
+            g[j] = relu_grad(y[i + j], dy[i + j]);
+        for (int j = 0; j < VBLOCK; j++)
+            d[i + j] = k * (g[j] - m_dy - (xp[i + j] - mean) * m_xdy);
+    }
+    for (; i < n; i++)
+        d[i] = k * (relu_grad(y[i], dy[i]) - m_dy - (xp[i] - mean) * m_xdy);
+}
+
+/* dbeta = sum g, dgamma = sum g * xhat, dx = gamma*invstd * (g - dbeta/N - xhat*dgamma/N) with g
+ * the gradient reaching the batch norm: dy, or (y not NULL: fused with the ReLU after it) the
+ * ReLU's gradient relu_grad(y, dy), also written to dz when not NULL (the residual add's other
+ * input). */
+static void bn_backward(const BnShape *s, const float *x, const float *gamma,
+                        const float *save_mean, const float *save_invstd, const float *y,
+                        const float *dy, float *dx, float *dz, float *dgamma, float *dbeta) {
     const size_t sp = (size_t)s->spatial, stride = (size_t)s->c * sp;
     const double count = (double)s->batch * (double)sp;
     for (int c = 0; c < s->c; c++) {
         const float mean = save_mean[c], invstd = save_invstd[c];
         double sum_dy = 0.0, sum_dy_dev = 0.0;
-        for (int n = 0; n < s->batch; n++)
-            plane_sum_dot_dev(dy + n * stride + c * sp, x + n * stride + c * sp, sp, mean, &sum_dy,
-                              &sum_dy_dev);
+        for (int n = 0; n < s->batch; n++) {
+            const size_t o = n * stride + c * sp;
+            if (y)
+                plane_sum_dot_dev_act(y + o, dy + o, x + o, sp, mean, dz ? dz + o : NULL, &sum_dy,
+                                      &sum_dy_dev);
+            else
+                plane_sum_dot_dev(dy + o, x + o, sp, mean, &sum_dy, &sum_dy_dev);
+        }
         dbeta[c] = (float)sum_dy;
         dgamma[c] = (float)(sum_dy_dev * invstd);
-        /* dx = k * (dy - m_dy - (x - mean) * m_xdy) with k = gamma*invstd */
+        /* dx = k * (g - m_dy - (x - mean) * m_xdy) with k = gamma*invstd */
         const float k = gamma[c] * invstd;
         const float m_dy = (float)(sum_dy / count);
         const float m_xdy = (float)(sum_dy_dev / count) * invstd * invstd;
         for (int n = 0; n < s->batch; n++) {
-            const float *restrict g = dy + n * stride + c * sp, *restrict xp =
-                                                                    x + n * stride + c * sp;
-            float *restrict d = dx + n * stride + c * sp;
-            size_t i = 0;
-            for (; i + VBLOCK <= sp; i += VBLOCK)
-                for (int j = 0; j < VBLOCK; j++)
-                    d[i + j] = k * (g[i + j] - m_dy - (xp[i + j] - mean) * m_xdy);
-            for (; i < sp; i++)
-                d[i] = k * (g[i] - m_dy - (xp[i] - mean) * m_xdy);
+            const size_t o = n * stride + c * sp;
+            if (y)
+                plane_bn_dx_act(dx + o, y + o, dy + o, x + o, sp, k, m_dy, mean, m_xdy);
+            else
+                plane_bn_dx(dx + o, dy + o, x + o, sp, k, m_dy, mean, m_xdy);
         }
     }
+}
+
+void cpu_batchnorm_backward(BackendCtx *ctx, const BnShape *s, const float *x, const float *gamma,
+                            const float *save_mean, const float *save_invstd, const float *dy,
+                            float *dx, float *dgamma, float *dbeta) {
+    (void)ctx;
+    bn_backward(s, x, gamma, save_mean, save_invstd, NULL, dy, dx, NULL, dgamma, dbeta);
+}
+
+/* The fused rows' backward: the ReLU's mask applied as the batch norm reads its gradient, the
+ * add's other gradient written in the same pass; dy is left as it was. */
+void cpu_bn_act_backward(BackendCtx *ctx, const BnShape *s, const float *x, const float *gamma,
+                         const float *save_mean, const float *save_invstd, const float *y,
+                         float *dy, float *dx, float *dz, float *dgamma, float *dbeta) {
+    (void)ctx;
+    bn_backward(s, x, gamma, save_mean, save_invstd, y, dy, dx, dz, dgamma, dbeta);
 }

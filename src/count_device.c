@@ -428,6 +428,25 @@ static void k_bn_backward(BackendCtx *c, const BnShape *s, const float *x, const
     if (K("batchnorm_backward", M(s), P(x), P(g), P(sm), P(si), P(dy), P(dx), P(dg), P(db)))
         cpu_backend.batchnorm_backward(c, s, x, g, sm, si, dy, dx, dg, db);
 }
+static void k_bn_act_train(BackendCtx *c, const BnShape *s, const float *x, const float *g,
+                           const float *b, const float *z, float *y, float *sm, float *si,
+                           float *rm, float *rv) {
+    if (K("bn_act_forward_train", M(s), P(x), P(g), P(b), P(z), P(y), P(sm), P(si), P(rm), P(rv)))
+        cpu_backend.bn_act_forward_train(c, s, x, g, b, z, y, sm, si, rm, rv);
+}
+static void k_bn_act_infer(BackendCtx *c, const BnShape *s, const float *x, const float *g,
+                           const float *b, const float *rm, const float *rv, const float *z,
+                           float *y) {
+    if (K("bn_act_forward_infer", M(s), P(x), P(g), P(b), P(rm), P(rv), P(z), P(y)))
+        cpu_backend.bn_act_forward_infer(c, s, x, g, b, rm, rv, z, y);
+}
+static void k_bn_act_backward(BackendCtx *c, const BnShape *s, const float *x, const float *g,
+                              const float *sm, const float *si, const float *y, float *dy,
+                              float *dx, float *dz, float *dg, float *db) {
+    if (K("bn_act_backward", M(s), P(x), P(g), P(sm), P(si), P(y), P(dy), P(dx), P(dz), P(dg),
+          P(db)))
+        cpu_backend.bn_act_backward(c, s, x, g, sm, si, y, dy, dx, dz, dg, db);
+}
 static void k_relu_forward(BackendCtx *c, size_t n, const float *x, float *y) {
     if (K("relu_forward", I(n), P(x), P(y))) cpu_backend.relu_forward(c, n, x, y);
 }
@@ -536,6 +555,8 @@ const BackendOps *count_device_wrap(const BackendOps *be) {
     t.lrn_forward = k_lrn_forward, t.lrn_backward = k_lrn_backward;
     t.batchnorm_forward_train = k_bn_train, t.batchnorm_forward_infer = k_bn_infer;
     t.batchnorm_backward = k_bn_backward;
+    t.bn_act_forward_train = k_bn_act_train, t.bn_act_forward_infer = k_bn_act_infer;
+    t.bn_act_backward = k_bn_act_backward;
     t.relu_forward = k_relu_forward, t.relu_backward = k_relu_backward;
     t.dropout_forward = k_dropout_forward, t.dropout_backward = k_dropout_backward;
     t.concat_forward = k_concat_forward, t.concat_backward = k_concat_backward;

@@ -5,8 +5,8 @@
  * backend has one (BackendOps.bn_act_*: y = relu(BN(x) + z), its backward through the ReLU's
  * mask writing the add's other gradient in the same pass); a convolution followed by a ReLU that
  * runs in its output, forward only (BackendOps.conv_relu_forward: conv + bias -> ReLU in one
- * pass; the ReLU's backward stays a row of its own). The CPU backend has none and keeps
- * the unfused rows. The fused rows are skipped (Layer.exec_as -1); a batch norm fused with an add
+ * pass; the ReLU's backward stays a row of its own). The CPU backend has the batch-norm ones
+ * (bit for bit its unfused rows) and not the convolution's. The fused rows are skipped (Layer.exec_as -1); a batch norm fused with an add
  * runs at the add's place, where the add's other input has been computed (a ResNet block's
  * shortcut comes after its last batch norm in the table), forward and backward. What the fused
  * row reads and writes instead of its own buffers: the services at the end. */

@@ -424,6 +424,8 @@ static void make(BackendOps *f, int fused) {
     f->dropout_forward = f_dropout_forward, f->dropout_backward = f_dropout_backward;
     f->embedding_forward = NULL, f->embedding_backward = NULL; /* not converted: never called */
     f->lstm_forward = NULL, f->lstm_backward = NULL;
+    f->bn_act_forward_train = NULL, f->bn_act_forward_infer = NULL; /* the CPU's: NCHW only */
+    f->bn_act_backward = NULL, f->conv_relu_forward = NULL;
     if (fused) {
         f->bn_act_forward_train = f_bn_act_train, f->bn_act_forward_infer = f_bn_act_infer;
         f->bn_act_backward = f_bn_act_backward, f->conv_relu_forward = f_conv_relu_forward;

@@ -5,10 +5,14 @@
  * norm), so a fused model must give the unfused model's bits:
  *   - the fusions chosen for the zoo's models: ResNet-50 33 BN->ReLU and 16 BN->add->ReLU,
  *     ResNet-8 4 and 3, none in LeNet, GoogLeNet, LSTM-32 (no batch norm; FCN, AlexNet and VGG16
- *     have none either and are left out for their size); none at all on the CPU backend
- *     (whose table has no fused operations); every fused ReLU and add skipped;
+ *     have none either and are left out for their size); the same on the CPU backend (whose
+ *     table has them: kernels/cpu_norm.c), none on its table without them; every fused ReLU and
+ *     add skipped;
+ *   - the CPU backend's own fused operations against the fake's, bit for bit, forward (training
+ *     and inference) and backward, with and without the add, on random data;
  *   - ResNet-8 and a model whose block input is read twice, trained two steps whole and in two
- *     micro-batches on the fake: losses and parameters bit for bit the CPU backend's, and the
+ *     micro-batches on the fake and on the CPU backend: losses and parameters bit for bit the
+ *     CPU backend's without fused operations, and the
  *     overlap hook (model_backward_part_hook) told the same offsets in the same order (a batch
  *     norm run at its add's place reports its gradients at its own place, when every later
  *     parameter is final). */
@@ -58,12 +62,62 @@ static void f_backward(BackendCtx *c, const BnShape *s, const float *x, const fl
     cpu_backend.batchnorm_backward(c, s, x, g, sm, si, dy, dx, dg, db);
 }
 
-static BackendOps fused;
+static BackendOps fused, unfused;
 static void make_fused(void) {
+    unfused = cpu_backend;
+    unfused.name = "unfused";
+    unfused.bn_act_forward_train = NULL, unfused.bn_act_forward_infer = NULL;
+    unfused.bn_act_backward = NULL;
     fused = cpu_backend;
     fused.name = "fused";
     fused.bn_act_forward_train = f_train, fused.bn_act_forward_infer = f_infer;
     fused.bn_act_backward = f_backward;
+}
+
+/* The CPU backend's fused kernels against the fake's composites, bit for bit. */
+static void test_cpu_kernels(void) {
+    const BnShape s = {.batch = 3, .c = 5, .spatial = 37, .eps = 1e-5f, .momentum = 0.1f};
+    const size_t n = count(&s), c = (size_t)s.c;
+    BackendConfig cfg = {.threads = 1};
+    BackendCtx *ctx = NULL;
+    cpu_backend.init(&cfg, &ctx);
+    float *x = rand_floats(n, -2, 2), *z = rand_floats(n, -1, 1), *g = rand_floats(c, 0.5f, 1.5f);
+    float *b = rand_floats(c, -0.5f, 0.5f), *dy0 = rand_floats(n, -1, 1);
+    for (int add = 0; add <= 1; add++) {
+        float *y[2], *dy[2], *dx[2], *dz[2], *st[2], *gr[2];
+        for (int k = 0; k < 2; k++) {
+            y[k] = xcalloc(n, sizeof(float)), dx[k] = xcalloc(n, sizeof(float));
+            dz[k] = xcalloc(n, sizeof(float)), dy[k] = xmalloc(n * sizeof(float));
+            memcpy(dy[k], dy0, n * sizeof(float));
+            st[k] = xcalloc(4 * c, sizeof(float)), gr[k] = xcalloc(2 * c, sizeof(float));
+            const BackendOps *be = k ? &cpu_backend : &fused;
+            for (size_t j = 0; j < c; j++)
+                st[k][3 * c + j] = 1.0f; /* running variance */
+            be->bn_act_forward_train(ctx, &s, x, g, b, add ? z : NULL, y[k], st[k], st[k] + c,
+                                     st[k] + 2 * c, st[k] + 3 * c);
+            be->bn_act_backward(ctx, &s, x, g, st[k], st[k] + c, y[k], dy[k], dx[k],
+                                add ? dz[k] : NULL, gr[k], gr[k] + c);
+        }
+        char what[160];
+        snprintf(what, sizeof what, "CPU bn_act training forward and backward%s = the fake's bits",
+                 add ? " with the add" : "");
+        check(!memcmp(y[0], y[1], n * sizeof(float)) && !memcmp(dx[0], dx[1], n * sizeof(float)) &&
+                  !memcmp(dz[0], dz[1], n * sizeof(float)) &&
+                  !memcmp(st[0], st[1], 4 * c * sizeof(float)) &&
+                  !memcmp(gr[0], gr[1], 2 * c * sizeof(float)),
+              what);
+        fused.bn_act_forward_infer(ctx, &s, x, g, b, st[0] + 2 * c, st[0] + 3 * c, add ? z : NULL,
+                                   y[0]);
+        cpu_backend.bn_act_forward_infer(ctx, &s, x, g, b, st[0] + 2 * c, st[0] + 3 * c,
+                                         add ? z : NULL, y[1]);
+        snprintf(what, sizeof what, "CPU bn_act inference%s = the fake's bits",
+                 add ? " with the add" : "");
+        check(!memcmp(y[0], y[1], n * sizeof(float)), what);
+        for (int k = 0; k < 2; k++)
+            free(y[k]), free(dy[k]), free(dx[k]), free(dz[k]), free(st[k]), free(gr[k]);
+    }
+    free(x), free(z), free(g), free(b), free(dy0);
+    cpu_backend.finalize(ctx);
 }
 
 /* ---- which rows fuse ----------------------------------------------------------------------------
@@ -104,17 +158,19 @@ static void test_choice(void) {
                {&model_googlenet, 3, 32, 32, 0, 0},
                {&model_lstm32, 1, 1, 32, 0, 0}}; /* FCN, AlexNet, VGG16: no batch norm either */
     for (size_t i = 0; i < sizeof zoo / sizeof zoo[0]; i++) {
-        int relu, add, skipped, crelu, cadd, cskipped;
+        int relu, add, skipped, crelu, cadd, cskipped, urelu, uadd, uskipped;
         fusions(zoo[i].d, zoo[i].c, zoo[i].h, zoo[i].w, &fused, &relu, &add, &skipped);
         fusions(zoo[i].d, zoo[i].c, zoo[i].h, zoo[i].w, &cpu_backend, &crelu, &cadd, &cskipped);
-        char what[200];
+        fusions(zoo[i].d, zoo[i].c, zoo[i].h, zoo[i].w, &unfused, &urelu, &uadd, &uskipped);
+        char what[240];
         snprintf(what, sizeof what,
                  "%s: %d BN->ReLU (want %d), %d BN->add->ReLU (want %d), %d rows skipped; on the "
-                 "CPU backend none (%d, %d, %d)",
-                 zoo[i].d->name, relu, zoo[i].relu, add, zoo[i].add, skipped, crelu, cadd,
-                 cskipped);
+                 "CPU backend the same (%d, %d, %d); without fused operations none (%d, %d, %d)",
+                 zoo[i].d->name, relu, zoo[i].relu, add, zoo[i].add, skipped, crelu, cadd, cskipped,
+                 urelu, uadd, uskipped);
         check(relu == zoo[i].relu && add == zoo[i].add && skipped == relu + 2 * add &&
-                  crelu + cadd + cskipped == 0,
+                  crelu == relu && cadd == add && cskipped == skipped &&
+                  urelu + uadd + uskipped == 0,
               what);
     }
 }
@@ -205,24 +261,29 @@ static void test_training(const ModelDesc *d, int mb) {
     model_plan(&plan, d, d->in_c, d->in_h, d->in_w, d->classes, BATCH);
     const size_t n = plan.nparams;
     model_free(&plan);
-    float lu[STEPS], lf[STEPS];
-    Ready ru, rf;
+    float lu[STEPS], lf[STEPS], lc[STEPS];
+    Ready ru, rf, rc;
     fused_calls = 0;
-    float *pu = train(d, &cpu_backend, mb, lu, &ru), *pf = train(d, &fused, mb, lf, &rf);
-    char what[200];
+    float *pu = train(d, &unfused, mb, lu, &ru), *pf = train(d, &fused, mb, lf, &rf);
+    float *pc = train(d, &cpu_backend, mb, lc, &rc);
+    char what[240];
     snprintf(what, sizeof what,
-             "%s, %d micro-batch(es): fused = unfused bit for bit (losses, parameters), the "
-             "overlap hook told the same %d offsets in order; %d fused calls",
+             "%s, %d micro-batch(es): fused (the fake, and the CPU backend's kernels) = unfused "
+             "bit for bit (losses, parameters), the overlap hook told the same %d offsets in "
+             "order; %d fused calls",
              d->name, mb, rf.n, fused_calls);
     check(fused_calls > 0 && !memcmp(lu, lf, sizeof lu) && !memcmp(pu, pf, n * sizeof *pu) &&
-              ru.n == rf.n && ru.n <= MAX_READY &&
-              !memcmp(ru.at, rf.at, (size_t)ru.n * sizeof ru.at[0]),
+              !memcmp(lu, lc, sizeof lu) && !memcmp(pu, pc, n * sizeof *pu) && ru.n == rf.n &&
+              ru.n == rc.n && ru.n <= MAX_READY &&
+              !memcmp(ru.at, rf.at, (size_t)ru.n * sizeof ru.at[0]) &&
+              !memcmp(ru.at, rc.at, (size_t)ru.n * sizeof ru.at[0]),
           what);
-    free(pu), free(pf);
+    free(pu), free(pf), free(pc);
 }
 
 int main(void) {
     make_fused();
+    test_cpu_kernels();
     test_choice();
     for (int mb = 1; mb <= 2; mb++) {
         test_training(&model_blocks, mb);
