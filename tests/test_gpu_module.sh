@@ -67,10 +67,20 @@ if ! hidden true 2>mount.err; then
 fi
 hidden bash -c "ldd '$MODULE' | grep 'file too short\|not found' >/dev/null || ! '$DTBENCH' --device cuda --dry-run --dataset synthetic >/dev/null 2>&1" ||
     fail "the libraries were not hidden"
+# A crash inside libpmix's own thread (a known race of Open MPI's PMIx, seen once in a loaded
+# suite run: SIGSEGV in pmix_ptl_base_process_msg, no dtbench frame) is said and run again once;
+# any other failure, or a second one, fails the test.
+cpu_run() {
+    rm -f "cpu$1.h5" .cpu"$1".h5.*.partial
+    hidden timeout -k 5 120 "$MPIRUN" -np "$1" "$DTBENCH" "${RUN[@]}" --output "cpu$1.h5" >out.txt 2>&1
+}
 for n in 1 2; do
-    rm -f "cpu$n.h5"
-    hidden timeout -k 5 120 "$MPIRUN" -np $n "$DTBENCH" "${RUN[@]}" --output "cpu$n.h5" >out.txt 2>&1 ||
-        fail "a CPU run on $n rank(s) without the GPU libraries: $(cat out.txt)"
+    if ! cpu_run $n; then
+        grep -q 'libpmix\.so' out.txt && ! grep -q 'dtbench' <(grep '^\[.*\] \[ *[0-9]*\]' out.txt) ||
+            fail "a CPU run on $n rank(s) without the GPU libraries: $(cat out.txt)"
+        echo "note: libpmix crashed in its own thread on $n rank(s); run again once: $(cat out.txt)"
+        cpu_run $n || fail "a CPU run on $n rank(s) without the GPU libraries: $(cat out.txt)"
+    fi
     h5check finished "cpu$n.h5"
 done
 pass "a CPU run on 1 and 2 ranks trains with the GPU libraries hidden"
