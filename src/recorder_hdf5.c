@@ -210,6 +210,10 @@ static double file_estimate(const RecorderConfig *c, int nranks, int64_t extent,
     double samples = (double)NSAMPLE_SETS * nranks * (double)c->sample_capacity * 8;
     double rows = (double)nranks * (R_N * 8 + HOST_LEN + (double)c->nrank_text * RANK_TEXT_LEN);
     double meta = 4 << 20;
+    /* Tests only: DTBENCH_TEST_META_BYTES=N keeps N bytes for the metadata instead (a full disk
+     * then meets the growing file's extensions sooner: tests/test_grow_disk.sh). */
+    const char *test_meta = getenv("DTBENCH_TEST_META_BYTES");
+    if (test_meta && *test_meta) meta = atof(test_meta);
     for (int i = 0; i < c->nattrs; i++)
         meta += c->attrs[i].text ? 2.0 * (double)strlen(c->attrs[i].text) + 256 : 256;
     for (int i = 0; i < c->nconfig; i++)
