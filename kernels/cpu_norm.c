@@ -220,18 +220,56 @@ static void bn_channel_stats(const BnShape *s, const float *x, int c, const floa
     *mul = gamma[c] * invstd, *add = beta[c] - mean * *mul;
 }
 
-void cpu_batchnorm_forward_train(BackendCtx *ctx, const BnShape *s, const float *x,
-                                 const float *gamma, const float *beta, float *y, float *save_mean,
-                                 float *save_invstd, float *running_mean, float *running_var) {
-    (void)ctx;
+/* The forward passes, plain (act 0: y = BN(x)) or fused (act 1: y = relu(BN(x) + z), z may be
+ * NULL): training from the batch's statistics, inference from the running ones. */
+static void bn_forward_train(const BnShape *s, const float *x, const float *gamma,
+                             const float *beta, int act, const float *z, float *y, float *save_mean,
+                             float *save_invstd, float *running_mean, float *running_var) {
     const size_t sp = (size_t)s->spatial, stride = (size_t)s->c * sp;
     for (int c = 0; c < s->c; c++) {
         float mul, add;
         bn_channel_stats(s, x, c, gamma, beta, save_mean, save_invstd, running_mean, running_var,
                          &mul, &add);
-        for (int n = 0; n < s->batch; n++)
-            plane_affine(y + n * stride + c * sp, x + n * stride + c * sp, sp, mul, add);
+        for (int n = 0; n < s->batch; n++) {
+            const size_t o = n * stride + c * sp;
+            if (act)
+                plane_affine_act(y + o, x + o, z ? z + o : NULL, sp, mul, add);
+            else
+                plane_affine(y + o, x + o, sp, mul, add);
+        }
     }
+}
+
+static void bn_forward_infer(const BnShape *s, const float *x, const float *gamma,
+                             const float *beta, const float *running_mean, const float *running_var,
+                             int act, const float *z, float *y) {
+    const size_t sp = (size_t)s->spatial, stride = (size_t)s->c * sp;
+    for (int c = 0; c < s->c; c++) {
+        const float invstd = 1.0f / sqrtf(running_var[c] + s->eps);
+        const float mul = gamma[c] * invstd, add = beta[c] - running_mean[c] * mul;
+        for (int n = 0; n < s->batch; n++) {
+            const size_t o = n * stride + c * sp;
+            if (act)
+                plane_affine_act(y + o, x + o, z ? z + o : NULL, sp, mul, add);
+            else
+                plane_affine(y + o, x + o, sp, mul, add);
+        }
+    }
+}
+
+void cpu_batchnorm_forward_train(BackendCtx *ctx, const BnShape *s, const float *x,
+                                 const float *gamma, const float *beta, float *y, float *save_mean,
+                                 float *save_invstd, float *running_mean, float *running_var) {
+    (void)ctx;
+    bn_forward_train(s, x, gamma, beta, 0, NULL, y, save_mean, save_invstd, running_mean,
+                     running_var);
+}
+
+void cpu_batchnorm_forward_infer(BackendCtx *ctx, const BnShape *s, const float *x,
+                                 const float *gamma, const float *beta, const float *running_mean,
+                                 const float *running_var, float *y) {
+    (void)ctx;
+    bn_forward_infer(s, x, gamma, beta, running_mean, running_var, 0, NULL, y);
 }
 
 /* Batch norm -> (residual add ->) ReLU in one pass over the output (src/model_fuse.c): the same
@@ -240,44 +278,14 @@ void cpu_bn_act_forward_train(BackendCtx *ctx, const BnShape *s, const float *x,
                               const float *beta, const float *z, float *y, float *save_mean,
                               float *save_invstd, float *running_mean, float *running_var) {
     (void)ctx;
-    const size_t sp = (size_t)s->spatial, stride = (size_t)s->c * sp;
-    for (int c = 0; c < s->c; c++) {
-        float mul, add;
-        bn_channel_stats(s, x, c, gamma, beta, save_mean, save_invstd, running_mean, running_var,
-                         &mul, &add);
-        for (int n = 0; n < s->batch; n++) {
-            const size_t o = n * stride + c * sp;
-            plane_affine_act(y + o, x + o, z ? z + o : NULL, sp, mul, add);
-        }
-    }
+    bn_forward_train(s, x, gamma, beta, 1, z, y, save_mean, save_invstd, running_mean, running_var);
 }
 
 void cpu_bn_act_forward_infer(BackendCtx *ctx, const BnShape *s, const float *x, const float *gamma,
                               const float *beta, const float *running_mean,
                               const float *running_var, const float *z, float *y) {
     (void)ctx;
-    const size_t sp = (size_t)s->spatial, stride = (size_t)s->c * sp;
-    for (int c = 0; c < s->c; c++) {
-        const float invstd = 1.0f / sqrtf(running_var[c] + s->eps);
-        const float mul = gamma[c] * invstd, add = beta[c] - running_mean[c] * mul;
-        for (int n = 0; n < s->batch; n++) {
-            const size_t o = n * stride + c * sp;
-            plane_affine_act(y + o, x + o, z ? z + o : NULL, sp, mul, add);
-        }
-    }
-}
-
-void cpu_batchnorm_forward_infer(BackendCtx *ctx, const BnShape *s, const float *x,
-                                 const float *gamma, const float *beta, const float *running_mean,
-                                 const float *running_var, float *y) {
-    (void)ctx;
-    const size_t sp = (size_t)s->spatial, stride = (size_t)s->c * sp;
-    for (int c = 0; c < s->c; c++) {
-        const float invstd = 1.0f / sqrtf(running_var[c] + s->eps);
-        const float mul = gamma[c] * invstd, add = beta[c] - running_mean[c] * mul;
-        for (int n = 0; n < s->batch; n++)
-            plane_affine(y + n * stride + c * sp, x + n * stride + c * sp, sp, mul, add);
-    }
+    bn_forward_infer(s, x, gamma, beta, running_mean, running_var, 1, z, y);
 }
 
 /* sum of g[i] and of g[i]*(p[i] - m) with g = relu_grad(y, dy), in one pass, also written to dz
