@@ -59,6 +59,23 @@ trapped() {
     [ "$comm" = bash ] && [ "${f[3]}" = "$1" ] && catches "$1"
 }
 
+# own_session PID : waits (up to 20 s) until the spawned PID leads a session of its own: it is
+# setsid, env or the template by now, no longer the test's fork. That fork runs with this
+# script's handlers until it execs (bash installs one for SIGUSR1 when a script traps EXIT), so a
+# signal then is swallowed: 1 run in ~3 lost one there.
+own_session() {
+    local stat i f
+    for ((i = 0; i < 20000; i++)); do
+        if read -r stat <"/proc/$1/stat" 2>/dev/null; then
+            read -ra f <<<"${stat##*\) }" # state ppid pgrp session ...
+            [ "${f[3]}" != "$1" ] || return 0
+        fi
+        kill -0 "$1" 2>/dev/null || return 0 # it ended: the caller looks at its status
+        sleep 0.001
+    done
+    fail "process $1 does not lead a session of its own after 20 s"
+}
+
 # until_trapped PID : waits (up to 20 s) until the template has set its traps
 until_trapped() {
     local i
@@ -174,6 +191,7 @@ pass "template: SIGTERM as the launcher ends: its exit status kept 24 of 24 time
 for i in $(seq 0 4); do # no wait for the traps: the signal may come before them
     out=$WORK/stress/early$i.h5
     template stop "$out"
+    own_session "$SPAWNED"
     kill -USR1 "$SPAWNED"
     finish "$SPAWNED" 10 || fail "$out: the template still runs 10 s after an early SIGUSR1"
     if [ "$RC" = $((128 + 10)) ]; then # killed by the signal: then before it started anything
