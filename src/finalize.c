@@ -43,7 +43,7 @@
 #include <unistd.h>
 
 #define MAX_LOST  64
-#define HOST_LEN  64                     /* /ranks/host: fixed 64-byte strings (recorder_hdf5.c) */
+#define HOST_LEN  64 /* /ranks/host: fixed 64-byte strings (recorder_create.c) */
 #define LOCK_BYTE (((off_t)1 << 62) - 1) /* outputs.c locks the byte after it */
 
 /* The first failed HDF5 call: file:line, the call and HDF5's message (no MPI here, so no
@@ -194,6 +194,19 @@ static void append_state(const char *detail, const char *ranks, const char *node
     fclose(f);
 }
 
+/* 1 if `name` is one of the comma-separated `list`'s entries (n1 is not in "n10,n11"). */
+static int in_list(const char *list, const char *name) {
+    size_t n = strnlen(name, HOST_LEN);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n)) return 1;
+        if (!end) break;
+        p = end + 1;
+    }
+    return 0;
+}
+
 /* Which ranks are lost, the text naming them, and the hosts lost whole. */
 static void describe(const Lost *lost, int nlost, int nranks, const char (*host)[HOST_LEN], int by,
                      char *is_lost, char *detail, size_t dlen, char *nodes, size_t nlen) {
@@ -212,7 +225,7 @@ static void describe(const Lost *lost, int nlost, int nranks, const char (*host)
         /* a live node (the finalizer runs on its own host, so that one lives too) */
         if (kind == K_GONE || kind == K_FROZEN || !strncmp(host[r], dt_hostname(), HOST_LEN - 1))
             continue;
-        if (!strstr(nodes, host[r]))
+        if (!in_list(nodes, host[r]))
             snprintf(nodes + strlen(nodes), nlen - strlen(nodes), "%s%.64s", nodes[0] ? "," : "",
                      host[r]);
         for (int q = 0; q < nranks; q++) /* the node is lost: its other ranks too */
@@ -237,14 +250,20 @@ static int file_ranks(hid_t file) {
 static int mark_lost(hid_t file, int nranks, const Lost *lost, int nlost, int by, const char *path,
                      int again) {
     char detail[4096] = "", nodes[1024] = "", ranks[1024] = "";
-    if (again) { /* another survivor's finalizer came first */
-        char *d = attr_string(file, "stop_detail"), *nd = attr_string(file, "failed_nodes");
-        snprintf(detail, sizeof detail, "%s", d), snprintf(nodes, sizeof nodes, "%s", nd);
-        free(d), free(nd);
-    }
     int *status = xcalloc((size_t)nranks, sizeof *status);
     char(*host)[HOST_LEN] = xcalloc((size_t)nranks, HOST_LEN);
     char *is_lost = xcalloc((size_t)nranks, 1);
+    if (again) { /* another survivor's finalizer came first: what it found lost stays lost */
+        char *d = attr_string(file, "stop_detail"), *nd = attr_string(file, "failed_nodes"),
+             *lr = attr_string(file, "lost_ranks");
+        snprintf(detail, sizeof detail, "%s", d), snprintf(nodes, sizeof nodes, "%s", nd);
+        for (char *p = lr, *end; *p; p = *end ? end + 1 : end) {
+            long r = strtol(p, &end, 10);
+            if (end == p) break;
+            if (r >= 0 && r < nranks) is_lost[r] = 1;
+        }
+        free(d), free(nd), free(lr);
+    }
     hid_t htype = H5Tcopy(H5T_C_S1);
     H5Tset_size(htype, HOST_LEN);
     int rc = rw_set(file, "ranks/status", H5T_NATIVE_INT, status, 0) ||
@@ -252,12 +271,6 @@ static int mark_lost(hid_t file, int nranks, const Lost *lost, int nlost, int by
     for (int r = 0; r < nranks; r++)
         host[r][HOST_LEN - 1] = '\0';
     if (!rc) {
-        /* ranks already named by an earlier finalizer stay lost */
-        for (int r = 0; r < nranks; r++) {
-            char needle[96];
-            snprintf(needle, sizeof needle, "rank %d on ", r);
-            if (strstr(detail, needle)) is_lost[r] = 1;
-        }
         describe(lost, nlost, nranks, (const char(*)[HOST_LEN])host, by, is_lost, detail,
                  sizeof detail, nodes, sizeof nodes);
         for (int r = 0; r < nranks; r++) {

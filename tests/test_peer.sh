@@ -11,7 +11,9 @@
 #   3b. --peer-timeout below 1 s refused; heartbeats that never arrive (UDP blocked; a test hook mutes rank 1): the run is refused
 #      (exit 2, one line naming --peer-timeout and the way out), no file left.
 #   4. `dtbench --finalize` refuses bad arguments (exit 2, one line) and leaves a file the run
-#      closed itself as it is.
+#      closed itself as it is; a second finalizer (another survivor's) keeps every rank the first
+#      one found lost, a lost node's ranks included, and names each failed node once (n1 beside
+#      n10).
 # The emulated-node cases (a silent node, a rank gone on another node, srun) are in
 # tests/test_slurm_peer.sh.
 . "$(dirname "$0")/lib.sh"
@@ -196,3 +198,24 @@ with h5py.File(sys.argv[1], 'r') as f:
     assert f.attrs['stop_reason'] == 'peer_lost' and list(f['ranks/status'][:]) == [2, 0], dict(f.attrs)
 " v3.h5 || fail "the version-3 file is not marked"
 pass "--finalize: a version-3 superblock file still open for writing elsewhere is marked too"
+
+# Two survivors' finalizers in turn, 6 ranks on n10 (0, 1), n1 (2, 3) and n7 (4, 5): the first
+# finds rank 0 lost with its node, so rank 1 too; the second sees rank 0 again and rank 2's node.
+# Rank 1, named by no finalizer, stays lost (CI once saw the second drop such a rank), and n1 is
+# a node of its own, not a part of "n10".
+"$PYTHON" -c "
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], 'w') as f:
+    f.create_dataset('ranks/status', data=np.zeros(6, dtype=np.int32))
+    f.create_dataset('ranks/host', data=np.array([b'n10', b'n10', b'n1', b'n1', b'n7', b'n7'], dtype='S64'))
+" two.h5
+"$DTBENCH" --finalize two.h5 --lost 0:5:silent 2>err.txt || fail "first finalizer: $(cat err.txt)"
+"$DTBENCH" --finalize two.h5 --lost 0:6:silent --lost 2:6:down 2>err.txt || fail "second finalizer: $(cat err.txt)"
+"$PYTHON" -c "
+import sys, h5py
+with h5py.File(sys.argv[1], 'r') as f:
+    a = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
+    got = (a['lost_ranks'], a['failed_nodes'], list(f['ranks/status'][:]))
+    assert got == ('0,1,2,3', 'n10,n1', [0, 0, 0, 0, 2, 2]), got
+" two.h5 || fail "two finalizers in turn: not every lost rank and node kept"
+pass "--finalize twice: the second keeps the first one's lost ranks (a node's included), n1 and n10 apart"
