@@ -2,8 +2,8 @@
 #   1. each of sync, ssp, async, mixed trains LeNet on Fashion-MNIST to 80% test accuracy (on the
 #      first 2000 test images) with 4 ranks (mixed: 2 "nodes" of 2), stopping through --target-acc
 #      (which it also tests);
-#   2. with one straggler (factor 3) of 4 ranks, async and mixed deliver more samples per second
-#      than sync, measured in this same run;
+#   2. with one straggler (100 ms late every iteration) of 4 ranks, async and mixed deliver more
+#      samples per second than sync, measured in this same run;
 #   3. async: the servers apply exactly the pushes the workers count, within the staleness bound;
 #      mixed: each leader receives what the previous one sent, the staleness recorded is never
 #      negative and says which node's parameters are old (the straggler's); every rank ends with
@@ -39,11 +39,13 @@ with h5py.File(sys.argv[1], "r") as f:
 PY
 done
 
-# 2. + 3. A straggler at factor 3 on rank 1 of 4: throughput of every strategy in the same run.
+# 2. + 3. A straggler on rank 1 of 4: throughput of every strategy in the same run.
 #    A persistent straggler holds back asynchronous workers as soon as they are S ahead, so async
-#    runs with a loose bound here (Downpour has none); mixed needs none.
+#    runs with a loose bound here (Downpour has none); mixed needs none. The delay is a fixed
+#    100 ms, not a factor of the compute: with 4 ranks on 2 cores beside other tests, scheduling
+#    can make every iteration as slow as a factor-3 straggler's (CI once saw mixed 0.99x sync).
 for x in sync async mixed; do
-    run_np 4 --model lenet --dataset synthetic --batch 48 --iters 40 --warmup 5 --straggler 1:3 \
+    run_np 4 --model lenet --dataset synthetic --batch 48 --iters 30 --warmup 5 --straggler 1:+100 \
         --exchange $x --ranks-per-node 2 $([ $x = async ] && echo --staleness 50) --output "$WORK/strag-$x.h5" >/dev/null
 done
 "$PYTHON" "$TESTS_SRCDIR/check_exchange.py" throughput "$WORK/strag-sync.h5" "$WORK/strag-async.h5" "$WORK/strag-mixed.h5"
