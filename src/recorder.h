@@ -1,5 +1,5 @@
 /* recorder.h - the results seam: one const struct of function pointers per recorder
- * (src/recorder_hdf5.c: one shared parallel HDF5 file).
+ * (src/recorder_hdf5.c, created by src/recorder_create.c: one shared parallel HDF5 file).
  *
  * Per-iteration values are a struct of doubles described by ITER_FIELDS (name, units, meaning):
  * adding a measured quantity is one struct member and one row, and every recorder and the file

@@ -1,19 +1,17 @@
 /* recorder_hdf5.c - every rank writes into ONE parallel HDF5 file over MPI-IO.
  *
  * Survival of killed jobs (docs/hdf5-layout.md): all groups, datasets and attributes are created
- * collectively (allocated early, NaN-filled), then the file is flushed. From then on each rank
- * only writes raw data - its own row, one block of flush_every iterations at a time, with
- * independent I/O - and then its /ranks/completed entry. Raw writes go straight to the file
- * through MPI-IO, so a SIGKILL leaves every written block readable. The one metadata change is
- * the collective extension of /iterations at a block boundary of lock-step runs
+ * collectively (recorder_create.c: allocated early, NaN-filled), then the file is flushed. From
+ * then on each rank only writes raw data - its own row, one block of flush_every iterations at a
+ * time, with independent I/O - and then its /ranks/completed entry. Raw writes go straight to the
+ * file through MPI-IO, so a SIGKILL leaves every written block readable. The one metadata change
+ * is the collective extension of /iterations at a block boundary of lock-step runs
  * (recorder_grow.c), flushed before any rank writes into it. */
 #define _GNU_SOURCE
 #include "check.h"
 #include "h5_objects.h"
 #include "outputs.h"
-#include "recorder.h"
-#include "recorder_grow.h"
-#include "recorder_profile.h" /* defines: profile_sets_* (/profile) */
+#include "recorder_hdf5.h"
 #include "util.h"
 #include "watchdog.h"
 
@@ -27,92 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#define HOST_LEN 64
-
-enum {
-    R_RANK,
-    R_HOST,
-    R_NODE,
-    R_LOCAL,
-    R_PID,
-    R_OFF0,
-    R_OFF1,
-    R_RTT,
-    R_DONE,
-    R_STATUS,
-    R_HASH,
-    R_ROLE,
-    R_PUSHED,
-    R_APPLIED,
-    R_SAMPLES,
-    R_ITERS_DONE,
-    R_N
-};
-static const struct {
-    const char *name, *description;
-} RANK_SETS[R_N] = {
-    {"rank", "MPI rank in COMM_WORLD"},
-    {"host", "host name"},
-    {"node", "node index"},
-    {"local_rank", "rank within its node"},
-    {"pid", "process id"},
-    {"clock_offset_start", "this rank's clock minus rank 0's, s, before the run"},
-    {"clock_offset_end", "this rank's clock minus rank 0's, s, after the run"},
-    {"clock_rtt", "smallest ping-pong round trip when measuring the offset, s"},
-    {"completed", "iterations kept: the rank's first `completed` iterations are in /iterations "
-                  "(warm-up included)"},
-    {"status", "0 never finished (killed), 1 completed, 2 stopped early by a signal, 3 error"},
-    {"param_hash",
-     "FNV-1a hash of the final parameters (equal on all ranks in sync data parallelism)"},
-    {"role", "0 worker (trains), 1 parameter server (serves, no iterations)"},
-    {"updates_pushed", "gradient updates this rank sent to the exchange"},
-    {"updates_applied", "updates this rank applied (a server: the pushes it applied)"},
-    {"samples_written", "entries of this rank's row of /samples written so far"},
-    {"iterations_done", "iterations the rank completed, kept or not (warm-up included): more than "
-                        "completed when some could not be written"},
-};
-
-#define INJECT_ALL    (-2)
-#define RANK_TEXT_LEN 128 /* /ranks/<key> strings (device name, versions) */
-#define NSAMPLE_SETS  4
-static const struct {
-    const char *name, *units, *description;
-} SAMPLE_SETS[NSAMPLE_SETS] = {
-    {"time", "s", "aligned clock (s since rank 0's t0), as /iterations/start"},
-    {"power_w", "W", "GPU board power (NVML); NaN on CPU runs"},
-    {"memory_mib", "MiB", "GPU memory in use, all processes (NVML); CPU runs: resident memory"},
-    {"utilization", "%",
-     "GPU utilisation (NVML); CPU runs: process CPU time over wall time, % of "
-     "one core"},
-};
-
-struct Recorder {
-    MPI_Comm comm;
-    hid_t file;
-    hid_t iter_sets[32]; /* one per ITER_FIELDS row, shape (nranks, iters_total) */
-    hid_t rank_sets[R_N];
-    hid_t eval_sets[4];
-    int rank, nranks, flush_every;
-    int64_t iters_total, next_to_write;
-    int64_t done;    /* iterations recorded (/ranks/iterations_done), written or not */
-    IterRecord *buf; /* [flush_every] */
-    int nbuf, nbuf_written;
-    double *column; /* [flush_every] scratch */
-    hid_t sample_sets[NSAMPLE_SETS];
-    int64_t sample_capacity, samples_written;
-    int (*sample_pull)(void *user, SampleRecord *out, int max);
-    void *sample_user;
-    char path[PATH_MAX];
-    /* A failed write: this rank writes nothing more and asks for the agreed stop. */
-    int failed;
-    char failure[PATH_MAX + 1024];
-    int64_t blocks;                /* blocks written */
-    int inject_rank, inject_errno; /* DTBENCH_TEST_WRITE_ERROR (tests only) */
-    int64_t inject_block;
-    GrowState grow;       /* the extent of /iterations (recorder_grow.h) */
-    ProfileSets *profile; /* /profile (--profile-layers), NULL: none */
-};
 
 /* ---- small writers ------------------------------------------------------------------------- */
 
@@ -130,10 +42,9 @@ static void write_failed(Recorder *r, int err_no, const char *what) {
     raise(SIGUSR1); /* the stop request of signals.h */
 }
 
-/* Independent write of n elements at `start` of a 1-D or 2-D dataset; 0, or -1 after
- * write_failed. */
-static int write_at(Recorder *r, hid_t set, hid_t memtype, int ndims, const hsize_t *start,
-                    hsize_t n, const void *data) {
+/* recorder_hdf5.h; a failure goes to write_failed. */
+int rec_write_at(Recorder *r, hid_t set, hid_t memtype, int ndims, const hsize_t *start, hsize_t n,
+                 const void *data) {
     if (r && r->failed) return -1;
     hsize_t count[2] = {1, 1};
     count[ndims - 1] = n;
@@ -159,9 +70,9 @@ static int write_at(Recorder *r, hid_t set, hid_t memtype, int ndims, const hsiz
     return 0;
 }
 
-static void write_rank_value(Recorder *r, int which, hid_t memtype, const void *value) {
+void rec_write_rank_value(Recorder *r, int which, hid_t memtype, const void *value) {
     hsize_t start = (hsize_t)r->rank;
-    write_at(r, r->rank_sets[which], memtype, 1, &start, 1, value);
+    rec_write_at(r, r->rank_sets[which], memtype, 1, &start, 1, value);
 }
 
 /* Every dataset the recorder holds open, closed. */
@@ -175,211 +86,6 @@ static void close_sets(Recorder *r) {
     for (int i = 0; i < NSAMPLE_SETS; i++)
         if (r->sample_sets[i] > 0) H5Dclose(r->sample_sets[i]);
     profile_sets_close(r->profile);
-}
-
-/* ---- create --------------------------------------------------------------------------------- */
-
-/* /ranks/kernel_choices: one string per rank, as long as the longest rank's text (collective);
- * not created when no rank has any (CPU backend). */
-static void write_kernel_choices(Recorder *r, hid_t file, const char *text, const hsize_t *dims) {
-    long long len = text ? (long long)strlen(text) : 0;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &len, 1, MPI_LONG_LONG, MPI_MAX, r->comm));
-    if (len == 0) return;
-    hid_t type = H5_CHECK(H5Tcopy(H5T_C_S1));
-    H5_CHECK(H5Tset_size(type, (size_t)len + 1));
-    hid_t set = create_set(file, "ranks/kernel_choices", type, 1, dims, NULL);
-    attr_text(set, "description",
-              "the backend's kernel choice per layer shape, one line each (CUDA: cuDNN forward, "
-              "backward-data and backward-filter algorithms with their math modes), then the "
-              "number of plans made inside a step");
-    char *row = xcalloc((size_t)len + 1, 1);
-    if (text) memcpy(row, text, strlen(text));
-    hsize_t start = (hsize_t)r->rank;
-    write_at(r, set, type, 1, &start, 1, row);
-    free(row);
-    H5Dclose(set);
-    H5Tclose(type);
-}
-
-/* Bytes the file takes with `extent` iterations in /iterations (every other dataset is allocated
- * whole at creation), plus room for the metadata (attributes, /config, object headers). Sets
- * *option to the option that drives it. */
-static double file_estimate(const RecorderConfig *c, int nranks, int64_t extent,
-                            const char **option) {
-    double iters = (double)ITER_NFIELDS * nranks * (double)extent * 8;
-    double samples = (double)NSAMPLE_SETS * nranks * (double)c->sample_capacity * 8;
-    double rows = (double)nranks * (R_N * 8 + HOST_LEN + (double)c->nrank_text * RANK_TEXT_LEN);
-    double meta = 4 << 20;
-    /* Tests only: DTBENCH_TEST_META_BYTES=N keeps N bytes for the metadata instead (a full disk
-     * then meets the growing file's extensions sooner: tests/test_grow_disk.sh). */
-    const char *test_meta = getenv("DTBENCH_TEST_META_BYTES");
-    if (test_meta && *test_meta) meta = atof(test_meta);
-    for (int i = 0; i < c->nattrs; i++)
-        meta += c->attrs[i].text ? 2.0 * (double)strlen(c->attrs[i].text) + 256 : 256;
-    for (int i = 0; i < c->nconfig; i++)
-        meta += 2.0 * (double)strlen(c->config[i].text) + 256;
-    *option = iters >= samples ? "--iters" : "--sample-max-s";
-    return iters + samples + rows + (double)c->n_evals * 32 + meta;
-}
-
-/* Collective. Checks the room for the whole file (every iteration), creates it under its hidden
- * name and reserves the space of its first extent (recorder_grow.h: the rest is reserved step by
- * step); returns the file, or -1 with err set (the same verdict on every rank, no file left). */
-static hid_t create_file(Recorder *r, const RecorderConfig *c, const char *partial, char *err,
-                         size_t errlen) {
-    const char *option = "--output";
-    double need = file_estimate(c, r->nranks, c->iters_total, &option);
-    int verdict =
-        r->rank == 0 ? outputs_reserve_space(c->path, c->path, need, option, 0, err, errlen) : 0;
-    MPI_CHECK(MPI_Bcast(&verdict, 1, MPI_INT, 0, c->comm));
-    if (verdict) {
-        MPI_CHECK(MPI_Bcast(err, (int)errlen, MPI_CHAR, 0, c->comm));
-        return -1;
-    }
-    hid_t fapl = H5_CHECK(H5Pcreate(H5P_FILE_ACCESS));
-    H5_CHECK(H5Pset_fapl_mpio(fapl, c->comm, MPI_INFO_NULL));
-    errno = 0;
-    hid_t file = H5Fcreate(partial, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    int create_errno = errno;
-    char reason[700];
-    snprintf(reason, sizeof reason, "%s%s%s", h5_error_message(), create_errno ? ": " : "",
-             create_errno ? strerror(create_errno) : ""); /* before H5Pclose clears the stack */
-    H5Pclose(fapl);
-    int ok = file >= 0, all_ok = 0;
-    MPI_CHECK(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->comm));
-    if (!all_ok) {
-        if (ok) check_fail(__FILE__, __LINE__, "H5Fcreate", "created on some ranks only");
-        snprintf(err, errlen, "--output: cannot create %s: %s", c->path, reason);
-        return -1;
-    }
-    const char *unused;
-    need = file_estimate(c, r->nranks, r->grow.extent, &unused);
-    verdict =
-        r->rank == 0 ? outputs_reserve_space(partial, c->path, need, option, 1, err, errlen) : 0;
-    MPI_CHECK(MPI_Bcast(&verdict, 1, MPI_INT, 0, c->comm));
-    if (verdict) { /* the hidden file goes with the run's other claims (outputs_abandon) */
-        MPI_CHECK(MPI_Bcast(err, (int)errlen, MPI_CHAR, 0, c->comm));
-        H5Fclose(file);
-        return -1;
-    }
-    return file;
-}
-
-/* Root attributes and /config. */
-static void write_root_attrs(hid_t file, const RecorderConfig *c) {
-    attr_ll(file, "schema_version", 1);
-    for (int i = 0; i < c->nattrs; i++) {
-        if (c->attrs[i].text)
-            attr_text(file, c->attrs[i].key, c->attrs[i].text);
-        else if (c->attrs[i].is_real)
-            attr_number(file, c->attrs[i].key, H5T_NATIVE_DOUBLE, &c->attrs[i].real);
-        else
-            attr_ll(file, c->attrs[i].key, c->attrs[i].value);
-    }
-    attr_ll(file, "iters_total", c->iters_total);
-    attr_ll(file, "warmup", c->warmup);
-    attr_ll(file, "flush_every", c->flush_every);
-    attr_number(file, "timer_overhead_s", H5T_NATIVE_DOUBLE, &c->timer_overhead);
-    char now[64];
-    dt_iso_time(now, sizeof now);
-    MPI_CHECK(MPI_Bcast(now, sizeof now, MPI_CHAR, 0, c->comm));
-    attr_text(file, "start_time", now);
-
-    hid_t g = H5_CHECK(H5Gcreate2(file, "config", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-    for (int i = 0; i < c->nconfig; i++)
-        attr_text(g, c->config[i].key, c->config[i].text);
-    H5Gclose(g);
-}
-
-/* /iterations at its first extent (recorder_grow.h), /samples and /eval at their final size
- * (NaN until written). */
-static void create_data_sets(Recorder *r, hid_t file, const RecorderConfig *c) {
-    double nan = NAN;
-    hid_t g = H5_CHECK(H5Gcreate2(file, "iterations", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-    attr_ll(g, "warmup", c->warmup);
-    grow_describe(&r->grow, g);
-    for (int i = 0; i < ITER_NFIELDS; i++) {
-        r->iter_sets[i] = grow_create_set(&r->grow, g, ITER_FIELDS[i].name);
-        attr_text(r->iter_sets[i], "units", ITER_FIELDS[i].units);
-        attr_text(r->iter_sets[i], "description", ITER_FIELDS[i].description);
-    }
-    H5Gclose(g);
-
-    r->sample_capacity = c->sample_capacity;
-    r->sample_pull = c->sample_pull, r->sample_user = c->sample_user;
-    if (c->sample_capacity > 0) {
-        hsize_t sdims[2] = {(hsize_t)r->nranks, (hsize_t)c->sample_capacity};
-        g = H5_CHECK(H5Gcreate2(file, "samples", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-        attr_number(g, "sample_hz", H5T_NATIVE_DOUBLE, &c->sample_hz);
-        attr_ll(g, "capacity", c->sample_capacity);
-        for (int i = 0; i < NSAMPLE_SETS; i++) {
-            r->sample_sets[i] = create_set(g, SAMPLE_SETS[i].name, H5T_IEEE_F64LE, 2, sdims, &nan);
-            attr_text(r->sample_sets[i], "units", SAMPLE_SETS[i].units);
-            attr_text(r->sample_sets[i], "description", SAMPLE_SETS[i].description);
-        }
-        H5Gclose(g);
-    }
-
-    if (c->n_evals > 0) {
-        static const char *names[4] = {"iteration", "time", "accuracy", "loss"};
-        hsize_t n = (hsize_t)c->n_evals;
-        g = H5_CHECK(H5Gcreate2(file, "eval", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-        for (int i = 0; i < 4; i++)
-            r->eval_sets[i] = create_set(g, names[i], H5T_IEEE_F64LE, 1, &n, &nan);
-        H5Gclose(g);
-    }
-}
-
-/* /ranks: the data sets (collective), then this rank's row and its text (independent raw data). */
-static void create_rank_sets(Recorder *r, hid_t file, const RecorderConfig *c) {
-    double nan = NAN;
-    hsize_t dims[2] = {(hsize_t)r->nranks, (hsize_t)c->iters_total};
-    hid_t host_type = H5_CHECK(H5Tcopy(H5T_C_S1));
-    H5_CHECK(H5Tset_size(host_type, HOST_LEN));
-    hid_t types[R_N] = {H5T_STD_I32LE, host_type,      H5T_STD_I32LE,  H5T_STD_I32LE,
-                        H5T_STD_I64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE,
-                        H5T_STD_I64LE, H5T_STD_I32LE,  H5T_STD_U64LE,  H5T_STD_I32LE,
-                        H5T_STD_I64LE, H5T_STD_I64LE,  H5T_STD_I64LE,  H5T_STD_I64LE};
-    hid_t g = H5_CHECK(H5Gcreate2(file, "ranks", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-    for (int i = 0; i < R_N; i++) {
-        const void *fill = H5Tequal(types[i], H5T_IEEE_F64LE) > 0 ? (const void *)&nan : NULL;
-        r->rank_sets[i] = create_set(g, RANK_SETS[i].name, types[i], 1, dims, fill);
-        attr_text(r->rank_sets[i], "description", RANK_SETS[i].description);
-    }
-    H5Gclose(g);
-
-    /* /ranks/<key>: this rank's text (device, library versions) */
-    hid_t text_type = H5_CHECK(H5Tcopy(H5T_C_S1));
-    H5_CHECK(H5Tset_size(text_type, RANK_TEXT_LEN));
-    hid_t *text_sets = xcalloc((size_t)c->nrank_text + 1, sizeof(hid_t));
-    for (int i = 0; i < c->nrank_text; i++) {
-        char path[160];
-        snprintf(path, sizeof path, "ranks/%s", c->rank_text[i].key);
-        text_sets[i] = create_set(file, path, text_type, 1, dims, NULL);
-    }
-
-    char host[HOST_LEN] = {0};
-    snprintf(host, sizeof host, "%s", c->host);
-    int rank = r->rank;
-    write_rank_value(r, R_RANK, H5T_NATIVE_INT, &rank);
-    write_rank_value(r, R_HOST, host_type, host);
-    write_rank_value(r, R_NODE, H5T_NATIVE_INT, &c->node);
-    write_rank_value(r, R_LOCAL, H5T_NATIVE_INT, &c->local_rank);
-    write_rank_value(r, R_ROLE, H5T_NATIVE_INT, &c->role);
-    write_rank_value(r, R_PID, H5T_NATIVE_LLONG, &c->pid);
-    write_rank_value(r, R_OFF0, H5T_NATIVE_DOUBLE, &c->clock_offset_start);
-    write_rank_value(r, R_RTT, H5T_NATIVE_DOUBLE, &c->clock_rtt);
-    H5Tclose(host_type);
-    for (int i = 0; i < c->nrank_text; i++) {
-        char text[RANK_TEXT_LEN] = {0};
-        hsize_t start = (hsize_t)r->rank;
-        snprintf(text, sizeof text, "%s", c->rank_text[i].text ? c->rank_text[i].text : "");
-        write_at(r, text_sets[i], text_type, 1, &start, 1, text);
-        H5Dclose(text_sets[i]);
-    }
-    free(text_sets);
-    H5Tclose(text_type);
-    write_kernel_choices(r, file, c->kernel_choices, dims);
 }
 
 /* Tests only: DTBENCH_TEST_WRITE_ERROR=RANK:BLOCK:ERRNO makes RANK's (all: every rank's) writes
@@ -412,7 +118,7 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
     char partial[PATH_MAX + 64] = "";
     if (r->rank == 0) snprintf(partial, sizeof partial, "%s", outputs_partial());
     MPI_CHECK(MPI_Bcast(partial, sizeof partial, MPI_CHAR, 0, c->comm));
-    hid_t file = create_file(r, c, partial, err, errlen);
+    hid_t file = rec_create_file(r, c, partial, err, errlen);
     if (file < 0) {
         free(r);
         return NULL;
@@ -426,10 +132,7 @@ static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) 
     r->buf = xcalloc((size_t)r->flush_every, sizeof(IterRecord));
     r->column = xcalloc((size_t)r->flush_every, sizeof(double));
 
-    write_root_attrs(file, c);
-    create_data_sets(r, file, c);
-    r->profile = profile_sets_create(file, c, r->nranks);
-    create_rank_sets(r, file, c);
+    rec_describe(r, file, c);
 
     /* Everything that describes the file is now on disk; from here on only raw data. */
     H5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));
@@ -467,11 +170,11 @@ static void write_samples(Recorder *r) {
                          : f == 1 ? s[i].power_w
                          : f == 2 ? s[i].memory_mib
                                   : s[i].utilization;
-            write_at(r, r->sample_sets[f], H5T_NATIVE_DOUBLE, 2, start, (hsize_t)n, col);
+            rec_write_at(r, r->sample_sets[f], H5T_NATIVE_DOUBLE, 2, start, (hsize_t)n, col);
         }
         r->samples_written += n;
         long long done = r->samples_written; /* after the data, as for /ranks/completed */
-        write_rank_value(r, R_SAMPLES, H5T_NATIVE_LLONG, &done);
+        rec_write_rank_value(r, R_SAMPLES, H5T_NATIVE_LLONG, &done);
     }
 }
 
@@ -484,15 +187,15 @@ static void write_block(Recorder *r) {
     for (int f = 0; f < ITER_NFIELDS; f++) {
         for (int i = 0; i < r->nbuf; i++)
             r->column[i] = *(const double *)((const char *)&r->buf[i] + ITER_FIELDS[f].offset);
-        write_at(r, r->iter_sets[f], H5T_NATIVE_DOUBLE, 2, start, (hsize_t)r->nbuf, r->column);
+        rec_write_at(r, r->iter_sets[f], H5T_NATIVE_DOUBLE, 2, start, (hsize_t)r->nbuf, r->column);
     }
     r->nbuf = 0;
     if (r->failed) return; /* this block is lost; /ranks/completed keeps the last good one */
     r->next_to_write += r->nbuf_written;
     /* Only after the block's data: a killed run never claims iterations it did not write. */
     long long kept = r->next_to_write, done = r->done;
-    write_rank_value(r, R_DONE, H5T_NATIVE_LLONG, &kept);
-    write_rank_value(r, R_ITERS_DONE, H5T_NATIVE_LLONG, &done);
+    rec_write_rank_value(r, R_DONE, H5T_NATIVE_LLONG, &kept);
+    rec_write_rank_value(r, R_ITERS_DONE, H5T_NATIVE_LLONG, &done);
     watchdog_written(r->next_to_write);
     if (!r->failed && r->blocks++ == 0 && r->rank == 0) outputs_committed();
 }
@@ -533,7 +236,7 @@ static void hdf5_record_eval(Recorder *r, int index, const EvalRecord *e) {
     hsize_t start = (hsize_t)index;
     const double v[4] = {e->iteration, e->time, e->accuracy, e->loss};
     for (int i = 0; i < 4; i++)
-        write_at(r, r->eval_sets[i], H5T_NATIVE_DOUBLE, 1, &start, 1, &v[i]);
+        rec_write_at(r, r->eval_sets[i], H5T_NATIVE_DOUBLE, 1, &start, 1, &v[i]);
 }
 
 /* Collective, after a write error: the iterations completed by ranks that can no longer write,
@@ -547,8 +250,8 @@ static void write_failed_counts(Recorder *r) {
     for (int q = 0; q < r->nranks && r->rank == writer; q++) {
         hsize_t start = (hsize_t)q;
         if (all[2 * q])
-            write_at(r, r->rank_sets[R_ITERS_DONE], H5T_NATIVE_LLONG, 1, &start, 1,
-                     &all[2 * q + 1]);
+            rec_write_at(r, r->rank_sets[R_ITERS_DONE], H5T_NATIVE_LLONG, 1, &start, 1,
+                         &all[2 * q + 1]);
     }
     free(all);
 }
@@ -564,12 +267,12 @@ static void hdf5_close(Recorder *r, const RunEnd *end) {
     write_block(r);
     int st = (int)end->status;
     unsigned long long hash = end->param_hash;
-    write_rank_value(r, R_STATUS, H5T_NATIVE_INT, &st);
-    write_rank_value(r, R_OFF1, H5T_NATIVE_DOUBLE, &end->clock_offset_end);
-    write_rank_value(r, R_HASH, H5T_NATIVE_ULLONG, &hash);
+    rec_write_rank_value(r, R_STATUS, H5T_NATIVE_INT, &st);
+    rec_write_rank_value(r, R_OFF1, H5T_NATIVE_DOUBLE, &end->clock_offset_end);
+    rec_write_rank_value(r, R_HASH, H5T_NATIVE_ULLONG, &hash);
     long long pushed = end->updates_pushed, applied = end->updates_applied;
-    write_rank_value(r, R_PUSHED, H5T_NATIVE_LLONG, &pushed);
-    write_rank_value(r, R_APPLIED, H5T_NATIVE_LLONG, &applied);
+    rec_write_rank_value(r, R_PUSHED, H5T_NATIVE_LLONG, &pushed);
+    rec_write_rank_value(r, R_APPLIED, H5T_NATIVE_LLONG, &applied);
 
     /* Collective from here (every rank reaches close): a write error anywhere, agreed here, is
      * the run's stop reason, with the first failing rank's file and errno. */

@@ -1,6 +1,6 @@
-/* recorder_profile.h - the /profile group of the HDF5 recorder (src/recorder_hdf5.c): the
- * per-layer profile of --profile-layers (src/profile.h), created with the file (collective) and
- * written a row at a time by each rank (independent raw data), as /samples. */
+/* recorder_profile.h - the /profile group of the HDF5 recorder: the per-layer profile of
+ * --profile-layers (src/profile.h), created with the file (collective, src/recorder_create.c) and
+ * written a row at a time by each rank (independent raw data, src/recorder_hdf5.c), as /samples. */
 #ifndef DTBENCH_RECORDER_PROFILE_H
 #define DTBENCH_RECORDER_PROFILE_H
 
