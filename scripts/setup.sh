@@ -2,7 +2,8 @@
 # setup.sh - brings a fresh Debian machine (or cluster node, as root) to a built dtbench:
 #   1. installs the Debian packages that are missing (PyTorch among them: python3-torch),
 #   2. makes a Python virtual environment .venv (seeing the system's packages) with h5py, numpy,
-#      pandas, matplotlib, scipy, pyarrow, pytest, hypothesis (the tools' fuzz tests), the
+#      pandas, matplotlib, scipy, pyarrow, pytest, pytest-xdist (the Python tests on every core),
+#      hypothesis (the tools' fuzz tests), the
 #      analysis package (dtbench-analyze) and the campaign tool (dtbench-campaign, jobs/), both
 #      editable (chromium, a Debian package, renders the HTML report in its test),
 #   3. builds dtbench in the source tree (autoreconf, configure, make).
@@ -14,7 +15,7 @@ cd "$(dirname "$0")/.."
 DEB_PACKAGES="libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libopenblas-dev libdnnl-dev zlib1g-dev
   autoconf automake libtool pkg-config make gcc python3 python3-venv dataset-fashion-mnist chromium
   slurm-wlm munge iproute2 util-linux"
-PY_PACKAGES="h5py numpy pandas matplotlib scipy pyarrow pytest hypothesis"
+PY_PACKAGES="h5py numpy pandas matplotlib scipy pyarrow pytest pytest-xdist hypothesis"
 # PyTorch for the tests against it (tests/test_vs_torch.sh) and bench/vs_pytorch.sh: Debian's
 # CPU-only python3-torch, for /usr/bin/python3 (PyPI's torch wheel pulls ~3 GB of CUDA packages).
 # Without recommends: those add Qt, GStreamer and VA drivers.
@@ -42,7 +43,7 @@ fi
 # The packages must come from this tree: .venv also sees the system's site-packages, where
 # another checkout may have installed them.
 from_here() { .venv/bin/python -c "import os, $1; assert $1.__file__.startswith(os.getcwd() + '/')" 2>/dev/null; }
-if ! .venv/bin/python -c "import h5py, numpy, pandas, matplotlib, scipy, pyarrow, pytest, hypothesis" 2>/dev/null || ! from_here dtbench_analysis; then
+if ! .venv/bin/python -c "import h5py, numpy, pandas, matplotlib, scipy, pyarrow, pytest, xdist, hypothesis" 2>/dev/null || ! from_here dtbench_analysis; then
     echo "setup: installing Python packages into .venv"
     .venv/bin/python -m pip install -q --disable-pip-version-check $PY_PACKAGES
     .venv/bin/python -m pip install -q --disable-pip-version-check -e analysis
