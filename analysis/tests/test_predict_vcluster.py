@@ -83,7 +83,6 @@ run h4 4 2 25 --transport hier
 """
 
 
-@pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
 def _measure_and_predict(tmp_path, attempt):
     """Runs the emulated cluster's nine runs into a fresh folder and predicts from them: the
     predict command's exit status and the files."""
@@ -104,6 +103,7 @@ def _measure_and_predict(tmp_path, attempt):
                      "--json"]), files
 
 
+@pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
 def test_held_out_four_nodes_two_transports(tmp_path, capsys):
     # Eight ranks on two cores time a shared machine: a held-out error past the bound (predict
     # refuses, exit 1) is measured once more from new runs; a second miss fails.
