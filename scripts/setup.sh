@@ -3,9 +3,9 @@
 #   1. installs the Debian packages that are missing (PyTorch among them: python3-torch),
 #   2. makes a Python virtual environment .venv (seeing the system's packages) with h5py, numpy,
 #      pandas, matplotlib, scipy, pyarrow, pytest, pytest-xdist (the Python tests on every core),
-#      hypothesis (the tools' fuzz tests), the
-#      analysis package (dtbench-analyze) and the campaign tool (dtbench-campaign, jobs/), both
-#      editable (chromium, a Debian package, renders the HTML report in its test),
+#      hypothesis (the tools' fuzz tests), the analysis package (dtbench-analyze) and the campaign
+#      tool (dtbench-campaign, jobs/), both editable (chromium, a Debian package, renders the HTML
+#      report in its test),
 #   3. builds dtbench in the source tree (autoreconf, configure, make).
 # Idempotent: a second run only rebuilds what changed. CONFIGURE_FLAGS passes extra configure
 # options (e.g. --without-cuda).

@@ -49,14 +49,19 @@ caught() {
     [ "$(cat /proc/$1/comm 2>/dev/null)" = dtbench ] && catches "$1"
 }
 
+# leader PID : the process leads its own session (setsid ran), its command name in COMM
+leader() {
+    local stat f
+    read -r stat <"/proc/$1/stat" 2>/dev/null || return 1
+    COMM=${stat#*\(} COMM=${COMM%%\)*}
+    read -ra f <<<"${stat##*\) }" # state ppid pgrp session ...
+    [ "${f[3]}" = "$1" ]
+}
+
 # trapped PID : the spawned PID is the template by now (bash, leading its own session: not the
 # test's fork before it ran setsid, which may catch SIGUSR1 too) and catches SIGUSR1 (its last trap)
 trapped() {
-    local stat comm f
-    read -r stat <"/proc/$1/stat" 2>/dev/null || return 1
-    comm=${stat#*\(} comm=${comm%%\)*}
-    read -ra f <<<"${stat##*\) }" # state ppid pgrp session ...
-    [ "$comm" = bash ] && [ "${f[3]}" = "$1" ] && catches "$1"
+    leader "$1" && [ "$COMM" = bash ] && catches "$1"
 }
 
 # own_session PID : waits (up to 20 s) until the spawned PID leads a session of its own: it is
@@ -64,12 +69,9 @@ trapped() {
 # script's handlers until it execs (bash installs one for SIGUSR1 when a script traps EXIT), so a
 # signal then is swallowed: 1 run in ~3 lost one there.
 own_session() {
-    local stat i f
+    local i
     for ((i = 0; i < 20000; i++)); do
-        if read -r stat <"/proc/$1/stat" 2>/dev/null; then
-            read -ra f <<<"${stat##*\) }" # state ppid pgrp session ...
-            [ "${f[3]}" != "$1" ] || return 0
-        fi
+        leader "$1" && return 0
         kill -0 "$1" 2>/dev/null || return 0 # it ended: the caller looks at its status
         sleep 0.001
     done
