@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define HOST_LEN      64  /* /ranks/host: fixed-size strings */
+#define RANK_TEXT_LEN 128 /* /ranks/<key> strings (device name, versions) */
+
 static const struct {
     const char *name, *description;
 } RANK_SETS[R_N] = {

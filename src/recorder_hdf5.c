@@ -26,6 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#define INJECT_ALL (-2) /* DTBENCH_TEST_WRITE_ERROR=all:... */
+
 /* ---- small writers ------------------------------------------------------------------------- */
 
 /* A raw write failed on this rank: one line naming the file and the reason, nothing more is

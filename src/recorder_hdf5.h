@@ -12,8 +12,6 @@
 #include <limits.h>
 #include <stdint.h>
 
-#define HOST_LEN 64
-
 enum {
     R_RANK,
     R_HOST,
@@ -34,9 +32,7 @@ enum {
     R_N
 };
 
-#define INJECT_ALL    (-2) /* DTBENCH_TEST_WRITE_ERROR=all:... */
-#define RANK_TEXT_LEN 128  /* /ranks/<key> strings (device name, versions) */
-#define NSAMPLE_SETS  4
+#define NSAMPLE_SETS 4
 
 struct Recorder {
     MPI_Comm comm;
