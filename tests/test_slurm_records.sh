@@ -35,12 +35,27 @@ submit() {
 submit node srun 2
 submit frozen mpirun 1
 
-# after_flush FILE : waits until every rank has flushed 400 iterations, then half a block more
-# (200 x the median iteration so far), and prints the flushed count F then.
+# after_flush FILE [NAME LAUNCHER TASKS_PER_NODE] : waits until every rank has flushed 400
+# iterations, then half a block more (200 x the median iteration so far). A job that ended before
+# its first block with a rank crashed (seen once: Open MPI's shared-memory set-up on an emulated
+# node found no backing file, then a call through a null pointer, no dtbench frame) is said and
+# submitted once more with submit's arguments; a second such end fails.
 after_flush() {
-    local f=""
-    for _ in $(seq 300); do [ -e "$1" ] && break; sleep 0.5; done
-    wait_completed "$1" 400 240 || { cat "$(dirname "$1")/slurm.out"; fail "$1: no 400 iterations in time"; }
+    local dir=${1%/*} state=${1%.h5}.state
+    for _ in $(seq 300); do { [ -e "$1" ] || grep -qs '^end=' "$state"; } && break; sleep 0.5; done
+    if ! wait_h5 "$1" 400 --timeout 240 --ended "$state"; then
+        if [ $# -gt 1 ] && grep -qs '^end=' "$state" && grep -q 'Process received signal' "$dir/slurm.out" &&
+            ! wait_h5 "$1" 200 --timeout 0; then
+            echo "note: $2's job ended before its first block with a rank crashed; submitted again once:"
+            cat "$dir/slurm.out"
+            rm -rf "$dir"
+            submit "$2" "$3" "$4"
+            after_flush "$1"
+            return
+        fi
+        cat "$dir/slurm.out"
+        fail "$1: no 400 iterations in time"
+    fi
     "$PYTHON" - "$1" <<'PY'
 import sys, time, h5py, numpy as np
 with h5py.File(sys.argv[1], "r") as f:
@@ -110,7 +125,7 @@ PY
 
 # ---- 1. a node's processes all killed, its network stack answering -----------------------------
 f=$WORK/node/r.h5
-after_flush "$f"
+after_flush "$f" node srun 2
 node=$("$PYTHON" -c "import h5py,sys; print(h5py.File(sys.argv[1],'r')['ranks/host'][3].decode())" "$f")
 [ "$node" != "$("$PYTHON" -c "import h5py,sys; print(h5py.File(sys.argv[1],'r')['ranks/host'][0].decode())" "$f")" ] ||
     fail "ranks 0 and 3 on one node"
@@ -129,7 +144,7 @@ pass "srun, every process of $node killed: file and state file say $node failed;
 
 # ---- 2. a rank frozen --------------------------------------------------------------------------
 f=$WORK/frozen/r.h5
-after_flush "$f"
+after_flush "$f" frozen mpirun 1
 pid=$("$PYTHON" -c "import h5py,sys; print(h5py.File(sys.argv[1],'r')['ranks/pid'][1])" "$f")
 host=$("$PYTHON" -c "import h5py,sys; print(h5py.File(sys.argv[1],'r')['ranks/host'][1].decode())" "$f")
 t0=$(date +%s.%N)

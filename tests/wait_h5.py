@@ -1,12 +1,14 @@
 """wait_h5.py - waits until a running dtbench's results file shows progress, for the shell tests
 that signal, kill or starve a run once it is under way.
 
-Usage: wait_h5.py PATH N [--timeout S] [--poll S] [--all-ranks]
+Usage: wait_h5.py PATH N [--timeout S] [--poll S] [--all-ranks] [--ended STATE]
   PATH  a results file, or a folder: any *.h5 in it will do (campaign runs name their own files)
   N     iterations every worker rank (/ranks/role 0; --all-ranks: every rank) must have completed
         (/ranks/completed, read while the run writes it); N = 0: every rank has started (its pid
         is in /ranks/pid)
-Exit status 0 once it holds, 1 after --timeout seconds (default 120). Files not yet readable (being
+  STATE the batch template's state file (slurm/dtbench.sbatch): give up as soon as it has its
+        end= line (the job is over: no more progress will come)
+Exit status 0 once it holds, 1 after --timeout seconds (default 120) or once the job ended. Files not yet readable (being
 created, or written at that moment) are retried at the next poll (--poll, default 0.1 s).
 """
 import argparse
@@ -33,6 +35,14 @@ def progressed(path, n, all_ranks):
         return False
 
 
+def ended(state):
+    try:
+        with open(state) as f:
+            return any(line.startswith("end=") for line in f)
+    except OSError:
+        return False
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("path")
@@ -40,14 +50,16 @@ def main():
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--poll", type=float, default=0.1)
     ap.add_argument("--all-ranks", action="store_true")
+    ap.add_argument("--ended")
     a = ap.parse_args()
     deadline = time.time() + a.timeout
-    while time.time() < deadline:
+    while True:  # looks at least once (--timeout 0: is it so now?)
         paths = glob.glob(os.path.join(a.path, "*.h5")) if os.path.isdir(a.path) else [a.path]
         if any(progressed(p, a.n, a.all_ranks) for p in paths):
             return 0
+        if (a.ended and ended(a.ended)) or time.time() >= deadline:
+            return 1
         time.sleep(a.poll)
-    return 1
 
 
 if __name__ == "__main__":
