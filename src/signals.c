@@ -1,8 +1,8 @@
 /* signals.c - SIGTERM / SIGUSR1 handlers that only record the request and its time (see
- * signals.h), and the stop file named by DTBENCH_STOP_FILE, looked for at most every 0.25 s:
- * the batch template creates it when it is asked to stop, so a request is never lost, even when
- * it comes before the launcher has started the ranks (a launcher drops such a signal, or
- * forwards it to a rank that is not yet running dtbench's code). */
+ * signals.h), SIGPIPE turned into EPIPE, and the stop file named by DTBENCH_STOP_FILE, looked for
+ * at most every 0.25 s: the batch template creates it when it is asked to stop, so a request is
+ * never lost, even when it comes before the launcher has started the ranks (a launcher drops such
+ * a signal, or forwards it to a rank that is not yet running dtbench's code). */
 #define _GNU_SOURCE
 #include "signals.h"
 
@@ -22,6 +22,15 @@ static void on_signal(int sig) {
     received = sig;
 }
 
+/* SIGPIPE's default action is death. The kernel sends it to a rank whose write meets a closed
+ * socket: Open MPI's TCP link to a peer that was just killed, which the watchdog is about to find
+ * lost. A write must fail with EPIPE instead (Open MPI then only reports the link), so that this
+ * rank lives to mark the file; a handler, not SIG_IGN, so that programs it execs start with the
+ * default. */
+static void on_pipe(int sig) {
+    (void)sig;
+}
+
 static void install(const char *file) {
     if (file && strlen(file) < sizeof stop_file) strcpy(stop_file, file);
     struct sigaction sa;
@@ -31,6 +40,8 @@ static void install(const char *file) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
+    sa.sa_handler = on_pipe;
+    sigaction(SIGPIPE, &sa, NULL);
     /* Released: the front door (start.c) holds them across its exec; one sent meanwhile is
      * pending and reaches on_signal now. */
     sigset_t stops;

@@ -6,7 +6,8 @@
 
 /* Installed before anything else of the process runs (signals.c: the program's .preinit_array,
  * after the dynamic loader, before any library's constructor), and again as main's first
- * instruction: a signal at any time after the loader is done is a stop request, never death. */
+ * instruction: a signal at any time after the loader is done is a stop request, never death.
+ * SIGPIPE never ends the process either: a write to a closed socket or pipe fails with EPIPE. */
 void signals_install(void);
 /* The signal number received (SIGUSR1 for the stop file), 0 if none. */
 int signals_stop_requested(void);
