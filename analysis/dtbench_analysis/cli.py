@@ -15,11 +15,12 @@ import sys
 from typing import List, Optional
 
 from . import __version__
-from .commands import (compare, export, figure, predict, report, scaling, stragglers, summary,
-                       timeline)
+from .commands import (compare_cmd, export_cmd, figure, predict_cmd, report_cmd, scaling_cmd,
+                       stragglers_cmd, summary_cmd, timeline_cmd)
 
 PROG = "dtbench-analyze"
-COMMANDS = (summary, scaling, stragglers, timeline, compare, export, report, figure, predict)
+COMMANDS = (summary_cmd, scaling_cmd, stragglers_cmd, timeline_cmd, compare_cmd, export_cmd,
+            report_cmd, figure, predict_cmd)
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -1,7 +1,7 @@
 """One run at a glance (``dtbench-analyze summary``, the report's details): its factors, phase
 times, throughput and health.
 
-``summarize(run)`` returns a Summary (times in ms; commands/summary.py prints it, ``--json`` dumps
+``summarize(run)`` returns a Summary (times in ms; commands/summary_cmd.py prints it, ``--json`` dumps
 it). Besides the pooled phase statistics it gives per-rank statistics (median and p95 of total,
 median busy and exchange time per rank) and, when the run sampled power (/samples), energy per
 sample (energy.py).

@@ -1,5 +1,5 @@
 """Windows of iterations for the per-rank timeline (``dtbench-analyze timeline``, the report's
-Gantt chart; drawn by plot/timeline.py): ``--iters a:b`` selects iterations a..b-1, counted as
+Gantt chart; drawn by plot/timeline_fig.py): ``--iters a:b`` selects iterations a..b-1, counted as
 in the file (0-based, warm-up included); an open window starts at the first measured iteration
 and is DEFAULT_WINDOW long.
 """

@@ -11,7 +11,7 @@ import numpy as np
 import dtbench_analysis
 from dtbench_analysis import configs, grouping, load_run, tables
 from dtbench_analysis.cli import main
-from dtbench_analysis.commands import compare as compare_cmd
+from dtbench_analysis.commands import compare_cmd
 from dtbench_analysis.compare import compare
 
 
@@ -90,7 +90,7 @@ def data_boxes(fig, renderer):
 
 
 def figures_with_legends(runs):
-    from dtbench_analysis.plot import scaling as scaling_plot
+    from dtbench_analysis.plot import scaling_fig as scaling_plot
     from dtbench_analysis.plot import time as figures
     from dtbench_analysis.plot import training
     from dtbench_analysis.scaling import find_series

@@ -7,7 +7,7 @@ import pytest
 
 import synthetic as syn
 from dtbench_analysis import load_run, metrics
-from dtbench_analysis.commands.summary import format_text
+from dtbench_analysis.commands.summary_cmd import format_text
 from dtbench_analysis.summary import summarize
 
 approx = pytest.approx

@@ -12,7 +12,7 @@ from dtbench_analysis import load_run
 from dtbench_analysis.cli import main
 from dtbench_analysis.export import tidy
 from dtbench_analysis.plotting import plt
-from dtbench_analysis.plot.timeline import draw
+from dtbench_analysis.plot.timeline_fig import draw
 from dtbench_analysis.timeline import parse_window, window_for
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 
 from .. import grouping, tables, timeline
 from ..runfile import Run
-from . import timeline as gantt_chart
+from . import timeline_fig as gantt_chart
 
 PHASE_COLORS = {"data": "#8c8c8c", "forward": "#4c72b0", "backward": "#55a868",
                 "exchange wait": "#c44e52", "exchange transfer": "#dd8452",
@@ -151,7 +151,7 @@ def heatmaps(run: Run, title: Optional[str] = None):
 
 
 def gantt(run: Run, window: Tuple[Optional[int], Optional[int]] = (None, None)):
-    """Per-rank timeline of a window of iterations (plot/timeline.py)."""
+    """Per-rank timeline of a window of iterations (plot/timeline_fig.py)."""
     lo, hi = timeline.window_for(run, *window)
     return gantt_chart.figure([run], [(lo, hi)])
 

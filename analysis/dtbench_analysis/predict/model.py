@@ -9,7 +9,7 @@ Steps (the model itself is in fit.py, its replay in sim.py, the collectives' cos
    extrapolate (exit status 1) unless ``--force``; forced or not, intervals are widened by it;
 3. the model is fitted on every run and replayed at the requested node counts for each strategy.
 ``build(runs, ...)`` returns the whole result as a dict (what ``--json`` prints and the report
-and ``plot.predict.figure`` use; commands/predict.py prints it).
+and ``plot.predict_fig.figure`` use; commands/predict_cmd.py prints it).
 """
 
 from __future__ import annotations

@@ -28,9 +28,9 @@ from ..plot import time as figures
 from ..plot import training
 from ..runfile import Run
 from . import common
-from . import compare as compare_text
-from . import stragglers as stragglers_text
-from . import summary as summary_text
+from . import compare_cmd as compare_text
+from . import stragglers_cmd as stragglers_text
+from . import summary_cmd as summary_text
 
 CSS = """
 body { font-family: sans-serif; margin: 1em auto; max-width: 1200px; padding: 0 1em;

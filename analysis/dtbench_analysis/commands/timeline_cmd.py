@@ -1,5 +1,5 @@
 """``dtbench-analyze timeline FILES --iters A:B -o t.png``: the per-rank Gantt chart of a window
-of iterations (plot/timeline.py draws it), and one line per run saying what the window holds."""
+of iterations (plot/timeline_fig.py draws it), and one line per run saying what the window holds."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def run_command(args, report_error) -> int:
         warm = f" ({min(hi, run.warmup) - lo} warm-up)" if lo < run.warmup else ""
         lines.append(f"timeline: {run.path}: iterations {lo}-{hi - 1}{warm}, {run.nranks} ranks,"
                      f" aligned clock {span}{mark}")
-    from ..plot.timeline import figure
+    from ..plot.timeline_fig import figure
     from ..plotting import save
     save(figure(runs, windows), args.output)
     print("\n".join(lines))

@@ -230,7 +230,7 @@ def run_command(args, report_error) -> int:
                      f"{100 * args.max_error:g}% (--force predicts anyway, intervals widened)")
         return 1
     if args.plot:
-        from ..plot.predict import save
+        from ..plot.predict_fig import save
         save(result, args.plot)
         print(f"wrote {args.plot}")
     return 0

@@ -1,5 +1,5 @@
 """``dtbench-analyze scaling FILES``: the strong and weak scaling series of scaling.find_series
-as text (or JSON), and their figure (plot/scaling.py)."""
+as text (or JSON), and their figure (plot/scaling_fig.py)."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def run_command(args, report_error) -> int:
     else:
         print(format_text(result, runs, args.unit, args.confidence))
     if args.plot:
-        from ..plot.scaling import panels
+        from ..plot.scaling_fig import panels
         from ..plotting import save
         save(panels(result, args.unit), args.plot)
         print(f"wrote {args.plot}")
