@@ -389,10 +389,14 @@ static void default_tolerances(Precision p) {
     if (tol_grad <= 0) tol_grad = tab[local][p][1];
 }
 
-int main(int argc, char **argv) {
-    const char *model = NULL, *a_text = NULL, *b_text = NULL, *inject = NULL;
-    int batch = 4, threads = 1, c = 0, h = 0, w = 0, classes = 0;
-    uint64_t seed = 3;
+/* The command line, less what sets the globals (--quiet, --chained, the tolerances). */
+typedef struct {
+    const char *model, *a_text, *b_text, *inject;
+    int batch, threads, c, h, w, classes;
+    uint64_t seed;
+} Args;
+
+static void parse_args(int argc, char **argv, Args *args) {
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "--quiet") || !strcmp(o, "--chained")) {
@@ -402,80 +406,90 @@ int main(int argc, char **argv) {
         if (!v) usage("an option lacks its value");
         i++;
         if (!strcmp(o, "--model"))
-            model = v;
+            args->model = v;
         else if (!strcmp(o, "--a"))
-            a_text = v;
+            args->a_text = v;
         else if (!strcmp(o, "--b"))
-            b_text = v;
+            args->b_text = v;
         else if (!strcmp(o, "--batch"))
-            batch = atoi(v);
+            args->batch = atoi(v);
         else if (!strcmp(o, "--threads"))
-            threads = atoi(v);
+            args->threads = atoi(v);
         else if (!strcmp(o, "--classes"))
-            classes = atoi(v);
+            args->classes = atoi(v);
         else if (!strcmp(o, "--seed"))
-            seed = strtoull(v, NULL, 10);
+            args->seed = strtoull(v, NULL, 10);
         else if (!strcmp(o, "--tol-forward"))
             tol_fwd = atof(v);
         else if (!strcmp(o, "--tol-grad"))
             tol_grad = atof(v);
         else if (!strcmp(o, "--inject-grad"))
-            inject = v;
+            args->inject = v;
         else if (!strcmp(o, "--input")) {
-            if (sscanf(v, "%d,%d,%d", &c, &h, &w) != 3 || c < 1 || h < 1 || w < 1)
+            if (sscanf(v, "%d,%d,%d", &args->c, &args->h, &args->w) != 3 || args->c < 1 ||
+                args->h < 1 || args->w < 1)
                 usage("--input: expected C,H,W");
         } else
             usage("unknown option");
     }
-    const ModelDesc *d = NULL;
-    for (size_t i = 0; model && i < sizeof MODELS / sizeof MODELS[0]; i++)
-        if (!strcmp(MODELS[i]->name, model)) d = MODELS[i];
-    if (!d || !a_text || !b_text || batch < 1 || threads < 1)
-        usage("--model (a model of the zoo), --a, --b and a positive --batch are needed");
-    if (!c) c = d->in_c, h = d->in_h, w = d->in_w;
-    if (classes <= 0) classes = d->classes;
-    d = model_for_input(d, c, h, w);
+}
 
-    Config cf[2];
-    memset(cf, 0, sizeof cf);
-    parse_config(&cf[0], a_text), parse_config(&cf[1], b_text);
+/* --model's description for the input (the model's own unless --input), with the classes. */
+static const ModelDesc *model_of(Args *args) {
+    const ModelDesc *d = NULL;
+    for (size_t i = 0; args->model && i < sizeof MODELS / sizeof MODELS[0]; i++)
+        if (!strcmp(MODELS[i]->name, args->model)) d = MODELS[i];
+    if (!d || !args->a_text || !args->b_text || args->batch < 1 || args->threads < 1)
+        usage("--model (a model of the zoo), --a, --b and a positive --batch are needed");
+    if (!args->c) args->c = d->in_c, args->h = d->in_h, args->w = d->in_w;
+    if (args->classes <= 0) args->classes = d->classes;
+    return model_for_input(d, args->c, args->h, args->w);
+}
+
+/* The two configurations from their text, the tolerances, and the activation layouts for the
+ * planned model (which also judges --inject-grad's layer). */
+static void plan_configs(Config cf[2], const ModelDesc *d, const Args *args) {
+    memset(cf, 0, 2 * sizeof *cf);
+    parse_config(&cf[0], args->a_text), parse_config(&cf[1], args->b_text);
     default_tolerances(cf[1].precision);
     Model probe;
-    model_plan(&probe, d, c, h, w, classes, batch);
+    model_plan(&probe, d, args->c, args->h, args->w, args->classes, args->batch);
     if (probe.problem[0]) usage(probe.problem);
     int inject_ok = 0;
-    for (int i = 0; inject && i < probe.nlayers; i++)
-        if (!strcmp(probe.layers[i].d.name, inject))
+    for (int i = 0; args->inject && i < probe.nlayers; i++)
+        if (!strcmp(probe.layers[i].d.name, args->inject))
             inject_ok = probe.layers[i].d.kind == LAYER_CONV || probe.layers[i].d.kind == LAYER_FC;
     choose_layout(&cf[0], &probe), choose_layout(&cf[1], &probe);
     model_free(&probe);
-    if (inject && !inject_ok)
+    if (args->inject && !inject_ok)
         usage("--inject-grad: name a convolution or fully connected layer of the model");
+}
+
+/* The backends started, the models built on the same weights and batch; --inject-grad wraps B's
+ * table and picks the weight gradient it perturbs. */
+static void build_configs(Config cf[2], const ModelDesc *d, const Args *args) {
     for (int k = 0; k < 2; k++)
-        start(&cf[k], threads);
-    if (inject) { /* B's table, wrapped (model_build keeps the pointer) */
+        start(&cf[k], args->threads);
+    if (args->inject) { /* B's table, wrapped (model_build keeps the pointer) */
         inner = cf[1].be, injected = *inner;
         injected.conv_backward = inj_conv_backward, injected.fc_backward = inj_fc_backward;
         cf[1].be = &injected;
     }
     for (int k = 0; k < 2; k++) {
-        model_build(&cf[k].m, d, c, h, w, classes, batch, cf[k].be, cf[k].ctx, seed);
+        model_build(&cf[k].m, d, args->c, args->h, args->w, args->classes, args->batch, cf[k].be,
+                    cf[k].ctx, args->seed);
         if (cf[k].precision == PRECISION_FP16) cf[k].m.loss_scale = 1024.0f; /* unscaled above */
-        upload_batch(&cf[k], seed + 1);
+        upload_batch(&cf[k], args->seed + 1);
     }
     inject_act = cf[1].m.act.type;
-    if (inject)
+    if (args->inject)
         for (int i = 0; i < cf[1].m.nlayers; i++)
-            if (!strcmp(cf[1].m.layers[i].d.name, inject))
+            if (!strcmp(cf[1].m.layers[i].d.name, args->inject))
                 inject_dw = cf[1].m.grads + (cf[1].m.layers[i].w_off - cf[1].m.param_base);
+}
 
-    printf("%s: batch %d, input [%d,%d,%d], seed %llu; A = %s (%s %s), B = %s (%s %s), %s; "
-           "tolerances (||a-b|| / ||a||): forward %g, gradients %g\n",
-           d->name, batch, c, h, w, (unsigned long long)seed, a_text,
-           ACT_LAYOUT_NAME(cf[0].m.act.layout), ACT_TYPE_NAME(cf[0].m.act.type), b_text,
-           ACT_LAYOUT_NAME(cf[1].m.act.layout), ACT_TYPE_NAME(cf[1].m.act.type),
-           local ? "each layer of B on A's inputs (--local)" : "B chained (--chained)", tol_fwd,
-           tol_grad);
+/* One step of A (recording), then of B (comparing); the parameters after it, and the verdict. */
+static void run_steps(Config cf[2], const ModelDesc *d) {
     rec = calloc((size_t)d->nlayers, sizeof *rec);
     LayerObserver oa = {observe_a, NULL}, ob = {observe_b, NULL};
     const float lr = 0.01f;
@@ -492,6 +506,24 @@ int main(int argc, char **argv) {
            beyond ? "FAIL" : "PASS", beyond, compared,
            local ? "each layer on A's inputs" : "chained", worst_norm);
     free(pa), free(pb);
+}
+
+int main(int argc, char **argv) {
+    Args args = {.batch = 4, .threads = 1, .seed = 3};
+    parse_args(argc, argv, &args);
+    const ModelDesc *d = model_of(&args);
+    Config cf[2];
+    plan_configs(cf, d, &args);
+    build_configs(cf, d, &args);
+
+    printf("%s: batch %d, input [%d,%d,%d], seed %llu; A = %s (%s %s), B = %s (%s %s), %s; "
+           "tolerances (||a-b|| / ||a||): forward %g, gradients %g\n",
+           d->name, args.batch, args.c, args.h, args.w, (unsigned long long)args.seed, args.a_text,
+           ACT_LAYOUT_NAME(cf[0].m.act.layout), ACT_TYPE_NAME(cf[0].m.act.type), args.b_text,
+           ACT_LAYOUT_NAME(cf[1].m.act.layout), ACT_TYPE_NAME(cf[1].m.act.type),
+           local ? "each layer of B on A's inputs (--local)" : "B chained (--chained)", tol_fwd,
+           tol_grad);
+    run_steps(cf, d);
     for (int i = 0; i < d->nlayers; i++) {
         free(rec[i].out), free(rec[i].dy), free(rec[i].params);
         for (int k = 0; k < LAYER_MAX_INPUTS; k++)
