@@ -357,17 +357,10 @@ static void report(const char *what, const float *got, const float *ref, size_t 
     if (!(e <= 4 * U)) printf("  %s: ||gpu - cpu|| / ||cpu|| = %.3g\n", what, e), *ok = 0;
 }
 
-static void test_products(void) {
-    /* the parameters: every convolution's filter and bias, then two fc layers */
-    size_t off[NCONV + 2], boff[NCONV], np = 0;
-    for (int i = 0; i < NCONV; i++) {
-        const ConvShape *s = &CONVS[i];
-        off[i] = np, np += (size_t)s->c_out * s->c_in * s->k * s->k;
-        boff[i] = BIAS[i] ? np : SIZE_MAX, np += BIAS[i] ? (size_t)s->c_out : 0;
-    }
-    off[NCONV] = np, np += (size_t)FC_OUT * FC_C * FC_HW + FC_OUT;
-    off[NCONV + 1] = np, np += (size_t)FC_CLASSES * FC_OUT + FC_CLASSES;
-    float *p = rand_floats(np, -0.2f, 0.2f), *dp = upf(p, np);
+/* The step's weights on the GPU (dp, laid out for the convolutions), and each backend's
+ * workspace for the largest convolution. */
+static void conv_setup(const size_t *off, const size_t *boff, float *dp, size_t np, void **dwork,
+                       void **hwork) {
     ConvWeights cw[NCONV];
     size_t work = 0;
     for (int i = 0; i < NCONV; i++) {
@@ -378,48 +371,55 @@ static void test_products(void) {
     }
     G->weights_layout(gctx, cw, NCONV);
     G->weights_ready(gctx, dp, np);
-    void *dwork = G->alloc(gctx, work + 256);
+    *dwork = G->alloc(gctx, work + 256);
     size_t cwork = 0;
     for (int i = 0; i < NCONV; i++)
         if (C->conv_workspace_bytes(cctx, &CONVS[i]) > cwork)
             cwork = C->conv_workspace_bytes(cctx, &CONVS[i]);
-    void *hwork = malloc(cwork + 64);
-    for (int i = 0; i < NCONV; i++) {
-        const ConvShape *s = &CONVS[i];
-        const size_t hi = (size_t)s->h_in * s->w_in, ho = (size_t)s->h_out * s->w_out;
-        const size_t nx = (size_t)s->batch * s->c_in * hi, ny = (size_t)s->batch * s->c_out * ho;
-        const size_t nw = (size_t)s->c_out * s->c_in * s->k * s->k;
-        float *x = rnd(nx, -1, 1), *dy = rnd(ny, -1, 1), *y = malloc(ny * 4), *dx = malloc(nx * 4);
-        float *dw = malloc(nw * 4), *db = malloc(s->c_out * 4);
-        const float *b = BIAS[i] ? p + boff[i] : NULL, *gb = BIAS[i] ? dp + boff[i] : NULL;
-        void *gx = up16(x, s->batch, s->c_in, hi), *gdy = up16(dy, s->batch, s->c_out, ho);
-        void *gy = poison16(ny), *gdx = poison16(nx);
-        float *gdw = dnan(nw), *gdb = dnan(s->c_out);
-        int ok = 1;
-        C->conv_forward(cctx, s, x, p + off[i], b, y, hwork);
-        G->conv_forward(gctx, s, gx, dp + off[i], gb, gy, dwork);
-        float *got = down16(gy, s->batch, s->c_out, ho);
-        report("forward", got, y, ny, &ok), free(got);
-        C->relu_forward(cctx, ny, y, y);
-        G->conv_relu_forward(gctx, s, gx, dp + off[i], gb, gy, dwork);
-        got = down16(gy, s->batch, s->c_out, ho);
-        report("forward with ReLU", got, y, ny, &ok), free(got);
-        C->conv_backward(cctx, s, x, p + off[i], dy, dx, dw, BIAS[i] ? db : NULL, hwork);
-        G->conv_backward(gctx, s, gx, dp + off[i], gdy, gdx, gdw, BIAS[i] ? gdb : NULL, dwork);
-        float *hdx = down16(gdx, s->batch, s->c_in, hi), *hdw = downf(gdw, nw);
-        report("dx", hdx, dx, nx, &ok), report("dw", hdw, dw, nw, &ok);
-        if (BIAS[i]) {
-            float *hdb = downf(gdb, s->c_out);
-            report("db", hdb, db, s->c_out, &ok), free(hdb);
-        }
-        EXPECT(ok,
-               "%s: convolution %dx%dx%dx%d k%d s%d p%d -> %d%s: forward, +ReLU, dx, dw%s "
-               "within 4u of the CPU's",
-               tname(), s->batch, s->c_in, s->h_in, s->w_in, s->k, s->stride, s->pad, s->c_out,
-               BIAS[i] ? " with bias" : "", BIAS[i] ? ", db" : "");
-        free(x), free(dy), free(y), free(dx), free(dw), free(db), free(hdx), free(hdw);
+    *hwork = malloc(cwork + 64);
+}
+
+/* Convolution i of CONVS: its filter at p + off (dp + off on the GPU), its bias at boff. */
+static void test_conv(int i, const float *p, const float *dp, size_t off, size_t boff, void *dwork,
+                      void *hwork) {
+    const ConvShape *s = &CONVS[i];
+    const size_t hi = (size_t)s->h_in * s->w_in, ho = (size_t)s->h_out * s->w_out;
+    const size_t nx = (size_t)s->batch * s->c_in * hi, ny = (size_t)s->batch * s->c_out * ho;
+    const size_t nw = (size_t)s->c_out * s->c_in * s->k * s->k;
+    float *x = rnd(nx, -1, 1), *dy = rnd(ny, -1, 1), *y = malloc(ny * 4), *dx = malloc(nx * 4);
+    float *dw = malloc(nw * 4), *db = malloc(s->c_out * 4);
+    const float *b = BIAS[i] ? p + boff : NULL, *gb = BIAS[i] ? dp + boff : NULL;
+    void *gx = up16(x, s->batch, s->c_in, hi), *gdy = up16(dy, s->batch, s->c_out, ho);
+    void *gy = poison16(ny), *gdx = poison16(nx);
+    float *gdw = dnan(nw), *gdb = dnan(s->c_out);
+    int ok = 1;
+    C->conv_forward(cctx, s, x, p + off, b, y, hwork);
+    G->conv_forward(gctx, s, gx, dp + off, gb, gy, dwork);
+    float *got = down16(gy, s->batch, s->c_out, ho);
+    report("forward", got, y, ny, &ok), free(got);
+    C->relu_forward(cctx, ny, y, y);
+    G->conv_relu_forward(gctx, s, gx, dp + off, gb, gy, dwork);
+    got = down16(gy, s->batch, s->c_out, ho);
+    report("forward with ReLU", got, y, ny, &ok), free(got);
+    C->conv_backward(cctx, s, x, p + off, dy, dx, dw, BIAS[i] ? db : NULL, hwork);
+    G->conv_backward(gctx, s, gx, dp + off, gdy, gdx, gdw, BIAS[i] ? gdb : NULL, dwork);
+    float *hdx = down16(gdx, s->batch, s->c_in, hi), *hdw = downf(gdw, nw);
+    report("dx", hdx, dx, nx, &ok), report("dw", hdw, dw, nw, &ok);
+    if (BIAS[i]) {
+        float *hdb = downf(gdb, s->c_out);
+        report("db", hdb, db, s->c_out, &ok), free(hdb);
     }
-    /* fc: a flattened NHWC input [FC_C, FC_HW] -> FC_OUT (16-bit), then the logits (fp32) */
+    EXPECT(ok,
+           "%s: convolution %dx%dx%dx%d k%d s%d p%d -> %d%s: forward, +ReLU, dx, dw%s "
+           "within 4u of the CPU's",
+           tname(), s->batch, s->c_in, s->h_in, s->w_in, s->k, s->stride, s->pad, s->c_out,
+           BIAS[i] ? " with bias" : "", BIAS[i] ? ", db" : "");
+    free(x), free(dy), free(y), free(dx), free(dw), free(db), free(hdx), free(hdw);
+}
+
+/* fc: a flattened NHWC input [FC_C, FC_HW] -> FC_OUT (16-bit), then the logits (fp32); their
+ * weights and biases at p + off[NCONV] and p + off[NCONV + 1] (dp on the GPU). */
+static void test_fc(const float *p, const float *dp, const size_t *off) {
     const size_t nx = (size_t)FC_N * FC_C * FC_HW, nh = (size_t)FC_N * FC_OUT;
     const size_t nl = (size_t)FC_N * FC_CLASSES;
     const FcShape s1 = {FC_N, FC_C * FC_HW, FC_OUT, FC_C, FC_HW, 0};
@@ -462,9 +462,28 @@ static void test_products(void) {
            "%s: fc on a flattened NHWC input and on the logits, forward and backward, within "
            "4u of the CPU's (weights in NCHW order)",
            tname());
-    free(p), free(x), free(h), free(l), free(dl), free(dh), free(dx), free(dw1), free(db1);
+    free(x), free(h), free(l), free(dl), free(dh), free(dx), free(dw1), free(db1);
     free(dw2), free(db2), free(hh), free(hl), free(hdh), free(hdw2), free(hdb2), free(hdx);
-    free(hdw1), free(hdb1), free(hwork);
+    free(hdw1), free(hdb1);
+}
+
+static void test_products(void) {
+    /* the parameters: every convolution's filter and bias, then two fc layers */
+    size_t off[NCONV + 2], boff[NCONV], np = 0;
+    for (int i = 0; i < NCONV; i++) {
+        const ConvShape *s = &CONVS[i];
+        off[i] = np, np += (size_t)s->c_out * s->c_in * s->k * s->k;
+        boff[i] = BIAS[i] ? np : SIZE_MAX, np += BIAS[i] ? (size_t)s->c_out : 0;
+    }
+    off[NCONV] = np, np += (size_t)FC_OUT * FC_C * FC_HW + FC_OUT;
+    off[NCONV + 1] = np, np += (size_t)FC_CLASSES * FC_OUT + FC_CLASSES;
+    float *p = rand_floats(np, -0.2f, 0.2f), *dp = upf(p, np);
+    void *dwork, *hwork;
+    conv_setup(off, boff, dp, np, &dwork, &hwork);
+    for (int i = 0; i < NCONV; i++)
+        test_conv(i, p, dp, off[i], boff[i], dwork, hwork);
+    test_fc(p, dp, off);
+    free(p), free(hwork);
 }
 
 int main(void) {
