@@ -281,13 +281,8 @@ static void check_devices(const Options *opt, const RunPlan *p) {
                     opt->gpus_per_node, dt_hostname(), n);
 }
 
-void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
-    choose(opt, p);
-    check_reads(opt, p);
-    check_devices(opt, p);
-    check_precision(opt, p);
-    const BackendOps *be = p->be;
-    const ExchangeOps *x = p->xops;
+/* --dataset against the model, and the options that need a test split. */
+static void check_dataset(const Options *opt, const RunPlan *p) {
     usage_check_all(!p->md->vocab || !strcmp(opt->dataset, "synthetic"),
                     "--dataset: '%s' is not accepted with %s, a language model on token "
                     "sequences: expected synthetic",
@@ -302,6 +297,13 @@ void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
                     "--eval-every: %d is not accepted with --dataset synthetic (no test split): "
                     "expected fashion-mnist, mnist or cifar10",
                     opt->eval_every);
+}
+
+/* The exchange, the parallel mode, the device and the transport against each other and the
+ * ranks. */
+static void check_combination(const Options *opt, const Topology *topo, const RunPlan *p) {
+    const BackendOps *be = p->be;
+    const ExchangeOps *x = p->xops;
     usage_check_all(p->mode == PARALLEL_DATA || x->pipeline_ok,
                     "--exchange: '%s' is not accepted with --parallel %s: the stage replicas of a "
                     "pipeline exchange with %s",
@@ -320,7 +322,10 @@ void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
     usage_check_all(!opt->overlap || x->grads_ready != NULL,
                     "--overlap: the %s exchange cannot start buckets during backward",
                     opt->exchange);
-    check_progress(opt, p);
+}
+
+/* --profile-layers: within the measured iterations, one micro-batch, the layers it can time. */
+static void check_profile(const Options *opt, const RunPlan *p) {
     usage_check_all(opt->profile_layers <= opt->iters,
                     "--profile-layers: %d is not accepted with --iters %d: expected at most the "
                     "measured iterations",
@@ -332,6 +337,10 @@ void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
     usage_check_all(opt->profile_layers == 0 || p->md->nlayers <= PROFILE_MAX_LAYERS,
                     "--profile-layers: %s has %d layers, more than the %d it can time",
                     p->md->name, p->md->nlayers, PROFILE_MAX_LAYERS);
+}
+
+/* --peer-timeout and --sample-hz (with --sample-max-s): rates a run can keep. */
+static void check_rates(const Options *opt) {
     /* heartbeats every timeout/5: below 1 s a busy host would lose live peers (watchdog.h) */
     usage_check_all(opt->peer_timeout == 0 || opt->peer_timeout >= 1,
                     "--peer-timeout: %g is not accepted: expected 0 (off) or at least 1 second",
@@ -347,18 +356,24 @@ void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
     usage_check_all(opt->sample_hz * opt->sample_max_s <= 1e7,
                     "--sample-hz %g with --sample-max-s %g: more than 10 million samples per rank",
                     opt->sample_hz, opt->sample_max_s);
-    /* A strategy on host memory runs on a device backend through host mirrors (comm/staged.c);
-     * transports on device memory cannot serve those mirrors. */
-    if (be->device_memory && !x->device_ok) {
+}
+
+/* A strategy on host memory runs on a device backend through host mirrors (comm/staged.c);
+ * transports on device memory cannot serve those mirrors. */
+static void stage_exchange(const Options *opt, RunPlan *p) {
+    if (p->be->device_memory && !p->xops->device_ok) {
         usage_check_all(!p->tops->device_only,
                         "--transport: '%s' is not accepted with --exchange %s on --device %s (the "
                         "strategy runs on host copies): expected mpi or hier",
                         opt->transport, opt->exchange, opt->device);
-        p->xops = x = exchange_staged(x);
-        if (!x) check_fail(__FILE__, __LINE__, "exchange_staged", opt->exchange);
+        p->xops = exchange_staged(p->xops);
+        if (!p->xops) check_fail(__FILE__, __LINE__, "exchange_staged", opt->exchange);
     }
-    /* Workers train; a strategy with servers gives them the last --ps-ranks ranks. */
-    p->ps_ranks = x->serve ? opt->ps_ranks : 0;
+}
+
+/* Workers train; a strategy with servers gives them the last --ps-ranks ranks. */
+static void plan_workers(const Options *opt, const Topology *topo, RunPlan *p) {
+    p->ps_ranks = p->xops->serve ? opt->ps_ranks : 0;
     p->nworkers = topo->nranks - p->ps_ranks;
     /* A dry run on one process without --ranks cannot know the job's ranks: it plans one
      * worker beside the servers, as --ranks-per-node is not judged. With --ranks N (what
@@ -378,6 +393,20 @@ void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
                     "multiple of the number of %s",
                     opt->batch, p->nworkers, all ? "ranks" : "workers",
                     all ? "ranks" : "workers (ranks minus --ps-ranks)");
+}
+
+void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
+    choose(opt, p);
+    check_reads(opt, p);
+    check_devices(opt, p);
+    check_precision(opt, p);
+    check_dataset(opt, p);
+    check_combination(opt, topo, p);
+    check_progress(opt, p);
+    check_profile(opt, p);
+    check_rates(opt);
+    stage_exchange(opt, p);
+    plan_workers(opt, topo, p);
     char serr[256] = "";
     int ok = straggler_parse(opt->straggler, topo->nranks, &p->straggler, serr, sizeof serr) == 0;
     usage_check_all(ok, "%s", serr);
