@@ -361,7 +361,7 @@ static void release_reserve(const char *path) {
 
 int finalize_main(int argc, char **argv) {
     /* A job being torn down signals whatever it can reach: finish the file first. */
-    signal(SIGPIPE, SIG_IGN), signal(SIGTERM, SIG_IGN), signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN), signal(SIGINT, SIG_IGN);
     signal(SIGHUP, SIG_IGN), signal(SIGUSR1, SIG_IGN), signal(SIGUSR2, SIG_IGN);
     if (argc < 3) return usage("no FILE");
     const char *path = argv[2];
@@ -446,7 +446,7 @@ int finalize_start(char **argv, const void *input, size_t len) {
     close(status[1]);
     if (in[0] >= 0) close(in[0]);
     if (child > 0) waitpid(child, NULL, 0);
-    if (in[1] >= 0) { /* a finalizer that died before reading: EPIPE (SIGPIPE is blocked) */
+    if (in[1] >= 0) { /* a finalizer that died before reading: EPIPE (signals.c) */
         if (child > 0) (void)write_all(in[1], input, len);
         close(in[1]);
     }

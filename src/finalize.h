@@ -15,8 +15,8 @@ int finalize_main(int argc, char **argv);
 /* Starts `argv` (a --finalize command line; argv[0] is ignored: this program runs) in a session
  * of its own, so that a launcher tearing the job down does not end it, writes `input` (len bytes,
  * NULL: none) to its standard input, and waits until it has exited, at most a minute. Returns its
- * exit status (passed through a pipe: it is not this process's child), -1 if unknown. Call it
- * with SIGPIPE blocked. */
+ * exit status (passed through a pipe: it is not this process's child), -1 if unknown. A
+ * finalizer that ends before reading its input is EPIPE here, not SIGPIPE (signals.c). */
 int finalize_start(char **argv, const void *input, size_t len);
 
 #endif

@@ -526,12 +526,11 @@ int watchdog_start(MPI_Comm comm, double timeout, const char *result_path, char 
                 "dtbench: warning: rank %d on %s: no node witness (fork: %s); its neighbours will "
                 "take it for a lost node if its process ends\n",
                 wd.rank, me.host, strerror(errno));
-    /* The thread takes no stop signal: SIGTERM/SIGUSR1 go to the main thread (signals.c); a
-     * finalizer that ends before reading its records is an error, not SIGPIPE. */
+    /* The thread takes no stop signal: SIGTERM/SIGUSR1 go to the main thread (signals.c). A
+     * finalizer that ends before reading its records is EPIPE, an error (signals.c: SIGPIPE). */
     sigset_t block, old;
     sigemptyset(&block);
     sigaddset(&block, SIGTERM), sigaddset(&block, SIGUSR1), sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &block, &old);
     int rc = pthread_create(&wd.thread, NULL, watch, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -567,10 +566,6 @@ int watchdog_leaving(void) {
 void watchdog_abandon_run(const char *path, const char *detail, MPI_Comm comm) {
     fflush(stderr);
     atomic_store(&wd.abandoning, 1);
-    sigset_t pipe_signal; /* a finalizer that ends before reading its records: not SIGPIPE */
-    sigemptyset(&pipe_signal);
-    sigaddset(&pipe_signal, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_signal, NULL);
     char rank_text[16];
     snprintf(rank_text, sizeof rank_text, "%d", wd.rank);
     char *argv[] = {"dtbench",       "--finalize",   (char *)path, "--by", rank_text,
