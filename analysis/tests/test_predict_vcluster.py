@@ -103,38 +103,59 @@ def _measure_and_predict(tmp_path, attempt):
                      "--json"]), files
 
 
-@pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
-def test_held_out_four_nodes_two_transports(tmp_path, capsys):
-    # Eight ranks on two cores time a shared machine: a held-out error past the bound (predict
-    # refuses, exit 1) is measured once more from new runs; a second miss fails.
-    status, files = _measure_and_predict(tmp_path, 1)
-    if status != 0:
-        first = capsys.readouterr()
-        print(f"first measurement refused, measured again: {first.err.strip()}",
-              file=sys.stderr)
-        status, files = _measure_and_predict(tmp_path, 2)
-    assert status == 0
-    result = json.loads(capsys.readouterr().out)
+def _misses(result):
+    """What of the measured cluster's prediction misses its bound: one line each."""
+    misses = []
     checks = {c["strategy"]: c for c in result["validation"]}
-    assert sorted(checks) == ["hier", "sync"]
+    if sorted(checks) != ["hier", "sync"]:
+        return [f"validated strategies {sorted(checks)}, not hier and sync"]
     mpi = result["comm"]["mpi"]["params"]
     for name, c in checks.items():
         print(f"emulated nodes at {RATE}: {name} held out at 4 nodes: measured "
               f"{1e3 * c['measured_s']:.1f} ms, predicted "
               f"{1e3 * c['predicted']['iteration_s']['value']:.1f} ms, error "
               f"{100 * c['error']:+.1f}% (transfer {100 * c['transfer_error']:+.1f}%, "
-              f"collectives alone {100 * (c.get('calibration_error') or 0):+.1f}%)")
+              f"collectives alone {100 * (c.get('calibration_error') or 0):+.1f}%)", file=sys.stderr)
+        if c["nodes"] != 4 or c["fitted_on"] != 8:
+            misses.append(f"{name}: held out {c['nodes']} nodes, fitted on {c['fitted_on']}")
+        if abs(c["error"]) >= HELDOUT_BOUND:
+            misses.append(f"{name}: held-out error {100 * c['error']:+.1f}%")
     print(f"mpi transport: beta_inter {mpi['beta_inter']:.3g} s/B "
           f"({1e-6 / mpi['beta_inter']:.1f} MB/s), beta_inter_rndv "
-          f"{1e-6 / mpi['beta_inter_rndv']:.1f} MB/s, alpha_inter {mpi['alpha_inter']:.3g} s")
-    for c in checks.values():
-        assert c["nodes"] == 4 and c["fitted_on"] == 8
-        assert abs(c["error"]) < HELDOUT_BOUND, c
+          f"{1e-6 / mpi['beta_inter_rndv']:.1f} MB/s, alpha_inter {mpi['alpha_inter']:.3g} s",
+          file=sys.stderr)
     # the fitted link of the flat allreduce's eager messages is the tbf rate (the ring of the
     # 0.05 MiB buckets moves each bucket once per link each way); TCP/IP framing and the token
     # bucket's bursts give or take 35 %; rendezvous messages are no faster than the link
-    assert 0.65 * RATE_BYTES < 1.0 / mpi["beta_inter"] < 1.35 * RATE_BYTES, mpi
-    assert 1.0 / mpi["beta_inter_rndv"] < 1.35 * RATE_BYTES, mpi
+    if not 0.65 * RATE_BYTES < 1.0 / mpi["beta_inter"] < 1.35 * RATE_BYTES:
+        misses.append(f"eager link {1e-6 / mpi['beta_inter']:.1f} MB/s, not "
+                      f"{1e-6 * RATE_BYTES:.0f} MB/s +-35% ({mpi})")
+    if not 1.0 / mpi["beta_inter_rndv"] < 1.35 * RATE_BYTES:
+        misses.append(f"rendezvous link {1e-6 / mpi['beta_inter_rndv']:.1f} MB/s, faster than "
+                      f"the link ({mpi})")
+    return misses
+
+
+@pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+def test_held_out_four_nodes_two_transports(tmp_path, capsys):
+    # Eight ranks on two cores, beside another pytest worker, time a shared machine: alpha and
+    # beta across nodes come from two runs whose times differ by a few ms of message costs, so a
+    # burst of load during one of them moves them far. A miss of any bound (predict's held-out
+    # refusal, exit 1, or the fitted link) is measured once more from new runs; a second fails.
+    report = []  # what each attempt printed (the next one's capture would swallow it)
+    for attempt in (1, 2):
+        status, _ = _measure_and_predict(tmp_path, attempt)
+        out = capsys.readouterr()
+        misses = ([f"predict refused (exit {status}): {out.err.strip()}"] if status != 0
+                  else _misses(json.loads(out.out)))
+        if misses:
+            print(f"measurement {attempt} missed: " + "; ".join(misses), file=sys.stderr)
+        report.append(capsys.readouterr().err)
+        if not misses:
+            break
+    print("".join(report), file=sys.stderr, end="")
+    assert not misses, misses
+    result = json.loads(out.out)
     for strategy in ("sync", "hier"):
         preds = [p for p in result["predictions"] if p["strategy"] == strategy]
         assert [p["nodes"] for p in preds] == [8, 64, 1024]
