@@ -79,8 +79,10 @@ static void write_kernel_choices(Recorder *r, hid_t file, const char *text, cons
  * whole at creation), plus room for the metadata (attributes, /config, object headers). Sets
  * *option to the option that drives it. */
 static double file_estimate(const RecorderConfig *c, int nranks, int64_t extent,
-                            const char **option) {
+                            unsigned istore_k, const char **option) {
     double iters = (double)ITER_NFIELDS * nranks * (double)extent * 8;
+    /* a growing file's chunk indexes, one B-tree node of 2K entries per dataset (~40 B each) */
+    double index = (double)ITER_NFIELDS * 2.0 * istore_k * 48;
     double samples = (double)NSAMPLE_SETS * nranks * (double)c->sample_capacity * 8;
     double rows = (double)nranks * (R_N * 8 + HOST_LEN + (double)c->nrank_text * RANK_TEXT_LEN);
     double meta = 4 << 20;
@@ -93,14 +95,15 @@ static double file_estimate(const RecorderConfig *c, int nranks, int64_t extent,
     for (int i = 0; i < c->nconfig; i++)
         meta += 2.0 * (double)strlen(c->config[i].text) + 256;
     *option = iters >= samples ? "--iters" : "--sample-max-s";
-    return iters + samples + rows + (double)c->n_evals * 32 + meta;
+    return iters + index + samples + rows + (double)c->n_evals * 32 + meta;
 }
 
 /* Collective (recorder_hdf5.h). */
 hid_t rec_create_file(Recorder *r, const RecorderConfig *c, const char *partial, char *err,
                       size_t errlen) {
     const char *option = "--output";
-    double need = file_estimate(c, r->nranks, c->iters_total, &option);
+    unsigned istore_k = grow_istore_k(&r->grow);
+    double need = file_estimate(c, r->nranks, c->iters_total, istore_k, &option);
     int verdict =
         r->rank == 0 ? outputs_reserve_space(c->path, c->path, need, option, 0, err, errlen) : 0;
     MPI_CHECK(MPI_Bcast(&verdict, 1, MPI_INT, 0, c->comm));
@@ -110,13 +113,15 @@ hid_t rec_create_file(Recorder *r, const RecorderConfig *c, const char *partial,
     }
     hid_t fapl = H5_CHECK(H5Pcreate(H5P_FILE_ACCESS));
     H5_CHECK(H5Pset_fapl_mpio(fapl, c->comm, MPI_INFO_NULL));
+    hid_t fcpl = H5_CHECK(H5Pcreate(H5P_FILE_CREATE));
+    if (istore_k) H5_CHECK(H5Pset_istore_k(fcpl, istore_k));
     errno = 0;
-    hid_t file = H5Fcreate(partial, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    hid_t file = H5Fcreate(partial, H5F_ACC_TRUNC, fcpl, fapl);
     int create_errno = errno;
     char reason[700];
     snprintf(reason, sizeof reason, "%s%s%s", h5_error_message(), create_errno ? ": " : "",
              create_errno ? strerror(create_errno) : ""); /* before H5Pclose clears the stack */
-    H5Pclose(fapl);
+    H5Pclose(fapl), H5Pclose(fcpl);
     int ok = file >= 0, all_ok = 0;
     MPI_CHECK(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->comm));
     if (!all_ok) {
@@ -125,7 +130,7 @@ hid_t rec_create_file(Recorder *r, const RecorderConfig *c, const char *partial,
         return -1;
     }
     const char *unused;
-    need = file_estimate(c, r->nranks, r->grow.extent, &unused);
+    need = file_estimate(c, r->nranks, r->grow.extent, istore_k, &unused);
     verdict =
         r->rank == 0 ? outputs_reserve_space(partial, c->path, need, option, 1, err, errlen) : 0;
     MPI_CHECK(MPI_Bcast(&verdict, 1, MPI_INT, 0, c->comm));

@@ -28,12 +28,21 @@ void grow_plan(GrowState *g, int lockstep, int64_t iters_total, int nranks, int 
         g->step = g->extent = iters_total;
         return;
     }
+    int64_t fewest = (iters_total + GROW_MAX_CHUNKS - 1) / GROW_MAX_CHUNKS; /* one index node */
+    if (step < fewest) step = fewest;
     step = (step + block - 1) / block * block; /* whole blocks */
     /* One chunk is nranks x step doubles; HDF5 caps a chunk at 4 GiB. */
     int64_t most = ((int64_t)1 << 31) / 8 / nranks / block * block;
     if (step > most) step = most > block ? most : block;
     g->step = step < iters_total ? step : iters_total;
     g->extent = g->step;
+}
+
+unsigned grow_istore_k(const GrowState *g) {
+    if (!g->growing) return 0;
+    int64_t chunks = (g->total + g->step - 1) / g->step;
+    int64_t k = (chunks + 1) / 2;
+    return k <= 32 ? 0 : (unsigned)(k < GROW_MAX_CHUNKS / 2 ? k : GROW_MAX_CHUNKS / 2);
 }
 
 hid_t grow_create_set(const GrowState *g, hid_t loc, const char *name) {

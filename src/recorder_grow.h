@@ -21,6 +21,11 @@
 #define GROW_MIN_ITERS  256
 /* Reserved with each step beyond its datasets' bytes: the chunk index and object headers. */
 #define GROW_SLACK_BYTES (256.0 * 1024)
+/* The most chunks a dataset is cut into (more iterations per step beyond): its chunk index is
+ * one B-tree node of GROW_MAX_CHUNKS entries at most (grow_istore_k), ~200 KB, rewritten by
+ * each extension's flush. Runs under ~1M iterations keep the steps above; longer ones take
+ * steps of iters_total / 4096 (the last one at most that much more file). */
+#define GROW_MAX_CHUNKS 4096
 
 typedef struct {
     int growing;        /* 1: chunked, extended in steps; 0: allocated whole at creation */
@@ -38,6 +43,14 @@ typedef struct {
  * step to N iterations (rounded up to a block); 0 allocates whole, as a non-lock-step run. */
 void grow_plan(GrowState *g, int lockstep, int64_t iters_total, int nranks, int nsets,
                int flush_every);
+
+/* The chunk B-tree rank (H5Pset_istore_k) of a growing file, 0 for HDF5's default (32): half
+ * the chunks a dataset ends with, so its index is one node allocated at creation and rewritten
+ * in place. Why: HDF5 flushes the superblock (and its end-of-allocation address) after every
+ * other piece of metadata, so a run killed inside an extension's flush can leave an index that
+ * names space past the end the file records; a node split would put chunks already written
+ * behind such an address, a single node keeps them readable (docs/hdf5-layout.md). */
+unsigned grow_istore_k(const GrowState *g);
 
 /* Collective: one /iterations dataset (float64, NaN until written) at the planned extent. */
 hid_t grow_create_set(const GrowState *g, hid_t loc, const char *name);

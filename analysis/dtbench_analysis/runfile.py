@@ -333,6 +333,7 @@ def _read(f: h5py.File, path: str, fields: Optional[Sequence[str]]) -> Run:
     group = require(f, "iterations", path)
     extent = iterations_extent(group, path, nranks, iters_total)
     valid = np.arange(extent)[None, :] < np.minimum(completed, extent)[:, None]
+    read_columns = int(min(extent, completed.max(initial=0)))  # nothing completed lies beyond
     names = [n for n in group if isinstance(group[n], h5py.Dataset)] if fields is None \
         else list(fields)
     missing = [n for n in (ITERATION_FIELDS if fields is None else names) if n not in group]
@@ -345,7 +346,7 @@ def _read(f: h5py.File, path: str, fields: Optional[Sequence[str]]) -> Run:
         if ds.shape != (nranks, extent):
             raise RunFileError(f"{path}: /iterations/{name} has shape {ds.shape}, "
                                f"expected ({nranks}, {extent}) as the other datasets")
-        values = np.where(valid, numeric(ds, path, f"/iterations/{name}"), np.nan)
+        values = np.where(valid, numeric(ds, path, f"/iterations/{name}", read_columns), np.nan)
         infinite = np.isinf(values)
         if infinite.any():
             warnings.append(f"/iterations/{name} holds {int(infinite.sum())} infinite values: "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import h5py
 import numpy as np
@@ -202,11 +202,19 @@ def integers(data: np.ndarray, path: str, name: str) -> np.ndarray:
     return data.astype(np.int64)
 
 
-def numeric(ds, path: str, name: str) -> np.ndarray:
-    """A dataset's values as float64; RunFileError when they are not numbers."""
+def numeric(ds, path: str, name: str, columns: Optional[int] = None) -> np.ndarray:
+    """A dataset's values as float64; RunFileError when they are not numbers. ``columns``: of a
+    2-D dataset only the first ``columns`` are read, the rest NaN (a growing file killed inside
+    an extension may name chunks past the end of the file it records, and no completed
+    iteration lies in them: docs/hdf5-layout.md)."""
     if ds.dtype.kind not in "iufb":
         raise RunFileError(f"{path}: {name} holds {ds.dtype} values, expected numbers")
-    return ds[()].astype(np.float64)
+    if columns is None or ds.ndim != 2 or columns >= ds.shape[1]:
+        return ds[()].astype(np.float64)
+    values = np.full(ds.shape, np.nan)
+    if columns > 0:
+        values[:, :columns] = ds[:, :columns]
+    return values
 
 
 def read_ranks(group: h5py.Group, path: str, nranks: int) -> pd.DataFrame:

@@ -73,3 +73,38 @@ def test_extent_beyond_iters_total_is_refused(write):
         f.attrs["iters"] = np.int64(8)
     with pytest.raises(RunFileError, match="more than iters_total 10"):
         load_run(path)
+
+
+def _superblock_eoa(raw):
+    """(offset, value) of the end-of-allocation address of a version 0 or 1 superblock."""
+    where = {0: 40, 1: 44}[raw[8]]
+    return where, int.from_bytes(raw[where:where + 8], "little")
+
+
+def test_chunks_past_the_recorded_end_are_not_read(write):
+    # A run killed inside an extension's flush: HDF5 writes the superblock (its end of
+    # allocation) after the chunk index, which can then name chunks past that end; HDF5 refuses
+    # to read them ("addr overflow"). No completed iteration lies there: the reader takes the
+    # completed columns only and reads the run as before the extension.
+    path = shrink(write(iters=20, killed=True, completed=STOPPED), 8, 22)
+    before = load_run(path)
+    with h5py.File(path, "r+") as f:  # the extension: chunks of columns 8-11, allocated last
+        for ds in f["iterations"].values():
+            ds.resize((ds.shape[0], 12))
+            ds[:, 8:] = np.nan
+    with h5py.File(path, "r") as f:
+        sets = list(f["iterations"].values())
+        new = min(ds.id.get_chunk_info(i).byte_offset for ds in sets
+                  for i in range(ds.id.get_num_chunks())
+                  if ds.id.get_chunk_info(i).chunk_offset[1] == 8)
+    raw = bytearray(open(path, "rb").read())
+    where, eoa = _superblock_eoa(raw)
+    assert eoa == len(raw) > new
+    raw[where:where + 8] = new.to_bytes(8, "little")
+    open(path, "wb").write(raw)
+    with h5py.File(path, "r") as f, pytest.raises(OSError, match="addr overflow"):
+        f["iterations/total"][:]  # what a reader of the whole dataset meets
+    after = load_run(path)
+    assert after.extent == 12
+    np.testing.assert_array_equal(after.measured("total")[:, :8], before.measured("total"))
+    assert main(["summary", path]) == 0
