@@ -7,12 +7,17 @@ chunk index that names space past the EOA on disk, which HDF5 then refuses to re
 overflow"). For every extension of FILE, a copy whose superblock EOA is put back to where it
 stood before that extension (the lowest address of the chunks it allocated) must still read
 every iteration before it: what the run had completed by then. Exit 1 naming the first
-extensions that fail."""
+extensions that fail.
+
+check_grow_eoa.py FILE --cut-last OUT: writes OUT, FILE as a kill inside its last extension
+could have left it (/ranks/completed at the extension's first iteration, the superblock's end of
+allocation before it), for dtbench --finalize, which repairs it."""
 import struct
 import sys
 import tempfile
 
 import h5py
+import numpy as np
 
 path = sys.argv[1]
 with h5py.File(path, "r") as f:
@@ -33,6 +38,17 @@ eoa = struct.unpack("<Q", raw[where:where + 8])[0]
 if eoa != len(raw):
     sys.exit(f"check_grow_eoa.py: {path}: EOA {eoa} at offset {where} is not the file's size "
              f"{len(raw)}")
+if sys.argv[2:3] == ["--cut-last"]:
+    out, last = sys.argv[3], max(starts)
+    open(out, "wb").write(raw)
+    with h5py.File(out, "r+") as f:  # raw data in place: no allocation, the same layout
+        f["ranks/completed"][:] = np.minimum(f["ranks/completed"][:], last)
+    cut = bytearray(open(out, "rb").read())
+    if len(cut) != len(raw):
+        sys.exit(f"check_grow_eoa.py: {out}: setting /ranks/completed changed its size")
+    cut[where:where + 8] = struct.pack("<Q", starts[last])
+    open(out, "wb").write(cut)
+    sys.exit(0)
 bad = []
 for col in sorted(starts)[1:]:
     cut = bytearray(raw)
