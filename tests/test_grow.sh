@@ -66,10 +66,20 @@ with h5py.File(sys.argv[1], "r") as f:
     done, extent = f["ranks/completed"][:], f["iterations/total"].shape[1]
     assert (done <= extent).all() and extent >= 60 and extent < 50002, (done, extent)
     assert f["iterations/total"].chunks == (2, 20), f["iterations/total"].chunks
+    k = (-(-int(f.attrs["iters_total"]) // 20) + 1) // 2  # half the chunks: 2501 -> 1251
+raw = open(sys.argv[1], "rb").read(28)  # superblock v1: the chunk B-tree's K at byte 24
+assert raw[8] == 1 and int.from_bytes(raw[24:26], "little") == k, (raw[8], raw[24:26], k)
 PY
 analyze summary k.h5 >summary.txt || fail "dtbench-analyze on the killed file: $(cat summary.txt)"
 grep -q "INCOMPLETE" summary.txt || fail "summary does not report the kill: $(cat summary.txt)"
-pass "SIGKILL after extensions: every flushed block readable, reported incomplete"
+pass "SIGKILL after extensions: every flushed block readable, reported incomplete; one index node for its 2501 chunks"
+# a step that would cut a dataset into more than 4096 chunks grows: 100000 / 4096 -> 25
+DTBENCH_TEST_GROW_STEP=5 run_np 2 --model lenet --dataset synthetic --batch 4 --iters 100000 \
+    --duration 0.5 --warmup 0 --flush-every 5 --sample-hz 0 --output cap.h5 >cap.log 2>&1 ||
+    fail "capped step: $(cat cap.log)"
+"$PYTHON" -c "import h5py, sys; c = h5py.File('cap.h5', 'r')['iterations/total'].chunks
+sys.exit(0 if c == (2, 25) else f'chunks {c}, not (2, 25)')" || fail "the step is not capped"
+pass "100000 iterations in steps of 5: steps of 25 (4000 chunks)"
 
 # 3. SIGKILL at random times with an extension at every block (a step of one block): the file is
 #    always readable with its completed blocks, whatever the extension was doing. Readers take
