@@ -95,7 +95,7 @@ for i in 1 2 3 4 5 6; do
     d=$("$PYTHON" -c "import random; random.seed($i); print(round(random.uniform(0, 1.0), 3))")
     rm -f r.h5 .r.h5.*.partial
     DTBENCH_TEST_GROW_STEP=5 spawn timeout -k 5 120 "$MPIRUN" -np 2 "$DTBENCH" --model lenet \
-        --dataset synthetic --batch 4 --iters 5000 --warmup 0 --flush-every 5 --output r.h5 \
+        --dataset synthetic --batch 4 --iters 1500 --warmup 0 --flush-every 5 --output r.h5 \
         >r.log 2>&1
     pid=$SPAWNED
     wait_done r.h5 5 || { kill -9 $pid; fail "run did not write its first block: $(cat r.log)"; }
