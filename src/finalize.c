@@ -13,8 +13,7 @@
  * the file's end is given back first so that they find room on a full disk. Why this is safe: after
  * creation the run changes no metadata until its collective close (only raw data goes to
  * preallocated space), so what is on disk is a consistent file, and the survivors end with _exit,
- * never flushing their view of it over the finalizer's (but for the end of allocation an
- * extension's flush may have left short, moved to the file's end first). Several survivors may detect the loss: an
+ * never flushing their view of it over the finalizer's. Several survivors may detect the loss: an
  * open-file-description lock on one byte far beyond the end makes their finalizers take turns (each
  * adds the ranks it saw lost), independent of HDF5's own flock, which is switched off here so that
  * readers (h5py) never block the finalizer. A rank whose node is lost too (`silent`: nothing of the
@@ -394,11 +393,6 @@ int finalize_main(int argc, char **argv) {
                  __LINE__, h5_error_message());
     H5Pclose(fapl);
     int rc = 1;
-    /* A run killed inside an extension's flush (recorder_grow.h) may have left the superblock's
-     * end of allocation short of chunks its index names, which HDF5 refuses to read; every byte
-     * up to the file's end is the run's: the end of allocation moves there, as h5clear
-     * --increment=0 would (docs/hdf5-layout.md). */
-    if (file >= 0 && FZ(H5Fincrement_filesize(file, 0)) < 0) H5Fclose(file), file = -1;
     if (file >= 0) {
         rc = mark(file, &q, path, &held);
         if (FZ(H5Fclose(file)) < 0) rc = 1;

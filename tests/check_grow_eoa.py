@@ -11,7 +11,7 @@ extensions that fail.
 
 check_grow_eoa.py FILE --cut-last OUT: writes OUT, FILE as a kill inside its last extension
 could have left it (/ranks/completed at the extension's first iteration, the superblock's end of
-allocation before it), for dtbench --finalize, which repairs it."""
+allocation before it), for dtbench --finalize."""
 import struct
 import sys
 import tempfile

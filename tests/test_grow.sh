@@ -131,32 +131,28 @@ DTBENCH_TEST_GROW_STEP=5 spawn timeout -k 5 300 "$MPIRUN" -np 2 "$DTBENCH" --mod
     --dataset synthetic --batch 4 --iters 2000 --warmup 0 --flush-every 5 --output e.h5 >e.log 2>&1
 pid=$SPAWNED
 wait_done e.h5 400 || { kill -9 $pid; fail "run did not write 400 iterations: $(cat e.log)"; }
-kill -9 $(pids_of e.h5)
+procs=$(tree "$pid") # not pids_of: opening a file that extends every block races its flushes
+kill -STOP $procs 2>/dev/null || true
+kill -9 $procs 2>/dev/null || true
 wait "$pid" 2>/dev/null || true
 "$PYTHON" "$TESTS_SRCDIR/check_grow_eoa.py" e.h5 || fail "a kill inside an extension loses iterations"
 pass "killed inside any of its 80+ extensions, at the worst moment: every completed iteration reads"
-# dtbench --finalize (a survivor's finalizer) moves the end of allocation to the file's end: then
-# even the newest chunks read, by any reader of whole datasets, and hold what they held (without
-# the move the finalizer's own metadata went into the space of the newest chunks).
+# dtbench --finalize (a survivor's finalizer) marks such a file: it opens, its completed
+# iterations read as before (its marks may take the space of the newest chunks, which hold none:
+# moving the end of allocation past them instead needs room a full disk does not have).
 "$PYTHON" "$TESTS_SRCDIR/check_grow_eoa.py" e.h5 --cut-last cut.h5
-"$PYTHON" - cut.h5 2>/dev/null <<'PY' && fail "the file cut before its last extension reads whole: no test"
-import sys, h5py
-with h5py.File(sys.argv[1], "r") as f:
-    [d[:] for d in f["iterations"].values()]
-PY
 "$DTBENCH" --finalize cut.h5 --lost 1:5:silent >/dev/null 2>&1 || fail "--finalize on the cut file"
-"$PYTHON" - cut.h5 e.h5 <<'PY' || fail "--finalize did not repair the end of allocation"
+"$PYTHON" - cut.h5 e.h5 <<'PY' || fail "--finalize on a file killed inside an extension"
 import sys, h5py, numpy as np
 with h5py.File(sys.argv[1], "r") as f, h5py.File(sys.argv[2], "r") as e:
     assert f.attrs["stop_reason"] == "peer_lost", dict(f.attrs)
     n = int(f["ranks/completed"][:].max())
     for name, d in f["iterations"].items():
-        v = d[:]
-        np.testing.assert_array_equal(v, e["iterations"][name][:], err_msg=name)
-    print(f"ok: cut.h5 after --finalize: every /iterations dataset reads whole {v.shape}, as "
-          f"before the cut ({n} completed)")
+        np.testing.assert_array_equal(d[:, :n], e["iterations"][name][:, :n], err_msg=name)
+    print(f"ok: cut.h5 after --finalize: marked, its {n} completed iterations as before")
 PY
-pass "dtbench --finalize repairs a file killed inside an extension"
+analyze summary cut.h5 >summary.txt || fail "dtbench-analyze on the finalized cut file: $(cat summary.txt)"
+pass "dtbench --finalize on a file killed inside an extension: marked, every completed iteration"
 
 # 5. Every strategy: lock-step ones stopped by --duration (the extent is the completed
 #    iterations rounded up to a step), the others run to the end allocated whole.
