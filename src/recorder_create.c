@@ -81,7 +81,7 @@ static void write_kernel_choices(Recorder *r, hid_t file, const char *text, cons
 static double file_estimate(const RecorderConfig *c, int nranks, int64_t extent,
                             unsigned istore_k, const char **option) {
     double iters = (double)ITER_NFIELDS * nranks * (double)extent * 8;
-    /* a growing file's chunk indexes, one B-tree node of 2K entries per dataset (~40 B each) */
+    /* a growing file's chunk indexes, one B-tree node of 2K entries per dataset (40 B each, 48 counted) */
     double index = (double)ITER_NFIELDS * 2.0 * istore_k * 48;
     double samples = (double)NSAMPLE_SETS * nranks * (double)c->sample_capacity * 8;
     double rows = (double)nranks * (R_N * 8 + HOST_LEN + (double)c->nrank_text * RANK_TEXT_LEN);

@@ -112,7 +112,7 @@ def check_killed(f, a):
         shape = f["iterations"][name].shape
         # a file that grows with the run holds fewer columns than iters_total (never more, and
         # never fewer than a rank completed); one killed inside an extension may name chunks
-        # past its recorded end beyond the completed columns: those are read (as readers do)
+        # past its recorded end beyond the completed columns: only those up to completed are read
         if len(shape) != 2 or shape[0] != len(done) or shape[1] > n or (done > shape[1]).any():
             die(f"/iterations/{name} shape {shape}: completed {done}, iters_total {n}")
         d = f["iterations"][name][:, :int(done.max())]

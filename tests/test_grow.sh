@@ -85,7 +85,7 @@ pass "100000 iterations in steps of 5: steps of 25 (4000 chunks)"
 #    always readable with its completed blocks, whatever the extension was doing. Readers take
 #    the completed columns: a kill inside an extension's flush can leave the newest chunks past
 #    the end of allocation the superblock records (HDF5 writes it last; part 4), and no
-#    completed iteration lies there (CI met this once in ~50 kills, under ASan).
+#    completed iteration lies there (CI met this under ASan; here 1 in ~50 kills under load).
 tree() {
     local c
     echo "$1"
