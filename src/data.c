@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -437,13 +438,30 @@ static void copy_image(const uint8_t *src, size_t n, float *dst) {
         dst[j] = (float)src[j] * (1.0f / 255.0f);
 }
 
-void dataset_train_batch(Dataset *ds, int64_t iter, int global_batch, int rank, int nranks,
-                         float *x, int32_t *labels) {
+/* DTBENCH_TEST_LOAD_DELAY=S: every batch takes S seconds more to make (tests: a slow data
+ * source, e.g. a file system, without one). */
+static void test_load_delay(void) {
+    const char *v = getenv("DTBENCH_TEST_LOAD_DELAY");
+    double delay = v ? atof(v) : 0.0;
+    if (!(delay > 0)) return;
+    struct timespec ts = {(time_t)delay, (long)((delay - (double)(time_t)delay) * 1e9)};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+    }
+}
+
+void dataset_batch_indices(Dataset *ds, int64_t iter, int global_batch, int rank, int nranks,
+                           size_t *idx) {
+    test_load_delay();
     int n = global_batch / nranks;
     int64_t first = iter * (int64_t)global_batch + (int64_t)rank * n;
+    for (int i = 0; i < n; i++)
+        idx[i] = sample_index(ds, first + i);
+}
+
+void dataset_fill(const Dataset *ds, const size_t *idx, int i0, int i1, float *x, int32_t *labels) {
     const size_t ls = (size_t)ds->label_size;
-    for (int i = 0; i < n; i++) {
-        size_t s = sample_index(ds, first + i);
+    for (int i = i0; i < i1; i++) {
+        size_t s = idx[i];
         float *dst = x ? x + (size_t)i * ds->sample_size : NULL;
         if (ds->pool) {
             if (dst) memcpy(dst, ds->pool + s * ds->sample_size, ds->sample_size * sizeof(float));
@@ -453,6 +471,15 @@ void dataset_train_batch(Dataset *ds, int64_t iter, int global_batch, int rank, 
             labels[i] = ds->train_labels[s];
         }
     }
+}
+
+void dataset_train_batch(Dataset *ds, int64_t iter, int global_batch, int rank, int nranks,
+                         float *x, int32_t *labels) {
+    int n = global_batch / nranks;
+    size_t *idx = xmalloc((size_t)n * sizeof *idx);
+    dataset_batch_indices(ds, iter, global_batch, rank, nranks, idx);
+    dataset_fill(ds, idx, 0, n, x, labels);
+    free(idx);
 }
 
 void dataset_test_batch(const Dataset *ds, size_t first, int n, float *x, int32_t *labels) {

@@ -51,6 +51,14 @@ const char *dataset_default_dir(const char *name);
  * NULL: the labels only (the last stage of a pipeline). */
 void dataset_train_batch(Dataset *ds, int64_t iter, int global_batch, int rank, int nranks,
                          float *x, int32_t *labels);
+/* The same in two steps, for loaders that share the copying among threads:
+ * dataset_batch_indices writes the data set positions of the slice's n samples into idx[n]
+ * (it may reshuffle: one caller at a time); dataset_fill copies samples i0 .. i1-1 of them into
+ * their places in x and labels (it only reads the data set: threads may fill disjoint ranges at
+ * once). */
+void dataset_batch_indices(Dataset *ds, int64_t iter, int global_batch, int rank, int nranks,
+                           size_t *idx);
+void dataset_fill(const Dataset *ds, const size_t *idx, int i0, int i1, float *x, int32_t *labels);
 /* Test samples first .. first+n-1 (real data only). */
 void dataset_test_batch(const Dataset *ds, size_t first, int n, float *x, int32_t *labels);
 
