@@ -3,9 +3,11 @@
  * (two training batches and a test batch read back record by record; a truncated file, a bad
  * label and missing files refused); synthetic token sequences whose labels are the next tokens;
  * reading that never waits unbounded: a stop asked for during the read ends it within a piece of
- * 4 MiB, a FIFO is refused without waiting for a writer. */
+ * 4 MiB, a FIFO is refused without waiting for a writer; the batch loader's threads (src/loader.c)
+ * make exactly dataset_train_batch's batches. */
 #include "data.h"
 #include "harness.h"
+#include "loader.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -37,6 +39,42 @@ static void test_sharding(void) {
             }
     }
     printf("data sharding: 1, 2 and 4 ranks see the same global batches\n");
+    dataset_close(&ds);
+}
+
+/* The loader, with 1 to 4 threads, 2 slots in turn and 2 shards, makes the batches
+ * dataset_train_batch makes: the same samples in the same places, the batch cut into parts that
+ * do not divide it evenly, across the synthetic pool's wrap (its "epochs" of 256 samples). */
+static void test_loader(void) {
+    Dataset ds;
+    char err[256];
+    if (dataset_open(&ds, "synthetic", "", 1, 8, 8, 10, 3, err, sizeof err) != 0) {
+        EXPECT(0, "synthetic data set: %s", err);
+        return;
+    }
+    enum { B = 14, P = 2, N = B / P, S = 64 };
+    float want[N * S], got[2][N * S];
+    int32_t wl[N], gl[2][N];
+    for (int threads = 1; threads <= 4; threads++)
+        for (int shard = 0; shard < P; shard++) {
+            Loader *l = loader_create(&ds, B, shard, P, threads);
+            int same = 1;
+            loader_submit(l, 0, 0, got[0], gl[0]);
+            for (int64_t it = 0; it < 60; it++) {
+                const int s = (int)(it % 2);
+                if (it + 1 < 60) loader_submit(l, 1 - s, it + 1, got[1 - s], gl[1 - s]);
+                double made = -1.0;
+                loader_wait(l, s, &made);
+                dataset_train_batch(&ds, it, B, shard, P, want, wl);
+                same &= !memcmp(got[s], want, sizeof want) && !memcmp(gl[s], wl, sizeof wl) &&
+                        made >= 0.0;
+                memset(got[s], 0, sizeof got[s]);
+            }
+            loader_free(l);
+            EXPECT(same, "loader, %d threads, shard %d of %d: 60 batches = dataset_train_batch's",
+                   threads, shard, P);
+        }
+    printf("batch loader: 1-4 threads make the driver's batches\n");
     dataset_close(&ds);
 }
 
@@ -198,6 +236,7 @@ static void test_interrupted_reading(void) {
 
 int main(void) {
     test_sharding();
+    test_loader();
     test_cifar10_reader();
     test_interrupted_reading();
     return check_summary();
