@@ -1,7 +1,8 @@
 /* count_device.c - the counting fake device (see count_device.h): the CPU backend's table with
  * every member wrapped. A wrapper counts its call into the current iteration, folds its name and
  * arguments (pointers, shapes, scalars) into the running graph trace, and runs the CPU kernel
- * unless a graph is being captured.
+ * unless a graph is being captured. Its timer reads as a GPU's does: each elapsed time rounded
+ * to float milliseconds (cudaEventElapsedTime).
  *
  * Iterations are read off the driver's phase marks: MARK_START opens one (and closes the line of
  * the previous), MARK_BACKWARD ends its compute (no host synchronisation before it), MARK_UPDATE
@@ -265,9 +266,11 @@ static void count_timer_record(BackendCtx *c, int slot) {
     }
     cpu_backend.timer_record(c, slot);
 }
+/* As a GPU's timer reads (cudaEventElapsedTime): float milliseconds, each reading rounded on
+ * its own. */
 static double count_timer_elapsed(BackendCtx *c, int a, int b) {
     host_waits("timer_elapsed");
-    return cpu_backend.timer_elapsed(c, a, b);
+    return 1e-3 * (double)(float)(1e3 * cpu_backend.timer_elapsed(c, a, b));
 }
 
 /* ---- batch prefetch: copies deferred until the compute stream waits for them ---------------- */

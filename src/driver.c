@@ -55,12 +55,20 @@ static void fill_record(Driver *d, const StageRun *s, ExchangeStep *xs, double s
     BackendCtx *ctx = m->ctx;
     const int K = d->pipe->stages;
     r->start = start - d->clock_offset - d->t0;
-    r->data = be->timer_elapsed(ctx, MARK_START, MARK_DATA);
-    r->forward = be->timer_elapsed(ctx, MARK_DATA, MARK_FORWARD);
-    r->backward = be->timer_elapsed(ctx, MARK_FORWARD, MARK_BACKWARD);
-    r->exchange = be->timer_elapsed(ctx, MARK_BACKWARD, MARK_EXCHANGE);
-    r->update = be->timer_elapsed(ctx, MARK_EXCHANGE, MARK_UPDATE);
-    r->total = be->timer_elapsed(ctx, MARK_START, MARK_UPDATE);
+    /* Each mark's time since the start, then the phases as their differences: the phases add
+     * up to the total exactly (a device's elapsed times are rounded one by one: CUDA's to float
+     * milliseconds, so five of them summed could exceed the sixth by a few ns), and a phase is
+     * never negative (the marks complete in order on one stream). */
+    double at[MARK_UPDATE + 1];
+    at[MARK_START] = 0.0;
+    for (int k = MARK_START + 1; k <= MARK_UPDATE; k++)
+        at[k] = be->timer_elapsed(ctx, MARK_START, k);
+    r->data = at[MARK_DATA] - at[MARK_START];
+    r->forward = at[MARK_FORWARD] - at[MARK_DATA];
+    r->backward = at[MARK_BACKWARD] - at[MARK_FORWARD];
+    r->exchange = at[MARK_EXCHANGE] - at[MARK_BACKWARD];
+    r->update = at[MARK_UPDATE] - at[MARK_EXCHANGE];
+    r->total = at[MARK_UPDATE];
     if (d->xops->report) d->xops->report(d->xstate, xs);
     r->exchange_hidden = xs->hidden;
     r->loss = stage_loss(d, s);
