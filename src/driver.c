@@ -28,23 +28,26 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* The replica's batch of iteration `it`: the first stage needs the samples, the last one the
- * labels; prefetched (pf) or loaded and uploaded here. */
-static void load_batch(Driver *d, Prefetch *pf, int64_t it, float *x, int32_t *labels) {
+ * labels; prefetched (pf) or loaded and uploaded here. r->load: the time spent making it (by the
+ * loader's threads, or here), r->load_wait: the part of it this thread waited. */
+static void load_batch(Driver *d, Prefetch *pf, int64_t it, float *x, int32_t *labels,
+                       IterRecord *r) {
     Model *m = d->model;
     const Pipeline *p = d->pipe;
     const int first = p->stage == 0, last = p->stage == p->stages - 1, b = m->batch;
     /* dropout masks follow the global sample index: the same on any number of ranks */
     model_set_sample_origin(m, (uint64_t)it * (uint64_t)d->set.batch + (uint64_t)p->replica * b);
     if (pf->on) {
-        prefetch_take(pf, d, it);
+        prefetch_take(pf, d, it, &r->load, &r->load_wait);
         return;
     }
     if (!first && !last) return;
+    double t = dt_now();
     dataset_train_batch(d->data, it, d->set.batch, d->shard, d->nshards, first ? x : NULL, labels);
+    r->load = r->load_wait = dt_now() - t;
     if (first) m->be->upload(m->ctx, m->x, x, (size_t)b * d->data->sample_size * sizeof(float));
     if (last)
-        m->be->upload(m->ctx, m->labels, labels,
-                      (size_t)b * d->data->label_size * sizeof(int32_t));
+        m->be->upload(m->ctx, m->labels, labels, (size_t)b * d->data->label_size * sizeof(int32_t));
 }
 
 /* The iteration's record, once its update is done (outside the timed phases). */
@@ -135,7 +138,7 @@ TrainResult driver_run(Driver *d) {
         profile_begin(d->profile, it); /* marks each layer when `it` is profiled */
         double start = dt_now();
         be->timer_record(ctx, MARK_START);
-        load_batch(d, &pf, it, x, labels);
+        load_batch(d, &pf, it, x, labels, &r);
         be->timer_record(ctx, MARK_DATA);
 
         /* --duration: on the common clock, so every rank sees it at about the same iteration;
@@ -145,9 +148,10 @@ TrainResult driver_run(Driver *d) {
         if (o->loss_scaling) m->loss_scale = (float)scaler.scale;
         stage_iteration(d, &s, it); /* records MARK_FORWARD */
         be->timer_record(ctx, MARK_BACKWARD);
-        /* the next batch loads and uploads while this step's kernels run (on a device) */
+        /* the next batch uploads while this step's kernels run (on a device), if the loader
+         * has made it; never a wait for the loader here (prefetch.h) */
         prefetch_release(&pf, d, it);
-        if (it + 1 < total) prefetch_load(&pf, d, it + 1);
+        prefetch_upload_next(&pf, d, it + 1);
         if (o->loss_scaling && d->topo->rank == 0 && precision_test_overflow(it)) {
             const float inf = INFINITY; /* tests: an overflow on one rank */
             be->upload(ctx, m->grads, &inf, sizeof inf);

@@ -45,6 +45,7 @@ typedef struct {
     float lr, momentum, weight_decay;
     int loss_scaling; /* --precision fp16: dynamic loss scaling (src/precision.h) */
     int prefetch;     /* load and upload the next batch during the step (src/prefetch.h) */
+    int loader_threads; /* threads making the batches with prefetch (src/loader.h) */
     int graph_parts;  /* parts of a step replayed from graphs (src/step_graph.h), 0: none */
 } DriverSettings;
 

@@ -35,5 +35,11 @@ const IterField ITER_FIELDS[] = {
     FIELD(profile_cost, "s",
           "host time of --profile-layers' per-layer timer marks in this iteration (0: not "
           "profiled), included in forward and backward"),
+    FIELD(load, "s",
+          "making this iteration's batch (sample copies and conversion): by the loader's threads "
+          "during the previous step with --prefetch, else on the driver's thread inside data"),
+    FIELD(load_wait, "s",
+          "part of data the step waited for its batch to be made (with --prefetch: 0 when the "
+          "loader had made it during the previous step and its upload was queued then)"),
 };
 const int ITER_NFIELDS = (int)(sizeof ITER_FIELDS / sizeof ITER_FIELDS[0]);

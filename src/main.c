@@ -245,6 +245,7 @@ static TrainResult train(Run *r) {
             .profile = profile_create(&r->model, o->warmup, o->profile_layers),
         };
         d.set.prefetch = r->prefetch, d.set.graph_parts = r->graph_parts;
+        d.set.loader_threads = r->prefetch ? r->loader_threads : 0;
         res = driver_run(&d);
         profile_free(d.profile);
     }

@@ -1,6 +1,7 @@
-/* prefetch.c - batches loaded and uploaded one step ahead (see prefetch.h). */
+/* prefetch.c - batches made by the loader and uploaded one step ahead (see prefetch.h). */
 #include "prefetch.h"
-#include "fail.h" /* defines: check_fail */
+#include "fail.h"   /* defines: check_fail */
+#include "loader.h" /* defines: loader_create, loader_submit, loader_wait */
 
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +26,23 @@ static void *need(void *p, const BackendOps *be, size_t bytes, const char *what)
     check_fail(__FILE__, __LINE__, "prefetch", msg);
 }
 
+/* The loader is asked for batch it into its slot's host buffers (free: see prefetch.h). */
+static void ask(Prefetch *p, int64_t it) {
+    const int s = (int)(it % BACKEND_PREFETCH_SLOTS);
+    loader_submit(p->loader, s, it, p->samples ? p->host_x[s] : NULL, p->host_labels[s]);
+    p->asked[s] = it;
+}
+
+/* Batch it, made, is queued for upload into its slot (behind the slot's release). */
+static void queue_upload(Prefetch *p, Driver *d, int64_t it) {
+    Model *m = d->model;
+    const int s = (int)(it % BACKEND_PREFETCH_SLOTS);
+    if (p->samples) m->be->prefetch_upload(m->ctx, s, p->dev_x[s], p->host_x[s], p->sample_bytes);
+    if (p->labels)
+        m->be->prefetch_upload(m->ctx, s, p->dev_labels[s], p->host_labels[s], p->label_bytes);
+    p->queued[s] = it;
+}
+
 void prefetch_init(Prefetch *p, Driver *d) {
     memset(p, 0, sizeof *p);
     Model *m = d->model;
@@ -35,8 +53,9 @@ void prefetch_init(Prefetch *p, Driver *d) {
     if (!p->on) return;
     p->sample_bytes = (size_t)m->batch * d->data->sample_size * sizeof(float);
     p->label_bytes = (size_t)m->batch * d->data->label_size * sizeof(int32_t);
+    p->total = d->set.warmup + d->set.iters;
     for (int s = 0; s < BACKEND_PREFETCH_SLOTS; s++) {
-        p->loaded[s] = -1;
+        p->asked[s] = p->queued[s] = -1;
         /* the loader writes labels on every stage it runs on; samples only where read */
         p->host_labels[s] =
             need(be->host_alloc(m->ctx, p->label_bytes), be, p->label_bytes, "page-locked labels");
@@ -50,28 +69,36 @@ void prefetch_init(Prefetch *p, Driver *d) {
                                                 : need(be->alloc(m->ctx, p->label_bytes), be,
                                                        p->label_bytes, "prefetched labels");
     }
+    p->loader = loader_create(d->data, d->set.batch, d->shard, d->nshards, d->set.loader_threads);
+    if (p->total > 0) ask(p, 0);
 }
 
-void prefetch_load(Prefetch *p, Driver *d, int64_t it) {
-    if (!p->on) return;
+void prefetch_take(Prefetch *p, Driver *d, int64_t it, double *load, double *load_wait) {
     Model *m = d->model;
-    const int s = (int)(it % BACKEND_PREFETCH_SLOTS);
-    m->be->prefetch_fence(m->ctx, s); /* the slot's host buffers are free again */
-    dataset_train_batch(d->data, it, d->set.batch, d->shard, d->nshards,
-                        p->samples ? p->host_x[s] : NULL, p->host_labels[s]);
-    if (p->samples) m->be->prefetch_upload(m->ctx, s, p->dev_x[s], p->host_x[s], p->sample_bytes);
-    if (p->labels)
-        m->be->prefetch_upload(m->ctx, s, p->dev_labels[s], p->host_labels[s], p->label_bytes);
-    p->loaded[s] = it;
-}
-
-void prefetch_take(Prefetch *p, Driver *d, int64_t it) {
-    Model *m = d->model;
-    const int s = (int)(it % BACKEND_PREFETCH_SLOTS);
-    if (p->loaded[s] != it) prefetch_load(p, d, it); /* nothing prefetched: load it now */
+    const int s = (int)(it % BACKEND_PREFETCH_SLOTS),
+              next = (int)((it + 1) % BACKEND_PREFETCH_SLOTS);
+    *load_wait = 0.0;
+    if (p->queued[s] != it) { /* the loader was late (or this is the first batch) */
+        if (p->asked[s] != it) check_fail(__FILE__, __LINE__, "prefetch", "batch never asked for");
+        double w = loader_wait(p->loader, s, &p->made[s]);
+        *load_wait = w > 1e-9 ? w : 1e-9; /* > 0: the step waited */
+        queue_upload(p, d, it);
+    }
+    *load = p->made[s];
     m->be->prefetch_wait(m->ctx, s);
     if (p->samples) m->x = p->dev_x[s];
     if (p->labels) m->labels = p->dev_labels[s];
+    if (it + 1 < p->total) {
+        m->be->prefetch_fence(m->ctx, next); /* the copy of batch it - 1 read its host buffers */
+        ask(p, it + 1);
+    }
+}
+
+void prefetch_upload_next(Prefetch *p, Driver *d, int64_t it) {
+    const int s = (int)(it % BACKEND_PREFETCH_SLOTS);
+    if (!p->on || it >= p->total || p->asked[s] != it || !loader_ready(p->loader, s)) return;
+    loader_wait(p->loader, s, &p->made[s]); /* made: returns at once */
+    queue_upload(p, d, it);
 }
 
 void prefetch_release(Prefetch *p, Driver *d, int64_t it) {
@@ -82,6 +109,7 @@ void prefetch_free(Prefetch *p, Driver *d) {
     if (!p->on) return;
     Model *m = d->model;
     const BackendOps *be = m->be;
+    loader_free(p->loader); /* its threads write the host buffers no more */
     for (int s = 0; s < BACKEND_PREFETCH_SLOTS; s++)
         be->prefetch_fence(m->ctx, s); /* a batch still in flight (a stop) */
     m->x = p->dev_x[0], m->labels = p->dev_labels[0];

@@ -29,6 +29,9 @@ typedef struct {
     /* --profile-layers: host time the per-layer timer marks took in this iteration (0 when it
      * was not profiled), s */
     double profile_cost;
+    /* the batch: the time spent making it (by the loader's threads with --prefetch, else inside
+     * `data` on the driver's thread) and the part of `data` the step waited for it, s */
+    double load, load_wait;
 } IterRecord;
 
 typedef struct {

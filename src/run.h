@@ -40,6 +40,7 @@ typedef struct {
     double t0;       /* rank 0's clock at the start */
     /* ranks x threads on the busiest host against its cores (run_setup.c check_cores) */
     int host_cores, host_ranks_max, oversubscribed;
+    int loader_threads; /* --prefetch's batch loader threads (check_cores in run_setup.c) */
     /* --prefetch and --graphs as decided for this backend, model and mode (main.c), and why not */
     int prefetch, graph_parts;
     char prefetch_why[200], graphs_why[200];

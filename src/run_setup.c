@@ -171,9 +171,16 @@ static void check_cores(Run *r) {
     int bound = sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : 0;
     int threads = rank_threads(&r->opt), on_host = r->topo.host_local_size;
     int shared = on_host * threads > online || (bound > 0 && bound < threads);
-    int mine[3] = {shared, on_host, online > 0 ? -(int)online : 0}, all[3];
-    MPI_CHECK(MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    /* --prefetch's batch loader (src/loader.h): the cores this rank may use and its share of the
+     * host's, 1 to 4 threads (a batch is a copy: memory-bound beyond a few threads); the same
+     * on every rank, the fewest any rank may use */
+    int share = online > 0 ? (int)(online / on_host) : 1, may = bound > 0 ? bound : share;
+    int loader = may < share ? may : share;
+    loader = loader < 1 ? 1 : loader > 4 ? 4 : loader;
+    int mine[4] = {shared, on_host, online > 0 ? -(int)online : 0, -loader}, all[4];
+    MPI_CHECK(MPI_Allreduce(mine, all, 4, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
     r->oversubscribed = all[0], r->host_ranks_max = all[1], r->host_cores = -all[2];
+    r->loader_threads = -all[3];
 }
 
 void run_warn_cores(const Run *r) {
@@ -256,6 +263,7 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_TEXT("precision", o->precision),
         RUN_TEXT("prefetch", r->prefetch ? "on" : "off"),
         RUN_TEXT("prefetch_reason", r->prefetch_why),
+        RUN_INT("loader_threads", r->prefetch ? r->loader_threads : 0),
         RUN_TEXT("graphs", graphs_text(r->graph_parts)),
         RUN_TEXT("graphs_reason", r->graphs_why),
         RUN_TEXT("tag", o->tag),

@@ -1,6 +1,7 @@
 """check_counts.py - the rules of a device step, checked on the counting fake device's report.
 
 Usage: check_counts.py REPORT --iters N [--graphs CAPTURES | --eager] [--pipeline] [--no-prefetch]
+                       [--h5 FILE]
 
 REPORT is what dtbench wrote with DTBENCH_COUNT_DEVICE=REPORT (src/count_device.c: one line per
 iteration and process, `count pid=P iter=I key=value ...`). For every process and every iteration
@@ -10,9 +11,13 @@ iteration and process, `count pid=P iter=I key=value ...`). For every process an
     whose stages synchronise every micro-batch step);
   - one 16-bit weight cast (casts 1: weights_ready once per step, never per call);
   - prefetch (unless --no-prefetch): every iteration but the last queues the next batch's
-    uploads, all while its own kernels are queued (overlapped == prefetches; iteration 0 also
-    loads its own batch first, not overlapped), the last queues none; at most 2 fences;
-    (--pipeline: the stages synchronise before the next batch is queued: no overlap required);
+    uploads, all while its own kernels are queued (overlapped == prefetches), unless the loader
+    had not made that batch by then: then the next iteration queues them first thing, not
+    overlapped (iteration 0 always does: its batch is the first); the last queues none beyond
+    the run; at most 2 fences (--pipeline: the stages synchronise before the next batch is
+    queued: no overlap required). Which batches were late is the run's file's word (--h5:
+    /iterations/load_wait > 0 on the process's rank, found by its pid in /ranks); without it,
+    none but the first;
   - graphs: --graphs C: C captures in all, in iterations 1 and 2 only (one per input slot and
     part), every iteration from 3 on replays --replays parts (default 2: then with at most 4
     launches), and every iteration runs the same kernels as the eager iteration 0; --eager: no
@@ -35,8 +40,19 @@ def parse(path):
     return runs
 
 
-def check(it, n, c, a, base_kernels):
-    """The breaches of iteration `it` (counts c) of an n-iteration run."""
+def late_batches(path):
+    """{pid: [late per iteration]} from a result file's /iterations/load_wait and /ranks/pid."""
+    import h5py  # only here: the report alone needs no h5py
+    with h5py.File(path, "r") as f:
+        wait = f["iterations/load_wait"][:]
+        pids = f["ranks/pid"][:]
+        ranks = f["ranks/rank"][:]
+    return {int(pid): [bool(w > 0) for w in wait[int(r)]] for pid, r in zip(pids, ranks)}
+
+
+def check(it, n, c, a, base_kernels, late):
+    """The breaches of iteration `it` (counts c) of an n-iteration run; late[i]: batch i was
+    not made by the time iteration i - 1 could queue its upload."""
     bad = []
     if c["allocs"]:
         bad.append(f"{c['allocs']} allocations or frees inside the iteration")
@@ -45,15 +61,18 @@ def check(it, n, c, a, base_kernels):
     if c["casts"] != 1:
         bad.append(f"{c['casts']} weight casts (weights_ready), expected 1 per step")
     if not a.no_prefetch:
-        last = it == n - 1
-        if last and c["prefetches"]:
-            bad.append("the last iteration queued a batch beyond the run")
-        if not last and not c["prefetches"]:
-            bad.append("the next batch was not prefetched")
-        if not a.pipeline and not last:
-            own = 0 if it else c["prefetches"] // 2  # iteration 0 loads its own batch first
-            if c["overlapped"] != c["prefetches"] - own:
-                bad.append(f"{c['prefetches'] - own - c['overlapped']} prefetched uploads queued "
+        own = it == 0 or late[it]  # this iteration queued its own batch's uploads
+        ahead = it < n - 1 and not late[it + 1]  # and the next one's, during the step
+        batches = own + ahead
+        if batches == 0 and c["prefetches"]:
+            bad.append(f"{c['prefetches']} uploads queued, none expected (the last iteration, or "
+                       "the next batch was late)")
+        if batches and (not c["prefetches"] or c["prefetches"] % batches):
+            bad.append(f"{c['prefetches']} uploads for {batches} batch(es)")
+        if ahead and not a.pipeline and batches and c["prefetches"] % batches == 0:
+            per = c["prefetches"] // batches
+            if c["overlapped"] != per:
+                bad.append(f"{per - c['overlapped']} of the next batch's {per} uploads queued "
                            "while no kernel was queued (no overlap)")
         if c["fences"] > 2:
             bad.append(f"{c['fences']} prefetch fences")
@@ -81,6 +100,7 @@ def main():
     p.add_argument("--eager", action="store_true")
     p.add_argument("--pipeline", action="store_true")
     p.add_argument("--no-prefetch", action="store_true")
+    p.add_argument("--h5", help="the run's result file: which batches the loader made late")
     a = p.parse_args()
     try:
         runs = parse(a.report)
@@ -90,6 +110,13 @@ def main():
     if not runs:
         print(f"FAIL: {a.report}: no count lines")
         return 1
+    lates = None
+    if a.h5:
+        try:
+            lates = late_batches(a.h5)
+        except (OSError, KeyError, ValueError) as e:
+            print(f"FAIL: {a.h5}: {e}")
+            return 1
     errors = []
     for pid, iters in sorted(runs.items()):
         missing = [i for i in range(a.iters) if i not in iters]
@@ -97,9 +124,16 @@ def main():
             errors.append(f"pid {pid}: iterations {missing} missing")
             continue
         base = iters[0]["kernels"]
+        late = lates.get(int(pid), [False] * a.iters) if lates is not None else [False] * a.iters
+        if len(late) < a.iters:
+            errors.append(f"pid {pid}: not in {a.h5} (or fewer iterations there)")
+            continue
         for it in range(a.iters):
-            errors += [f"pid {pid} iteration {it}: {b}" for b in check(it, a.iters, iters[it], a,
-                                                                       base)]
+            errors += [f"pid {pid} iteration {it}: {b}"
+                       for b in check(it, a.iters, iters[it], a, base, late)]
+        if lates is not None:
+            print(f"pid {pid}: batches made late by the loader: "
+                  f"{[i for i in range(1, a.iters) if late[i]]}")
         if a.graphs is not None:
             captured = sum(iters[i]["captures"] for i in range(a.iters))
             if captured != a.graphs:

@@ -54,7 +54,7 @@ for m in lenet resnet8 lstm32; do
     counted "$m" 1 --model "$m" $common
     [ "$(attr "$WORK/$m.h5" prefetch)" = on ] || fail "$m: prefetch not used on the fake device"
     [ "$(attr "$WORK/$m.h5" graphs)" = forward,backward ] || fail "$m: graphs not used"
-    $CHECK "$WORK/$m.count" --iters $ITERS --graphs 4 || fail "$m: a step rule (above)"
+    $CHECK "$WORK/$m.count" --h5 "$WORK/$m.h5" --iters $ITERS --graphs 4 || fail "$m: a step rule (above)"
     same "$m" "$m-cpu"
     counted "$m-eager" 1 --model "$m" $common --graphs off --prefetch off
     $CHECK "$WORK/$m-eager.count" --iters $ITERS --eager --no-prefetch || fail "$m: eager rules"
@@ -69,7 +69,7 @@ ev="--model lenet --dataset fashion-mnist --data-dir $WORK/fm --batch 4 --warmup
 ev="$ev --eval-every 2 --sample-hz 0 --seed 5"
 plain eval-cpu 1 $ev
 counted eval 1 $ev
-$CHECK "$WORK/eval.count" --iters $ITERS --graphs 4 || fail "evaluations: a step rule"
+$CHECK "$WORK/eval.count" --h5 "$WORK/eval.h5" --iters $ITERS --graphs 4 || fail "evaluations: a step rule"
 same eval eval-cpu
 acc() { # the evaluations' accuracies and losses, one line; fails on a missing dataset
     "$PYTHON" -c 'import sys, h5py; e = h5py.File(sys.argv[1], "r")["eval"]
@@ -82,20 +82,20 @@ pass "evaluations between prefetched steps: the same accuracies and parameters"
 
 plain dp-cpu 2 --model lenet $common --batch 8
 counted dp 2 --model lenet $common --batch 8
-$CHECK "$WORK/dp.count" --iters $ITERS --graphs 4 || fail "2 ranks: a step rule"
+$CHECK "$WORK/dp.count" --h5 "$WORK/dp.h5" --iters $ITERS --graphs 4 || fail "2 ranks: a step rule"
 same dp dp-cpu
 pass "data parallelism on 2 ranks: each rank's shard prefetched, the same parameters"
 
 plain ov-cpu 2 --model lenet $common --batch 8 --overlap
 counted ov 2 --model lenet $common --batch 8 --overlap
-$CHECK "$WORK/ov.count" --iters $ITERS --graphs 2 --replays 1 || fail "--overlap: a step rule"
+$CHECK "$WORK/ov.count" --h5 "$WORK/ov.h5" --iters $ITERS --graphs 2 --replays 1 || fail "--overlap: a step rule"
 same ov ov-cpu
 pass "--overlap on 2 ranks: the forward pass replayed, backward eager with the exchange's hook"
 
 pp="--model lenet $common --batch 8 --parallel model --microbatches 2"
 plain pipe-cpu 2 $pp
 counted pipe 2 $pp
-$CHECK "$WORK/pipe.count" --iters $ITERS --pipeline || fail "pipeline: a step rule"
+$CHECK "$WORK/pipe.count" --h5 "$WORK/pipe.h5" --iters $ITERS --pipeline || fail "pipeline: a step rule"
 same pipe pipe-cpu
 reason=$(attr "$WORK/pipe.h5" graphs_reason)
 [ "$(attr "$WORK/pipe.h5" graphs)" = off ] && grep -q pipeline <<<"$reason" ||
