@@ -159,8 +159,10 @@ TrainResult driver_run(Driver *d) {
         /* On a device the host runs ahead of the device: wait for the compute stream, so that
          * the stop vote and every wait the strategy measures (exchange_wait) start when this
          * rank's device has finished backward, as they do on a CPU (no-op there). The exchange
-         * phase itself is read from the device's marks (fill_record). */
-        if (be->device_memory) be->synchronize(ctx);
+         * phase itself is read from the device's marks (fill_record). Alone in the job there
+         * is no one to vote with or wait for: the host goes on queueing, and the device runs
+         * the update right after backward, as it would without an exchange. */
+        if (be->device_memory && d->topo->nranks > 1) be->synchronize(ctx);
 
         /* The stage's replicas average their gradients; the stop decision travels with them. */
         ExchangeStep xs = {.iteration = it, .stop_requested = s.decision};
