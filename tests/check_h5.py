@@ -2,7 +2,10 @@
 
 Usage: check_h5.py CHECK FILE... [options]; the check runs on each FILE; exit status 0 when it
 holds for all, 1 with a message otherwise. Checks follow docs/hdf5-layout.md:
-  finished   a cleanly finished run (--ranks, --iters)
+  finished   a cleanly finished run (--ranks, --iters): complete, its phases adding up to no
+             more than each total, and on one rank an exchange of at most 1% of the total
+  phases     a finished run of any shape: its phases add up to no more than each total, and on one
+             rank the exchange is at most 1% of the total; prints each phase's share
   killed     a run killed mid-way: readable, unfinished, every recorded block intact
   accuracy   the final test accuracy >= --min-accuracy
   pipeline   a finished --parallel model/hybrid run (--stages)
@@ -32,6 +35,36 @@ ROOT_ATTRS = ["schema_version", "dtbench_version", "git_commit", "command_line",
 def die(msg):
     print(f"FAIL: {msg}")
     sys.exit(1)
+
+
+def check_phases(f, p):
+    """Every iteration's phases add up to no more than its total; alone (p == 1) there is nothing
+    to exchange, so the exchange is at most 1% of the measured iterations' total."""
+    it = f["iterations"]
+    parts = sum(it[k][:] for k in PHASES[:-1])
+    over = parts - it["total"][:] * (1 + 1e-9) - 1e-9
+    if (over > 0).any():
+        r, i = np.unravel_index(np.argmax(over), over.shape)
+        die(f"phases add up to more than the total: rank {r} iteration {i} by "
+            f"{parts[r, i] - it['total'][r, i]:.3g} s ({int((over > 0).sum())} iterations)")
+    if p == 1:
+        w = int(f.attrs["warmup"])
+        ex, tot = it["exchange"][0, w:], it["total"][0, w:]
+        if tot.size and ex.sum() > 0.01 * tot.sum():
+            die(f"one rank, nothing sent, yet the exchange is {100 * ex.sum() / tot.sum():.2f}% "
+                f"of the measured iterations' total (at most 1%; largest {1e3 * ex.max():.3f} ms)")
+
+
+def check_phases_only(f, a):
+    """phases: check_phases on a finished file of any shape, with the shares it found."""
+    if f.attrs.get("finished") != 1:
+        die("not a finished run")
+    p, w, it = int(f.attrs["nranks"]), int(f.attrs["warmup"]), f["iterations"]
+    check_phases(f, p)
+    tot = it["total"][:, w:].sum()
+    share = {k: 100 * it[k][:, w:].sum() / tot for k in PHASES[:-1]}
+    print(f"ok: {a.file}: phases within the total; " +
+          ", ".join(f"{k} {v:.2f}%" for k, v in share.items()))
 
 
 def check_finished(f, a):
@@ -65,9 +98,7 @@ def check_finished(f, a):
     it = f["iterations"]
     if (it["total"][:] <= 0).any():
         die("non-positive iteration time")
-    parts = sum(it[k][:] for k in PHASES[:-1])
-    if (parts > it["total"][:] * (1 + 1e-9) + 1e-9).any():
-        die("phases add up to more than the total")
+    check_phases(f, p)
     start = it["start"][:]
     if (np.diff(start, axis=1) <= 0).any():
         die("iteration start times do not increase")
@@ -232,8 +263,9 @@ def check_stopped(f, a):
 
 def main():
     ap = argparse.ArgumentParser()
-    checks = {"finished": check_finished, "killed": check_killed, "accuracy": check_accuracy,
-              "pipeline": check_pipeline, "same-loss": check_same_loss, "stopped": check_stopped}
+    checks = {"finished": check_finished, "phases": check_phases_only, "killed": check_killed,
+              "accuracy": check_accuracy, "pipeline": check_pipeline,
+              "same-loss": check_same_loss, "stopped": check_stopped}
     ap.add_argument("check", choices=list(checks))
     ap.add_argument("files", nargs="+", metavar="file")
     ap.add_argument("--ranks", type=int)
