@@ -94,6 +94,10 @@ typedef struct {
     size_t w_off, nw, b_off, nb, nparams; /* weights then bias, into the parameter buffer */
     size_t buf_off, nbuf; /* batch norm: running mean and variance, into `buffers` */
     double flops;         /* forward FLOPs per sample */
+    /* backward FLOPs per sample (--profile-layers' roofline, model_layer_cost): those of the
+     * parameter gradients, and those only the input gradients need (none when the layer writes
+     * no input gradient: it reads the data) */
+    double flops_dw, flops_dx;
     /* on the backend, for the layers this Model holds */
     float *y;              /* [batch, out_size] */
     float *dy;             /* [batch, out_size] if dy_full, else [chunk, out_size] */
