@@ -8,7 +8,7 @@
 
 static void relu_plan(Model *m, Layer *L, const Layer *P) {
     (void)m, (void)P;
-    L->flops = (double)L->in_size;
+    L->flops = L->flops_dx = (double)L->in_size;
 }
 
 static void relu_forward(const LayerStep *t) {
@@ -25,7 +25,7 @@ static const LayerOp relu_ops[] = {{0, NULL}}; /* relu_* are mandatory */
 
 const LayerKindOps layer_relu = {
     .name = "relu",
-    .flags = LK_TAKES_SEQUENCE | LK_IN_PLACE, /* its backward reads its output */
+    .flags = LK_TAKES_SEQUENCE | LK_IN_PLACE | LK_BWD_READS_OUTPUT,
     .plan = relu_plan,
     .forward = relu_forward,
     .backward = relu_backward,

@@ -30,6 +30,7 @@ static void conv_plan(Model *m, Layer *L, const Layer *P) {
     L->nw = (size_t)d->out * c * d->k * d->k;
     L->nb = d->no_bias ? 0 : (size_t)d->out;
     L->flops = 2.0 * d->out * L->out_h * L->out_w * c * d->k * d->k;
+    L->flops_dw = L->flops_dx = L->flops; /* dW = dy x^T and dx = W^T dy: the same products */
 }
 
 static void conv_plan_work(Model *m, Layer *L) {
@@ -54,7 +55,7 @@ static const LayerOp no_ops[] = {{0, NULL}}; /* all it calls is mandatory in Bac
 
 const LayerKindOps layer_conv = {
     .name = "conv",
-    .flags = LK_OUTPUT_REUSABLE,
+    .flags = LK_OUTPUT_REUSABLE | LK_BWD_READS_INPUT,
     .plan = conv_plan,
     .init = init_xavier,
     .plan_work = conv_plan_work,
@@ -87,6 +88,7 @@ static void fc_plan(Model *m, Layer *L, const Layer *P) {
     L->nw = (size_t)out * features;
     L->nb = d->no_bias ? 0 : (size_t)out;
     L->flops = 2.0 * out * (double)features * (seq ? seq : 1);
+    L->flops_dw = L->flops_dx = L->flops;
 }
 
 static void fc_forward(const LayerStep *t) {
@@ -101,7 +103,7 @@ static void fc_backward(const LayerStep *t) {
 
 const LayerKindOps layer_fc = {
     .name = "fc",
-    .flags = LK_TAKES_SEQUENCE | LK_OUTPUT_REUSABLE,
+    .flags = LK_TAKES_SEQUENCE | LK_OUTPUT_REUSABLE | LK_BWD_READS_INPUT,
     .plan = fc_plan,
     .init = init_xavier,
     .forward = fc_forward,

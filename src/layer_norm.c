@@ -11,7 +11,7 @@ static LrnShape lrn_shape(const Layer *L, int n) {
 
 static void lrn_plan(Model *m, Layer *L, const Layer *P) {
     (void)m, (void)P;
-    L->flops = (double)L->in_size * (2.0 * L->d.k + 3.0);
+    L->flops = L->flops_dx = (double)L->in_size * (2.0 * L->d.k + 3.0); /* window sums again */
 }
 
 /* s of every sample, read by the backward */
@@ -37,7 +37,7 @@ static const LayerOp lrn_ops[] = {LAYER_OP(lrn_forward), LAYER_OP(lrn_backward),
 
 const LayerKindOps layer_lrn = {
     .name = "lrn",
-    .flags = 0, /* its backward reads its output */
+    .flags = LK_BWD_READS_INPUT | LK_BWD_READS_OUTPUT,
     .plan = lrn_plan,
     .alloc = lrn_alloc,
     .forward = lrn_forward,
@@ -56,6 +56,9 @@ static void bn_plan(Model *m, Layer *L, const Layer *P) {
     L->nw = L->nb = (size_t)L->in_c;
     L->nbuf = 2 * (size_t)L->in_c; /* running mean, running variance */
     L->flops = 5.0 * (double)L->in_size;
+    /* x^ = (x - mean) invstd, sums of dy and dy x^; dx = gamma invstd (dy - (sum dy + x^ sum
+     * dy x^) / m) */
+    L->flops_dw = L->flops_dx = 4.0 * (double)L->in_size;
 }
 
 /* gamma 1, beta 0 */
@@ -117,7 +120,7 @@ static const LayerOp bn_ops[] = {LAYER_OP(batchnorm_forward_train),
 
 const LayerKindOps layer_batchnorm = {
     .name = "batchnorm",
-    .flags = LK_OUTPUT_REUSABLE,
+    .flags = LK_OUTPUT_REUSABLE | LK_BWD_READS_INPUT,
     .plan = bn_plan,
     .init = bn_init,
     .alloc = bn_alloc,

@@ -15,6 +15,9 @@ static void window_plan(Model *m, Layer *L, const Layer *P) {
     L->out_h = layer_window_out(L->in_h, d->k, d->stride, d->pad);
     L->out_w = layer_window_out(L->in_w, d->k, d->stride, d->pad);
     L->flops = (double)L->in_c * L->out_h * L->out_w * d->k * d->k;
+    /* backward: average pooling spreads each dy over its window; max pooling routes it to one
+     * place (one add per output) */
+    L->flops_dx = d->kind == LAYER_MAXPOOL ? (double)L->in_c * L->out_h * L->out_w : L->flops;
 }
 
 /* ---- max pooling ----------------------------------------------------------------------------- */
@@ -78,7 +81,7 @@ const LayerKindOps layer_avgpool = {
 static void gavgpool_plan(Model *m, Layer *L, const Layer *P) {
     (void)m, (void)P;
     L->out_h = L->out_w = 1;
-    L->flops = (double)L->in_size;
+    L->flops = L->flops_dx = (double)L->in_size;
 }
 
 static void gavgpool_forward(const LayerStep *t) {

@@ -13,6 +13,7 @@ static void embedding_plan(Model *m, Layer *L, const Layer *P) {
     if (P || m->desc->vocab <= 0) layer_problem(m, L, "reads token ids: it must read the input");
     L->seq = (int)in, L->out_c = (int)in, L->out_h = 1, L->out_w = d->out;
     L->nw = (size_t)d->vocab * d->out;
+    L->flops_dw = (double)in * d->out; /* each dy row added into its token's row */
 }
 
 static void embedding_init(const Layer *L, uint64_t key, float *w, float *b) {
@@ -36,7 +37,7 @@ static const LayerOp embedding_ops[] = {
 
 const LayerKindOps layer_embedding = {
     .name = "embedding",
-    .flags = LK_READS_TOKENS,
+    .flags = LK_READS_TOKENS | LK_BWD_READS_INPUT | LK_GATHERS_WEIGHTS,
     .plan = embedding_plan,
     .init = embedding_init,
     .forward = embedding_forward,
@@ -58,6 +59,9 @@ static void lstm_plan(Model *m, Layer *L, const Layer *P) {
     L->nw = (size_t)4 * hidden * (w + hidden);
     L->nb = (size_t)4 * hidden;
     L->flops = (double)seq * (2.0 * 4 * hidden * (w + hidden) + 10.0 * hidden);
+    /* the weight gradients' products and the gates' gradients; the input and recurrent
+     * gradients' products */
+    L->flops_dw = L->flops, L->flops_dx = (double)seq * 2.0 * 4 * hidden * (w + hidden);
 }
 
 /* uniform(-1/sqrt hidden, 1/sqrt hidden) weights, zero bias */
@@ -97,7 +101,7 @@ static const LayerOp lstm_ops[] = {LAYER_OP(lstm_reserve_bytes),
 
 const LayerKindOps layer_lstm = {
     .name = "lstm",
-    .flags = LK_TAKES_SEQUENCE, /* its backward reads its output */
+    .flags = LK_TAKES_SEQUENCE | LK_BWD_READS_INPUT | LK_BWD_READS_OUTPUT,
     .plan = lstm_plan,
     .init = lstm_init,
     .alloc = lstm_alloc,

@@ -49,14 +49,21 @@ enum {
     LK_STEP_ARGUMENTS = 1 << 5,  /* passes values that change every step to its kernels (dropout:
                                     the batch's first sample, for the mask): a graph captured
                                     once would replay stale ones (src/step_graph.c) */
+    /* What its backward reads besides dy, and how its forward reads its parameters, for the least
+     * traffic of --profile-layers' roofline (src/model_roofline.c); the backend's own state
+     * (argmax, masks, LRN's scale, saved statistics, the LSTM's reserve) is not counted. */
+    LK_BWD_READS_INPUT = 1 << 6,  /* its inputs' values (a weight gradient, a normalisation) */
+    LK_BWD_READS_OUTPUT = 1 << 7, /* its own output (ReLU's mask, LRN, LSTM) */
+    LK_GATHERS_WEIGHTS = 1 << 8,  /* forward reads only the parameter rows its input selects
+                                     (an embedding: one row per token), not all of them */
 };
 
 typedef struct LayerKindOps {
     const char *name; /* in model_print and messages */
     unsigned flags;
-    /* Output shape (out_c/h/w, seq: preset to the input's, shape-preserving), nw, nb, nbuf and
-     * flops of L, whose first input is P (NULL: the model input, of m->in_c/h/w). Reports a
-     * model that does not fit with layer_problem. */
+    /* Output shape (out_c/h/w, seq: preset to the input's, shape-preserving), nw, nb, nbuf,
+     * flops, flops_dw and flops_dx of L, whose first input is P (NULL: the model input, of
+     * m->in_c/h/w). Reports a model that does not fit with layer_problem. */
     void (*plan)(Model *m, Layer *L, const Layer *P);
     /* Initial weights w[nw] and bias b[nb] from the counter-based key (NULL: no parameters). */
     void (*init)(const Layer *L, uint64_t key, float *w, float *b);

@@ -94,6 +94,10 @@ typedef struct {
     size_t w_off, nw, b_off, nb, nparams; /* weights then bias, into the parameter buffer */
     size_t buf_off, nbuf; /* batch norm: running mean and variance, into `buffers` */
     double flops;         /* forward FLOPs per sample */
+    /* backward FLOPs per sample (--profile-layers' roofline, model_layer_cost): those of the
+     * parameter gradients, and those only the input gradients need (none when the layer writes
+     * no input gradient: it reads the data) */
+    double flops_dw, flops_dx;
     /* on the backend, for the layers this Model holds */
     float *y;              /* [batch, out_size] */
     float *dy;             /* [batch, out_size] if dy_full, else [chunk, out_size] */
@@ -299,5 +303,16 @@ const char *model_layer_kind_name(const Model *m, int i);
 /* Layer table for --dry-run: name, output shape, parameters, forward FLOPs per sample. */
 void model_print(const Model *m, FILE *out);
 double model_flops_per_sample(const Model *m); /* forward, whole model */
+
+/* What row i of built part m (first <= i < last) computes and moves in one call on n samples, as
+ * it runs (src/model_roofline.c): FLOPs, and the least bytes a forward and a backward must move
+ * (inputs read, outputs and input gradients written, parameters read and their gradients
+ * written, in m's activation format; parameters and gradients fp32). As the profile places its
+ * times (src/profile.h): a row that runs others fused into it holds the group's amounts, less the
+ * tensors that stay inside the group; a row fused into another holds 0 in that direction. */
+typedef struct {
+    double forward_flop, backward_flop, forward_bytes, backward_bytes;
+} LayerCost;
+void model_layer_cost(const Model *m, int i, int n, LayerCost *c);
 
 #endif

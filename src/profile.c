@@ -74,3 +74,15 @@ int profile_end(LayerProfile *p, int64_t it, double *forward, double *backward, 
     *cost = p->cost;
     return (int)(it - p->first);
 }
+
+void profile_amounts(const Model *m, double *amounts) {
+    const size_t n = (size_t)m->nlayers;
+    for (int i = 0; i < m->nlayers; i++) {
+        LayerCost c = {NAN, NAN, NAN, NAN};
+        if (i >= m->first && i < m->last) model_layer_cost(m, i, m->chunk, &c);
+        const double row[PROFILE_AMOUNTS] = {c.forward_flop, c.backward_flop, c.forward_bytes,
+                                             c.backward_bytes};
+        for (int a = 0; a < PROFILE_AMOUNTS; a++)
+            amounts[a * n + (size_t)i] = row[a];
+    }
+}

@@ -32,4 +32,11 @@ void profile_begin(LayerProfile *p, int64_t it);
  * time the marks took; the observer is removed. */
 int profile_end(LayerProfile *p, int64_t it, double *forward, double *backward, double *cost);
 
+/* The roofline's amounts of model part m, one call of each of the whole model's nlayers layers
+ * on the part's batch (one micro-batch, as profiled): amounts[PROFILE_AMOUNTS][nlayers], each row
+ * of model_layer_cost in the order forward FLOPs, backward FLOPs, forward bytes, backward bytes;
+ * NaN for the layers m does not hold, and 0 where the times are 0 (rows fused into another). */
+enum { PROFILE_AMOUNTS = 4 };
+void profile_amounts(const Model *m, double *amounts);
+
 #endif

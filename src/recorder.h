@@ -113,6 +113,11 @@ typedef struct {
     int64_t profile_first;
     const char *const *profile_names, *const *profile_kinds;
     const double *profile_flops;
+    /* and this rank's roofline: one call's FLOPs and least bytes of each layer on its batch,
+     * [PROFILE_AMOUNTS][profile_layers] (src/profile.h's profile_amounts), and its device's
+     * peaks (src/roofline.h); NULL: none (a rank that runs no layer: NaN) */
+    const double *profile_amounts;
+    const struct RooflinePeak *profile_peak;
 } RecorderConfig;
 
 typedef enum { RUN_RUNNING = 0, RUN_COMPLETED = 1, RUN_STOPPED = 2, RUN_FAILED = 3 } RunStatus;

@@ -1,9 +1,13 @@
 /* recorder_profile.c - /profile of the HDF5 result file (see recorder_profile.h and
  * docs/hdf5-layout.md): forward and backward [nranks, iterations, layers] in seconds, NaN where
  * a rank does not hold a layer or did not reach the iteration; the layers' names, kinds and
- * forward FLOPs per sample; attributes first_iteration and iterations. */
+ * forward FLOPs per sample; attributes first_iteration and iterations; the roofline: each rank's
+ * FLOPs and least bytes per layer and call [nranks, layers], and its device's peaks [nranks]
+ * with how they were found. */
 #include "check.h"
+#include "profile.h" /* defines: PROFILE_AMOUNTS */
 #include "recorder_profile.h"
+#include "roofline.h"
 #include "util.h"
 
 #include <math.h>
@@ -56,6 +60,61 @@ static void names(hid_t g, const char *set_name, const char *const *text, int n,
     H5Dclose(set), H5Tclose(type);
 }
 
+/* This rank's element (or row of n values) of set, at `rank` (independent raw data). */
+static void write_row(hid_t set, hid_t type, int rank, hsize_t n, const void *values) {
+    hid_t fspace = H5_CHECK(H5Dget_space(set));
+    hsize_t start[2] = {(hsize_t)rank, 0}, count[2] = {1, n};
+    H5_CHECK(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL));
+    hid_t mspace = H5_CHECK(H5Screate_simple(1, &n, NULL));
+    H5_CHECK(H5Dwrite(set, type, mspace, fspace, H5P_DEFAULT, values));
+    H5Sclose(mspace), H5Sclose(fspace);
+}
+
+/* The roofline's data sets (collective), then this rank's amounts and peaks. */
+static void roofline_sets(hid_t g, const RecorderConfig *c, int nranks, int rank) {
+    static const struct {
+        const char *name, *units, *description;
+    } AMOUNTS[PROFILE_AMOUNTS] = {
+        {"forward_flop", "FLOP", "FLOPs of one forward call of the layer on this rank's batch"},
+        {"backward_flop", "FLOP",
+         "FLOPs of one backward call: parameter gradients, and input gradients where written"},
+        {"forward_bytes", "B",
+         "least bytes one forward call moves: inputs read, output written, parameters read"},
+        {"backward_bytes", "B",
+         "least bytes one backward call moves: dy and what the kind needs read, input and "
+         "parameter gradients written, weights read"},
+    };
+    const double nan = NAN;
+    const hsize_t dims[2] = {(hsize_t)nranks, (hsize_t)c->profile_layers};
+    for (int a = 0; a < PROFILE_AMOUNTS; a++) {
+        hid_t set = dataset(g, AMOUNTS[a].name, H5T_IEEE_F64LE, 2, dims, &nan, AMOUNTS[a].units,
+                            AMOUNTS[a].description);
+        if (c->profile_amounts)
+            write_row(set, H5T_NATIVE_DOUBLE, rank, dims[1],
+                      c->profile_amounts + (size_t)a * dims[1]);
+        H5Dclose(set);
+    }
+    const RooflinePeak *pk = c->profile_peak;
+    hid_t bw = dataset(g, "peak_bandwidth", H5T_IEEE_F64LE, 1, dims, &nan, "B/s",
+                       "the device's memory bandwidth (peak_bandwidth_method says how found)");
+    hid_t fl = dataset(g, "peak_flops", H5T_IEEE_F64LE, 1, dims, &nan, "FLOP/s",
+                       "the device's compute at the run's precision (see peak_flops_method)");
+    hid_t text = H5_CHECK(H5Tcopy(H5T_C_S1));
+    H5_CHECK(H5Tset_size(text, ROOFLINE_HOW_LEN));
+    hid_t bw_how = dataset(g, "peak_bandwidth_method", text, 1, dims, NULL, "",
+                           "how peak_bandwidth was found: the table's datasheet figure or a "
+                           "measurement at start");
+    hid_t fl_how =
+        dataset(g, "peak_flops_method", text, 1, dims, NULL, "", "how peak_flops was found");
+    if (pk) {
+        write_row(bw, H5T_NATIVE_DOUBLE, rank, 1, &pk->bandwidth);
+        write_row(fl, H5T_NATIVE_DOUBLE, rank, 1, &pk->flops);
+        write_row(bw_how, text, rank, 1, pk->bandwidth_how);
+        write_row(fl_how, text, rank, 1, pk->flops_how);
+    }
+    H5Dclose(bw), H5Dclose(fl), H5Dclose(bw_how), H5Dclose(fl_how), H5Tclose(text);
+}
+
 ProfileSets *profile_sets_create(hid_t file, const RecorderConfig *c, int nranks) {
     if (c->profile_iters <= 0) return NULL;
     int rank = 0;
@@ -86,7 +145,9 @@ ProfileSets *profile_sets_create(hid_t file, const RecorderConfig *c, int nranks
                        "forward FLOPs per sample (as --dry-run)");
     if (rank == 0)
         H5_CHECK(H5Dwrite(fl, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, c->profile_flops));
-    H5Dclose(fl), H5Gclose(g);
+    H5Dclose(fl);
+    roofline_sets(g, c, nranks, rank);
+    H5Gclose(g);
     return p;
 }
 

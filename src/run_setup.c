@@ -10,7 +10,9 @@
 #include "nvml.h"
 #include "outputs.h"
 #include "precision.h" /* defines: precision_loss_scaling */
+#include "profile.h"   /* defines: profile_amounts (--profile-layers' roofline) */
 #include "registry.h"
+#include "roofline.h"
 #include "util.h"
 
 #include <hdf5.h>
@@ -217,6 +219,17 @@ static char *kernel_choices(const BackendOps *be, BackendCtx *ctx) {
     return text;
 }
 
+/* --profile-layers' roofline in the result file: this rank's amounts (to free; NULL for a rank
+ * that runs no layer) and its device's peaks in *peak, measured here where the table does not know
+ * the device (a fraction of a second, before training). */
+static double *roofline_config(const Run *r, const DeviceInfo *dev, RooflinePeak *peak) {
+    if (r->opt.profile_layers <= 0 || r->role == EXCHANGE_SERVER) return NULL;
+    double *amounts = xcalloc(PROFILE_AMOUNTS * (size_t)r->model.nlayers, sizeof *amounts);
+    profile_amounts(&r->model, amounts);
+    roofline_peak(r->plan.be, r->ctx, dev->name, r->plan.precision, r->model.act, peak);
+    return amounts;
+}
+
 static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_info,
                             int64_t sample_cap) {
     const Options *o = &r->opt;
@@ -341,8 +354,11 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
     rcfg.profile_iters = o->profile_layers, rcfg.profile_layers = pm->nlayers;
     rcfg.profile_first = o->warmup;
     rcfg.profile_names = names, rcfg.profile_kinds = kinds, rcfg.profile_flops = flops;
+    RooflinePeak peak;
+    double *amounts = roofline_config(r, dev, &peak);
+    rcfg.profile_amounts = amounts, rcfg.profile_peak = amounts ? &peak : NULL;
     r->rec = p->rops->create(&rcfg, err, sizeof err);
-    free(kernels), free(names), free(kinds), free(flops);
+    free(kernels), free(names), free(kinds), free(flops), free(amounts);
     usage_check_all(r->rec != NULL, "%s", err);
 }
 

@@ -63,7 +63,10 @@ class Run:
     samples: Dict[str, np.ndarray] = field(default_factory=dict)
     #: /profile (--profile-layers): "forward" and "backward" (nranks, N, nlayers) float64 in s,
     #: NaN where not timed; "layer" and "kind" (nlayers,) object arrays of str; "first_iteration"
-    #: (0-d int, when recorded); empty without /profile
+    #: (0-d int, when recorded); in newer files its roofline (schema.read_roofline): the amounts
+    #: "forward_flop", "backward_flop", "forward_bytes", "backward_bytes" (nranks, nlayers), the
+    #: peaks "peak_bandwidth" (B/s), "peak_flops" (FLOP/s) and their "*_method" (nranks,);
+    #: empty without /profile
     profile: Dict[str, np.ndarray] = field(default_factory=dict)
     #: what the reader found wrong but could read around, one line each (the commands print
     #: them as warnings): e.g. a config_json that is not an object, timings that are inf

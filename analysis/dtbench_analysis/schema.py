@@ -44,6 +44,11 @@ OPTIONAL_ITERATION_FIELDS = ("staleness", "version", "bytes_recv", "exchange_wai
 SAMPLE_FIELDS = ("time", "power_w", "memory_mib", "utilization")
 #: /profile datasets (--profile-layers): per-layer times (nranks, N, nlayers) and names (nlayers,)
 PROFILE_TIMES, PROFILE_NAMES = ("forward", "backward"), ("layer", "kind")
+#: /profile's roofline (newer files): each rank's FLOPs and least bytes per layer and call
+#: (nranks, nlayers), its device's peaks (nranks,) and how each was found (nranks,) text
+PROFILE_AMOUNTS = ("forward_flop", "backward_flop", "forward_bytes", "backward_bytes")
+PROFILE_PEAKS, PROFILE_PEAK_METHODS = ("peak_bandwidth", "peak_flops"), \
+    ("peak_bandwidth_method", "peak_flops_method")
 #: Exchange strategies whose ranks advance in lockstep (an iteration ends for all ranks together).
 LOCKSTEP_EXCHANGES = ("sync", "ssp")
 #: Meaning of /ranks/status values.
@@ -331,4 +336,34 @@ def read_profile(f: h5py.File, path: str, nranks: int,
     first = decode(group.attrs.get("first_iteration"))
     if isinstance(first, int) and not isinstance(first, bool) and first >= 0:
         out["first_iteration"] = np.array(first)
+    out.update(read_roofline(group, nranks, nlayers, warnings))
+    return out
+
+
+def read_roofline(group: h5py.Group, nranks: int, nlayers: int,
+                  warnings: List[str]) -> Dict[str, np.ndarray]:
+    """/profile's roofline, when the file has one (newer dtbench): the amounts (nranks, nlayers)
+    and peaks (nranks,) as float64 (inf read as NaN), the methods as object arrays of str. Empty
+    in older files, or, with a warning, when its datasets do not fit together."""
+    names = PROFILE_AMOUNTS + PROFILE_PEAKS + PROFILE_PEAK_METHODS
+    sets = {n: group.get(n) for n in names}
+    if all(ds is None for ds in sets.values()):
+        return {}
+
+    def fits(n: str, shape, kinds: str) -> bool:
+        ds = sets[n]
+        return isinstance(ds, h5py.Dataset) and ds.shape == shape and ds.dtype.kind in kinds
+    if not (all(fits(n, (nranks, nlayers), "iuf") for n in PROFILE_AMOUNTS) and
+            all(fits(n, (nranks,), "iuf") for n in PROFILE_PEAKS) and
+            all(fits(n, (nranks,), "SOU") for n in PROFILE_PEAK_METHODS)):
+        shapes = {n: getattr(ds, "shape", None) for n, ds in sets.items()}
+        warnings.append(f"/profile's roofline holds {shapes}, expected amounts "
+                        f"({nranks}, {nlayers}), peaks and methods ({nranks},): roofline ignored")
+        return {}
+    out: Dict[str, np.ndarray] = {}
+    for n in PROFILE_AMOUNTS + PROFILE_PEAKS:
+        data = sets[n][()].astype(np.float64)
+        out[n] = np.where(np.isfinite(data), data, np.nan)
+    for n in PROFILE_PEAK_METHODS:
+        out[n] = np.array([str(decode(v)) for v in sets[n][()]], dtype=object)
     return out

@@ -13,8 +13,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from . import configs, energy, metrics
-from .records import Record, record
+from . import configs, energy, metrics, roofline
+from .records import Record, absent, record
 from .runfile import PHASES, STATUS_NAMES, Run
 from .units import MS, to_ms
 
@@ -51,6 +51,14 @@ DEFINITIONS = {
               "timed the layer); share = the layer's sum / the sum over layers; sorted, the "
               "slowest first; profile_cost: the median over ranks and profiled iterations of "
               "the marks' own host time (/iterations/profile_cost), included in the layers' times",
+    "roofline": "--profile-layers in newer files (/profile/*_flop, *_bytes, peak_*): per layer, "
+                "the FLOPs and the least bytes of one forward and one backward call (mean over "
+                "the ranks holding it) / its total time: GFLOP/s and GB/s, and their shares of "
+                "the device's peak compute (at the run's precision) and memory bandwidth (the "
+                "median over ranks; a table of known GPUs or measured at start, as "
+                "peaks.*_method says); bound: memory where the layer's FLOPs per byte are below "
+                "the ridge point (peak FLOP/s / peak B/s), else compute. A bandwidth share above "
+                "1: the layer's tensors stayed in cache",
 }
 
 #: per-rank columns of metrics.per_rank_table in seconds (reported in ms, suffix _ms)
@@ -128,6 +136,7 @@ class LayerTime(Record):
     backward_ms: Optional[float]
     total_ms: Optional[float]       # mean of forward + backward
     share: Optional[float]          # total_ms / the sum of every layer's total_ms
+    roofline: Optional[roofline.LayerRates] = absent()   # files with a roofline
 
 
 @record
@@ -137,6 +146,7 @@ class LayerProfile(Record):
     first_iteration: Optional[int]
     profile_cost_ms: Optional[float]    # median host time of the marks per profiled iteration
     layers: List[LayerTime]
+    peaks: Optional[roofline.Peaks] = None      # the roofline's; None: a file without one
 
 
 @record
@@ -224,10 +234,14 @@ def layer_profile(run: Run) -> Optional[LayerProfile]:
     whole = float(known.sum()) if known.size else 0.0
     order = sorted(range(total.size), key=lambda j: (not np.isfinite(total[j]), -total[j]
                                                      if np.isfinite(total[j]) else 0.0))
+    peaks = roofline.peaks(prof)
     layers = [LayerTime(str(prof["layer"][j]), str(prof["kind"][j]), _finite_ms(forward[j]),
                         _finite_ms(backward[j]), _finite_ms(total[j]),
                         float(total[j] / whole) if whole > 0 and np.isfinite(total[j]) else None)
               for j in order]
+    if peaks is not None:
+        for j, x in zip(order, layers):
+            x.roofline = roofline.layer_rates(prof, j, float(total[j]), peaks)
     n = int(prof["forward"].shape[1])
     first = int(prof["first_iteration"]) if "first_iteration" in prof else None
     cost = None
@@ -235,7 +249,7 @@ def layer_profile(run: Run) -> Optional[LayerProfile]:
         cells = run.iterations["profile_cost"][:, first:first + n]
         cells = cells[np.isfinite(cells)]
         cost = to_ms(float(np.median(cells))) if cells.size else None
-    return LayerProfile(n, first, cost, layers)
+    return LayerProfile(n, first, cost, layers, peaks)
 
 
 def oversubscribed(run: Run) -> Optional[Dict[str, int]]:

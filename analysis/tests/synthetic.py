@@ -193,3 +193,18 @@ def add_profile(path, forward: np.ndarray, backward: np.ndarray, layers: Sequenc
         g["kind"] = np.array([x.encode() for x in kinds], dtype="S64")
         g["flops"] = np.ones(len(layers))
     return str(path)
+
+
+def add_roofline(path, amounts: Dict[str, np.ndarray], peak_bandwidth: np.ndarray,
+                 peak_flops: np.ndarray, methods: Sequence[str] = ("triad", "sgemm")) -> str:
+    """Add /profile's roofline as newer dtbench versions write it (docs/hdf5-layout.md):
+    ``amounts`` forward_flop, backward_flop, forward_bytes, backward_bytes (nranks, nlayers);
+    the peaks (nranks,) in B/s and FLOP/s, and how each was found (the same on every rank)."""
+    with h5py.File(path, "a") as f:
+        g = f["profile"]
+        for name, values in amounts.items():
+            g[name] = values
+        g["peak_bandwidth"], g["peak_flops"] = peak_bandwidth, peak_flops
+        for name, text in zip(("peak_bandwidth_method", "peak_flops_method"), methods):
+            g[name] = np.array([text.encode()] * len(peak_flops), dtype="S256")
+    return str(path)

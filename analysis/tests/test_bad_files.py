@@ -145,6 +145,22 @@ def test_layer_profile_of_another_shape(capsys, tmp_path, write):
     assert load_run(path).profile == {}
 
 
+def test_roofline_of_another_shape(capsys, tmp_path, write):
+    """A roofline that does not fit the profile (amounts per rank of 2 layers, 3 named): one
+    warning line, the times still summarised, without the roofline."""
+    path = synthetic.add_profile(write(), np.full((4, 3, 3), 1e-3), np.full((4, 3, 3), 1e-3),
+                                 ["a", "b", "c"], ["fc", "fc", "fc"])
+    synthetic.add_roofline(path, {n: np.ones((4, 2)) for n in (
+        "forward_flop", "backward_flop", "forward_bytes", "backward_bytes")},
+        np.ones(4), np.ones(4))
+    for argv, status, out, err in run_all(capsys, tmp_path, path):
+        assert status == 0 and out, argv
+        assert err.startswith(f"dtbench-analyze: warning: {path}: /profile's roofline holds ") \
+            and err.endswith(": roofline ignored\n") and len(err.splitlines()) == 1, err
+    prof = load_run(path).profile
+    assert sorted(prof) == ["backward", "first_iteration", "forward", "kind", "layer"]
+
+
 def _damage(path, how):
     data = bytearray(open(path, "rb").read())
     if how == "empty":

@@ -352,6 +352,79 @@ def test_top_layers(write):
     assert text[at + 6].split()[0] == "fc2" and "relu" not in " ".join(text[at + 1:at + 7])
 
 
+def _profiled(write):
+    """test_top_layers' profile: conv2 12 ms, fc1 6 ms (rank 0 only), conv1 3, pool1 1.5, fc2 0.6,
+    relu timed by no rank."""
+    fwd = np.zeros((4, 3, 6))
+    fwd[:, :, 0], fwd[:, :, 1], fwd[:, :, 2], fwd[:, :, 5] = 1e-3, 0.5e-3, 3e-3, 0.2e-3
+    fwd[:, 2, 2] = 6e-3
+    fwd[:, :, 3], fwd[0, :, 3] = np.nan, 2e-3
+    fwd[:, :, 4] = np.nan
+    return syn.add_profile(write(), fwd, 2 * fwd, LAYERS, KINDS)
+
+
+def test_roofline_columns(write):
+    """Newer files: per layer the FLOPs and least bytes of one forward and one backward call (mean
+    over the ranks holding it) over its mean time, their shares of the peaks (median over ranks),
+    and the bound (FLOPs per byte against the ridge point, here 1e12 / 100e9 = 10 FLOP/B)."""
+    amounts = {n: np.full((4, 6), np.nan) for n in (
+        "forward_flop", "backward_flop", "forward_bytes", "backward_bytes")}
+    for j, (flop, moved) in enumerate(((1e6, 1e6), (1e6, 60e6), (2e9, 10e6), (3e9, 1e6),
+                                       (1e3, 1e3), (1e5, 1e6))):
+        amounts["forward_flop"][:, j], amounts["backward_flop"][:, j] = flop, flop / 2
+        amounts["forward_bytes"][:, j], amounts["backward_bytes"][:, j] = moved, moved / 2
+    amounts["forward_flop"][1:, 3] = np.nan       # fc1: held by rank 0 only
+    amounts["forward_flop"][0, 2] = 0             # conv2: rank 0 has another count
+    path = syn.add_roofline(_profiled(write), amounts, np.array([100e9, 100e9, 100e9, 300e9]),
+                            np.full(4, 1e12), ("measured: a triad", "measured: a product"))
+    prof = summarize(load_run(path))["layers"]
+    assert prof["peaks"] == {"bandwidth_gbps": approx(100), "compute_gflops": approx(1000),
+                             "ridge_flop_per_byte": approx(10),
+                             "bandwidth_method": "measured: a triad",
+                             "compute_method": "measured: a product"}
+    by = {x["layer"]: x for x in prof["layers"]}
+    conv2 = by["conv2"]["roofline"]  # 12 ms; ranks 1-3: 3e9 FLOP, rank 0 1e9: mean 2.5e9
+    assert conv2["gflop"] == approx(2.5) and conv2["gbytes"] == approx(0.015)
+    assert conv2["gflops"] == approx(2.5 / 0.012) and conv2["gbps"] == approx(0.015 / 0.012)
+    assert conv2["compute_share"] == approx(2.5 / 0.012 / 1000)
+    assert conv2["bandwidth_share"] == approx(0.015 / 0.012 / 100)
+    assert conv2["intensity"] == approx(2.5e9 / 15e6) and conv2["bound"] == "compute"
+    pool1 = by["pool1"]["roofline"]  # 1.5 ms, 90 MB: 60 GB/s
+    assert pool1["gbps"] == approx(60) and pool1["bandwidth_share"] == approx(0.6)
+    assert pool1["bound"] == "memory"
+    fc1 = by["fc1"]["roofline"]  # 6 ms on rank 0: its own amounts
+    assert fc1["gflops"] == approx(4.5 / 0.006)
+    relu = by["relu"]["roofline"]  # never timed: no rates, its amounts and bound still known
+    assert relu["gflops"] is None and relu["gbps"] is None and relu["compute_share"] is None
+    assert relu["bound"] == "memory"
+    text = format_text(summarize(load_run(path))).splitlines()
+    at = text.index(next(x for x in text if x.startswith("  top layers")))
+    assert text[at + 1].split()[-5:] == ["GFLOP/s", "GB/s", "%FLOP", "%BW", "bound"]
+    assert text[at + 2].split() == ["conv2", "conv", "4.000", "8.000", "12.000", "51.9%",
+                                    "208.3", "1.25", "20.8%", "1.2%", "compute"]
+    pool = next(x for x in text[at + 2:at + 7] if x.split()[0] == "pool1").split()
+    assert pool[-5:] == ["1", "60", "0.1%", "60.0%", "memory"]
+    assert text[at + 7] == "    roofline: peak compute 1000 GFLOP/s (measured: a product)"
+    assert text[at + 8].startswith("    peak bandwidth 100 GB/s (measured: a triad); ridge "
+                                   "point 10 FLOP/B")
+    assert "not in this file" not in "\n".join(text)
+
+
+def test_a_profile_without_roofline(write):
+    """An older file: the old columns, and one line saying the roofline is not there."""
+    s = summarize(load_run(_profiled(write)))
+    assert s["layers"]["peaks"] is None
+    assert all("roofline" not in x for x in s["layers"]["layers"])
+    text = format_text(s).splitlines()
+    at = text.index(next(x for x in text if x.startswith("  top layers")))
+    assert text[at + 1].split() == ["layer", "kind", "forward", "ms", "backward", "ms", "total",
+                                    "ms", "share"]
+    assert text[at + 2].split() == ["conv2", "conv", "4.000", "8.000", "12.000", "51.9%"]
+    notes = [x for x in text if "roofline" in x]
+    assert notes == ["    roofline: not in this file (written by a dtbench that recorded no "
+                     "bytes, FLOPs or peaks in /profile)"] and text[at + 7] == notes[0]
+
+
 def test_no_top_layers_without_a_profile(complete_file):
     s = summarize(load_run(complete_file))
     assert s["layers"] is None and "top layers" not in format_text(s)

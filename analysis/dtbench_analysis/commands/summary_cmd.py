@@ -127,17 +127,37 @@ def format_text(s: Summary) -> str:
 
 
 def _layer_lines(prof: LayerProfile) -> List[str]:
-    """The slowest layers of a --profile-layers run (at most MAX_LAYER_ROWS)."""
+    """The slowest layers of a --profile-layers run (at most MAX_LAYER_ROWS), with their roofline
+    columns where the file has them."""
     shown = prof.layers[:MAX_LAYER_ROWS]
     start = "" if prof.first_iteration is None else f" from iteration {prof.first_iteration}"
+    peaks = prof.peaks
     lines = [f"  top layers ({len(shown)} of {len(prof.layers)}; mean over ranks and the "
              f"{prof.iterations} profiled iterations{start}; the timer marks cost "
              f"{num(prof.profile_cost_ms, '.4f')} ms per profiled iteration, included):",
              f"    {'layer':<16}{'kind':<12}{'forward ms':>11}{'backward ms':>12}"
-             f"{'total ms':>10}{'share':>8}"]
+             f"{'total ms':>10}{'share':>8}" +
+             ("" if peaks is None else
+              f"{'GFLOP/s':>10}{'GB/s':>9}{'%FLOP':>7}{'%BW':>7}{'bound':>9}")]
     for x in shown:
-        lines.append(f"    {x.layer[:15]:<16}{x.kind[:11]:<12}{num(x.forward_ms):>11}"
-                     f"{num(x.backward_ms):>12}{num(x.total_ms):>10}{num(x.share, '.1%'):>8}")
+        row = (f"    {x.layer[:15]:<16}{x.kind[:11]:<12}{num(x.forward_ms):>11}"
+               f"{num(x.backward_ms):>12}{num(x.total_ms):>10}{num(x.share, '.1%'):>8}")
+        r = x.get("roofline")
+        if r is not None:
+            row += (f"{num(r.gflops, '.4g'):>10}{num(r.gbps, '.4g'):>9}"
+                    f"{num(r.compute_share, '.1%'):>7}{num(r.bandwidth_share, '.1%'):>7}"
+                    f"{r.bound or 'n/a':>9}")
+        lines.append(row)
+    if peaks is None:
+        lines.append("    roofline: not in this file (written by a dtbench that recorded no "
+                     "bytes, FLOPs or peaks in /profile)")
+        return lines
+    ridge = num(peaks.ridge_flop_per_byte, '.3g')
+    lines += [f"    roofline: peak compute {num(peaks.compute_gflops, '.4g')} GFLOP/s "
+              f"({peaks.compute_method})",
+              f"    peak bandwidth {num(peaks.bandwidth_gbps, '.4g')} GB/s "
+              f"({peaks.bandwidth_method}); ridge point {ridge} FLOP/B: below it a layer is "
+              f"bound by memory"]
     return lines
 
 
