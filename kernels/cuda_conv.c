@@ -3,8 +3,9 @@
  * backward-filter algorithms), made while the model is built (conv_workspace_bytes is called for
  * every layer), so nothing is planned in the timed loop; the bias through cudnnAddTensor and
  * cudnnConvolutionBackwardBias. bf16/fp16 run on 16-bit copies (cuda_precision.c).
- * Strict fp32 (--precision fp32) admits only cuDNN's direct-sum algorithms under CUDNN_FMA_MATH
- * (pick_algo, cuda_plan.c: no FFT or Winograd).
+ * Strict fp32 (--precision fp32) admits only cuDNN's direct-sum algorithms under CUDNN_FMA_MATH,
+ * bf16 and fp16 only its deterministic direct sums (pick_algo's rules, cuda_plan.h: no FFT or
+ * Winograd; in 16 bits no atomic adds either).
  * cuda_conv_algorithms() lists every plan's choices for the result file. */
 #include <config.h>
 #include "cuda.h"       /* defines: cuda_conv_algorithms */
@@ -34,10 +35,12 @@ static void set_nchw(cudnnTensorDescriptor_t d, int n, int c, int h, int w) {
     set_nchw_t(d, CUDNN_DATA_FLOAT, n, c, h, w);
 }
 
-/* strict fp32 (--precision fp32): only the algorithms cuda_plan.c's rule admits; tf32, bf16,
- * fp16: any (tensor cores) */
-static int strict(const BackendCtx *ctx) {
-    return ctx->precision == PRECISION_FP32;
+/* What the precision admits (cuda_plan.h): strict fp32 the direct sums under FMA math, bf16 and
+ * fp16 the deterministic direct sums under any math type, tf32 anything */
+static ConvRule rule(const BackendCtx *ctx) {
+    return ctx->precision == PRECISION_FP32 ? CONV_RULE_STRICT_FP32
+           : cuda_prec_16bit(ctx)           ? CONV_RULE_16BIT
+                                            : CONV_RULE_ANY;
 }
 
 /* One candidate algorithm of a direction (cuda_plan.h's ConvDir), from cuDNN's heuristic ranking
@@ -107,9 +110,9 @@ static size_t find_buffer_bytes(const BackendCtx *ctx, const ConvShape *s) {
     return (nx + nw + ny) * plan_elem_bytes(ctx);
 }
 
-/* 1 when the precision admits candidate c of direction dir (strict fp32: cuda_plan.c's rule) */
+/* 1 when the precision admits candidate c of direction dir */
 static int admitted(const BackendCtx *ctx, ConvDir dir, const Cand *c) {
-    return !strict(ctx) || conv_algo_strict_fp32(dir, c->algo, c->math == CUDNN_FMA_MATH);
+    return conv_algo_admitted(rule(ctx), dir, c->algo, c->math == CUDNN_FMA_MATH);
 }
 
 /* Every direction timed by cudnnFind*AlgorithmEx on x, W, y of the plan's shape filled with
@@ -157,14 +160,14 @@ static void timed_candidates(BackendCtx *ctx, ConvPlan *p, size_t limit, Cands c
 }
 
 /* The candidate of direction dir to use: pick_algo's rule (cuda_plan.c: the first usable one, in
- * cuDNN's order (fastest first when timed), that fits in `limit` and, in strict fp32, that the
- * rule of what strict fp32 admits takes); -1 when none does. */
+ * cuDNN's order (fastest first when timed), that fits in `limit` and that the precision admits);
+ * -1 when none does. */
 static int choose(const BackendCtx *ctx, ConvDir dir, const Cands *cs, size_t limit) {
     AlgoPerf ap[CANDIDATES];
     for (int i = 0; i < cs->n; i++)
         ap[i] = (AlgoPerf){cs->c[i].algo, cs->c[i].status == CUDNN_STATUS_SUCCESS,
                            cs->c[i].math == CUDNN_FMA_MATH, cs->c[i].memory};
-    return pick_algo(dir, ap, cs->n, limit, strict(ctx));
+    return pick_algo(dir, ap, cs->n, limit, rule(ctx));
 }
 
 /* Chooses the forward, backward-data and backward-filter algorithms of plan p, each within `limit`

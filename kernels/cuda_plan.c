@@ -93,32 +93,34 @@ int nhwc_grid(long long rows, int c, int lanes, int rowlanes, int sms, int cap, 
     return 1;
 }
 
-/* cuDNN 9's legacy algorithm numbers (cudnn_ops.h), per direction. */
+/* cuDNN 9's legacy algorithm numbers (cudnn_ops.h), per direction; atomic: documented by cuDNN
+ * as non-deterministic (partial sums added atomically, in an order that changes from run to run) */
 static const struct {
     const char *name;
     AlgoFamily family;
+    int atomic;
 } ALGOS[CONV_DIRS][8] = {
-    [CONV_FWD] = {{"IMPLICIT_GEMM", ALGO_DIRECT_SUM},
-                  {"IMPLICIT_PRECOMP_GEMM", ALGO_DIRECT_SUM},
-                  {"GEMM", ALGO_DIRECT_SUM},
-                  {"DIRECT", ALGO_DIRECT_SUM},
-                  {"FFT", ALGO_TRANSFORM},
-                  {"FFT_TILING", ALGO_TRANSFORM},
-                  {"WINOGRAD", ALGO_TRANSFORM},
-                  {"WINOGRAD_NONFUSED", ALGO_TRANSFORM}},
-    [CONV_BWD_DATA] = {{"ALGO_0", ALGO_DIRECT_SUM},
-                       {"ALGO_1", ALGO_DIRECT_SUM},
-                       {"FFT", ALGO_TRANSFORM},
-                       {"FFT_TILING", ALGO_TRANSFORM},
-                       {"WINOGRAD", ALGO_TRANSFORM},
-                       {"WINOGRAD_NONFUSED", ALGO_TRANSFORM}},
-    [CONV_BWD_FILTER] = {{"ALGO_0", ALGO_DIRECT_SUM},
-                         {"ALGO_1", ALGO_DIRECT_SUM},
-                         {"FFT", ALGO_TRANSFORM},
-                         {"ALGO_3", ALGO_DIRECT_SUM},
-                         {"WINOGRAD", ALGO_TRANSFORM},
-                         {"WINOGRAD_NONFUSED", ALGO_TRANSFORM},
-                         {"FFT_TILING", ALGO_TRANSFORM}},
+    [CONV_FWD] = {{"IMPLICIT_GEMM", ALGO_DIRECT_SUM, 0},
+                  {"IMPLICIT_PRECOMP_GEMM", ALGO_DIRECT_SUM, 0},
+                  {"GEMM", ALGO_DIRECT_SUM, 0},
+                  {"DIRECT", ALGO_DIRECT_SUM, 0},
+                  {"FFT", ALGO_TRANSFORM, 0},
+                  {"FFT_TILING", ALGO_TRANSFORM, 0},
+                  {"WINOGRAD", ALGO_TRANSFORM, 0},
+                  {"WINOGRAD_NONFUSED", ALGO_TRANSFORM, 0}},
+    [CONV_BWD_DATA] = {{"ALGO_0", ALGO_DIRECT_SUM, 1},
+                       {"ALGO_1", ALGO_DIRECT_SUM, 0},
+                       {"FFT", ALGO_TRANSFORM, 0},
+                       {"FFT_TILING", ALGO_TRANSFORM, 0},
+                       {"WINOGRAD", ALGO_TRANSFORM, 0},
+                       {"WINOGRAD_NONFUSED", ALGO_TRANSFORM, 0}},
+    [CONV_BWD_FILTER] = {{"ALGO_0", ALGO_DIRECT_SUM, 1},
+                         {"ALGO_1", ALGO_DIRECT_SUM, 0},
+                         {"FFT", ALGO_TRANSFORM, 0},
+                         {"ALGO_3", ALGO_DIRECT_SUM, 1},
+                         {"WINOGRAD", ALGO_TRANSFORM, 0},
+                         {"WINOGRAD_NONFUSED", ALGO_TRANSFORM, 0},
+                         {"FFT_TILING", ALGO_TRANSFORM, 0}},
 };
 
 static int known(ConvDir dir, int algo) {
@@ -141,15 +143,34 @@ int conv_algo_strict_fp32(ConvDir dir, int algo, int fma_math) {
     return fma_math && conv_algo_family(dir, algo) == ALGO_DIRECT_SUM;
 }
 
+int conv_algo_16bit(ConvDir dir, int algo) {
+    return conv_algo_family(dir, algo) == ALGO_DIRECT_SUM && !ALGOS[dir][algo].atomic;
+}
+
+int conv_algo_admitted(ConvRule rule, ConvDir dir, int algo, int fma_math) {
+    return rule == CONV_RULE_STRICT_FP32 ? conv_algo_strict_fp32(dir, algo, fma_math)
+           : rule == CONV_RULE_16BIT     ? conv_algo_16bit(dir, algo)
+                                         : 1;
+}
+
 double conv_fp32_bound(double k, double sum_abs) {
     const double ku = k * 0x1p-24;
     return ku < 1.0 ? ku / (1.0 - ku) * sum_abs : INFINITY;
 }
 
-int pick_algo(ConvDir dir, const AlgoPerf *perf, int count, size_t limit, int strict) {
+double prec16_bound(double u, double u_out, double k, double sum_abs, double out_abs) {
+    const double kt = k * 0x1p-23, kr = k * 0x1p-24; /* tensor cores' sums; the reference's */
+    if (kt >= 1.0) return INFINITY;
+    const double e =
+        (2.0 * u + u * u) * sum_abs + kt / (1.0 - kt) * (1.0 + u) * (1.0 + u) * sum_abs;
+    const double ref = kr / (1.0 - kr) * sum_abs;
+    return (1.0 + u_out) * e + u_out * (out_abs + ref) + ref;
+}
+
+int pick_algo(ConvDir dir, const AlgoPerf *perf, int count, size_t limit, ConvRule rule) {
     for (int i = 0; i < count; i++)
         if (perf[i].ok && perf[i].memory <= limit &&
-            (!strict || conv_algo_strict_fp32(dir, perf[i].algo, perf[i].fma_math)))
+            conv_algo_admitted(rule, dir, perf[i].algo, perf[i].fma_math))
             return i;
     return -1;
 }

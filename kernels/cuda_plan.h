@@ -4,7 +4,8 @@
  *     dtbench's row-major tensors; the test runs each through cblas_sgemm(CblasColMajor, ...),
  *     which takes exactly cuBLAS's arguments, against the naive reference;
  *   - the choice among cuDNN's ranked convolution algorithms under a workspace limit, and the
- *     rule of what strict fp32 admits (with the error bound the GPU tests hold it to);
+ *     rules of what strict fp32 and the 16-bit precisions admit (with the error bounds the GPU
+ *     tests hold them to);
  *   - how the batch-norm kernels split a tensor into blocks (bn_grid).
  * Plain C, no CUDA. */
 #ifndef DTBENCH_CUDA_PLAN_H
@@ -71,6 +72,43 @@ int conv_algo_strict_fp32(ConvDir dir, int algo, int fma_math);
 /* The bound above for an output of K products whose absolute values add up to sum_abs. */
 double conv_fp32_bound(double k, double sum_abs);
 
+/* What bf16 and fp16 admit (docs/gpu.md "Which convolution algorithms the 16-bit precisions
+ * admit"): a direct sum (ALGO_DIRECT_SUM) that cuDNN documents as deterministic, under any math
+ * type (tensor cores): forward IMPLICIT_GEMM, IMPLICIT_PRECOMP_GEMM, GEMM, DIRECT; backward-data
+ * and backward-filter ALGO_1. Refused:
+ *   - FFT and Winograd: their error follows the transformed tile or plane, not an output's own
+ *     products. fp16's 1x28x28 5x5 -> 20 input gradient on an H200 (cuDNN 9.19, timed choice)
+ *     was 5.5 u of its own |products| off (u = 2^-11), beyond any direct sum: its 16-bit
+ *     products summed in fp32 and rounded once are 0.35 u off on the same inputs, summed in
+ *     fp16 2.1 to 2.7 u; an FFT computed in fp16 is 4.2 u off (tests/test_prec16.c);
+ *   - the atomic ones (backward-data ALGO_0, backward-filter ALGO_0 and ALGO_3, documented as
+ *     non-deterministic): partial sums added in an order that changes from run to run round a
+ *     16-bit result differently, by up to a whole 16-bit unit (2^-8 of a value in bf16) where
+ *     the partial sums themselves are 16-bit. LeNet's bf16 step replayed from graphs ended
+ *     0.00193 from the eager one after 6 steps on an H200: the size of +-1 bf16 unit in half of
+ *     one step's convolution weight gradients (a CPU model gives 0.0019), 100 times what
+ *     differences of fp32's size give (1.4e-5).
+ * An admitted algorithm's output then obeys prec16_bound, and two runs that chose the same
+ * algorithms (--conv-algo heuristic: every run) give the same bits. */
+int conv_algo_16bit(ConvDir dir, int algo);
+
+/* The rules by precision: tf32 admits anything cuDNN runs (CONV_RULE_ANY), fp32
+ * conv_algo_strict_fp32, bf16 and fp16 conv_algo_16bit. */
+typedef enum { CONV_RULE_ANY = 0, CONV_RULE_STRICT_FP32 = 1, CONV_RULE_16BIT = 2 } ConvRule;
+int conv_algo_admitted(ConvRule rule, ConvDir dir, int algo, int fma_math);
+
+/* The bound on |computed - reference| of an output of K products of inputs rounded to a 16-bit
+ * type of unit roundoff u (2^-8 bf16, 2^-11 fp16), summed in fp32 in any order and rounded at the
+ * end to unit u_out (u for a 16-bit output, 0 for an fp32 one), against a reference summed in
+ * fp32 in any order:
+ *     e = (2u + u^2) S + g'(K) (1 + u)^2 S          (inputs rounded; the fp32 sum)
+ *     bound = (1 + u_out) e + u_out (R + g(K) S) + g(K) S
+ * S = sum_abs, the sum of |products|; R = out_abs, |the reference of the value rounded to u_out|;
+ * g(K) = K 2^-24 / (1 - K 2^-24) the reference's sum, g'(K) the same with 2^-23: tensor cores
+ * align the addends of a block by truncation, not rounding (Fasi et al., "Numerical behavior of
+ * NVIDIA tensor cores", PeerJ CS 2021). Products of two 16-bit values are exact in fp32. */
+double prec16_bound(double u, double u_out, double k, double sum_abs, double out_abs);
+
 /* One entry of cuDNN's ranked algorithm list (cudnnGet*Algorithm_v7, or cudnnFind*Algorithm*),
  * reduced to what the choice needs. ok: status == CUDNN_STATUS_SUCCESS; fma_math: its math type
  * is CUDNN_FMA_MATH. */
@@ -82,10 +120,10 @@ typedef struct {
 } AlgoPerf;
 
 /* Index into perf[count] of the algorithm to use for direction dir: the best-ranked usable one
- * that fits in `limit` bytes of workspace and, when strict (--precision fp32), is admitted by
- * conv_algo_strict_fp32; -1 when none is (the caller then takes algorithm 0 of the direction,
- * IMPLICIT_GEMM / ALGO_0, a direct sum without workspace, under CUDNN_FMA_MATH). */
-int pick_algo(ConvDir dir, const AlgoPerf *perf, int count, size_t limit, int strict);
+ * that fits in `limit` bytes of workspace and that the precision's rule admits; -1 when none is
+ * (the caller then takes algorithm 0 of the direction, IMPLICIT_GEMM / ALGO_0, a direct sum
+ * without workspace, under the precision's math type). */
+int pick_algo(ConvDir dir, const AlgoPerf *perf, int count, size_t limit, ConvRule rule);
 
 /* How the batch-norm kernels (kernels/cuda_norm_kernels.cu) cover x[n, c, spatial] (NCHW): a grid
  * of `splits` blocks per channel (gridDim = (splits, c)), block b of channel c walking units

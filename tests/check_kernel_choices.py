@@ -8,6 +8,9 @@ backward-filter algorithm, number, name and math type) of each rank and checks i
 file's `precision` attribute:
   fp32: cuBLAS in its default math (no TF32), every convolution algorithm under FMA math and a
         direct sum (no FFT or Winograd: strict fp32, kernels/cuda_plan.h), no plan made in a step;
+  bf16, fp16: every convolution algorithm a deterministic direct sum, any math type (no FFT or
+        Winograd, no atomic backward-data ALGO_0 or backward-filter ALGO_0 or ALGO_3: the 16-bit
+        rule, kernels/cuda_plan.h);
   tf32, bf16, fp16: the first line names that precision.
 Prints one line per file and exits 1 if any file fails (a file without kernel choices, i.e. a CPU
 run, fails too: this checks GPU runs)."""
@@ -20,6 +23,8 @@ CONV = re.compile(r"^conv (\S+) k(\d+) s(\d+) p(\d+) -> (\d+): (.*)$")
 # a direction's algorithm, its math type, and its time when it was timed (--conv-algo find)
 ALGO = re.compile(r"(fwd|bwd_data|bwd_filter) (\d+) (\S+) (FMA|DEFAULT|TENSOR_OP)( [\d.]+ ms)?$")
 TRANSFORMS = ("FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED")
+# what cuDNN documents as non-deterministic (atomic adds), per direction
+ATOMIC = {"bwd_data": ("ALGO_0",), "bwd_filter": ("ALGO_0", "ALGO_3")}
 
 
 def problems(text, precision):
@@ -50,6 +55,9 @@ def problems(text, precision):
             direction, _, name, math, _ = a.groups()
             if precision == "fp32" and (math != "FMA" or name in TRANSFORMS):
                 bad.append(f"{m.group(1)} k{m.group(2)}: {direction} {name} under {math}")
+            if precision in ("bf16", "fp16") and (
+                    name in TRANSFORMS or name in ATOMIC.get(direction, ())):
+                bad.append(f"{m.group(1)} k{m.group(2)}: {direction} {name} in {precision}")
     return bad
 
 

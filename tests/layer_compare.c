@@ -11,15 +11,25 @@
  * convolution with its ReLU) is compared as a unit, its output with A's output of the group's
  * last row ("output (fused up to N)"), the add's other input's gradient with A's gradient of that
  * input ("input K (fused)"). A should be the unfused reference (the CPU backend): a tensor A
- * did not produce because it fused rows B ran separately is a failure.
+ * did not produce because it fused rows B ran separately is a failure. Max pooling's input
+ * gradient is compared per tie group of B's input (tests/pool_ties.h): where 16-bit storage
+ * rounds a window's two largest inputs to one value, B routes the gradient to the first of them
+ * and A to the larger, both right; so B's outputs must be its windows' maxima bit for bit, its
+ * gradient must sum, per group, to the group's incoming gradients within its own rounding, and
+ * the per-group sums are what is compared with A's.
  *
  *   layer_compare --model NAME --a CONFIG --b CONFIG [--batch N] [--input C,H,W] [--classes K]
  *                 [--seed S] [--threads T] [--chained] [--tol-forward X] [--tol-grad X]
- *                 [--inject-grad LAYER] [--quiet]
- *   CONFIG: cpu | cpu64 | cuda[:fp32|tf32|bf16|fp16[:auto|nchw|nhwc]] | cpu:bf16
+ *                 [--inject-grad LAYER] [--pool-positions] [--quiet]
+ *   CONFIG: cpu | cpu64 | cuda[:fp32|tf32|bf16|fp16[:auto|nchw|nhwc]] | cpu:bf16 | fake:bf16|fp16
  *     the last part: --act-layout (auto, the default, as dtbench resolves it; nhwc where it
  *     cannot run: exit 77)
  *     cpu64: the CPU backend with float64 convolutions and fully connected layers (tests/cpu64.c)
+ *     fake: B only: activations stored NHWC in bf16 or fp16 around the CPU's fp32 kernels, with
+ *       fused rows (tests/act_fake.c): a GPU's NHWC 16-bit storage, pooling's choice of maximum
+ *       among rounded values included, on any CPU; the precision's tolerances
+ *   --pool-positions: max pooling's input gradient compared position by position like any other
+ *     tensor (what fails where rounding makes ties: tests/test_layer_compare.sh shows it)
  *   --inject-grad LAYER: configuration B's convolution / fully connected backward adds an error
  *     as large as the whole gradient (its 2-norm) to element 0 of LAYER's weight gradient and
  *     input gradient (a test that the comparison names the layer that went wrong)
@@ -27,10 +37,12 @@
  *   fp32 1e-3 forward, 1e-2 gradients; tf32 2e-2 / 1e-1; bf16, fp16 5e-2 / 2.5e-1.
  * Exit status: 0 all within, 1 a difference beyond its tolerance, 2 usage, 77 a configuration
  * this machine cannot run (no GPU, no bf16 on this CPU). */
-#include "cpu64.h"     /* defines: cpu64_backend */
-#include "half_bits.h" /* defines: gc_bf16_*, gc_fp16_* */
+#include "act_fake.h"    /* defines: act_fake_backend, act_fake_format */
+#include "cpu64.h"       /* defines: cpu64_backend */
+#include "inject_grad.h" /* defines: inject_grad_wrap, inject_grad_at */
 #include "layers.h"
-#include "parts.h" /* defines: registry_backend */
+#include "parts.h"     /* defines: registry_backend */
+#include "pool_ties.h" /* defines: pool_tie_groups, pool_group_sums, pool_check_routing */
 
 #include <math.h>
 #include <stdint.h>
@@ -47,7 +59,8 @@ static const ModelDesc *const MODELS[] = {
 typedef struct {
     const char *text;
     const BackendOps *be;
-    Precision precision;
+    Precision precision;  /* B's: the tolerances */
+    Precision run;        /* the backend's arithmetic: the precision, but fp32 for the fake */
     char layout[8];       /* --act-layout's choice: auto (the default), nchw, nhwc */
     ActLayout act_layout; /* what it resolves to for the model (model_choose_layout) */
     BackendCtx *ctx;
@@ -60,9 +73,13 @@ typedef struct {
     float *dx[LAYER_MAX_INPUTS];
 } Recorded;
 
-static Recorded *rec; /* [nlayers] */
+static Recorded *rec;             /* [nlayers] */
+static float **pool_x, **pool_dy; /* [nlayers]: B's input and output gradient of a max pooling */
+/* [nlayers]: the tie groups of B's values of a row's output, from the max pooling rows reading it
+ * whose backward ran: the row's gradient holds their routing and is compared per group */
+static long **ties;
 static float *rec_loss;
-static int local = 1, quiet, beyond, named, compared;
+static int local = 1, quiet, beyond, named, compared, pool_positions;
 static double tol_fwd, tol_grad, worst_norm;
 
 /* n fp32 values (parameters, their gradients, the loss) */
@@ -157,9 +174,17 @@ static void compare(const Model *m, int layer, const char *what, const float *a,
     float *b = producer < -1 ? fetch(m, dev, n) : fetch_act(m, producer, dev, samples);
     for (size_t i = 0; grad && m->loss_scale > 0 && i < n; i++) /* fp16: B's scaled gradients */
         b[i] /= m->loss_scale;
+    float *ga = NULL;
+    char label[64];
+    if (grad && producer >= 0 && ties[producer]) { /* a max pooling's routing is in it */
+        ga = malloc(n * sizeof *ga);
+        pool_group_sums(n, ties[producer], a, ga), pool_group_sums(n, ties[producer], b, b);
+        snprintf(label, sizeof label, "%s per tie group", what);
+        a = ga, what = label;
+    }
     report(m, layer, what, a, b, n, grad ? tol_grad : tol_fwd);
     compared++;
-    free(b);
+    free(b), free(ga);
 }
 
 /* Upload A's values of row `producer`'s output (or its gradient) into B's buffer (--local), in
@@ -188,6 +213,69 @@ static void force_inputs(const Model *m, const Layer *L, int n) {
     }
 }
 
+/* A max pooling row of its own (not fused) reading a layer's output: compared by tie groups */
+static int tie_pool(const Model *m, const LayerEvent *e) {
+    const Layer *L = &m->layers[e->layer];
+    return !pool_positions && L->d.kind == LAYER_MAXPOOL && e->last == e->layer &&
+           L->inputs[0] >= m->first;
+}
+
+/* B's unit roundoff of its stored activations and their gradients */
+static double act_u(const Model *m) {
+    return m->act.type == ACT_BF16 ? 0x1p-8 : m->act.type == ACT_FP16 ? 0x1p-11 : 0x1p-24;
+}
+static PoolShape pool_of(const Layer *L, int n) {
+    return (PoolShape){n,           L->in_c,  L->in_h,  L->in_w, L->d.k,
+                       L->d.stride, L->d.pad, L->out_h, L->out_w};
+}
+
+/* After B's max pooling forward: its outputs must be its windows' maxima (its own input kept for
+ * the backward, which reads none) */
+static void pool_forward_b(const Model *m, const LayerEvent *e) {
+    const Layer *L = &m->layers[e->layer];
+    const PoolShape s = pool_of(L, e->n);
+    free(pool_x[e->layer]);
+    float *x = pool_x[e->layer] = fetch_act(m, L->inputs[0], layer_input_y(m, L, 0, 0), e->n);
+    float *y = fetch_act(m, e->layer, e->y, e->n);
+    const size_t bad = pool_not_window_max(&s, x, y);
+    if (!quiet || bad)
+        printf("%-40s every output its window's maximum: %zu not%s\n", L->d.name, bad,
+               bad ? " BEYOND" : "");
+    beyond += bad > 0;
+    free(y);
+}
+
+/* After B's max pooling backward: the tie groups of its input, kept for the comparisons of that
+ * input's gradient; where it wrote that gradient first (the last reader in forward order), its
+ * own routing of dy */
+static void pool_backward_b(const Model *m, const LayerEvent *e) {
+    const Layer *L = &m->layers[e->layer];
+    const int p = L->inputs[0];
+    const PoolShape s = pool_of(L, e->n);
+    const float *x = pool_x[e->layer], *dy = pool_dy[e->layer], *xa = rec[p].out;
+    if (!x || !dy || !e->dx[0]) return;
+    long *group = pool_tie_groups(&s, x);
+    size_t tied = 0, bad = 0;
+    const size_t moved = xa ? pool_moved_maxima(&s, xa, x, &tied) : 0;
+    double worst = 0;
+    if (layer_last_reader(m, e->layer, 0)) {
+        float *dx = fetch_act(m, p, e->dx[0], e->n);
+        bad = pool_check_routing(&s, x, group, dy, dx, act_u(m), &worst);
+        free(dx);
+    }
+    if (!quiet || bad || moved)
+        printf("%-40s windows whose first maximum moved: %zu, %zu of them ties in B's values; B's "
+               "gradient per tie group = its windows' (%.3g of the rounding bound): %zu not%s\n",
+               L->d.name, moved, tied, worst, bad, bad ? " BEYOND" : "");
+    beyond += bad > 0;
+    if (ties[p]) {
+        pool_merge_groups(act_count(m, p, e->n), ties[p], group);
+        free(group);
+    } else {
+        ties[p] = group;
+    }
+}
+
 /* Configuration B: compares with A's tensor of the same event; with --local, first gives the
  * layer A's inputs (forward) and A's output gradient (backward), so that each line measures the
  * layer's own arithmetic, not what it inherited. */
@@ -206,13 +294,19 @@ static void observe_b(void *user, const Model *m, const LayerEvent *e) {
         else
             snprintf(what, sizeof what, "output");
         compare(m, e->last, what, rec[e->last].out, e->y, e->last, 0, e->n, 0);
+        if (tie_pool(m, e)) pool_forward_b(m, e);
         break;
     case LAYER_BACKWARD_BEGIN:
         if (e->last == m->last - 1) compare(m, -1, "value", rec_loss, m->stats, -2, 1, 0, 0);
         if (local) force(m, e->last, m->layers[e->last].dy, rec[e->last].dy, e->n, 1);
+        if (tie_pool(m, e)) {
+            free(pool_dy[e->layer]);
+            pool_dy[e->layer] = fetch_act(m, e->layer, m->layers[e->layer].dy, e->n);
+        }
         break;
     case LAYER_BACKWARD_END:
         if (e->dw) compare(m, e->layer, "params", r->params, e->dw, -2, L->nparams, 0, 1);
+        if (tie_pool(m, e)) pool_backward_b(m, e);
         for (int k = 0; k < L->ninputs; k++)
             if (e->dx[k]) {
                 snprintf(what, sizeof what, "input %d", k);
@@ -225,52 +319,6 @@ static void observe_b(void *user, const Model *m, const LayerEvent *e) {
         }
         break;
     }
-}
-
-/* ---- --inject-grad: a wrong gradient in one layer of configuration B ------------------------- */
-static BackendOps injected;
-static const BackendOps *inner;
-static const float *inject_dw;
-static ActType inject_act; /* B's activation type (dx is an activation gradient) */
-
-/* n values of type t at dev: element 0 (the same element in NCHW and NHWC) += their 2-norm */
-static void perturb(BackendCtx *ctx, float *dev, size_t n, ActType t) {
-    const size_t eb = ACT_TYPE_BYTES(t);
-    void *raw = malloc(n * eb);
-    float *h = malloc(n * sizeof(float));
-    inner->download(ctx, raw, dev, n * eb);
-    for (size_t i = 0; i < n; i++) {
-        const uint16_t b = eb == 2 ? ((const uint16_t *)raw)[i] : 0;
-        h[i] = t == ACT_BF16   ? gc_bf16_to_float(b)
-               : t == ACT_FP16 ? gc_fp16_to_float(b)
-                               : ((const float *)raw)[i];
-    }
-    double norm = 0;
-    for (size_t i = 0; i < n; i++)
-        norm += (double)h[i] * h[i];
-    h[0] += norm > 0 ? (float)sqrt(norm) : 1.0f; /* ||error|| = ||gradient||: unmistakable */
-    if (eb == 2)
-        ((uint16_t *)raw)[0] = t == ACT_FP16 ? gc_fp16_from_float(h[0]) : gc_bf16_from_float(h[0]);
-    else
-        ((float *)raw)[0] = h[0];
-    inner->upload(ctx, dev, raw, n * eb);
-    free(h), free(raw);
-}
-
-static void inj_conv_backward(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
-                              const float *dy, float *dx, float *dw, float *db, void *work) {
-    inner->conv_backward(ctx, s, x, w, dy, dx, dw, db, work);
-    if (dw != inject_dw) return;
-    perturb(ctx, dw, (size_t)s->c_out * s->c_in * s->k * s->k, ACT_FP32);
-    if (dx) perturb(ctx, dx, (size_t)s->batch * s->c_in * s->h_in * s->w_in, inject_act);
-}
-
-static void inj_fc_backward(BackendCtx *ctx, const FcShape *s, const float *x, const float *w,
-                            const float *dy, float *dx, float *dw, float *db) {
-    inner->fc_backward(ctx, s, x, w, dy, dx, dw, db);
-    if (dw != inject_dw) return;
-    perturb(ctx, dw, (size_t)s->out * s->in, ACT_FP32);
-    if (dx) perturb(ctx, dx, (size_t)s->batch * s->in, inject_act);
 }
 
 /* ---- set-up -------------------------------------------------------------------------------- */
@@ -306,6 +354,15 @@ static void parse_config(Config *c, const char *text) {
                 ? PRECISION_FP16
                 : (usage("precision: expected fp32, tf32, bf16 or fp16"), PRECISION_FP32);
     }
+    c->run = c->precision;
+    if (!strcmp(base, "fake")) {
+        if (c->precision != PRECISION_BF16 && c->precision != PRECISION_FP16)
+            usage("fake: expected fake:bf16 or fake:fp16");
+        act_fake_format =
+            (ActFormat){ACT_NHWC, c->precision == PRECISION_FP16 ? ACT_FP16 : ACT_BF16};
+        c->be = act_fake_backend(1), c->run = PRECISION_FP32;
+        return;
+    }
     /* cpu and cuda from the registry (comm/parts.c: cuda where it was built) */
     c->be = !strcmp(base, "cpu64")                          ? cpu64_backend()
             : !strcmp(base, "cpu") || !strcmp(base, "cuda") ? registry_backend(base)
@@ -314,15 +371,16 @@ static void parse_config(Config *c, const char *text) {
         printf("SKIP: %s: no CUDA backend here %s\n", text, registry_load_error());
         exit(77);
     }
-    if (!c->be) usage("configuration: expected cpu, cpu64 or cuda[:precision[:layout]]");
+    if (!c->be)
+        usage("configuration: expected cpu, cpu64, cuda[:precision[:layout]] or fake:bf16|fp16");
 }
 
 /* The configuration's activation layout for the planned model, as dtbench resolves it. */
 static void choose_layout(Config *c, const Model *plan) {
     char why[320] = "";
     ActFormat f;
-    if (model_choose_layout(plan, c->be, c->precision, c->layout, &c->act_layout, &f, why,
-                            sizeof why) != 0) {
+    if (model_choose_layout(plan, c->be, c->run, c->layout, &c->act_layout, &f, why, sizeof why) !=
+        0) {
         printf("SKIP: %s: %s\n", c->text, why);
         exit(77);
     }
@@ -330,13 +388,12 @@ static void choose_layout(Config *c, const Model *plan) {
 
 static void start(Config *c, int threads) {
     char why[256] = "";
-    if (c->precision != PRECISION_FP32 &&
-        (!c->be->precision_ok || !c->be->precision_ok(c->precision, threads, why, sizeof why))) {
+    if (c->run != PRECISION_FP32 &&
+        (!c->be->precision_ok || !c->be->precision_ok(c->run, threads, why, sizeof why))) {
         printf("SKIP: %s: %s\n", c->text, why[0] ? why : "precision not supported");
         exit(77);
     }
-    BackendConfig cfg = {
-        .threads = threads, .precision = c->precision, .act_layout = c->act_layout};
+    BackendConfig cfg = {.threads = threads, .precision = c->run, .act_layout = c->act_layout};
     if (c->be->init(&cfg, &c->ctx) != 0) {
         printf("SKIP: %s: the backend cannot start here (no GPU?)\n", c->text);
         exit(77);
@@ -399,6 +456,10 @@ typedef struct {
 static void parse_args(int argc, char **argv, Args *args) {
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(o, "--pool-positions")) {
+            pool_positions = 1;
+            continue;
+        }
         if (!strcmp(o, "--quiet") || !strcmp(o, "--chained")) {
             *(!strcmp(o, "--quiet") ? &quiet : &local) = !strcmp(o, "--quiet");
             continue;
@@ -451,6 +512,7 @@ static const ModelDesc *model_of(Args *args) {
 static void plan_configs(Config cf[2], const ModelDesc *d, const Args *args) {
     memset(cf, 0, 2 * sizeof *cf);
     parse_config(&cf[0], args->a_text), parse_config(&cf[1], args->b_text);
+    if (cf[0].run != cf[0].precision) usage("fake: configuration B only"); /* A, the reference */
     default_tolerances(cf[1].precision);
     Model probe;
     model_plan(&probe, d, args->c, args->h, args->w, args->classes, args->batch);
@@ -470,27 +532,26 @@ static void plan_configs(Config cf[2], const ModelDesc *d, const Args *args) {
 static void build_configs(Config cf[2], const ModelDesc *d, const Args *args) {
     for (int k = 0; k < 2; k++)
         start(&cf[k], args->threads);
-    if (args->inject) { /* B's table, wrapped (model_build keeps the pointer) */
-        inner = cf[1].be, injected = *inner;
-        injected.conv_backward = inj_conv_backward, injected.fc_backward = inj_fc_backward;
-        cf[1].be = &injected;
-    }
+    if (args->inject) cf[1].be = inject_grad_wrap(cf[1].be); /* model_build keeps the pointer */
     for (int k = 0; k < 2; k++) {
         model_build(&cf[k].m, d, args->c, args->h, args->w, args->classes, args->batch, cf[k].be,
                     cf[k].ctx, args->seed);
         if (cf[k].precision == PRECISION_FP16) cf[k].m.loss_scale = 1024.0f; /* unscaled above */
         upload_batch(&cf[k], args->seed + 1);
     }
-    inject_act = cf[1].m.act.type;
     if (args->inject)
         for (int i = 0; i < cf[1].m.nlayers; i++)
             if (!strcmp(cf[1].m.layers[i].d.name, args->inject))
-                inject_dw = cf[1].m.grads + (cf[1].m.layers[i].w_off - cf[1].m.param_base);
+                inject_grad_at(cf[1].m.grads + (cf[1].m.layers[i].w_off - cf[1].m.param_base),
+                               cf[1].m.act.type);
 }
 
 /* One step of A (recording), then of B (comparing); the parameters after it, and the verdict. */
 static void run_steps(Config cf[2], const ModelDesc *d) {
     rec = calloc((size_t)d->nlayers, sizeof *rec);
+    pool_x = calloc((size_t)d->nlayers, sizeof *pool_x);
+    pool_dy = calloc((size_t)d->nlayers, sizeof *pool_dy);
+    ties = calloc((size_t)d->nlayers, sizeof *ties);
     LayerObserver oa = {observe_a, NULL}, ob = {observe_b, NULL};
     const float lr = 0.01f;
     step(&cf[0], &oa, lr);
@@ -525,11 +586,12 @@ int main(int argc, char **argv) {
            tol_grad);
     run_steps(cf, d);
     for (int i = 0; i < d->nlayers; i++) {
-        free(rec[i].out), free(rec[i].dy), free(rec[i].params);
+        free(rec[i].out), free(rec[i].dy), free(rec[i].params), free(pool_x[i]), free(pool_dy[i]);
+        free(ties[i]);
         for (int k = 0; k < LAYER_MAX_INPUTS; k++)
             free(rec[i].dx[k]);
     }
-    free(rec), free(rec_loss);
+    free(rec), free(rec_loss), free(pool_x), free(pool_dy), free(ties);
     for (int k = 0; k < 2; k++) {
         model_free(&cf[k].m);
         cf[k].be->finalize(cf[k].ctx);

@@ -203,7 +203,7 @@ static void report(const char *tag, ConvDir dir, const AlgoResult *res, const Al
                    conv_algo_name(dir, a), r->rank, r->why, admitted ? "admitted" : "refused");
         failures += bad, lines++;
     }
-    const int pick = pick_algo(dir, ap, got, WS_LIMIT, 1);
+    const int pick = pick_algo(dir, ap, got, WS_LIMIT, CONV_RULE_STRICT_FP32);
     int old = -1; /* the rule before: the first FMA-math algorithm that fits */
     for (int i = 0; i < got && old < 0; i++)
         if (ap[i].ok && ap[i].memory <= WS_LIMIT && ap[i].fma_math) old = i;

@@ -5,9 +5,10 @@
  *    cublasSgemm, on dtbench's row-major buffers, and compared with the naive reference
  *    (tests/ref_gemm.c); tolerance 1e-4 * max(1, |ref|), as for the CPU backend. A wrong
  *    transpose, dimension or leading dimension fails here instead of on a GPU.
- * 2. The choice among cuDNN's ranked algorithms under a workspace limit, and strict fp32's rule
+ * 2. The choice among cuDNN's ranked algorithms under a workspace limit, strict fp32's rule
  *    (cuda_plan.h): no FFT or Winograd algorithm in any direction, the direct sums under FMA
- *    math only; the error bound the GPU tests hold admitted algorithms to.
+ *    math only, and the 16-bit precisions' rule: no FFT, Winograd or atomic algorithm, any math
+ *    type; the error bound the GPU tests hold strict fp32's algorithms to.
  * 3. That bound measured the way tests/test_cuda_algos.c measures every cuDNN algorithm
  *    (tests/conv_check.c), here on the CPU backend's convolutions, which must meet it, and on an
  *    fp32 Winograd F(4x4,3x3), which it must flag on graded inputs.
@@ -68,8 +69,8 @@ static void test_fc(int n, int in, int out) {
 }
 
 static void expect_pick(const char *what, ConvDir dir, const AlgoPerf *p, int count, size_t limit,
-                        int strict, int want) {
-    int got = pick_algo(dir, p, count, limit, strict);
+                        ConvRule rule, int want) {
+    int got = pick_algo(dir, p, count, limit, rule);
     printf("pick_algo %s %s: %d (expected %d) %s\n", conv_dir_name(dir), what, got, want,
            got == want ? "ok" : "FAIL");
     check_count(got == want);
@@ -83,14 +84,18 @@ static void test_pick_basics(void) {
         {.algo = 1, .ok = 1, .fma_math = 1, .memory = 1 << 20}, /* needs 1 MiB */
         {.algo = 0, .ok = 1, .fma_math = 1, .memory = 0},
     };
-    expect_pick("strict fp32 that fits", CONV_FWD, ranked, 4, 1 << 20, 1, 2);
-    expect_pick("smaller limit skips the 1 MiB one", CONV_FWD, ranked, 4, 1000, 1, 3);
+    expect_pick("strict fp32 that fits", CONV_FWD, ranked, 4, 1 << 20, CONV_RULE_STRICT_FP32, 2);
+    expect_pick("smaller limit skips the 1 MiB one", CONV_FWD, ranked, 4, 1000,
+                CONV_RULE_STRICT_FP32, 3);
     /* strict fp32 means never TF32: with no admitted algorithm the caller falls back to
      * IMPLICIT_GEMM / ALGO_0 under CUDNN_FMA_MATH, never to a TF32-capable one */
-    expect_pick("never a non-FMA algorithm (TF32 may be used)", CONV_FWD, ranked, 2, 0, 1, -1);
-    expect_pick("nothing usable", CONV_FWD, ranked + 1, 1, 1 << 30, 1, -1);
-    expect_pick("empty list", CONV_FWD, ranked, 0, 1 << 30, 1, -1);
-    expect_pick("tf32/bf16/fp16 take the best-ranked one", CONV_FWD, ranked, 4, 0, 0, 0);
+    expect_pick("never a non-FMA algorithm (TF32 may be used)", CONV_FWD, ranked, 2, 0,
+                CONV_RULE_STRICT_FP32, -1);
+    expect_pick("nothing usable", CONV_FWD, ranked + 1, 1, 1 << 30, CONV_RULE_STRICT_FP32, -1);
+    expect_pick("empty list", CONV_FWD, ranked, 0, 1 << 30, CONV_RULE_STRICT_FP32, -1);
+    expect_pick("tf32 takes the best-ranked one", CONV_FWD, ranked, 4, 0, CONV_RULE_ANY, 0);
+    expect_pick("bf16/fp16 take the best-ranked one, any math type", CONV_FWD, ranked, 4, 0,
+                CONV_RULE_16BIT, 0);
 }
 
 /* The rule of strict fp32: no FFT or Winograd algorithm in any direction, whatever its rank and
@@ -128,12 +133,53 @@ static void test_rule(void) {
             ranked[i] = (AlgoPerf){.algo = TRANSFORMS[d][i], .ok = 1, .fma_math = 1, .memory = 0};
         ranked[4] = (AlgoPerf){.algo = DIRECT[d][1], .ok = 1, .fma_math = 1, .memory = 1 << 20};
         ranked[5] = (AlgoPerf){.algo = 0, .ok = 1, .fma_math = 1, .memory = 0};
-        expect_pick("strict: the first direct sum after FFT/Winograd", dir, ranked, 6, 1 << 20, 1,
-                    4);
-        expect_pick("strict: without workspace, algorithm 0", dir, ranked, 6, 0, 1, 5);
-        expect_pick("strict: only FFT/Winograd offered", dir, ranked, 4, 1 << 30, 1, -1);
-        expect_pick("tf32/bf16/fp16 may take FFT/Winograd", dir, ranked, 6, 0, 0, 0);
+        expect_pick("strict: the first direct sum after FFT/Winograd", dir, ranked, 6, 1 << 20,
+                    CONV_RULE_STRICT_FP32, 4);
+        expect_pick("strict: without workspace, algorithm 0", dir, ranked, 6, 0,
+                    CONV_RULE_STRICT_FP32, 5);
+        expect_pick("strict: only FFT/Winograd offered", dir, ranked, 4, 1 << 30,
+                    CONV_RULE_STRICT_FP32, -1);
+        expect_pick("tf32 may take FFT/Winograd", dir, ranked, 6, 0, CONV_RULE_ANY, 0);
         test_rule_names(dir);
+    }
+}
+
+/* The 16-bit rule: the direct sums cuDNN documents as deterministic, under any math type; no
+ * FFT, Winograd, atomic (backward ALGO_0, backward-filter ALGO_3) or unknown algorithm. A ranking
+ * like the timed one of fp16's 1x28x28 5x5 input gradient: a transform first, ALGO_0 next. */
+static const int ATOMIC[CONV_DIRS][2] = {
+    [CONV_FWD] = {-1, -1}, [CONV_BWD_DATA] = {0, -1}, [CONV_BWD_FILTER] = {0, 3}};
+static const int DETERMINISTIC[CONV_DIRS][4] = {[CONV_FWD] = {0, 1, 2, 3},
+                                                [CONV_BWD_DATA] = {1, -1, -1, -1},
+                                                [CONV_BWD_FILTER] = {1, -1, -1, -1}};
+
+static void test_rule_16bit(void) {
+    for (int d = 0; d < CONV_DIRS; d++) {
+        const ConvDir dir = (ConvDir)d;
+        int ok = !conv_algo_16bit(dir, 8) && !conv_algo_16bit(dir, -1);
+        for (int i = 0; i < 4; i++)
+            ok = ok && !conv_algo_16bit(dir, TRANSFORMS[d][i]) &&
+                 (DETERMINISTIC[d][i] < 0 || conv_algo_16bit(dir, DETERMINISTIC[d][i]));
+        for (int i = 0; i < 2; i++)
+            ok = ok && (ATOMIC[d][i] < 0 || !conv_algo_16bit(dir, ATOMIC[d][i]));
+        printf(
+            "16-bit rule %s: FFT, Winograd, atomic and unknown numbers refused, the deterministic "
+            "direct sums admitted %s\n",
+            conv_dir_name(dir), ok ? "ok" : "FAIL");
+        check_count(ok);
+        AlgoPerf ranked[4] = {
+            {.algo = TRANSFORMS[d][1], .ok = 1, .fma_math = 0, .memory = 0},
+            {.algo = ATOMIC[d][0] >= 0 ? ATOMIC[d][0] : TRANSFORMS[d][3], .ok = 1, .memory = 0},
+            {.algo = DETERMINISTIC[d][0], .ok = 1, .fma_math = 0, .memory = 1 << 20},
+            {.algo = DETERMINISTIC[d][0], .ok = 1, .fma_math = 1, .memory = 0},
+        };
+        expect_pick("bf16/fp16: the deterministic direct sum after a transform and an atomic one",
+                    dir, ranked, 4, 1 << 20, CONV_RULE_16BIT, 2);
+        expect_pick("bf16/fp16: under FMA math too when it fits", dir, ranked, 4, 0,
+                    CONV_RULE_16BIT, 3);
+        expect_pick("bf16/fp16: only a transform and an atomic one offered", dir, ranked, 2,
+                    1 << 30, CONV_RULE_16BIT, -1);
+        expect_pick("tf32 takes the transform", dir, ranked, 4, 0, CONV_RULE_ANY, 0);
     }
 }
 
@@ -313,6 +359,7 @@ int main(void) {
 
     test_pick_basics();
     test_rule();
+    test_rule_16bit();
     test_bound();
     test_cpu_convs();
     test_transform_flagged();

@@ -5,7 +5,8 @@
 #      algorithms under FMA passes (also with the times --conv-algo find measured and a fused
 #      conv+bias+ReLU noted); an FFT or Winograd algorithm, a TENSOR_OP or DEFAULT math
 #      type, cuBLAS in TF32 mode, a plan made inside a step or a file without kernel choices (a
-#      CPU run) fails, naming what; tf32 may use tensor-op math;
+#      CPU run) fails, naming what; tf32 may use tensor-op math; bf16 and fp16 may too, but only
+#      deterministic direct sums: an FFT or an atomic ALGO_0 or ALGO_3 fails;
 #   2. tests/compare_tf32_logs.py, a kernel test's results with and without
 #      NVIDIA_TF32_OVERRIDE=0: the H100 session's logs (bench/results/2026-11-26-h100/session),
 #      whose only differences were a timing line and a nondeterministic weight gradient (1.03e-4
@@ -37,6 +38,11 @@ make_file tf32blas fp32 "${head32/default math (no TF32)/CUBLAS_TF32_TENSOR_OP_M
 make_file late fp32 "$head32"$'\n'"$good"$'\n'"plans made inside a step: 2"
 make_file cpu fp32 ""
 make_file tf32 tf32 "precision tf32: cuBLAS sgemm, CUBLAS_TF32_TENSOR_OP_MATH; cuDNN fp32 tensors"$'\n'"${good//FMA/TENSOR_OP}"
+head16="precision bf16: cuBLAS cublasGemmEx on 16-bit activations, CUBLAS_COMPUTE_32F; cuDNN on NHWC 16-bit x/dy, KRSC 16-bit W, float compute; activations NHWC bf16"
+good16="conv 8x64x56x56 k3 s1 p1 -> 64: fwd 1 IMPLICIT_PRECOMP_GEMM TENSOR_OP 0.101 ms, bwd_data 1 ALGO_1 TENSOR_OP 0.120 ms, bwd_filter 1 ALGO_1 DEFAULT 0.130 ms"
+make_file bf16 bf16 "$head16"$'\n'"$good16"
+make_file bf16fft bf16 "$head16"$'\n'"${good16/bwd_data 1 ALGO_1/bwd_data 3 FFT_TILING}"
+make_file fp16atomic fp16 "${head16//bf16/fp16}"$'\n'"${good16/bwd_filter 1 ALGO_1/bwd_filter 3 ALGO_3}"
 
 check() { # check NAME STATUS PATTERN
     set +e
@@ -57,6 +63,9 @@ check tf32blas 1 "cuBLAS is not in its default math"
 check late 1 "plans made inside a step: 2"
 check cpu 1 "no kernel choices recorded"
 check tf32 0 "(tf32)"
+check bf16 0 "(bf16)"
+check bf16fft 1 "bwd_data FFT_TILING in bf16"
+check fp16atomic 1 "bwd_filter ALGO_3 in fp16"
 
 # 2. numbers with and without NVIDIA_TF32_OVERRIDE=0
 H100="$TESTS_SRCDIR/../bench/results/2026-11-26-h100/session"
