@@ -44,7 +44,7 @@ while (($#)); do
     --table) TABLE=$2; shift 2 ;;
     --all) pass+=(--all); shift ;;
     --models | --configs | --rounds | --iters | --warmup) pass+=("$1" "$2"); shift 2 ;;
-    -h | --help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "gpu_bench: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done

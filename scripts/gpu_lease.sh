@@ -33,7 +33,7 @@ while (($#)); do
     --budget) BUDGET=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
     --dry-run) DRY=1; shift ;;
-    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "gpu_lease: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
