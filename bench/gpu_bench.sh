@@ -1,34 +1,39 @@
 #!/usr/bin/env bash
 # gpu_bench.sh - the GPU benchmark users can trust: dtbench against PyTorch on ONE GPU, side by
-# side in one run, rounds alternated, in the configurations users train with. Run from the build
-# tree (or set DTBENCH):
-#   bench/gpu_bench.sh [--out DIR] [--budget S] [--models "M[:B] ..."] [--configs "C ..."]
+# side in one run, rounds alternated, in the precisions users train with. Run from the build tree
+# (or set DTBENCH):
+#   bench/gpu_bench.sh [--out DIR] [--budget S] [--all] [--models "M[:B] ..."] [--configs "C ..."]
 #                      [--rounds N] [--iters N] [--warmup N] [--plan] [--device cpu]
-# Configurations (bench/gpu_bench.py): fp32 (strict on both sides), default (PyTorch's defaults
-# against dtbench tf32), bf16 and fp16 (autocast + channels_last + cudnn.benchmark against dtbench
+#   bench/gpu_bench.sh --table DIR      # DIR's table again, from its runs (no GPU needed)
+# Precisions (bench/gpu_bench_table.py): fp32 (strict on both sides), tf32 (dtbench tf32 against
+# PyTorch's defaults), bf16 and fp16 (autocast + channels_last + cudnn.benchmark against dtbench
 # --precision bf16/fp16); both sides take their batch through a prefetched upload from
-# page-locked memory (dtbench --prefetch, torch_peer.py --data pinned). Every model of the zoo at
-# a batch users run (LeNet, FCN-5, LSTM-32 64; AlexNet, GoogLeNet 128; ResNet-50 64 and 256;
-# VGG16 64), and what graphs and prefetching gain (dtbench with each off), in the order of what
-# they tell, as far as --budget seconds (default 420) allow: at least 3 rounds of 50 measured
-# steps after 10 warm-up steps each. Prints the table last; DIR (default
-# bench/results/<date>-<gpu>/gpu-bench) gets table.txt, cells.csv, runs.csv, plan.txt,
-# machine.txt and raw/ (every result file, JSON and log). --plan prints the cells and their
-# estimated cost and stops. --device cpu: a rehearsal on the CPU with PyTorch's CPU build (small
-# models, 3 rounds of 5 steps): proves the script, measures nothing.
-# With 2 GPUs or more and budget left: NCCL's allreduce bus bandwidth at the models' gradient
-# sizes (bench/nccl_busbw) and dtbench's own NCCL exchange (nccl_*.txt).
-# Interpreters: TORCH_PYTHON (default: the first of python3, /usr/bin/python3 importing torch),
-# H5_PYTHON (the first of python3, .venv/bin/python, /usr/bin/python3 importing h5py and numpy).
+# page-locked memory (dtbench --prefetch, torch_peer.py --data pinned). By default the headline
+# cells: ResNet-50 b256 bf16, LeNet, LSTM-32 and FCN-5 (b64, fp32), GoogLeNet b128, VGG16 b64 and
+# AlexNet b128 in bf16, ResNet-50 b256 fp32: 2 rounds each, each cell's steps sized from its step
+# time (about 2 s measured per side and round), about 130 s on an H200; --all (or --models,
+# --configs) every model of the zoo in every precision and what graphs and prefetching gain
+# (dtbench with each off), about 9 minutes. Cells run in order as far as --budget seconds
+# (default 300) allow. Prints the table last, with each cell that misses a target and by how much
+# (ratio below 1.0 against PyTorch, an exchange above 1% of the total on one rank, phases that
+# add up to more than the total); DIR (default bench/results/<date>-<gpu>/gpu-bench) gets
+# table.txt, cells.csv, runs.csv, plan.txt, machine.txt and raw/ (every result file, JSON and
+# log). --plan prints the cells and their estimated cost and stops. --device cpu: a rehearsal on
+# the CPU with PyTorch's CPU build (small models, 2 rounds of 5 steps): proves the script,
+# measures nothing. With 2 GPUs or more and budget left: NCCL's allreduce bus bandwidth at the
+# models' gradient sizes (bench/nccl_busbw) and dtbench's own NCCL exchange (nccl_*.txt).
+# Interpreters: TORCH_PYTHON (default: the first of python3, /usr/bin/python3 with torch),
+# H5_PYTHON (the first of python3, .venv/bin/python, /usr/bin/python3 with h5py and numpy).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 DTBENCH=${DTBENCH:-src/dtbench}
 BUSBW=${BUSBW:-bench/nccl_busbw}
 PROBE=${PROBE:-tests/cuda_probe}
 OUT=""
-BUDGET=420
+BUDGET=300
 DEVICE=cuda
 PLAN=0
+TABLE=""
 pass=()
 while (($#)); do
     case $1 in
@@ -36,43 +41,51 @@ while (($#)); do
     --budget) BUDGET=$2; shift 2 ;;
     --device) DEVICE=$2; shift 2 ;;
     --plan) PLAN=1; shift ;;
+    --table) TABLE=$2; shift 2 ;;
+    --all) pass+=(--all); shift ;;
     --models | --configs | --rounds | --iters | --warmup) pass+=("$1" "$2"); shift 2 ;;
-    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "gpu_bench: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
 die() { echo "gpu_bench: error: $*" >&2; exit 2; }
 START=$(date +%s)
 case $DEVICE in cuda | cpu) ;; *) die "--device: '$DEVICE' is not accepted: expected cuda or cpu" ;; esac
-[ -x "$DTBENCH" ] || die "no $DTBENCH (run from the build tree, or set DTBENCH)"
-DTBENCH=$(cd "$(dirname "$DTBENCH")" && pwd)/$(basename "$DTBENCH")
-help=$("$DTBENCH" --help) # whole, then grep: no SIGPIPE under pipefail
-grep -q -- '--graphs' <<<"$help" || die "$DTBENCH has no --graphs (an older dtbench)"
-first_with() { # first_with MODULES PYTHON...: the first interpreter importing MODULES
-    local mods=$1 p
-    shift
-    for p in "$@"; do
-        if command -v "$p" >/dev/null && "$p" -c "import $mods" 2>/dev/null; then
+has() { # has MODULES PYTHON: PYTHON finds MODULES (without importing them: torch takes seconds)
+    # shellcheck disable=SC2086 # MODULES: one word each
+    command -v "$2" >/dev/null &&
+        "$2" -c "import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in sys.argv[1:]))" $1 2>/dev/null
+}
+first_with() { # first_with MODULES PYTHON...: the first interpreter that has MODULES
+    local p
+    for p in "${@:2}"; do
+        if has "$1" "$p"; then
             command -v "$p"
             return 0
         fi
     done
     return 1
 }
+H5_PYTHON=${H5_PYTHON:-$(first_with "h5py numpy" python3 .venv/bin/python /usr/bin/python3)} ||
+    die "no Python imports h5py and numpy (set H5_PYTHON)"
+if [ -n "$TABLE" ]; then
+    exec "$H5_PYTHON" "$HERE/gpu_bench_table.py" "$TABLE"
+fi
+if [ "$PLAN" = 1 ]; then
+    exec "$H5_PYTHON" "$HERE/gpu_bench.py" --plan-only --device "$DEVICE" --budget "$BUDGET" "${pass[@]}"
+fi
+[ -x "$DTBENCH" ] || die "no $DTBENCH (run from the build tree, or set DTBENCH)"
+DTBENCH=$(cd "$(dirname "$DTBENCH")" && pwd)/$(basename "$DTBENCH")
+help=$("$DTBENCH" --help) # whole, then grep: no SIGPIPE under pipefail
+grep -q -- '--graphs' <<<"$help" || die "$DTBENCH has no --graphs (an older dtbench)"
 TORCH_PYTHON=${TORCH_PYTHON:-$(first_with torch python3 /usr/bin/python3)} ||
     die "no Python imports torch (set TORCH_PYTHON)"
-H5_PYTHON=${H5_PYTHON:-$(first_with "h5py, numpy" python3 .venv/bin/python /usr/bin/python3)} ||
-    die "no Python imports h5py and numpy (set H5_PYTHON)"
 NGPUS=0
 if [ "$DEVICE" = cuda ]; then
     grep -q -- '--device {cpu,cuda' <<<"$help" || die "$DTBENCH was built without the CUDA backend"
     [ -x "$PROBE" ] || die "no $PROBE (make check builds it)"
     NGPUS=$("$PROBE") || die "no GPU visible"
-    "$TORCH_PYTHON" -c "import torch, sys; sys.exit(not torch.cuda.is_available())" ||
-        die "$TORCH_PYTHON's torch sees no GPU"
     pass+=(--mpirun "$(command -v mpirun >/dev/null && echo "mpirun -np 1 --bind-to none" || true)")
-else # the rehearsal: small and quick
-    pass=(--rounds 3 --iters 5 --warmup 1 "${pass[@]}")
 fi
 if [ -z "$OUT" ] && [ "$DEVICE" = cpu ]; then # a rehearsal's output is no result
     OUT=$PWD/gpu-bench-rehearsal-$(date +%Y%m%d-%H%M%S)
@@ -81,23 +94,19 @@ elif [ -z "$OUT" ]; then
         sed -n '1{s/.*\(H100\|H200\|A100\|B200\|L40S\|V100\).*/\1/;s/ /-/g;p}' | tr 'A-Z' 'a-z')
     OUT=$HERE/results/$(date +%F)-${gpu:-gpu}/gpu-bench
 fi
-[ "$PLAN" = 1 ] || [ ! -e "$OUT/table.txt" ] || die "$OUT has a table.txt already: name another --out"
+[ ! -e "$OUT/table.txt" ] || die "$OUT has a table.txt already: name another --out"
 mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 HDF5_USE_FILE_LOCKING=FALSE
-{
+{ # (PyTorch's versions: gpu_bench.py adds them once its PyTorch process has started)
     echo "host $(hostname), $(date -u +%FT%TZ), device $DEVICE, $NGPUS GPU(s)"
     echo "dtbench: $("$DTBENCH" --version 2>&1 | sed -n 1p)"
-    echo "torch: $("$TORCH_PYTHON" -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())' 2>&1)"
     nvidia-smi -L 2>/dev/null || true
     nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv 2>/dev/null || true
 } >"$OUT/machine.txt"
 cat "$OUT/machine.txt"
-planonly=()
-[ "$PLAN" = 1 ] && planonly=(--plan-only)
 left=$((BUDGET - ($(date +%s) - START)))
 "$H5_PYTHON" "$HERE/gpu_bench.py" --out "$OUT" --dtbench "$DTBENCH" --torch-python "$TORCH_PYTHON" \
-    --device "$DEVICE" --budget "$left" "${planonly[@]}" "${pass[@]}"
-[ "$PLAN" = 1 ] && exit 0
+    --device "$DEVICE" --budget "$left" "${pass[@]}"
 
 # NCCL, with 2 GPUs or more and a minute left
 left=$((BUDGET - ($(date +%s) - START)))
@@ -123,6 +132,6 @@ for fn in sys.argv[1:]:
               f"{ex*1e3:.2f} ms (effective busbw {bus:.1f} GB/s)")
 PY
     cat "$OUT/nccl_exchange.txt"
+    cat "$OUT/table.txt" # last again, after NCCL's figures
 fi
 echo "== results in $OUT"
-cat "$OUT/table.txt"

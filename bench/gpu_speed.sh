@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# gpu_speed.sh - one prepared call for a lent GPU (about 5 minutes of device time): checks, then
-# measures, the speed work of the CUDA backend (bench/README.md "Where the H100 ResNet-50 step
-# goes"). Run from the build tree:
+# gpu_speed.sh - one command on a GPU machine (about 5 minutes): checks, then measures, the speed
+# work of the CUDA backend (bench/README.md "Where the H100 ResNet-50 step went"). Run from the
+# build tree:
 #   bench/gpu_speed.sh [--out DIR] [--iters N] [--batch B] [--device cpu]
 # 1. Correctness first: tests/test_cuda_bn (batch norm, plain and fused, against the CPU),
 #    tests/test_cuda_nhwc (every NHWC 16-bit kernel against the CPU) and tests/test_gpu_fast.sh

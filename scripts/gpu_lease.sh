@@ -1,32 +1,29 @@
 #!/usr/bin/env bash
-# gpu_lease.sh - the one command a lent GPU machine runs: unpack the archive scripts/gpu_pack.sh
-# made, run the session (scripts/gpu_session.sh) under a time limit, write its whole log folder as
-# ONE archive into the folder the caller names, and print SUMMARY last.
+# gpu_lease.sh - validate and benchmark dtbench on a GPU machine in one command, within a time
+# budget: unpack the archive scripts/gpu_pack.sh made, print the plan (each step's estimated
+# time), run the session (scripts/gpu_session.sh) so that it ends in time, write its whole log
+# folder as ONE archive into the folder named, and print SUMMARY last.
 #   scripts/gpu_lease.sh [--pack FILE] [--out DIR] [--budget S] [--only STEP,...] [--dry-run]
-# --pack: the archive (default .gpu/dtbench-gpu-pack.tar.xz, git-ignored: name it in the device
-#         tool's `carry`); --out: where the log archive goes (default $OUT, else .gpu/out);
-# --budget: seconds after which the session starts no new step (default 450);
+# --pack: the archive (default .gpu/dtbench-gpu-pack.tar.xz, git-ignored: copy it to the GPU
+#         machine beside a checkout, or name it here); --out: where the log archive goes
+#         (default $OUT, else .gpu/out);
+# --budget: seconds the whole command may take (default 540: 9 minutes). Unpacking takes ~10 s,
+#         archiving a few; the session gets the rest less 25 s, starts no step after it, and cuts
+#         each step's limit to what is left, so the command ends within the budget; with every
+#         step the plan is about 8 minutes (the steps' estimates: gpu_session.sh);
+# --only: the named steps only (gpu_session.sh --plan lists them);
 # --dry-run: on a machine without a GPU (a rehearsal): the same, with the machine's own MPI out of
 #         PATH and LD_LIBRARY_PATH, so what runs is the pack alone; the GPU steps say they skip.
-# Time on a 15-minute lease: start-up 1-2 min, unpacking ~10 s, the session --budget (its steps
-# are limited so that none runs past it), archiving a few seconds, the trip back; so give the
-# device call timeout_s = budget + 90 (at most 600). The archive leaves out result files over
-# 2 MiB and is kept under 16 MiB (the device tool returns files up to that size). The exit status
-# is the session's (0: every step that ran passed).
-#
-# The device `run` call, from the repository root with the pack built (scripts/gpu_pack.sh):
-#   run(command="scripts/gpu_lease.sh --out \"$OUT\"", carry=[".gpu/dtbench-gpu-pack.tar.xz"],
-#       timeout_s=540)
-# The benchmark against PyTorch (bench/gpu_bench.sh: the cells that fit, in the order of what
-# they tell; its results folder inside the archive, under bench/), after the GPU checks of the
-# batch prefetch and the graphs (tests/test_gpu_step.sh):
-#   run(command="scripts/gpu_lease.sh --only gpu-step,gpu-bench --budget 500 --out \"$OUT\"",
-#       carry=[".gpu/dtbench-gpu-pack.tar.xz"], timeout_s=590)
+# The archive leaves out result files over 2 MiB and is kept under 16 MiB (result files are
+# dropped first). The exit status is the session's (0: every step that ran passed).
+# Typical use, from a checkout on the GPU machine with the archive copied into .gpu/:
+#   scripts/gpu_lease.sh --out /tmp/gpu-logs              # everything, within 9 minutes
+#   scripts/gpu_lease.sh --only gpu-step,gpu-bench --budget 300 --out /tmp/gpu-logs
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PACKFILE=$HERE/.gpu/dtbench-gpu-pack.tar.xz
 DEST=${OUT:-$HERE/.gpu/out}
-BUDGET=450
+BUDGET=540
 ONLY=""
 DRY=0
 while (($#)); do
@@ -36,11 +33,13 @@ while (($#)); do
     --budget) BUDGET=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
     --dry-run) DRY=1; shift ;;
-    -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "gpu_lease: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
 say() { echo "gpu_lease: $*"; }
+[[ $BUDGET =~ ^[0-9]+$ ]] && ((BUDGET >= 60)) ||
+    { say "error: --budget: '$BUDGET' is not accepted: expected seconds, at least 60"; exit 2; }
 [ -f "$PACKFILE" ] || { say "error: no $PACKFILE (scripts/gpu_pack.sh makes it)"; exit 2; }
 mkdir -p "$DEST"
 WORKDIR=$(mktemp -d "${TMPDIR:-/tmp}/dtbench-lease.XXXXXX")
@@ -58,10 +57,11 @@ if [ "$DRY" = 1 ]; then # the machine's own MPI out of reach: the pack must do w
     done
     hidden=$WORKDIR/hidden-bin # bash, coreutils and the rest from /usr/bin, without MPI
     mkdir -p "$hidden"
-    for tool in /usr/bin/* /bin/*; do
-        case $(basename "$tool") in mpi* | orte* | ompi* | opal* | prte* | pmix*) continue ;; esac
-        [ -e "$hidden/$(basename "$tool")" ] || ln -s "$tool" "$hidden/$(basename "$tool")"
-    done
+    # one ln for thousands of tools (a process each took ~30 s on a loaded machine); /bin's that
+    # /usr/bin has already stay /usr/bin's
+    ln -s -t "$hidden" /usr/bin/* 2>/dev/null
+    ln -s -t "$hidden" /bin/* 2>/dev/null
+    rm -f "$hidden"/mpi* "$hidden"/orte* "$hidden"/ompi* "$hidden"/opal* "$hidden"/prte* "$hidden"/pmix*
     PATH=$(IFS=:; echo "${clean[*]}"):$hidden
     export PATH
     unset LD_LIBRARY_PATH OPAL_PREFIX PMIX_INSTALL_PREFIX
@@ -69,11 +69,21 @@ if [ "$DRY" = 1 ]; then # the machine's own MPI out of reach: the pack must do w
     say "dry run: mpirun on PATH: $(command -v mpirun || echo none) (the session puts the pack's first)"
 fi
 
+SESSION=$WORKDIR/dtbench-gpu/tree/scripts/gpu_session.sh
+session_budget=$((BUDGET - ($(date +%s) - t0) - 25)) # 25 s: the last step's kill, the archive
+say "the plan (estimates from the H200 run of 2026-11-28; the session's budget ${session_budget} s):"
+"$SESSION" --plan --budget "$session_budget" ${ONLY:+--only "$ONLY"} | sed 's/^/  /' | tee "$WORKDIR/plan.txt"
+planned=$(sed -n 's/.*session: about \([0-9]*\) s.*/\1/p' "$WORKDIR/plan.txt")
+so_far=$(($(date +%s) - t0))
+say "in all about ${so_far} s so far + ${planned:-?} s of session + ~5 s of archive =" \
+    "$((so_far + ${planned:-0} + 5)) s of the ${BUDGET} s budget"
+
 LOGDIR=$WORKDIR/gpu-session-$(hostname -s)-$(date +%Y%m%d-%H%M%S)
-limit=$((BUDGET + 60))
-timeout -k 15 "$limit" "$WORKDIR/dtbench-gpu/tree/scripts/gpu_session.sh" --log "$LOGDIR" \
-    --budget "$BUDGET" ${ONLY:+--only "$ONLY"} >"$WORKDIR/session.out" 2>&1
+limit=$((session_budget + 15)) # the session ends by itself before; this only stops a hang
+timeout -k 5 "$limit" "$SESSION" --log "$LOGDIR" \
+    --budget "$session_budget" ${ONLY:+--only "$ONLY"} >"$WORKDIR/session.out" 2>&1
 rc=$?
+cp "$WORKDIR/plan.txt" "$LOGDIR/PLAN.lease" 2>/dev/null
 [ "$rc" = 124 ] || [ "$rc" = 137 ] && echo "TIME  session: stopped by gpu_lease after ${limit}s" >>"$LOGDIR/SUMMARY"
 cp "$WORKDIR/session.out" "$LOGDIR/session.out" 2>/dev/null
 

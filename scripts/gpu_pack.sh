@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# gpu_pack.sh - prepares the one archive a lent GPU machine needs to validate and benchmark dtbench.
+# gpu_pack.sh - prepares the one archive a GPU machine needs to validate and benchmark dtbench.
 # Run on a normal build machine (CUDA toolkit, cuDNN, NCCL, Open MPI and parallel
 # HDF5 installed, as scripts/setup.sh expects):
 #   scripts/gpu_pack.sh [--out FILE] [--arch 90] [--python 3.12] [--no-wheel] [--max-mb 60]
-# The GPU machine has CUDA, nvcc, cuDNN, NCCL and PyTorch but no Open MPI, no parallel HDF5 and no
-# package registry, so the archive carries:
+# A GPU machine set up for deep learning has the CUDA driver, cuDNN, NCCL and PyTorch but often
+# neither Open MPI nor parallel HDF5, and may have no network, so the archive carries:
 #   bin/      dtbench and its GPU module beside it (src/dtbench-cuda.so: the CUDA backend and NCCL,
 #             loaded when a run asks for them), the test and benchmark programs, built for
 #             sm_<arch> (default 90, Hopper) from the committed tree (git archive HEAD) with
@@ -168,4 +168,4 @@ mb=$(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1048576}')
 say "wrote $OUT: $mb MiB ($(grep -c '^\./' "$PACK/MANIFEST") files; unpacked $(du -sh "$PACK" | cut -f1))"
 awk -v b="$bytes" -v m="$MAX_MB" 'BEGIN {exit !(b <= m * 1048576)}' ||
     die "the archive is $mb MiB, over the ${MAX_MB} MiB limit"
-say "on the GPU machine, from the repository root: scripts/gpu_lease.sh --pack ${OUT#"$HERE"/} --out \"\$OUT\" (docs/gpu.md)"
+say "copy it to the GPU machine; there, from a checkout: scripts/gpu_lease.sh --pack FILE --out DIR (docs/gpu.md)"

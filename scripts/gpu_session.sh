@@ -1,47 +1,133 @@
 #!/usr/bin/env bash
-# gpu_session.sh - one scripted validation and benchmark session on a lent GPU machine, run from
-# the archive scripts/gpu_pack.sh made (scripts/gpu_lease.sh unpacks it and calls this):
-#   dtbench-gpu/tree/scripts/gpu_session.sh [--log DIR] [--budget S] [--only STEP,...]
+# gpu_session.sh - one scripted validation and benchmark session on a GPU machine, run from the
+# archive scripts/gpu_pack.sh made (scripts/gpu_lease.sh unpacks it and calls this):
+#   dtbench-gpu/tree/scripts/gpu_session.sh [--log DIR] [--budget S] [--only STEP,...] [--plan]
 # Probes the machine, sets up the packed Open MPI (quiet, PMIx plugins of its own build only),
-# libraries and h5py, then runs, in the order of what each tells, each step under a timeout, every
-# output in one folder (default gpu-session-<host>-<date>):
-#   1. probe: nvidia-smi, topology, driver, CUDA/cuDNN/NCCL/PyTorch versions, what dtbench loads;
-#      the packed MPI runtime on 2 ranks;
-#   2. kernel tests: test_cuda_kernels (every convolution against float64 within strict fp32's
-#      bound) and test_cuda_zoo, each also with NVIDIA_TF32_OVERRIDE=0 (their numbers compared:
-#      a result that moves means TF32), test_cuda_precision, the NHWC 16-bit kernels
-#      (test_device_nhwc on the CPU, test_cuda_nhwc on the GPU against the CPU backend), and
-#      test_cuda_algos (every cuDNN algorithm on LeNet's and ResNet-50's shapes against float64:
-#      the rule's measurement);
-#   3. the layer-by-layer comparison of every model, CPU against GPU, in every precision
-#      (tests/test_gpu_layer_compare.sh);
-#   4. one training step per model with dtbench itself, GPU against CPU parameters, and the math
-#      of every convolution and GEMM of the GPU run from its result file (check_kernel_choices);
-#      the per-layer profile of ResNet-50 (--profile-layers);
-#   5. batch prefetch and step replay against eager steps (tests/test_gpu_step.sh), then the
-#      benchmark against PyTorch (bench/gpu_bench.sh, sized to the time left: 240 s, or all of
-#      it with --only gpu-bench); without a GPU its rehearsal on the CPU instead;
-#   6. the GPU tests (test_gpu_*.sh); 7. compute-sanitizer memcheck of the zoo and NHWC 16-bit
-#      kernel tests and of a LeNet run with graphs and prefetch.
-# No new step starts after --budget seconds (default 450: with 1-2 minutes of start-up and the
-# trip back it fits a 15-minute lease; scripts/gpu_lease.sh says how); a step that cannot run says
-# why. SUMMARY, printed last, has one line per step. Exit status 0 when every step that ran passed.
-# --only runs the named steps (and the probe). Nothing here needs a package registry or the network.
+# libraries and h5py, then runs the steps of STEPS below in order, each under a time limit, every
+# output in one folder (default gpu-session-<host>-<date>): the cheap kernel tests first, then
+# the GPU tests of the whole program, memcheck, one training step per model GPU against CPU, the
+# layer-by-layer comparison of every model in every precision, the benchmark's headline cells
+# against PyTorch (bench/gpu_bench.sh; without a GPU its rehearsal on the CPU instead), the
+# per-layer profile of ResNet-50 and the cuDNN algorithm sweep. The order is the order of what
+# each tells: no step starts after --budget seconds (default 490), so a budget that runs out
+# loses the last ones. Each step's estimate comes from the H200 run of 2026-11-28 (docs/gpu.md);
+# with every step they add up to about 8 minutes. --plan prints the steps, their estimates and
+# limits, and stops. A step that cannot run says why. SUMMARY, printed last, has one line per
+# step. Exit status 0 when every step that ran passed. --only runs the named steps (and the
+# probe), also those the default leaves out (step-fcn8, step-lstm64). Nothing here needs a
+# package registry or the network.
 set -uo pipefail
 PACK=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 TREE=$PACK/tree
 LOG=$PWD/gpu-session-$(hostname -s)-$(date +%Y%m%d-%H%M%S)
-BUDGET=450
+BUDGET=490
 ONLY=""
+PLAN=0
 while (($#)); do
     case $1 in
     --log) LOG=$2; shift 2 ;;
     --budget) BUDGET=$2; shift 2 ;;
     --only) ONLY=",$2,"; shift 2 ;;
-    -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
+    --plan) PLAN=1; shift ;;
+    -h | --help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "gpu_session: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
+[[ $BUDGET =~ ^[0-9]+$ ]] ||
+    { echo "gpu_session: --budget: '$BUDGET' is not accepted: expected seconds" >&2; exit 2; }
+# the tree: the unpacked archive's (PACK/tree), or the repository this script is in (--plan)
+[ -d "$TREE/bench" ] || TREE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# ---- the steps, in the order they run ----------------------------------------------------------
+# name, estimate (s), limit (s), what the step needs, what it checks. Estimates: the step's time
+# in the H200 run of 2026-11-28 (its session logs); for a step cut short there, its time so far
+# and the rest at the same pace (gpu-train: 5 of its 8 dtbench runs in 14 s; gpu-step: 8 of 14
+# in 13 s; layer-compare: 22 of 53 comparisons in 84 s, the rest on small inputs at ~1.5 s); for
+# a step made smaller since, its new size (step-vgg16 at batch 2: half of the CPU's 7 s;
+# cuda-algos at ResNet-50's batch 2: a quarter of its float64 references, 68 s at batch 8);
+# gpu-bench's from its own plan (bench/gpu_bench.py --plan-only) and 5 s of set-up (40 s in its
+# limit). Needs: gpu (skipped without one), cpu (runs anywhere), h5 (reads result files: h5py),
+# cs (compute-sanitizer), nogpu (only without a GPU), extra (only when --only names it).
+STEPS="
+mpi-runtime          2  30 cpu     the packed Open MPI runtime: 2 ranks plan a model, quietly
+device-arith         1  30 cpu     the kernels' per-element arithmetic = the CPU backend's
+cuda-plan            1  30 cpu     cuBLAS argument mapping; strict fp32's algorithm rule
+layer-compare-cpu    1  30 cpu     the packed layer tool: LeNet, CPU against float64
+device-nhwc          1  30 cpu     the NHWC 16-bit kernels' threads played on the CPU
+cuda-kernels         4  60 gpu     every kernel against float64 or tests/ref_*.c
+cuda-kernels-notf32  4  60 gpu     the same with NVIDIA_TF32_OVERRIDE=0
+cuda-zoo             2  60 gpu     every zoo operation, GPU = CPU
+cuda-zoo-notf32      2  60 gpu     the same with NVIDIA_TF32_OVERRIDE=0
+cuda-kernels-tf32    1  30 cpu     a result that moves without TF32 was computed with it
+cuda-zoo-tf32        1  30 cpu     the same for the zoo
+cuda-precision       6  60 gpu     tf32, bf16, fp16 products within their bounds
+cuda-nhwc            2  60 gpu     every NHWC 16-bit kernel against the CPU
+gpu-train           22  90 gpu,h5  GPU = CPU iterations; a run's phases, loss, metadata; 2 ranks
+gpu-step            25  90 gpu,h5  prefetched and replayed steps = eager ones; evaluations; a stop
+gpu-exchange        12  60 gpu,h5  exchanges on GPU buffers: exact averages
+gpu-precision        8  60 gpu,h5  LeNet in tf32, bf16, fp16 within 1 point of fp32
+memcheck-zoo         2  60 gpu,cs  compute-sanitizer memcheck of test_cuda_zoo
+memcheck-nhwc        3  60 gpu,cs  ... of test_cuda_nhwc
+memcheck-step        3  60 gpu,cs  ... of a LeNet run with graphs and prefetch
+step-resnet50       12  60 gpu     one dtbench step GPU = CPU, kernel math from the file (b8)
+step-lenet           3  30 gpu     ... LeNet b64
+step-googlenet       7  60 gpu     ... GoogLeNet b8
+step-vgg16          10  60 gpu     ... VGG16 b2
+step-alexnet         8  60 gpu     ... AlexNet b16
+step-fcn5           10  60 gpu     ... FCN-5 b32
+step-lstm32          3  30 gpu     ... LSTM-32 b8
+step-fcn8           10  60 gpu,extra ... FCN-8 b32 (FCN-5's layer kinds)
+step-lstm64          3  30 gpu,extra ... LSTM-64 b8 (LSTM-32's layers, 64 steps)
+layer-compare      130 200 gpu     every model in every precision, layer by layer, GPU against CPU
+gpu-bench            0   0 gpu,h5  the headline cells against PyTorch (every cell if --only names it)
+gpu-bench-rehearsal 20 120 nogpu,h5 the benchmark's script on the CPU (no GPU: nothing measured)
+profile-resnet50     4  60 gpu     ResNet-50 b64, layer by layer (--profile-layers)
+cuda-algos          25  90 gpu     every cuDNN algorithm against float64 (ResNet-50 at batch 2)
+"
+# step-fcn8 and step-lstm64 are left out by default (13 s): their layers are FCN-5's and
+# LSTM-32's, and the layer comparison checks both models. step-vgg16 runs at batch 2, as the layer
+# comparison does (batch 4 took 18 s, 7 of them the CPU's step).
+# Kernel microbenchmarks: their step goes between gpu-bench and profile-resnet50 (a line in
+# STEPS, and its command in run_step below).
+PROBE_S=8 # the probe and the set-up before the first step (7 s in the H200 run)
+
+# gpu-bench: the headline cells; named by --only, every cell as far as the budget allows
+BENCH_ARGS=()
+[[ $ONLY == *",gpu-bench,"* ]] && BENCH_ARGS=(--all)
+bench_plan() { # the total of gpu-bench's own plan (bench/gpu_bench.py), in seconds
+    local t
+    t=$(python3 "$TREE/bench/gpu_bench.py" --plan-only "${BENCH_ARGS[@]}" 2>/dev/null |
+        sed -n 's/^total: est \([0-9]*\) s.*/\1/p')
+    echo "${t:-140}"
+}
+needs() { [[ ,$2, == *",$1,"* ]]; } # needs WHAT NEEDS: whether a step's NEEDS name WHAT
+wanted() { # wanted NAME NEEDS: asked for (--only), or in the default run
+    if [ -n "$ONLY" ]; then [[ $ONLY == *",$1,"* ]]; else ! needs extra "$2"; fi
+}
+print_plan() { # the steps that run on a GPU machine, their estimates, limits and running total
+    local name est limit needs what t=$PROBE_S bench
+    bench=$(bench_plan)
+    printf '%-20s %5s %6s %8s  %-9s %s\n' step est limit "by then" needs "what it checks"
+    printf '%-20s %5s %6s %8s  %-9s %s\n' probe "$PROBE_S" - "$PROBE_S" "" \
+        "versions, libraries, what dtbench loads"
+    while read -r name est limit needs what; do
+        [ -n "$name" ] && wanted "$name" "$needs" && ! needs nogpu "$needs" || continue
+        if [ "$name" = gpu-bench ]; then
+            est=$((bench + 5)) limit=$((bench + 40))
+            ((est <= BUDGET - t)) || est=$((BUDGET - t)) # --all: as far as the budget allows
+        fi
+        t=$((t + est))
+        printf '%-20s %5s %6s %8s  %-9s %s\n' "$name" "$est" "$limit" "$t" "$needs" "$what"
+    done <<<"$STEPS"
+    local over=""
+    ((t <= BUDGET)) || over=": the last steps will not run"
+    echo "session: about ${t} s on a GPU machine; no step starts after --budget ${BUDGET} s$over"
+}
+if [ "$PLAN" = 1 ]; then
+    print_plan
+    exit 0
+fi
+
 mkdir -p "$LOG"
 LOG=$(cd "$LOG" && pwd)
 START=$(date +%s)
@@ -50,14 +136,13 @@ SUMMARY=$LOG/SUMMARY
 failed=0
 note() { echo "$*" >>"$SUMMARY"; echo "$*"; }
 left() { echo $((BUDGET - ($(date +%s) - START))); }
-wanted() { [ -z "$ONLY" ] || [[ $ONLY == *",$1,"* ]]; }
+cut_to_left() { local r; r=$(left); echo $(($1 < r ? $1 : r)); }
 
 # step NAME LIMIT CMD...: runs CMD under min(LIMIT, time left) seconds, output to LOG/NAME.log.
 # Exit 77 counts as skipped (the command said why); 124/137 as timed out.
 step() {
     local name=$1 limit=$2
     shift 2
-    wanted "$name" || return 0
     local rest
     rest=$(left)
     if ((rest < 15)); then
@@ -68,7 +153,7 @@ step() {
     local t0 rc=0 dt
     t0=$(date +%s)
     echo "== $name (limit ${limit}s): $*" >"$LOG/$name.log"
-    timeout -k 10 "$limit" "$@" >>"$LOG/$name.log" 2>&1 || rc=$?
+    timeout -k 10 "$limit" "$@" </dev/null >>"$LOG/$name.log" 2>&1 || rc=$?
     dt=$(($(date +%s) - t0))
     case $rc in
     0) note "PASS  $name (${dt}s)" ;;
@@ -77,16 +162,6 @@ step() {
     *) note "FAIL  $name: exit $rc (${dt}s; last line: $(tail -1 "$LOG/$name.log"))"; failed=1 ;;
     esac
     return 0
-}
-
-# gpu_step: a step that needs a GPU (skipped, saying so, when dtbench sees none)
-gpu_step() {
-    wanted "$1" || return 0
-    if [ "${NGPUS:-0}" -lt 1 ]; then
-        note "SKIP  $1: no GPU visible to dtbench (see probe.log)"
-        return 0
-    fi
-    step "$@"
 }
 
 # ---- environment -------------------------------------------------------------------------------
@@ -172,36 +247,8 @@ if [ -n "$missing" ]; then
 fi
 NGPUS=$("$CUDA_PROBE" 2>>"$LOG/probe.log") || NGPUS=0
 note "GPUs visible to dtbench: $NGPUS; h5py: $([ $H5OK = 1 ] && echo yes || echo 'NO (checks reading result files are skipped)')"
-# the packed Open MPI runtime: two ranks plan a model (no GPU needed); quiet means no PMIx or
-# Open MPI chatter on stderr
-step mpi-runtime 60 mpirun -np 2 "$DTBENCH" --device cpu --model lenet --dataset synthetic --dry-run
-if grep -qiE 'pmix|compression|dlopen|component' "$LOG/mpi-runtime.log"; then
-    note "FAIL  mpi-runtime: the runtime is not quiet ($(grep -ciE 'pmix|compression|dlopen|component' "$LOG/mpi-runtime.log") lines, see mpi-runtime.log)"
-    failed=1
-fi
 
-# ---- 2. kernel tests; TF32 judged on their numbers ------------------------------------------------
-step device-arith 60 "$BIN/tests/test_device_arith"
-step cuda-plan 60 "$BIN/tests/test_cuda_plan"
-step layer-compare-cpu 60 "$LAYER_COMPARE" --model lenet --a cpu --b cpu64 --quiet # the packed tool
-gpu_step cuda-kernels 90 "$BIN/tests/test_cuda_kernels"
-gpu_step cuda-kernels-notf32 90 env NVIDIA_TF32_OVERRIDE=0 "$BIN/tests/test_cuda_kernels"
-gpu_step cuda-zoo 60 "$BIN/tests/test_cuda_zoo"
-gpu_step cuda-zoo-notf32 60 env NVIDIA_TF32_OVERRIDE=0 "$BIN/tests/test_cuda_zoo"
-for t in cuda-kernels cuda-zoo; do # a result that moves without TF32 was computed with it
-    if [ -f "$LOG/$t.log" ] && [ -f "$LOG/$t-notf32.log" ]; then
-        step "$t-tf32" 30 "$PY" "$TREE/tests/compare_tf32_logs.py" "$LOG/$t.log" "$LOG/$t-notf32.log"
-    fi
-done
-gpu_step cuda-precision 60 "$BIN/tests/test_cuda_precision"
-step device-nhwc 60 "$BIN/tests/test_device_nhwc"
-gpu_step cuda-nhwc 90 "$BIN/tests/test_cuda_nhwc"
-gpu_step cuda-algos 120 "$BIN/tests/test_cuda_algos"
-
-# ---- 3. layer by layer, every model, CPU against GPU ------------------------------------------------
-gpu_step layer-compare 200 bash "$TREE/tests/test_gpu_layer_compare.sh"
-
-# ---- 4. one training step per model with dtbench, GPU against CPU ------------------------------------
+# ---- the steps ------------------------------------------------------------------------------------
 # Tolerance 1e-4 on the parameters after one step (lr 0.01), except ResNet-50 at batch 8: there the
 # CPU backend against itself with float64 convolutions already differs by 5e-3 (ReLU and max-pooling
 # switches amplified through batch norm; docs/gpu.md), so 2e-2; layer-compare checks it properly.
@@ -218,50 +265,77 @@ one_step() {
     "$PY" "$TREE/tests/compare_params.py" "$tol" "$d/cpu.params" "$d/cuda.params" || return 1
     [ "$H5OK" = 0 ] || "$PY" "$TREE/tests/check_kernel_choices.py" "$d/cuda.h5"
 }
-for spec in resnet50:8:2e-2 lenet:64:1e-4 googlenet:8:1e-4 vgg16:4:1e-4 alexnet:16:1e-4 \
-    fcn5:32:1e-4 fcn8:32:1e-4 lstm32:8:1e-4 lstm64:8:1e-4; do
-    IFS=: read -r m b tol <<<"$spec"
-    gpu_step "step-$m" 90 bash -c "$(declare -f one_step); LOG='$LOG' DTBENCH='$DTBENCH' PY='$PY' TREE='$TREE' H5OK=$H5OK one_step $m $b $tol"
-done
-# where ResNet-50's step goes, layer by layer (--profile-layers; /profile in the file)
-gpu_step profile-resnet50 90 mpirun -np 1 "$DTBENCH" --model resnet50 --dataset synthetic --batch 64 \
-    --iters 5 --warmup 3 --profile-layers 5 --device cuda --sample-hz 0 --output "$LOG/profile-resnet50.h5"
+one_step_script() { # the script of step-MODEL: batch and tolerance per model
+    local m=$1 b=8 tol=1e-4
+    case $m in resnet50) tol=2e-2 ;; lenet) b=64 ;; vgg16) b=2 ;; alexnet) b=16 ;; fcn5 | fcn8) b=32 ;; esac
+    echo "$(declare -f one_step); LOG='$LOG' DTBENCH='$DTBENCH' PY='$PY' TREE='$TREE' H5OK=$H5OK one_step $m $b $tol"
+}
 
-# ---- 5. prefetch and graphs, then the benchmark against PyTorch; 6. the GPU tests ------------------
-if [ $H5OK = 1 ]; then
-    gpu_step gpu-step 120 bash "$TREE/tests/test_gpu_step.sh"
-fi
-bench_limit=240 # the whole lease's rest when the benchmark is the only step asked for
-[[ $ONLY == *",gpu-bench,"* ]] && bench_limit=$(left)
-rest=$(left)
-((rest < bench_limit)) && bench_limit=$rest
-gpu_step gpu-bench "$bench_limit" bash "$TREE/bench/gpu_bench.sh" --out "$LOG/bench" \
-    --budget $((bench_limit - 20)) # 20 s for its checks and the table
-if [ "${NGPUS:-0}" -lt 1 ] && [ $H5OK = 1 ]; then # no GPU: prove the benchmark's script instead
-    step gpu-bench-rehearsal 200 bash "$TREE/bench/gpu_bench.sh" --device cpu \
-        --out "$LOG/bench-rehearsal" --budget 170 --models lenet --configs fp32
-fi
-if [ $H5OK = 1 ]; then
-    gpu_step gpu-train 120 bash "$TREE/tests/test_gpu_train.sh"
-    gpu_step gpu-exchange 90 bash "$TREE/tests/test_gpu_exchange.sh"
-    gpu_step gpu-precision 120 bash "$TREE/tests/test_gpu_precision.sh"
-else
-    wanted gpu-train && note "SKIP  gpu-train, gpu-exchange, gpu-precision: they read result files with h5py, which is missing"
-fi
-note "NCCL across GPUs: $([ "$NGPUS" -ge 2 ] && echo "exercised on $NGPUS GPUs of one machine" || echo 'NOT exercised (fewer than 2 GPUs: NCCL communicators of one rank only)')"
-
-# ---- 7. memcheck ---------------------------------------------------------------------------------
-CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-if [ -n "$CS" ]; then
-    gpu_step memcheck-zoo 120 "$CS" --tool memcheck --error-exitcode 3 "$BIN/tests/test_cuda_zoo"
-    gpu_step memcheck-nhwc 120 "$CS" --tool memcheck --error-exitcode 3 "$BIN/tests/test_cuda_nhwc"
-    gpu_step memcheck-step 90 "$CS" --tool memcheck --error-exitcode 3 "$DTBENCH" --model lenet \
+# run_step NAME LIMIT: the step's command, under step()
+run_step() {
+    local n=$1 l=$2 t=$BIN/tests
+    case $n in
+    mpi-runtime) step "$n" "$l" mpirun -np 2 "$DTBENCH" --device cpu --model lenet --dataset synthetic --dry-run
+        if grep -qiE 'pmix|compression|dlopen|component' "$LOG/mpi-runtime.log"; then
+            note "FAIL  mpi-runtime: the runtime is not quiet ($(grep -ciE 'pmix|compression|dlopen|component' "$LOG/mpi-runtime.log") lines, see mpi-runtime.log)"
+            failed=1
+        fi ;;
+    device-arith | cuda-plan | device-nhwc | cuda-kernels | cuda-zoo | cuda-precision | cuda-nhwc)
+        step "$n" "$l" "$t/test_${n//-/_}" ;;
+    layer-compare-cpu) step "$n" "$l" "$LAYER_COMPARE" --model lenet --a cpu --b cpu64 --quiet ;;
+    *-notf32) step "$n" "$l" env NVIDIA_TF32_OVERRIDE=0 "$t/test_$(sed 's/-notf32//; s/-/_/g' <<<"$n")" ;;
+    *-tf32) # a result that moves without TF32 was computed with it
+        local base=${n%-tf32}
+        [ -f "$LOG/$base.log" ] && [ -f "$LOG/$base-notf32.log" ] || return 0
+        step "$n" "$l" "$PY" "$TREE/tests/compare_tf32_logs.py" "$LOG/$base.log" "$LOG/$base-notf32.log" ;;
+    gpu-train | gpu-step | gpu-exchange | gpu-precision | layer-compare)
+        step "$n" "$l" bash "$TREE/tests/test_${n//-/_}.sh" ;;
+    memcheck-zoo | memcheck-nhwc)
+        step "$n" "$l" "$CS" --tool memcheck --error-exitcode 3 "$t/test_cuda_${n#memcheck-}" ;;
+    memcheck-step) step "$n" "$l" "$CS" --tool memcheck --error-exitcode 3 "$DTBENCH" --model lenet \
         --dataset synthetic --batch 64 --warmup 1 --iters 4 --device cuda --sample-hz 0 \
-        --output "$LOG/memcheck-step.h5"
-else
-    wanted memcheck-zoo &&
-        note "SKIP  memcheck-zoo, memcheck-nhwc, memcheck-step: no compute-sanitizer on this machine"
-fi
+        --output "$LOG/memcheck-step.h5" ;;
+    step-*) step "$n" "$l" bash -c "$(one_step_script "${n#step-}")" ;;
+    gpu-bench) # its own budget within the step's limit: it ends itself, its table written
+        l=$(cut_to_left "$l")
+        step "$n" "$l" bash "$TREE/bench/gpu_bench.sh" --out "$LOG/bench" --budget $((l - 10)) \
+            "${BENCH_ARGS[@]}" ;;
+    gpu-bench-rehearsal) l=$(cut_to_left "$l")
+        step "$n" "$l" bash "$TREE/bench/gpu_bench.sh" --device cpu --out "$LOG/bench-rehearsal" \
+            --budget $((l - 10)) ;;
+    profile-resnet50) step "$n" "$l" mpirun -np 1 "$DTBENCH" --model resnet50 --dataset synthetic \
+        --batch 64 --iters 5 --warmup 3 --profile-layers 5 --device cuda --sample-hz 0 \
+        --output "$LOG/profile-resnet50.h5" ;;
+    cuda-algos) step "$n" "$l" "$t/test_cuda_algos" --batch 2 ;;
+    # kernel-bench) step "$n" "$l" ... ;;  (kernel microbenchmarks: see STEPS)
+    *) note "FAIL  $n: no command for this step (gpu_session.sh's run_step)"; failed=1 ;;
+    esac
+}
 
+# every step of STEPS that this machine can run, in order
+CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+print_plan >"$LOG/PLAN" # what this run was expected to take, beside what it took
+while read -r name est limit needs what <&3; do # (fd 3: the steps' commands get no stdin)
+    [ -n "$name" ] && wanted "$name" "$needs" || continue
+    if [ "$name" = gpu-bench ]; then
+        bp=$(bench_plan)
+        limit=$((bp + 40))
+    fi
+    if needs nogpu "$needs" && [ "$NGPUS" -ge 1 ]; then continue; fi
+    if needs gpu "$needs" && [ "$NGPUS" -lt 1 ]; then
+        note "SKIP  $name: no GPU visible to dtbench (see probe.log)"
+        continue
+    fi
+    if needs h5 "$needs" && [ "$H5OK" = 0 ]; then
+        note "SKIP  $name: it reads result files with h5py, which is missing"
+        continue
+    fi
+    if needs cs "$needs" && [ -z "$CS" ]; then
+        note "SKIP  $name: no compute-sanitizer on this machine"
+        continue
+    fi
+    run_step "$name" "$limit"
+done 3<<<"$STEPS"
+note "NCCL across GPUs: $([ "$NGPUS" -ge 2 ] && echo "exercised on $NGPUS GPUs of one machine" || echo 'NOT exercised (fewer than 2 GPUs: NCCL communicators of one rank only)')"
 note "log folder: $LOG ($(($(date +%s) - START))s of a ${BUDGET}s budget)"
 exit $failed
