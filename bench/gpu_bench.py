@@ -80,7 +80,7 @@ PT_BUILD_S = {"lenet": 0.3, "lstm32": 0.5, "fcn5": 1.5, "alexnet": 1.5, "vgg16":
               "googlenet": 2.0, "resnet50": 2.5}
 PT_PROCESS_S = 12.0
 CPU_START_S = (1.5, 1.0)  # the rehearsal: dtbench, a PyTorch request
-MEASURE_S = 2.0
+MEASURE_S = 1.5
 MIN_ROUNDS, MIN_ITERS, MIN_WARMUP = 2, 10, 3
 
 

@@ -45,6 +45,8 @@ done
 # in 13 s; layer-compare: 22 of 53 comparisons in 84 s, the rest on small inputs at ~1.5 s); for
 # a step made smaller since, its new size (step-vgg16 at batch 2: half of the CPU's 7 s;
 # cuda-algos at ResNet-50's batch 2: a quarter of its float64 references, 68 s at batch 8);
+# gpu-phases: 23 short dtbench runs at gpu-precision's pace (4 runs in 8 s), 1.5 s each;
+# layer-compare: 5 s more for its CPU 16-bit references (tests/check_chained.py);
 # gpu-bench's from its own plan (bench/gpu_bench.py --plan-only) and 5 s of set-up (40 s in its
 # limit). Needs: gpu (skipped without one), cpu (runs anywhere), h5 (reads result files: h5py),
 # cs (compute-sanitizer), nogpu (only without a GPU), extra (only when --only names it).
@@ -64,6 +66,7 @@ cuda-precision       6  60 gpu     tf32, bf16, fp16 products within their bounds
 cuda-nhwc            2  60 gpu     every NHWC 16-bit kernel against the CPU
 gpu-train           22  90 gpu,h5  GPU = CPU iterations; a run's phases, loss, metadata; 2 ranks
 gpu-step            25  90 gpu,h5  prefetched and replayed steps = eager ones; evaluations; a stop
+gpu-phases          35 120 gpu,h5  one rank, each model and precision: phases <= total, exchange <= 1%
 gpu-exchange        12  60 gpu,h5  exchanges on GPU buffers: exact averages
 gpu-precision        8  60 gpu,h5  LeNet in tf32, bf16, fp16 within 1 point of fp32
 memcheck-zoo         2  60 gpu,cs  compute-sanitizer memcheck of test_cuda_zoo
@@ -78,7 +81,7 @@ step-fcn5           10  60 gpu     ... FCN-5 b32
 step-lstm32          3  30 gpu     ... LSTM-32 b8
 step-fcn8           10  60 gpu,extra ... FCN-8 b32 (FCN-5's layer kinds)
 step-lstm64          3  30 gpu,extra ... LSTM-64 b8 (LSTM-32's layers, 64 steps)
-layer-compare      130 200 gpu     every model in every precision, layer by layer, GPU against CPU
+layer-compare      135 200 gpu     every model in every precision, layer by layer, GPU against CPU
 gpu-bench            0   0 gpu,h5  the headline cells against PyTorch (every cell if --only names it)
 gpu-bench-rehearsal 20 120 nogpu,h5 the benchmark's script on the CPU (no GPU: nothing measured)
 profile-resnet50     4  60 gpu     ResNet-50 b64, layer by layer (--profile-layers)
@@ -290,6 +293,16 @@ run_step() {
         step "$n" "$l" "$PY" "$TREE/tests/compare_tf32_logs.py" "$LOG/$base.log" "$LOG/$base-notf32.log" ;;
     gpu-train | gpu-step | gpu-exchange | gpu-precision | layer-compare)
         step "$n" "$l" bash "$TREE/tests/test_${n//-/_}.sh" ;;
+    gpu-phases) # tf32 runs fp32's step with other products; FCN-8 and LSTM-64 FCN-5's and
+        # LSTM-32's layers; graphs off where the step differs most (the full matrix: --only)
+        if [[ $ONLY == *",gpu-phases,"* ]]; then
+            step "$n" "$l" bash "$TREE/tests/test_gpu_phases.sh"
+        else
+            step "$n" "$l" env PHASES_PRECISIONS="fp32 bf16 fp16" \
+                PHASES_MODELS="lenet fcn5 alexnet vgg16 googlenet resnet50 lstm32" \
+                PHASES_OFF_MODELS="googlenet resnet50" \
+                bash "$TREE/tests/test_gpu_phases.sh"
+        fi ;;
     memcheck-zoo | memcheck-nhwc)
         step "$n" "$l" "$CS" --tool memcheck --error-exitcode 3 "$t/test_cuda_${n#memcheck-}" ;;
     memcheck-step) step "$n" "$l" "$CS" --tool memcheck --error-exitcode 3 "$DTBENCH" --model lenet \

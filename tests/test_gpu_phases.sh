@@ -3,7 +3,8 @@
 # off: every iteration's phases add up to no more than its total, and the exchange, with nothing
 # to send, is at most 1% of the measured iterations' total (tests/check_h5.py phases). Skipped (77)
 # without the CUDA backend or without a GPU; the same is checked on the CPU by
-# tests/test_load_phases.sh. PHASES_MODELS and PHASES_PRECISIONS narrow the matrix (default: all).
+# tests/test_load_phases.sh. PHASES_MODELS, PHASES_PRECISIONS and PHASES_OFF_MODELS (the models
+# also run with graphs off) narrow the matrix (default: all).
 # A model and precision the program refuses (exit 2: e.g. fp16 where a layer cannot run it) is
 # listed with the reason and not counted as a failure; any other failed run is.
 . "$(dirname "$0")/lib.sh"
@@ -11,6 +12,7 @@
 
 models=${PHASES_MODELS:-"lenet fcn5 fcn8 alexnet vgg16 googlenet resnet50 lstm32 lstm64"}
 precisions=${PHASES_PRECISIONS:-"fp32 tf32 bf16 fp16"}
+off_models=${PHASES_OFF_MODELS:-$models}
 # batch MODEL: a batch that keeps the step short, but not so short that launches dominate
 batch() {
     case $1 in
@@ -20,12 +22,13 @@ batch() {
     *) echo 32 ;;
     esac
 }
-common="--dataset synthetic --warmup 3 --iters 5 --seed 5 --sample-hz 0 --conv-algo heuristic"
+common="--dataset synthetic --warmup 3 --iters 3 --seed 5 --sample-hz 0 --conv-algo heuristic"
 refused="" ran=0
 for m in $models; do
     for p in $precisions; do
         for g in auto off; do
-            [ "$g" = auto ] || [ "$p" = bf16 ] || continue
+            [ "$g" = auto ] || { [ "$p" = bf16 ] && [[ " $off_models " == *" $m "* ]]; } ||
+                continue
             name=$m-$p-graphs-$g
             rc=0
             run_np 1 --model "$m" --batch "$(batch "$m")" --precision "$p" --graphs "$g" \
