@@ -113,6 +113,18 @@ class ExchangeEfficiency(Record):
 
 
 @record
+class Loading(Record):
+    """Where the batches were made (/iterations/load, load_wait; loader_threads): by the loader's
+    threads during the previous step (prefetch), or inside data on the driver's thread."""
+    prefetch: bool
+    threads: int                    # the loader's threads (0 without prefetch)
+    load_median_ms: Optional[float]    # making a batch, median over measured rank-iterations
+    waited: int                     # measured rank-iterations that waited for their batch
+    measured: int
+    wait_median_ms: Optional[float]    # median wait of those that waited
+
+
+@record
 class SlowestRank(Record):
     rank: int
     host: str
@@ -176,6 +188,7 @@ class Summary(Record):
     recorder: Recorder
     definitions: Dict[str, str]
     layers: Optional[LayerProfile] = None       # with --profile-layers
+    loading: Optional[Loading] = None           # files that record load and load_wait
 
 
 def exchange_efficiency(run: Run, exchange_ms: Optional[float]) -> Optional[ExchangeEfficiency]:
@@ -252,6 +265,20 @@ def layer_profile(run: Run) -> Optional[LayerProfile]:
     return LayerProfile(n, first, cost, layers, peaks)
 
 
+def loading(run: Run) -> Optional[Loading]:
+    """Where the measured iterations' batches were made and whether the step waited for them;
+    None in files without /iterations/load."""
+    if not (run.has("load") and run.has("load_wait")):
+        return None
+    load, wait = run.measured("load"), run.measured("load_wait")
+    load, wait = load[np.isfinite(load)], wait[np.isfinite(wait)]
+    prefetch = str(run.attrs.get("prefetch", "off")) == "on"
+    waits = wait[wait > 0] if prefetch else wait
+    return Loading(prefetch, int(run.attrs.get("loader_threads", 0)),
+                   to_ms(float(np.median(load))) if load.size else None, int(waits.size),
+                   int(wait.size), to_ms(float(np.median(waits))) if waits.size else None)
+
+
 def oversubscribed(run: Run) -> Optional[Dict[str, int]]:
     """dtbench's record that ranks x threads outnumbered a host's cores (root attributes
     oversubscribed, host_ranks_max, host_cores); None when not, or in older files."""
@@ -298,7 +325,8 @@ def summarize(run: Run) -> Summary:
         recorder=Recorder(to_ms(record["median"]), to_ms(record["mean"]),
                           run.attrs.get("timer_overhead_s")),
         definitions=DEFINITIONS,
-        layers=layer_profile(run))
+        layers=layer_profile(run),
+        loading=loading(run))
 
 
 def _per_rank(run: Run) -> List[Dict[str, object]]:

@@ -428,3 +428,34 @@ def test_a_profile_without_roofline(write):
 def test_no_top_layers_without_a_profile(complete_file):
     s = summarize(load_run(complete_file))
     assert s["layers"] is None and "top layers" not in format_text(s)
+
+
+def test_loading_prefetched(write):
+    """With prefetch: the loader's median time making a batch, and the measured rank-iterations
+    that waited for theirs (warm-up excluded: its waits do not count)."""
+    load = np.full((4, 12), 0.030)
+    wait = np.zeros((4, 12))
+    wait[:, :2] = 0.5                    # warm-up: excluded
+    wait[1, 5], wait[2, 7] = 0.004, 0.006
+    path = write(overrides={"load": load, "load_wait": wait},
+                 attrs={"prefetch": "on", "loader_threads": np.int32(3)})
+    s = summarize(load_run(path))
+    ld = s["loading"]
+    assert ld["prefetch"] and ld["threads"] == 3
+    assert ld["load_median_ms"] == approx(30) and ld["measured"] == 40
+    assert ld["waited"] == 2 and ld["wait_median_ms"] == approx(5)
+    assert "the step waited for its batch in 2 of 40 rank-iterations" in format_text(s)
+
+
+def test_loading_kept_up_and_unprefetched(write):
+    kept = summarize(load_run(write(overrides={"load": np.full((4, 12), 0.01),
+                                               "load_wait": np.zeros((4, 12))},
+                                    attrs={"prefetch": "on", "loader_threads": np.int32(2)})))
+    assert kept["loading"]["waited"] == 0
+    assert "it kept up: no step waited for its batch" in format_text(kept)
+    plain = summarize(load_run(write(overrides={"load": np.full((4, 12), 0.002),
+                                                "load_wait": np.full((4, 12), 0.002)},
+                                     attrs={"prefetch": "off", "loader_threads": np.int32(0)})))
+    assert "on the driver's thread, inside data: 2.000 ms per batch" in format_text(plain)
+    old = summarize(load_run(write()))   # a file without /iterations/load
+    assert old["loading"] is None and "data loading" not in format_text(old)

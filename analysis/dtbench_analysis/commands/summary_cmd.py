@@ -7,7 +7,7 @@ from typing import List, Optional
 
 from .. import inputs, jsonout
 from ..runfile import PHASES
-from ..summary import ExchangeEfficiency, LayerProfile, Summary, summarize
+from ..summary import ExchangeEfficiency, LayerProfile, Loading, Summary, summarize
 from ..units import num
 from . import common
 
@@ -100,6 +100,8 @@ def format_text(s: Summary) -> str:
     wire = s.precision.get("grad_dtype", "fp32")
     lines.append(f"  exchange payload: {_bytes(s.bytes_sent_median)} per rank per iteration "
                  f"(median bytes_sent; gradients in {wire} on the wire)")
+    if s.loading:
+        lines.append(_loading_line(s.loading))
     ev = s.final_eval
     if ev:
         loss = "" if ev["loss"] is None else f", loss {ev['loss']:.4g}"
@@ -124,6 +126,19 @@ def format_text(s: Summary) -> str:
                  f"mean {num(rec.record_mean_ms, '.4f')} ms per iteration (not in total); "
                  f"timer overhead {_duration(rec.timer_overhead_s)} per timestamp")
     return "\n".join(lines)
+
+
+def _loading_line(ld: Loading) -> str:
+    """Where the batches were made, and whether the loader kept up with the step."""
+    if not ld.prefetch:
+        return (f"  data loading: on the driver's thread, inside data: "
+                f"{num(ld.load_median_ms, '.3f')} ms per batch (median)")
+    kept = ("it kept up: no step waited for its batch" if ld.waited == 0 else
+            f"the step waited for its batch in {ld.waited} of {ld.measured} rank-iterations "
+            f"(median {num(ld.wait_median_ms, '.3f')} ms, inside data): the loader limited "
+            f"the step there")
+    return (f"  data loading: {ld.threads} loader thread(s) made each batch in "
+            f"{num(ld.load_median_ms, '.3f')} ms (median) during the previous step; {kept}")
 
 
 def _layer_lines(prof: LayerProfile) -> List[str]:
