@@ -16,13 +16,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* A synthetic data set of 1 x h x w images and 10 classes; 0 (a failed check) when it fails. */
+static int open_synthetic(Dataset *ds, int h, int w, uint64_t seed) {
+    char err[256];
+    int rc = dataset_open(ds, "synthetic", "", 1, h, w, 10, seed, err, sizeof err);
+    if (rc != 0) EXPECT(0, "synthetic data set: %s", err);
+    return rc == 0;
+}
+
 static void test_sharding(void) {
     Dataset ds;
-    char err[256];
-    if (dataset_open(&ds, "synthetic", "", 1, 28, 28, 10, 5, err, sizeof err) != 0) {
-        EXPECT(0, "synthetic data set: %s", err);
-        return;
-    }
+    if (!open_synthetic(&ds, 28, 28, 5)) return;
     const int B = 16;
     float whole[16 * 784], part[16 * 784];
     int32_t wl[16], pl[16];
@@ -47,11 +51,7 @@ static void test_sharding(void) {
  * do not divide it evenly, across the synthetic pool's wrap (its "epochs" of 256 samples). */
 static void test_loader(void) {
     Dataset ds;
-    char err[256];
-    if (dataset_open(&ds, "synthetic", "", 1, 8, 8, 10, 3, err, sizeof err) != 0) {
-        EXPECT(0, "synthetic data set: %s", err);
-        return;
-    }
+    if (!open_synthetic(&ds, 8, 8, 3)) return;
     enum { B = 14, P = 2, N = B / P, S = 64 };
     float want[N * S], got[2][N * S];
     int32_t wl[N], gl[2][N];
