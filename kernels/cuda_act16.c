@@ -12,7 +12,7 @@
  * allocates, but init and weights_layout (when the model is built). */
 #include <config.h>
 #include "cuda_check.h"     /* defines: CUDA_CHECK */
-#include "cuda_elem16.h"    /* defines: DT16_THREADS, DT16_PER_SM */
+#include "cuda_bn16.h"      /* defines: DT16_THREADS, DT16_PER_SM */
 #include "cuda_kernels16.h" /* defines: dth_* launchers */
 #include "cuda_ops.h"       /* defines: cuda_axpy */
 #include "cuda_ops16.h"

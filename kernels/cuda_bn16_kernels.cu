@@ -21,7 +21,7 @@
  *                                                                         written anyway)
  * The minimum for the statistics is two reads of x (the tensors exceed L2); the element-wise
  * passes walk their rows backwards, so the part the sums read last is still in L2. No atomics. */
-#include "cuda_elem16.h"
+#include "cuda_bn16.h"
 #include "cuda_grid.h" /* defines: THREADS, GRID_LOOP */
 #include "cuda_kernels16.h"
 
