@@ -88,6 +88,68 @@ DT_HD void dt16_st(dt16 *p, size_t i, int vec, Dt16x8 q) {
     }
 }
 
+/* vec 32-bit values (int32 argmax, fp32 LRN scale) of one unit, in vec / 4 accesses */
+typedef struct {
+    uint32_t v[4];
+} __attribute__((aligned(16))) Dt32x4;
+DT_HD void dt32_ld(const void *p, size_t i, int vec, uint32_t *out) {
+    const uint32_t *q = (const uint32_t *)p + i;
+    for (int h = 0; h < vec; h += 4) {
+        Dt32x4 t = {{0}};
+        if (vec >= 4) {
+#ifdef __CUDACC__
+            t = *(const Dt32x4 *)(q + h);
+#else
+            memcpy(&t, q + h, sizeof t);
+#endif
+        } else {
+            t.v[0] = q[0];
+        }
+        for (int j = 0; j < 4 && h + j < vec; j++)
+            out[h + j] = t.v[j];
+    }
+}
+DT_HD void dt32_st(void *p, size_t i, int vec, const uint32_t *in) {
+    uint32_t *q = (uint32_t *)p + i;
+    for (int h = 0; h < vec; h += 4) {
+        if (vec >= 4) {
+            Dt32x4 t;
+            for (int j = 0; j < 4; j++)
+                t.v[j] = in[h + j];
+#ifdef __CUDACC__
+            *(Dt32x4 *)(q + h) = t;
+#else
+            memcpy(q + h, &t, sizeof t);
+#endif
+        } else {
+            q[0] = in[0];
+        }
+    }
+}
+DT_HD uint32_t dt_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+DT_HD float dt_float(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Unit u of an NHWC tensor [n][h][w][c] read vec channels at a time (u = pixel * c/vec + channel
+ * unit): its sample *n, row *y, column *x and first channel *c0. 32-bit arithmetic: the launchers
+ * take fewer than 2^32 units. */
+DT_HD void dt16_unit_pos(uint32_t u, int c, int vec, int h, int w, int *n, int *y, int *x,
+                         int *c0) {
+    const uint32_t units = (uint32_t)(c / vec), pix = u / units, row = pix / (uint32_t)w;
+    const uint32_t sample = row / (uint32_t)h;
+    *c0 = (int)(u - pix * units) * vec;
+    *x = (int)(pix - row * (uint32_t)w);
+    *y = (int)(row - sample * (uint32_t)h);
+    *n = (int)sample;
+}
+
 /* ---- index maps between NCHW [n][c][hw] and NHWC [n][hw][c] --------------------------------- */
 /* The NHWC offset of the element at NCHW offset i, and the NCHW offset of NHWC offset o. With
  * n = k_out and hw = kh*kw they map a filter KCRS <-> KRSC too (layout.h's filter_to_krsc). */
@@ -126,82 +188,110 @@ DT_HD dt16 dt16_dropout(dt16 x, int keep, float keep_scale, int half) {
 }
 
 /* ---- pooling (PoolShape; NHWC x[n][h_in][w_in][c], y[n][h_out][w_out][c]) ----------------
+ * One thread per unit of vec channels of one pixel (dt16_unit_pos), 16-byte accesses for vec 8.
  * argmax records ih*w_in + iw, as the NCHW kernels do (-1: a window wholly in the padding). */
 
-/* output o: its window in row-major order, strict > (the first maximum stays) */
-DT_HD void dt16_maxpool_fwd(const PoolShape *s, const dt16 *x, size_t o, int half, dt16 *y,
-                            int32_t *argmax) {
-    const size_t c = o % (size_t)s->c;
-    size_t t = o / (size_t)s->c;
-    const int ow = (int)(t % (size_t)s->w_out), oh = (int)(t / (size_t)s->w_out % (size_t)s->h_out);
-    const size_t n = t / (size_t)s->w_out / (size_t)s->h_out;
-    const dt16 *xp = x + n * (size_t)s->h_in * s->w_in * s->c + c;
-    float m = -INFINITY;
-    int32_t a = -1;
-    dt16 mb = 0;
+/* output unit u: each channel's window in row-major order, strict > (the first maximum stays) */
+DT_HD void dt16_maxpool_unit(const PoolShape *s, int vec, int half, const dt16 *x, uint32_t u,
+                             dt16 *y, int32_t *argmax) {
+    int n, oh, ow, c0;
+    dt16_unit_pos(u, s->c, vec, s->h_out, s->w_out, &n, &oh, &ow, &c0);
+    const size_t C = (size_t)s->c;
+    const dt16 *xp = x + (size_t)n * s->h_in * s->w_in * C + (size_t)c0;
+    float m[8];
+    uint32_t a[8];
+    Dt16x8 best = {{0}};
+    for (int j = 0; j < vec; j++)
+        m[j] = -INFINITY, a[j] = (uint32_t)-1;
     for (int kh = 0; kh < s->k; kh++) {
         const int ih = oh * s->stride - s->pad + kh;
         if (ih < 0 || ih >= s->h_in) continue;
         for (int kw = 0; kw < s->k; kw++) {
             const int iw = ow * s->stride - s->pad + kw;
             if (iw < 0 || iw >= s->w_in) continue;
-            const dt16 vb = xp[((size_t)ih * s->w_in + iw) * s->c];
-            const float v = dt16_f(vb, half);
-            if (v > m) m = v, a = ih * s->w_in + iw, mb = vb;
+            const Dt16x8 q = dt16_ld(xp, ((size_t)ih * s->w_in + iw) * C, vec);
+            DT16_UNROLL_LOOP
+            for (int j = 0; j < vec; j++) {
+                const float v = dt16_f(q.v[j], half);
+                if (v > m[j]) m[j] = v, a[j] = (uint32_t)(ih * s->w_in + iw), best.v[j] = q.v[j];
+            }
         }
     }
-    y[o] = a < 0 ? (dt16)0 : mb;
-    argmax[o] = a;
+    const size_t o = (((size_t)n * s->h_out + oh) * s->w_out + ow) * C + (size_t)c0;
+    for (int j = 0; j < vec; j++)
+        if ((int32_t)a[j] < 0) best.v[j] = 0;
+    dt16_st(y, o, vec, best);
+    dt32_st(argmax, o, vec, a);
 }
-/* input i: the dy of every output whose maximum it is, added in output order (the CPU's) */
-DT_HD dt16 dt16_maxpool_bwd(const PoolShape *s, const int32_t *argmax, const dt16 *dy, size_t i,
-                            int half) {
-    const size_t c = i % (size_t)s->c;
-    size_t t = i / (size_t)s->c;
-    const int iw = (int)(t % (size_t)s->w_in), ih = (int)(t / (size_t)s->w_in % (size_t)s->h_in);
-    const size_t n = t / (size_t)s->w_in / (size_t)s->h_in;
-    const int32_t me = ih * s->w_in + iw;
-    int h0, h1, w0, w1;
+/* input unit u: per channel the dy of every output whose maximum it is, added in output order
+ * (the CPU's); one pass over argmax and dy, no atomics (a gather: windows may overlap) */
+DT_HD void dt16_maxpool_back_unit(const PoolShape *s, int vec, int half, const int32_t *argmax,
+                                  const dt16 *dy, uint32_t u, dt16 *dx) {
+    int n, ih, iw, c0, h0, h1, w0, w1;
+    dt16_unit_pos(u, s->c, vec, s->h_in, s->w_in, &n, &ih, &iw, &c0);
+    const size_t C = (size_t)s->c;
+    const uint32_t me = (uint32_t)(ih * s->w_in + iw);
     dt_outputs_of(ih, s->stride, s->pad, s->k, s->h_out, &h0, &h1);
     dt_outputs_of(iw, s->stride, s->pad, s->k, s->w_out, &w0, &w1);
-    float acc = 0.0f;
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     for (int oh = h0; oh < h1; oh++)
         for (int ow = w0; ow < w1; ow++) {
-            const size_t o = ((n * s->h_out + oh) * s->w_out + ow) * s->c + c;
-            if (argmax[o] == me) acc += dt16_f(dy[o], half);
+            const size_t o = (((size_t)n * s->h_out + oh) * s->w_out + ow) * C + (size_t)c0;
+            uint32_t am[8];
+            dt32_ld(argmax, o, vec, am);
+            const Dt16x8 g = dt16_ld(dy, o, vec);
+            DT16_UNROLL_LOOP
+            for (int j = 0; j < vec; j++)
+                if (am[j] == me) acc[j] += dt16_f(g.v[j], half);
         }
-    return dt16_r(acc, half);
+    Dt16x8 out;
+    for (int j = 0; j < vec; j++)
+        out.v[j] = dt16_r(acc[j], half);
+    dt16_st(dx, (((size_t)n * s->h_in + ih) * s->w_in + iw) * C + (size_t)c0, vec, out);
 }
-/* average pooling, padding counted as zeros */
-DT_HD dt16 dt16_avgpool_fwd(const PoolShape *s, const dt16 *x, size_t o, int half) {
-    const size_t c = o % (size_t)s->c;
-    size_t t = o / (size_t)s->c;
-    const int ow = (int)(t % (size_t)s->w_out), oh = (int)(t / (size_t)s->w_out % (size_t)s->h_out);
-    const size_t n = t / (size_t)s->w_out / (size_t)s->h_out;
-    const dt16 *xp = x + n * (size_t)s->h_in * s->w_in * s->c + c;
-    int h0, h1, w0, w1;
+/* average pooling of output unit u, padding counted as zeros */
+DT_HD void dt16_avgpool_unit(const PoolShape *s, int vec, int half, const dt16 *x, uint32_t u,
+                             dt16 *y) {
+    int n, oh, ow, c0, h0, h1, w0, w1;
+    dt16_unit_pos(u, s->c, vec, s->h_out, s->w_out, &n, &oh, &ow, &c0);
+    const size_t C = (size_t)s->c;
+    const dt16 *xp = x + (size_t)n * s->h_in * s->w_in * C + (size_t)c0;
     dt_window(oh, s->stride, s->pad, s->k, s->h_in, &h0, &h1);
     dt_window(ow, s->stride, s->pad, s->k, s->w_in, &w0, &w1);
-    float sum = 0.0f;
+    float sum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     for (int ih = h0; ih < h1; ih++)
-        for (int iw = w0; iw < w1; iw++)
-            sum += dt16_f(xp[((size_t)ih * s->w_in + iw) * s->c], half);
-    return dt16_r(sum * dt_avgpool_inv(s->k), half);
+        for (int iw = w0; iw < w1; iw++) {
+            const Dt16x8 q = dt16_ld(xp, ((size_t)ih * s->w_in + iw) * C, vec);
+            DT16_UNROLL_LOOP
+            for (int j = 0; j < vec; j++)
+                sum[j] += dt16_f(q.v[j], half);
+        }
+    Dt16x8 out;
+    for (int j = 0; j < vec; j++)
+        out.v[j] = dt16_r(sum[j] * dt_avgpool_inv(s->k), half);
+    dt16_st(y, (((size_t)n * s->h_out + oh) * s->w_out + ow) * C + (size_t)c0, vec, out);
 }
-DT_HD dt16 dt16_avgpool_bwd(const PoolShape *s, const dt16 *dy, size_t i, int half) {
-    const size_t c = i % (size_t)s->c;
-    size_t t = i / (size_t)s->c;
-    const int iw = (int)(t % (size_t)s->w_in), ih = (int)(t / (size_t)s->w_in % (size_t)s->h_in);
-    const size_t n = t / (size_t)s->w_in / (size_t)s->h_in;
+DT_HD void dt16_avgpool_back_unit(const PoolShape *s, int vec, int half, const dt16 *dy,
+                                  uint32_t u, dt16 *dx) {
+    int n, ih, iw, c0, h0, h1, w0, w1;
+    dt16_unit_pos(u, s->c, vec, s->h_in, s->w_in, &n, &ih, &iw, &c0);
+    const size_t C = (size_t)s->c;
     const float inv = dt_avgpool_inv(s->k);
-    int h0, h1, w0, w1;
     dt_outputs_of(ih, s->stride, s->pad, s->k, s->h_out, &h0, &h1);
     dt_outputs_of(iw, s->stride, s->pad, s->k, s->w_out, &w0, &w1);
-    float acc = 0.0f;
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     for (int oh = h0; oh < h1; oh++)
-        for (int ow = w0; ow < w1; ow++)
-            acc += dt16_f(dy[((n * s->h_out + oh) * s->w_out + ow) * s->c + c], half) * inv;
-    return dt16_r(acc, half);
+        for (int ow = w0; ow < w1; ow++) {
+            const Dt16x8 g =
+                dt16_ld(dy, (((size_t)n * s->h_out + oh) * s->w_out + ow) * C + (size_t)c0, vec);
+            DT16_UNROLL_LOOP
+            for (int j = 0; j < vec; j++)
+                acc[j] += dt16_f(g.v[j], half) * inv;
+        }
+    Dt16x8 out;
+    for (int j = 0; j < vec; j++)
+        out.v[j] = dt16_r(acc[j], half);
+    dt16_st(dx, (((size_t)n * s->h_in + ih) * s->w_in + iw) * C + (size_t)c0, vec, out);
 }
 /* global average pooling of x[n][plane][c] -> y[n][c], output o = n*c + ch: the CPU's 8
  * interleaved partial sums (cpu_vsum), so the mean is the CPU's bit for bit before rounding */
@@ -254,6 +344,88 @@ DT_HD dt16 dt16_lrn_bwd(const LrnShape *s, const dt16 *x, const dt16 *y, const f
     const float k = 2.0f * s->alpha * s->beta / (float)s->size;
     return dt16_r(dt_lrn_back(dt16_f(dy[i], half), scale[i], dt16_f(x[i], half), sum, k, s->beta),
                   half);
+}
+
+
+/* ---- LRN on units of vec channels of one pixel (dt16_unit_pos's u) ----------------------------
+ * The same arithmetic as dt16_lrn_fwd / dt16_lrn_bwd per channel, with each value and term a
+ * unit's windows share computed once: the window's channels outside [0, c) add +0 (bit-neutral:
+ * a sum that starts at +0 is never -0), so every window has `size` terms at fixed places and a
+ * kernel that takes size as a constant keeps them in registers. Needs vec + size - 1 <=
+ * DT16_LRN_SPAN; the per-element functions above take any size. */
+#define DT16_LRN_SPAN 24
+
+DT_HD void dt16_lrn_fwd_unit(const LrnShape *s, int size, int vec, int half, const dt16 *x,
+                             uint32_t u, dt16 *y, float *scale) {
+    const int c = s->c, before = size / 2;
+    const uint32_t units = (uint32_t)(c / vec), pix = u / units;
+    const int c0 = (int)(u - pix * units) * vec;
+    const size_t at = (size_t)pix * (size_t)c + (size_t)c0;
+    const Dt16x8 own = dt16_ld(x, at, vec);
+    float sq[DT16_LRN_SPAN]; /* the square of channel c0 - before + k */
+    DT16_UNROLL_LOOP
+    for (int k = 0; k < vec + size - 1; k++) {
+        const int cc = c0 - before + k;
+        float v = 0.0f;
+        if (k >= before && k < before + vec)
+            v = dt16_f(own.v[k - before], half);
+        else if (cc >= 0 && cc < c)
+            v = dt16_f(x[at - (size_t)c0 + (size_t)cc], half);
+        sq[k] = v * v;
+    }
+    Dt16x8 out;
+    uint32_t sc[8];
+    DT16_UNROLL_LOOP
+    for (int j = 0; j < vec; j++) {
+        float sum = 0.0f;
+        DT16_UNROLL_LOOP
+        for (int i = 0; i < size; i++)
+            sum += sq[j + i];
+        const float sv = dt_lrn_scale(s->bias, s->alpha / (float)s->size, sum);
+        sc[j] = dt_bits(sv);
+        out.v[j] = dt16_r(dt16_f(own.v[j], half) * dt_pow_neg_beta(sv, s->beta), half);
+    }
+    dt16_st(y, at, vec, out);
+    dt32_st(scale, at, vec, sc);
+}
+
+DT_HD void dt16_lrn_bwd_unit(const LrnShape *s, int size, int vec, int half, const dt16 *x,
+                             const dt16 *y, const float *scale, const dt16 *dy, uint32_t u,
+                             dt16 *dx) {
+    const int c = s->c, after = (size - 1) / 2;
+    const uint32_t units = (uint32_t)(c / vec), pix = u / units;
+    const int c0 = (int)(u - pix * units) * vec;
+    const size_t at = (size_t)pix * (size_t)c + (size_t)c0, row = at - (size_t)c0;
+    const Dt16x8 gd = dt16_ld(dy, at, vec), gy = dt16_ld(y, at, vec);
+    uint32_t gs[8];
+    dt32_ld(scale, at, vec, gs);
+    float t[DT16_LRN_SPAN]; /* the backward term of channel c0 - after + k */
+    DT16_UNROLL_LOOP
+    for (int k = 0; k < vec + size - 1; k++) {
+        const int cc = c0 - after + k;
+        float v = 0.0f;
+        if (k >= after && k < after + vec)
+            v = dt_lrn_back_term(dt16_f(gd.v[k - after], half), dt16_f(gy.v[k - after], half),
+                                 dt_float(gs[k - after]));
+        else if (cc >= 0 && cc < c)
+            v = dt_lrn_back_term(dt16_f(dy[row + (size_t)cc], half),
+                                 dt16_f(y[row + (size_t)cc], half), scale[row + (size_t)cc]);
+        t[k] = v;
+    }
+    const Dt16x8 xv = dt16_ld(x, at, vec);
+    const float kk = 2.0f * s->alpha * s->beta / (float)s->size;
+    Dt16x8 out;
+    DT16_UNROLL_LOOP
+    for (int j = 0; j < vec; j++) {
+        float sum = 0.0f;
+        DT16_UNROLL_LOOP
+        for (int i = 0; i < size; i++)
+            sum += t[j + i];
+        out.v[j] = dt16_r(dt_lrn_back(dt16_f(gd.v[j], half), dt_float(gs[j]),
+                                      dt16_f(xv.v[j], half), sum, kk, s->beta),
+                          half);
+    }
+    dt16_st(dx, at, vec, out);
 }
 
 #endif

@@ -176,45 +176,54 @@ static void test_elementwise(void) {
 
 /* ---- pooling and LRN ------------------------------------------------------------------------- */
 
-static void test_pool_shape(const PoolShape *s) {
+/* Max and average pooling of one shape, every unit of vec channels played (maxpool_kernel and
+ * the others run dt16_*pool*_unit for u < units); ties: x takes few values, so that windows hold
+ * equal maxima (the first one, in row-major window order, wins on both). */
+static void test_pool_shape(const PoolShape *s, int vec, int ties) {
     const size_t hi = (size_t)s->h_in * s->w_in, ho = (size_t)s->h_out * s->w_out;
     const size_t nin = (size_t)s->batch * s->c * hi, nout = (size_t)s->batch * s->c * ho;
     const size_t N = (size_t)s->batch, C = (size_t)s->c;
     dt16 *x = rand16(nin, -2, 2), *dy = rand16(nout, -1, 1), *y = poison16(nout);
+    if (ties)
+        for (size_t i = 0; i < nin; i++)
+            x[i] = dt16_r((float)(int)(dt16_f(x[i], HALF) * 1.5f), HALF);
     dt16 *dx = poison16(nin);
     int32_t *am = malloc(nout * 4), *cam = malloc(nout * 4), *am_nchw = malloc(nout * 4);
     float *xn = widen_nchw(x, N, C, hi), *dyn = widen_nchw(dy, N, C, ho);
     float *yr = malloc(nout * 4), *dxr = malloc(nin * 4);
     /* max pooling */
+    memset(am, 0x5a, nout * 4);
     cpu_backend.maxpool_forward(NULL, s, xn, yr, cam);
-    for (size_t o = 0; o < nout; o++)
-        dt16_maxpool_fwd(s, x, o, HALF, y, am);
+    for (uint32_t u = 0; u < nout / (size_t)vec; u++)
+        dt16_maxpool_unit(s, vec, HALF, x, u, y, am);
     dt16 *ref = round_nhwc(yr, N, C, ho);
     int ok = same16(y, ref, nout);
     for (size_t o = 0; o < nout; o++) /* argmax: the plane index, in NHWC order */
         am_nchw[dt_nchw_of_nhwc(o, C, ho)] = am[o];
     ok &= memcmp(am_nchw, cam, nout * 4) == 0;
     cpu_backend.maxpool_backward(NULL, s, cam, dyn, dxr);
-    for (size_t i = 0; i < nin; i++)
-        dx[i] = dt16_maxpool_bwd(s, am, dy, i, HALF);
+    for (uint32_t u = 0; u < nin / (size_t)vec; u++)
+        dt16_maxpool_back_unit(s, vec, HALF, am, dy, u, dx);
     dt16 *dref = round_nhwc(dxr, N, C, hi);
     ok &= same16(dx, dref, nin);
     free(ref), free(dref);
     /* average pooling */
+    memset(y, 0xa5, nout * 2), memset(dx, 0xa5, nin * 2);
     cpu_backend.avgpool_forward(NULL, s, xn, yr);
-    for (size_t o = 0; o < nout; o++)
-        y[o] = dt16_avgpool_fwd(s, x, o, HALF);
+    for (uint32_t u = 0; u < nout / (size_t)vec; u++)
+        dt16_avgpool_unit(s, vec, HALF, x, u, y);
     ref = round_nhwc(yr, N, C, ho);
     ok &= same16(y, ref, nout);
     cpu_backend.avgpool_backward(NULL, s, dyn, dxr);
-    for (size_t i = 0; i < nin; i++)
-        dx[i] = dt16_avgpool_bwd(s, dy, i, HALF);
+    for (uint32_t u = 0; u < nin / (size_t)vec; u++)
+        dt16_avgpool_back_unit(s, vec, HALF, dy, u, dx);
     dref = round_nhwc(dxr, N, C, hi);
     ok &= same16(dx, dref, nin);
     EXPECT(ok,
-           "%s: max pooling (argmax too) and average pooling [%d,%d,%d,%d] k%d s%d p%d, forward "
-           "and backward = the CPU's, rounded",
-           type_name(), s->batch, s->c, s->h_in, s->w_in, s->k, s->stride, s->pad);
+           "%s: max pooling (argmax too%s) and average pooling [%d,%d,%d,%d] k%d s%d p%d, %d "
+           "channels a thread, forward and backward = the CPU's, rounded",
+           type_name(), ties ? ", ties" : "", s->batch, s->c, s->h_in, s->w_in, s->k, s->stride,
+           s->pad, vec);
     free(x), free(dy), free(y), free(dx), free(am), free(cam), free(am_nchw), free(xn), free(dyn);
     free(yr), free(dxr), free(ref), free(dref);
 }
@@ -243,29 +252,42 @@ static void test_gap(size_t n, size_t c, size_t plane) {
     free(dref);
 }
 
-static void test_lrn(float beta) {
-    LrnShape s = {
-        .batch = 2, .c = 11, .h = 3, .w = 5, .size = 5, .alpha = 5e-3f, .beta = beta, .bias = 2.0f};
-    const size_t hw = 15, n = 2 * 11 * hw, C = 11;
+/* LRN of c channels, window `size`, forward and backward: per element (lrn_kernel, vec 0) or per
+ * unit of vec channels (lrn_unit_kernel), against the CPU bit for bit */
+static void test_lrn(int c, int size, int vec, float beta) {
+    LrnShape s = {.batch = 2, .c = c, .h = 3, .w = 5, .size = size, .alpha = 5e-3f, .beta = beta,
+                  .bias = 2.0f};
+    const size_t hw = 15, n = 2 * (size_t)c * hw, C = (size_t)c;
     dt16 *x = rand16(n, -2, 2), *dy = rand16(n, -1, 1), *y = poison16(n), *dx = poison16(n);
     float *sc = malloc(n * 4), *scn = malloc(n * 4), *csc = malloc(n * 4), *yr = malloc(n * 4);
     float *dxr = malloc(n * 4);
-    for (size_t i = 0; i < n; i++)
-        y[i] = dt16_lrn_fwd(&s, x, i, HALF, sc);
+    if (vec)
+        for (uint32_t u = 0; u < n / (size_t)vec; u++)
+            dt16_lrn_fwd_unit(&s, size, vec, HALF, x, u, y, sc);
+    else
+        for (size_t i = 0; i < n; i++)
+            y[i] = dt16_lrn_fwd(&s, x, i, HALF, sc);
     float *xn = widen_nchw(x, 2, C, hw), *dyn = widen_nchw(dy, 2, C, hw);
     cpu_backend.lrn_forward(NULL, &s, xn, yr, csc);
     dt16 *ref = round_nhwc(yr, 2, C, hw);
     layout_to_nchw(2, C, hw, sc, scn);
     int ok = same16(y, ref, n) && memcmp(scn, csc, n * 4) == 0;
     /* backward on the stored (rounded) output, as the kernel reads it */
-    for (size_t i = 0; i < n; i++)
-        dx[i] = dt16_lrn_bwd(&s, x, y, sc, dy, i, HALF);
+    if (vec)
+        for (uint32_t u = 0; u < n / (size_t)vec; u++)
+            dt16_lrn_bwd_unit(&s, size, vec, HALF, x, y, sc, dy, u, dx);
+    else
+        for (size_t i = 0; i < n; i++)
+            dx[i] = dt16_lrn_bwd(&s, x, y, sc, dy, i, HALF);
     float *yn = widen_nchw(y, 2, C, hw);
     cpu_backend.lrn_backward(NULL, &s, xn, yn, csc, dyn, dxr);
     dt16 *dref = round_nhwc(dxr, 2, C, hw);
     ok &= same16(dx, dref, n);
-    EXPECT(ok, "%s: LRN (beta %g) forward (with its fp32 scale) and backward = the CPU's, rounded",
-           type_name(), (double)beta);
+    EXPECT(ok,
+           "%s: LRN of %d channels, size %d, beta %g, %s: forward (with its fp32 scale) and "
+           "backward = the CPU's, rounded",
+           type_name(), c, size, (double)beta,
+           vec ? fmt_label("%d channels a thread", vec) : "a thread per element");
     free(x), free(dy), free(y), free(dx), free(sc), free(scn), free(csc), free(yr), free(dxr);
     free(xn), free(dyn), free(ref), free(yn), free(dref);
 }
@@ -276,16 +298,30 @@ int main(void) {
         test_conversions();
         test_filters();
         test_elementwise();
-        const PoolShape pools[] = {{2, 5, 9, 9, 3, 2, 1, 5, 5}, /* ResNet's stem pooling, padded */
-                                   {2, 3, 8, 8, 2, 2, 0, 4, 4}, /* LeNet / VGG, no padding */
-                                   {1, 4, 7, 7, 3, 1, 1, 7, 7}, /* GoogLeNet's inception pooling */
-                                   {3, 2, 13, 13, 3, 2, 0, 6, 6} /* AlexNet */};
+        const PoolShape pools[] = {
+            {2, 8, 9, 9, 3, 2, 1, 5, 5},     /* ResNet's stem pooling, padded */
+            {2, 12, 8, 8, 2, 2, 0, 4, 4},    /* LeNet / VGG, no padding: windows apart */
+            {1, 16, 7, 7, 3, 1, 1, 7, 7},    /* GoogLeNet's inception pooling */
+            {3, 24, 13, 13, 3, 2, 0, 6, 6},  /* AlexNet */
+            {2, 5, 11, 12, 5, 3, 2, 4, 4},   /* odd channels, a 5x5/3 window */
+            {1, 8, 3, 3, 3, 2, 2, 3, 3}};    /* windows wholly in the padding */
         for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++)
-            test_pool_shape(&pools[i]);
+            for (int vec = 8; vec >= 1; vec /= 2)
+                if (vec != 2 && pools[i].c % vec == 0) {
+                    test_pool_shape(&pools[i], vec, 0);
+                    test_pool_shape(&pools[i], vec, 1);
+                }
         test_gap(3, 10, 49);
         test_gap(2, 7, 5);
-        test_lrn(0.75f);
-        test_lrn(0.6f);
+        test_lrn(11, 5, 0, 0.75f);  /* the per-element kernels */
+        test_lrn(11, 5, 0, 0.6f);
+        test_lrn(16, 5, 8, 0.75f);  /* GoogLeNet's window, 8 channels a thread */
+        test_lrn(16, 3, 8, 0.75f);  /* AlexNet's */
+        test_lrn(12, 5, 4, 0.6f);   /* 4 channels a thread, the generic power */
+        test_lrn(11, 5, 1, 0.75f);  /* odd channels */
+        test_lrn(40, 4, 8, 0.75f);  /* an even window (more channels before than after) */
+        test_lrn(24, 17, 8, 0.75f); /* a window spanning three units */
+        test_lrn(8, 9, 8, 0.75f);   /* a window wider than the channels */
     }
     return check_summary();
 }
