@@ -173,9 +173,10 @@ __global__ void dropout_kernel(DropoutShape s, const dt16 *__restrict__ x, dt16 
                                uint8_t *__restrict__ mask)
 {
     const float keep_scale = dt_dropout_scale(s.rate);
+    const uint64_t first = s.first_sample + (s.origin ? *s.origin : 0); /* this step's */
     GRID_LOOP(e, (size_t)s.batch * s.size) {
         const size_t i = e / s.size, q = e % s.size;
-        const uint64_t key = dt_dropout_key(s.seed, s.first_sample + (uint64_t)i);
+        const uint64_t key = dt_dropout_key(s.seed, first + (uint64_t)i);
         const int keep = dt_dropout_keep(key, dt16_dropout_j(q, s.c, s.hw), s.rate);
         mask[e] = (uint8_t)keep;
         y[e] = dt16_dropout(x[e], keep, keep_scale, HALF);

@@ -145,18 +145,20 @@ static void test_elementwise(void) {
     ok &= same16(y, ref, total);
     EXPECT(ok, "%s: ReLU, its backward, the residual add, the bias = the CPU's, rounded",
            type_name());
-    /* dropout on an NHWC image: the CPU's NCHW mask and values */
-    DropoutShape s = {(int)n, c * hw, 0.35f, 0xd20bULL, 77, (int)c, (int)hw};
-    DropoutShape sc = s;
-    sc.c = sc.hw = 0;
+    /* dropout on an NHWC image: the CPU's NCHW mask and values; the kernel reads the batch's
+     * origin (70) from memory and adds the call's first sample (7), the CPU gets 77 at once */
+    const uint64_t origin = 70;
+    DropoutShape s = {(int)n, c * hw, 0.35f, 0xd20bULL, 7, (int)c, (int)hw, &origin};
+    DropoutShape sc = {(int)n, c * hw, 0.35f, 0xd20bULL, 77, 0, 0, NULL};
     float *xn = widen_nchw(x, n, c, hw);
     uint8_t *mask = malloc(total), *cmask = malloc(total);
     cpu_backend.dropout_forward(NULL, &sc, xn, r, cmask);
     dt16 *yref = round_nhwc(r, n, c, hw);
     const float keep_scale = dt_dropout_scale(s.rate);
+    const uint64_t first = s.first_sample + (s.origin ? *s.origin : 0);
     for (size_t e = 0; e < total; e++) { /* dropout_kernel */
         const size_t i = e / s.size, q = e % s.size;
-        const uint64_t key = dt_dropout_key(s.seed, s.first_sample + (uint64_t)i);
+        const uint64_t key = dt_dropout_key(s.seed, first + (uint64_t)i);
         const int keep = dt_dropout_keep(key, dt16_dropout_j(q, s.c, s.hw), s.rate);
         mask[e] = (uint8_t)keep;
         y[e] = dt16_dropout(x[e], keep, keep_scale, HALF);
@@ -168,7 +170,7 @@ static void test_elementwise(void) {
                 ok &= mask[layout_nhwc(c, hw, i, q, p)] == cmask[layout_nchw(c, hw, i, q, p)];
     EXPECT(ok,
            "%s: dropout of an NHWC image drops the elements the CPU drops in NCHW, scaled "
-           "and rounded",
+           "and rounded; the batch's origin read from memory",
            type_name());
     free(x), free(z), free(g), free(xf), free(zf), free(gf), free(r), free(r2), free(y), free(ref);
     free(b), free(xn), free(mask), free(cmask), free(yref);
