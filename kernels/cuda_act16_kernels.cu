@@ -26,6 +26,38 @@
         return cudaGetLastError();                                                                 \
     } while (0)
 
+/* The most channels a unit takes (8, 4 or 1) that c allows and every buffer's alignment (NULL:
+ * none) allows for 16-bit values (a .. d) and for 32-bit ones (`wide`: argmax, the LRN's scale). */
+static int unit_vec(int c, const void *a, const void *b, const void *d, const void *e,
+                    const void *wide)
+{
+    const uintptr_t any = (uintptr_t)a | (uintptr_t)b | (uintptr_t)d | (uintptr_t)e;
+    const uintptr_t w = (uintptr_t)wide;
+    if (c % 8 == 0 && (any & 15) == 0 && (w & 15) == 0) return 8;
+    if (c % 4 == 0 && (any & 7) == 0 && (w & 15) == 0) return 4;
+    return 1;
+}
+
+/* kernel<HALF, V><<<blocks_for(units), THREADS, 0, st>>>(...) for the run-time half and vec */
+#define LAUNCH_VEC(kernel, vec, units, st, ...)                                                    \
+    do {                                                                                           \
+        if ((units) == 0) return cudaSuccess;                                                      \
+        const unsigned nb = blocks_for(units);                                                     \
+        if (half && (vec) == 8)                                                                    \
+            kernel<1, 8><<<nb, THREADS, 0, st>>>(__VA_ARGS__);                                     \
+        else if (half && (vec) == 4)                                                               \
+            kernel<1, 4><<<nb, THREADS, 0, st>>>(__VA_ARGS__);                                     \
+        else if (half)                                                                             \
+            kernel<1, 1><<<nb, THREADS, 0, st>>>(__VA_ARGS__);                                     \
+        else if ((vec) == 8)                                                                       \
+            kernel<0, 8><<<nb, THREADS, 0, st>>>(__VA_ARGS__);                                     \
+        else if ((vec) == 4)                                                                       \
+            kernel<0, 4><<<nb, THREADS, 0, st>>>(__VA_ARGS__);                                     \
+        else                                                                                       \
+            kernel<0, 1><<<nb, THREADS, 0, st>>>(__VA_ARGS__);                                     \
+        return cudaGetLastError();                                                                 \
+    } while (0)
+
 /* ---- conversions ----------------------------------------------------------------------------- */
 
 template <int HALF>
@@ -114,33 +146,50 @@ extern "C" cudaError_t dth_filter_grad(cudaStream_t st, int half, int k, int c, 
 
 /* ---- element-wise ---------------------------------------------------------------------------- */
 
-template <int HALF> __global__ void relu_kernel(size_t n, const dt16 *x, dt16 *y)
+/* units of vec values (8: 16-byte accesses) where n and the buffers allow; in place allowed (y == x,
+ * dx == dy or y): a thread reads its unit whole before it writes it */
+template <int HALF, int V> __global__ void relu_kernel(size_t units, const dt16 *x, dt16 *y)
 {
-    GRID_LOOP(i, n) y[i] = dt16_relu(x[i], HALF); /* in place allowed: read, then written */
+    GRID_LOOP(u, units) dt16_relu_unit(x, y, u, V, HALF);
 }
-template <int HALF>
-__global__ void relu_back_kernel(size_t n, const dt16 *y, const dt16 *dy, dt16 *dx)
+template <int HALF, int V>
+__global__ void relu_back_kernel(size_t units, const dt16 *y, const dt16 *dy, dt16 *dx)
 {
-    GRID_LOOP(i, n) dx[i] = dt16_relu_grad(y[i], dy[i], HALF);
+    GRID_LOOP(u, units) dt16_relu_back_unit(y, dy, dx, u, V, HALF);
 }
-template <int HALF> __global__ void add_kernel(size_t n, const dt16 *a, const dt16 *b, dt16 *y)
+template <int HALF, int V>
+__global__ void add_kernel(size_t units, const dt16 *a, const dt16 *b, dt16 *y)
 {
-    GRID_LOOP(i, n) y[i] = dt16_add(a[i], b[i], HALF);
+    GRID_LOOP(u, units) dt16_add_unit(a, b, y, u, V, HALF);
+}
+
+/* the most values a unit takes that n and the buffers allow */
+static int flat_vec(size_t n, const void *a, const void *b, const void *c)
+{
+    const int vec = unit_vec(8, a, b, c, NULL, NULL);
+    return n % (size_t)vec == 0 ? vec : n % 4 == 0 && vec >= 4 ? 4 : 1;
 }
 
 extern "C" cudaError_t dth_relu(cudaStream_t st, int half, size_t n, const void *x, void *y)
 {
-    LAUNCH16(relu_kernel, n, st, n, (const dt16 *)x, (dt16 *)y);
+    const int vec = flat_vec(n, x, y, NULL);
+    const size_t units = n / (size_t)vec;
+    LAUNCH_VEC(relu_kernel, vec, units, st, units, (const dt16 *)x, (dt16 *)y);
 }
 extern "C" cudaError_t dth_relu_back(cudaStream_t st, int half, size_t n, const void *y,
                                      const void *dy, void *dx)
 {
-    LAUNCH16(relu_back_kernel, n, st, n, (const dt16 *)y, (const dt16 *)dy, (dt16 *)dx);
+    const int vec = flat_vec(n, y, dy, dx);
+    const size_t units = n / (size_t)vec;
+    LAUNCH_VEC(relu_back_kernel, vec, units, st, units, (const dt16 *)y, (const dt16 *)dy,
+               (dt16 *)dx);
 }
 extern "C" cudaError_t dth_add(cudaStream_t st, int half, size_t n, const void *a, const void *b,
                                void *y)
 {
-    LAUNCH16(add_kernel, n, st, n, (const dt16 *)a, (const dt16 *)b, (dt16 *)y);
+    const int vec = flat_vec(n, a, b, y);
+    const size_t units = n / (size_t)vec;
+    LAUNCH_VEC(add_kernel, vec, units, st, units, (const dt16 *)a, (const dt16 *)b, (dt16 *)y);
 }
 
 template <int HALF>
@@ -205,40 +254,6 @@ extern "C" cudaError_t dth_dropout_back(cudaStream_t st, int half, const Dropout
 
 /* ---- pooling and LRN: one thread per unit of vec channels of one pixel ---------------------- */
 
-/* The most channels a unit takes (8, 4 or 1) that c allows and every buffer's alignment (NULL:
- * none) allows for 16-bit values (a .. d) and for 32-bit ones (`wide`: argmax, the LRN's scale). */
-static int unit_vec(int c, const void *a, const void *b, const void *d, const void *e,
-                    const void *wide)
-{
-    const uintptr_t any = (uintptr_t)a | (uintptr_t)b | (uintptr_t)d | (uintptr_t)e;
-    const uintptr_t w = (uintptr_t)wide;
-    if (c % 8 == 0 && (any & 15) == 0 && (w & 15) == 0) return 8;
-    if (c % 4 == 0 && (any & 7) == 0 && (w & 15) == 0) return 4;
-    return 1;
-}
-
-/* kernel<HALF, V><<<blocks_for(units), THREADS, 0, st>>>(...) for the run-time half and vec;
- * units (32-bit in the kernels) below 2^32 */
-#define LAUNCH_UNITS(kernel, vec, units, st, ...)                                                  \
-    do {                                                                                           \
-        if ((units) == 0) return cudaSuccess;                                                      \
-        if ((units) > UINT32_MAX) return cudaErrorInvalidValue;                                   \
-        const unsigned nb = blocks_for(units);                                                     \
-        if (half && (vec) == 8)                                                                    \
-            kernel<1, 8><<<nb, THREADS, 0, st>>>(__VA_ARGS__);                                     \
-        else if (half && (vec) == 4)                                                               \
-            kernel<1, 4><<<nb, THREADS, 0, st>>>(__VA_ARGS__);                                     \
-        else if (half)                                                                             \
-            kernel<1, 1><<<nb, THREADS, 0, st>>>(__VA_ARGS__);                                     \
-        else if ((vec) == 8)                                                                       \
-            kernel<0, 8><<<nb, THREADS, 0, st>>>(__VA_ARGS__);                                     \
-        else if ((vec) == 4)                                                                       \
-            kernel<0, 4><<<nb, THREADS, 0, st>>>(__VA_ARGS__);                                     \
-        else                                                                                       \
-            kernel<0, 1><<<nb, THREADS, 0, st>>>(__VA_ARGS__);                                     \
-        return cudaGetLastError();                                                                 \
-    } while (0)
-
 template <int HALF, int V>
 __global__ void maxpool_kernel(PoolShape s, size_t units, const dt16 *__restrict__ x,
                                dt16 *__restrict__ y, int32_t *__restrict__ argmax)
@@ -278,14 +293,16 @@ extern "C" cudaError_t dth_maxpool(cudaStream_t st, int half, const PoolShape *s
 {
     const int vec = unit_vec(s->c, x, y, NULL, NULL, argmax);
     const size_t units = pool_out(s) / (size_t)vec;
-    LAUNCH_UNITS(maxpool_kernel, vec, units, st, *s, units, (const dt16 *)x, (dt16 *)y, argmax);
+    if (units > UINT32_MAX) return cudaErrorInvalidValue; /* 32-bit positions */
+    LAUNCH_VEC(maxpool_kernel, vec, units, st, *s, units, (const dt16 *)x, (dt16 *)y, argmax);
 }
 extern "C" cudaError_t dth_maxpool_back(cudaStream_t st, int half, const PoolShape *s,
                                         const int32_t *argmax, const void *dy, void *dx)
 {
     const int vec = unit_vec(s->c, dy, dx, NULL, NULL, argmax);
     const size_t units = pool_in(s) / (size_t)vec;
-    LAUNCH_UNITS(maxpool_back_kernel, vec, units, st, *s, units, argmax, (const dt16 *)dy,
+    if (units > UINT32_MAX) return cudaErrorInvalidValue;
+    LAUNCH_VEC(maxpool_back_kernel, vec, units, st, *s, units, argmax, (const dt16 *)dy,
                  (dt16 *)dx);
 }
 extern "C" cudaError_t dth_avgpool(cudaStream_t st, int half, const PoolShape *s, const void *x,
@@ -293,14 +310,16 @@ extern "C" cudaError_t dth_avgpool(cudaStream_t st, int half, const PoolShape *s
 {
     const int vec = unit_vec(s->c, x, y, NULL, NULL, NULL);
     const size_t units = pool_out(s) / (size_t)vec;
-    LAUNCH_UNITS(avgpool_kernel, vec, units, st, *s, units, (const dt16 *)x, (dt16 *)y);
+    if (units > UINT32_MAX) return cudaErrorInvalidValue;
+    LAUNCH_VEC(avgpool_kernel, vec, units, st, *s, units, (const dt16 *)x, (dt16 *)y);
 }
 extern "C" cudaError_t dth_avgpool_back(cudaStream_t st, int half, const PoolShape *s,
                                         const void *dy, void *dx)
 {
     const int vec = unit_vec(s->c, dy, dx, NULL, NULL, NULL);
     const size_t units = pool_in(s) / (size_t)vec;
-    LAUNCH_UNITS(avgpool_back_kernel, vec, units, st, *s, units, (const dt16 *)dy, (dt16 *)dx);
+    if (units > UINT32_MAX) return cudaErrorInvalidValue;
+    LAUNCH_VEC(avgpool_back_kernel, vec, units, st, *s, units, (const dt16 *)dy, (dt16 *)dx);
 }
 
 template <int HALF>
@@ -309,11 +328,11 @@ __global__ void gap_kernel(size_t total, size_t c, size_t plane, const dt16 *__r
 {
     GRID_LOOP(o, total) y[o] = dt16_gap_fwd(x, o, c, plane, HALF);
 }
-template <int HALF>
-__global__ void gap_back_kernel(size_t total, size_t c, size_t plane, const dt16 *__restrict__ dy,
+template <int HALF, int V>
+__global__ void gap_back_kernel(size_t units, size_t c, size_t plane, const dt16 *__restrict__ dy,
                                 dt16 *__restrict__ dx)
 {
-    GRID_LOOP(i, total) dx[i] = dt16_gap_bwd(dy, i, c, plane, HALF);
+    GRID_LOOP(u, units) dt16_gap_bwd_unit(dy, dx, u, c, plane, V, HALF);
 }
 
 extern "C" cudaError_t dth_gap(cudaStream_t st, int half, size_t n, size_t c, size_t plane,
@@ -325,8 +344,9 @@ extern "C" cudaError_t dth_gap(cudaStream_t st, int half, size_t n, size_t c, si
 extern "C" cudaError_t dth_gap_back(cudaStream_t st, int half, size_t n, size_t c, size_t plane,
                                     const void *dy, void *dx)
 {
-    const size_t total = n * c * plane;
-    LAUNCH16(gap_back_kernel, total, st, total, c, plane, (const dt16 *)dy, (dt16 *)dx);
+    const int vec = unit_vec((int)c, dy, dx, NULL, NULL, NULL);
+    const size_t units = n * c * plane / (size_t)vec;
+    LAUNCH_VEC(gap_back_kernel, vec, units, st, units, c, plane, (const dt16 *)dy, (dt16 *)dx);
 }
 
 /* ---- LRN ----------------------------------------------------------------------------------

@@ -178,6 +178,30 @@ DT_HD dt16 dt16_add(dt16 a, dt16 b, int half) {
 DT_HD dt16 dt16_bias(dt16 x, float b, int half) {
     return dt16_r(dt16_f(x, half) + b, half);
 }
+/* the same on unit u of vec values (16-byte accesses for 8), read whole before it is written
+ * (in place allowed) */
+DT_HD void dt16_relu_unit(const dt16 *x, dt16 *y, size_t u, int vec, int half) {
+    const Dt16x8 a = dt16_ld(x, u * (size_t)vec, vec);
+    Dt16x8 o;
+    for (int j = 0; j < vec; j++)
+        o.v[j] = dt16_relu(a.v[j], half);
+    dt16_st(y, u * (size_t)vec, vec, o);
+}
+DT_HD void dt16_relu_back_unit(const dt16 *y, const dt16 *dy, dt16 *dx, size_t u, int vec,
+                               int half) {
+    const Dt16x8 a = dt16_ld(y, u * (size_t)vec, vec), g = dt16_ld(dy, u * (size_t)vec, vec);
+    Dt16x8 o;
+    for (int j = 0; j < vec; j++)
+        o.v[j] = dt16_relu_grad(a.v[j], g.v[j], half);
+    dt16_st(dx, u * (size_t)vec, vec, o);
+}
+DT_HD void dt16_add_unit(const dt16 *a, const dt16 *b, dt16 *y, size_t u, int vec, int half) {
+    const Dt16x8 p = dt16_ld(a, u * (size_t)vec, vec), q = dt16_ld(b, u * (size_t)vec, vec);
+    Dt16x8 o;
+    for (int j = 0; j < vec; j++)
+        o.v[j] = dt16_add(p.v[j], q.v[j], half);
+    dt16_st(y, u * (size_t)vec, vec, o);
+}
 /* dropout: element q of a sample stored NHWC [hw][c] (s->hw > 0) is element j of the NCHW mask
  * definition (backend.h's DropoutShape); kept values are scaled as the CPU does */
 DT_HD uint64_t dt16_dropout_j(size_t q, int c, int hw) {
@@ -312,6 +336,16 @@ DT_HD dt16 dt16_gap_fwd(const dt16 *x, size_t o, size_t c, size_t plane, int hal
 DT_HD dt16 dt16_gap_bwd(const dt16 *dy, size_t i, size_t c, size_t plane, int half) {
     const size_t n = i / (plane * c);
     return dt16_r(dt16_f(dy[n * c + i % c], half) * (1.0f / (float)plane), half);
+}
+/* ... for unit u of vec channels of one pixel (c a multiple of vec) */
+DT_HD void dt16_gap_bwd_unit(const dt16 *dy, dt16 *dx, size_t u, size_t c, size_t plane, int vec,
+                             int half) {
+    const size_t i = u * (size_t)vec, n = i / (plane * c);
+    const Dt16x8 g = dt16_ld(dy, n * c + i % c, vec);
+    Dt16x8 o;
+    for (int j = 0; j < vec; j++)
+        o.v[j] = dt16_r(dt16_f(g.v[j], half) * (1.0f / (float)plane), half);
+    dt16_st(dx, i, vec, o);
 }
 
 /* ---- LRN across channels (LrnShape), element i of NHWC x: the channels are contiguous --------

@@ -145,6 +145,34 @@ static void test_elementwise(void) {
     ok &= same16(y, ref, total);
     EXPECT(ok, "%s: ReLU, its backward, the residual add, the bias = the CPU's, rounded",
            type_name());
+    /* the kernels' units of 8, 4 and 1 values = the values one by one, in place too */
+    ok = 1;
+    dt16 *e1 = malloc(total * 2), *e2 = malloc(total * 2), *e3 = malloc(total * 2);
+    for (size_t i = 0; i < total; i++)
+        e1[i] = dt16_relu(x[i], HALF), e2[i] = dt16_relu_grad(x[i], g[i], HALF),
+        e3[i] = dt16_add(x[i], z[i], HALF);
+    for (int vec = 8; vec >= 1; vec /= 2) {
+        if (vec == 2 || total % (size_t)vec) continue;
+        for (int in_place = 0; in_place < 2; in_place++) {
+            dt16 *o = in_place ? y : poison16(total);
+            if (in_place) memcpy(o, x, total * 2);
+            for (size_t u = 0; u < total / (size_t)vec; u++)
+                dt16_relu_unit(in_place ? o : x, o, u, vec, HALF);
+            ok &= same16(o, e1, total);
+            if (in_place) memcpy(o, g, total * 2);
+            for (size_t u = 0; u < total / (size_t)vec; u++)
+                dt16_relu_back_unit(x, in_place ? o : g, o, u, vec, HALF);
+            ok &= same16(o, e2, total);
+            if (in_place) memcpy(o, x, total * 2);
+            for (size_t u = 0; u < total / (size_t)vec; u++)
+                dt16_add_unit(in_place ? o : x, z, o, u, vec, HALF);
+            ok &= same16(o, e3, total);
+            if (!in_place) free(o);
+        }
+    }
+    EXPECT(ok, "%s: ReLU, its backward and the add on units of 8, 4, 1 values (in place too) = "
+               "value by value", type_name());
+    free(e1), free(e2), free(e3);
     /* dropout on an NHWC image: the CPU's NCHW mask and values; the kernel reads the batch's
      * origin (70) from memory and adds the call's first sample (7), the CPU gets 77 at once */
     const uint64_t origin = 70;
@@ -246,9 +274,16 @@ static void test_gap(size_t n, size_t c, size_t plane) {
         dx[i] = dt16_gap_bwd(dy, i, c, plane, HALF);
     dt16 *dref = round_nhwc(dxr, n, c, plane);
     ok &= same16(dx, dref, n * c * plane);
+    for (int vec = 8; vec >= 1; vec /= 2) /* gap_back_kernel's units */
+        if (vec != 2 && c % (size_t)vec == 0) {
+            memset(dx, 0xa5, n * c * plane * 2);
+            for (size_t u = 0; u < n * c * plane / (size_t)vec; u++)
+                dt16_gap_bwd_unit(dy, dx, u, c, plane, vec, HALF);
+            ok &= same16(dx, dref, n * c * plane);
+        }
     EXPECT(ok,
-           "%s: global average pooling [%zu,%zu,%zu] forward and backward = the CPU's, "
-           "rounded",
+           "%s: global average pooling [%zu,%zu,%zu] forward and backward (per element and per "
+           "unit of channels) = the CPU's, rounded",
            type_name(), n, c, plane);
     free(x), free(dy), free(y), free(dx), free(ref), free(xn), free(yr), free(dyf), free(dxr);
     free(dref);
@@ -315,6 +350,7 @@ int main(void) {
                 }
         test_gap(3, 10, 49);
         test_gap(2, 7, 5);
+        test_gap(2, 16, 49); /* units of 8 and 4 channels */
         test_lrn(11, 5, 0, 0.75f);  /* the per-element kernels */
         test_lrn(11, 5, 0, 0.6f);
         test_lrn(16, 5, 8, 0.75f);  /* GoogLeNet's window, 8 channels a thread */
