@@ -202,117 +202,150 @@ static void play_back(Launch16 *L, const BnShape *s, const dt16 *x, const float 
     free(coef);
 }
 
-/* One shape, in the three fused modes: played kernels against the CPU's unfused rows. */
-static void test_bn(int batch, int c, int spatial) {
-    const BnShape s = {batch, c, spatial, 1e-5f, 0.1f};
-    const size_t rows = (size_t)batch * spatial, n = rows * c, C = (size_t)c;
-    Launch16 F = launch_for(rows, c, 8), B = launch_for(rows, c, 4);
-    if (!F.part || !B.part) {
-        EXPECT(0, "nhwc_grid takes [%d,%d,%d]", batch, c, spatial);
-        return;
+/* One shape's inputs, on both grids (forward and backward), and their widened NCHW copies. */
+typedef struct {
+    BnShape s;
+    size_t rows, n, C;
+    Launch16 F, B;
+    dt16 *x, *z, *dy;
+    float *gamma, *beta, *xn, *zn, *dyn;
+} BnCase;
+
+static int bn_case(BnCase *k, int batch, int c, int spatial) {
+    k->s = (BnShape){batch, c, spatial, 1e-5f, 0.1f};
+    k->rows = (size_t)batch * spatial, k->n = k->rows * c, k->C = (size_t)c;
+    k->F = launch_for(k->rows, c, 8), k->B = launch_for(k->rows, c, 4);
+    if (!k->F.part || !k->B.part) return 0;
+    k->x = rand16(k->n, -3, 5), k->z = rand16(k->n, -1, 1), k->dy = rand16(k->n, -1, 1);
+    k->gamma = rand_floats(k->C, 0.5f, 1.5f), k->beta = rand_floats(k->C, -0.5f, 0.5f);
+    k->xn = widen_nchw(k->x, batch, k->C, spatial), k->zn = widen_nchw(k->z, batch, k->C, spatial);
+    k->dyn = widen_nchw(k->dy, batch, k->C, spatial);
+    return 1;
+}
+static void bn_case_free(BnCase *k) {
+    free(k->F.part), free(k->B.part), free(k->x), free(k->z), free(k->dy), free(k->gamma);
+    free(k->beta), free(k->xn), free(k->zn), free(k->dyn);
+}
+
+/* mode 0 plain, 1 + ReLU, 2 + add + ReLU: the played forward and backward against the CPU's
+ * unfused rows (batch norm, add, ReLU in place; their backward, the add's gradient copied) */
+static void test_bn_mode(const BnCase *k, int mode) {
+    const BnShape *s = &k->s;
+    const size_t n = k->n, C = k->C, N = (size_t)s->batch, P = (size_t)s->spatial;
+    const int relu = mode > 0, add = mode == 2;
+    Launch16 F = k->F, B = k->B;
+    float *y = malloc(n * 4), *mean = malloc(C * 4), *inv = malloc(C * 4);
+    float *rm = calloc(C, 4), *rv = malloc(C * 4), *rm2 = calloc(C, 4), *rv2 = malloc(C * 4);
+    for (size_t i = 0; i < C; i++)
+        rv[i] = rv2[i] = 1.0f;
+    cpu_backend.batchnorm_forward_train(NULL, s, k->xn, k->gamma, k->beta, y, mean, inv, rm, rv);
+    if (add) cpu_backend.add_forward(NULL, n, y, k->zn, y);
+    if (relu) cpu_backend.relu_forward(NULL, n, y, y);
+    float *mean2 = malloc(C * 4), *inv2 = malloc(C * 4), *yn = malloc(n * 4);
+    dt16 *y16 = poison16(n);
+    play_train(&F, s, k->x, k->gamma, k->beta, add ? k->z : NULL, relu, y16, mean2, inv2, rm2, rv2);
+    layout_to_nhwc(N, C, P, y, yn);
+    int ok = close_f(mean2, mean, C, 1e-5f, "mean") && close_f(inv2, inv, C, 1e-5f, "invstd") &&
+             close_f(rm2, rm, C, 1e-5f, "running mean") &&
+             close_f(rv2, rv, C, 1e-5f, "running var") && close16(y16, yn, n);
+    float *g = copy_floats(k->dyn, n), *dx = malloc(n * 4), *dg = malloc(C * 4);
+    float *db = malloc(C * 4), *dg2 = malloc(C * 4), *db2 = malloc(C * 4);
+    float *act = widen_nchw(y16, N, C, P); /* the stored output, as the GPU's */
+    if (relu) cpu_backend.relu_backward(NULL, n, act, g, g);
+    cpu_backend.batchnorm_backward(NULL, s, k->xn, k->gamma, mean2, inv2, g, dx, dg, db);
+    dt16 *dx16 = poison16(n), *dz16 = poison16(n);
+    play_back(&B, s, k->x, k->gamma, mean2, inv2, relu ? y16 : NULL, k->dy, dx16,
+              add ? dz16 : NULL, dg2, db2);
+    float *dxn = malloc(n * 4), *gz = malloc(n * 4);
+    layout_to_nhwc(N, C, P, dx, dxn);
+    layout_to_nhwc(N, C, P, g, gz);
+    ok &= close_f(dg2, dg, C, 1e-5f, "dgamma") && close_f(db2, db, C, 1e-5f, "dbeta") &&
+          close16(dx16, dxn, n);
+    for (size_t i = 0; add && i < n; i++) /* dz: the masked gradient, exactly */
+        ok &= dt16_f(dz16[i], HALF) == gz[i];
+    if (add) { /* dz may alias dy: the same dx, and the masked gradient left in dy */
+        dt16 *d2 = malloc(n * sizeof *d2), *dx2 = poison16(n);
+        memcpy(d2, k->dy, n * sizeof *d2);
+        play_back(&B, s, k->x, k->gamma, mean2, inv2, y16, d2, dx2, d2, dg2, db2);
+        ok &= same16(dx2, dx16, n) && same16(d2, dz16, n);
+        free(d2), free(dx2);
     }
-    dt16 *x = rand16(n, -3, 5), *z = rand16(n, -1, 1), *dy = rand16(n, -1, 1);
-    float *gamma = rand_floats(C, 0.5f, 1.5f), *beta = rand_floats(C, -0.5f, 0.5f);
-    float *xn = widen_nchw(x, batch, C, spatial), *zn = widen_nchw(z, batch, C, spatial);
-    float *dyn = widen_nchw(dy, batch, C, spatial);
-    for (int mode = 0; mode < 3; mode++) {
-        const int relu = mode > 0, add = mode == 2;
-        /* the CPU's rows on the widened values */
-        float *y = malloc(n * 4), *mean = malloc(C * 4), *inv = malloc(C * 4);
-        float *rm = calloc(C, 4), *rv = malloc(C * 4), *rm2 = calloc(C, 4), *rv2 = malloc(C * 4);
-        for (size_t i = 0; i < C; i++)
-            rv[i] = rv2[i] = 1.0f;
-        cpu_backend.batchnorm_forward_train(NULL, &s, xn, gamma, beta, y, mean, inv, rm, rv);
-        if (add) cpu_backend.add_forward(NULL, n, y, zn, y);
-        if (relu) cpu_backend.relu_forward(NULL, n, y, y);
-        float *mean2 = malloc(C * 4), *inv2 = malloc(C * 4);
-        dt16 *y16 = poison16(n);
-        play_train(&F, &s, x, gamma, beta, add ? z : NULL, relu, y16, mean2, inv2, rm2, rv2);
-        float *yn = malloc(n * 4);
-        layout_to_nhwc(batch, C, spatial, y, yn);
-        int ok = close_f(mean2, mean, C, 1e-5f, "mean") && close_f(inv2, inv, C, 1e-5f, "invstd") &&
-                 close_f(rm2, rm, C, 1e-5f, "running mean") &&
-                 close_f(rv2, rv, C, 1e-5f, "running var") && close16(y16, yn, n);
-        /* backward: the CPU's ReLU in place, the add's gradient, batch norm; played against it */
-        float *g = copy_floats(dyn, n), *dx = malloc(n * 4), *dg = malloc(C * 4),
-              *db = malloc(C * 4);
-        float *act = widen_nchw(y16, batch, C, spatial); /* the stored output, as the GPU's */
-        if (relu) cpu_backend.relu_backward(NULL, n, act, g, g);
-        cpu_backend.batchnorm_backward(NULL, &s, xn, gamma, mean2, inv2, g, dx, dg, db);
-        float *dg2 = malloc(C * 4), *db2 = malloc(C * 4);
-        dt16 *dx16 = poison16(n), *dz16 = poison16(n);
-        play_back(&B, &s, x, gamma, mean2, inv2, relu ? y16 : NULL, dy, dx16, add ? dz16 : NULL,
-                  dg2, db2);
-        float *dxn = malloc(n * 4), *gz = malloc(n * 4);
-        layout_to_nhwc(batch, C, spatial, dx, dxn);
-        layout_to_nhwc(batch, C, spatial, g, gz);
-        ok &= close_f(dg2, dg, C, 1e-5f, "dgamma") && close_f(db2, db, C, 1e-5f, "dbeta") &&
-              close16(dx16, dxn, n);
-        for (size_t i = 0; add && i < n; i++) /* dz: the masked gradient, exactly */
-            ok &= dt16_f(dz16[i], HALF) == gz[i];
-        if (add) { /* dz may alias dy: the same dx, and the masked gradient left in dy */
-            dt16 *d2 = malloc(n * sizeof *d2), *dx2 = poison16(n);
-            memcpy(d2, dy, n * sizeof *d2);
-            play_back(&B, &s, x, gamma, mean2, inv2, y16, d2, dx2, d2, dg2, db2);
-            ok &= same16(dx2, dx16, n) && same16(d2, dz16, n);
-            free(d2), free(dx2);
-        }
-        EXPECT(ok,
-               "%s: batch norm [%d,%d,%d] %s (vec %d forward, %d backward), training forward and "
-               "backward (dz too) = the CPU's rows (statistics and parameter gradients 1e-5, "
-               "outputs within one rounding)",
-               type_name(), batch, c, spatial,
-               mode == 0   ? "plain"
-               : mode == 1 ? "+ReLU"
-                           : "+add+ReLU (dz apart and over dy)",
-               F.g.vec, B.g.vec);
-        free(y), free(mean), free(inv), free(rm), free(rv), free(rm2), free(rv2), free(mean2);
-        free(inv2), free(y16), free(yn), free(g), free(dx), free(dg), free(db), free(act);
-        free(dg2), free(db2), free(dx16), free(dz16), free(dxn), free(gz);
-    }
-    /* inference: finalize_infer_kernel's factors through the same apply_kernel */
+    EXPECT(ok,
+           "%s: batch norm [%d,%d,%d] %s (vec %d forward, %d backward), training forward and "
+           "backward (dz too) = the CPU's rows (statistics and parameter gradients 1e-5, outputs "
+           "within one rounding)",
+           type_name(), s->batch, s->c, s->spatial,
+           mode == 0   ? "plain"
+           : mode == 1 ? "+ReLU"
+                       : "+add+ReLU (dz apart and over dy)",
+           F.g.vec, B.g.vec);
+    free(y), free(mean), free(inv), free(rm), free(rv), free(rm2), free(rv2), free(mean2);
+    free(inv2), free(y16), free(yn), free(g), free(dx), free(dg), free(db), free(act);
+    free(dg2), free(db2), free(dx16), free(dz16), free(dxn), free(gz);
+}
+
+/* inference: finalize_infer_kernel's factors through the same apply_kernel, + add + ReLU */
+static void test_bn_infer(const BnCase *k) {
+    const BnShape *s = &k->s;
+    const size_t n = k->n, C = k->C;
     float *rmean = rand_floats(C, -1, 1), *rvar = rand_floats(C, 0.5f, 2), *coef = malloc(8 * C);
     float *yi = malloc(n * 4), *yin = malloc(n * 4);
     dt16 *y16 = poison16(n);
     for (size_t ch = 0; ch < C; ch++)
-        dt_bn_coeffs(gamma[ch], beta[ch], rmean[ch], dt_bn_infer_invstd(rvar[ch], s.eps),
+        dt_bn_coeffs(k->gamma[ch], k->beta[ch], rmean[ch], dt_bn_infer_invstd(rvar[ch], s->eps),
                      &coef[ch], &coef[C + ch]);
-    play_apply(&F.g, coef, x, z, 1, y16);
-    cpu_backend.batchnorm_forward_infer(NULL, &s, xn, gamma, beta, rmean, rvar, yi);
-    cpu_backend.add_forward(NULL, n, yi, zn, yi);
+    play_apply(&k->F.g, coef, k->x, k->z, 1, y16);
+    cpu_backend.batchnorm_forward_infer(NULL, s, k->xn, k->gamma, k->beta, rmean, rvar, yi);
+    cpu_backend.add_forward(NULL, n, yi, k->zn, yi);
     cpu_backend.relu_forward(NULL, n, yi, yi);
-    layout_to_nhwc(batch, C, spatial, yi, yin);
+    layout_to_nhwc((size_t)s->batch, C, (size_t)s->spatial, yi, yin);
     EXPECT(close16(y16, yin, n), "%s: batch norm [%d,%d,%d] inference +add+ReLU = the CPU's rows",
-           type_name(), batch, c, spatial);
-    /* the bias gradient: sums of dy's rows (DT16_COLSUM); and on ones, each row counted once */
-    play_sums(&F, DT16_COLSUM, NULL, dy, NULL, NULL, NULL);
+           type_name(), s->batch, s->c, s->spatial);
+    free(rmean), free(rvar), free(coef), free(yi), free(yin), free(y16);
+}
+
+/* the bias gradient: sums of dy's rows (DT16_COLSUM); and on ones, each row counted once */
+static void test_colsum(BnCase *k) {
+    const size_t n = k->n, C = k->C;
+    play_sums(&k->F, DT16_COLSUM, NULL, k->dy, NULL, NULL, NULL);
     float *sum = malloc(C * 4), *ref = calloc(C, 4);
-    for (int ch = 0; ch < c; ch++) {
+    for (size_t ch = 0; ch < C; ch++) {
         double a, b;
-        combine(&F, ch, &a, &b);
+        combine(&k->F, (int)ch, &a, &b);
         sum[ch] = (float)a;
     }
     for (size_t i = 0; i < n; i++)
-        ref[i % C] += dt16_f(dy[i], HALF);
+        ref[i % C] += dt16_f(k->dy[i], HALF);
     int ok = close_f(sum, ref, C, 1e-5f, "bias gradient");
     dt16 *ones = malloc(n * sizeof *ones);
     for (size_t i = 0; i < n; i++)
         ones[i] = dt16_r(1.0f, HALF);
-    for (int k = 0; k < 2; k++) {
-        Launch16 *L = k ? &B : &F;
+    for (int b = 0; b < 2; b++) {
+        Launch16 *L = b ? &k->B : &k->F;
         play_sums(L, DT16_COLSUM, NULL, ones, NULL, NULL, NULL);
-        for (int ch = 0; ch < c; ch++) {
-            double a, b;
-            combine(L, ch, &a, &b);
-            ok &= a == (double)rows;
+        for (size_t ch = 0; ch < C; ch++) {
+            double a, q;
+            combine(L, (int)ch, &a, &q);
+            ok &= a == (double)k->rows;
         }
     }
-    EXPECT(ok, "%s: the bias gradient of [%zu rows, %d] = the rows' sums; every row of every "
+    EXPECT(ok, "%s: the bias gradient of [%zu rows, %zu] = the rows' sums; every row of every "
                "channel summed once (both grids)",
-           type_name(), rows, c);
-    free(sum), free(ref), free(ones), free(F.part), free(B.part), free(x), free(z), free(dy);
-    free(gamma), free(beta), free(xn), free(zn), free(dyn), free(rmean), free(rvar), free(coef);
-    free(yi), free(yin), free(y16);
+           type_name(), k->rows, C);
+    free(sum), free(ref), free(ones);
+}
+
+static void test_bn(int batch, int c, int spatial) {
+    BnCase k;
+    if (!bn_case(&k, batch, c, spatial)) {
+        EXPECT(0, "nhwc_grid takes [%d,%d,%d]", batch, c, spatial);
+        return;
+    }
+    for (int mode = 0; mode < 3; mode++)
+        test_bn_mode(&k, mode);
+    test_bn_infer(&k);
+    test_colsum(&k);
+    bn_case_free(&k);
 }
 
 int main(void) {
