@@ -25,22 +25,25 @@
 #include <string.h>
 
 typedef enum { BN_FWD, BN_BWD, POOL_FWD, POOL_BWD, LRN_FWD, LRN_BWD } Op;
-static const char *const OP_NAMES[] = {"bn_fwd", "bn_bwd", "pool_fwd", "pool_bwd", "lrn_fwd",
-                                       "lrn_bwd"};
+static const char *const OP_NAMES[] = {"bn_fwd",   "bn_bwd",  "pool_fwd",
+                                       "pool_bwd", "lrn_fwd", "lrn_bwd"};
 
 typedef struct {
     const char *name;
     Op op;
     int n, c, h, w;
-    int mode;        /* batch norm: 0 plain, 1 + ReLU, 2 + residual add + ReLU */
-    int k, s, p;     /* pooling: window, stride, padding */
-    int size;        /* LRN: window */
+    int mode;    /* batch norm: 0 plain, 1 + ReLU, 2 + residual add + ReLU */
+    int k, s, p; /* pooling: window, stride, padding */
+    int size;    /* LRN: window */
     float alpha, beta, bias;
 } Case;
 
-#define BN(name, op, n, c, h, w, mode) {name, op, n, c, h, w, mode, 0, 0, 0, 0, 0, 0, 0}
-#define POOL(name, op, n, c, h, w, k, s, p) {name, op, n, c, h, w, 0, k, s, p, 0, 0, 0, 0}
-#define LRN(name, op, n, c, h, w, size, a, b, k) {name, op, n, c, h, w, 0, 0, 0, 0, size, a, b, k}
+#define BN(name, op, n, c, h, w, mode)                                                             \
+    { name, op, n, c, h, w, mode, 0, 0, 0, 0, 0, 0, 0 }
+#define POOL(name, op, n, c, h, w, k, s, p)                                                        \
+    { name, op, n, c, h, w, 0, k, s, p, 0, 0, 0, 0 }
+#define LRN(name, op, n, c, h, w, size, a, b, k)                                                   \
+    { name, op, n, c, h, w, 0, 0, 0, 0, size, a, b, k }
 
 static const Case CASES[] = {
     BN("r50.bn1+relu", BN_FWD, 256, 64, 112, 112, 1),
@@ -86,12 +89,18 @@ static size_t pooled(const Case *c) {
 static double bytes_moved(const Case *c) {
     const double n = (double)count(c), o = (double)pooled(c);
     switch (c->op) {
-    case BN_FWD: return (c->mode == 2 ? 4 : 3) * 2 * n;    /* x twice, y (z) */
-    case BN_BWD: return (c->mode == 0 ? 5 : 7) * 2 * n;    /* x, dy (act_y) twice; dx (dz) */
-    case POOL_FWD: return 2 * n + (2 + 4) * o;             /* x; y, argmax */
-    case POOL_BWD: return (4 + 2) * o + 2 * n;             /* argmax, dy; dx */
-    case LRN_FWD: return (2 + 2 + 4) * n;                  /* x; y, scale */
-    case LRN_BWD: return (3 * 2 + 4 + 2) * n;              /* x, y, dy, scale; dx */
+    case BN_FWD:
+        return (c->mode == 2 ? 4 : 3) * 2 * n; /* x twice, y (z) */
+    case BN_BWD:
+        return (c->mode == 0 ? 5 : 7) * 2 * n; /* x, dy (act_y) twice; dx (dz) */
+    case POOL_FWD:
+        return 2 * n + (2 + 4) * o; /* x; y, argmax */
+    case POOL_BWD:
+        return (4 + 2) * o + 2 * n; /* argmax, dy; dx */
+    case LRN_FWD:
+        return (2 + 2 + 4) * n; /* x; y, scale */
+    case LRN_BWD:
+        return (3 * 2 + 4 + 2) * n; /* x, y, dy, scale; dx */
     }
     return 0;
 }
@@ -102,8 +111,8 @@ static void list(void) {
         printf("{\"name\": \"%s\", \"op\": \"%s\", \"n\": %d, \"c\": %d, \"h\": %d, \"w\": %d, "
                "\"mode\": %d, \"k\": %d, \"s\": %d, \"p\": %d, \"size\": %d, \"alpha\": %g, "
                "\"beta\": %g, \"bias\": %g, \"bytes\": %.0f}\n",
-               c->name, OP_NAMES[c->op], c->n, c->c, c->h, c->w, c->mode, c->k, c->s, c->p,
-               c->size, (double)c->alpha, (double)c->beta, (double)c->bias, bytes_moved(c));
+               c->name, OP_NAMES[c->op], c->n, c->c, c->h, c->w, c->mode, c->k, c->s, c->p, c->size,
+               (double)c->alpha, (double)c->beta, (double)c->bias, bytes_moved(c));
     }
 }
 
@@ -174,13 +183,21 @@ static void call(Run *r) {
             G->batchnorm_backward(ctx, &r->bn, r->x, r->gamma, r->mean, r->invstd, r->dy, r->dx,
                                   r->dg, r->db);
         else
-            G->bn_act_backward(ctx, &r->bn, r->x, r->gamma, r->mean, r->invstd, r->y, r->dy,
-                               r->dx, r->dz, r->dg, r->db);
+            G->bn_act_backward(ctx, &r->bn, r->x, r->gamma, r->mean, r->invstd, r->y, r->dy, r->dx,
+                               r->dz, r->dg, r->db);
         break;
-    case POOL_FWD: G->maxpool_forward(ctx, &r->pool, r->x, r->y, r->argmax); break;
-    case POOL_BWD: G->maxpool_backward(ctx, &r->pool, r->argmax, r->dy, r->dx); break;
-    case LRN_FWD: G->lrn_forward(ctx, &r->lrn, r->x, r->y, r->aux); break;
-    case LRN_BWD: G->lrn_backward(ctx, &r->lrn, r->x, r->y, r->aux, r->dy, r->dx); break;
+    case POOL_FWD:
+        G->maxpool_forward(ctx, &r->pool, r->x, r->y, r->argmax);
+        break;
+    case POOL_BWD:
+        G->maxpool_backward(ctx, &r->pool, r->argmax, r->dy, r->dx);
+        break;
+    case LRN_FWD:
+        G->lrn_forward(ctx, &r->lrn, r->x, r->y, r->aux);
+        break;
+    case LRN_BWD:
+        G->lrn_backward(ctx, &r->lrn, r->x, r->y, r->aux, r->dy, r->dx);
+        break;
     }
 }
 
@@ -198,12 +215,20 @@ static void prepare(Run *r, const Case *c) {
         if (c->op == BN_BWD) {
             r->dy = act(n, 3), r->dx = dev(n * 2), r->dz = c->mode == 2 ? dev(n * 2) : NULL;
             r->dg = dev(C * 4), r->db = dev(C * 4);
-            const Case fwd = {c->name, BN_FWD, c->n, c->c, c->h, c->w, c->mode, 0, 0, 0, 0, 0, 0, 0};
+            const Case fwd = {c->name, BN_FWD, c->n, c->c, c->h, c->w, c->mode,
+                              0,       0,      0,    0,    0,    0,    0};
             r->c = &fwd, call(r), r->c = c;
         }
     } else if (c->op == POOL_FWD || c->op == POOL_BWD) {
-        r->pool = (PoolShape){c->n, c->c, c->h, c->w, c->k, c->s, c->p,
-                              out_len(c->h, c->k, c->s, c->p), out_len(c->w, c->k, c->s, c->p)};
+        r->pool = (PoolShape){c->n,
+                              c->c,
+                              c->h,
+                              c->w,
+                              c->k,
+                              c->s,
+                              c->p,
+                              out_len(c->h, c->k, c->s, c->p),
+                              out_len(c->w, c->k, c->s, c->p)};
         r->y = dev(o * 2), r->argmax = dev(o * 4);
         if (c->op == POOL_BWD) {
             r->dy = act(o, 3), r->dx = dev(n * 2);
@@ -262,8 +287,10 @@ int main(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
             only = argv[++i];
         } else {
-            fprintf(stderr, "gpu_kernels: usage: %s [--iters N] [--warmup N] [--only SUBSTRING] "
-                            "[--list]\n", argv[0]);
+            fprintf(stderr,
+                    "gpu_kernels: usage: %s [--iters N] [--warmup N] [--only SUBSTRING] "
+                    "[--list]\n",
+                    argv[0]);
             return 2;
         }
     }

@@ -30,11 +30,12 @@
  * accesses; cuda_act16.c), the others 8: the loads in flight then fit in 128 registers, for two
  * blocks per multiprocessor (checked with ptxas -v: no spills). Deterministic (no atomics, every
  * order fixed). */
-#define DT16_THREADS    256 /* threads per block */
-#define DT16_PER_SM     2   /* blocks per multiprocessor the grid is sized for (and the
-                             * registers allow: at most 128 a thread) */
-#define DT16_UNROLL_MAX 8   /* rows a thread loads before it uses them, at most */
-#define DT16_UNROLL     4   /* ... in the element-wise passes */
+#define DT16_THREADS 256 /* threads per block */
+#define DT16_PER_SM                                                                                \
+    2                     /* blocks per multiprocessor the grid is sized for (and the              \
+                           * registers allow: at most 128 a thread) */
+#define DT16_UNROLL_MAX 8 /* rows a thread loads before it uses them, at most */
+#define DT16_UNROLL     4 /* ... in the element-wise passes */
 
 /* Thread t of block (split, tile): the first channel *ch of its unit, its slab [*r0, *r1) and its
  * row lane *lane; 0 for an idle thread (beyond the tile's units or the block's row lanes). */
@@ -66,9 +67,9 @@ DT_HD int dt16_unroll(int mode, int half) {
 /* The sums of one thread (dt16_slot) over its rows, per channel j < vec of its unit, into s1[j],
  * s2[j]. DT16_BACK with g_out (not NULL; may alias dy): gr is also stored there, so that the
  * element-wise pass reads it instead of dy and act_y. */
-DT_HD void dt16_bn_sums(const NhwcGrid *g, int mode, int vec, int unroll, int half,
-                        const dt16 *x, const dt16 *dy, const dt16 *act_y, dt16 *g_out, int ch,
-                        int r0, int r1, int lane, const float *ref, double *s1, double *s2) {
+DT_HD void dt16_bn_sums(const NhwcGrid *g, int mode, int vec, int unroll, int half, const dt16 *x,
+                        const dt16 *dy, const dt16 *act_y, dt16 *g_out, int ch, int r0, int r1,
+                        int lane, const float *ref, double *s1, double *s2) {
     const size_t c = (size_t)g->c;
     const int step = g->lanes;
     for (int j = 0; j < vec; j++)

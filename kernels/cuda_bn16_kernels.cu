@@ -223,7 +223,7 @@ __global__ void __launch_bounds__(DT16_THREADS, DT16_PER_SM)
 template <int HALF, int V, int ACT>
 __global__ void __launch_bounds__(DT16_THREADS, DT16_PER_SM)
     back_apply_kernel(NhwcGrid g, const float *__restrict__ coef, const dt16 *__restrict__ x,
-                      const dt16 *__restrict__ act_y, const dt16 *__restrict__ gin,
+                      const dt16 *__restrict__ act_y, const dt16 *gin,
                       dt16 *__restrict__ dx)
 {
     int ch, r0, r1, lane;

@@ -16,8 +16,8 @@ dt16 *poison16(size_t n);                   /* 0xa5a5 everywhere */
 /* NHWC 16-bit [n][hw][c] -> NCHW fp32 [n][c][hw] (widened), and NCHW fp32 -> NHWC rounded */
 float *widen_nchw(const dt16 *x, size_t n, size_t c, size_t hw);
 dt16 *round_nhwc(const float *x, size_t n, size_t c, size_t hw);
-int same16(const dt16 *a, const dt16 *b, size_t n);         /* bit for bit, the first difference */
-int close16(const dt16 *a, const float *ref, size_t n);     /* within one rounding of ref */
+int same16(const dt16 *a, const dt16 *b, size_t n);     /* bit for bit, the first difference */
+int close16(const dt16 *a, const float *ref, size_t n); /* within one rounding of ref */
 float *copy_floats(const float *x, size_t n);
 const char *type_name(void); /* "bf16" or "fp16" */
 

@@ -35,10 +35,14 @@ static int grid_for(long long rows, int c, int vec, int sms, NhwcGrid *g) {
 }
 
 static void test_grid(void) {
-    const long long shapes[][2] = {{256LL * 112 * 112, 64}, {256LL * 7 * 7, 2048},
-                                   {256LL * 56 * 56, 256},  {8LL * 28 * 28, 16},
-                                   {3, 40},                 {1000, 3},
-                                   {64, 4096},              {777, 200},
+    const long long shapes[][2] = {{256LL * 112 * 112, 64},
+                                   {256LL * 7 * 7, 2048},
+                                   {256LL * 56 * 56, 256},
+                                   {8LL * 28 * 28, 16},
+                                   {3, 40},
+                                   {1000, 3},
+                                   {64, 4096},
+                                   {777, 200},
                                    {50, 12}};
     int ok = 1;
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
@@ -57,8 +61,9 @@ static void test_grid(void) {
             ok &= g.vec == want && g.units * g.vec == c && g.width * g.vec == (c < 64 ? c : 64) &&
                   g.lanes == DT16_THREADS / g.width && g.splits >= 1 &&
                   (long long)g.splits * g.chunk >= g.rows &&
-                  (long long)(g.splits - 1) * g.chunk < g.rows && (long long)g.splits * c <= 65536 &&
-                  g.tiles * g.width >= g.units && (g.tiles - 1) * g.width < g.units &&
+                  (long long)(g.splits - 1) * g.chunk < g.rows &&
+                  (long long)g.splits * c <= 65536 && g.tiles * g.width >= g.units &&
+                  (g.tiles - 1) * g.width < g.units &&
                   (blocks >= 132 * DT16_PER_SM || g.chunk <= 4 * g.lanes + 4 * g.lanes);
             if (!ok) {
                 printf("  [%lld rows, %d] vec %d: width %d lanes %d tiles %d splits %d chunk %d\n",
@@ -118,8 +123,8 @@ static void combine(const Launch16 *L, int ch, double *a, double *b) {
     *a = dt16_tree32(va), *b = dt16_tree32(vb);
 }
 /* apply_kernel: every thread of every block, with its channels' factors */
-static void play_apply(const NhwcGrid *g, const float *coef, const dt16 *x, const dt16 *z,
-                       int relu, dt16 *y) {
+static void play_apply(const NhwcGrid *g, const float *coef, const dt16 *x, const dt16 *z, int relu,
+                       dt16 *y) {
     for (int b = 0; b < g->splits; b++)
         for (int t = 0; t < g->tiles; t++)
             for (int th = 0; th < DT16_THREADS; th++) {
@@ -130,17 +135,16 @@ static void play_apply(const NhwcGrid *g, const float *coef, const dt16 *x, cons
             }
 }
 /* back_apply_kernel */
-static void play_back_apply(const NhwcGrid *g, const float *coef, const dt16 *x,
-                            const dt16 *act_y, const dt16 *gin, dt16 *dx) {
+static void play_back_apply(const NhwcGrid *g, const float *coef, const dt16 *x, const dt16 *act_y,
+                            const dt16 *gin, dt16 *dx) {
     const int C = g->c;
     for (int b = 0; b < g->splits; b++)
         for (int t = 0; t < g->tiles; t++)
             for (int th = 0; th < DT16_THREADS; th++) {
                 int ch, r0, r1, lane;
                 if (!dt16_slot(g, b, t, th, &ch, &r0, &r1, &lane)) continue;
-                dt16_bn_back_rows(g, g->vec, DT16_UNROLL, HALF, x, gin, act_y, dx, ch, r0, r1,
-                                  lane, coef + ch, coef + C + ch, coef + 3 * C + ch,
-                                  coef + 2 * C + ch);
+                dt16_bn_back_rows(g, g->vec, DT16_UNROLL, HALF, x, gin, act_y, dx, ch, r0, r1, lane,
+                                  coef + ch, coef + C + ch, coef + 3 * C + ch, coef + 2 * C + ch);
             }
 }
 
@@ -171,8 +175,8 @@ static void play_train(Launch16 *L, const BnShape *s, const dt16 *x, const float
         double s1, s2;
         float unbiased;
         combine(L, ch, &s1, &s2);
-        dt_bn_stats(s1, s2, (double)L->g.rows, dt16_f(x[ch], HALF), s->eps, &mean[ch],
-                    &invstd[ch], &unbiased);
+        dt_bn_stats(s1, s2, (double)L->g.rows, dt16_f(x[ch], HALF), s->eps, &mean[ch], &invstd[ch],
+                    &unbiased);
         dt_bn_coeffs(gamma[ch], beta[ch], mean[ch], invstd[ch], &coef[ch], &coef[c + ch]);
         rm[ch] = dt_bn_running(rm[ch], s->momentum, mean[ch]);
         rv[ch] = dt_bn_running(rv[ch], s->momentum, unbiased);
@@ -254,8 +258,8 @@ static void test_bn_mode(const BnCase *k, int mode) {
     if (relu) cpu_backend.relu_backward(NULL, n, act, g, g);
     cpu_backend.batchnorm_backward(NULL, s, k->xn, k->gamma, mean2, inv2, g, dx, dg, db);
     dt16 *dx16 = poison16(n), *dz16 = poison16(n);
-    play_back(&B, s, k->x, k->gamma, mean2, inv2, relu ? y16 : NULL, k->dy, dx16,
-              add ? dz16 : NULL, dg2, db2);
+    play_back(&B, s, k->x, k->gamma, mean2, inv2, relu ? y16 : NULL, k->dy, dx16, add ? dz16 : NULL,
+              dg2, db2);
     float *dxn = malloc(n * 4), *gz = malloc(n * 4);
     layout_to_nhwc(N, C, P, dx, dxn);
     layout_to_nhwc(N, C, P, g, gz);
@@ -329,8 +333,9 @@ static void test_colsum(BnCase *k) {
             ok &= a == (double)k->rows;
         }
     }
-    EXPECT(ok, "%s: the bias gradient of [%zu rows, %zu] = the rows' sums; every row of every "
-               "channel summed once (both grids)",
+    EXPECT(ok,
+           "%s: the bias gradient of [%zu rows, %zu] = the rows' sums; every row of every "
+           "channel summed once (both grids)",
            type_name(), k->rows, C);
     free(sum), free(ref), free(ones);
 }
