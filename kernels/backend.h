@@ -63,7 +63,10 @@ typedef struct {
 
 /* Inverted dropout over [batch, size] with a seeded, counter-based mask, so that a sample gets the
  * same mask whatever the number of ranks, pipeline stages or micro-batches. Sample i of the call
- * is global sample g = first_sample + i; its element j is kept iff u(g, j) >= rate, where
+ * is global sample g = first_sample + *origin + i (origin: NULL, read as 0, or backend memory the
+ * kernel reads when it runs: the model's sample origin, written once per step, so that a step
+ * replayed from a captured graph draws that step's mask); its element j is kept iff
+ * u(g, j) >= rate, where
  *   key    = mix64(seed ^ (g * 0x9E3779B97F4A7C15))
  *   u(g,j) = (mix64(key + j) >> 40) / 2^24            (mix64: splitmix64's finaliser,
  *            z += 0x9E3779B97F4A7C15; z = (z ^ z>>30) * 0xBF58476D1CE4E5B9;
@@ -79,6 +82,7 @@ typedef struct {
      * j = q*hw + p of the definition above, so that it is dropped where the NCHW one is; 0, 0:
      * the elements are stored in the order of j (NCHW, or a vector). */
     int c, hw;
+    const uint64_t *origin;
 } DropoutShape;
 
 /* Embedding lookup: ids[rows] (token ids stored as floats, exact below 2^24) ->

@@ -116,8 +116,9 @@ void cpu_dropout_forward(BackendCtx *ctx, const DropoutShape *s, const float *x,
                          uint8_t *mask) {
     (void)ctx;
     const float keep_scale = 1.0f / (1.0f - s->rate);
+    const uint64_t first = s->first_sample + (s->origin ? *s->origin : 0);
     for (int i = 0; i < s->batch; i++) {
-        const uint64_t g = s->first_sample + (uint64_t)i;
+        const uint64_t g = first + (uint64_t)i;
         const uint64_t key = rng_mix(s->seed ^ (g * 0x9E3779B97F4A7C15ULL));
         const float *xi = x + (size_t)i * s->size;
         float *yi = y + (size_t)i * s->size;

@@ -12,7 +12,7 @@
  * allocates, but init and weights_layout (when the model is built). */
 #include <config.h>
 #include "cuda_check.h"     /* defines: CUDA_CHECK */
-#include "cuda_elem16.h"    /* defines: DT16_LANES, DT16_ROWLANES */
+#include "cuda_bn16.h"      /* defines: DT16_THREADS, DT16_PER_SM */
 #include "cuda_kernels16.h" /* defines: dth_* launchers */
 #include "cuda_ops.h"       /* defines: cuda_axpy */
 #include "cuda_ops16.h"
@@ -134,10 +134,18 @@ void cuda16_conv_weights(BackendCtx *ctx, const ConvShape *s, const float *w, co
     check_fail(__FILE__, __LINE__, "cuda16_conv_weights", msg);
 }
 
+/* The most 16-bit values per access that every buffer given (NULL: none) is aligned for: 8, 4
+ * or 1. */
+static int vec_of(const void *a, const void *b, const void *c, const void *d, const void *e) {
+    const uintptr_t any = (uintptr_t)a | (uintptr_t)b | (uintptr_t)c | (uintptr_t)d | (uintptr_t)e;
+    return (any & 15) == 0 ? 8 : (any & 7) == 0 ? 4 : 1;
+}
+
 /* The NHWC reduction grid of rows x c; a tensor it does not take is reported. */
-static NhwcGrid grid_of(const BackendCtx *ctx, size_t rows, int c) {
+static NhwcGrid grid_of(const BackendCtx *ctx, size_t rows, int c, int vec) {
     NhwcGrid g;
-    if (!nhwc_grid((long long)rows, c, DT16_LANES, DT16_ROWLANES, ctx->sms, BN_PARTIALS_CAP, &g)) {
+    if (!nhwc_grid((long long)rows, c, vec, DT16_THREADS, ctx->sms, DT16_PER_SM,
+                   BN_PARTIALS_CAP, &g)) {
         char msg[160];
         snprintf(msg, sizeof msg, "%zu rows of %d channels: more than the NHWC kernels take", rows,
                  c);
@@ -152,7 +160,7 @@ void cuda16_colsum(BackendCtx *ctx, size_t rows, int c, const void *dy, float *o
         CUDA_CHECK(cudaMemsetAsync(out, 0, (size_t)c * sizeof(float), ctx->stream));
         return;
     }
-    const NhwcGrid g = grid_of(ctx, rows, c);
+    const NhwcGrid g = grid_of(ctx, rows, c, vec_of(dy, NULL, NULL, NULL, NULL));
     CUDA_CHECK(dth_colsum(ctx->stream, half_of(ctx), &g, ctx->bn_partials, dy, out));
 }
 
@@ -219,7 +227,7 @@ void cuda16_bn_train(BackendCtx *ctx, const BnShape *s, const float *x, const fl
                      const float *beta, const float *z, int relu, float *y, float *save_mean,
                      float *save_invstd, float *running_mean, float *running_var) {
     if (bn_rows(s) == 0 || s->c <= 0) return;
-    const NhwcGrid g = grid_of(ctx, bn_rows(s), s->c);
+    const NhwcGrid g = grid_of(ctx, bn_rows(s), s->c, vec_of(x, z, y, NULL, NULL));
     CUDA_CHECK(dth_bn_train(ctx->stream, half_of(ctx), s, &g, ctx->bn_partials, ctx->bn_coef, x,
                             gamma, beta, z, relu, y, save_mean, save_invstd, running_mean,
                             running_var));
@@ -229,8 +237,8 @@ void cuda16_bn_infer(BackendCtx *ctx, const BnShape *s, const float *x, const fl
                      const float *beta, const float *running_mean, const float *running_var,
                      const float *z, int relu, float *y) {
     if (bn_rows(s) == 0 || s->c <= 0) return;
-    if (s->c > BN_PARTIALS_CAP) (void)grid_of(ctx, bn_rows(s), s->c); /* reports it */
-    CUDA_CHECK(dth_bn_infer(ctx->stream, half_of(ctx), s, ctx->bn_coef, x, gamma, beta,
+    const NhwcGrid g = grid_of(ctx, bn_rows(s), s->c, vec_of(x, z, y, NULL, NULL));
+    CUDA_CHECK(dth_bn_infer(ctx->stream, half_of(ctx), s, &g, ctx->bn_coef, x, gamma, beta,
                             running_mean, running_var, z, relu, y));
 }
 
@@ -238,7 +246,9 @@ void cuda16_bn_backward(BackendCtx *ctx, const BnShape *s, const float *x, const
                         const float *save_mean, const float *save_invstd, const float *act_y,
                         const float *dy, float *dx, float *dz, float *dgamma, float *dbeta) {
     if (bn_rows(s) == 0 || s->c <= 0) return;
-    const NhwcGrid g = grid_of(ctx, bn_rows(s), s->c);
+    /* 4 channels a thread: its kernels read up to three tensors (cuda_elem16.h) */
+    const int vec = vec_of(x, act_y, dy, dx, dz);
+    const NhwcGrid g = grid_of(ctx, bn_rows(s), s->c, vec < 4 ? vec : 4);
     CUDA_CHECK(dth_bn_back(ctx->stream, half_of(ctx), s, &g, ctx->bn_partials, ctx->bn_coef, x,
                            gamma, save_mean, save_invstd, act_y, dy, dx, dz, dgamma, dbeta));
 }

@@ -11,6 +11,9 @@
  * normalises its slice: y = x*mul + add (dt_bn_coeffs, dt_bn_affine: the CPU's bits given the same
  * statistics), then + z and ReLU when fused. Backward: the same two kernels over dy and
  * dy*(x - mean) (through the fused ReLU's mask), then dx = dt_bn_back(...), dgamma and dbeta.
+ * Passes over memory: forward 3 (x twice, y; +1 for z), backward 5 (x, dy twice, dx; +2 for a
+ * fused ReLU's output read twice); fused with the add, the first kernel stores the masked gradient
+ * in dz (written anyway) and the second reads it instead of dy and act_y: 7 instead of 8.
  *
  * Blocks walk their slice with cuda_elem.h's DtWalk (32-bit indices, no division per element),
  * 4 floats per load where the planes allow it (bn_grid's vec). Many blocks per channel fill the
@@ -178,10 +181,14 @@ __global__ void bn_infer_kernel(BnGrid g, BnShape s, const float *__restrict__ x
 /* The gradient reaching the batch norm: dy, or through the fused ReLU dy where its output > 0 */
 #define GRAD_IN(ACT, dy, act_y) ((ACT) ? dt_relu_grad(dy, act_y) : (dy))
 
-template <int V, int ACT>
+/* DZ: the gradient reaching the batch norm is also stored in dz (may alias dy: each element is
+ * read before it is written, by the same thread), where the apply kernel reads it back instead of
+ * dy and act_y: the residual gradient is written once either way, and one read of two tensors is
+ * saved. */
+template <int V, int ACT, int DZ>
 __global__ void bn_back_stats_kernel(BnGrid g, int C, const float *__restrict__ x,
                                      const float *__restrict__ save_mean,
-                                     const float *__restrict__ act_y, const float *__restrict__ dy,
+                                     const float *__restrict__ act_y, const float *dy, float *dz,
                                      double *__restrict__ part)
 {
     const int c = blockIdx.y;
@@ -190,13 +197,15 @@ __global__ void bn_back_stats_kernel(BnGrid g, int C, const float *__restrict__ 
     for (DtWalk w = slice(g, C); dt_walk_more(&w); dt_walk_next(&w)) {
         const int i = dt_walk_index(&w);
         const Pack<V> px = load<V>(x, i), pg = load<V>(dy, i);
-        Pack<V> pa = {};
+        Pack<V> pa = {}, gz;
         if (ACT) pa = load<V>(act_y, i);
         for (int j = 0; j < V; j++) {
             const float gj = GRAD_IN(ACT, pg.v[j], pa.v[j]);
+            gz.v[j] = gj;
             a += gj;
             b += gj * (px.v[j] - mean);
         }
+        if (DZ) store<V>(dz, i, gz);
     }
     block_sum2(a, b);
     if (threadIdx.x == 0) {
@@ -205,15 +214,14 @@ __global__ void bn_back_stats_kernel(BnGrid g, int C, const float *__restrict__ 
     }
 }
 
-/* dz (the fused add's other input's gradient) may alias dy: each element is read before it is
- * written, by the same thread. */
-template <int V, int ACT, int DZ>
+/* gin: dy (ACT: masked here by act_y), or the masked gradient the stats kernel stored in dz */
+template <int V, int ACT>
 __global__ void
 bn_back_apply_kernel(BnGrid g, BnShape s, const float *__restrict__ x,
                      const float *__restrict__ gamma, const float *__restrict__ save_mean,
                      const float *__restrict__ save_invstd, const float *__restrict__ act_y,
-                     const float *dy, const double *__restrict__ part, float *__restrict__ dx,
-                     float *dz, float *__restrict__ dgamma, float *__restrict__ dbeta)
+                     const float *__restrict__ gin, const double *__restrict__ part,
+                     float *__restrict__ dx, float *__restrict__ dgamma, float *__restrict__ dbeta)
 {
     __shared__ float f[3];
     const int c = blockIdx.y;
@@ -231,15 +239,11 @@ bn_back_apply_kernel(BnGrid g, BnShape s, const float *__restrict__ x,
     const float k = f[0], m_dy = f[1], m_xdy = f[2];
     for (DtWalk w = slice(g, s.c); dt_walk_more(&w); dt_walk_next(&w)) {
         const int i = dt_walk_index(&w);
-        const Pack<V> px = load<V>(x, i), pg = load<V>(dy, i);
-        Pack<V> pa = {}, out, gz;
+        const Pack<V> px = load<V>(x, i), pg = load<V>(gin, i);
+        Pack<V> pa = {}, out;
         if (ACT) pa = load<V>(act_y, i);
-        for (int j = 0; j < V; j++) {
-            const float gj = GRAD_IN(ACT, pg.v[j], pa.v[j]);
-            gz.v[j] = gj;
-            out.v[j] = dt_bn_back(k, gj, m_dy, px.v[j], mean, m_xdy);
-        }
-        if (DZ) store<V>(dz, i, gz);
+        for (int j = 0; j < V; j++)
+            out.v[j] = dt_bn_back(k, GRAD_IN(ACT, pg.v[j], pa.v[j]), m_dy, px.v[j], mean, m_xdy);
         store<V>(dx, i, out);
     }
 }
@@ -302,6 +306,19 @@ extern "C" cudaError_t dtk_bn_forward_infer(cudaStream_t st, const BnShape *s, c
     return cudaGetLastError();
 }
 
+/* kernel<vec, a><<<grid, BN_BLOCK_THREADS, 0, st>>>(...) for the run-time vec and flag a */
+#define BN_LAUNCH2(kernel, vec, a, grid, st, ...)                                                  \
+    do {                                                                                           \
+        if ((vec) == 4 && (a))                                                                     \
+            kernel<4, 1><<<grid, BN_BLOCK_THREADS, 0, st>>>(__VA_ARGS__);                          \
+        else if ((vec) == 4)                                                                       \
+            kernel<4, 0><<<grid, BN_BLOCK_THREADS, 0, st>>>(__VA_ARGS__);                          \
+        else if (a)                                                                                \
+            kernel<1, 1><<<grid, BN_BLOCK_THREADS, 0, st>>>(__VA_ARGS__);                          \
+        else                                                                                       \
+            kernel<1, 0><<<grid, BN_BLOCK_THREADS, 0, st>>>(__VA_ARGS__);                          \
+    } while (0)
+
 extern "C" cudaError_t dtk_bn_backward(cudaStream_t st, const BnShape *s, const BnGrid *g,
                                        double *partials, const float *x, const float *gamma,
                                        const float *save_mean, const float *save_invstd,
@@ -310,24 +327,13 @@ extern "C" cudaError_t dtk_bn_backward(cudaStream_t st, const BnShape *s, const 
 {
     const dim3 grid((unsigned)g->splits, (unsigned)s->c);
     const int act = act_y != NULL, has_dz = dz != NULL;
-    if (g->vec == 4) {
-        if (act)
-            bn_back_stats_kernel<4, 1>
-                <<<grid, BN_BLOCK_THREADS, 0, st>>>(*g, s->c, x, save_mean, act_y, dy, partials);
-        else
-            bn_back_stats_kernel<4, 0>
-                <<<grid, BN_BLOCK_THREADS, 0, st>>>(*g, s->c, x, save_mean, act_y, dy, partials);
-    } else {
-        if (act)
-            bn_back_stats_kernel<1, 1>
-                <<<grid, BN_BLOCK_THREADS, 0, st>>>(*g, s->c, x, save_mean, act_y, dy, partials);
-        else
-            bn_back_stats_kernel<1, 0>
-                <<<grid, BN_BLOCK_THREADS, 0, st>>>(*g, s->c, x, save_mean, act_y, dy, partials);
-    }
+    BN_LAUNCH(bn_back_stats_kernel, g->vec, act, has_dz, grid, st, *g, s->c, x, save_mean, act_y,
+              dy, dz, partials);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
-    BN_LAUNCH(bn_back_apply_kernel, g->vec, act, has_dz, grid, st, *g, *s, x, gamma, save_mean,
-              save_invstd, act_y, dy, partials, dx, dz, dgamma, dbeta);
+    /* with dz, the masked gradient is there: read it instead of dy and act_y */
+    const float *gin = has_dz ? dz : dy;
+    BN_LAUNCH2(bn_back_apply_kernel, g->vec, act && !has_dz, grid, st, *g, *s, x, gamma,
+               save_mean, save_invstd, act_y, gin, partials, dx, dgamma, dbeta);
     return cudaGetLastError();
 }

@@ -2,77 +2,129 @@
  * residual add that follow it in ResNets optionally fused in, and the per-channel sums of a
  * bias gradient (launchers in cuda_kernels16.h).
  *
- * A channel's values are strided by c in NHWC, so the reductions give each block a tile of
- * DT16_LANES consecutive channels over a slice of the rows (cuda_plan.c's nhwc_grid): a warp reads
- * consecutive channels of one row, each thread sums its channel over every DT16_ROWLANES-th row of
- * the slice in double (cuda_elem16.h's dt16_bn_sums: shifted by the channel's first value for the
- * statistics), the block's row lanes are added in a fixed order, and each block leaves one pair
- * of partial sums per channel. A one-thread-per-channel kernel then combines a channel's blocks in
- * split order (deterministic) into its factors (cuda_elem.h's dt_bn_stats, dt_bn_coeffs,
- * dt_bn_back_factors: the CPU's definitions), saves the statistics and updates the running ones;
- * an element-wise pass applies them, 8 values (16 bytes) per load where the channels and the
- * buffers allow it. Training forward reads x twice, backward reads x and dy twice: statistics in
- * fp32/double, storage 16-bit, as PyTorch's autocast keeps batch norm. No atomics. */
-#include "cuda_elem16.h"
-#include "cuda_grid.h" /* defines: THREADS, blocks_for, GRID_LOOP */
+ * Built for memory bandwidth: a channel's values are strided by c in NHWC, so each block takes
+ * a tile of 64 consecutive channels (one 128-byte line of a row) over a slab of rows
+ * (cuda_plan.c's nhwc_grid), each thread 8 channels of it with 16-byte loads, DT16_UNROLL rows in
+ * flight, and a few blocks per multiprocessor, each thread walking its slab; what one thread
+ * does is cuda_elem16.h's (dt16_bn_sums, dt16_bn_apply_rows, dt16_bn_back_rows), played on the
+ * CPU by tests/test_device_nhwc.c. A reduction is two launches: per-block partial sums (fp32 over
+ * a thread's group of rows, double beyond), then one warp per channel combining its blocks and
+ * writing the channel's factors; an element-wise pass follows with the factors in registers.
+ *
+ * Passes over memory (x, dy, ... one read or write of the tensor each):
+ *   training forward:  sums read x; apply reads x (and z), writes y       3 (4 with z)
+ *   inference:         apply reads x (and z), writes y                    2 (3 with z)
+ *   backward:          sums read x, dy; apply reads x, dy, writes dx      5
+ *     with a fused ReLU: both read act_y too                              7
+ *     and a residual add: sums read x, dy, act_y and write the masked
+ *     gradient to dz; apply reads x and dz, writes dx                     7 (8 unfused: dz is
+ *                                                                         written anyway)
+ * The minimum for the statistics is two reads of x (the tensors exceed L2); the element-wise
+ * passes walk their rows backwards, so the part the sums read last is still in L2. No atomics. */
+#include "cuda_bn16.h"
+#include "cuda_grid.h" /* defines: THREADS, GRID_LOOP */
 #include "cuda_kernels16.h"
-
-#define SUM_THREADS (DT16_LANES * DT16_ROWLANES)
 
 /* ---- per-block sums -------------------------------------------------------------------------- */
 
-/* MODE 0: shifted sums of x; 1: sums of g and g (x - mean); 2: sums of dy (ACT: masked by act_y) */
-template <int HALF, int MODE, int ACT>
-__global__ void sums_kernel(NhwcGrid g, const dt16 *__restrict__ x, const dt16 *__restrict__ dy,
-                            const dt16 *__restrict__ act_y, const float *__restrict__ mean_c,
-                            double *__restrict__ part)
+/* the channel references of dt16_bn_sums: row 0's values (statistics) or the means (backward) */
+template <int HALF, int V, int MODE>
+__device__ static inline void refs(const dt16 *x, const float *mean_c, int ch, float *ref)
 {
-    __shared__ double sh[2][DT16_ROWLANES][DT16_LANES];
-    const int tx = (int)threadIdx.x % DT16_LANES, ty = (int)threadIdx.x / DT16_LANES;
-    const int ch = (int)blockIdx.y * DT16_LANES + tx;
-    const int r0 = (int)blockIdx.x * g.chunk;
-    const int r1 = r0 + g.chunk < g.rows ? r0 + g.chunk : g.rows;
-    double a = 0.0, b = 0.0;
-    if (ch < g.c) {
-        const double shift = MODE == 0 ? (double)dt16_f(x[ch], HALF) : 0.0;
-        const float mean = MODE == 1 ? mean_c[ch] : 0.0f;
-        dt16_bn_sums(MODE, x, dy, ACT ? act_y : NULL, (size_t)g.c, (size_t)ch, r0, r1, ty, shift,
-                     mean, HALF, &a, &b);
-    }
-    sh[0][ty][tx] = a, sh[1][ty][tx] = b;
-    __syncthreads();
-    if (ty == 0 && ch < g.c) {
-        double s1 = 0.0, s2 = 0.0;
-        for (int k = 0; k < DT16_ROWLANES; k++)
-            s1 += sh[0][k][tx], s2 += sh[1][k][tx];
-        part[2 * ((size_t)ch * g.splits + blockIdx.x)] = s1;
-        part[2 * ((size_t)ch * g.splits + blockIdx.x) + 1] = s2;
+    if (MODE == DT16_STATS) {
+        const Dt16x8 q = dt16_ld(x, (size_t)ch, V);
+#pragma unroll
+        for (int j = 0; j < V; j++)
+            ref[j] = dt16_f(q.v[j], HALF);
+    } else if (MODE == DT16_BACK) {
+#pragma unroll
+        for (int j = 0; j < V; j++)
+            ref[j] = mean_c[ch + j];
     }
 }
 
-/* channel ch's partial sums combined in split order */
-__device__ static inline void combine(const double *part, int ch, int splits, double *a, double *b)
+/* MODE: what dt16_bn_sums adds; ACT: act_y read (a fused ReLU); OUT: the masked gradient stored
+ * in g_out (may alias dy) */
+template <int HALF, int V, int MODE, int ACT, int OUT>
+__global__ void __launch_bounds__(DT16_THREADS, DT16_PER_SM)
+    sums_kernel(NhwcGrid g, const dt16 *__restrict__ x, const dt16 *dy,
+                const dt16 *__restrict__ act_y, dt16 *g_out, const float *__restrict__ mean_c,
+                double *__restrict__ part)
 {
-    double s1 = 0.0, s2 = 0.0;
-    for (int i = 0; i < splits; i++) {
-        s1 += part[2 * ((size_t)ch * splits + i)];
-        s2 += part[2 * ((size_t)ch * splits + i) + 1];
+    __shared__ double sh[DT16_THREADS * V];
+    int ch, r0, r1, lane;
+    double s1[V], s2[V];
+#pragma unroll
+    for (int j = 0; j < V; j++)
+        s1[j] = s2[j] = 0.0;
+    if (dt16_slot(&g, (int)blockIdx.x, (int)blockIdx.y, (int)threadIdx.x, &ch, &r0, &r1, &lane)) {
+        float ref[V];
+        refs<HALF, V, MODE>(x, mean_c, ch, ref);
+        dt16_bn_sums(&g, MODE, V, dt16_unroll(MODE, HALF), HALF, x, dy, ACT ? act_y : NULL,
+                     OUT ? g_out : NULL, ch, r0, r1, lane, ref, s1, s2);
     }
-    *a = s1, *b = s2;
+    const int slots = g.width * V, first = (int)blockIdx.y * slots; /* the tile's channels */
+    for (int k = 0; k < (MODE == DT16_COLSUM ? 1 : 2); k++) {
+#pragma unroll
+        for (int j = 0; j < V; j++)
+            sh[threadIdx.x * V + j] = k ? s2[j] : s1[j];
+        __syncthreads();
+        const int j = (int)threadIdx.x, c = first + j;
+        if (j < slots && c < g.c) part[dt16_part_at(&g, c, (int)blockIdx.x, k)] = dt16_lane_sum(sh, &g, j);
+        __syncthreads();
+    }
 }
 
-template <int HALF, int MODE, int ACT>
+template <int HALF, int V, int MODE, int ACT, int OUT>
 static void launch_sums(cudaStream_t st, const NhwcGrid *g, const void *x, const void *dy,
-                        const void *act_y, const float *mean, double *part)
+                        const void *act_y, void *g_out, const float *mean, double *part)
 {
     const dim3 grid((unsigned)g->splits, (unsigned)g->tiles);
-    sums_kernel<HALF, MODE, ACT><<<grid, SUM_THREADS, 0, st>>>(
-        *g, (const dt16 *)x, (const dt16 *)dy, (const dt16 *)act_y, mean, part);
+    sums_kernel<HALF, V, MODE, ACT, OUT><<<grid, DT16_THREADS, 0, st>>>(
+        *g, (const dt16 *)x, (const dt16 *)dy, (const dt16 *)act_y, (dt16 *)g_out, mean, part);
 }
 
-/* ---- per-channel factors --------------------------------------------------------------------- */
+/* sums_kernel for the run-time vec (8, 4 or 1; the backward's at most 4: cuda_act16.c) */
+template <int HALF, int MODE, int ACT, int OUT>
+static void sums_any(cudaStream_t st, const NhwcGrid *g, const void *x, const void *dy,
+                     const void *act_y, void *g_out, const float *mean, double *part)
+{
+    if constexpr (MODE != DT16_BACK) {
+        if (g->vec == 8) {
+            launch_sums<HALF, 8, MODE, ACT, OUT>(st, g, x, dy, act_y, g_out, mean, part);
+            return;
+        }
+    }
+    if (g->vec == 4)
+        launch_sums<HALF, 4, MODE, ACT, OUT>(st, g, x, dy, act_y, g_out, mean, part);
+    else
+        launch_sums<HALF, 1, MODE, ACT, OUT>(st, g, x, dy, act_y, g_out, mean, part);
+}
 
-/* coef[2c] = mul, coef[2c + 1] = add; the statistics saved, the running ones updated */
+/* ---- per-channel factors: one warp per channel ----------------------------------------------- */
+
+#define CHAN_PER_BLOCK (DT16_THREADS / 32)
+
+/* the warp's channel (-1: beyond c) and its two sums in lane 0 */
+__device__ static inline int warp_combine(const NhwcGrid &g, const double *part, double *a,
+                                          double *b)
+{
+    const int ch = (int)blockIdx.x * CHAN_PER_BLOCK + (int)threadIdx.x / 32;
+    if (ch >= g.c) return -1;
+    dt16_part_lane(part, &g, ch, (int)threadIdx.x % 32, a, b);
+    for (int o = 16; o > 0; o >>= 1) {
+        *a += __shfl_down_sync(0xffffffffu, *a, o);
+        *b += __shfl_down_sync(0xffffffffu, *b, o);
+    }
+    return threadIdx.x % 32 == 0 ? ch : -1;
+}
+
+static unsigned warp_blocks(int c)
+{
+    return (unsigned)((c + CHAN_PER_BLOCK - 1) / CHAN_PER_BLOCK);
+}
+
+/* coef[c] = mul, coef[c + C] = add; the statistics saved, the running ones updated */
 template <int HALF>
 __global__ void finalize_train_kernel(BnShape s, NhwcGrid g, const double *__restrict__ part,
                                       const dt16 *__restrict__ x, const float *__restrict__ gamma,
@@ -81,18 +133,17 @@ __global__ void finalize_train_kernel(BnShape s, NhwcGrid g, const double *__res
                                       float *__restrict__ running_mean,
                                       float *__restrict__ running_var)
 {
-    GRID_LOOP(c, (size_t)g.c) {
-        double s1, s2;
-        combine(part, (int)c, g.splits, &s1, &s2);
-        float mean, invstd, unbiased, mul, add;
-        dt_bn_stats(s1, s2, (double)s.batch * (double)s.spatial, dt16_f(x[c], HALF), s.eps, &mean,
-                    &invstd, &unbiased);
-        dt_bn_coeffs(gamma[c], beta[c], mean, invstd, &mul, &add);
-        coef[2 * c] = mul, coef[2 * c + 1] = add;
-        save_mean[c] = mean, save_invstd[c] = invstd;
-        running_mean[c] = dt_bn_running(running_mean[c], s.momentum, mean);
-        running_var[c] = dt_bn_running(running_var[c], s.momentum, unbiased);
-    }
+    double s1, s2;
+    const int c = warp_combine(g, part, &s1, &s2);
+    if (c < 0) return;
+    float mean, invstd, unbiased, mul, add;
+    dt_bn_stats(s1, s2, (double)s.batch * (double)s.spatial, dt16_f(x[c], HALF), s.eps, &mean,
+                &invstd, &unbiased);
+    dt_bn_coeffs(gamma[c], beta[c], mean, invstd, &mul, &add);
+    coef[c] = mul, coef[c + g.c] = add;
+    save_mean[c] = mean, save_invstd[c] = invstd;
+    running_mean[c] = dt_bn_running(running_mean[c], s.momentum, mean);
+    running_var[c] = dt_bn_running(running_var[c], s.momentum, unbiased);
 }
 
 __global__ void finalize_infer_kernel(BnShape s, const float *__restrict__ gamma,
@@ -105,11 +156,11 @@ __global__ void finalize_infer_kernel(BnShape s, const float *__restrict__ gamma
         float mul, add;
         dt_bn_coeffs(gamma[c], beta[c], running_mean[c], dt_bn_infer_invstd(running_var[c], s.eps),
                      &mul, &add);
-        coef[2 * c] = mul, coef[2 * c + 1] = add;
+        coef[c] = mul, coef[c + s.c] = add;
     }
 }
 
-/* coef[4c ..] = k, m_dy, m_xdy, mean; dgamma, dbeta */
+/* coef[c + {0, 1, 2, 3} C] = k, m_dy, m_xdy, mean; dgamma, dbeta */
 __global__ void finalize_back_kernel(BnShape s, NhwcGrid g, const double *__restrict__ part,
                                      const float *__restrict__ gamma,
                                      const float *__restrict__ save_mean,
@@ -117,143 +168,119 @@ __global__ void finalize_back_kernel(BnShape s, NhwcGrid g, const double *__rest
                                      float *__restrict__ coef, float *__restrict__ dgamma,
                                      float *__restrict__ dbeta)
 {
-    GRID_LOOP(c, (size_t)g.c) {
-        double sum_dy, sum_dy_dev;
-        combine(part, (int)c, g.splits, &sum_dy, &sum_dy_dev);
-        float dg, db, k, m_dy, m_xdy;
-        dt_bn_back_factors(sum_dy, sum_dy_dev, (double)s.batch * (double)s.spatial, gamma[c],
-                           save_invstd[c], &dg, &db, &k, &m_dy, &m_xdy);
-        dgamma[c] = dg, dbeta[c] = db;
-        coef[4 * c] = k, coef[4 * c + 1] = m_dy, coef[4 * c + 2] = m_xdy;
-        coef[4 * c + 3] = save_mean[c];
-    }
+    double sum_dy, sum_dy_dev;
+    const int c = warp_combine(g, part, &sum_dy, &sum_dy_dev);
+    if (c < 0) return;
+    float dg, db, k, m_dy, m_xdy;
+    dt_bn_back_factors(sum_dy, sum_dy_dev, (double)s.batch * (double)s.spatial, gamma[c],
+                       save_invstd[c], &dg, &db, &k, &m_dy, &m_xdy);
+    dgamma[c] = dg, dbeta[c] = db;
+    coef[c] = k, coef[c + g.c] = m_dy, coef[c + 2 * g.c] = m_xdy, coef[c + 3 * g.c] = save_mean[c];
 }
 
 __global__ void finalize_sum_kernel(NhwcGrid g, const double *__restrict__ part,
                                     float *__restrict__ out)
 {
-    GRID_LOOP(c, (size_t)g.c) {
-        double s1, s2;
-        combine(part, (int)c, g.splits, &s1, &s2);
-        out[c] = (float)s1;
-    }
+    double s1, s2;
+    const int c = warp_combine(g, part, &s1, &s2);
+    if (c >= 0) out[c] = (float)s1;
 }
 
-/* ---- element-wise passes: V values (one unit) per thread and load ---------------------------- */
+/* ---- element-wise passes --------------------------------------------------------------------- */
 
-template <int V> struct __align__(2 * V) Pack16 {
-    dt16 v[V];
-};
-template <int V> __device__ static inline Pack16<V> ld(const dt16 *p, size_t u)
+/* The slab of this block of an element-wise pass: the last first, as the sums' last blocks read
+ * last (what of them L2 holds is read again first). */
+__device__ static inline int last_first()
 {
-    return reinterpret_cast<const Pack16<V> *>(p)[u];
+    return (int)(gridDim.x - 1 - blockIdx.x);
 }
-template <int V> __device__ static inline void st16(dt16 *p, size_t u, const Pack16<V> &v)
+
+/* f[j] = coef[at + ch + j], j < V */
+template <int V>
+__device__ static inline void factors(const float *coef, size_t at, int ch, float *f)
 {
-    reinterpret_cast<Pack16<V> *>(p)[u] = v;
+#pragma unroll
+    for (int j = 0; j < V; j++)
+        f[j] = coef[at + (size_t)ch + j];
 }
 
 template <int HALF, int V, int ADD, int RELU>
-__global__ void apply_kernel(size_t units, int c, const float *__restrict__ coef,
-                             const dt16 *__restrict__ x, const dt16 *__restrict__ z,
-                             dt16 *__restrict__ y)
+__global__ void __launch_bounds__(DT16_THREADS, DT16_PER_SM)
+    apply_kernel(NhwcGrid g, const float *__restrict__ coef, const dt16 *__restrict__ x,
+                 const dt16 *__restrict__ z, dt16 *__restrict__ y)
 {
-    GRID_LOOP(u, units) {
-        const int c0 = (int)(u * V % (size_t)c);
-        const Pack16<V> px = ld<V>(x, u);
-        Pack16<V> pz = {}, out;
-        if (ADD) pz = ld<V>(z, u);
-        for (int j = 0; j < V; j++)
-            out.v[j] = dt16_bn_apply(px.v[j], pz.v[j], ADD, RELU, coef[2 * (c0 + j)],
-                                     coef[2 * (c0 + j) + 1], HALF);
-        st16<V>(y, u, out);
-    }
+    int ch, r0, r1, lane;
+    if (!dt16_slot(&g, last_first(), (int)blockIdx.y, (int)threadIdx.x, &ch, &r0, &r1, &lane))
+        return;
+    float mul[V], add[V];
+    factors<V>(coef, 0, ch, mul);
+    factors<V>(coef, (size_t)g.c, ch, add);
+    dt16_bn_apply_rows(&g, V, DT16_UNROLL, HALF, x, ADD ? z : NULL, RELU, y, ch, r0, r1, lane, mul,
+                       add);
 }
 
-/* dz may alias dy: each unit is read before it is written, by the same thread */
-template <int HALF, int V, int ACT, int DZ>
-__global__ void back_apply_kernel(size_t units, int c, const float *__restrict__ coef,
-                                  const dt16 *__restrict__ x, const dt16 *__restrict__ act_y,
-                                  const dt16 *dy, dt16 *__restrict__ dx, dt16 *dz)
+/* gin: dy (ACT: masked by act_y here), or the masked gradient the sums stored */
+template <int HALF, int V, int ACT>
+__global__ void __launch_bounds__(DT16_THREADS, DT16_PER_SM)
+    back_apply_kernel(NhwcGrid g, const float *__restrict__ coef, const dt16 *__restrict__ x,
+                      const dt16 *__restrict__ act_y, const dt16 *gin,
+                      dt16 *__restrict__ dx)
 {
-    GRID_LOOP(u, units) {
-        const int c0 = (int)(u * V % (size_t)c);
-        const Pack16<V> px = ld<V>(x, u), pg = ld<V>(dy, u);
-        Pack16<V> pa = {}, out, gz;
-        if (ACT) pa = ld<V>(act_y, u);
-        for (int j = 0; j < V; j++) {
-            const float *f = coef + 4 * (c0 + j);
-            dt16_bn_back(px.v[j], pg.v[j], pa.v[j], ACT, f[0], f[1], f[3], f[2], HALF, &out.v[j],
-                         &gz.v[j]);
-        }
-        if (DZ) st16<V>(dz, u, gz);
-        st16<V>(dx, u, out);
-    }
+    int ch, r0, r1, lane;
+    if (!dt16_slot(&g, last_first(), (int)blockIdx.y, (int)threadIdx.x, &ch, &r0, &r1, &lane))
+        return;
+    float k[V], m_dy[V], m_xdy[V], mean[V];
+    const size_t C = (size_t)g.c;
+    factors<V>(coef, 0, ch, k);
+    factors<V>(coef, C, ch, m_dy);
+    factors<V>(coef, 2 * C, ch, m_xdy);
+    factors<V>(coef, 3 * C, ch, mean);
+    dt16_bn_back_rows(&g, V, DT16_UNROLL, HALF, x, gin, ACT ? act_y : NULL, dx, ch, r0, r1, lane, k,
+                      m_dy, mean, m_xdy);
 }
 
-/* 8 values per load when the channels come in eights and every buffer is 16-byte aligned */
-static int vec8(int c, const void *a, const void *b, const void *d, const void *e, const void *f)
-{
-    const uintptr_t any = (uintptr_t)a | (uintptr_t)b | (uintptr_t)d | (uintptr_t)e | (uintptr_t)f;
-    return c % 8 == 0 && (any & 15) == 0;
-}
-
-/* apply_kernel<HALF, V, add, relu> on n values */
 template <int HALF, int V>
-static void launch_apply(cudaStream_t st, size_t n, int c, const float *coef, const void *x,
+static void launch_apply(cudaStream_t st, const NhwcGrid *g, const float *coef, const void *x,
                          const void *z, int relu, void *y)
 {
-    const size_t units = n / V;
+    const dim3 grid((unsigned)g->splits, (unsigned)g->tiles);
     const dt16 *xx = (const dt16 *)x, *zz = (const dt16 *)z;
     dt16 *yy = (dt16 *)y;
     if (z && relu)
-        apply_kernel<HALF, V, 1, 1><<<blocks_for(units), THREADS, 0, st>>>(units, c, coef, xx, zz, yy);
+        apply_kernel<HALF, V, 1, 1><<<grid, DT16_THREADS, 0, st>>>(*g, coef, xx, zz, yy);
     else if (z)
-        apply_kernel<HALF, V, 1, 0><<<blocks_for(units), THREADS, 0, st>>>(units, c, coef, xx, zz, yy);
+        apply_kernel<HALF, V, 1, 0><<<grid, DT16_THREADS, 0, st>>>(*g, coef, xx, zz, yy);
     else if (relu)
-        apply_kernel<HALF, V, 0, 1><<<blocks_for(units), THREADS, 0, st>>>(units, c, coef, xx, zz, yy);
+        apply_kernel<HALF, V, 0, 1><<<grid, DT16_THREADS, 0, st>>>(*g, coef, xx, zz, yy);
     else
-        apply_kernel<HALF, V, 0, 0><<<blocks_for(units), THREADS, 0, st>>>(units, c, coef, xx, zz, yy);
+        apply_kernel<HALF, V, 0, 0><<<grid, DT16_THREADS, 0, st>>>(*g, coef, xx, zz, yy);
 }
 
 template <int HALF>
-static void apply_any(cudaStream_t st, size_t n, int c, const float *coef, const void *x,
+static void apply_any(cudaStream_t st, const NhwcGrid *g, const float *coef, const void *x,
                       const void *z, int relu, void *y)
 {
-    if (vec8(c, x, z, y, NULL, NULL))
-        launch_apply<HALF, 8>(st, n, c, coef, x, z, relu, y);
+    if (g->vec == 8)
+        launch_apply<HALF, 8>(st, g, coef, x, z, relu, y);
+    else if (g->vec == 4)
+        launch_apply<HALF, 4>(st, g, coef, x, z, relu, y);
     else
-        launch_apply<HALF, 1>(st, n, c, coef, x, z, relu, y);
+        launch_apply<HALF, 1>(st, g, coef, x, z, relu, y);
 }
 
 template <int HALF, int V>
-static void launch_back_apply(cudaStream_t st, size_t n, int c, const float *coef, const void *x,
-                              const void *act_y, const void *dy, void *dx, void *dz)
+static void launch_back_apply(cudaStream_t st, const NhwcGrid *g, const float *coef,
+                              const void *x, const void *act_y, const void *gin, void *dx)
 {
-    const size_t units = n / V;
-    const dt16 *xx = (const dt16 *)x, *aa = (const dt16 *)act_y, *gg = (const dt16 *)dy;
-    dt16 *dxx = (dt16 *)dx, *dzz = (dt16 *)dz;
-    const unsigned b = blocks_for(units);
-    if (act_y && dz)
-        back_apply_kernel<HALF, V, 1, 1><<<b, THREADS, 0, st>>>(units, c, coef, xx, aa, gg, dxx, dzz);
-    else if (act_y)
-        back_apply_kernel<HALF, V, 1, 0><<<b, THREADS, 0, st>>>(units, c, coef, xx, aa, gg, dxx, dzz);
-    else if (dz)
-        back_apply_kernel<HALF, V, 0, 1><<<b, THREADS, 0, st>>>(units, c, coef, xx, aa, gg, dxx, dzz);
+    const dim3 grid((unsigned)g->splits, (unsigned)g->tiles);
+    const dt16 *xx = (const dt16 *)x, *aa = (const dt16 *)act_y, *gg = (const dt16 *)gin;
+    if (act_y)
+        back_apply_kernel<HALF, V, 1><<<grid, DT16_THREADS, 0, st>>>(*g, coef, xx, aa, gg, (dt16 *)dx);
     else
-        back_apply_kernel<HALF, V, 0, 0><<<b, THREADS, 0, st>>>(units, c, coef, xx, aa, gg, dxx, dzz);
+        back_apply_kernel<HALF, V, 0><<<grid, DT16_THREADS, 0, st>>>(*g, coef, xx, aa, gg, (dt16 *)dx);
 }
 
 /* ---- launchers ------------------------------------------------------------------------------- */
-
-static size_t bn_count(const BnShape *s)
-{
-    return (size_t)s->batch * s->c * s->spatial;
-}
-static unsigned chan_blocks(int c)
-{
-    return (unsigned)((c + THREADS - 1) / THREADS);
-}
 
 template <int HALF>
 static cudaError_t bn_train(cudaStream_t st, const BnShape *s, const NhwcGrid *g, double *part,
@@ -261,11 +288,11 @@ static cudaError_t bn_train(cudaStream_t st, const BnShape *s, const NhwcGrid *g
                             const void *z, int relu, void *y, float *save_mean, float *save_invstd,
                             float *running_mean, float *running_var)
 {
-    launch_sums<HALF, 0, 0>(st, g, x, NULL, NULL, NULL, part);
-    finalize_train_kernel<HALF><<<chan_blocks(s->c), THREADS, 0, st>>>(
+    sums_any<HALF, DT16_STATS, 0, 0>(st, g, x, NULL, NULL, NULL, NULL, part);
+    finalize_train_kernel<HALF><<<warp_blocks(g->c), DT16_THREADS, 0, st>>>(
         *s, *g, part, (const dt16 *)x, gamma, beta, coef, save_mean, save_invstd, running_mean,
         running_var);
-    apply_any<HALF>(st, bn_count(s), s->c, coef, x, z, relu, y);
+    apply_any<HALF>(st, g, coef, x, z, relu, y);
     return cudaGetLastError();
 }
 
@@ -275,25 +302,23 @@ extern "C" cudaError_t dth_bn_train(cudaStream_t st, int half, const BnShape *s,
                                     void *y, float *save_mean, float *save_invstd,
                                     float *running_mean, float *running_var)
 {
-    if (bn_count(s) == 0) return cudaSuccess;
     return half ? bn_train<1>(st, s, g, partials, coef, x, gamma, beta, z, relu, y, save_mean,
                               save_invstd, running_mean, running_var)
                 : bn_train<0>(st, s, g, partials, coef, x, gamma, beta, z, relu, y, save_mean,
                               save_invstd, running_mean, running_var);
 }
 
-extern "C" cudaError_t dth_bn_infer(cudaStream_t st, int half, const BnShape *s, float *coef,
-                                    const void *x, const float *gamma, const float *beta,
-                                    const float *running_mean, const float *running_var,
-                                    const void *z, int relu, void *y)
+extern "C" cudaError_t dth_bn_infer(cudaStream_t st, int half, const BnShape *s, const NhwcGrid *g,
+                                    float *coef, const void *x, const float *gamma,
+                                    const float *beta, const float *running_mean,
+                                    const float *running_var, const void *z, int relu, void *y)
 {
-    if (bn_count(s) == 0) return cudaSuccess;
-    finalize_infer_kernel<<<chan_blocks(s->c), THREADS, 0, st>>>(*s, gamma, beta, running_mean,
-                                                                 running_var, coef);
+    finalize_infer_kernel<<<(unsigned)((s->c + THREADS - 1) / THREADS), THREADS, 0, st>>>(
+        *s, gamma, beta, running_mean, running_var, coef);
     if (half)
-        apply_any<1>(st, bn_count(s), s->c, coef, x, z, relu, y);
+        apply_any<1>(st, g, coef, x, z, relu, y);
     else
-        apply_any<0>(st, bn_count(s), s->c, coef, x, z, relu, y);
+        apply_any<0>(st, g, coef, x, z, relu, y);
     return cudaGetLastError();
 }
 
@@ -303,17 +328,22 @@ static cudaError_t bn_back(cudaStream_t st, const BnShape *s, const NhwcGrid *g,
                            const float *save_invstd, const void *act_y, const void *dy, void *dx,
                            void *dz, float *dgamma, float *dbeta)
 {
-    if (act_y)
-        launch_sums<HALF, 1, 1>(st, g, x, dy, act_y, save_mean, part);
+    if (act_y && dz)
+        sums_any<HALF, DT16_BACK, 1, 1>(st, g, x, dy, act_y, dz, save_mean, part);
+    else if (act_y)
+        sums_any<HALF, DT16_BACK, 1, 0>(st, g, x, dy, act_y, NULL, save_mean, part);
+    else if (dz)
+        sums_any<HALF, DT16_BACK, 0, 1>(st, g, x, dy, NULL, dz, save_mean, part);
     else
-        launch_sums<HALF, 1, 0>(st, g, x, dy, NULL, save_mean, part);
-    finalize_back_kernel<<<chan_blocks(s->c), THREADS, 0, st>>>(*s, *g, part, gamma, save_mean,
-                                                                save_invstd, coef, dgamma, dbeta);
-    const size_t n = bn_count(s);
-    if (vec8(s->c, x, act_y, dy, dx, dz))
-        launch_back_apply<HALF, 8>(st, n, s->c, coef, x, act_y, dy, dx, dz);
+        sums_any<HALF, DT16_BACK, 0, 0>(st, g, x, dy, NULL, NULL, save_mean, part);
+    finalize_back_kernel<<<warp_blocks(g->c), DT16_THREADS, 0, st>>>(
+        *s, *g, part, gamma, save_mean, save_invstd, coef, dgamma, dbeta);
+    if (dz) /* the masked gradient is in dz now: read it instead of dy and act_y */
+        act_y = NULL, dy = dz;
+    if (g->vec == 4)
+        launch_back_apply<HALF, 4>(st, g, coef, x, act_y, dy, dx);
     else
-        launch_back_apply<HALF, 1>(st, n, s->c, coef, x, act_y, dy, dx, dz);
+        launch_back_apply<HALF, 1>(st, g, coef, x, act_y, dy, dx);
     return cudaGetLastError();
 }
 
@@ -323,7 +353,7 @@ extern "C" cudaError_t dth_bn_back(cudaStream_t st, int half, const BnShape *s, 
                                    const float *save_invstd, const void *act_y, const void *dy,
                                    void *dx, void *dz, float *dgamma, float *dbeta)
 {
-    if (bn_count(s) == 0) return cudaSuccess;
+    if (g->vec > 4) return cudaErrorInvalidValue; /* its kernels take 4 channels a thread */
     return half ? bn_back<1>(st, s, g, partials, coef, x, gamma, save_mean, save_invstd, act_y,
                              dy, dx, dz, dgamma, dbeta)
                 : bn_back<0>(st, s, g, partials, coef, x, gamma, save_mean, save_invstd, act_y,
@@ -334,9 +364,9 @@ extern "C" cudaError_t dth_colsum(cudaStream_t st, int half, const NhwcGrid *g, 
                                   const void *dy, float *out)
 {
     if (half)
-        launch_sums<1, 2, 0>(st, g, NULL, dy, NULL, NULL, partials);
+        sums_any<1, DT16_COLSUM, 0, 0>(st, g, NULL, dy, NULL, NULL, NULL, partials);
     else
-        launch_sums<0, 2, 0>(st, g, NULL, dy, NULL, NULL, partials);
-    finalize_sum_kernel<<<chan_blocks(g->c), THREADS, 0, st>>>(*g, partials, out);
+        sums_any<0, DT16_COLSUM, 0, 0>(st, g, NULL, dy, NULL, NULL, NULL, partials);
+    finalize_sum_kernel<<<warp_blocks(g->c), DT16_THREADS, 0, st>>>(*g, partials, out);
     return cudaGetLastError();
 }

@@ -1,6 +1,6 @@
 /* cuda_elem16.h - what one thread of the CUDA backend's NHWC 16-bit kernels computes (the
- * activation format NHWC bf16/fp16, backend.h's ActFormat; kernels in cuda_act16_kernels.cu and
- * cuda_bn16_kernels.cu), written once and compiled twice, as cuda_elem.h is: as __host__
+ * activation format NHWC bf16/fp16, backend.h's ActFormat; kernels in cuda_act16_kernels.cu; batch
+ * norm's in cuda_bn16.h, on the vector access below), written once and compiled twice, as cuda_elem.h is: as __host__
  * __device__ functions by nvcc and as plain C by tests/test_device_nhwc.c, which plays every
  * thread of a launch on the CPU and compares with the CPU backend run on the widened values in
  * NCHW. Values are 16-bit patterns (dt16) widened to fp32 (base/half_bits.h) for arithmetic and
@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef uint16_t dt16; /* a bf16 (half 0) or IEEE half (half 1) pattern */
 
@@ -26,6 +27,127 @@ DT_HD float dt16_f(dt16 h, int half) {
 }
 DT_HD dt16 dt16_r(float v, int half) {
     return half ? gc_fp16_from_float(v) : gc_bf16_from_float(v);
+}
+
+/* ---- vector access: a unit of vec consecutive values of a row (8, 4 or 1) in one access ------ */
+#ifdef __CUDACC__
+#define DT16_UNROLL_LOOP _Pragma("unroll")
+#else
+#define DT16_UNROLL_LOOP
+#endif
+
+/* up to 8 values of a row: a unit of 8 (one 16-byte access), 4 (8 bytes) or 1 */
+typedef struct {
+    dt16 v[8];
+} __attribute__((aligned(16))) Dt16x8;
+typedef struct {
+    dt16 v[4];
+} __attribute__((aligned(8))) Dt16x4;
+
+/* unit i (vec values from offset i) of p, in one access */
+DT_HD Dt16x8 dt16_ld(const dt16 *p, size_t i, int vec) {
+    Dt16x8 q = {{0}};
+    if (vec == 8) {
+#ifdef __CUDACC__
+        q = *(const Dt16x8 *)(p + i);
+#else
+        memcpy(&q, p + i, sizeof q);
+#endif
+    } else if (vec == 4) {
+#ifdef __CUDACC__
+        const Dt16x4 h = *(const Dt16x4 *)(p + i);
+#else
+        Dt16x4 h;
+        memcpy(&h, p + i, sizeof h);
+#endif
+        for (int j = 0; j < 4; j++)
+            q.v[j] = h.v[j];
+    } else {
+        q.v[0] = p[i];
+    }
+    return q;
+}
+DT_HD void dt16_st(dt16 *p, size_t i, int vec, Dt16x8 q) {
+    if (vec == 8) {
+#ifdef __CUDACC__
+        *(Dt16x8 *)(p + i) = q;
+#else
+        memcpy(p + i, &q, sizeof q);
+#endif
+    } else if (vec == 4) {
+        Dt16x4 h;
+        for (int j = 0; j < 4; j++)
+            h.v[j] = q.v[j];
+#ifdef __CUDACC__
+        *(Dt16x4 *)(p + i) = h;
+#else
+        memcpy(p + i, &h, sizeof h);
+#endif
+    } else {
+        p[i] = q.v[0];
+    }
+}
+
+/* vec 32-bit values (int32 argmax, fp32 LRN scale) of one unit, in vec / 4 accesses */
+typedef struct {
+    uint32_t v[4];
+} __attribute__((aligned(16))) Dt32x4;
+DT_HD void dt32_ld(const void *p, size_t i, int vec, uint32_t *out) {
+    const uint32_t *q = (const uint32_t *)p + i;
+    for (int h = 0; h < vec; h += 4) {
+        Dt32x4 t = {{0}};
+        if (vec >= 4) {
+#ifdef __CUDACC__
+            t = *(const Dt32x4 *)(q + h);
+#else
+            memcpy(&t, q + h, sizeof t);
+#endif
+        } else {
+            t.v[0] = q[0];
+        }
+        for (int j = 0; j < 4 && h + j < vec; j++)
+            out[h + j] = t.v[j];
+    }
+}
+DT_HD void dt32_st(void *p, size_t i, int vec, const uint32_t *in) {
+    uint32_t *q = (uint32_t *)p + i;
+    for (int h = 0; h < vec; h += 4) {
+        if (vec >= 4) {
+            Dt32x4 t;
+            for (int j = 0; j < 4; j++)
+                t.v[j] = in[h + j];
+#ifdef __CUDACC__
+            *(Dt32x4 *)(q + h) = t;
+#else
+            memcpy(q + h, &t, sizeof t);
+#endif
+        } else {
+            q[0] = in[0];
+        }
+    }
+}
+DT_HD uint32_t dt_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+DT_HD float dt_float(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Unit u of an NHWC tensor [n][h][w][c] read vec channels at a time (u = pixel * c/vec + channel
+ * unit): its sample *n, row *y, column *x and first channel *c0. 32-bit arithmetic: the launchers
+ * take fewer than 2^32 units. */
+DT_HD void dt16_unit_pos(uint32_t u, int c, int vec, int h, int w, int *n, int *y, int *x,
+                         int *c0) {
+    const uint32_t units = (uint32_t)(c / vec), pix = u / units, row = pix / (uint32_t)w;
+    const uint32_t sample = row / (uint32_t)h;
+    *c0 = (int)(u - pix * units) * vec;
+    *x = (int)(pix - row * (uint32_t)w);
+    *y = (int)(row - sample * (uint32_t)h);
+    *n = (int)sample;
 }
 
 /* ---- index maps between NCHW [n][c][hw] and NHWC [n][hw][c] --------------------------------- */
@@ -56,6 +178,30 @@ DT_HD dt16 dt16_add(dt16 a, dt16 b, int half) {
 DT_HD dt16 dt16_bias(dt16 x, float b, int half) {
     return dt16_r(dt16_f(x, half) + b, half);
 }
+/* the same on unit u of vec values (16-byte accesses for 8), read whole before it is written
+ * (in place allowed) */
+DT_HD void dt16_relu_unit(const dt16 *x, dt16 *y, size_t u, int vec, int half) {
+    const Dt16x8 a = dt16_ld(x, u * (size_t)vec, vec);
+    Dt16x8 o;
+    for (int j = 0; j < vec; j++)
+        o.v[j] = dt16_relu(a.v[j], half);
+    dt16_st(y, u * (size_t)vec, vec, o);
+}
+DT_HD void dt16_relu_back_unit(const dt16 *y, const dt16 *dy, dt16 *dx, size_t u, int vec,
+                               int half) {
+    const Dt16x8 a = dt16_ld(y, u * (size_t)vec, vec), g = dt16_ld(dy, u * (size_t)vec, vec);
+    Dt16x8 o;
+    for (int j = 0; j < vec; j++)
+        o.v[j] = dt16_relu_grad(a.v[j], g.v[j], half);
+    dt16_st(dx, u * (size_t)vec, vec, o);
+}
+DT_HD void dt16_add_unit(const dt16 *a, const dt16 *b, dt16 *y, size_t u, int vec, int half) {
+    const Dt16x8 p = dt16_ld(a, u * (size_t)vec, vec), q = dt16_ld(b, u * (size_t)vec, vec);
+    Dt16x8 o;
+    for (int j = 0; j < vec; j++)
+        o.v[j] = dt16_add(p.v[j], q.v[j], half);
+    dt16_st(y, u * (size_t)vec, vec, o);
+}
 /* dropout: element q of a sample stored NHWC [hw][c] (s->hw > 0) is element j of the NCHW mask
  * definition (backend.h's DropoutShape); kept values are scaled as the CPU does */
 DT_HD uint64_t dt16_dropout_j(size_t q, int c, int hw) {
@@ -66,82 +212,110 @@ DT_HD dt16 dt16_dropout(dt16 x, int keep, float keep_scale, int half) {
 }
 
 /* ---- pooling (PoolShape; NHWC x[n][h_in][w_in][c], y[n][h_out][w_out][c]) ----------------
+ * One thread per unit of vec channels of one pixel (dt16_unit_pos), 16-byte accesses for vec 8.
  * argmax records ih*w_in + iw, as the NCHW kernels do (-1: a window wholly in the padding). */
 
-/* output o: its window in row-major order, strict > (the first maximum stays) */
-DT_HD void dt16_maxpool_fwd(const PoolShape *s, const dt16 *x, size_t o, int half, dt16 *y,
-                            int32_t *argmax) {
-    const size_t c = o % (size_t)s->c;
-    size_t t = o / (size_t)s->c;
-    const int ow = (int)(t % (size_t)s->w_out), oh = (int)(t / (size_t)s->w_out % (size_t)s->h_out);
-    const size_t n = t / (size_t)s->w_out / (size_t)s->h_out;
-    const dt16 *xp = x + n * (size_t)s->h_in * s->w_in * s->c + c;
-    float m = -INFINITY;
-    int32_t a = -1;
-    dt16 mb = 0;
+/* output unit u: each channel's window in row-major order, strict > (the first maximum stays) */
+DT_HD void dt16_maxpool_unit(const PoolShape *s, int vec, int half, const dt16 *x, uint32_t u,
+                             dt16 *y, int32_t *argmax) {
+    int n, oh, ow, c0;
+    dt16_unit_pos(u, s->c, vec, s->h_out, s->w_out, &n, &oh, &ow, &c0);
+    const size_t C = (size_t)s->c;
+    const dt16 *xp = x + (size_t)n * s->h_in * s->w_in * C + (size_t)c0;
+    float m[8];
+    uint32_t a[8];
+    Dt16x8 best = {{0}};
+    for (int j = 0; j < vec; j++)
+        m[j] = -INFINITY, a[j] = (uint32_t)-1;
     for (int kh = 0; kh < s->k; kh++) {
         const int ih = oh * s->stride - s->pad + kh;
         if (ih < 0 || ih >= s->h_in) continue;
         for (int kw = 0; kw < s->k; kw++) {
             const int iw = ow * s->stride - s->pad + kw;
             if (iw < 0 || iw >= s->w_in) continue;
-            const dt16 vb = xp[((size_t)ih * s->w_in + iw) * s->c];
-            const float v = dt16_f(vb, half);
-            if (v > m) m = v, a = ih * s->w_in + iw, mb = vb;
+            const Dt16x8 q = dt16_ld(xp, ((size_t)ih * s->w_in + iw) * C, vec);
+            DT16_UNROLL_LOOP
+            for (int j = 0; j < vec; j++) {
+                const float v = dt16_f(q.v[j], half);
+                if (v > m[j]) m[j] = v, a[j] = (uint32_t)(ih * s->w_in + iw), best.v[j] = q.v[j];
+            }
         }
     }
-    y[o] = a < 0 ? (dt16)0 : mb;
-    argmax[o] = a;
+    const size_t o = (((size_t)n * s->h_out + oh) * s->w_out + ow) * C + (size_t)c0;
+    for (int j = 0; j < vec; j++)
+        if ((int32_t)a[j] < 0) best.v[j] = 0;
+    dt16_st(y, o, vec, best);
+    dt32_st(argmax, o, vec, a);
 }
-/* input i: the dy of every output whose maximum it is, added in output order (the CPU's) */
-DT_HD dt16 dt16_maxpool_bwd(const PoolShape *s, const int32_t *argmax, const dt16 *dy, size_t i,
-                            int half) {
-    const size_t c = i % (size_t)s->c;
-    size_t t = i / (size_t)s->c;
-    const int iw = (int)(t % (size_t)s->w_in), ih = (int)(t / (size_t)s->w_in % (size_t)s->h_in);
-    const size_t n = t / (size_t)s->w_in / (size_t)s->h_in;
-    const int32_t me = ih * s->w_in + iw;
-    int h0, h1, w0, w1;
+/* input unit u: per channel the dy of every output whose maximum it is, added in output order
+ * (the CPU's); one pass over argmax and dy, no atomics (a gather: windows may overlap) */
+DT_HD void dt16_maxpool_back_unit(const PoolShape *s, int vec, int half, const int32_t *argmax,
+                                  const dt16 *dy, uint32_t u, dt16 *dx) {
+    int n, ih, iw, c0, h0, h1, w0, w1;
+    dt16_unit_pos(u, s->c, vec, s->h_in, s->w_in, &n, &ih, &iw, &c0);
+    const size_t C = (size_t)s->c;
+    const uint32_t me = (uint32_t)(ih * s->w_in + iw);
     dt_outputs_of(ih, s->stride, s->pad, s->k, s->h_out, &h0, &h1);
     dt_outputs_of(iw, s->stride, s->pad, s->k, s->w_out, &w0, &w1);
-    float acc = 0.0f;
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     for (int oh = h0; oh < h1; oh++)
         for (int ow = w0; ow < w1; ow++) {
-            const size_t o = ((n * s->h_out + oh) * s->w_out + ow) * s->c + c;
-            if (argmax[o] == me) acc += dt16_f(dy[o], half);
+            const size_t o = (((size_t)n * s->h_out + oh) * s->w_out + ow) * C + (size_t)c0;
+            uint32_t am[8];
+            dt32_ld(argmax, o, vec, am);
+            const Dt16x8 g = dt16_ld(dy, o, vec);
+            DT16_UNROLL_LOOP
+            for (int j = 0; j < vec; j++)
+                if (am[j] == me) acc[j] += dt16_f(g.v[j], half);
         }
-    return dt16_r(acc, half);
+    Dt16x8 out;
+    for (int j = 0; j < vec; j++)
+        out.v[j] = dt16_r(acc[j], half);
+    dt16_st(dx, (((size_t)n * s->h_in + ih) * s->w_in + iw) * C + (size_t)c0, vec, out);
 }
-/* average pooling, padding counted as zeros */
-DT_HD dt16 dt16_avgpool_fwd(const PoolShape *s, const dt16 *x, size_t o, int half) {
-    const size_t c = o % (size_t)s->c;
-    size_t t = o / (size_t)s->c;
-    const int ow = (int)(t % (size_t)s->w_out), oh = (int)(t / (size_t)s->w_out % (size_t)s->h_out);
-    const size_t n = t / (size_t)s->w_out / (size_t)s->h_out;
-    const dt16 *xp = x + n * (size_t)s->h_in * s->w_in * s->c + c;
-    int h0, h1, w0, w1;
+/* average pooling of output unit u, padding counted as zeros */
+DT_HD void dt16_avgpool_unit(const PoolShape *s, int vec, int half, const dt16 *x, uint32_t u,
+                             dt16 *y) {
+    int n, oh, ow, c0, h0, h1, w0, w1;
+    dt16_unit_pos(u, s->c, vec, s->h_out, s->w_out, &n, &oh, &ow, &c0);
+    const size_t C = (size_t)s->c;
+    const dt16 *xp = x + (size_t)n * s->h_in * s->w_in * C + (size_t)c0;
     dt_window(oh, s->stride, s->pad, s->k, s->h_in, &h0, &h1);
     dt_window(ow, s->stride, s->pad, s->k, s->w_in, &w0, &w1);
-    float sum = 0.0f;
+    float sum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     for (int ih = h0; ih < h1; ih++)
-        for (int iw = w0; iw < w1; iw++)
-            sum += dt16_f(xp[((size_t)ih * s->w_in + iw) * s->c], half);
-    return dt16_r(sum * dt_avgpool_inv(s->k), half);
+        for (int iw = w0; iw < w1; iw++) {
+            const Dt16x8 q = dt16_ld(xp, ((size_t)ih * s->w_in + iw) * C, vec);
+            DT16_UNROLL_LOOP
+            for (int j = 0; j < vec; j++)
+                sum[j] += dt16_f(q.v[j], half);
+        }
+    Dt16x8 out;
+    for (int j = 0; j < vec; j++)
+        out.v[j] = dt16_r(sum[j] * dt_avgpool_inv(s->k), half);
+    dt16_st(y, (((size_t)n * s->h_out + oh) * s->w_out + ow) * C + (size_t)c0, vec, out);
 }
-DT_HD dt16 dt16_avgpool_bwd(const PoolShape *s, const dt16 *dy, size_t i, int half) {
-    const size_t c = i % (size_t)s->c;
-    size_t t = i / (size_t)s->c;
-    const int iw = (int)(t % (size_t)s->w_in), ih = (int)(t / (size_t)s->w_in % (size_t)s->h_in);
-    const size_t n = t / (size_t)s->w_in / (size_t)s->h_in;
+DT_HD void dt16_avgpool_back_unit(const PoolShape *s, int vec, int half, const dt16 *dy,
+                                  uint32_t u, dt16 *dx) {
+    int n, ih, iw, c0, h0, h1, w0, w1;
+    dt16_unit_pos(u, s->c, vec, s->h_in, s->w_in, &n, &ih, &iw, &c0);
+    const size_t C = (size_t)s->c;
     const float inv = dt_avgpool_inv(s->k);
-    int h0, h1, w0, w1;
     dt_outputs_of(ih, s->stride, s->pad, s->k, s->h_out, &h0, &h1);
     dt_outputs_of(iw, s->stride, s->pad, s->k, s->w_out, &w0, &w1);
-    float acc = 0.0f;
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     for (int oh = h0; oh < h1; oh++)
-        for (int ow = w0; ow < w1; ow++)
-            acc += dt16_f(dy[((n * s->h_out + oh) * s->w_out + ow) * s->c + c], half) * inv;
-    return dt16_r(acc, half);
+        for (int ow = w0; ow < w1; ow++) {
+            const Dt16x8 g =
+                dt16_ld(dy, (((size_t)n * s->h_out + oh) * s->w_out + ow) * C + (size_t)c0, vec);
+            DT16_UNROLL_LOOP
+            for (int j = 0; j < vec; j++)
+                acc[j] += dt16_f(g.v[j], half) * inv;
+        }
+    Dt16x8 out;
+    for (int j = 0; j < vec; j++)
+        out.v[j] = dt16_r(acc[j], half);
+    dt16_st(dx, (((size_t)n * s->h_in + ih) * s->w_in + iw) * C + (size_t)c0, vec, out);
 }
 /* global average pooling of x[n][plane][c] -> y[n][c], output o = n*c + ch: the CPU's 8
  * interleaved partial sums (cpu_vsum), so the mean is the CPU's bit for bit before rounding */
@@ -162,6 +336,16 @@ DT_HD dt16 dt16_gap_fwd(const dt16 *x, size_t o, size_t c, size_t plane, int hal
 DT_HD dt16 dt16_gap_bwd(const dt16 *dy, size_t i, size_t c, size_t plane, int half) {
     const size_t n = i / (plane * c);
     return dt16_r(dt16_f(dy[n * c + i % c], half) * (1.0f / (float)plane), half);
+}
+/* ... for unit u of vec channels of one pixel (c a multiple of vec) */
+DT_HD void dt16_gap_bwd_unit(const dt16 *dy, dt16 *dx, size_t u, size_t c, size_t plane, int vec,
+                             int half) {
+    const size_t i = u * (size_t)vec, n = i / (plane * c);
+    const Dt16x8 g = dt16_ld(dy, n * c + i % c, vec);
+    Dt16x8 o;
+    for (int j = 0; j < vec; j++)
+        o.v[j] = dt16_r(dt16_f(g.v[j], half) * (1.0f / (float)plane), half);
+    dt16_st(dx, i, vec, o);
 }
 
 /* ---- LRN across channels (LrnShape), element i of NHWC x: the channels are contiguous --------
@@ -196,56 +380,86 @@ DT_HD dt16 dt16_lrn_bwd(const LrnShape *s, const dt16 *x, const dt16 *y, const f
                   half);
 }
 
-/* ---- batch norm over the rows of an NHWC tensor [rows][c] (rows = n*hw) ----------------------
- * A launch of the reduction kernels covers the rows with a grid of (splits, tiles) blocks of
- * DT16_LANES x DT16_ROWLANES threads (cuda_plan.c's nhwc_grid): block (b, t) takes rows
- * [b*chunk, min((b+1)*chunk, rows)) of channels [t*DT16_LANES, ...), thread (tx, ty) channel
- * t*DT16_LANES + tx of rows r0 + ty, r0 + ty + DT16_ROWLANES, ... (a warp reads consecutive
- * channels of one row); the block's threads of one channel are summed in ty order, the blocks of
- * a channel in split order (deterministic). Then one thread per channel turns the sums into the
- * channel's factors (dt_bn_stats / dt_bn_back_factors, cuda_elem.h), and an element-wise pass
- * applies them. */
-#define DT16_LANES    32
-#define DT16_ROWLANES 8
 
-/* the sums of thread (tx, ty) of block (b, t) over its rows of channel ch: shifted s1, s2 of x
- * (mode 0: statistics, shift = the channel's first value), or of the gradient g reaching the
- * batch norm (dy, masked by a fused ReLU's output act_y) and g (x - mean) (mode 1), or of dy
- * alone (mode 2: a bias gradient, b unused) */
-DT_HD void dt16_bn_sums(int mode, const dt16 *x, const dt16 *dy, const dt16 *act_y, size_t c,
-                        size_t ch, int r0, int r1, int ty, double shift, float mean, int half,
-                        double *a, double *b) {
-    double s1 = 0.0, s2 = 0.0;
-    for (int r = r0 + ty; r < r1; r += DT16_ROWLANES) {
-        const size_t i = (size_t)r * c + ch;
-        if (mode == 0) {
-            const double d = (double)dt16_f(x[i], half) - shift;
-            s1 += d;
-            s2 += d * d;
-        } else {
-            float g = dt16_f(dy[i], half);
-            if (act_y) g = dt_relu_grad(g, dt16_f(act_y[i], half));
-            s1 += g;
-            if (mode == 1) s2 += g * (dt16_f(x[i], half) - mean);
-        }
+/* ---- LRN on units of vec channels of one pixel (dt16_unit_pos's u) ----------------------------
+ * The same arithmetic as dt16_lrn_fwd / dt16_lrn_bwd per channel, with each value and term a
+ * unit's windows share computed once: the window's channels outside [0, c) add +0 (bit-neutral:
+ * a sum that starts at +0 is never -0), so every window has `size` terms at fixed places and a
+ * kernel that takes size as a constant keeps them in registers. Needs vec + size - 1 <=
+ * DT16_LRN_SPAN; the per-element functions above take any size. */
+#define DT16_LRN_SPAN 24
+
+DT_HD void dt16_lrn_fwd_unit(const LrnShape *s, int size, int vec, int half, const dt16 *x,
+                             uint32_t u, dt16 *y, float *scale) {
+    const int c = s->c, before = size / 2;
+    const uint32_t units = (uint32_t)(c / vec), pix = u / units;
+    const int c0 = (int)(u - pix * units) * vec;
+    const size_t at = (size_t)pix * (size_t)c + (size_t)c0;
+    const Dt16x8 own = dt16_ld(x, at, vec);
+    float sq[DT16_LRN_SPAN]; /* the square of channel c0 - before + k */
+    DT16_UNROLL_LOOP
+    for (int k = 0; k < vec + size - 1; k++) {
+        const int cc = c0 - before + k;
+        float v = 0.0f;
+        if (k >= before && k < before + vec)
+            v = dt16_f(own.v[k - before], half);
+        else if (cc >= 0 && cc < c)
+            v = dt16_f(x[at - (size_t)c0 + (size_t)cc], half);
+        sq[k] = v * v;
     }
-    *a = s1, *b = s2;
+    Dt16x8 out;
+    uint32_t sc[8];
+    DT16_UNROLL_LOOP
+    for (int j = 0; j < vec; j++) {
+        float sum = 0.0f;
+        DT16_UNROLL_LOOP
+        for (int i = 0; i < size; i++)
+            sum += sq[j + i];
+        const float sv = dt_lrn_scale(s->bias, s->alpha / (float)s->size, sum);
+        sc[j] = dt_bits(sv);
+        out.v[j] = dt16_r(dt16_f(own.v[j], half) * dt_pow_neg_beta(sv, s->beta), half);
+    }
+    dt16_st(y, at, vec, out);
+    dt32_st(scale, at, vec, sc);
 }
 
-/* the fused forward epilogue of element i: y = relu(x*mul + add + z), as cuda_elem.h's (z: the
- * residual add's other input, when has_z) */
-DT_HD dt16 dt16_bn_apply(dt16 x, dt16 z, int has_z, int relu, float mul, float add, int half) {
-    return dt16_r(
-        dt_bn_epilogue(dt_bn_affine(dt16_f(x, half), mul, add), dt16_f(z, half), has_z, relu),
-        half);
-}
-/* the backward of element i: *dz (the gradient reaching the batch norm: dy, or 0 where a fused
- * ReLU's output act_y is not > 0) and *dx */
-DT_HD void dt16_bn_back(dt16 x, dt16 dy, dt16 act_y, int has_act, float k, float m_dy, float mean,
-                        float m_xdy, int half, dt16 *dx, dt16 *dz) {
-    const dt16 gb = has_act ? dt16_relu_grad(act_y, dy, half) : dy;
-    *dz = gb;
-    *dx = dt16_r(dt_bn_back(k, dt16_f(gb, half), m_dy, dt16_f(x, half), mean, m_xdy), half);
+DT_HD void dt16_lrn_bwd_unit(const LrnShape *s, int size, int vec, int half, const dt16 *x,
+                             const dt16 *y, const float *scale, const dt16 *dy, uint32_t u,
+                             dt16 *dx) {
+    const int c = s->c, after = (size - 1) / 2;
+    const uint32_t units = (uint32_t)(c / vec), pix = u / units;
+    const int c0 = (int)(u - pix * units) * vec;
+    const size_t at = (size_t)pix * (size_t)c + (size_t)c0, row = at - (size_t)c0;
+    const Dt16x8 gd = dt16_ld(dy, at, vec), gy = dt16_ld(y, at, vec);
+    uint32_t gs[8];
+    dt32_ld(scale, at, vec, gs);
+    float t[DT16_LRN_SPAN]; /* the backward term of channel c0 - after + k */
+    DT16_UNROLL_LOOP
+    for (int k = 0; k < vec + size - 1; k++) {
+        const int cc = c0 - after + k;
+        float v = 0.0f;
+        if (k >= after && k < after + vec)
+            v = dt_lrn_back_term(dt16_f(gd.v[k - after], half), dt16_f(gy.v[k - after], half),
+                                 dt_float(gs[k - after]));
+        else if (cc >= 0 && cc < c)
+            v = dt_lrn_back_term(dt16_f(dy[row + (size_t)cc], half),
+                                 dt16_f(y[row + (size_t)cc], half), scale[row + (size_t)cc]);
+        t[k] = v;
+    }
+    const Dt16x8 xv = dt16_ld(x, at, vec);
+    const float kk = 2.0f * s->alpha * s->beta / (float)s->size;
+    Dt16x8 out;
+    DT16_UNROLL_LOOP
+    for (int j = 0; j < vec; j++) {
+        float sum = 0.0f;
+        DT16_UNROLL_LOOP
+        for (int i = 0; i < size; i++)
+            sum += t[j + i];
+        out.v[j] = dt16_r(dt_lrn_back(dt16_f(gd.v[j], half), dt_float(gs[j]),
+                                      dt16_f(xv.v[j], half), sum, kk, s->beta),
+                          half);
+    }
+    dt16_st(dx, at, vec, out);
 }
 
 #endif

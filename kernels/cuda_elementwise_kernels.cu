@@ -50,9 +50,10 @@ __global__ void dropout_fwd_kernel(DropoutShape s, const float *__restrict__ x,
                                    float *__restrict__ y, uint8_t *__restrict__ mask)
 {
     const float keep_scale = dt_dropout_scale(s.rate);
+    const uint64_t first = s.first_sample + (s.origin ? *s.origin : 0); /* this step's */
     GRID_LOOP(e, (size_t)s.batch * s.size) {
         const size_t i = e / s.size, j = e % s.size;
-        const uint64_t key = dt_dropout_key(s.seed, s.first_sample + (uint64_t)i);
+        const uint64_t key = dt_dropout_key(s.seed, first + (uint64_t)i);
         const int keep = dt_dropout_keep(key, (uint64_t)j, s.rate);
         mask[e] = (uint8_t)keep;
         y[e] = keep ? x[e] * keep_scale : 0.0f;

@@ -77,18 +77,20 @@ cudaError_t dth_lrn_back(cudaStream_t st, int half, const LrnShape *s, const voi
                          const float *scale, const void *dy, void *dx);
 
 /* ---- batch norm and channel sums (cuda_bn16_kernels.cu) -------------------------------------
- * On the grid g of nhwc_grid (lanes DT16_LANES, row lanes DT16_ROWLANES), partials: 2 * g->splits
- * * g->c doubles of scratch, coef: 4 * g->c floats of scratch. Forward: y = relu(BN(x) + z), the
- * add when z is not NULL, the ReLU when relu is set. Backward: the gradient reaching the batch
- * norm is dy, or where act_y (a fused ReLU's output) is not > 0, zero; with dz (not NULL; may alias
- * dy) it is also written there. dx, dgamma, dbeta overwritten. */
+ * On the grid g of nhwc_grid (DT16_THREADS threads, DT16_PER_SM blocks per multiprocessor; vec 8
+ * only where every buffer passed is 16-byte aligned), partials: 2 * g->splits * g->c doubles of
+ * scratch, coef: 4 * g->c floats of scratch. Forward: y = relu(BN(x) + z), the add when z is not
+ * NULL, the ReLU when relu is set. Backward: the gradient reaching the batch norm is dy, or where
+ * act_y (a fused ReLU's output) is not > 0, zero; with dz (not NULL; may alias dy) it is also
+ * written there. dx, dgamma, dbeta overwritten. */
 cudaError_t dth_bn_train(cudaStream_t st, int half, const BnShape *s, const NhwcGrid *g,
                          double *partials, float *coef, const void *x, const float *gamma,
                          const float *beta, const void *z, int relu, void *y, float *save_mean,
                          float *save_invstd, float *running_mean, float *running_var);
-cudaError_t dth_bn_infer(cudaStream_t st, int half, const BnShape *s, float *coef, const void *x,
-                         const float *gamma, const float *beta, const float *running_mean,
-                         const float *running_var, const void *z, int relu, void *y);
+cudaError_t dth_bn_infer(cudaStream_t st, int half, const BnShape *s, const NhwcGrid *g,
+                         float *coef, const void *x, const float *gamma, const float *beta,
+                         const float *running_mean, const float *running_var, const void *z,
+                         int relu, void *y);
 cudaError_t dth_bn_back(cudaStream_t st, int half, const BnShape *s, const NhwcGrid *g,
                         double *partials, float *coef, const void *x, const float *gamma,
                         const float *save_mean, const float *save_invstd, const void *act_y,

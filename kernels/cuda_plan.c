@@ -76,14 +76,20 @@ int bn_grid(const BnShape *s, int aligned16, int sms, int threads, int cap, BnGr
     return 1;
 }
 
-int nhwc_grid(long long rows, int c, int lanes, int rowlanes, int sms, int cap, NhwcGrid *g) {
-    if (rows <= 0 || c <= 0 || lanes <= 0 || rowlanes <= 0 || rows >= (1LL << 31) || c > cap)
-        return 0;
-    const long long tiles = (c + lanes - 1) / lanes;
+int nhwc_grid(long long rows, int c, int vec, int threads, int sms, int blocks_per_sm, int cap,
+              NhwcGrid *g) {
+    if (rows <= 0 || c <= 0 || threads <= 0 || rows >= (1LL << 30) || c > cap) return 0;
+    g->vec = vec >= 8 && c % 8 == 0 ? 8 : vec >= 4 && c % 4 == 0 ? 4 : 1;
+    g->units = c / g->vec;
+    const int tile = 64 / g->vec; /* 64 channels: one 128-byte line of a row */
+    g->width = g->units < tile ? g->units : tile;
+    if (g->width > threads) g->width = threads;
+    g->lanes = threads / g->width;
+    const long long tiles = (g->units + g->width - 1) / g->width;
     if (tiles > 65535) return 0;
-    const long long target = (long long)(sms > 0 ? sms : 1) * 8; /* blocks that fill the GPU */
+    const long long target = (long long)(sms > 0 ? sms : 1) * (blocks_per_sm > 0 ? blocks_per_sm : 1);
     long long splits = (target + tiles - 1) / tiles;
-    const long long by_work = (rows + 4LL * rowlanes - 1) / (4LL * rowlanes);
+    const long long by_work = (rows + 4LL * g->lanes - 1) / (4LL * g->lanes);
     if (splits > by_work) splits = by_work;
     if (splits > cap / c) splits = cap / c;
     if (splits < 1) splits = 1;

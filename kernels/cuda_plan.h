@@ -6,7 +6,7 @@
  *   - the choice among cuDNN's ranked convolution algorithms under a workspace limit, and the
  *     rules of what strict fp32 and the 16-bit precisions admit (with the error bounds the GPU
  *     tests hold them to);
- *   - how the batch-norm kernels split a tensor into blocks (bn_grid).
+ *   - how the batch-norm kernels split a tensor into blocks (bn_grid, nhwc_grid).
  * Plain C, no CUDA. */
 #ifndef DTBENCH_CUDA_PLAN_H
 #define DTBENCH_CUDA_PLAN_H
@@ -145,21 +145,28 @@ typedef struct {
  * second dimension takes (65535). */
 int bn_grid(const BnShape *s, int aligned16, int sms, int threads, int cap, BnGrid *g);
 
-/* How the NHWC reduction kernels (kernels/cuda_bn16_kernels.cu: batch norm and bias gradients on
- * 16-bit NHWC tensors, cuda_elem16.h) cover x[rows][c]: a grid of (splits, tiles) blocks,
- * tiles = the channel tiles of `lanes` channels, block (b, t) taking rows [b*chunk,
- * min((b+1)*chunk, rows)) of its tile. */
+/* How the NHWC batch-norm and channel-sum kernels (kernels/cuda_bn16_kernels.cu; each thread's
+ * work in cuda_elem16.h) cover x[rows][c] of 16-bit values. A unit is `vec` consecutive channels
+ * of one row, read in one access: the largest of 8, 4 and 1 that divides c and is at most the
+ * caller's `vec` (what the buffers' alignment and the kernel's registers allow). A block of `threads` threads takes a tile of `width` consecutive units (64 channels, or
+ * a whole row when it has fewer) over a slab of `chunk` rows: thread t takes unit t % width of
+ * the tile on row lane t / width (`lanes` of them; threads beyond lanes * width idle) and the
+ * rows lane, lane + lanes, ... of the slab. A warp thus reads whole 128-byte lines (one row's
+ * tile, or several consecutive rows when a row has fewer channels). The grid is (splits, tiles)
+ * blocks: enough to keep `blocks_per_sm` blocks on each of `sms` multiprocessors, at least 4 rows
+ * per row lane, at most `cap` partial sums in all (splits * c). */
 typedef struct {
     int rows, c;
-    int tiles;  /* channel tiles: ceil(c / lanes) */
-    int splits; /* blocks per tile, >= 1 */
-    int chunk;  /* rows per block (the last may have fewer, none has none) */
+    int vec, units;   /* channels per unit (8, 4 or 1), units per row (c / vec) */
+    int width, lanes; /* units per tile, row lanes per block */
+    int tiles;        /* ceil(units / width) */
+    int splits;       /* blocks per tile, >= 1 */
+    int chunk;        /* rows per block (the last may have fewer, none has none) */
 } NhwcGrid;
 
-/* Blocks enough to fill `sms` multiprocessors with 8 blocks each, at least 4 rows per row lane
- * (rowlanes of them per block), at most `cap` partial sums in all (splits * c). Returns 0 when
- * the tensor is empty, has 2^31 rows or more, or more channels than `cap` or than a grid's second
- * dimension takes (65535 tiles). */
-int nhwc_grid(long long rows, int c, int lanes, int rowlanes, int sms, int cap, NhwcGrid *g);
+/* Returns 0 when the tensor is empty, has 2^30 rows or more (the walks index rows in 32 bits), or
+ * more channels than `cap` or than a grid's second dimension takes (65535 tiles). */
+int nhwc_grid(long long rows, int c, int vec, int threads, int sms, int blocks_per_sm, int cap,
+              NhwcGrid *g);
 
 #endif

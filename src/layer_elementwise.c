@@ -4,6 +4,8 @@
 #include "layers.h"
 #include "util.h" /* defines: rng_mix */
 
+#include <string.h>
+
 /* ---- ReLU ------------------------------------------------------------------------------------ */
 
 static void relu_plan(Model *m, Layer *L, const Layer *P) {
@@ -34,29 +36,40 @@ const LayerKindOps layer_relu = {
 
 /* ---- dropout --------------------------------------------------------------------------------- */
 
+/* The mask; on a device, once per model, the sample origin in device memory
+ * (model_set_sample_origin), which the kernels read when they run: a step's arguments are the
+ * same at every step, so that it can be replayed from a captured graph. */
 static void dropout_alloc(Model *m, Layer *L) {
     L->mask = layer_alloc(m, (size_t)m->batch * L->out_size);
+    if (m->be->device_memory && !m->origin) m->origin = layer_alloc(m, sizeof *m->origin);
 }
 
-/* An image stored NHWC: the backend maps its elements to the NCHW mask (DropoutShape). */
-static void dropout_image(const Model *m, const Layer *L, DropoutShape *s) {
+/* The layer's DropoutShape for samples [s0, s0 + n): its padding zeroed, so that the call is the
+ * same, byte for byte, at every step (a replayed step makes the calls it captured). An image
+ * stored NHWC: the backend maps its elements to the NCHW mask (DropoutShape.c, hw). */
+static DropoutShape dropout_shape(const LayerStep *t) {
+    const Layer *L = t->L;
+    const Model *m = t->m;
+    DropoutShape s;
+    memset(&s, 0, sizeof s);
+    s.batch = t->n, s.size = L->out_size, s.rate = L->d.rate;
     const int hw = L->out_h * L->out_w;
-    if (m->act.layout == ACT_NHWC && hw > 1 && !L->seq) s->c = L->out_c, s->hw = hw;
+    if (m->act.layout == ACT_NHWC && hw > 1 && !L->seq) s.c = L->out_c, s.hw = hw;
+    return s;
 }
 
-/* Training: a mask from the layer's seed and the global sample index; evaluation: a copy. */
+/* Training: a mask from the layer's seed and the global sample index: the batch's origin + the
+ * chunk's first sample, the origin read by the kernel from m->origin on a device, passed as a
+ * value on the host (whose backend has no graphs: the path that does not depend on the upload,
+ * which the tests compare a device's with); evaluation: a copy. */
 static void dropout_forward(const LayerStep *t) {
     const Layer *L = t->L;
     const Model *m = t->m;
     if (t->train) {
-        DropoutShape s = {t->n,
-                          L->out_size,
-                          L->d.rate,
-                          rng_mix(m->seed ^ (0xd20b0000ULL + (uint64_t)t->i)),
-                          m->sample_origin + (uint64_t)t->s0,
-                          0,
-                          0};
-        dropout_image(m, L, &s);
+        DropoutShape s = dropout_shape(t);
+        s.seed = rng_mix(m->seed ^ (0xd20b0000ULL + (uint64_t)t->i));
+        s.first_sample = (m->origin ? 0 : m->sample_origin) + (uint64_t)t->s0;
+        s.origin = m->origin;
         m->be->dropout_forward(m->ctx, &s, t->x, t->y, L->mask + (size_t)t->s0 * L->out_size);
     } else {
         m->be->copy(m->ctx, t->y, t->x, (size_t)t->n * L->out_size * layer_out_bytes(m, L));
@@ -66,8 +79,7 @@ static void dropout_forward(const LayerStep *t) {
 static void dropout_backward(const LayerStep *t) {
     const Layer *L = t->L;
     if (!t->dx) return;
-    DropoutShape s = {t->n, L->out_size, L->d.rate, 0, 0, 0, 0};
-    dropout_image(t->m, L, &s);
+    const DropoutShape s = dropout_shape(t);
     t->m->be->dropout_backward(t->m->ctx, &s, L->mask + (size_t)t->s0 * L->out_size, t->dy, t->dx);
 }
 
@@ -76,8 +88,9 @@ static const LayerOp dropout_ops[] = {
 
 const LayerKindOps layer_dropout = {
     .name = "dropout",
-    /* not (yet) LK_OUTPUT_REUSABLE, though its backward reads only its mask */
-    .flags = LK_TAKES_SEQUENCE | LK_STEP_ARGUMENTS,
+    /* not (yet) LK_OUTPUT_REUSABLE, though its backward reads only its mask; no
+     * LK_STEP_ARGUMENTS: what changes per step (the batch's first sample) it reads from memory */
+    .flags = LK_TAKES_SEQUENCE,
     .plan = relu_plan, /* one FLOP per element, shape-preserving */
     .alloc = dropout_alloc,
     .forward = dropout_forward,

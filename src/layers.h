@@ -46,9 +46,10 @@ enum {
                                     LK_OUTPUT_REUSABLE and read by nothing else */
     LK_OWN_INPUT_GRADS = 1 << 4, /* backward finishes every input's gradient itself (several
                                     inputs); otherwise model.c finishes input 0's */
-    LK_STEP_ARGUMENTS = 1 << 5,  /* passes values that change every step to its kernels (dropout:
-                                    the batch's first sample, for the mask): a graph captured
-                                    once would replay stale ones (src/step_graph.c) */
+    LK_STEP_ARGUMENTS = 1 << 5,  /* passes values that change every step to its kernels as
+                                    arguments: a graph captured once would replay stale ones
+                                    (src/step_graph.c). None in the zoo: dropout reads the
+                                    batch's first sample from memory (model_set_sample_origin) */
     /* What its backward reads besides dy, and how its forward reads its parameters, for the least
      * traffic of --profile-layers' roofline (src/model_roofline.c); the backend's own state
      * (argmax, masks, LRN's scale, saved statistics, the LSTM's reserve) is not counted. */

@@ -380,8 +380,10 @@ void model_free(Model *m) {
             for (size_t j = 0; j < sizeof bufs / sizeof bufs[0]; j++)
                 if (bufs[j]) m->be->free(c, bufs[j]);
         }
-        void *bufs[] = {m->params, m->grads, m->momentum,     m->buffers,    m->x,     m->dx,
-                        m->labels, m->work,  m->grad_scratch, m->dy_scratch, m->stats, m->x_act};
+        void *bufs[] = {m->params,       m->grads,      m->momentum, m->buffers,
+                        m->x,            m->dx,         m->labels,   m->work,
+                        m->grad_scratch, m->dy_scratch, m->stats,    m->x_act,
+                        m->origin};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) m->be->free(c, bufs[i]);
         for (int i = 0; i < m->ndy_pool; i++)
@@ -422,6 +424,7 @@ const char *model_missing_op(const Model *m, const BackendOps *be, int microbatc
 
 void model_set_sample_origin(Model *m, uint64_t origin) {
     m->sample_origin = origin;
+    if (m->origin) m->be->upload(m->ctx, m->origin, &m->sample_origin, sizeof m->sample_origin);
 }
 
 /* ---- forward, loss, backward -------------------------------------------------------------- */

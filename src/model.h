@@ -150,6 +150,9 @@ typedef struct {
     int ndy_pool;
     uint64_t seed;          /* initialisation and dropout masks */
     uint64_t sample_origin; /* global index of sample 0 of the current batch (dropout masks) */
+    uint64_t *origin;       /* [1] sample_origin in device memory, which dropout kernels read
+                             * when they run (a replayed step reads its own); NULL: no dropout,
+                             * or a host backend (the kernels get the value) */
     float loss_scale; /* --precision fp16: the loss gradient is multiplied by it (0 or 1: none) */
     struct LayerObserver *observer; /* model_set_observer; NULL: none */
 } Model;
@@ -241,16 +244,18 @@ void model_free(Model *m);
 const char *model_missing_op(const Model *m, const BackendOps *be, int microbatches,
                              const char **layer);
 
-/* The first of this Model's layers whose kernels take values that change every step (dropout's
- * mask seed: layers.h's LK_STEP_ARGUMENTS), NULL if none: a step with one cannot be replayed from
- * a captured graph (src/step_graph.c). */
+/* The first of this Model's layers whose kernels take values that change every step as arguments
+ * (layers.h's LK_STEP_ARGUMENTS), NULL if none: a step with one cannot be replayed from a captured
+ * graph (src/step_graph.c). */
 const char *model_step_argument_layer(const Model *m);
 
 /* The model to train on images of [c,h,w]: d, or its small-image variant for inputs of at most
  * 32x32 pixels. */
 const ModelDesc *model_for_input(const ModelDesc *d, int c, int h, int w);
 
-/* Dropout masks: sample i of the batch is global sample origin + i (see DropoutShape). */
+/* Dropout masks: sample i of the batch is global sample origin + i (see DropoutShape). On a
+ * device, with dropout layers, the value is also queued into device memory (m->origin, ordered
+ * before the step's kernels), where their kernels read it: call it outside a captured step. */
 void model_set_sample_origin(Model *m, uint64_t origin);
 
 /* Forward pass on the first n <= chunk samples of m->x / m->labels, then the loss.

@@ -21,8 +21,7 @@ int step_graphs_parts(const char *mode, const BackendOps *be, const Model *plan,
     else if (profile)
         snprintf(why, len, "--profile-layers times each layer between eager launches");
     else if ((layer = model_step_argument_layer(plan)))
-        snprintf(why, len, "layer %s passes per-step values to its kernels (dropout's mask seed)",
-                 layer);
+        snprintf(why, len, "layer %s passes per-step values to its kernels", layer);
     if (why[0]) return 0;
     if (overlap) {
         snprintf(why, len, "backward: --overlap starts the exchange between its layers");

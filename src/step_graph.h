@@ -7,7 +7,10 @@
  * backward run eagerly (lazy set-up: cuBLAS, 16-bit scratch, softmax scratch, plans of shapes
  * first seen); from the second step on, each part runs from the graph captured for the
  * arguments it reads that may change between steps: the input and label buffers (the batch
- * prefetch alternates two, src/prefetch.h) and the fp16 loss scale. A new combination is captured
+ * prefetch alternates two, src/prefetch.h) and the fp16 loss scale. Dropout's mask follows the
+ * batch's first sample, which its kernels read from backend memory (model_set_sample_origin
+ * queues it there before the step), so a replayed step draws that step's mask: models with
+ * dropout (AlexNet, VGG16, GoogLeNet) are replayed too. A new combination is captured
  * when first met (with prefetch: steps 1 and 2, in the warm-up by default; fp16: again when the
  * loss scale changes); at most STEP_GRAPH_CACHE graphs are kept.
  *
@@ -19,8 +22,8 @@
  * Per mode (step_graphs_parts): refused with a reason where a step cannot be replayed:
  * pipelines (each micro-batch step synchronises and exchanges messages), micro-batches (their
  * losses are read inside the step), --profile-layers (layers are timed between eager launches),
- * a layer whose kernels take per-step values (dropout's mask seed: AlexNet, VGG16, GoogLeNet),
- * a backend without the operations (the CPU). With --overlap the backward pass stays eager (it
+ * a layer whose kernels take per-step values as arguments (none in the zoo), a backend without
+ * the operations (the CPU). With --overlap the backward pass stays eager (it
  * starts the exchange between layers); the forward pass is still replayed. */
 #ifndef DTBENCH_STEP_GRAPH_H
 #define DTBENCH_STEP_GRAPH_H

@@ -63,7 +63,7 @@ static uint64_t ref_mix64(uint64_t z) {
 
 void ref_dropout_forward(const DropoutShape *s, const float *x, float *y, uint8_t *mask) {
     for (int i = 0; i < s->batch; i++) {
-        uint64_t g = s->first_sample + (uint64_t)i;
+        uint64_t g = s->first_sample + (s->origin ? *s->origin : 0) + (uint64_t)i;
         uint64_t key = ref_mix64(s->seed ^ (g * 0x9E3779B97F4A7C15ULL));
         for (size_t j = 0; j < s->size; j++) {
             double u = (double)(ref_mix64(key + j) >> 40) / 16777216.0;

@@ -100,7 +100,7 @@ static void test_concat_add(int n) {
 }
 
 static void test_dropout(int n, size_t size, float rate) {
-    DropoutShape s = {n, size, rate, 0xfeedULL, 1000, 0, 0};
+    DropoutShape s = {n, size, rate, 0xfeedULL, 1000, 0, 0, NULL};
     char shape[96];
     snprintf(shape, sizeof shape, "n=%d size=%zu rate=%g", n, size, rate);
     size_t nx = (size_t)n * size;
@@ -281,7 +281,7 @@ static void drop_fwd(GradLayer *l) {
 }
 
 static void gradcheck_dropout(int n, size_t size, float rate) {
-    DropState st = {{n, size, rate, 77, 5, 0, 0}, NULL, NULL};
+    DropState st = {{n, size, rate, 77, 5, 0, 0, NULL}, NULL, NULL};
     char name[96];
     snprintf(name, sizeof name, "dropout n=%d size=%zu rate=%g", n, size, rate);
     size_t nx = (size_t)n * size;

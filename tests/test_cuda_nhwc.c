@@ -169,7 +169,7 @@ static void test_elementwise(void) {
     EXPECT(ok, "%s: input_to_act, ReLU and its backward, add, act_add = the CPU's, rounded",
            tname());
     /* dropout on an NHWC image */
-    DropoutShape s = {(int)n, c * hw, 0.4f, 99, 5, (int)c, (int)hw}, sc = s;
+    DropoutShape s = {(int)n, c * hw, 0.4f, 99, 5, (int)c, (int)hw, NULL}, sc = s;
     sc.c = sc.hw = 0;
     uint8_t *cm = malloc(t), *gm = malloc(t), *dm = G->alloc(gctx, t);
     C->dropout_forward(cctx, &sc, x, r, cm);

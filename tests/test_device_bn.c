@@ -151,10 +151,11 @@ typedef struct {
     double *part; /* [c][splits][2] */
 } Launch;
 
-/* bn_stats_kernel (backward: bn_back_stats_kernel with mean, act_y): per thread double sums along
- * its walk, per block their sum, into part */
+/* bn_stats_kernel (backward: bn_back_stats_kernel with mean, act_y, and dz where the gradient
+ * reaching the batch norm is stored): per thread double sums along its walk, per block their sum,
+ * into part */
 static void play_stats(Launch *L, const float *x, const float *mean, const float *act_y,
-                       const float *dy) {
+                       const float *dy, float *dz) {
     const BnShape *s = L->s;
     const BnGrid *g = &L->g;
     for (int c = 0; c < s->c; c++)
@@ -174,6 +175,7 @@ static void play_stats(Launch *L, const float *x, const float *mean, const float
                             ta += d, tq += d * d;
                         } else {
                             const float gj = act_y ? dt_relu_grad(dy[i], act_y[i]) : dy[i];
+                            if (dz) dz[i] = gj;
                             ta += gj, tq += gj * (x[i] - mean[c]);
                         }
                     }
@@ -196,7 +198,7 @@ static void play_train(Launch *L, const float *x, const float *gamma, const floa
                        const float *z, int relu, float *y, float *mean, float *invstd, float *rm,
                        float *rv) {
     const BnShape *s = L->s;
-    play_stats(L, x, NULL, NULL, NULL);
+    play_stats(L, x, NULL, NULL, NULL, NULL);
     for (int c = 0; c < s->c; c++) {
         double s1, s2;
         combine(L, c, &s1, &s2);
@@ -215,12 +217,15 @@ static void play_train(Launch *L, const float *x, const float *gamma, const floa
     }
 }
 
-/* bn_back_apply_kernel<ACT, DZ> */
+/* bn_back_stats_kernel<ACT, DZ>, then bn_back_apply_kernel<ACT> on dy, or with dz on the
+ * gradient stored there */
 static void play_backward(Launch *L, const float *x, const float *gamma, const float *mean,
                           const float *invstd, const float *act_y, const float *dy, float *dx,
                           float *dz, float *dg, float *db) {
     const BnShape *s = L->s;
-    play_stats(L, x, mean, act_y, dy);
+    play_stats(L, x, mean, act_y, dy, dz);
+    const float *gin = dz ? dz : dy;
+    if (dz) act_y = NULL;
     for (int c = 0; c < s->c; c++) {
         double a, b;
         combine(L, c, &a, &b);
@@ -230,8 +235,7 @@ static void play_backward(Launch *L, const float *x, const float *gamma, const f
         for (int n = 0; n < s->batch; n++)
             for (int p = 0; p < s->spatial; p++) {
                 const size_t i = ((size_t)n * s->c + c) * s->spatial + p;
-                const float gi = act_y ? dt_relu_grad(dy[i], act_y[i]) : dy[i];
-                if (dz) dz[i] = gi;
+                const float gi = act_y ? dt_relu_grad(gin[i], act_y[i]) : gin[i];
                 dx[i] = dt_bn_back(k, gi, m_dy, x[i], mean[c], m_xdy);
             }
     }
@@ -302,8 +306,15 @@ static void test_shape(const BnShape *s) {
                       db2);
         ok = close_rel(dx2, dx, n, 1e-5f, "dx") && close_rel(dg2, dg, C, 1e-5f, "dgamma") &&
              close_rel(db2, db, C, 1e-5f, "dbeta") && (!zz || same_bits(dz2, gz, n));
+        if (zz) { /* dz over dy (backend.h allows it): the same dx, the residual gradient there */
+            float *d = copy_buf(dy, n), *dx3 = malloc(n * 4);
+            play_backward(&L, x, gamma, mean, invstd, y, d, dx3, d, dg2, db2);
+            ok &= same_bits(dx3, dx2, n) && same_bits(d, gz, n);
+            free(d), free(dx3);
+        }
         snprintf(what, sizeof what,
-                 "[%d,%d,%d] %s: backward = CPU (1e-5; the residual gradient bit for bit)",
+                 "[%d,%d,%d] %s: backward = CPU (1e-5; the residual gradient bit for bit, apart "
+                 "and over dy)",
                  s->batch, s->c, s->spatial,
                  mode == 0   ? "bn"
                  : mode == 1 ? "bn+relu"

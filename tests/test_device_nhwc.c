@@ -1,5 +1,5 @@
-/* test_device_nhwc.c - the CUDA backend's NHWC 16-bit kernels (kernels/cuda_act16_kernels.cu,
- * cuda_bn16_kernels.cu) run on the CPU, no GPU needed: every thread of a launch is played with
+/* test_device_nhwc.c - the CUDA backend's NHWC 16-bit kernels but batch norm
+ * (kernels/cuda_act16_kernels.cu; batch norm: tests/test_device_bn16.c) run on the CPU, no GPU needed: every thread of a launch is played with
  * the functions it runs (kernels/cuda_elem16.h, shared with the device code) over the same grid,
  * on random bf16 and fp16 values, and the result is compared with the CPU backend run on the
  * widened values in NCHW (kernels/layout.h's maps), rounded once:
@@ -9,87 +9,19 @@
  *   - ReLU, its backward, the residual add, a bias over rows, dropout (the NCHW mask of an NHWC
  *     image, DropoutShape.c/hw), max pooling with and without padding (argmax too), average
  *     pooling, global average pooling, LRN, forward and backward: bit for bit the CPU's result of
- *     the same 16-bit inputs, rounded;
- *   - nhwc_grid covers every row of every channel once for ResNet-50's and GoogLeNet's shapes and
- *     odd ones; batch norm (training, inference, backward; plain, with its ReLU, with a residual
- *     add and ReLU) and a bias gradient against the CPU's unfused rows: statistics and parameter
- *     gradients within 1e-5, 16-bit outputs within one rounding of the CPU's value (2^-8 bf16,
- *     2^-11 fp16, relative, plus 1e-6).
+ *     the same 16-bit inputs, rounded.
  * Device indexing of the launches, 16-byte loads and the libraries are left to
  * tests/test_cuda_nhwc.c on a GPU. */
 #include "harness.h"
+#include "dev16.h"
 #include "backend.h"
 #include "cuda_elem16.h"
-#include "cuda_plan.h"
 #include "layout.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int HALF; /* the type of the current pass: 0 bf16, 1 fp16 */
-
-/* ---- 16-bit buffers ---------------------------------------------------------------------- */
-
-static dt16 *rand16(size_t n, float lo, float hi) {
-    dt16 *h = malloc((n ? n : 1) * sizeof *h);
-    for (size_t i = 0; i < n; i++)
-        h[i] = dt16_r(rand_uniform(lo, hi), HALF);
-    return h;
-}
-static dt16 *poison16(size_t n) {
-    dt16 *h = malloc((n ? n : 1) * sizeof *h);
-    memset(h, 0xa5, (n ? n : 1) * sizeof *h);
-    return h;
-}
-/* NHWC 16-bit [n][hw][c] -> NCHW fp32 [n][c][hw] (widened), and NCHW fp32 -> NHWC rounded */
-static float *widen_nchw(const dt16 *x, size_t n, size_t c, size_t hw) {
-    float *t = malloc((n * c * hw + 1) * sizeof *t), *u = malloc((n * c * hw + 1) * sizeof *u);
-    for (size_t i = 0; i < n * c * hw; i++)
-        t[i] = dt16_f(x[i], HALF);
-    layout_to_nchw(n, c, hw, t, u);
-    free(t);
-    return u;
-}
-static dt16 *round_nhwc(const float *x, size_t n, size_t c, size_t hw) {
-    float *t = malloc((n * c * hw + 1) * sizeof *t);
-    dt16 *h = malloc((n * c * hw + 1) * sizeof *h);
-    layout_to_nhwc(n, c, hw, x, t);
-    for (size_t i = 0; i < n * c * hw; i++)
-        h[i] = dt16_r(t[i], HALF);
-    free(t);
-    return h;
-}
-static int same16(const dt16 *a, const dt16 *b, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (a[i] != b[i]) {
-            printf("  [%zu]: %#06x (%.6g) vs %#06x (%.6g)\n", i, a[i], dt16_f(a[i], HALF), b[i],
-                   dt16_f(b[i], HALF));
-            return 0;
-        }
-    return 1;
-}
-/* 16-bit values within one rounding of fp32 references */
-static int close16(const dt16 *a, const float *ref, size_t n) {
-    const double u = HALF ? 0x1p-11 : 0x1p-8;
-    for (size_t i = 0; i < n; i++) {
-        const double v = dt16_f(a[i], HALF), r = ref[i];
-        if (!(fabs(v - r) <= u * fabs(r) + 1e-6)) {
-            printf("  [%zu]: %.8g vs %.8g\n", i, v, r);
-            return 0;
-        }
-    }
-    return 1;
-}
-static float *copy_floats(const float *x, size_t n) {
-    float *p = malloc((n ? n : 1) * sizeof *p);
-    memcpy(p, x, n * sizeof *p);
-    return p;
-}
-static const char *type_name(void) {
-    return HALF ? "fp16" : "bf16";
-}
 
 /* ---- maps and conversions -------------------------------------------------------------------- */
 
@@ -213,18 +145,48 @@ static void test_elementwise(void) {
     ok &= same16(y, ref, total);
     EXPECT(ok, "%s: ReLU, its backward, the residual add, the bias = the CPU's, rounded",
            type_name());
-    /* dropout on an NHWC image: the CPU's NCHW mask and values */
-    DropoutShape s = {(int)n, c * hw, 0.35f, 0xd20bULL, 77, (int)c, (int)hw};
-    DropoutShape sc = s;
-    sc.c = sc.hw = 0;
+    /* the kernels' units of 8, 4 and 1 values = the values one by one, in place too */
+    ok = 1;
+    dt16 *e1 = malloc(total * 2), *e2 = malloc(total * 2), *e3 = malloc(total * 2);
+    for (size_t i = 0; i < total; i++)
+        e1[i] = dt16_relu(x[i], HALF), e2[i] = dt16_relu_grad(x[i], g[i], HALF),
+        e3[i] = dt16_add(x[i], z[i], HALF);
+    for (int vec = 8; vec >= 1; vec /= 2) {
+        if (vec == 2 || total % (size_t)vec) continue;
+        for (int in_place = 0; in_place < 2; in_place++) {
+            dt16 *o = in_place ? y : poison16(total);
+            if (in_place) memcpy(o, x, total * 2);
+            for (size_t u = 0; u < total / (size_t)vec; u++)
+                dt16_relu_unit(in_place ? o : x, o, u, vec, HALF);
+            ok &= same16(o, e1, total);
+            if (in_place) memcpy(o, g, total * 2);
+            for (size_t u = 0; u < total / (size_t)vec; u++)
+                dt16_relu_back_unit(x, in_place ? o : g, o, u, vec, HALF);
+            ok &= same16(o, e2, total);
+            if (in_place) memcpy(o, x, total * 2);
+            for (size_t u = 0; u < total / (size_t)vec; u++)
+                dt16_add_unit(in_place ? o : x, z, o, u, vec, HALF);
+            ok &= same16(o, e3, total);
+            if (!in_place) free(o);
+        }
+    }
+    EXPECT(ok, "%s: ReLU, its backward and the add on units of 8, 4, 1 values (in place too) = "
+               "value by value", type_name());
+    free(e1), free(e2), free(e3);
+    /* dropout on an NHWC image: the CPU's NCHW mask and values; the kernel reads the batch's
+     * origin (70) from memory and adds the call's first sample (7), the CPU gets 77 at once */
+    const uint64_t origin = 70;
+    DropoutShape s = {(int)n, c * hw, 0.35f, 0xd20bULL, 7, (int)c, (int)hw, &origin};
+    DropoutShape sc = {(int)n, c * hw, 0.35f, 0xd20bULL, 77, 0, 0, NULL};
     float *xn = widen_nchw(x, n, c, hw);
     uint8_t *mask = malloc(total), *cmask = malloc(total);
     cpu_backend.dropout_forward(NULL, &sc, xn, r, cmask);
     dt16 *yref = round_nhwc(r, n, c, hw);
     const float keep_scale = dt_dropout_scale(s.rate);
+    const uint64_t first = s.first_sample + (s.origin ? *s.origin : 0);
     for (size_t e = 0; e < total; e++) { /* dropout_kernel */
         const size_t i = e / s.size, q = e % s.size;
-        const uint64_t key = dt_dropout_key(s.seed, s.first_sample + (uint64_t)i);
+        const uint64_t key = dt_dropout_key(s.seed, first + (uint64_t)i);
         const int keep = dt_dropout_keep(key, dt16_dropout_j(q, s.c, s.hw), s.rate);
         mask[e] = (uint8_t)keep;
         y[e] = dt16_dropout(x[e], keep, keep_scale, HALF);
@@ -236,7 +198,7 @@ static void test_elementwise(void) {
                 ok &= mask[layout_nhwc(c, hw, i, q, p)] == cmask[layout_nchw(c, hw, i, q, p)];
     EXPECT(ok,
            "%s: dropout of an NHWC image drops the elements the CPU drops in NCHW, scaled "
-           "and rounded",
+           "and rounded; the batch's origin read from memory",
            type_name());
     free(x), free(z), free(g), free(xf), free(zf), free(gf), free(r), free(r2), free(y), free(ref);
     free(b), free(xn), free(mask), free(cmask), free(yref);
@@ -244,45 +206,54 @@ static void test_elementwise(void) {
 
 /* ---- pooling and LRN ------------------------------------------------------------------------- */
 
-static void test_pool_shape(const PoolShape *s) {
+/* Max and average pooling of one shape, every unit of vec channels played (maxpool_kernel and
+ * the others run dt16_*pool*_unit for u < units); ties: x takes few values, so that windows hold
+ * equal maxima (the first one, in row-major window order, wins on both). */
+static void test_pool_shape(const PoolShape *s, int vec, int ties) {
     const size_t hi = (size_t)s->h_in * s->w_in, ho = (size_t)s->h_out * s->w_out;
     const size_t nin = (size_t)s->batch * s->c * hi, nout = (size_t)s->batch * s->c * ho;
     const size_t N = (size_t)s->batch, C = (size_t)s->c;
     dt16 *x = rand16(nin, -2, 2), *dy = rand16(nout, -1, 1), *y = poison16(nout);
+    if (ties)
+        for (size_t i = 0; i < nin; i++)
+            x[i] = dt16_r((float)(int)(dt16_f(x[i], HALF) * 1.5f), HALF);
     dt16 *dx = poison16(nin);
     int32_t *am = malloc(nout * 4), *cam = malloc(nout * 4), *am_nchw = malloc(nout * 4);
     float *xn = widen_nchw(x, N, C, hi), *dyn = widen_nchw(dy, N, C, ho);
     float *yr = malloc(nout * 4), *dxr = malloc(nin * 4);
     /* max pooling */
+    memset(am, 0x5a, nout * 4);
     cpu_backend.maxpool_forward(NULL, s, xn, yr, cam);
-    for (size_t o = 0; o < nout; o++)
-        dt16_maxpool_fwd(s, x, o, HALF, y, am);
+    for (uint32_t u = 0; u < nout / (size_t)vec; u++)
+        dt16_maxpool_unit(s, vec, HALF, x, u, y, am);
     dt16 *ref = round_nhwc(yr, N, C, ho);
     int ok = same16(y, ref, nout);
     for (size_t o = 0; o < nout; o++) /* argmax: the plane index, in NHWC order */
         am_nchw[dt_nchw_of_nhwc(o, C, ho)] = am[o];
     ok &= memcmp(am_nchw, cam, nout * 4) == 0;
     cpu_backend.maxpool_backward(NULL, s, cam, dyn, dxr);
-    for (size_t i = 0; i < nin; i++)
-        dx[i] = dt16_maxpool_bwd(s, am, dy, i, HALF);
+    for (uint32_t u = 0; u < nin / (size_t)vec; u++)
+        dt16_maxpool_back_unit(s, vec, HALF, am, dy, u, dx);
     dt16 *dref = round_nhwc(dxr, N, C, hi);
     ok &= same16(dx, dref, nin);
     free(ref), free(dref);
     /* average pooling */
+    memset(y, 0xa5, nout * 2), memset(dx, 0xa5, nin * 2);
     cpu_backend.avgpool_forward(NULL, s, xn, yr);
-    for (size_t o = 0; o < nout; o++)
-        y[o] = dt16_avgpool_fwd(s, x, o, HALF);
+    for (uint32_t u = 0; u < nout / (size_t)vec; u++)
+        dt16_avgpool_unit(s, vec, HALF, x, u, y);
     ref = round_nhwc(yr, N, C, ho);
     ok &= same16(y, ref, nout);
     cpu_backend.avgpool_backward(NULL, s, dyn, dxr);
-    for (size_t i = 0; i < nin; i++)
-        dx[i] = dt16_avgpool_bwd(s, dy, i, HALF);
+    for (uint32_t u = 0; u < nin / (size_t)vec; u++)
+        dt16_avgpool_back_unit(s, vec, HALF, dy, u, dx);
     dref = round_nhwc(dxr, N, C, hi);
     ok &= same16(dx, dref, nin);
     EXPECT(ok,
-           "%s: max pooling (argmax too) and average pooling [%d,%d,%d,%d] k%d s%d p%d, forward "
-           "and backward = the CPU's, rounded",
-           type_name(), s->batch, s->c, s->h_in, s->w_in, s->k, s->stride, s->pad);
+           "%s: max pooling (argmax too%s) and average pooling [%d,%d,%d,%d] k%d s%d p%d, %d "
+           "channels a thread, forward and backward = the CPU's, rounded",
+           type_name(), ties ? ", ties" : "", s->batch, s->c, s->h_in, s->w_in, s->k, s->stride,
+           s->pad, vec);
     free(x), free(dy), free(y), free(dx), free(am), free(cam), free(am_nchw), free(xn), free(dyn);
     free(yr), free(dxr), free(ref), free(dref);
 }
@@ -303,250 +274,92 @@ static void test_gap(size_t n, size_t c, size_t plane) {
         dx[i] = dt16_gap_bwd(dy, i, c, plane, HALF);
     dt16 *dref = round_nhwc(dxr, n, c, plane);
     ok &= same16(dx, dref, n * c * plane);
+    for (int vec = 8; vec >= 1; vec /= 2) /* gap_back_kernel's units */
+        if (vec != 2 && c % (size_t)vec == 0) {
+            memset(dx, 0xa5, n * c * plane * 2);
+            for (size_t u = 0; u < n * c * plane / (size_t)vec; u++)
+                dt16_gap_bwd_unit(dy, dx, u, c, plane, vec, HALF);
+            ok &= same16(dx, dref, n * c * plane);
+        }
     EXPECT(ok,
-           "%s: global average pooling [%zu,%zu,%zu] forward and backward = the CPU's, "
-           "rounded",
+           "%s: global average pooling [%zu,%zu,%zu] forward and backward (per element and per "
+           "unit of channels) = the CPU's, rounded",
            type_name(), n, c, plane);
     free(x), free(dy), free(y), free(dx), free(ref), free(xn), free(yr), free(dyf), free(dxr);
     free(dref);
 }
 
-static void test_lrn(float beta) {
-    LrnShape s = {
-        .batch = 2, .c = 11, .h = 3, .w = 5, .size = 5, .alpha = 5e-3f, .beta = beta, .bias = 2.0f};
-    const size_t hw = 15, n = 2 * 11 * hw, C = 11;
+/* LRN of c channels, window `size`, forward and backward: per element (lrn_kernel, vec 0) or per
+ * unit of vec channels (lrn_unit_kernel), against the CPU bit for bit */
+static void test_lrn(int c, int size, int vec, float beta) {
+    LrnShape s = {.batch = 2, .c = c, .h = 3, .w = 5, .size = size, .alpha = 5e-3f, .beta = beta,
+                  .bias = 2.0f};
+    const size_t hw = 15, n = 2 * (size_t)c * hw, C = (size_t)c;
     dt16 *x = rand16(n, -2, 2), *dy = rand16(n, -1, 1), *y = poison16(n), *dx = poison16(n);
     float *sc = malloc(n * 4), *scn = malloc(n * 4), *csc = malloc(n * 4), *yr = malloc(n * 4);
     float *dxr = malloc(n * 4);
-    for (size_t i = 0; i < n; i++)
-        y[i] = dt16_lrn_fwd(&s, x, i, HALF, sc);
+    if (vec)
+        for (uint32_t u = 0; u < n / (size_t)vec; u++)
+            dt16_lrn_fwd_unit(&s, size, vec, HALF, x, u, y, sc);
+    else
+        for (size_t i = 0; i < n; i++)
+            y[i] = dt16_lrn_fwd(&s, x, i, HALF, sc);
     float *xn = widen_nchw(x, 2, C, hw), *dyn = widen_nchw(dy, 2, C, hw);
     cpu_backend.lrn_forward(NULL, &s, xn, yr, csc);
     dt16 *ref = round_nhwc(yr, 2, C, hw);
     layout_to_nchw(2, C, hw, sc, scn);
     int ok = same16(y, ref, n) && memcmp(scn, csc, n * 4) == 0;
     /* backward on the stored (rounded) output, as the kernel reads it */
-    for (size_t i = 0; i < n; i++)
-        dx[i] = dt16_lrn_bwd(&s, x, y, sc, dy, i, HALF);
+    if (vec)
+        for (uint32_t u = 0; u < n / (size_t)vec; u++)
+            dt16_lrn_bwd_unit(&s, size, vec, HALF, x, y, sc, dy, u, dx);
+    else
+        for (size_t i = 0; i < n; i++)
+            dx[i] = dt16_lrn_bwd(&s, x, y, sc, dy, i, HALF);
     float *yn = widen_nchw(y, 2, C, hw);
     cpu_backend.lrn_backward(NULL, &s, xn, yn, csc, dyn, dxr);
     dt16 *dref = round_nhwc(dxr, 2, C, hw);
     ok &= same16(dx, dref, n);
-    EXPECT(ok, "%s: LRN (beta %g) forward (with its fp32 scale) and backward = the CPU's, rounded",
-           type_name(), (double)beta);
+    EXPECT(ok,
+           "%s: LRN of %d channels, size %d, beta %g, %s: forward (with its fp32 scale) and "
+           "backward = the CPU's, rounded",
+           type_name(), c, size, (double)beta,
+           vec ? fmt_label("%d channels a thread", vec) : "a thread per element");
     free(x), free(dy), free(y), free(dx), free(sc), free(scn), free(csc), free(yr), free(dxr);
     free(xn), free(dyn), free(ref), free(yn), free(dref);
 }
 
-/* ---- batch norm: the grid, the sums, the factors, the passes --------------------------------- */
-
-static void test_grid(void) {
-    const long long shapes[][2] = {{256LL * 112 * 112, 64},
-                                   {256LL * 7 * 7, 2048},
-                                   {256LL * 56 * 56, 256},
-                                   {8LL * 28 * 28, 16},
-                                   {3, 40},
-                                   {1000, 3},
-                                   {64, 4096}};
-    int ok = 1;
-    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
-        NhwcGrid g;
-        const int c = (int)shapes[k][1];
-        if (!nhwc_grid(shapes[k][0], c, DT16_LANES, DT16_ROWLANES, 132, 65536, &g)) {
-            ok = 0;
-            continue;
-        }
-        ok &= g.splits >= 1 && (long long)g.splits * g.chunk >= g.rows &&
-              (long long)(g.splits - 1) * g.chunk < g.rows && (long long)g.splits * c <= 65536 &&
-              g.tiles * DT16_LANES >= c && (g.tiles - 1) * DT16_LANES < c;
-        /* every (row, channel) by exactly one thread of one block (small shapes: all played) */
-        if (g.rows * (long long)c > 2000000) continue;
-        unsigned char *seen = calloc((size_t)g.rows * c, 1);
-        for (int b = 0; b < g.splits; b++)
-            for (int t = 0; t < g.tiles; t++)
-                for (int ty = 0; ty < DT16_ROWLANES; ty++)
-                    for (int tx = 0; tx < DT16_LANES; tx++) {
-                        const int ch = t * DT16_LANES + tx, r0 = b * g.chunk;
-                        const int r1 = r0 + g.chunk < g.rows ? r0 + g.chunk : g.rows;
-                        for (int r = r0 + ty; ch < c && r < r1; r += DT16_ROWLANES)
-                            seen[(size_t)r * c + ch]++;
-                    }
-        for (size_t i = 0; i < (size_t)g.rows * c; i++)
-            ok &= seen[i] == 1;
-        free(seen);
-    }
-    NhwcGrid g;
-    ok &= !nhwc_grid(1LL << 31, 8, DT16_LANES, DT16_ROWLANES, 132, 65536, &g) &&
-          !nhwc_grid(10, 70000, DT16_LANES, DT16_ROWLANES, 132, 65536, &g) &&
-          !nhwc_grid(0, 8, DT16_LANES, DT16_ROWLANES, 132, 65536, &g);
-    EXPECT(ok, "nhwc_grid: every row of every channel by one thread once, within the scratch; "
-               "refuses 2^31 rows, more channels than the scratch, nothing");
-}
-
-typedef struct {
-    NhwcGrid g;
-    double *part; /* [c][splits][2] */
-} Launch16;
-
-/* sums_kernel<MODE, ACT>: each thread's sums, the block's in row-lane order, into part */
-static void play_sums(Launch16 *L, int mode, const dt16 *x, const dt16 *dy, const dt16 *act_y,
-                      const float *mean) {
-    const NhwcGrid *g = &L->g;
-    for (int b = 0; b < g->splits; b++)
-        for (int t = 0; t < g->tiles; t++)
-            for (int tx = 0; tx < DT16_LANES; tx++) {
-                const int ch = t * DT16_LANES + tx, r0 = b * g->chunk;
-                const int r1 = r0 + g->chunk < g->rows ? r0 + g->chunk : g->rows;
-                if (ch >= g->c) continue;
-                double s1 = 0, s2 = 0;
-                for (int ty = 0; ty < DT16_ROWLANES; ty++) {
-                    double a, q;
-                    dt16_bn_sums(mode, x, dy, act_y, (size_t)g->c, (size_t)ch, r0, r1, ty,
-                                 mode == 0 ? (double)dt16_f(x[ch], HALF) : 0.0,
-                                 mode == 1 ? mean[ch] : 0.0f, HALF, &a, &q);
-                    s1 += a, s2 += q;
-                }
-                L->part[2 * ((size_t)ch * g->splits + b)] = s1;
-                L->part[2 * ((size_t)ch * g->splits + b) + 1] = s2;
-            }
-}
-static void combine(const Launch16 *L, int ch, double *a, double *b) {
-    *a = *b = 0;
-    for (int i = 0; i < L->g.splits; i++)
-        *a += L->part[2 * ((size_t)ch * L->g.splits + i)],
-            *b += L->part[2 * ((size_t)ch * L->g.splits + i) + 1];
-}
-
-static int close_f(const float *a, const float *b, size_t n, float tol, const char *what) {
-    for (size_t i = 0; i < n; i++)
-        if (!(fabsf(a[i] - b[i]) <= tol * (1.0f + fabsf(b[i])))) {
-            printf("  %s[%zu]: %.9g vs %.9g\n", what, i, a[i], b[i]);
-            return 0;
-        }
-    return 1;
-}
-
-/* One shape, in the three fused modes: played kernels against the CPU's unfused rows. */
-static void test_bn(int batch, int c, int spatial) {
-    const BnShape s = {batch, c, spatial, 1e-5f, 0.1f};
-    const size_t rows = (size_t)batch * spatial, n = rows * c, C = (size_t)c;
-    Launch16 L;
-    if (!nhwc_grid((long long)rows, c, DT16_LANES, DT16_ROWLANES, 4, 65536, &L.g)) {
-        EXPECT(0, "nhwc_grid takes [%d,%d,%d]", batch, c, spatial);
-        return;
-    }
-    L.part = malloc(2 * C * L.g.splits * sizeof(double));
-    dt16 *x = rand16(n, -3, 5), *z = rand16(n, -1, 1), *dy = rand16(n, -1, 1);
-    float *gamma = rand_floats(C, 0.5f, 1.5f), *beta = rand_floats(C, -0.5f, 0.5f);
-    float *xn = widen_nchw(x, batch, C, spatial), *zn = widen_nchw(z, batch, C, spatial);
-    float *dyn = widen_nchw(dy, batch, C, spatial);
-    for (int mode = 0; mode < 3; mode++) {
-        const int relu = mode > 0, add = mode == 2;
-        /* the CPU's rows on the widened values */
-        float *y = malloc(n * 4), *mean = malloc(C * 4), *inv = malloc(C * 4);
-        float *rm = calloc(C, 4), *rv = malloc(C * 4), *rm2 = calloc(C, 4), *rv2 = malloc(C * 4);
-        for (size_t i = 0; i < C; i++)
-            rv[i] = rv2[i] = 1.0f;
-        cpu_backend.batchnorm_forward_train(NULL, &s, xn, gamma, beta, y, mean, inv, rm, rv);
-        if (add) cpu_backend.add_forward(NULL, n, y, zn, y);
-        if (relu) cpu_backend.relu_forward(NULL, n, y, y);
-        /* played: sums, finalize_train_kernel, apply_kernel */
-        play_sums(&L, 0, x, NULL, NULL, NULL);
-        float *mean2 = malloc(C * 4), *inv2 = malloc(C * 4), *coef = malloc(4 * C * 4);
-        for (int ch = 0; ch < c; ch++) {
-            double s1, s2;
-            float unbiased;
-            combine(&L, ch, &s1, &s2);
-            dt_bn_stats(s1, s2, (double)rows, dt16_f(x[ch], HALF), s.eps, &mean2[ch], &inv2[ch],
-                        &unbiased);
-            dt_bn_coeffs(gamma[ch], beta[ch], mean2[ch], inv2[ch], &coef[2 * ch],
-                         &coef[2 * ch + 1]);
-            rm2[ch] = dt_bn_running(rm2[ch], s.momentum, mean2[ch]);
-            rv2[ch] = dt_bn_running(rv2[ch], s.momentum, unbiased);
-        }
-        dt16 *y16 = poison16(n);
-        for (size_t i = 0; i < n; i++)
-            y16[i] = dt16_bn_apply(x[i], z[i], add, relu, coef[2 * (i % C)], coef[2 * (i % C) + 1],
-                                   HALF);
-        float *yn = malloc(n * 4);
-        layout_to_nhwc(batch, C, spatial, y, yn);
-        int ok = close_f(mean2, mean, C, 1e-5f, "mean") && close_f(inv2, inv, C, 1e-5f, "invstd") &&
-                 close_f(rm2, rm, C, 1e-5f, "running mean") &&
-                 close_f(rv2, rv, C, 1e-5f, "running var") && close16(y16, yn, n);
-        /* backward: the CPU's ReLU in place, the add's gradient, batch norm; played against it */
-        float *g = copy_floats(dyn, n), *dx = malloc(n * 4), *dg = malloc(C * 4),
-              *db = malloc(C * 4);
-        float *act = widen_nchw(y16, batch, C, spatial); /* the stored output, as the GPU's */
-        if (relu) cpu_backend.relu_backward(NULL, n, act, g, g);
-        cpu_backend.batchnorm_backward(NULL, &s, xn, gamma, mean2, inv2, g, dx, dg, db);
-        play_sums(&L, 1, x, dy, relu ? y16 : NULL, mean2);
-        float *dg2 = malloc(C * 4), *db2 = malloc(C * 4);
-        dt16 *dx16 = poison16(n), *dz16 = poison16(n);
-        for (int ch = 0; ch < c; ch++) {
-            double a, b;
-            combine(&L, ch, &a, &b);
-            dt_bn_back_factors(a, b, (double)rows, gamma[ch], inv2[ch], &dg2[ch], &db2[ch],
-                               &coef[4 * ch], &coef[4 * ch + 1], &coef[4 * ch + 2]);
-        }
-        for (size_t i = 0; i < n; i++) {
-            const float *f = coef + 4 * (i % C);
-            dt16_bn_back(x[i], dy[i], y16[i], relu, f[0], f[1], mean2[i % C], f[2], HALF, &dx16[i],
-                         &dz16[i]);
-        }
-        float *dxn = malloc(n * 4), *gz = malloc(n * 4);
-        layout_to_nhwc(batch, C, spatial, dx, dxn);
-        layout_to_nhwc(batch, C, spatial, g, gz);
-        ok &= close_f(dg2, dg, C, 1e-5f, "dgamma") && close_f(db2, db, C, 1e-5f, "dbeta") &&
-              close16(dx16, dxn, n);
-        for (size_t i = 0; i < n; i++) /* dz: the masked gradient, exactly */
-            ok &= dt16_f(dz16[i], HALF) == gz[i];
-        EXPECT(ok,
-               "%s: batch norm [%d,%d,%d] %s, training forward and backward (dz too) = the CPU's "
-               "rows (statistics and parameter gradients 1e-5, outputs within one rounding)",
-               type_name(), batch, c, spatial,
-               mode == 0   ? "plain"
-               : mode == 1 ? "+ReLU"
-                           : "+add+ReLU");
-        free(y), free(mean), free(inv), free(rm), free(rv), free(rm2), free(rv2), free(mean2);
-        free(inv2), free(coef), free(y16), free(yn), free(g), free(dx), free(dg), free(db);
-        free(act), free(dg2), free(db2), free(dx16), free(dz16), free(dxn), free(gz);
-    }
-    /* the bias gradient: sums of dy's rows (mode 2) */
-    play_sums(&L, 2, NULL, dy, NULL, NULL);
-    float *sum = malloc(C * 4), *ref = calloc(C, 4);
-    for (int ch = 0; ch < c; ch++) {
-        double a, b;
-        combine(&L, ch, &a, &b);
-        sum[ch] = (float)a;
-    }
-    for (size_t i = 0; i < n; i++)
-        ref[i % C] += dt16_f(dy[i], HALF);
-    EXPECT(close_f(sum, ref, C, 1e-5f, "bias gradient"),
-           "%s: the bias gradient of [%zu rows, %d] = the rows' sums", type_name(), rows, c);
-    free(sum), free(ref), free(L.part), free(x), free(z), free(dy), free(gamma), free(beta);
-    free(xn), free(zn), free(dyn);
-}
-
 int main(void) {
     test_maps();
-    test_grid();
     for (HALF = 0; HALF <= 1; HALF++) {
         test_conversions();
         test_filters();
         test_elementwise();
-        const PoolShape pools[] = {{2, 5, 9, 9, 3, 2, 1, 5, 5}, /* ResNet's stem pooling, padded */
-                                   {2, 3, 8, 8, 2, 2, 0, 4, 4}, /* LeNet / VGG, no padding */
-                                   {1, 4, 7, 7, 3, 1, 1, 7, 7}, /* GoogLeNet's inception pooling */
-                                   {3, 2, 13, 13, 3, 2, 0, 6, 6} /* AlexNet */};
+        const PoolShape pools[] = {
+            {2, 8, 9, 9, 3, 2, 1, 5, 5},     /* ResNet's stem pooling, padded */
+            {2, 12, 8, 8, 2, 2, 0, 4, 4},    /* LeNet / VGG, no padding: windows apart */
+            {1, 16, 7, 7, 3, 1, 1, 7, 7},    /* GoogLeNet's inception pooling */
+            {3, 24, 13, 13, 3, 2, 0, 6, 6},  /* AlexNet */
+            {2, 5, 11, 12, 5, 3, 2, 4, 4},   /* odd channels, a 5x5/3 window */
+            {1, 8, 3, 3, 3, 2, 2, 3, 3}};    /* windows wholly in the padding */
         for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++)
-            test_pool_shape(&pools[i]);
+            for (int vec = 8; vec >= 1; vec /= 2)
+                if (vec != 2 && pools[i].c % vec == 0) {
+                    test_pool_shape(&pools[i], vec, 0);
+                    test_pool_shape(&pools[i], vec, 1);
+                }
         test_gap(3, 10, 49);
         test_gap(2, 7, 5);
-        test_lrn(0.75f);
-        test_lrn(0.6f);
-        test_bn(4, 8, 9);   /* rows across row lanes */
-        test_bn(2, 40, 25); /* two channel tiles, the second partial */
-        test_bn(16, 3, 1);  /* after an fc: one pixel */
+        test_gap(2, 16, 49); /* units of 8 and 4 channels */
+        test_lrn(11, 5, 0, 0.75f);  /* the per-element kernels */
+        test_lrn(11, 5, 0, 0.6f);
+        test_lrn(16, 5, 8, 0.75f);  /* GoogLeNet's window, 8 channels a thread */
+        test_lrn(16, 3, 8, 0.75f);  /* AlexNet's */
+        test_lrn(12, 5, 4, 0.6f);   /* 4 channels a thread, the generic power */
+        test_lrn(11, 5, 1, 0.75f);  /* odd channels */
+        test_lrn(40, 4, 8, 0.75f);  /* an even window (more channels before than after) */
+        test_lrn(24, 17, 8, 0.75f); /* a window spanning three units */
+        test_lrn(8, 9, 8, 0.75f);   /* a window wider than the channels */
     }
     return check_summary();
 }
