@@ -68,7 +68,7 @@ plain alexnet-cpu 1 $ax
 counted alexnet 1 $ax
 [ "$(attr "$WORK/alexnet.h5" graphs)" = forward,backward ] ||
     fail "alexnet: graphs $(attr "$WORK/alexnet.h5" graphs) ($(attr "$WORK/alexnet.h5" graphs_reason))"
-$CHECK "$WORK/alexnet.count" --iters $ITERS --graphs 4 || fail "alexnet: a step rule (above)"
+$CHECK "$WORK/alexnet.count" --h5 "$WORK/alexnet.h5" --iters $ITERS --graphs 4 || fail "alexnet: a step rule (above)"
 same alexnet alexnet-cpu
 counted alexnet-eager 1 $ax --graphs off --prefetch off
 $CHECK "$WORK/alexnet-eager.count" --iters $ITERS --eager --no-prefetch || fail "alexnet: eager rules"
