@@ -12,6 +12,8 @@
 #ifndef DTBENCH_BACKEND_H
 #define DTBENCH_BACKEND_H
 
+#include "names.h" /* defines: NAME_OF */
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -137,12 +139,8 @@ typedef struct {
  *   BF16 / FP16: GEMM and convolution inputs rounded to bfloat16 / IEEE half, fp32 accumulation;
  *   FP16 adds dynamic loss scaling (src/precision.h). */
 typedef enum { PRECISION_FP32 = 0, PRECISION_TF32, PRECISION_BF16, PRECISION_FP16 } Precision;
-#define PRECISION_NAMES "fp32,tf32,bf16,fp16" /* in enum order */
-#define PRECISION_NAME(p)                                                                          \
-    ((p) == PRECISION_TF32   ? "tf32"                                                              \
-     : (p) == PRECISION_BF16 ? "bf16"                                                              \
-     : (p) == PRECISION_FP16 ? "fp16"                                                              \
-                             : "fp32")
+#define PRECISION_NAMES   "fp32,tf32,bf16,fp16" /* in enum order: the one map (names.h) */
+#define PRECISION_NAME(p) NAME_OF(PRECISION_NAMES, p)
 
 /* How a backend that has several algorithms per convolution shape chooses (--conv-algo; the CUDA
  * backend): FIND times the candidates once per shape when the model is built (cuDNN's
