@@ -122,8 +122,10 @@ typedef struct {
 #define ACT_TYPE_NAME(t)   ((t) == ACT_BF16 ? "bf16" : (t) == ACT_FP16 ? "fp16" : "fp32")
 #define ACT_LAYOUT_NAME(l) ((l) == ACT_NHWC ? "NHWC" : "NCHW")
 /* --act-layout, as the resolver passes it to a backend (BackendConfig.act_layout): NCHW or NHWC
- * asked for; the type follows from the layout and the precision (act_format_for). */
-#define ACT_LAYOUT_NAMES "auto,nchw,nhwc" /* the option's choices; auto is resolved first */
+ * asked for; the type follows from the layout and the precision (act_format_for). The option's
+ * choices, named in the enum's order; auto is resolved first (model_choose_layout). */
+typedef enum { ACT_LAYOUT_AUTO = 0, ACT_LAYOUT_NCHW, ACT_LAYOUT_NHWC } ActLayoutChoice;
+#define ACT_LAYOUT_NAMES "auto,nchw,nhwc"
 
 /* A convolution's parameters in the model's parameter buffer (weights_layout): the filter
  * W[k][c][khw] (KCRS) at value offset w_off, its bias [k] at b_off (SIZE_MAX: none). */

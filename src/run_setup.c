@@ -9,6 +9,7 @@
 #include "check.h"
 #include "nvml.h"
 #include "outputs.h"
+#include "names.h"     /* defines: NAME_OF */
 #include "precision.h" /* defines: precision_loss_scaling */
 #include "registry.h"
 #include "util.h"
@@ -155,7 +156,7 @@ static int64_t start_sampler(Run *r, const DeviceInfo *dev) {
 
 /* Threads of a rank that compute or progress: --threads, plus the --progress thread. */
 static int rank_threads(const Options *o) {
-    return o->threads + !strcmp(o->progress, "thread");
+    return o->threads + (o->progress == PROGRESS_THREAD);
 }
 
 /* Ranks x threads against cores: more than a host has online, or more threads than a rank's
@@ -178,15 +179,16 @@ static void check_cores(Run *r) {
 
 void run_warn_cores(const Run *r) {
     if (r->topo.rank != 0 || !r->oversubscribed) return;
+    const int thread = r->opt.progress == PROGRESS_THREAD;
     fprintf(stderr,
             "dtbench: warning: up to %d ranks x %d thread(s)%s on a host of %d cores, or more "
             "threads than a rank's bound cores: threads share cores, and each rank's phase times "
             "(the exchange above all) include other ranks' compute%s; recorded as "
             "oversubscribed=1\n",
-            r->host_ranks_max, rank_threads(&r->opt),
-            strcmp(r->opt.progress, "thread") ? "" : " (one a progress thread)", r->host_cores,
-            strcmp(r->opt.progress, "thread") ? "" : ", and the progress threads wait for the "
-                                                     "scheduler (poll is faster there)");
+            r->host_ranks_max, rank_threads(&r->opt), thread ? " (one a progress thread)" : "",
+            r->host_cores,
+            thread ? ", and the progress threads wait for the scheduler (poll is faster there)"
+                   : "");
 }
 
 /* The result file: root attributes, /config, this rank's device and clocks. */
@@ -248,12 +250,12 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_TEXT("submit_line", submit ? submit : ""),
         RUN_TEXT("launcher", run_launcher()),
         RUN_TEXT("model", o->model),
-        RUN_TEXT("dataset", o->dataset),
+        RUN_TEXT("dataset", NAME_OF(DATASET_NAMES, o->dataset)),
         RUN_TEXT("exchange", o->exchange),
         RUN_TEXT("transport", o->transport),
-        RUN_TEXT("grad_dtype", o->grad_dtype),
+        RUN_TEXT("grad_dtype", NAME_OF(GRAD_DTYPE_NAMES, o->grad_dtype)),
         RUN_TEXT("device", o->device),
-        RUN_TEXT("precision", o->precision),
+        RUN_TEXT("precision", PRECISION_NAME(o->precision)),
         RUN_TEXT("prefetch", r->prefetch ? "on" : "off"),
         RUN_TEXT("prefetch_reason", r->prefetch_why),
         RUN_TEXT("graphs", graphs_text(r->graph_parts)),
@@ -275,7 +277,7 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_INT("sync_period", o->sync_period),
         RUN_TEXT("straggler", o->straggler),
         RUN_REAL("target_accuracy", o->target_acc > 0 ? o->target_acc : NAN),
-        RUN_TEXT("parallel", o->parallel),
+        RUN_TEXT("parallel", NAME_OF(PARALLEL_NAMES, o->parallel)),
         RUN_INT("stages", r->pipe.stages),
         RUN_INT("replicas", r->pipe.replicas),
         RUN_INT("microbatches", r->pipe.microbatches),

@@ -48,7 +48,7 @@ typedef struct {
     const char *text;
     const BackendOps *be;
     Precision precision;
-    char layout[8];       /* --act-layout's choice: auto (the default), nchw, nhwc */
+    ActLayoutChoice layout; /* --act-layout's choice: auto (the default), nchw, nhwc */
     ActLayout act_layout; /* what it resolves to for the model (model_choose_layout) */
     BackendCtx *ctx;
     Model m;
@@ -287,24 +287,19 @@ static void parse_config(Config *c, const char *text) {
     snprintf(base, sizeof base, "%.*s", colon ? (int)(colon - text) : (int)strlen(text), text);
     c->text = text;
     c->precision = PRECISION_FP32;
-    snprintf(c->layout, sizeof c->layout, "auto");
+    c->layout = ACT_LAYOUT_AUTO;
     if (colon) {
         const char *colon2 = strchr(colon + 1, ':');
         snprintf(prec, sizeof prec, "%.*s",
                  colon2 ? (int)(colon2 - colon - 1) : (int)strlen(colon + 1), colon + 1);
         if (colon2) {
-            snprintf(c->layout, sizeof c->layout, "%.7s", colon2 + 1);
-            if (strcmp(c->layout, "auto") && strcmp(c->layout, "nchw") && strcmp(c->layout, "nhwc"))
-                usage("layout: expected auto, nchw or nhwc");
+            const int layout = names_find(ACT_LAYOUT_NAMES, colon2 + 1);
+            if (layout < 0) usage("layout: expected auto, nchw or nhwc");
+            c->layout = (ActLayoutChoice)layout;
         }
-        const char *p = prec;
-        c->precision =
-            !strcmp(p, "fp32")   ? PRECISION_FP32
-            : !strcmp(p, "tf32") ? PRECISION_TF32
-            : !strcmp(p, "bf16") ? PRECISION_BF16
-            : !strcmp(p, "fp16")
-                ? PRECISION_FP16
-                : (usage("precision: expected fp32, tf32, bf16 or fp16"), PRECISION_FP32);
+        const int p = names_find(PRECISION_NAMES, prec);
+        if (p < 0) usage("precision: expected fp32, tf32, bf16 or fp16");
+        c->precision = (Precision)p;
     }
     /* cpu and cuda from the registry (comm/parts.c: cuda where it was built) */
     c->be = !strcmp(base, "cpu64")                          ? cpu64_backend()
