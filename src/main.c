@@ -149,7 +149,7 @@ static void build(Run *r) {
     pipeline_setup(&r->pipe, o, p->mode, &r->plan_model, &r->topo, 0);
     decide_step(r, &r->plan_model, &r->pipe);
     r->batch = o->batch / (r->pipe.mode == PARALLEL_DATA ? p->nworkers : r->pipe.replicas);
-    usage_check_all(limits_check(o, &r->plan_model, r->pipe.first[r->pipe.stage],
+    usage_check_all(limits_check(o, p->xops, &r->plan_model, r->pipe.first[r->pipe.stage],
                                  r->pipe.first[r->pipe.stage + 1], r->batch, r->topo.local_size,
                                  err, sizeof err) == 0,
                     "%s", err); /* memory, before any allocation (run_limits.h) */
