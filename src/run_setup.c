@@ -191,7 +191,8 @@ void run_warn_cores(const Run *r) {
                    : "");
 }
 
-/* The result file: root attributes, /config, this rank's device and clocks. */
+/* ---- the result file: root attributes, /config, this rank's device and clocks ---------------- */
+
 /* The MPI library's version line and HDF5's version, for the file's root attributes. */
 static void library_versions(char mpi_lib[MPI_MAX_LIBRARY_VERSION_STRING], char *hdf5_ver,
                              size_t len) {
@@ -212,15 +213,29 @@ static char *kernel_choices(const BackendOps *be, BackendCtx *ctx) {
     return text;
 }
 
-static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_info,
-                            int64_t sample_cap) {
+/* /profile's columns (--profile-layers): the whole model's layers, malloc'd into rcfg. */
+static void profile_columns(const Model *pm, const Options *o, RecorderConfig *rcfg) {
+    const char **names = xcalloc((size_t)pm->nlayers, sizeof *names);
+    const char **kinds = xcalloc((size_t)pm->nlayers, sizeof *kinds);
+    double *flops = xcalloc((size_t)pm->nlayers, sizeof *flops);
+    for (int i = 0; i < pm->nlayers; i++) {
+        names[i] = pm->layers[i].d.name, kinds[i] = model_layer_kind_name(pm, i);
+        flops[i] = pm->layers[i].flops;
+    }
+    rcfg->profile_iters = o->profile_layers, rcfg->profile_layers = pm->nlayers;
+    rcfg->profile_first = o->warmup;
+    rcfg->profile_names = names, rcfg->profile_kinds = kinds, rcfg->profile_flops = flops;
+}
+
+/* The result file with the root attributes attrs[nattrs]: /config, this rank's device, clocks
+ * and kernels, the sampler's datasets and /profile's columns. One line and exit 2 when it cannot
+ * be made. */
+static void open_file(Run *r, const RunAttr *attrs, int nattrs, const DeviceInfo *dev,
+                      int64_t sample_cap) {
     const Options *o = &r->opt;
     const RunPlan *p = &r->plan;
-    char mpi_lib[MPI_MAX_LIBRARY_VERSION_STRING] = "", hdf5_ver[64], err[1024] = "";
-    library_versions(mpi_lib, hdf5_ver, sizeof hdf5_ver);
+    char err[1024] = "";
     char *kernels = kernel_choices(p->be, r->ctx);
-    char cal_method[512];
-    calibrate_method(&r->calibration, cal_method, sizeof cal_method);
     RunAttr rank_text[] = {
         RUN_TEXT("device_name", dev->name),
         RUN_TEXT("device_uuid", dev->uuid),
@@ -233,6 +248,54 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_TEXT("nccl_version", dev->nccl),
         RUN_TEXT("sample_source", r->sampler ? sampler_source(r->sampler) : ""),
     };
+    DriverSettings set = run_driver_settings(o);
+    RecorderConfig rcfg = {
+        .path = o->output,
+        .overwrite = o->overwrite,
+        .comm = MPI_COMM_WORLD,
+        .iters_total = (int64_t)o->warmup + o->iters,
+        .warmup = o->warmup,
+        .flush_every = o->flush_every,
+        .grow = p->xops->lockstep, /* /iterations grows at the block boundaries ranks share */
+        .n_evals = driver_eval_count(&set, &r->data),
+        .attrs = attrs,
+        .nattrs = nattrs,
+        .config = r->config_rows,
+        .nconfig = r->nconfig,
+        .timer_overhead = timer_overhead(p->be, r->ctx),
+        .host = dt_hostname(),
+        .node = r->topo.node,
+        .local_rank = r->topo.local_rank,
+        .role = r->role,
+        .pid = (long long)getpid(),
+        .clock_offset_start = r->off.offset,
+        .clock_rtt = r->off.rtt,
+        .rank_text = rank_text,
+        .nrank_text = (int)(sizeof rank_text / sizeof rank_text[0]),
+        .kernel_choices = kernels,
+        .sample_capacity = sample_cap,
+        .sample_hz = o->sample_hz,
+        .sample_pull = r->sampler ? sampler_pull : NULL,
+        .sample_user = r->sampler,
+    };
+    profile_columns(&r->plan_model, o, &rcfg);
+    r->rec = p->rops->create(&rcfg, err, sizeof err);
+    free(kernels), free((void *)rcfg.profile_names), free((void *)rcfg.profile_kinds);
+    free((void *)rcfg.profile_flops);
+    usage_check_all(r->rec != NULL, "%s", err);
+}
+
+/* The file's root attributes: versions, where and how the run was started, its plan and
+ * calibration, and the configuration (/config); the texts they name live to the end of this
+ * function, which opens the file with them. */
+static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_info,
+                            int64_t sample_cap) {
+    const Options *o = &r->opt;
+    const RunPlan *p = &r->plan;
+    char mpi_lib[MPI_MAX_LIBRARY_VERSION_STRING] = "", hdf5_ver[64];
+    library_versions(mpi_lib, hdf5_ver, sizeof hdf5_ver);
+    char cal_method[512];
+    calibrate_method(&r->calibration, cal_method, sizeof cal_method);
     r->cmdline = join_args(r->argc, r->argv), r->config_json = options_to_json(o);
     const char *slurm = getenv("SLURM_JOB_ID");
     /* The batch template (slurm/) and dtbench-campaign set DTBENCH_SUBMIT_LINE. */
@@ -293,51 +356,7 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
                      : NAN),
     };
     options_visit(o, collect_option, r);
-    DriverSettings set = run_driver_settings(o);
-    RecorderConfig rcfg = {
-        .path = o->output,
-        .overwrite = o->overwrite,
-        .comm = MPI_COMM_WORLD,
-        .iters_total = (int64_t)o->warmup + o->iters,
-        .warmup = o->warmup,
-        .flush_every = o->flush_every,
-        .grow = p->xops->lockstep, /* /iterations grows at the block boundaries ranks share */
-        .n_evals = driver_eval_count(&set, &r->data),
-        .attrs = attrs,
-        .nattrs = (int)(sizeof attrs / sizeof attrs[0]),
-        .config = r->config_rows,
-        .nconfig = r->nconfig,
-        .timer_overhead = timer_overhead(p->be, r->ctx),
-        .host = dt_hostname(),
-        .node = r->topo.node,
-        .local_rank = r->topo.local_rank,
-        .role = r->role,
-        .pid = (long long)getpid(),
-        .clock_offset_start = r->off.offset,
-        .clock_rtt = r->off.rtt,
-        .rank_text = rank_text,
-        .nrank_text = (int)(sizeof rank_text / sizeof rank_text[0]),
-        .kernel_choices = kernels,
-        .sample_capacity = sample_cap,
-        .sample_hz = o->sample_hz,
-        .sample_pull = r->sampler ? sampler_pull : NULL,
-        .sample_user = r->sampler,
-    };
-    /* /profile's columns (--profile-layers): the whole model's layers */
-    const Model *pm = &r->plan_model;
-    const char **names = xcalloc((size_t)pm->nlayers, sizeof *names);
-    const char **kinds = xcalloc((size_t)pm->nlayers, sizeof *kinds);
-    double *flops = xcalloc((size_t)pm->nlayers, sizeof *flops);
-    for (int i = 0; i < pm->nlayers; i++) {
-        names[i] = pm->layers[i].d.name, kinds[i] = model_layer_kind_name(pm, i);
-        flops[i] = pm->layers[i].flops;
-    }
-    rcfg.profile_iters = o->profile_layers, rcfg.profile_layers = pm->nlayers;
-    rcfg.profile_first = o->warmup;
-    rcfg.profile_names = names, rcfg.profile_kinds = kinds, rcfg.profile_flops = flops;
-    r->rec = p->rops->create(&rcfg, err, sizeof err);
-    free(kernels), free(names), free(kinds), free(flops);
-    usage_check_all(r->rec != NULL, "%s", err);
+    open_file(r, attrs, (int)(sizeof attrs / sizeof attrs[0]), dev, sample_cap);
 }
 
 void run_open_records(Run *r) {
