@@ -35,6 +35,15 @@ struct BucketEngine {
     int drain;    /* backward_done ran with buckets in flight: complete them before the next */
 };
 
+/* The compute stream and a level's collectives, ordered where the level runs on a stream of its
+ * own (CollOps.after_compute, before_compute; NULL: nothing to order). */
+static void after_compute(const CollOps *ops, Coll *c) {
+    if (ops->after_compute) ops->after_compute(c);
+}
+static void before_compute(const CollOps *ops, Coll *c) {
+    if (ops->before_compute) ops->before_compute(c);
+}
+
 /* Blocking (1) or non-blocking (0) collectives from now on, where the Coll offers the choice. */
 static void set_blocking(BucketEngine *p, int on) {
     if (!p->blocking) return;
@@ -55,9 +64,9 @@ BucketEngine *buckets_create(const CollOps *intra_ops, Coll *intra, const CollOp
     BucketEngine *p = xcalloc(1, sizeof *p);
     p->blocking = blocking;
     p->io = intra_ops, p->intra = intra, p->to = top_ops, p->top = top, p->staged = staged;
-    p->L = intra ? intra_ops->size(intra) : 1;
-    p->lrank = intra ? intra_ops->rank(intra) : 0;
-    p->N = top_ops->size(top);
+    p->L = intra ? intra->size : 1;
+    p->lrank = intra ? intra->rank : 0;
+    p->N = top->size;
     p->scale = scale;
     p->measured = 1;
     return p;
@@ -77,15 +86,16 @@ static Piece *new_piece(BucketEngine *p) {
 static void start_piece(BucketEngine *p, Piece *pc) {
     const CollOps *io = p->io;
     float *mine = pc->work + (size_t)p->lrank * pc->shard;
-    if (pc->tail) io->copy(p->intra, pc->work, pc->dst, pc->count);
+    if (pc->tail) io->copy(p->intra, pc->work, pc->dst, pc->count, COLL_WITHIN);
     pc->ready = io->reduce_scatter(p->intra, pc->work, pc->shard, p->N > 1 ? 1.0f : p->scale);
     if (p->N > 1 && p->staged) {
-        if (pc->host_cap < pc->shard) {
-            if (pc->host) io->host_free(p->intra, pc->host);
-            pc->host = io->host_alloc(p->intra, pc->shard);
+        if (pc->host_cap < pc->shard) { /* pinned, from an on-device level's backend */
+            const Coll *in = p->intra;
+            if (pc->host) in->be->host_free(in->ctx, pc->host);
+            pc->host = in->be->host_alloc(in->ctx, pc->shard * sizeof(float));
             pc->host_cap = pc->shard;
         }
-        pc->ready = io->to_host(p->intra, pc->host, mine, pc->shard);
+        pc->ready = io->copy(p->intra, pc->host, mine, pc->shard, COLL_TO_HOST);
     }
 }
 
@@ -94,7 +104,10 @@ static void add_hier_piece(BucketEngine *p, float *buf, size_t count, int tail) 
     pc->tail = tail, pc->count = count, pc->dst = buf;
     pc->shard = tail ? 1 : count / (size_t)p->L;
     if (tail) {
-        if (!pc->scratch) pc->scratch = p->io->buf_alloc(p->intra, (size_t)p->L);
+        if (!pc->scratch) { /* zeroed on the backend's compute stream: the level waits for it */
+            pc->scratch = p->intra->be->alloc(p->intra->ctx, (size_t)p->L * sizeof(float));
+            after_compute(p->io, p->intra);
+        }
         pc->work = pc->scratch;
     } else {
         pc->work = buf;
@@ -113,14 +126,14 @@ void buckets_start(BucketEngine *p, float *buf, size_t n) {
         set_blocking(p, 1);
     }
     if (!p->intra) { /* flat */
-        p->to->after_compute(p->top);
+        after_compute(p->to, p->top);
         Piece *pc = new_piece(p);
         pc->work = buf, pc->count = n;
         pc->top_ticket = p->to->allreduce(p->top, buf, n, p->scale);
         p->top_next = p->npieces;
         return;
     }
-    p->io->after_compute(p->intra);
+    after_compute(p->io, p->intra);
     size_t main = n / (size_t)p->L * (size_t)p->L;
     if (main) add_hier_piece(p, buf, main, 0);
     if (n > main) add_hier_piece(p, buf + main, n - main, 1);
@@ -201,10 +214,10 @@ void buckets_alone(BucketEngine *p, float *buf, size_t n) {
 void buckets_finish(BucketEngine *p) {
     p->drain = 0;    /* everything is waited for below */
     if (!p->intra) { /* host: wait (and scale); device: the compute stream will wait */
-        if (!p->to->on_device(p->top))
+        if (!p->top->on_device)
             for (int i = 0; i < p->npieces; i++)
                 p->to->wait(p->top, p->pieces[i].top_ticket);
-        p->to->before_compute(p->top);
+        before_compute(p->to, p->top);
         p->finished = 1, p->measured = 0;
         return;
     }
@@ -217,23 +230,23 @@ void buckets_finish(BucketEngine *p) {
         }
     /* On the host, an operation takes its input when issued (coll.h): wait for the step it
      * reads. On the device, stream order does it. */
-    const int host = !io->on_device(p->intra);
+    const int host = !p->intra->on_device;
     for (int i = 0; i < p->npieces; i++) { /* steps 3, in bucket order */
         Piece *pc = &p->pieces[i];
         float *mine = pc->work + (size_t)p->lrank * pc->shard;
         if (p->N > 1) {
             p->to->wait(p->top, pc->top_ticket);
-            if (p->staged) io->from_host(p->intra, mine, pc->host, pc->shard);
+            if (p->staged) io->copy(p->intra, mine, pc->host, pc->shard, COLL_FROM_HOST);
         } else if (host) {
             io->wait(p->intra, pc->ready);
         }
         int gathered = io->allgather(p->intra, pc->work, pc->shard);
         if (pc->tail) {
             if (host) io->wait(p->intra, gathered);
-            io->copy(p->intra, pc->dst, pc->work, pc->count);
+            io->copy(p->intra, pc->dst, pc->work, pc->count, COLL_WITHIN);
         }
     }
-    io->before_compute(p->intra);
+    before_compute(io, p->intra);
     if (host && p->npieces) /* host: the results are in place on return */
         io->wait(p->intra, INT32_MAX);
     p->finished = 1, p->measured = 0;
@@ -257,8 +270,8 @@ int buckets_can_block(const BucketEngine *p) {
 void buckets_destroy(BucketEngine *p) {
     if (!p) return;
     for (int i = 0; i < p->cap; i++) {
-        if (p->pieces[i].scratch) p->io->buf_free(p->intra, p->pieces[i].scratch);
-        if (p->pieces[i].host) p->io->host_free(p->intra, p->pieces[i].host);
+        if (p->pieces[i].scratch) p->intra->be->free(p->intra->ctx, p->pieces[i].scratch);
+        if (p->pieces[i].host) p->intra->be->host_free(p->intra->ctx, p->pieces[i].host);
     }
     free(p->pieces);
     if (p->intra) p->io->destroy(p->intra);

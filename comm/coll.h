@@ -8,14 +8,18 @@
  * Every operation is in place, returns a ticket, and completes in issue order: done(t) means
  * every operation issued up to t is complete (on the device: its end event has happened). On the
  * device, operations also START in issue order (one stream), so one may read what the previous
- * one writes; on the host (on_device() == 0) an operation takes its input when it is issued, so
+ * one writes; on the host (on_device 0) an operation takes its input when it is issued, so
  * the caller waits for the operation whose result it reads before issuing the next. All
  * ranks of the communicator must issue the same operations in the same order (MPI's and NCCL's
  * rule for collectives); the bucket engine guarantees it.
  *
  * Timing: each operation's interval is kept (host clock for MPI: from issue to the completion
  * seen by done/wait; CUDA events around it for NCCL). hidden() returns how much of the iteration's
- * intervals (their union) lay before mark_backward_end(), then forgets them. */
+ * intervals (their union) lay before mark_backward_end(), then forgets them.
+ *
+ * Memory is the backend's (Coll.be): buffers of a Coll's kind from be->alloc (device memory on a
+ * device backend), and the host copies of an on-device Coll's buffers from be->host_alloc
+ * (page-locked); moves between them are operations in issue order (copy). */
 #ifndef DTBENCH_COLL_H
 #define DTBENCH_COLL_H
 
@@ -24,7 +28,18 @@
 #include <mpi.h>
 #include <stddef.h>
 
-typedef struct Coll Coll;
+/* What every Coll shows (an implementation's own state follows it in memory). */
+typedef struct {
+    int rank, size; /* in the communicator */
+    /* 1: operations, copies included, run asynchronously in stream order (NCCL); 0: each takes
+     * its input when issued (MPI, on host memory or staged through it). */
+    int on_device;
+    const BackendOps *be; /* the run's backend and its context: where the buffers live */
+    BackendCtx *ctx;
+} Coll;
+
+/* copy: from this Coll's memory to host memory (from be->host_alloc), back, or within it. */
+typedef enum { COLL_TO_HOST, COLL_FROM_HOST, COLL_WITHIN } CollCopy;
 
 typedef struct CollOps {
     const char *name;
@@ -32,11 +47,6 @@ typedef struct CollOps {
      * device memory (an MPI Coll then stages them through host memory). */
     Coll *(*create)(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, int device_memory);
     void (*destroy)(Coll *c);
-    int (*rank)(Coll *c);
-    int (*size)(Coll *c);
-    /* 1 when to_host/from_host/copy run asynchronously in stream order (NCCL); 0 when buffers
-     * are plain host memory (MPI on host memory). */
-    int (*on_device)(Coll *c);
 
     /* buf[n] = scale * sum over ranks of buf[n] */
     int (*allreduce)(Coll *c, float *buf, size_t n, float scale);
@@ -45,24 +55,19 @@ typedef struct CollOps {
     int (*reduce_scatter)(Coll *c, float *buf, size_t shard, float scale);
     /* buf[size*shard]: every rank's block buf[r*shard ..] is sent to all */
     int (*allgather)(Coll *c, float *buf, size_t shard);
-    /* n floats between this Coll's memory and host memory from host_alloc, or within its memory */
-    int (*to_host)(Coll *c, float *host, const float *buf, size_t n);
-    int (*from_host)(Coll *c, float *buf, const float *host, size_t n);
-    int (*copy)(Coll *c, float *dst, const float *src, size_t n);
-    /* Host memory for to_host/from_host (pinned on the device), zeroed; and its release. */
-    float *(*host_alloc)(Coll *c, size_t n);
-    void (*host_free)(Coll *c, float *p);
-    /* Memory of this Coll's kind (the backend's, or host memory), zeroed; and its release. */
-    float *(*buf_alloc)(Coll *c, size_t n);
-    void (*buf_free)(Coll *c, float *p);
+    /* dst[n] = src[n], an operation in issue order like the collectives (CollCopy says where
+     * dst and src are) */
+    int (*copy)(Coll *c, float *dst, const float *src, size_t n, CollCopy kind);
 
     /* Non-blocking: has ticket t (and everything before it) completed? Also advances progress. */
     int (*done)(Coll *c, int ticket);
     void (*wait)(Coll *c, int ticket);
-    /* Operations issued from now on start only after the work queued so far on the backend's
-     * compute stream (the gradients they read). No-op on host memory. */
+    /* Optional (NULL: nothing to order, the operations take their input when issued and have
+     * written their results when done). after_compute: operations issued from now on start only
+     * after the work queued so far on the backend's compute stream (the gradients they read).
+     * before_compute: the compute stream's later work (the update) waits for every operation
+     * issued so far. */
     void (*after_compute)(Coll *c);
-    /* The compute stream's later work (the update) waits for every operation issued so far. */
     void (*before_compute)(Coll *c);
 
     /* Optional (NULL: always non-blocking). blocking 1: the operations issued from now on use

@@ -71,11 +71,10 @@ typedef struct {
     int quit;
 } Progress;
 
-struct Coll {
+typedef struct {
+    Coll pub; /* rank, size, on_device 0, the backend (coll.h) */
     MPI_Comm comm;
-    int rank, size, device;
-    const BackendOps *be;
-    BackendCtx *ctx;
+    int device; /* the buffers are the backend's device memory: staged through host copies */
     Op *ops;
     int nops, cap, completed; /* ops[0 .. completed) are complete */
     double bwd_end;
@@ -83,20 +82,25 @@ struct Coll {
     int blocking; /* set_blocking */
     int wire;     /* GradDtype (set_wire); 0: fp32 */
     Progress pt;  /* set_progress */
-};
+} MpiColl;
 
-static Coll *mpi_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, int device_memory) {
-    Coll *c = xcalloc(1, sizeof *c);
-    MPI_CHECK(MPI_Comm_dup(comm, &c->comm));
-    MPI_CHECK(MPI_Comm_rank(c->comm, &c->rank));
-    MPI_CHECK(MPI_Comm_size(c->comm, &c->size));
-    c->be = be, c->ctx = ctx, c->device = device_memory;
-    return c;
+static MpiColl *M(Coll *c) {
+    return (MpiColl *)c;
 }
 
-static void progress_stop(Coll *c);
+static Coll *mpi_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, int device_memory) {
+    MpiColl *c = xcalloc(1, sizeof *c);
+    MPI_CHECK(MPI_Comm_dup(comm, &c->comm));
+    MPI_CHECK(MPI_Comm_rank(c->comm, &c->pub.rank));
+    MPI_CHECK(MPI_Comm_size(c->comm, &c->pub.size));
+    c->pub.be = be, c->pub.ctx = ctx, c->device = device_memory;
+    return &c->pub;
+}
 
-static void mpi_destroy(Coll *c) {
+static void progress_stop(MpiColl *c);
+
+static void mpi_destroy(Coll *coll) {
+    MpiColl *c = M(coll);
     progress_stop(c);
     for (int i = 0; i < c->cap; i++)
         free(c->ops[i].stage), grad_wire_free(&c->ops[i].wire);
@@ -105,19 +109,8 @@ static void mpi_destroy(Coll *c) {
     free(c);
 }
 
-static int mpi_rank(Coll *c) {
-    return c->rank;
-}
-static int mpi_size(Coll *c) {
-    return c->size;
-}
-static int mpi_on_device(Coll *c) {
-    (void)c;
-    return 0;
-}
-
 /* A new operation slot; its staging buffer holds at least `stage_floats` when device memory. */
-static Op *new_op(Coll *c, int kind, float *buf, size_t n, float scale, size_t stage_floats) {
+static Op *new_op(MpiColl *c, int kind, float *buf, size_t n, float scale, size_t stage_floats) {
     if (c->nops == c->cap) {
         int cap = c->cap ? 2 * c->cap : 16;
         if (c->pt.on) pthread_mutex_lock(&c->pt.mu); /* the thread reads ops[] */
@@ -142,7 +135,7 @@ static Op *new_op(Coll *c, int kind, float *buf, size_t n, float scale, size_t s
     return op;
 }
 
-static int ticket_of(Coll *c, const Op *op) {
+static int ticket_of(MpiColl *c, const Op *op) {
     return (int)(op - c->ops);
 }
 
@@ -154,7 +147,7 @@ static void scale_host(float *x, size_t n, float s) {
 
 /* What MPI works on: op->data itself, or (--grad-dtype) its wire copy of `all` values, of which
  * [from, from + count) are packed from op->data now. */
-static void *wire_in(Coll *c, Op *op, size_t all, size_t from, size_t count) {
+static void *wire_in(MpiColl *c, Op *op, size_t all, size_t from, size_t count) {
     if (!c->wire) return op->data;
     uint16_t *w = grad_wire_reserve(&op->wire, all);
     grad_pack((GradDtype)c->wire, w + from, op->data + from, count);
@@ -162,7 +155,7 @@ static void *wire_in(Coll *c, Op *op, size_t all, size_t from, size_t count) {
 }
 
 /* The result into op->data[0 .. n), scaled: from the wire copy, or in place. */
-static void wire_out(Coll *c, Op *op, size_t n, float scale) {
+static void wire_out(MpiColl *c, Op *op, size_t n, float scale) {
     if (c->wire)
         grad_unpack((GradDtype)c->wire, op->data, op->wire.buf, n, scale);
     else
@@ -170,37 +163,37 @@ static void wire_out(Coll *c, Op *op, size_t n, float scale) {
 }
 
 /* What happens when op's MPI request has completed. */
-static void complete(Coll *c, Op *op) {
+static void complete(MpiColl *c, Op *op) {
     if (!op->threaded) op->t_done = dt_now();
     size_t bytes = op->n * sizeof(float);
     switch (op->kind) {
     case OP_ALLREDUCE:
         wire_out(c, op, op->n, op->scale);
-        if (c->device) c->be->upload(c->ctx, op->buf, op->data, bytes);
+        if (c->device) c->pub.be->upload(c->pub.ctx, op->buf, op->data, bytes);
         break;
     case OP_REDUCE_SCATTER: { /* MPI left the block at the front: move it to rank*shard */
         float *block = op->data;
         wire_out(c, op, op->n, op->scale);
-        size_t at = (size_t)c->rank * op->n;
+        size_t at = (size_t)c->pub.rank * op->n;
         if (c->device)
-            c->be->upload(c->ctx, op->buf + at, block, bytes);
+            c->pub.be->upload(c->pub.ctx, op->buf + at, block, bytes);
         else if (at)
             memmove(op->buf + at, block, bytes);
         break;
     }
     case OP_ALLGATHER:
         if (c->wire) wire_out(c, op, op->n, 1.0f); /* the own block too: equal on every rank */
-        if (c->device) c->be->upload(c->ctx, op->buf, op->data, bytes);
+        if (c->device) c->pub.be->upload(c->pub.ctx, op->buf, op->data, bytes);
         break;
     default:
         break;
     }
 }
 
-static void mpi_wait(Coll *c, int ticket);
+static void mpi_wait(Coll *coll, int ticket);
 
 /* op's collective on `data`, blocking (*req unused) or non-blocking (into *req). */
-static void run_collective(Coll *c, const Op *op, int blocking, MPI_Request *req) {
+static void run_collective(MpiColl *c, const Op *op, int blocking, MPI_Request *req) {
     void *d = op->mpi_data;
     int n = op->mpi_count;
     MPI_Datatype t = op->mpi_type;
@@ -232,7 +225,7 @@ static void run_collective(Coll *c, const Op *op, int blocking, MPI_Request *req
 
 /* Runs the handed operations' blocking collectives in issue order until told to quit. */
 static void *progress_main(void *arg) {
-    Coll *c = arg;
+    MpiColl *c = arg;
     Progress *pt = &c->pt;
     pthread_mutex_lock(&pt->mu);
     for (;;) {
@@ -257,7 +250,7 @@ static void *progress_main(void *arg) {
     return NULL;
 }
 
-static void progress_start(Coll *c) {
+static void progress_start(MpiColl *c) {
     Progress *pt = &c->pt;
     int level = MPI_THREAD_SINGLE;
     MPI_CHECK(MPI_Query_thread(&level));
@@ -276,7 +269,7 @@ static void progress_start(Coll *c) {
     pt->on = 1;
 }
 
-static void progress_stop(Coll *c) {
+static void progress_stop(MpiColl *c) {
     Progress *pt = &c->pt;
     if (!pt->on) return;
     pthread_mutex_lock(&pt->mu);
@@ -291,7 +284,7 @@ static void progress_stop(Coll *c) {
 }
 
 /* op has run (its MPI part); wait: block until it has. */
-static int progress_ran(Coll *c, const Op *op, int wait) {
+static int progress_ran(MpiColl *c, const Op *op, int wait) {
     Progress *pt = &c->pt;
     pthread_mutex_lock(&pt->mu);
     while (wait && op->pending)
@@ -303,7 +296,7 @@ static int progress_ran(Coll *c, const Op *op, int wait) {
 
 /* Issues op's collective on data[count]: blocking (completed on return, the result scaled while
  * in cache), handed to the progress thread, or an MPI_I* request. */
-static int issue(Coll *c, Op *op, void *data, int count, MPI_Datatype type, MPI_Op sum) {
+static int issue(MpiColl *c, Op *op, void *data, int count, MPI_Datatype type, MPI_Op sum) {
     op->mpi_data = data, op->mpi_count = count, op->mpi_type = type, op->mpi_sum = sum;
     int t = ticket_of(c, op);
     if (c->pt.on && !c->blocking) { /* to the progress thread */
@@ -314,94 +307,65 @@ static int issue(Coll *c, Op *op, void *data, int count, MPI_Datatype type, MPI_
         pthread_mutex_unlock(&c->pt.mu);
         return t;
     }
-    if (c->pt.on && t > 0) mpi_wait(c, t - 1); /* the thread must be idle on c->comm */
+    if (c->pt.on && t > 0) mpi_wait(&c->pub, t - 1); /* the thread must be idle on c->comm */
     run_collective(c, op, c->blocking, &op->req);
-    if (c->blocking) mpi_wait(c, t);
+    if (c->blocking) mpi_wait(&c->pub, t);
     return t;
 }
 
-static int mpi_allreduce(Coll *c, float *buf, size_t n, float scale) {
+static int mpi_allreduce(Coll *coll, float *buf, size_t n, float scale) {
+    MpiColl *c = M(coll);
     Op *op = new_op(c, OP_ALLREDUCE, buf, n, scale, n);
-    if (c->device) c->be->download(c->ctx, op->data, buf, n * sizeof(float));
+    if (c->device) c->pub.be->download(c->pub.ctx, op->data, buf, n * sizeof(float));
     void *data = wire_in(c, op, n, 0, n);
     MPI_Datatype type = grad_mpi_type((GradDtype)c->wire);
     MPI_Op sum = grad_mpi_sum((GradDtype)c->wire);
     return issue(c, op, data, (int)n, type, sum);
 }
 
-static int mpi_reduce_scatter(Coll *c, float *buf, size_t shard, float scale) {
-    size_t all = shard * (size_t)c->size;
+static int mpi_reduce_scatter(Coll *coll, float *buf, size_t shard, float scale) {
+    MpiColl *c = M(coll);
+    size_t all = shard * (size_t)c->pub.size;
     Op *op = new_op(c, OP_REDUCE_SCATTER, buf, shard, scale, all);
-    if (c->device) c->be->download(c->ctx, op->data, buf, all * sizeof(float));
+    if (c->device) c->pub.be->download(c->pub.ctx, op->data, buf, all * sizeof(float));
     void *data = wire_in(c, op, all, 0, all);
     MPI_Datatype type = grad_mpi_type((GradDtype)c->wire);
     MPI_Op sum = grad_mpi_sum((GradDtype)c->wire);
     return issue(c, op, data, (int)shard, type, sum);
 }
 
-static int mpi_allgather(Coll *c, float *buf, size_t shard) {
-    size_t all = shard * (size_t)c->size, at = (size_t)c->rank * shard;
+static int mpi_allgather(Coll *coll, float *buf, size_t shard) {
+    MpiColl *c = M(coll);
+    size_t all = shard * (size_t)c->pub.size, at = (size_t)c->pub.rank * shard;
     Op *op = new_op(c, OP_ALLGATHER, buf, all, 1.0f, all);
-    if (c->device) c->be->download(c->ctx, op->data + at, buf + at, shard * sizeof(float));
+    if (c->device) c->pub.be->download(c->pub.ctx, op->data + at, buf + at, shard * sizeof(float));
     void *data = wire_in(c, op, all, at, shard);
     MPI_Datatype type = grad_mpi_type((GradDtype)c->wire);
     return issue(c, op, data, (int)shard, type, MPI_OP_NULL);
 }
 
 /* Local moves complete at once (device memory: through the backend, which orders them on the
- * compute stream). */
-static int mpi_to_host(Coll *c, float *host, const float *buf, size_t n) {
-    Op *op = new_op(c, OP_LOCAL, (float *)buf, n, 1.0f, 0);
-    if (c->device)
-        c->be->download(c->ctx, host, buf, n * sizeof(float));
-    else if (host != buf)
-        memcpy(host, buf, n * sizeof(float));
-    return ticket_of(c, op);
-}
-
-static int mpi_from_host(Coll *c, float *buf, const float *host, size_t n) {
-    Op *op = new_op(c, OP_LOCAL, buf, n, 1.0f, 0);
-    if (c->device)
-        c->be->upload(c->ctx, buf, host, n * sizeof(float));
-    else if (host != buf)
-        memcpy(buf, host, n * sizeof(float));
-    return ticket_of(c, op);
-}
-
-static int mpi_copy(Coll *c, float *dst, const float *src, size_t n) {
-    Op *op = new_op(c, OP_LOCAL, dst, n, 1.0f, n);
-    if (c->device) {
-        c->be->download(c->ctx, op->stage, src, n * sizeof(float));
-        c->be->upload(c->ctx, dst, op->stage, n * sizeof(float));
-    } else if (dst != src) {
-        memmove(dst, src, n * sizeof(float));
+ * compute stream; within it, through a host copy kept for the slot). */
+static int mpi_copy(Coll *coll, float *dst, const float *src, size_t n, CollCopy kind) {
+    MpiColl *c = M(coll);
+    const size_t bytes = n * sizeof(float);
+    Op *op = new_op(c, OP_LOCAL, kind == COLL_TO_HOST ? (float *)src : dst, n, 1.0f,
+                    kind == COLL_WITHIN ? n : 0);
+    if (!c->device) {
+        if (dst != src) memmove(dst, src, bytes);
+    } else if (kind == COLL_TO_HOST) {
+        c->pub.be->download(c->pub.ctx, dst, src, bytes);
+    } else if (kind == COLL_FROM_HOST) {
+        c->pub.be->upload(c->pub.ctx, dst, src, bytes);
+    } else {
+        c->pub.be->download(c->pub.ctx, op->stage, src, bytes);
+        c->pub.be->upload(c->pub.ctx, dst, op->stage, bytes);
     }
     return ticket_of(c, op);
 }
 
-static float *mpi_host_alloc(Coll *c, size_t n) {
-    (void)c;
-    return xcalloc(n ? n : 1, sizeof(float));
-}
-
-static void mpi_host_free(Coll *c, float *p) {
-    (void)c;
-    free(p);
-}
-
-static float *mpi_buf_alloc(Coll *c, size_t n) {
-    if (c->device) return c->be->alloc(c->ctx, (n ? n : 1) * sizeof(float)); /* zeroed */
-    return xcalloc(n ? n : 1, sizeof(float));
-}
-
-static void mpi_buf_free(Coll *c, float *p) {
-    if (c->device)
-        c->be->free(c->ctx, p);
-    else
-        free(p);
-}
-
-static int mpi_done(Coll *c, int ticket) {
+static int mpi_done(Coll *coll, int ticket) {
+    MpiColl *c = M(coll);
     while (c->completed <= ticket && c->completed < c->nops) {
         Op *op = &c->ops[c->completed];
         int flag = 1;
@@ -416,7 +380,8 @@ static int mpi_done(Coll *c, int ticket) {
     return 1;
 }
 
-static void mpi_wait(Coll *c, int ticket) {
+static void mpi_wait(Coll *coll, int ticket) {
+    MpiColl *c = M(coll);
     while (c->completed <= ticket && c->completed < c->nops) {
         Op *op = &c->ops[c->completed];
         if (op->threaded)
@@ -428,38 +393,32 @@ static void mpi_wait(Coll *c, int ticket) {
     }
 }
 
-/* Host memory is written synchronously by the CPU backend, and device memory is downloaded
- * through the compute stream: nothing to order. */
-static void mpi_after_compute(Coll *c) {
-    (void)c;
-}
-static void mpi_before_compute(Coll *c) {
-    (void)c;
-}
-
 static void mpi_set_blocking(Coll *c, int blocking) {
-    c->blocking = blocking;
+    M(c)->blocking = blocking;
 }
 
 static void mpi_set_wire(Coll *c, int grad_dtype) {
-    c->wire = grad_dtype;
+    M(c)->wire = grad_dtype;
 }
 
 /* 1: a progress thread runs the non-blocking operations (--progress thread); 0: polling. */
-static void mpi_set_progress(Coll *c, int thread) {
+static void mpi_set_progress(Coll *coll, int thread) {
+    MpiColl *c = M(coll);
     if (thread && !c->pt.on) progress_start(c);
     if (!thread) progress_stop(c);
 }
 
-static void mpi_mark_backward_end(Coll *c) {
+static void mpi_mark_backward_end(Coll *coll) {
+    MpiColl *c = M(coll);
     c->bwd_end = dt_now();
     c->bwd_marked = 1;
 }
 
 /* Union of the operations' [issue, completion] intervals before the end of backward. Intervals
  * are in issue order, so one sweep suffices. */
-static double mpi_hidden(Coll *c) {
-    if (c->nops) mpi_wait(c, c->nops - 1);
+static double mpi_hidden(Coll *coll) {
+    MpiColl *c = M(coll);
+    if (c->nops) mpi_wait(coll, c->nops - 1);
     double sum = 0.0, covered = -1e300;
     for (int i = 0; i < c->nops && c->bwd_marked; i++) {
         const Op *op = &c->ops[i];
@@ -483,23 +442,12 @@ const CollOps coll_mpi = {
     .name = "mpi",
     .create = mpi_create,
     .destroy = mpi_destroy,
-    .rank = mpi_rank,
-    .size = mpi_size,
-    .on_device = mpi_on_device,
     .allreduce = mpi_allreduce,
     .reduce_scatter = mpi_reduce_scatter,
     .allgather = mpi_allgather,
-    .to_host = mpi_to_host,
-    .from_host = mpi_from_host,
     .copy = mpi_copy,
-    .host_alloc = mpi_host_alloc,
-    .host_free = mpi_host_free,
-    .buf_alloc = mpi_buf_alloc,
-    .buf_free = mpi_buf_free,
     .done = mpi_done,
     .wait = mpi_wait,
-    .after_compute = mpi_after_compute,
-    .before_compute = mpi_before_compute,
     .set_blocking = mpi_set_blocking,
     .mark_backward_end = mpi_mark_backward_end,
     .hidden = mpi_hidden,

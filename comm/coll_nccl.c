@@ -46,12 +46,10 @@ typedef struct {
     cudaEvent_t start, end;
 } OpEvents;
 
-struct Coll {
-    int rank, size;
+typedef struct {
+    Coll pub; /* rank, size, on_device 1, the CUDA backend (coll.h) */
     ncclComm_t nccl;
     cudaStream_t stream, compute;
-    const BackendOps *be;
-    BackendCtx *ctx;
     OpEvents *ops;
     int nops, cap;          /* this iteration's operations; event pairs kept for reuse */
     cudaEvent_t origin;     /* on the compute stream, before any operation of the iteration */
@@ -61,7 +59,11 @@ struct Coll {
     int wire;       /* GradDtype (set_wire): 1 bf16, 2 fp16; 0 fp32 */
     uint16_t *wbuf; /* the device wire buffer, wcap values */
     size_t wcap;
-};
+} NcclColl;
+
+static NcclColl *N(Coll *c) {
+    return (NcclColl *)c;
+}
 
 /* Gathers the GPUs' UUIDs over comm and ends the job with a usage error (exit 2, on every rank:
  * all ranks create their communicators at the same point) when two ranks share one. */
@@ -84,10 +86,10 @@ static void refuse_shared_gpu(MPI_Comm comm, int size, int device) {
 
 static Coll *nccl_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, int device_memory) {
     (void)device_memory; /* always device memory */
-    Coll *c = xcalloc(1, sizeof *c);
-    MPI_CHECK(MPI_Comm_rank(comm, &c->rank));
-    MPI_CHECK(MPI_Comm_size(comm, &c->size));
-    c->be = be, c->ctx = ctx;
+    NcclColl *c = xcalloc(1, sizeof *c);
+    MPI_CHECK(MPI_Comm_rank(comm, &c->pub.rank));
+    MPI_CHECK(MPI_Comm_size(comm, &c->pub.size));
+    c->pub.on_device = 1, c->pub.be = be, c->pub.ctx = ctx;
     c->compute = cuda_backend_stream(ctx);
     CUDA_CHECK(cudaSetDevice(cuda_backend_device(ctx)));
     CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
@@ -102,15 +104,16 @@ static Coll *nccl_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, i
         CUDA_CHECK(cudaEventCreate(&c->ops[i].start));
         CUDA_CHECK(cudaEventCreate(&c->ops[i].end));
     }
-    refuse_shared_gpu(comm, c->size, cuda_backend_device(ctx));
+    refuse_shared_gpu(comm, c->pub.size, cuda_backend_device(ctx));
     ncclUniqueId id;
-    if (c->rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+    if (c->pub.rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
     MPI_CHECK(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, comm));
-    NCCL_CHECK(ncclCommInitRank(&c->nccl, c->size, id, c->rank));
-    return c;
+    NCCL_CHECK(ncclCommInitRank(&c->nccl, c->pub.size, id, c->pub.rank));
+    return &c->pub;
 }
 
-static void nccl_destroy(Coll *c) {
+static void nccl_destroy(Coll *coll) {
+    NcclColl *c = N(coll);
     CUDA_CHECK(cudaStreamSynchronize(c->stream));
     NCCL_CHECK(ncclCommDestroy(c->nccl));
     for (int i = 0; i < c->cap; i++) {
@@ -125,19 +128,8 @@ static void nccl_destroy(Coll *c) {
     free(c);
 }
 
-static int nccl_rank(Coll *c) {
-    return c->rank;
-}
-static int nccl_size(Coll *c) {
-    return c->size;
-}
-static int nccl_on_device(Coll *c) {
-    (void)c;
-    return 1;
-}
-
 /* Records the start event of a new operation; end_op() records its end and returns its ticket. */
-static void begin_op(Coll *c) {
+static void begin_op(NcclColl *c) {
     if (c->nops == c->cap) {
         int cap = c->cap ? 2 * c->cap : 16;
         c->ops = realloc(c->ops, (size_t)cap * sizeof(OpEvents));
@@ -151,15 +143,15 @@ static void begin_op(Coll *c) {
     CUDA_CHECK(cudaEventRecord(c->ops[c->nops].start, c->stream));
 }
 
-static int end_op(Coll *c) {
+static int end_op(NcclColl *c) {
     CUDA_CHECK(cudaEventRecord(c->ops[c->nops].end, c->stream));
     return c->nops++;
 }
 
 /* The reduction for "scale times the sum"; *made is set when it must be destroyed after use. */
-static ncclRedOp_t reduction(Coll *c, float scale, int *made) {
+static ncclRedOp_t reduction(NcclColl *c, float scale, int *made) {
     *made = 0;
-    NcclRedChoice choice = nccl_red_choice(scale, c->size);
+    NcclRedChoice choice = nccl_red_choice(scale, c->pub.size);
     if (choice == NCCL_RED_SUM) return ncclSum;
     if (choice == NCCL_RED_AVG) return ncclAvg;
     ncclRedOp_t op;
@@ -170,7 +162,7 @@ static ncclRedOp_t reduction(Coll *c, float scale, int *made) {
 }
 
 /* --grad-dtype: the wire buffer for n values (grown once the stream's work using it is done). */
-static uint16_t *wire_buf(Coll *c, size_t n) {
+static uint16_t *wire_buf(NcclColl *c, size_t n) {
     if (n > c->wcap) {
         CUDA_CHECK(cudaStreamSynchronize(c->stream));
         if (c->wbuf) CUDA_CHECK(cudaFree(c->wbuf));
@@ -180,12 +172,12 @@ static uint16_t *wire_buf(Coll *c, size_t n) {
     return c->wbuf;
 }
 
-static ncclDataType_t wire_type(Coll *c) {
+static ncclDataType_t wire_type(NcclColl *c) {
     return c->wire == 1 ? ncclBfloat16 : ncclFloat16;
 }
 
 /* The three collectives in the wire type: cast in, reduce or gather, cast out with the scale. */
-static int wire_allreduce(Coll *c, float *buf, size_t n, float scale) {
+static int wire_allreduce(NcclColl *c, float *buf, size_t n, float scale) {
     uint16_t *w = wire_buf(c, n);
     begin_op(c);
     CUDA_CHECK(grad_cast_pack_cuda(c->stream, c->wire, w, buf, n));
@@ -194,18 +186,18 @@ static int wire_allreduce(Coll *c, float *buf, size_t n, float scale) {
     return end_op(c);
 }
 
-static int wire_reduce_scatter(Coll *c, float *buf, size_t shard, float scale) {
-    size_t at = (size_t)c->rank * shard;
-    uint16_t *w = wire_buf(c, shard * (size_t)c->size);
+static int wire_reduce_scatter(NcclColl *c, float *buf, size_t shard, float scale) {
+    size_t at = (size_t)c->pub.rank * shard;
+    uint16_t *w = wire_buf(c, shard * (size_t)c->pub.size);
     begin_op(c);
-    CUDA_CHECK(grad_cast_pack_cuda(c->stream, c->wire, w, buf, shard * (size_t)c->size));
+    CUDA_CHECK(grad_cast_pack_cuda(c->stream, c->wire, w, buf, shard * (size_t)c->pub.size));
     NCCL_CHECK(ncclReduceScatter(w, w + at, shard, wire_type(c), ncclSum, c->nccl, c->stream));
     CUDA_CHECK(grad_cast_unpack_cuda(c->stream, c->wire, buf + at, w + at, shard, scale));
     return end_op(c);
 }
 
-static int wire_allgather(Coll *c, float *buf, size_t shard) {
-    size_t at = (size_t)c->rank * shard, all = shard * (size_t)c->size;
+static int wire_allgather(NcclColl *c, float *buf, size_t shard) {
+    size_t at = (size_t)c->pub.rank * shard, all = shard * (size_t)c->pub.size;
     uint16_t *w = wire_buf(c, all);
     begin_op(c);
     CUDA_CHECK(grad_cast_pack_cuda(c->stream, c->wire, w + at, buf + at, shard));
@@ -214,7 +206,8 @@ static int wire_allgather(Coll *c, float *buf, size_t shard) {
     return end_op(c);
 }
 
-static int nccl_allreduce(Coll *c, float *buf, size_t n, float scale) {
+static int nccl_allreduce(Coll *coll, float *buf, size_t n, float scale) {
+    NcclColl *c = N(coll);
     if (c->wire) return wire_allreduce(c, buf, n, scale);
     int made;
     ncclRedOp_t op = reduction(c, scale, &made);
@@ -225,70 +218,41 @@ static int nccl_allreduce(Coll *c, float *buf, size_t n, float scale) {
 }
 
 /* In place as NCCL defines it: the result lands at buf + rank*shard. */
-static int nccl_reduce_scatter(Coll *c, float *buf, size_t shard, float scale) {
+static int nccl_reduce_scatter(Coll *coll, float *buf, size_t shard, float scale) {
+    NcclColl *c = N(coll);
     if (c->wire) return wire_reduce_scatter(c, buf, shard, scale);
     int made;
     ncclRedOp_t op = reduction(c, scale, &made);
     begin_op(c);
-    NCCL_CHECK(ncclReduceScatter(buf, buf + (size_t)c->rank * shard, shard, ncclFloat32, op,
+    NCCL_CHECK(ncclReduceScatter(buf, buf + (size_t)c->pub.rank * shard, shard, ncclFloat32, op,
                                  c->nccl, c->stream));
     if (made) NCCL_CHECK(ncclRedOpDestroy(op, c->nccl));
     return end_op(c);
 }
 
-static int nccl_allgather(Coll *c, float *buf, size_t shard) {
+static int nccl_allgather(Coll *coll, float *buf, size_t shard) {
+    NcclColl *c = N(coll);
     if (c->wire) return wire_allgather(c, buf, shard);
     begin_op(c);
-    NCCL_CHECK(
-        ncclAllGather(buf + (size_t)c->rank * shard, buf, shard, ncclFloat32, c->nccl, c->stream));
+    NCCL_CHECK(ncclAllGather(buf + (size_t)c->pub.rank * shard, buf, shard, ncclFloat32, c->nccl,
+                             c->stream));
     return end_op(c);
 }
 
-static int memcpy_op(Coll *c, void *dst, const void *src, size_t n, enum cudaMemcpyKind kind) {
+static int nccl_copy(Coll *coll, float *dst, const float *src, size_t n, CollCopy kind) {
+    NcclColl *c = N(coll);
     begin_op(c);
-    if (n) CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), kind, c->stream));
+    if (n)
+        CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float),
+                                   kind == COLL_TO_HOST     ? cudaMemcpyDeviceToHost
+                                   : kind == COLL_FROM_HOST ? cudaMemcpyHostToDevice
+                                                            : cudaMemcpyDeviceToDevice,
+                                   c->stream));
     return end_op(c);
 }
 
-static int nccl_to_host(Coll *c, float *host, const float *buf, size_t n) {
-    return memcpy_op(c, host, buf, n, cudaMemcpyDeviceToHost);
-}
-
-static int nccl_from_host(Coll *c, float *buf, const float *host, size_t n) {
-    return memcpy_op(c, buf, host, n, cudaMemcpyHostToDevice);
-}
-
-static int nccl_copy(Coll *c, float *dst, const float *src, size_t n) {
-    return memcpy_op(c, dst, src, n, cudaMemcpyDeviceToDevice);
-}
-
-static float *nccl_host_alloc(Coll *c, size_t n) {
-    (void)c;
-    float *p = NULL;
-    CUDA_CHECK(cudaMallocHost((void **)&p, (n ? n : 1) * sizeof(float))); /* pinned: async DMA */
-    memset(p, 0, (n ? n : 1) * sizeof(float));
-    return p;
-}
-
-static void nccl_host_free(Coll *c, float *p) {
-    (void)c;
-    CUDA_CHECK(cudaFreeHost(p));
-}
-
-/* Zeroed on this Coll's stream, so the zeros are in place before its next operation. */
-static float *nccl_buf_alloc(Coll *c, size_t n) {
-    float *p = NULL;
-    CUDA_CHECK(cudaMalloc((void **)&p, (n ? n : 1) * sizeof(float)));
-    CUDA_CHECK(cudaMemsetAsync(p, 0, (n ? n : 1) * sizeof(float), c->stream));
-    return p;
-}
-
-static void nccl_buf_free(Coll *c, float *p) {
-    (void)c;
-    CUDA_CHECK(cudaFree(p));
-}
-
-static int nccl_done(Coll *c, int ticket) {
+static int nccl_done(Coll *coll, int ticket) {
+    NcclColl *c = N(coll);
     if (ticket < 0 || ticket >= c->nops) return 1;
     cudaError_t e = cudaEventQuery(c->ops[ticket].end);
     if (e == cudaErrorNotReady) {
@@ -301,7 +265,7 @@ static int nccl_done(Coll *c, int ticket) {
 
 /* Waits for event e by polling it and the communicator's asynchronous error state: a failed
  * NCCL operation never completes its event, and cudaEventSynchronize would wait forever. */
-static void wait_event(Coll *c, cudaEvent_t e) {
+static void wait_event(NcclColl *c, cudaEvent_t e) {
     const struct timespec pause = {0, 20000}; /* 20 us between polls */
     for (;;) {
         cudaError_t q = cudaEventQuery(e);
@@ -323,38 +287,42 @@ static void wait_event(Coll *c, cudaEvent_t e) {
     }
 }
 
-static void nccl_wait(Coll *c, int ticket) {
+static void nccl_wait(Coll *coll, int ticket) {
+    NcclColl *c = N(coll);
     if (ticket >= c->nops) ticket = c->nops - 1;
     if (ticket >= 0) wait_event(c, c->ops[ticket].end);
 }
 
 /* The iteration's time origin, recorded on the compute stream before anything it measures. */
-static void need_origin(Coll *c) {
+static void need_origin(NcclColl *c) {
     if (!c->have_origin) {
         CUDA_CHECK(cudaEventRecord(c->origin, c->compute));
         c->have_origin = 1;
     }
 }
 
-static void nccl_after_compute(Coll *c) {
+static void nccl_after_compute(Coll *coll) {
+    NcclColl *c = N(coll);
     need_origin(c);
     CUDA_CHECK(cudaEventRecord(c->gate, c->compute));
     CUDA_CHECK(cudaStreamWaitEvent(c->stream, c->gate, 0));
 }
 
-static void nccl_before_compute(Coll *c) {
+static void nccl_before_compute(Coll *coll) {
+    NcclColl *c = N(coll);
     CUDA_CHECK(cudaEventRecord(c->join, c->stream));
     CUDA_CHECK(cudaStreamWaitEvent(c->compute, c->join, 0));
 }
 
-static void nccl_mark_backward_end(Coll *c) {
+static void nccl_mark_backward_end(Coll *coll) {
+    NcclColl *c = N(coll);
     need_origin(c);
     CUDA_CHECK(cudaEventRecord(c->bwd, c->compute));
     c->bwd_marked = 1;
 }
 
 /* Seconds from the iteration's origin to event e (which comes after it). */
-static double since_origin(Coll *c, cudaEvent_t e) {
+static double since_origin(NcclColl *c, cudaEvent_t e) {
     float ms = 0.0f;
     CUDA_CHECK(cudaEventElapsedTime(&ms, c->origin, e));
     return 1e-3 * (double)ms;
@@ -362,7 +330,8 @@ static double since_origin(Coll *c, cudaEvent_t e) {
 
 /* Operations run one after another on this stream: the union of their intervals before the end
  * of backward is the sum of each one's part before it. */
-static double nccl_hidden(Coll *c) {
+static double nccl_hidden(Coll *coll) {
+    NcclColl *c = N(coll);
     double sum = 0.0;
     if (c->nops && c->have_origin && c->bwd_marked) {
         wait_event(c, c->ops[c->nops - 1].end);
@@ -390,7 +359,7 @@ static void nccl_version(char *buf, size_t len) {
 }
 
 static void nccl_set_wire(Coll *c, int grad_dtype) {
-    c->wire = grad_dtype;
+    N(c)->wire = grad_dtype;
 }
 
 const CollOps coll_nccl = {
@@ -398,19 +367,10 @@ const CollOps coll_nccl = {
     .version = nccl_version,
     .create = nccl_create,
     .destroy = nccl_destroy,
-    .rank = nccl_rank,
-    .size = nccl_size,
-    .on_device = nccl_on_device,
     .allreduce = nccl_allreduce,
     .reduce_scatter = nccl_reduce_scatter,
     .allgather = nccl_allgather,
-    .to_host = nccl_to_host,
-    .from_host = nccl_from_host,
     .copy = nccl_copy,
-    .host_alloc = nccl_host_alloc,
-    .host_free = nccl_host_free,
-    .buf_alloc = nccl_buf_alloc,
-    .buf_free = nccl_buf_free,
     .done = nccl_done,
     .wait = nccl_wait,
     .after_compute = nccl_after_compute,

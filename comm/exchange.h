@@ -129,9 +129,12 @@ typedef struct ExchangeOps {
     /* For the resolver (src/resolve.c). reads: the long options the strategy reads
      * (comma-separated; given explicitly with a strategy that does not read them, they are
      * refused; "overlap" needs grads_ready). pipeline_ok: 1 when it can average the gradients of
-     * a pipeline stage's replicas (--parallel model / hybrid, ExchangeConfig.comm a sub-group). */
+     * a pipeline stage's replicas (--parallel model / hybrid, ExchangeConfig.comm a sub-group).
+     * delays_grads: 1 when it holds the gradients of the last --staleness + 1 iterations (ssp), a
+     * copy each, which the memory estimate counts (src/run_limits.c). */
     const char *reads;
     int pipeline_ok;
+    int delays_grads;
 } ExchangeOps;
 
 /* For the strategies (comm/transport.c): the bucket engine that averages over `comm` (cfg->comm,

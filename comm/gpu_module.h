@@ -20,7 +20,7 @@
 #define GPU_MODULE_ABI                                                                             \
     ((unsigned)(sizeof(BackendOps) + 3 * sizeof(TransportOps) + 7 * sizeof(CollOps) +              \
                 11 * sizeof(BackendConfig) + 13 * sizeof(TransportConfig) +                        \
-                17 * sizeof(DeviceInfo)))
+                17 * sizeof(DeviceInfo) + 19 * sizeof(Coll)))
 
 typedef struct {
     const char *build; /* "VERSION COMMIT" of the sources it was built from */

@@ -140,6 +140,7 @@ static void ssp_destroy(ExchangeState *st) {
 const ExchangeOps ssp_exchange = {
     .name = "ssp",
     .reads = "staleness,bucket-mb,transport,progress,grad-dtype",
+    .delays_grads = 1,
     .lockstep = 1,
     .device_ok = 0,
     .create = ssp_create,

@@ -141,7 +141,7 @@ const ExchangeOps *exchange_staged(const ExchangeOps *inner) {
         i++;
     if (i == MAX_STAGED) return NULL;
     if (!inners[i]) {
-        ExchangeOps w = *inner; /* name, reads, lockstep, pipeline_ok: the strategy's */
+        ExchangeOps w = *inner; /* name, reads, lockstep, delays_grads: the strategy's */
         w.device_ok = 1;
         w.create = creates[i];
         w.role = staged_role;

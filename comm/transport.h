@@ -22,6 +22,11 @@
 #include <mpi.h>
 #include <stddef.h>
 
+/* --progress: how the MPI collectives in flight advance (TransportConfig.progress_thread), named
+ * in the enum's order (base/names.h). */
+typedef enum { PROGRESS_POLL = 0, PROGRESS_THREAD } ProgressMode;
+#define PROGRESS_NAMES "poll,thread"
+
 typedef struct {
     MPI_Comm comm;        /* the ranks that average (COMM_WORLD in data parallelism) */
     const Topology *topo; /* the nodes of comm or of any communicator containing it (the job's):

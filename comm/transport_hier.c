@@ -22,7 +22,7 @@ static BucketEngine *hier_create(const TransportConfig *cfg) {
     const CollOps *intra_ops = &coll_mpi;
     if (cfg->be->device_memory && cfg->device_coll) intra_ops = cfg->device_coll;
     Coll *intra = transport_coll(intra_ops, topo->node_comm, cfg, cfg->be->device_memory);
-    int staged = intra_ops->on_device(intra) && topo->nnodes > 1;
+    int staged = intra->on_device && topo->nnodes > 1;
 
     MPI_Comm cross; /* the ranks with this local rank, one per node */
     MPI_CHECK(MPI_Comm_split(cfg->comm, topo->local_rank, topo->rank, &cross));

@@ -12,6 +12,8 @@
 #ifndef DTBENCH_BACKEND_H
 #define DTBENCH_BACKEND_H
 
+#include "names.h" /* defines: NAME_OF */
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -124,8 +126,10 @@ typedef struct {
 #define ACT_TYPE_NAME(t)   ((t) == ACT_BF16 ? "bf16" : (t) == ACT_FP16 ? "fp16" : "fp32")
 #define ACT_LAYOUT_NAME(l) ((l) == ACT_NHWC ? "NHWC" : "NCHW")
 /* --act-layout, as the resolver passes it to a backend (BackendConfig.act_layout): NCHW or NHWC
- * asked for; the type follows from the layout and the precision (act_format_for). */
-#define ACT_LAYOUT_NAMES "auto,nchw,nhwc" /* the option's choices; auto is resolved first */
+ * asked for; the type follows from the layout and the precision (act_format_for). The option's
+ * choices, named in the enum's order; auto is resolved first (model_choose_layout). */
+typedef enum { ACT_LAYOUT_AUTO = 0, ACT_LAYOUT_NCHW, ACT_LAYOUT_NHWC } ActLayoutChoice;
+#define ACT_LAYOUT_NAMES "auto,nchw,nhwc"
 
 /* A convolution's parameters in the model's parameter buffer (weights_layout): the filter
  * W[k][c][khw] (KCRS) at value offset w_off, its bias [k] at b_off (SIZE_MAX: none). */
@@ -141,12 +145,8 @@ typedef struct {
  *   BF16 / FP16: GEMM and convolution inputs rounded to bfloat16 / IEEE half, fp32 accumulation;
  *   FP16 adds dynamic loss scaling (src/precision.h). */
 typedef enum { PRECISION_FP32 = 0, PRECISION_TF32, PRECISION_BF16, PRECISION_FP16 } Precision;
-#define PRECISION_NAMES "fp32,tf32,bf16,fp16" /* in enum order */
-#define PRECISION_NAME(p)                                                                          \
-    ((p) == PRECISION_TF32   ? "tf32"                                                              \
-     : (p) == PRECISION_BF16 ? "bf16"                                                              \
-     : (p) == PRECISION_FP16 ? "fp16"                                                              \
-                             : "fp32")
+#define PRECISION_NAMES   "fp32,tf32,bf16,fp16" /* in enum order: the one map (names.h) */
+#define PRECISION_NAME(p) NAME_OF(PRECISION_NAMES, p)
 
 /* How a backend that has several algorithms per convolution shape chooses (--conv-algo; the CUDA
  * backend): FIND times the candidates once per shape when the model is built (cuDNN's

@@ -60,7 +60,7 @@ static int cpu_precision_ok(Precision p, int threads, char *why, size_t len) {
     snprintf(why, len,
              "%s is a GPU tensor-core mode; expected fp32 or bf16 (bf16 where the CPU "
              "has AVX512-BF16)",
-             p == PRECISION_TF32 ? "tf32" : "fp16");
+             PRECISION_NAME(p));
     return 0;
 }
 

@@ -4,6 +4,7 @@
 #include "cpu_bf16.h" /* defines: CPU_BF16_WEIGHT_B */
 #include "cpu_kernels.h"
 #include "cpu_vec.h"
+#include "lstm_layout.h" /* defines: lstm_reserve, lstm_work (the buffers' layout) */
 
 #include <string.h>
 
@@ -36,26 +37,16 @@ void cpu_embedding_backward(BackendCtx *ctx, const EmbeddingShape *s, const floa
     }
 }
 
-/* ---- LSTM ------------------------------------------------------------------------------------ */
-/* reserve: gates[batch, seq, 4H] (i, f, g, o after their activations), cell[batch, seq, H].
- * work:    dgates[batch, seq, 4H], hprev[batch, seq, H] (h_{t-1}, zero at t = 0),
- *          dh_rec[batch, H] (gradient reaching h_{t-1} through W_hh), dcell[batch, H],
- *          zeros[H] (c_{-1}, and the recurrent gradient of the last step). */
+/* ---- LSTM (its buffers: lstm_layout.h) ------------------------------------------------------- */
 
 size_t cpu_lstm_reserve_bytes(BackendCtx *ctx, const LstmShape *s) {
     (void)ctx;
-    return (size_t)s->batch * s->seq * 5 * (size_t)s->hidden * sizeof(float);
+    return lstm_reserve_bytes(s);
 }
 
 size_t cpu_lstm_workspace_bytes(BackendCtx *ctx, const LstmShape *s) {
     (void)ctx;
-    const size_t bt = (size_t)s->batch * s->seq, h = (size_t)s->hidden;
-    return (bt * 5 * h + 2 * (size_t)s->batch * h + h) * sizeof(float);
-}
-
-static float *lstm_zeros(const LstmShape *s, void *work) {
-    const size_t bt = (size_t)s->batch * s->seq, h = (size_t)s->hidden;
-    return (float *)work + bt * 5 * h + 2 * (size_t)s->batch * h;
+    return lstm_work_bytes(s);
 }
 
 /* One step for one sample: the gates' pre-activations gi, gf, gg, go [H] become activations (in
@@ -87,9 +78,8 @@ void cpu_lstm_forward(BackendCtx *ctx, const LstmShape *s, const float *x, const
     (void)ctx;
     const int B = s->batch, T = s->seq, D = s->in, H = s->hidden, G = 4 * H, ldw = D + H;
     const size_t bt = (size_t)B * T;
-    float *gates = reserve;               /* [B, T, 4H] */
-    float *cell = gates + bt * (size_t)G; /* [B, T, H] */
-    float *zeros = lstm_zeros(s, work);   /* [H] */
+    const LstmReserve r = lstm_reserve(s, reserve);
+    float *gates = r.gates, *cell = r.cell, *zeros = lstm_work(s, work).zeros;
     if (B <= 0 || T <= 0 || H <= 0) return;
     memset(zeros, 0, (size_t)H * sizeof(float));
 
@@ -146,12 +136,11 @@ void cpu_lstm_backward(BackendCtx *ctx, const LstmShape *s, const float *x, cons
                        float *db, void *work) {
     const int B = s->batch, T = s->seq, D = s->in, H = s->hidden, G = 4 * H, ldw = D + H;
     const size_t bt = (size_t)B * T;
-    const float *gates = reserve, *cell = gates + bt * (size_t)G;
-    float *dgates = work;                   /* [B, T, 4H] */
-    float *hprev = dgates + bt * (size_t)G; /* [B, T, H] */
-    float *dh_rec = hprev + bt * (size_t)H; /* [B, H] */
-    float *dcell = dh_rec + (size_t)B * H;  /* [B, H] */
-    float *zeros = lstm_zeros(s, work);     /* [H] */
+    const LstmReserve r = lstm_reserve(s, reserve);
+    const LstmWork k = lstm_work(s, work);
+    const float *gates = r.gates, *cell = r.cell;
+    float *dgates = k.dgates, *hprev = k.hprev, *dh_rec = k.dh_rec, *dcell = k.dcell;
+    float *zeros = k.zeros;
     memset(dw, 0, (size_t)G * ldw * sizeof(float));
     memset(db, 0, (size_t)G * sizeof(float));
     if (B <= 0 || T <= 0 || H <= 0) {

@@ -4,10 +4,8 @@
  * (row-major products mapped by cuda_plan.c's rowmajor_gemm, which tests/test_device_arith.c
  * checks against cblas) and its cell as the pointwise kernels of cuda_recurrent_kernels.cu. cuDNN's
  * RNN API is not used: its weight layout, separate input and recurrent biases and gate order would
- * need repacking every step, and these products are what it would run anyway.
- *
- * reserve: gates[B, T, 4H] (activations), cell[B, T, H].
- * work:    dgates[B, T, 4H], hprev[B, T, H], dh_rec[B, H], dcell[B, H], zeros[H]. */
+ * need repacking every step, and these products are what it would run anyway. Its buffers have
+ * the CPU backend's layout (lstm_layout.h). */
 #include <config.h>
 #include "cuda_check.h"   /* defines: CUDA_CHECK, CUBLAS_CHECK */
 #include "cuda_ctx.h"     /* defines: struct BackendCtx */
@@ -15,6 +13,7 @@
 #include "cuda_ops.h"
 #include "cuda_plan.h"      /* defines: rowmajor_gemm */
 #include "cuda_precision.h" /* defines: cuda_prec_gemm (--precision) */
+#include "lstm_layout.h"    /* defines: lstm_reserve, lstm_work */
 
 /* ---- embedding ------------------------------------------------------------------------------ */
 
@@ -39,13 +38,12 @@ static void rm_gemm(BackendCtx *ctx, int ta, int tb, int m, int n, int k, const 
 
 size_t cuda_lstm_reserve_bytes(BackendCtx *ctx, const LstmShape *s) {
     (void)ctx;
-    return (size_t)s->batch * s->seq * 5 * (size_t)s->hidden * sizeof(float);
+    return lstm_reserve_bytes(s);
 }
 
 size_t cuda_lstm_workspace_bytes(BackendCtx *ctx, const LstmShape *s) {
     (void)ctx;
-    const size_t bt = (size_t)s->batch * s->seq, h = (size_t)s->hidden;
-    return (bt * 5 * h + 2 * (size_t)s->batch * h + h) * sizeof(float);
+    return lstm_work_bytes(s);
 }
 
 void cuda_lstm_forward(BackendCtx *ctx, const LstmShape *s, const float *x, const float *w,
@@ -53,7 +51,8 @@ void cuda_lstm_forward(BackendCtx *ctx, const LstmShape *s, const float *x, cons
     (void)work;
     const int B = s->batch, T = s->seq, D = s->in, H = s->hidden, G = 4 * H, ldw = D + H;
     const size_t bt = (size_t)B * T;
-    float *gates = reserve, *cell = gates + bt * (size_t)G;
+    const LstmReserve r = lstm_reserve(s, reserve);
+    float *gates = r.gates, *cell = r.cell;
     if (B <= 0 || T <= 0 || H <= 0) return;
     /* gates = b + x W[:, :D]^T: the input part of every step in one GEMM */
     CUDA_CHECK(dtk_lstm_rows_set(ctx->stream, bt, G, b, gates));
@@ -71,11 +70,10 @@ void cuda_lstm_backward(BackendCtx *ctx, const LstmShape *s, const float *x, con
                         float *db, void *work) {
     const int B = s->batch, T = s->seq, D = s->in, H = s->hidden, G = 4 * H, ldw = D + H;
     const size_t bt = (size_t)B * T;
-    const float *gates = reserve, *cell = gates + bt * (size_t)G;
-    float *dgates = work;                   /* [B, T, 4H] */
-    float *hprev = dgates + bt * (size_t)G; /* [B, T, H] */
-    float *dh_rec = hprev + bt * (size_t)H; /* [B, H] */
-    float *dcell = dh_rec + (size_t)B * H;  /* [B, H] */
+    const LstmReserve r = lstm_reserve(s, reserve);
+    const LstmWork k = lstm_work(s, work);
+    const float *gates = r.gates, *cell = r.cell;
+    float *dgates = k.dgates, *hprev = k.hprev, *dh_rec = k.dh_rec, *dcell = k.dcell;
     if (B <= 0 || T <= 0 || H <= 0) {
         CUDA_CHECK(cudaMemsetAsync(dw, 0, (size_t)G * ldw * sizeof(float), ctx->stream));
         CUDA_CHECK(cudaMemsetAsync(db, 0, (size_t)G * sizeof(float), ctx->stream));

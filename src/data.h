@@ -11,6 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* --dataset: the data sets, named in the enum's order (base/names.h). */
+typedef enum { DATA_SYNTHETIC = 0, DATA_FASHION_MNIST, DATA_MNIST, DATA_CIFAR10 } DataSource;
+#define DATASET_NAMES "synthetic,fashion-mnist,mnist,cifar10"
+
 typedef struct {
     char name[32];
     int c, h, w, classes;

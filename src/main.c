@@ -8,7 +8,7 @@
 #include "check.h"
 #include "driver.h"
 #include "finalize.h"
-#include "grad_cast.h"
+#include "names.h"      /* defines: NAME_OF */
 #include "prefetch.h"   /* defines: prefetch_why_not (--prefetch) */
 #include "profile.h"    /* defines: profile_create (--profile-layers) */
 #include "step_graph.h" /* defines: step_graphs_parts (--graphs) */
@@ -42,17 +42,17 @@ static const ModelDesc *plan_model(Model *plan, const ModelDesc *md, const Backe
 static void decide_step(Run *r, const Model *plan, const Pipeline *pipe) {
     const Options *o = &r->opt;
     const BackendOps *be = r->plan.be;
-    r->prefetch = strcmp(o->prefetch, "off") &&
+    r->prefetch = o->prefetch != TOGGLE_OFF &&
                   !prefetch_why_not(be, r->prefetch_why, sizeof r->prefetch_why)[0];
-    if (!strcmp(o->prefetch, "off"))
+    if (o->prefetch == TOGGLE_OFF)
         snprintf(r->prefetch_why, sizeof r->prefetch_why, "--prefetch off");
-    usage_check_all(strcmp(o->prefetch, "on") || r->prefetch,
+    usage_check_all(o->prefetch != TOGGLE_ON || r->prefetch,
                     "--prefetch: 'on' is not accepted with --device %s: %s; expected auto or off",
                     o->device, r->prefetch_why);
     r->graph_parts =
         step_graphs_parts(o->graphs, be, plan, pipe->stages, pipe->microbatches, o->overlap,
                           o->profile_layers > 0, r->graphs_why, sizeof r->graphs_why);
-    usage_check_all(strcmp(o->graphs, "on") || !r->graphs_why[0],
+    usage_check_all(o->graphs != TOGGLE_ON || !r->graphs_why[0],
                     "--graphs: 'on' is not accepted with --device %s --model %s: %s; expected auto "
                     "or off",
                     o->device, o->model, r->graphs_why);
@@ -136,11 +136,11 @@ static void build(Run *r) {
     const Options *o = &r->opt;
     const RunPlan *p = &r->plan;
     char err[1024] = "";
-    int ok = p->md->vocab ? dataset_open_tokens(&r->data, p->md->in_w, p->md->vocab,
-                                                (uint64_t)o->seed) == 0
-                          : dataset_open(&r->data, o->dataset, o->data_dir, p->in_c, p->in_h,
-                                         p->in_w, p->classes, (uint64_t)o->seed, err,
-                                         sizeof err) == 0;
+    int ok =
+        p->md->vocab
+            ? dataset_open_tokens(&r->data, p->md->in_w, p->md->vocab, (uint64_t)o->seed) == 0
+            : dataset_open(&r->data, NAME_OF(DATASET_NAMES, o->dataset), o->data_dir, p->in_c,
+                           p->in_h, p->in_w, p->classes, (uint64_t)o->seed, err, sizeof err) == 0;
     setup_stop_point(r); /* before the verdict: a stopped read is no bad input */
     usage_check_all(ok, "%s", err);
     const Dataset *ds = &r->data;
@@ -149,7 +149,7 @@ static void build(Run *r) {
     pipeline_setup(&r->pipe, o, p->mode, &r->plan_model, &r->topo, 0);
     decide_step(r, &r->plan_model, &r->pipe);
     r->batch = o->batch / (r->pipe.mode == PARALLEL_DATA ? p->nworkers : r->pipe.replicas);
-    usage_check_all(limits_check(o, &r->plan_model, r->pipe.first[r->pipe.stage],
+    usage_check_all(limits_check(o, p->xops, &r->plan_model, r->pipe.first[r->pipe.stage],
                                  r->pipe.first[r->pipe.stage + 1], r->batch, r->topo.local_size,
                                  err, sizeof err) == 0,
                     "%s", err); /* memory, before any allocation (run_limits.h) */
@@ -160,7 +160,7 @@ static void build(Run *r) {
                           o->gpus_per_node,
                           r->topo.rank == 0,
                           p->precision,
-                          strcmp(o->conv_algo, "heuristic") ? CONV_ALGO_FIND : CONV_ALGO_HEURISTIC,
+                          o->conv_algo,
                           resolve_act_layout(o, p, &r->plan_model, &act)};
     if (p->be->init(&bcfg, &r->ctx) != 0) check_fail(__FILE__, __LINE__, "backend init", o->device);
     model_build_part(&r->model, r->md, ds->c, ds->h, ds->w, ds->classes, r->batch,
@@ -187,8 +187,8 @@ static void build(Run *r) {
         .transport = p->tops,
         .device_coll = registry_coll("nccl"),
         .overlap = o->overlap,
-        .progress_thread = !strcmp(o->progress, "thread"),
-        .grad_dtype = grad_dtype_parse(o->grad_dtype), /* a choice of the option table */
+        .progress_thread = o->progress == PROGRESS_THREAD,
+        .grad_dtype = o->grad_dtype,
     };
     r->xstate = p->xops->create(&xcfg, err, sizeof err);
     usage_check_all(r->xstate != NULL, "%s", err);

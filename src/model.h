@@ -213,12 +213,13 @@ void model_act_upload(const Model *m, int producer, float *dev, const float *hos
  * and LSTM layers (fp32 NCHW sequences only). */
 const char *model_format_problem(const Model *m, ActFormat f);
 /* The activation layout to ask backend `be` for (BackendConfig.act_layout) to run model part m
- * (planned) under `precision`, as --act-layout `choice` says ("auto": NHWC where the backend
- * stores it, act_format_for, and the model can run it, else NCHW; "nchw"; "nhwc"): 0 and
+ * (planned) under `precision`, as --act-layout `choice` says (auto: NHWC where the backend
+ * stores it, act_format_for, and the model can run it, else NCHW; nchw; nhwc): 0 and
  * *layout, *f (the format the backend will declare), or -1 with the reason in why (an explicit
  * choice the backend or the model cannot run). */
 int model_choose_layout(const Model *m, const BackendOps *be, Precision precision,
-                        const char *choice, ActLayout *layout, ActFormat *f, char *why, size_t len);
+                        ActLayoutChoice choice, ActLayout *layout, ActFormat *f, char *why,
+                        size_t len);
 
 /* Infers shapes and sizes only (no allocation): for --dry-run, splitting and tests. When the input
  * does not fit the model (a layer's output would be empty), m->problem says where. */

@@ -25,11 +25,11 @@ const char *model_format_problem(const Model *m, ActFormat f) {
 }
 
 int model_choose_layout(const Model *m, const BackendOps *be, Precision precision,
-                        const char *choice, ActLayout *layout, ActFormat *f, char *why,
+                        ActLayoutChoice choice, ActLayout *layout, ActFormat *f, char *why,
                         size_t len) {
     const ActFormat nchw = {ACT_NCHW, ACT_FP32};
     *layout = ACT_NCHW, *f = nchw;
-    if (!strcmp(choice, "nchw")) return 0;
+    if (choice == ACT_LAYOUT_NCHW) return 0;
     char bwhy[256] = "";
     ActFormat g = nchw;
     const int ok =
@@ -39,7 +39,7 @@ int model_choose_layout(const Model *m, const BackendOps *be, Precision precisio
         *layout = ACT_NHWC, *f = g;
         return 0;
     }
-    if (strcmp(choice, "nhwc")) return 0; /* auto: NCHW fp32 */
+    if (choice != ACT_LAYOUT_NHWC) return 0; /* auto: NCHW fp32 */
     if (ok)
         snprintf(why, len, "%s cannot store %s %s activations: %s", m->desc->name,
                  ACT_LAYOUT_NAME(g.layout), ACT_TYPE_NAME(g.type), mwhy);

@@ -1,11 +1,12 @@
 /* options.c - the option table. One row per option: name, type, where it goes, accepted values
  * or lower bound, help. getopt_long's table, --help, the printed configuration and the HDF5
- * /config group are all generated from these rows, so a default can never go stale. */
+ * /config group are all generated from these rows, so a default can never go stale. A choice
+ * among fixed names (T_ENUM) names them in its enum's order, with the names its component
+ * declares (PRECISION_NAMES, ...), and is held as that enum. */
 #define _GNU_SOURCE
 #include <config.h>
-#include "grad_cast.h" /* defines: GRAD_DTYPE_NAMES */
-#include "options.h"
-#include "backend.h" /* defines: PRECISION_NAMES, CONV_ALGO_NAMES */
+#include "options.h" /* with the choices' enums and names */
+#include "names.h"   /* defines: names_find, names_at */
 #include "registry.h"
 #include "util.h"
 
@@ -25,13 +26,15 @@
 #define DTBENCH_GIT_COMMIT "unknown"
 #endif
 
-typedef enum { T_INT, T_LONG, T_DOUBLE, T_STRING, T_CHOICE, T_FLAG } OptType;
+/* T_CHOICE: a name among `choices`, kept as text (char *); T_ENUM: a name among `choices`, kept
+ * as its position there, the value of the enum field it names (names.h). */
+typedef enum { T_INT, T_LONG, T_DOUBLE, T_STRING, T_CHOICE, T_ENUM, T_FLAG } OptType;
 
 typedef struct {
     const char *name;
     OptType type;
     size_t offset;       /* into Options */
-    const char *choices; /* T_CHOICE: comma-separated; NULL = ask the registry */
+    const char *choices; /* T_CHOICE, T_ENUM: comma-separated; NULL = ask the registry */
     double min;          /* numbers: smallest accepted value */
     double max;          /* numbers: largest accepted value (0: no limit) */
     const char *help;
@@ -40,7 +43,7 @@ typedef struct {
 #define F(field) offsetof(Options, field)
 static const OptSpec SPECS[] = {
     {"model", T_CHOICE, F(model), NULL, 0, 0, "network to train"},
-    {"dataset", T_CHOICE, F(dataset), "synthetic,fashion-mnist,mnist,cifar10", 0, 0,
+    {"dataset", T_ENUM, F(dataset), DATASET_NAMES, 0, 0,
      "training data (synthetic: seeded random samples of the model's input shape)"},
     {"data-dir", T_STRING, F(data_dir), NULL, 0, 0,
      "folder with the IDX files, or CIFAR-10's data_batch_N.bin and test_batch.bin (default: "
@@ -55,7 +58,7 @@ static const OptSpec SPECS[] = {
     {"overlap", T_FLAG, F(overlap), NULL, 0, 0,
      "exchange gradient buckets while backward still runs; the part hidden behind backward is "
      "recorded per iteration (exchange_hidden)"},
-    {"progress", T_CHOICE, F(progress), "poll,thread", 0, 0,
+    {"progress", T_ENUM, F(progress), PROGRESS_NAMES, 0, 0,
      "how MPI collectives in flight advance while compute runs (--overlap, ssp --staleness >= "
      "1): poll (non-blocking collectives, tested between layers) or thread (a progress thread "
      "per communicator runs each bucket's blocking collective as it is started; "
@@ -63,24 +66,24 @@ static const OptSpec SPECS[] = {
     {"gpus-per-node", T_INT, F(gpus_per_node), NULL, 0, 0,
      "GPUs to use per node with --device cuda: a rank takes GPU (local rank mod N) among those "
      "CUDA_VISIBLE_DEVICES shows (0: all of them)"},
-    {"conv-algo", T_CHOICE, F(conv_algo), CONV_ALGO_NAMES, 0, 0,
+    {"conv-algo", T_ENUM, F(conv_algo), CONV_ALGO_NAMES, 0, 0,
      "how --device cuda chooses each convolution shape's cuDNN algorithms when the model is "
      "built: find (time the candidates once, as PyTorch's cudnn.benchmark; the choice and its "
      "time land in /ranks/kernel_choices) or heuristic (cuDNN's ranking, nothing run: quicker "
      "set-up, the same choice on every run); both within a workspace budget of the free device "
      "memory"},
-    {"act-layout", T_CHOICE, F(act_layout), ACT_LAYOUT_NAMES, 0, 0,
+    {"act-layout", T_ENUM, F(act_layout), ACT_LAYOUT_NAMES, 0, 0,
      "how --device cuda stores activations and their gradients: nhwc (channels-last, in the "
      "16-bit type of --precision bf16 or fp16, as PyTorch's autocast with channels_last; "
      "refused in fp32 and tf32, and for models with embedding or LSTM layers), nchw (fp32 NCHW "
      "in every precision: 16-bit modes round copies at each convolution and GEMM), or auto "
      "(nhwc where it runs, else nchw); the format used is in the backend description"},
-    {"prefetch", T_CHOICE, F(prefetch), "auto,on,off", 0, 0,
+    {"prefetch", T_ENUM, F(prefetch), TOGGLE_NAMES, 0, 0,
      "load the next batch into page-locked memory and upload it on a copy stream while the "
      "current step computes; the data phase is then the time compute waits for its batch (auto: "
      "where the backend has a copy stream, i.e. on GPUs; the decision is the file's prefetch "
      "attribute)"},
-    {"graphs", T_CHOICE, F(graphs), "auto,on,off", 0, 0,
+    {"graphs", T_ENUM, F(graphs), TOGGLE_NAMES, 0, 0,
      "replay each step's forward and backward passes from graphs captured once (CUDA Graphs: "
      "one launch instead of one per kernel; auto: where the backend, the mode and every layer "
      "allow it; what is replayed and why not is the file's graphs and graphs_reason)"},
@@ -105,7 +108,7 @@ static const OptSpec SPECS[] = {
     {"calibrate-iters", T_INT, F(calibrate_iters), NULL, 0, 0,
      "before training, time the transport's collectives alone on the run's buckets this many "
      "times (at most ~2 s), stored as calibration_* attributes (0: off)"},
-    {"grad-dtype", T_CHOICE, F(grad_dtype), GRAD_DTYPE_NAMES, 0, 0,
+    {"grad-dtype", T_ENUM, F(grad_dtype), GRAD_DTYPE_NAMES, 0, 0,
      "type of the gradients on the wire, every strategy and transport: bf16 and fp16 halve the "
      "bytes exchanged (round to nearest even, summed in that type; fp16 overflows to inf, "
      "no loss scaling); parameters stay fp32"},
@@ -147,7 +150,7 @@ static const OptSpec SPECS[] = {
     {"ranks", T_INT, F(ranks), NULL, 0, 0,
      "with --dry-run: check the run as it will be on N ranks, every rule included, from one "
      "process (0: the ranks it runs on); refused without --dry-run"},
-    {"parallel", T_CHOICE, F(parallel), "data,model,hybrid", 0, 0,
+    {"parallel", T_ENUM, F(parallel), PARALLEL_NAMES, 0, 0,
      "data: every rank trains the whole model on its share of the batch; model: the layers are "
      "split into --stages consecutive stages, one per rank, a pipeline; hybrid: data-parallel "
      "replicas of such a pipeline"},
@@ -162,7 +165,7 @@ static const OptSpec SPECS[] = {
      "order of a pipeline stage's forward and backward micro-batch steps: gpipe (all forwards, "
      "then all backwards), 1f1b (PipeDream-Flush: warm-up forwards, then one forward, one "
      "backward); data parallelism runs 'data' (one stage, one micro-batch)"},
-    {"precision", T_CHOICE, F(precision), PRECISION_NAMES, 0, 0,
+    {"precision", T_ENUM, F(precision), PRECISION_NAMES, 0, 0,
      "arithmetic of GEMMs and convolutions: fp32 (strict), tf32 (GPU tensor cores on fp32 "
      "data), bf16 or fp16 (inputs rounded, fp32 accumulation; fp32 master weights, optimizer and "
      "reductions; fp16 with dynamic loss scaling, GPU only); bf16 on CPUs with AVX512-BF16"},
@@ -174,11 +177,17 @@ static const OptSpec SPECS[] = {
 #undef F
 #define NSPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
 _Static_assert(sizeof SPECS / sizeof SPECS[0] <= 64, "Options.given has one bit per option");
+_Static_assert(sizeof(DataSource) == sizeof(int) && sizeof(ProgressMode) == sizeof(int) &&
+                   sizeof(ConvAlgoChoice) == sizeof(int) &&
+                   sizeof(ActLayoutChoice) == sizeof(int) && sizeof(Toggle) == sizeof(int) &&
+                   sizeof(GradDtype) == sizeof(int) && sizeof(ParallelMode) == sizeof(int) &&
+                   sizeof(Precision) == sizeof(int),
+               "T_ENUM fields are set and read as int");
 
 static void set_defaults(Options *o) {
     memset(o, 0, sizeof *o);
     o->model = "lenet";
-    o->dataset = "fashion-mnist";
+    o->dataset = DATA_FASHION_MNIST;
     o->data_dir = "";
     o->device = "cpu";
     o->exchange = "sync";
@@ -203,12 +212,12 @@ static void set_defaults(Options *o) {
     o->duration = 0.0;
     o->peer_timeout = 10.0;
     o->gpus_per_node = 0;
-    o->conv_algo = "find";
-    o->act_layout = "auto";
-    o->prefetch = "auto";
-    o->graphs = "auto";
+    o->conv_algo = CONV_ALGO_FIND;
+    o->act_layout = ACT_LAYOUT_AUTO;
+    o->prefetch = TOGGLE_AUTO;
+    o->graphs = TOGGLE_AUTO;
     o->overlap = 0;
-    o->progress = "poll";
+    o->progress = PROGRESS_POLL;
     o->sample_hz = 10.0;
     o->sample_max_s = 3600.0;
     o->lr = 0.01;
@@ -216,14 +225,14 @@ static void set_defaults(Options *o) {
     o->weight_decay = 0.0;
     o->bucket_mb = 25.0;
     o->calibrate_iters = 5;
-    o->grad_dtype = "fp32";
+    o->grad_dtype = GRAD_FP32;
     o->seed = 42;
-    o->parallel = "data";
+    o->parallel = PARALLEL_DATA;
     o->stages = 0;
     o->split = "";
     o->microbatches = 1;
     o->schedule = "gpipe";
-    o->precision = "fp32";
+    o->precision = PRECISION_FP32;
     o->profile_layers = 0;
 }
 
@@ -253,21 +262,13 @@ static void value_text(const Options *o, const OptSpec *s, char *buf, size_t len
     case T_FLAG:
         snprintf(buf, len, "%s", *(const int *)base ? "yes" : "no");
         break;
+    case T_ENUM:
+        names_at(s->choices, *(const int *)base, buf, len);
+        break;
     default:
         snprintf(buf, len, "%s", *(char *const *)base);
         break;
     }
-}
-
-static int in_list(const char *list, const char *word) {
-    size_t n = strlen(word);
-    for (const char *p = list; p && *p;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len == n && !strncmp(p, word, n)) return 1;
-        p = end ? end + 1 : NULL;
-    }
-    return 0;
 }
 
 static void print_help(const Options *defaults) {
@@ -281,7 +282,7 @@ static void print_help(const Options *defaults) {
         const OptSpec *s = &SPECS[i];
         char val[256], arg[160] = "";
         value_text(defaults, s, val, sizeof val);
-        if (s->type == T_CHOICE)
+        if (s->type == T_CHOICE || s->type == T_ENUM)
             snprintf(arg, sizeof arg, " {%s}", options_choices(s->name));
         else if (s->type != T_FLAG)
             snprintf(arg, sizeof arg, " %s",
@@ -332,14 +333,19 @@ static const char *set_value(Options *o, const OptSpec *s, const char *arg, char
         *(double *)base = v;
         return NULL;
     }
-    case T_CHOICE: {
+    case T_CHOICE:
+    case T_ENUM: {
         const char *choices = options_choices(s->name);
-        if (!in_list(choices, arg)) {
+        const int i = names_find(choices, arg);
+        if (i < 0) {
             snprintf(err, len, "--%s: '%s' is not accepted: expected one of %s", s->name, arg,
                      choices);
             return err;
         }
-        *(char **)base = strdup(arg);
+        if (s->type == T_ENUM)
+            *(int *)base = i;
+        else
+            *(char **)base = strdup(arg);
         return NULL;
     }
     case T_STRING:
@@ -365,19 +371,6 @@ static void long_options(struct option longopts[NSPECS + 3]) {
     longopts[NSPECS] = (struct option){"help", no_argument, NULL, 'h'};
     longopts[NSPECS + 1] = (struct option){"version", no_argument, NULL, 'V'};
     longopts[NSPECS + 2] = (struct option){0, 0, 0, 0};
-}
-
-int options_thread_level(int argc, char **argv) {
-    struct option longopts[NSPECS + 3];
-    long_options(longopts);
-    int c, thread = 0;
-    opterr = 0;
-    optind = 0; /* a fresh scan (GNU) */
-    while ((c = getopt_long(argc, argv, ":hV", longopts, NULL)) != -1)
-        if (c >= 1000 && c < 1000 + NSPECS && !strcmp(SPECS[c - 1000].name, "progress"))
-            thread = optarg && !strcmp(optarg, "thread");
-    optind = 0; /* options_parse scans again */
-    return thread ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE;
 }
 
 /* One pass over argv with the table: fills o; stops at --help or --version ('h' or 'V'
@@ -436,6 +429,14 @@ static void print_info(int c, const Options *defaults) {
         printf("dtbench %s (%s)\n", PACKAGE_VERSION, DTBENCH_GIT_COMMIT);
 }
 
+int options_thread_level(int argc, char **argv) {
+    Options o;
+    char err[512];
+    set_defaults(&o);
+    (void)scan(argc, argv, &o, err, sizeof err); /* bad input: options_parse says so */
+    return o.progress == PROGRESS_THREAD ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE;
+}
+
 int options_info(int argc, char **argv) {
     Options o, defaults;
     set_defaults(&defaults), o = defaults;
@@ -484,7 +485,7 @@ void options_value_text(const Options *o, const char *key, char *buf, size_t len
         return;
     }
     value_text(o, &SPECS[i], val, sizeof val);
-    if (SPECS[i].type == T_STRING || SPECS[i].type == T_CHOICE)
+    if (SPECS[i].type == T_STRING || SPECS[i].type == T_CHOICE || SPECS[i].type == T_ENUM)
         snprintf(buf, len, "'%s'", val);
     else
         snprintf(buf, len, "%s", val);

@@ -4,11 +4,27 @@
 #ifndef DTBENCH_OPTIONS_H
 #define DTBENCH_OPTIONS_H
 
+#include "backend.h"   /* defines: Precision, ConvAlgoChoice, ActLayoutChoice and their names */
+#include "data.h"      /* defines: DataSource, DATASET_NAMES */
+#include "grad_cast.h" /* defines: GradDtype, GRAD_DTYPE_NAMES */
+#include "transport.h" /* defines: ProgressMode, PROGRESS_NAMES */
+
 #include <stddef.h>
 
+/* --parallel (src/pipeline.h), named in the enum's order (base/names.h). */
+typedef enum { PARALLEL_DATA, PARALLEL_MODEL, PARALLEL_HYBRID } ParallelMode;
+#define PARALLEL_NAMES "data,model,hybrid"
+
+/* --prefetch and --graphs: where the backend and the run allow it, always (refused where it
+ * cannot), or never. */
+typedef enum { TOGGLE_AUTO = 0, TOGGLE_ON, TOGGLE_OFF } Toggle;
+#define TOGGLE_NAMES "auto,on,off"
+
+/* A choice among fixed names is held as its enum (the row's names in the enum's order); a choice
+ * among the registry's components (model, device, exchange, transport, schedule) by its name. */
 typedef struct {
-    char *model;     /* lenet fcn5 fcn8 alexnet vgg16 googlenet resnet50 lstm32 lstm64 */
-    char *dataset;   /* synthetic | fashion-mnist | mnist | cifar10 */
+    char *model;        /* lenet fcn5 fcn8 alexnet vgg16 googlenet resnet50 lstm32 lstm64 */
+    DataSource dataset; /* synthetic | fashion-mnist | mnist | cifar10 */
     char *data_dir;  /* "" = the data set's default folder */
     char *device;    /* cpu (cuda when built with it) */
     char *exchange;  /* sync */
@@ -32,29 +48,29 @@ typedef struct {
     double duration;     /* s of training before stopping (0 = none) */
     double peer_timeout; /* s of a peer's silence before it is lost (0 = off), watchdog.h */
     int gpus_per_node;   /* 0 = every visible GPU */
-    char *conv_algo;     /* find | heuristic: how the GPU chooses convolution algorithms */
-    char *act_layout;    /* auto | nchw | nhwc: how the GPU stores activations */
-    char *prefetch;      /* auto | on | off: the next batch uploaded during the step */
-    char *graphs;        /* auto | on | off: steps replayed from captured graphs */
-    int overlap;         /* exchange buckets while backward runs */
-    char *progress;      /* poll | thread: how in-flight MPI collectives advance */
+    ConvAlgoChoice conv_algo;   /* find | heuristic: how the GPU chooses convolution algorithms */
+    ActLayoutChoice act_layout; /* auto | nchw | nhwc: how the GPU stores activations */
+    Toggle prefetch;            /* auto | on | off: the next batch uploaded during the step */
+    Toggle graphs;              /* auto | on | off: steps replayed from captured graphs */
+    int overlap;                /* exchange buckets while backward runs */
+    ProgressMode progress;      /* poll | thread: how in-flight MPI collectives advance */
     double sample_hz;    /* sampler rate, 0 = off */
     double sample_max_s; /* sampler capacity in seconds of run */
     double lr, momentum, weight_decay;
     double bucket_mb;
     int calibrate_iters; /* exchange calibration repetitions, 0 = off */
-    char *grad_dtype;    /* fp32 | bf16 | fp16: gradients on the wire (comm/grad_cast.h) */
+    GradDtype grad_dtype; /* fp32 | bf16 | fp16: gradients on the wire (comm/grad_cast.h) */
     long seed;
     int overwrite;
     int dry_run;
     int ranks; /* --dry-run as on this many ranks (0: the job's) */
     /* model parallelism (src/pipeline.h) */
-    char *parallel;   /* data | model | hybrid */
+    ParallelMode parallel; /* data | model | hybrid */
     int stages;       /* pipeline stages; 0 = model: one per rank, hybrid: 2 */
     char *split;      /* first layer of stages 2..K, comma-separated; "" = balanced by FLOPs */
     int microbatches; /* per replica batch, pipelined */
     char *schedule;   /* data | gpipe | 1f1b (src/schedule.h) */
-    char *precision;  /* fp32 | tf32 | bf16 | fp16 (backend.h: Precision) */
+    Precision precision; /* fp32 | tf32 | bf16 | fp16 */
     int profile_layers; /* measured iterations profiled layer by layer (src/profile.h), 0: off */
     /* Bit i: the i-th option of the table was given on the command line (options_given). */
     unsigned long long given;

@@ -25,8 +25,6 @@
 #include <mpi.h>
 #include <stdio.h>
 
-typedef enum { PARALLEL_DATA, PARALLEL_MODEL, PARALLEL_HYBRID } ParallelMode;
-
 typedef struct {
     ParallelMode mode;
     int stages, stage;     /* K, and this rank's stage */

@@ -1,13 +1,13 @@
-/* precision.c - mode names and fp16's dynamic loss scaler (see precision.h). */
+/* precision.c - which modes scale their loss, and fp16's dynamic loss scaler (see precision.h). */
 #include "precision.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-int precision_loss_scaling(const char *name) {
+int precision_loss_scaling(Precision p) {
     const char *t = getenv("DTBENCH_TEST_LOSS_SCALING");
-    return (name && !strcmp(name, "fp16")) || (t && !strcmp(t, "1"));
+    return p == PRECISION_FP16 || (t && !strcmp(t, "1"));
 }
 
 int precision_test_overflow(long long it) {
@@ -21,26 +21,6 @@ int precision_test_overflow(long long it) {
         if (*end && *end != ',') return 0;
     }
     return 0;
-}
-
-int precision_from_name(const char *name) {
-    static const char *const names[] = {"fp32", "tf32", "bf16", "fp16"};
-    for (int i = 0; i < 4; i++)
-        if (name && !strcmp(name, names[i])) return i;
-    return -1;
-}
-
-const char *precision_name(Precision p) {
-    switch (p) {
-    case PRECISION_TF32:
-        return "tf32";
-    case PRECISION_BF16:
-        return "bf16";
-    case PRECISION_FP16:
-        return "fp16";
-    default:
-        return "fp32";
-    }
 }
 
 void loss_scaler_init(LossScaler *s) {

@@ -1,5 +1,6 @@
-/* precision.h - --precision beyond the kernels: the name of each mode, and fp16's dynamic loss
- * scaler, with PyTorch's torch.cuda.amp.GradScaler rules (docs/gpu.md "Precision"):
+/* precision.h - --precision beyond the kernels (its modes and their names: backend.h): which
+ * modes scale their loss, and fp16's dynamic loss scaler, with PyTorch's
+ * torch.cuda.amp.GradScaler rules (docs/gpu.md "Precision"):
  *   the loss (its gradient) is multiplied by `scale` before backward; after the exchange the
  *   gradients are checked: any inf/NaN -> the step is skipped and scale *= backoff (0.5), the
  *   count of good steps restarts; else they are unscaled (x 1/scale) and the step runs, and after
@@ -8,20 +9,16 @@
 #ifndef DTBENCH_PRECISION_H
 #define DTBENCH_PRECISION_H
 
-#include "backend.h" /* defines: Precision, PRECISION_NAMES */
+#include "backend.h" /* defines: Precision, PRECISION_NAMES, PRECISION_NAME */
 
 #include <stdint.h>
 
-/* 1 when `name` runs with dynamic loss scaling: fp16 (and, for tests on CPUs, any mode when
+/* 1 when mode p runs with dynamic loss scaling: fp16 (and, for tests on CPUs, any mode when
  * DTBENCH_TEST_LOSS_SCALING=1: the scaler's path in the real loop, fp32 arithmetic). */
-int precision_loss_scaling(const char *name);
+int precision_loss_scaling(Precision p);
 /* Tests only: 1 when DTBENCH_TEST_OVERFLOW (comma-separated iterations) names iteration `it`:
  * the driver then puts an inf into rank 0's gradients before the exchange. */
 int precision_test_overflow(long long it);
-
-/* The mode named `name` (one of PRECISION_NAMES); -1 if none. */
-int precision_from_name(const char *name);
-const char *precision_name(Precision p);
 
 typedef struct {
     double scale;    /* current loss scale */

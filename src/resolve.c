@@ -5,24 +5,13 @@
 #include "resolve.h"
 #include "check.h"
 #include "count_device.h" /* defines: count_device_wrap */
-#include "precision.h"    /* defines: precision_from_name */
+#include "names.h"        /* defines: names_find, NAME_OF */
 #include "registry.h"
 #include "profile.h" /* defines: PROFILE_MAX_LAYERS */
 #include "util.h"    /* usage_check_all */
 
 #include <stdio.h>
 #include <string.h>
-
-static int in_list(const char *list, const char *word) {
-    size_t n = strlen(word);
-    for (const char *p = list; p && *p;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len == n && !strncmp(p, word, n)) return 1;
-        p = end ? end + 1 : NULL;
-    }
-    return 0;
-}
 
 /* One component: how an error message names it, and what it reads. */
 typedef struct {
@@ -36,7 +25,7 @@ enum { MAX_READERS = 64 };
  * each reads: a data folder is read only for data sets made of files, the size of /samples only
  * when sampling. */
 static int on_files(const Options *o) {
-    return strcmp(o->dataset, "synthetic") != 0;
+    return o->dataset != DATA_SYNTHETIC;
 }
 static int generated(const Options *o) {
     return !on_files(o);
@@ -121,11 +110,11 @@ static void check_reads(const Options *opt, const RunPlan *p) {
             if (!options_given(opt, key)) continue;
             int read = 0;
             for (int c = 0; c < nchosen; c++)
-                read |= in_list(r[c].reads, key);
+                read |= names_find(r[c].reads, key) >= 0;
             if (read) continue;
             char by[512] = "", value[300];
             for (int j = nchosen; j < n; j++)
-                if (in_list(r[j].reads, key) && !strstr(by, r[j].label) &&
+                if (names_find(r[j].reads, key) >= 0 && !strstr(by, r[j].label) &&
                     strlen(by) + strlen(r[j].label) + 3 < sizeof by)
                     strcat(strcat(by, by[0] ? ", " : ""), r[j].label);
             options_value_text(opt, key, value, sizeof value);
@@ -165,10 +154,10 @@ static const char *device_backends(void) {
 }
 
 static void nominal_shape(const Options *opt, RunPlan *p) {
-    if (!strcmp(opt->dataset, "synthetic"))
+    if (opt->dataset == DATA_SYNTHETIC)
         p->in_c = p->md->in_c, p->in_h = p->md->in_h, p->in_w = p->md->in_w,
         p->classes = p->md->classes;
-    else if (!strcmp(opt->dataset, "cifar10"))
+    else if (opt->dataset == DATA_CIFAR10)
         p->in_c = 3, p->in_h = 32, p->in_w = 32, p->classes = 10;
     else
         p->in_c = 1, p->in_h = 28, p->in_w = 28, p->classes = 10;
@@ -186,9 +175,7 @@ static void choose(Options *opt, RunPlan *p) {
     usage_check_all(p->tops != NULL, "--transport: '%s' is not accepted on %s: %s", opt->transport,
                     dt_hostname(), registry_load_error());
     p->rops = registry_recorder("hdf5");
-    p->mode = !strcmp(opt->parallel, "model")    ? PARALLEL_MODEL
-              : !strcmp(opt->parallel, "hybrid") ? PARALLEL_HYBRID
-                                                 : PARALLEL_DATA;
+    p->mode = opt->parallel;
     const ScheduleOps *named = registry_schedule(opt->schedule);
     if (p->mode == PARALLEL_DATA) {
         p->sched = registry_schedule("data");
@@ -202,7 +189,7 @@ static void choose(Options *opt, RunPlan *p) {
         usage_check_all(p->sched->pipeline,
                         "--schedule: '%s' is not accepted with --parallel %s: expected a pipeline "
                         "schedule (gpipe or 1f1b)",
-                        opt->schedule, opt->parallel);
+                        opt->schedule, NAME_OF(PARALLEL_NAMES, opt->parallel));
     }
     nominal_shape(opt, p);
 }
@@ -212,17 +199,17 @@ static void choose(Options *opt, RunPlan *p) {
  * the same averaged gradients everywhere: the sync exchange of data parallelism. */
 static void check_precision(const Options *opt, RunPlan *p) {
     char why[256] = "expected fp32";
-    p->precision = (Precision)precision_from_name(opt->precision);
+    p->precision = opt->precision;
     int ok = p->precision == PRECISION_FP32 ||
              (p->be->precision_ok &&
               p->be->precision_ok(p->precision, opt->threads, why, sizeof why));
-    usage_check_all(ok, "--precision: '%s' is not accepted with --device %s: %s", opt->precision,
-                    opt->device, why);
+    usage_check_all(ok, "--precision: '%s' is not accepted with --device %s: %s",
+                    PRECISION_NAME(opt->precision), opt->device, why);
     usage_check_all(p->precision != PRECISION_FP16 ||
                         (!strcmp(p->xops->name, "sync") && p->mode == PARALLEL_DATA),
                     "--precision: 'fp16' is not accepted with --exchange %s --parallel %s: its "
                     "loss scaling needs --exchange sync --parallel data",
-                    opt->exchange, opt->parallel);
+                    opt->exchange, NAME_OF(PARALLEL_NAMES, opt->parallel));
     usage_check_all(p->precision != PRECISION_FP16 || p->be->all_finite,
                     "--precision: 'fp16' is not accepted with --device %s: no overflow check for "
                     "its loss scaling; expected fp32",
@@ -234,7 +221,7 @@ static void check_precision(const Options *opt, RunPlan *p) {
  * the transport (not nccl alone), and with the thread level MPI granted. Whether the thread has
  * a core of its own is run_setup.c's core check (a warning, not a refusal). */
 static void check_progress(const Options *opt, const RunPlan *p) {
-    if (strcmp(opt->progress, "thread")) return;
+    if (opt->progress != PROGRESS_THREAD) return;
     int in_flight = !strcmp(p->xops->name, "sync") ? opt->overlap : opt->staleness >= 1;
     usage_check_all(in_flight,
                     "--progress: 'thread' is not accepted with --exchange %s %s: no collective is "
@@ -257,14 +244,15 @@ ActLayout resolve_act_layout(const Options *opt, const RunPlan *p, const Model *
     char why[320] = "";
     ActLayout layout = ACT_NCHW;
     const int piped = p->mode != PARALLEL_DATA;
-    usage_check_all(!piped || strcmp(opt->act_layout, "nhwc"),
+    usage_check_all(!piped || opt->act_layout != ACT_LAYOUT_NHWC,
                     "--act-layout: 'nhwc' is not accepted with --parallel %s: pipeline stages "
                     "exchange fp32 NCHW activations; expected auto or nchw",
-                    opt->parallel);
-    const int ok = model_choose_layout(plan, p->be, p->precision, piped ? "nchw" : opt->act_layout,
-                                       &layout, f, why, sizeof why) == 0;
+                    NAME_OF(PARALLEL_NAMES, opt->parallel));
+    const int ok =
+        model_choose_layout(plan, p->be, p->precision, piped ? ACT_LAYOUT_NCHW : opt->act_layout,
+                            &layout, f, why, sizeof why) == 0;
     usage_check_all(ok, "--act-layout: 'nhwc' is not accepted with --device %s --precision %s: %s",
-                    opt->device, opt->precision, why);
+                    opt->device, PRECISION_NAME(opt->precision), why);
     return layout;
 }
 
@@ -283,12 +271,12 @@ static void check_devices(const Options *opt, const RunPlan *p) {
 
 /* --dataset against the model, and the options that need a test split. */
 static void check_dataset(const Options *opt, const RunPlan *p) {
-    usage_check_all(!p->md->vocab || !strcmp(opt->dataset, "synthetic"),
+    usage_check_all(!p->md->vocab || opt->dataset == DATA_SYNTHETIC,
                     "--dataset: '%s' is not accepted with %s, a language model on token "
                     "sequences: expected synthetic",
-                    opt->dataset, p->md->name);
+                    NAME_OF(DATASET_NAMES, opt->dataset), p->md->name);
     /* Synthetic data have no test split: nothing would be evaluated, no target reached. */
-    int no_test = !strcmp(opt->dataset, "synthetic");
+    int no_test = opt->dataset == DATA_SYNTHETIC;
     usage_check_all(!no_test || opt->target_acc == 0,
                     "--target-acc: %g is not accepted with --dataset synthetic (no test split): "
                     "expected fashion-mnist, mnist or cifar10",
@@ -307,11 +295,11 @@ static void check_combination(const Options *opt, const Topology *topo, const Ru
     usage_check_all(p->mode == PARALLEL_DATA || x->pipeline_ok,
                     "--exchange: '%s' is not accepted with --parallel %s: the stage replicas of a "
                     "pipeline exchange with %s",
-                    opt->exchange, opt->parallel, pipeline_exchanges());
+                    opt->exchange, NAME_OF(PARALLEL_NAMES, opt->parallel), pipeline_exchanges());
     usage_check_all(!be->device_memory || p->sched->device_memory,
                     "--parallel: '%s' is not accepted with --device %s yet: pipeline stages pass "
                     "host buffers; expected data",
-                    opt->parallel, opt->device);
+                    NAME_OF(PARALLEL_NAMES, opt->parallel), opt->device);
     usage_check_all(opt->ranks_per_node == 0 || topo->nranks % opt->ranks_per_node == 0,
                     "--ranks-per-node: %d does not divide the %d ranks", opt->ranks_per_node,
                     topo->nranks);

@@ -6,10 +6,9 @@
 #include "util.h"
 
 #include <stdio.h>
-#include <string.h>
 
-int limits_check(const Options *o, const Model *plan, int first, int last, int batch,
-                 int ranks_on_node, char *err, size_t errlen) {
+int limits_check(const Options *o, const ExchangeOps *x, const Model *plan, int first, int last,
+                 int batch, int ranks_on_node, char *err, size_t errlen) {
     double per_sample = 0, params = 0;
     for (int l = first; l < last && l < plan->nlayers; l++) {
         const Layer *L = &plan->layers[l];
@@ -20,10 +19,9 @@ int limits_check(const Options *o, const Model *plan, int first, int last, int b
     per_sample += 2.0 * (double)plan->in_c * plan->in_h * plan->in_w * sizeof(float);
     double activations = per_sample * batch;
     double weights = 4.0 * params * sizeof(float); /* parameters, gradients, momentum, exchange */
-    double ssp = !strcmp(o->exchange, "ssp") ? ((double)o->staleness + 1) * params * sizeof(float)
-                                             : 0;
+    double delayed = x->delays_grads ? ((double)o->staleness + 1) * params * sizeof(float) : 0;
     double timings = 2.0 * ((double)o->iters + o->warmup) * sizeof(double);
-    double need = activations + weights + ssp + timings;
+    double need = activations + weights + delayed + timings;
     double avail = dt_mem_available();
     if (avail <= 0) return 0; /* unknown: nothing to compare with */
     double share = avail / (ranks_on_node > 0 ? ranks_on_node : 1);
@@ -31,12 +29,13 @@ int limits_check(const Options *o, const Model *plan, int first, int last, int b
     const char *option = "--model";
     char what[200];
     snprintf(what, sizeof what, "the model's parameters");
-    if (activations >= ssp && activations >= timings && activations >= weights) {
+    if (activations >= delayed && activations >= timings && activations >= weights) {
         option = "--batch";
         snprintf(what, sizeof what, "activations of %d samples per rank", batch);
-    } else if (ssp >= timings && ssp >= weights) {
+    } else if (delayed >= timings && delayed >= weights) {
         option = "--staleness";
-        snprintf(what, sizeof what, "%d delayed gradients of --exchange ssp", o->staleness + 1);
+        snprintf(what, sizeof what, "%d delayed gradients of --exchange %s", o->staleness + 1,
+                 x->name);
     } else if (timings >= weights) {
         option = "--iters";
         snprintf(what, sizeof what, "timings of %d iterations", o->iters + o->warmup);

@@ -4,14 +4,16 @@
 #ifndef DTBENCH_RUN_LIMITS_H
 #define DTBENCH_RUN_LIMITS_H
 
+#include "exchange.h"
 #include "model.h"
 #include "options.h"
 
 #include <stddef.h>
 
-/* plan: the planned model; layers [first, last) are this rank's; batch: samples per rank (or per
- * replica); ranks_on_node: ranks sharing this node's memory. 0, or -1 with one line in err. */
-int limits_check(const Options *o, const Model *plan, int first, int last, int batch,
-                 int ranks_on_node, char *err, size_t errlen);
+/* x: the exchange strategy; plan: the planned model; layers [first, last) are this rank's; batch:
+ * samples per rank (or per replica); ranks_on_node: ranks sharing this node's memory. 0, or -1
+ * with one line in err. */
+int limits_check(const Options *o, const ExchangeOps *x, const Model *plan, int first, int last,
+                 int batch, int ranks_on_node, char *err, size_t errlen);
 
 #endif

@@ -9,6 +9,7 @@
 #include "check.h"
 #include "nvml.h"
 #include "outputs.h"
+#include "names.h"     /* defines: NAME_OF */
 #include "precision.h" /* defines: precision_loss_scaling */
 #include "profile.h"   /* defines: profile_amounts (--profile-layers' roofline) */
 #include "registry.h"
@@ -157,7 +158,7 @@ static int64_t start_sampler(Run *r, const DeviceInfo *dev) {
 
 /* Threads of a rank that compute or progress: --threads, plus the --progress thread. */
 static int rank_threads(const Options *o) {
-    return o->threads + !strcmp(o->progress, "thread");
+    return o->threads + (o->progress == PROGRESS_THREAD);
 }
 
 /* Ranks x threads against cores: more than a host has online, or more threads than a rank's
@@ -187,18 +188,20 @@ static void check_cores(Run *r) {
 
 void run_warn_cores(const Run *r) {
     if (r->topo.rank != 0 || !r->oversubscribed) return;
+    const int thread = r->opt.progress == PROGRESS_THREAD;
     fprintf(stderr,
             "dtbench: warning: up to %d ranks x %d thread(s)%s on a host of %d cores, or more "
             "threads than a rank's bound cores: threads share cores, and each rank's phase times "
             "(the exchange above all) include other ranks' compute%s; recorded as "
             "oversubscribed=1\n",
-            r->host_ranks_max, rank_threads(&r->opt),
-            strcmp(r->opt.progress, "thread") ? "" : " (one a progress thread)", r->host_cores,
-            strcmp(r->opt.progress, "thread") ? "" : ", and the progress threads wait for the "
-                                                     "scheduler (poll is faster there)");
+            r->host_ranks_max, rank_threads(&r->opt), thread ? " (one a progress thread)" : "",
+            r->host_cores,
+            thread ? ", and the progress threads wait for the scheduler (poll is faster there)"
+                   : "");
 }
 
-/* The result file: root attributes, /config, this rank's device and clocks. */
+/* ---- the result file: root attributes, /config, this rank's device and clocks ---------------- */
+
 /* The MPI library's version line and HDF5's version, for the file's root attributes. */
 static void library_versions(char mpi_lib[MPI_MAX_LIBRARY_VERSION_STRING], char *hdf5_ver,
                              size_t len) {
@@ -230,15 +233,29 @@ static double *roofline_config(const Run *r, const DeviceInfo *dev, RooflinePeak
     return amounts;
 }
 
-static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_info,
-                            int64_t sample_cap) {
+/* /profile's columns (--profile-layers): the whole model's layers, malloc'd into rcfg. */
+static void profile_columns(const Model *pm, const Options *o, RecorderConfig *rcfg) {
+    const char **names = xcalloc((size_t)pm->nlayers, sizeof *names);
+    const char **kinds = xcalloc((size_t)pm->nlayers, sizeof *kinds);
+    double *flops = xcalloc((size_t)pm->nlayers, sizeof *flops);
+    for (int i = 0; i < pm->nlayers; i++) {
+        names[i] = pm->layers[i].d.name, kinds[i] = model_layer_kind_name(pm, i);
+        flops[i] = pm->layers[i].flops;
+    }
+    rcfg->profile_iters = o->profile_layers, rcfg->profile_layers = pm->nlayers;
+    rcfg->profile_first = o->warmup;
+    rcfg->profile_names = names, rcfg->profile_kinds = kinds, rcfg->profile_flops = flops;
+}
+
+/* The result file with the root attributes attrs[nattrs]: /config, this rank's device, clocks
+ * and kernels, the sampler's datasets and /profile's columns. One line and exit 2 when it cannot
+ * be made. */
+static void open_file(Run *r, const RunAttr *attrs, int nattrs, const DeviceInfo *dev,
+                      int64_t sample_cap) {
     const Options *o = &r->opt;
     const RunPlan *p = &r->plan;
-    char mpi_lib[MPI_MAX_LIBRARY_VERSION_STRING] = "", hdf5_ver[64], err[1024] = "";
-    library_versions(mpi_lib, hdf5_ver, sizeof hdf5_ver);
+    char err[1024] = "";
     char *kernels = kernel_choices(p->be, r->ctx);
-    char cal_method[512];
-    calibrate_method(&r->calibration, cal_method, sizeof cal_method);
     RunAttr rank_text[] = {
         RUN_TEXT("device_name", dev->name),
         RUN_TEXT("device_uuid", dev->uuid),
@@ -251,6 +268,57 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_TEXT("nccl_version", dev->nccl),
         RUN_TEXT("sample_source", r->sampler ? sampler_source(r->sampler) : ""),
     };
+    DriverSettings set = run_driver_settings(o);
+    RecorderConfig rcfg = {
+        .path = o->output,
+        .overwrite = o->overwrite,
+        .comm = MPI_COMM_WORLD,
+        .iters_total = (int64_t)o->warmup + o->iters,
+        .warmup = o->warmup,
+        .flush_every = o->flush_every,
+        .grow = p->xops->lockstep, /* /iterations grows at the block boundaries ranks share */
+        .n_evals = driver_eval_count(&set, &r->data),
+        .attrs = attrs,
+        .nattrs = nattrs,
+        .config = r->config_rows,
+        .nconfig = r->nconfig,
+        .timer_overhead = timer_overhead(p->be, r->ctx),
+        .host = dt_hostname(),
+        .node = r->topo.node,
+        .local_rank = r->topo.local_rank,
+        .role = r->role,
+        .pid = (long long)getpid(),
+        .clock_offset_start = r->off.offset,
+        .clock_rtt = r->off.rtt,
+        .rank_text = rank_text,
+        .nrank_text = (int)(sizeof rank_text / sizeof rank_text[0]),
+        .kernel_choices = kernels,
+        .sample_capacity = sample_cap,
+        .sample_hz = o->sample_hz,
+        .sample_pull = r->sampler ? sampler_pull : NULL,
+        .sample_user = r->sampler,
+    };
+    profile_columns(&r->plan_model, o, &rcfg);
+    RooflinePeak peak;
+    double *amounts = roofline_config(r, dev, &peak);
+    rcfg.profile_amounts = amounts, rcfg.profile_peak = amounts ? &peak : NULL;
+    r->rec = p->rops->create(&rcfg, err, sizeof err);
+    free(kernels), free((void *)rcfg.profile_names), free((void *)rcfg.profile_kinds);
+    free((void *)rcfg.profile_flops), free(amounts);
+    usage_check_all(r->rec != NULL, "%s", err);
+}
+
+/* The file's root attributes: versions, where and how the run was started, its plan and
+ * calibration, and the configuration (/config); the texts they name live to the end of this
+ * function, which opens the file with them. */
+static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_info,
+                            int64_t sample_cap) {
+    const Options *o = &r->opt;
+    const RunPlan *p = &r->plan;
+    char mpi_lib[MPI_MAX_LIBRARY_VERSION_STRING] = "", hdf5_ver[64];
+    library_versions(mpi_lib, hdf5_ver, sizeof hdf5_ver);
+    char cal_method[512];
+    calibrate_method(&r->calibration, cal_method, sizeof cal_method);
     r->cmdline = join_args(r->argc, r->argv), r->config_json = options_to_json(o);
     const char *slurm = getenv("SLURM_JOB_ID");
     /* The batch template (slurm/) and dtbench-campaign set DTBENCH_SUBMIT_LINE. */
@@ -268,12 +336,12 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_TEXT("submit_line", submit ? submit : ""),
         RUN_TEXT("launcher", run_launcher()),
         RUN_TEXT("model", o->model),
-        RUN_TEXT("dataset", o->dataset),
+        RUN_TEXT("dataset", NAME_OF(DATASET_NAMES, o->dataset)),
         RUN_TEXT("exchange", o->exchange),
         RUN_TEXT("transport", o->transport),
-        RUN_TEXT("grad_dtype", o->grad_dtype),
+        RUN_TEXT("grad_dtype", NAME_OF(GRAD_DTYPE_NAMES, o->grad_dtype)),
         RUN_TEXT("device", o->device),
-        RUN_TEXT("precision", o->precision),
+        RUN_TEXT("precision", PRECISION_NAME(o->precision)),
         RUN_TEXT("prefetch", r->prefetch ? "on" : "off"),
         RUN_TEXT("prefetch_reason", r->prefetch_why),
         RUN_INT("loader_threads", r->prefetch ? r->loader_threads : 0),
@@ -296,7 +364,7 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_INT("sync_period", o->sync_period),
         RUN_TEXT("straggler", o->straggler),
         RUN_REAL("target_accuracy", o->target_acc > 0 ? o->target_acc : NAN),
-        RUN_TEXT("parallel", o->parallel),
+        RUN_TEXT("parallel", NAME_OF(PARALLEL_NAMES, o->parallel)),
         RUN_INT("stages", r->pipe.stages),
         RUN_INT("replicas", r->pipe.replicas),
         RUN_INT("microbatches", r->pipe.microbatches),
@@ -312,54 +380,7 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
                      : NAN),
     };
     options_visit(o, collect_option, r);
-    DriverSettings set = run_driver_settings(o);
-    RecorderConfig rcfg = {
-        .path = o->output,
-        .overwrite = o->overwrite,
-        .comm = MPI_COMM_WORLD,
-        .iters_total = (int64_t)o->warmup + o->iters,
-        .warmup = o->warmup,
-        .flush_every = o->flush_every,
-        .grow = p->xops->lockstep, /* /iterations grows at the block boundaries ranks share */
-        .n_evals = driver_eval_count(&set, &r->data),
-        .attrs = attrs,
-        .nattrs = (int)(sizeof attrs / sizeof attrs[0]),
-        .config = r->config_rows,
-        .nconfig = r->nconfig,
-        .timer_overhead = timer_overhead(p->be, r->ctx),
-        .host = dt_hostname(),
-        .node = r->topo.node,
-        .local_rank = r->topo.local_rank,
-        .role = r->role,
-        .pid = (long long)getpid(),
-        .clock_offset_start = r->off.offset,
-        .clock_rtt = r->off.rtt,
-        .rank_text = rank_text,
-        .nrank_text = (int)(sizeof rank_text / sizeof rank_text[0]),
-        .kernel_choices = kernels,
-        .sample_capacity = sample_cap,
-        .sample_hz = o->sample_hz,
-        .sample_pull = r->sampler ? sampler_pull : NULL,
-        .sample_user = r->sampler,
-    };
-    /* /profile's columns (--profile-layers): the whole model's layers */
-    const Model *pm = &r->plan_model;
-    const char **names = xcalloc((size_t)pm->nlayers, sizeof *names);
-    const char **kinds = xcalloc((size_t)pm->nlayers, sizeof *kinds);
-    double *flops = xcalloc((size_t)pm->nlayers, sizeof *flops);
-    for (int i = 0; i < pm->nlayers; i++) {
-        names[i] = pm->layers[i].d.name, kinds[i] = model_layer_kind_name(pm, i);
-        flops[i] = pm->layers[i].flops;
-    }
-    rcfg.profile_iters = o->profile_layers, rcfg.profile_layers = pm->nlayers;
-    rcfg.profile_first = o->warmup;
-    rcfg.profile_names = names, rcfg.profile_kinds = kinds, rcfg.profile_flops = flops;
-    RooflinePeak peak;
-    double *amounts = roofline_config(r, dev, &peak);
-    rcfg.profile_amounts = amounts, rcfg.profile_peak = amounts ? &peak : NULL;
-    r->rec = p->rops->create(&rcfg, err, sizeof err);
-    free(kernels), free(names), free(kinds), free(flops), free(amounts);
-    usage_check_all(r->rec != NULL, "%s", err);
+    open_file(r, attrs, (int)(sizeof attrs / sizeof attrs[0]), dev, sample_cap);
 }
 
 void run_open_records(Run *r) {

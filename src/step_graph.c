@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-int step_graphs_parts(const char *mode, const BackendOps *be, const Model *plan, int stages,
+int step_graphs_parts(Toggle mode, const BackendOps *be, const Model *plan, int stages,
                       int microbatches, int overlap, int profile, char *why, size_t len) {
     const char *layer = NULL;
     why[0] = '\0';
-    if (!strcmp(mode, "off"))
+    if (mode == TOGGLE_OFF)
         snprintf(why, len, "--graphs off");
     else if (!be->graph_capture || !be->graph_launch || !be->graph_free)
         snprintf(why, len, "the %s backend cannot capture graphs", be->name);

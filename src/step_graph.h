@@ -30,6 +30,7 @@
 
 #include "backend.h"
 #include "model.h"
+#include "options.h" /* defines: Toggle */
 
 #include <stddef.h>
 
@@ -39,7 +40,7 @@ enum { STEP_GRAPH_FORWARD = 1, STEP_GRAPH_BACKWARD = 2 };
 /* The parts of a step (STEP_GRAPH_* mask) that --graphs `mode` (auto, on, off) replays with this
  * backend, the whole planned model and the mode; why gets the reason for what is left out ("" when
  * nothing is). Plain logic, no backend call: main.c refuses --graphs on with the reason. */
-int step_graphs_parts(const char *mode, const BackendOps *be, const Model *plan, int stages,
+int step_graphs_parts(Toggle mode, const BackendOps *be, const Model *plan, int stages,
                       int microbatches, int overlap, int profile, char *why, size_t len);
 
 typedef struct StepGraphs StepGraphs;

@@ -59,9 +59,9 @@ static const ModelDesc *const MODELS[] = {
 typedef struct {
     const char *text;
     const BackendOps *be;
-    Precision precision;  /* B's: the tolerances */
-    Precision run;        /* the backend's arithmetic: the precision, but fp32 for the fake */
-    char layout[8];       /* --act-layout's choice: auto (the default), nchw, nhwc */
+    Precision precision;    /* B's: the tolerances */
+    Precision run;          /* the backend's arithmetic: the precision, but fp32 for the fake */
+    ActLayoutChoice layout; /* --act-layout's choice: auto (the default), nchw, nhwc */
     ActLayout act_layout; /* what it resolves to for the model (model_choose_layout) */
     BackendCtx *ctx;
     Model m;
@@ -335,24 +335,19 @@ static void parse_config(Config *c, const char *text) {
     snprintf(base, sizeof base, "%.*s", colon ? (int)(colon - text) : (int)strlen(text), text);
     c->text = text;
     c->precision = PRECISION_FP32;
-    snprintf(c->layout, sizeof c->layout, "auto");
+    c->layout = ACT_LAYOUT_AUTO;
     if (colon) {
         const char *colon2 = strchr(colon + 1, ':');
         snprintf(prec, sizeof prec, "%.*s",
                  colon2 ? (int)(colon2 - colon - 1) : (int)strlen(colon + 1), colon + 1);
         if (colon2) {
-            snprintf(c->layout, sizeof c->layout, "%.7s", colon2 + 1);
-            if (strcmp(c->layout, "auto") && strcmp(c->layout, "nchw") && strcmp(c->layout, "nhwc"))
-                usage("layout: expected auto, nchw or nhwc");
+            const int layout = names_find(ACT_LAYOUT_NAMES, colon2 + 1);
+            if (layout < 0) usage("layout: expected auto, nchw or nhwc");
+            c->layout = (ActLayoutChoice)layout;
         }
-        const char *p = prec;
-        c->precision =
-            !strcmp(p, "fp32")   ? PRECISION_FP32
-            : !strcmp(p, "tf32") ? PRECISION_TF32
-            : !strcmp(p, "bf16") ? PRECISION_BF16
-            : !strcmp(p, "fp16")
-                ? PRECISION_FP16
-                : (usage("precision: expected fp32, tf32, bf16 or fp16"), PRECISION_FP32);
+        const int p = names_find(PRECISION_NAMES, prec);
+        if (p < 0) usage("precision: expected fp32, tf32, bf16 or fp16");
+        c->precision = (Precision)p;
     }
     c->run = c->precision;
     if (!strcmp(base, "fake")) {

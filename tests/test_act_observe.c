@@ -260,18 +260,18 @@ static void test_choose(void) {
     static const struct {
         const ModelDesc *d;
         int fake; /* the fake (NHWC bf16) or the CPU backend (NCHW only) */
-        const char *choice;
+        ActLayoutChoice choice;
         int ok;
         ActLayout layout;
         const char *why; /* a word the refusal names */
     } cases[] = {
-        {&model_lenet, 1, "auto", 1, ACT_NHWC, NULL},
-        {&model_resnet8, 1, "nhwc", 1, ACT_NHWC, NULL},
-        {&model_lenet, 1, "nchw", 1, ACT_NCHW, NULL},
-        {&model_lstm32, 1, "auto", 1, ACT_NCHW, NULL},
-        {&model_lstm32, 1, "nhwc", 0, ACT_NCHW, "LSTM"},
-        {&model_lenet, 0, "auto", 1, ACT_NCHW, NULL},
-        {&model_lenet, 0, "nhwc", 0, ACT_NCHW, "NCHW"},
+        {&model_lenet, 1, ACT_LAYOUT_AUTO, 1, ACT_NHWC, NULL},
+        {&model_resnet8, 1, ACT_LAYOUT_NHWC, 1, ACT_NHWC, NULL},
+        {&model_lenet, 1, ACT_LAYOUT_NCHW, 1, ACT_NCHW, NULL},
+        {&model_lstm32, 1, ACT_LAYOUT_AUTO, 1, ACT_NCHW, NULL},
+        {&model_lstm32, 1, ACT_LAYOUT_NHWC, 0, ACT_NCHW, "LSTM"},
+        {&model_lenet, 0, ACT_LAYOUT_AUTO, 1, ACT_NCHW, NULL},
+        {&model_lenet, 0, ACT_LAYOUT_NHWC, 0, ACT_NCHW, "NCHW"},
     };
     act_fake_format = (ActFormat){ACT_NHWC, ACT_BF16};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -289,7 +289,8 @@ static void test_choose(void) {
                    (!ok ||
                     (layout == cases[i].layout && f.type == (want_bf16 ? ACT_BF16 : ACT_FP32))) &&
                    (ok || strstr(why, cases[i].why)),
-               "--act-layout %s, %s on the %s backend: %s %s %s", cases[i].choice, d->name,
+               "--act-layout %s, %s on the %s backend: %s %s %s",
+               NAME_OF(ACT_LAYOUT_NAMES, cases[i].choice), d->name,
                cases[i].fake ? "fake NHWC bf16" : "CPU",
                ok ? "runs" : "refused:", ok ? ACT_LAYOUT_NAME(layout) : why,
                ok ? ACT_TYPE_NAME(f.type) : "");

@@ -51,10 +51,16 @@ int main(void) {
         loss_scaler_update(&s, 0);
     expect("growth stops below infinity", s.scale, 1e308);
 
-    /* names */
-    expect("precision_from_name(bf16)", precision_from_name("bf16"), PRECISION_BF16);
-    expect("precision_from_name(fp16)", precision_from_name("fp16"), PRECISION_FP16);
-    expect("precision_from_name(fp64)", precision_from_name("fp64"), -1);
-    expect("names round trip", strcmp(precision_name(PRECISION_TF32), "tf32"), 0);
+    /* names: the one list (PRECISION_NAMES) names the enum's values in its order */
+    expect("names_find(bf16)", names_find(PRECISION_NAMES, "bf16"), PRECISION_BF16);
+    expect("names_find(fp16)", names_find(PRECISION_NAMES, "fp16"), PRECISION_FP16);
+    expect("names_find(fp64)", names_find(PRECISION_NAMES, "fp64"), -1);
+    expect("names_find(fp1)", names_find(PRECISION_NAMES, "fp1"), -1);
+    expect("names round trip", strcmp(PRECISION_NAME(PRECISION_TF32), "tf32"), 0);
+    expect("first name", strcmp(PRECISION_NAME(PRECISION_FP32), "fp32"), 0);
+    expect("last name", strcmp(PRECISION_NAME(PRECISION_FP16), "fp16"), 0);
+    expect("no such value", strcmp(PRECISION_NAME(4), "?"), 0);
+    expect("fp16 scales its loss", precision_loss_scaling(PRECISION_FP16), 1);
+    expect("bf16 does not", precision_loss_scaling(PRECISION_BF16), 0);
     return check_summary();
 }

@@ -1,6 +1,6 @@
 """The library computes, the commands print: no module outside commands/ (and cli.py, the entry
 point) defines a command's parser, prints, or imports a command module at import time; the
-documented facades report.py and predict_plot.py only forward to the modules that draw."""
+documented facade predict_plot.py only forwards to the module that draws."""
 
 import ast
 import os
@@ -11,7 +11,7 @@ import dtbench_analysis
 
 PACKAGE = os.path.dirname(dtbench_analysis.__file__)
 #: modules that belong to the command line or forward to it under a documented name
-COMMAND_SIDE = {"cli.py", "__main__.py", "report.py", "predict_plot.py"}
+COMMAND_SIDE = {"cli.py", "__main__.py", "predict_plot.py"}
 
 
 def library_modules():

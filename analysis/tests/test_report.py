@@ -8,7 +8,7 @@ import pytest
 
 import browser
 import dtbench_analysis
-from dtbench_analysis import report
+from dtbench_analysis.commands import report_cmd
 from conftest import KILLED_COMPLETED
 from dtbench_analysis.cli import main
 
@@ -52,7 +52,7 @@ def test_report_is_self_contained(capsys, campaign, tmp_path):
     ids = re.findall(r'<img id="([^"]+)"', page)
     assert {"fig-phases", "fig-scaling", "fig-heatmap-1", "fig-gantt",
             "fig-strategies-1"} <= set(ids)
-    for section, _ in report.SECTIONS:
+    for section, _ in report_cmd.SECTIONS:
         assert f'<section id="{section}">' in page
     # sections with nothing to show say why instead of drawing empty axes
     assert "No pipeline runs" in page and "No samples" in page
