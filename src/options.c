@@ -79,10 +79,11 @@ static const OptSpec SPECS[] = {
      "in every precision: 16-bit modes round copies at each convolution and GEMM), or auto "
      "(nhwc where it runs, else nchw); the format used is in the backend description"},
     {"prefetch", T_ENUM, F(prefetch), TOGGLE_NAMES, 0, 0,
-     "load the next batch into page-locked memory and upload it on a copy stream while the "
-     "current step computes; the data phase is then the time compute waits for its batch (auto: "
-     "where the backend has a copy stream, i.e. on GPUs; the decision is the file's prefetch "
-     "attribute)"},
+     "make the next batch on loader threads (1-4: the file's loader_threads) into page-locked "
+     "memory and upload it on a copy stream while the current step computes; the data phase is "
+     "then the time compute waits for its batch, /iterations/load_wait the part spent waiting "
+     "for the loader (auto: where the backend has a copy stream, i.e. on GPUs; the decision is "
+     "the file's prefetch attribute)"},
     {"graphs", T_ENUM, F(graphs), TOGGLE_NAMES, 0, 0,
      "replay each step's forward and backward passes from graphs captured once (CUDA Graphs: "
      "one launch instead of one per kernel; auto: where the backend, the mode and every layer "
@@ -171,8 +172,10 @@ static const OptSpec SPECS[] = {
      "reductions; fp16 with dynamic loss scaling, GPU only); bf16 on CPUs with AVX512-BF16"},
     {"profile-layers", T_INT, F(profile_layers), NULL, 0, 0,
      "time each layer's forward and backward in the first N measured iterations (GPU: CUDA "
-     "events; CPU: the clock) into /profile; the marks' host time is /iterations/profile_cost "
-     "(0: off; one micro-batch only)"},
+     "events; CPU: the clock) into /profile, with each layer's FLOPs and least bytes moved and "
+     "the device's peaks (a table of GPUs, else measured at start) for a roofline in "
+     "dtbench-analyze summary; the marks' host time is /iterations/profile_cost (0: off; one "
+     "micro-batch only)"},
 };
 #undef F
 #define NSPECS ((int)(sizeof SPECS / sizeof SPECS[0]))
