@@ -52,9 +52,14 @@ run_np() {
     timeout -k 5 "${RUN_TIMEOUT:-300}" "$MPIRUN" -np "$n" "$DTBENCH" "$@"
 }
 
-# h5 PYTHON-CODE FILE... : runs a Python check with h5py; the files are sys.argv[1:].
+# h5check CHECK FILE... [OPTIONS] : tests/check_h5.py, assertions on results files.
 h5check() {
     "$PYTHON" "$TESTS_SRCDIR/check_h5.py" "$@"
+}
+
+# pycheck NAME CHECK ARGS... : tests/check_NAME.py CHECK ARGS...; one line, status 1 on a failure.
+pycheck() {
+    "$PYTHON" "$TESTS_SRCDIR/check_$1.py" "${@:2}"
 }
 
 # same_loss TOLERANCE REFERENCE.h5 OTHER.h5... : every stage of each OTHER records the loss of the
