@@ -62,6 +62,11 @@ pycheck() {
     "$PYTHON" "$TESTS_SRCDIR/check_$1.py" "${@:2}"
 }
 
+# make_data WHAT ARGS... : tests/make_data.py (IDX files, a Fashion-MNIST subset, zeros).
+make_data() {
+    "$PYTHON" "$TESTS_SRCDIR/make_data.py" "$@"
+}
+
 # same_loss TOLERANCE REFERENCE.h5 OTHER.h5... : every stage of each OTHER records the loss of the
 # one-process run REFERENCE at every iteration, within TOLERANCE (hybrid runs: the mean over the
 # replicas, each of which records the mean over its share of the batch).
@@ -94,18 +99,7 @@ find_torch_python() {
 # fmnist_subset DIR N : the first N training and test images of Fashion-MNIST ($FMNIST_DIR) as
 # uncompressed IDX files in DIR, their headers' counts set to N.
 fmnist_subset() {
-    "$PYTHON" - "$FMNIST_DIR" "$1" "$2" <<'PY'
-import gzip, os, sys
-src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-os.makedirs(dst, exist_ok=True)
-for split in ("train", "t10k"):
-    for kind, head, size in (("images-idx3", 16, 784), ("labels-idx1", 8, 1)):
-        base = f"{split}-{kind}-ubyte"
-        with gzip.open(f"{src}/{base}.gz") as f:
-            data = f.read(head + n * size)
-        with open(f"{dst}/{base}", "wb") as f:  # the header with the count set to n
-            f.write(data[:4] + n.to_bytes(4, "big") + data[8:head] + data[head:])
-PY
+    make_data fmnist-subset "$FMNIST_DIR" "$1" "$2"
 }
 
 # fmnist_small [TEST_IMAGES] : prints $WORK/fmnist after putting there Fashion-MNIST's training
