@@ -139,6 +139,16 @@ fail() {
     exit 1
 }
 
+# seconds_since T0 : the seconds since T0 (a `date +%s.%N`), to one decimal.
+seconds_since() {
+    awk -v t0="$1" -v now="$(date +%s.%N)" 'BEGIN { printf "%.1f\n", now - t0 }'
+}
+
+# below X LIMIT : status 0 when the number X is below LIMIT.
+below() {
+    awk -v x="$1" -v limit="$2" 'BEGIN { exit !(x < limit) }'
+}
+
 pass() {
     echo "ok: $*"
 }

@@ -43,7 +43,7 @@ kill_rank() {
     wait "$job"
     rc=$?
     set -e
-    took=$("$PYTHON" -c "import sys,time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$t0")
+    took=$(seconds_since "$t0")
 }
 
 # ---- 1. a rank killed: the survivors mark the file ---------------------------------------------
@@ -59,7 +59,7 @@ grep -q "stop_reason=peer_lost: rank 1 on $(hostname)" summary.txt ||
     fail "dtbench-analyze summary does not name the lost rank: $(head -3 summary.txt)"
 # mpirun itself tears the job down ~3 s after a rank dies (odls sigkill timeout): the survivors
 # must have marked the file before; mpirun's own exit bounds the time.
-"$PYTHON" -c "import sys; sys.exit(float(sys.argv[1]) >= 11)" "$took" ||
+below "$took" 11 ||
     fail "the job took $took s to end after the kill (--peer-timeout 6: expected under 11 s)"
 pass "a rank SIGKILLed: file closed as peer_lost, mpirun exited $rc after $took s"
 
@@ -70,7 +70,7 @@ pid=$3
 t0=$(date +%s.%N)
 kill -STOP "$pid"
 for _ in $(seq 300); do running "$1" || running "$2" || break; sleep 0.1; done # the survivors
-took=$("$PYTHON" -c "import sys,time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$t0")
+took=$(seconds_since "$t0")
 set +e
 wait "$job"
 rc=$?
@@ -81,7 +81,7 @@ grep -q "rank 2 on $(hostname) silent for [4-9]" frozen.log || fail "no survivor
 pycheck run marks frozen.h5 --attr finished=1 --attr stop_reason=peer_lost \
     --detail-starts "rank 2 on $(hostname) silent for " --attr lost_ranks=2 --attr failed_nodes= \
     --ranks status=2,2,0
-"$PYTHON" -c "import sys; sys.exit(float(sys.argv[1]) >= 4 + 6)" "$took" ||
+below "$took" $((4 + 6)) ||
     fail "the survivors ended $took s after the freeze (--peer-timeout 4)"
 pass "a rank frozen: lost after --peer-timeout 4 of silence, file marked, survivors ended after $took s"
 
@@ -104,7 +104,7 @@ for _ in $(seq 300); do
     [ "$left" = 0 ] && break
     sleep 0.1
 done
-took=$("$PYTHON" -c "import sys,time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$t0")
+took=$(seconds_since "$t0")
 kill -KILL "$5" 2>/dev/null || true
 # mpirun (the child of timeout), told not to end the job, may wait on: end it, then timeout
 for p in $(ps -o pid= --ppid "$job" 2>/dev/null) "$job"; do kill -KILL "$p" 2>/dev/null || true; done
@@ -114,7 +114,7 @@ grep -q "rank 0 on .*: rank [1-7] on .* says the run is over" over.log ||
     fail "rank 0 did not end on its neighbours' word: $(grep '^dtbench' over.log)"
 pycheck run marks over.h5 --attr stop_reason=peer_lost --attr lost_ranks=4 \
     --ranks status=2,2,2,2,0,2,2,2 || fail "over.h5 is not marked"
-"$PYTHON" -c "import sys; sys.exit(float(sys.argv[1]) >= 4 + 8)" "$took" ||
+below "$took" $((4 + 8)) ||
     fail "the survivors ended $took s after the freeze (--peer-timeout 4)"
 pass "8 ranks, rank 4 frozen, mpirun not ending the job: every survivor ended after $took s (rank 0 on its neighbours' word)"
 

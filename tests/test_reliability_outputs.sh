@@ -90,7 +90,7 @@ timeout -k 10 200 "$MPIRUN" -np 2 "$DTBENCH" $S --model lenet --iters 1000000 --
 job=$!
 wait_completed o.h5 10 120 || { kill -9 $job; fail "the run did not start writing"; }
 ln -sf o.h5 m.bin # (replacing what the run may have left there)
-kill -TERM $("$PYTHON" -c "import h5py,sys; print(*h5py.File(sys.argv[1],'r')['ranks/pid'][:])" o.h5)
+kill -TERM $(pids_of o.h5)
 set +e
 wait $job
 rc=$?
