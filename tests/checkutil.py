@@ -50,7 +50,7 @@ def command(sub, func, *args):
     """Sub-check func, named as the function (- for _), its docstring the help; each of args is
     (NAME...,) or (NAME..., {add_argument options})."""
     doc = func.__doc__ or ""
-    first = " ".join(doc.split("\n\n")[0].split())
+    first = " ".join(doc.split("\n\n")[0].split()).replace("%", "%%")  # argparse formats help
     p = sub.add_parser(func.__name__.replace("_", "-"), help=first, description=doc)
     for spec in args:
         opts = spec[-1] if isinstance(spec[-1], dict) else {}
