@@ -52,9 +52,19 @@ run_np() {
     timeout -k 5 "${RUN_TIMEOUT:-300}" "$MPIRUN" -np "$n" "$DTBENCH" "$@"
 }
 
-# h5 PYTHON-CODE FILE... : runs a Python check with h5py; the files are sys.argv[1:].
+# h5check CHECK FILE... [OPTIONS] : tests/check_h5.py, assertions on results files.
 h5check() {
     "$PYTHON" "$TESTS_SRCDIR/check_h5.py" "$@"
+}
+
+# pycheck NAME CHECK ARGS... : tests/check_NAME.py CHECK ARGS...; one line, status 1 on a failure.
+pycheck() {
+    "$PYTHON" "$TESTS_SRCDIR/check_$1.py" "${@:2}"
+}
+
+# make_data WHAT ARGS... : tests/make_data.py (IDX files, a Fashion-MNIST subset, zeros).
+make_data() {
+    "$PYTHON" "$TESTS_SRCDIR/make_data.py" "$@"
 }
 
 # same_loss TOLERANCE REFERENCE.h5 OTHER.h5... : every stage of each OTHER records the loss of the
@@ -89,18 +99,7 @@ find_torch_python() {
 # fmnist_subset DIR N : the first N training and test images of Fashion-MNIST ($FMNIST_DIR) as
 # uncompressed IDX files in DIR, their headers' counts set to N.
 fmnist_subset() {
-    "$PYTHON" - "$FMNIST_DIR" "$1" "$2" <<'PY'
-import gzip, os, sys
-src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-os.makedirs(dst, exist_ok=True)
-for split in ("train", "t10k"):
-    for kind, head, size in (("images-idx3", 16, 784), ("labels-idx1", 8, 1)):
-        base = f"{split}-{kind}-ubyte"
-        with gzip.open(f"{src}/{base}.gz") as f:
-            data = f.read(head + n * size)
-        with open(f"{dst}/{base}", "wb") as f:  # the header with the count set to n
-            f.write(data[:4] + n.to_bytes(4, "big") + data[8:head] + data[head:])
-PY
+    make_data fmnist-subset "$FMNIST_DIR" "$1" "$2"
 }
 
 # fmnist_small [TEST_IMAGES] : prints $WORK/fmnist after putting there Fashion-MNIST's training
@@ -138,6 +137,16 @@ wait_completed() {
 fail() {
     echo "FAIL: $*"
     exit 1
+}
+
+# seconds_since T0 : the seconds since T0 (a `date +%s.%N`), to one decimal.
+seconds_since() {
+    awk -v t0="$1" -v now="$(date +%s.%N)" 'BEGIN { printf "%.1f\n", now - t0 }'
+}
+
+# below X LIMIT : status 0 when the number X is below LIMIT.
+below() {
+    awk -v x="$1" -v limit="$2" 'BEGIN { exit !(x < limit) }'
 }
 
 pass() {

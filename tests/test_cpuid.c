@@ -6,10 +6,12 @@
  *      (OpenBLAS 0.3.21 on an AVX-512 CPU it does not know: SkylakeX instead of Prescott) and the
  *      environment is left as it was; a core the user exported is kept, and the warning's `better`
  *      names what would fit; an empty OPENBLAS_CORETYPE counts as unset.
- * Each check prints what it expected and got; exit 1 on any failure. */
+ * Each check prints what it expected and got, counted by tests/harness.h; exit 1 on any
+ * failure. */
 #define _GNU_SOURCE
 #include "cpu_blas.h"
 #include "cpu_cpuid.h"
+#include "harness.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,18 +19,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int failures;
-
-static void expect_str(const char *what, const char *got, const char *want) {
+/* Both print one line in the table's columns and count the check; they return it (1: passed). */
+static int expect_str(const char *what, const char *got, const char *want) {
     int ok = (!got && !want) || (got && want && !strcmp(got, want));
     printf("%-62s got %-12s expected %-12s %s\n", what, got ? got : "(none)",
            want ? want : "(none)", ok ? "ok" : "FAIL");
-    failures += !ok;
+    return check_count(ok);
 }
 
-static void expect_int(const char *what, int got, int want) {
+static int expect_int(const char *what, int got, int want) {
     printf("%-62s got %-12d expected %-12d %s\n", what, got, want, got == want ? "ok" : "FAIL");
-    failures += got != want;
+    return check_count(got == want);
 }
 
 static void table(void) {
@@ -109,8 +110,9 @@ static void this_cpu(void) {
     expect_int("AMX-BF16", f.amx_bf16, has_flags(flags, "amx_bf16 amx_tile"));
 }
 
-/* In a child: OPENBLAS_CORETYPE = env (NULL: unset), load, check. Returns the child's failures. */
-static int loader_case(const char *label, const char *env) {
+/* In a child: OPENBLAS_CORETYPE = env (NULL: unset), load, check; the child's exit status says
+ * whether its own checks passed, and the parent counts that as one check. */
+static void loader_case(const char *label, const char *env) {
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
@@ -122,39 +124,40 @@ static int loader_case(const char *label, const char *env) {
         cpu_features_read(&f);
         const char *fit = cpu_openblas_core_for(&f);
         const CpuBlas *b = cpu_blas();
+        int bad = 0;
         printf("%s: core %s, %s\n", label, b->core, b->why);
         if (env && *env) {
-            expect_str("  the user's core is kept", b->core, env);
-            expect_int("  'exported by the user' recorded",
-                       strstr(b->why, "exported by the user") != NULL, 1);
-            expect_str("  the warning's better core", b->better,
-                       cpu_openblas_core_level(env) == 0 ? fit : NULL);
+            bad += !expect_str("  the user's core is kept", b->core, env);
+            bad += !expect_int("  'exported by the user' recorded",
+                               strstr(b->why, "exported by the user") != NULL, 1);
+            bad += !expect_str("  the warning's better core", b->better,
+                               cpu_openblas_core_level(env) == 0 ? fit : NULL);
         } else {
-            expect_int("  the kernels fit the CPU (core level >= the fit's)",
-                       cpu_openblas_core_level(b->core) >= cpu_openblas_core_level(fit), 1);
-            expect_str("  no warning", b->better, NULL);
-            expect_str("  OPENBLAS_CORETYPE left unset", getenv("OPENBLAS_CORETYPE"), NULL);
+            bad += !expect_int("  the kernels fit the CPU (core level >= the fit's)",
+                               cpu_openblas_core_level(b->core) >= cpu_openblas_core_level(fit), 1);
+            bad += !expect_str("  no warning", b->better, NULL);
+            bad += !expect_str("  OPENBLAS_CORETYPE left unset", getenv("OPENBLAS_CORETYPE"), NULL);
         }
-        expect_int("  cblas_sgemm found", b->sgemm != NULL, 1);
+        bad += !expect_int("  cblas_sgemm found", b->sgemm != NULL, 1);
         float a[4] = {1, 2, 3, 4}, x[4] = {1, 0, 0, 1}, c[4] = {0};
         b->sgemm(CPU_BLAS_ROW_MAJOR, CPU_BLAS_NO_TRANS, CPU_BLAS_NO_TRANS, 2, 2, 2, 1.0f, a, 2, x,
                  2, 0.0f, c, 2);
-        expect_int("  a 2x2 product through it", c[0] == 1 && c[1] == 2 && c[2] == 3 && c[3] == 4,
-                   1);
+        bad += !expect_int("  a 2x2 product through it",
+                           c[0] == 1 && c[1] == 2 && c[2] == 3 && c[3] == 4, 1);
         fflush(stdout);
-        _exit(failures ? 1 : 0);
+        _exit(bad ? 1 : 0);
     }
     int st = 0;
     waitpid(pid, &st, 0);
-    return !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: the loader's checks in a child process",
+           label);
 }
 
 int main(void) {
     table();
     this_cpu();
-    failures += loader_case("OPENBLAS_CORETYPE unset", NULL);
-    failures += loader_case("OPENBLAS_CORETYPE empty", "");
-    failures += loader_case("OPENBLAS_CORETYPE=Prescott exported", "Prescott");
-    printf("%s\n", failures ? "FAILED" : "all ok");
-    return failures ? 1 : 0;
+    loader_case("OPENBLAS_CORETYPE unset", NULL);
+    loader_case("OPENBLAS_CORETYPE empty", "");
+    loader_case("OPENBLAS_CORETYPE=Prescott exported", "Prescott");
+    return check_summary();
 }

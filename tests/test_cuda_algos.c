@@ -11,13 +11,15 @@
  * then the algorithm the chooser (pick_algo, as kernels/cuda.c plans) takes for the direction,
  * and the one the old math-type-only rule would have taken. A line ends FAIL when an admitted
  * algorithm exceeds the bound on either input set, or the chooser takes one the rule refuses;
- * refused algorithms are reported, never failed. Exit status 0 when nothing failed, 1 otherwise,
- * 77 without a GPU. Options: --batch N (ResNet-50's batch), --model lenet|resnet50 (one only).
+ * refused algorithms are reported, never failed. Each line is a check counted by tests/harness.h.
+ * Exit status 0 when nothing failed, 1 otherwise, 77 without a GPU. Options: --batch N
+ * (ResNet-50's batch), --model lenet|resnet50 (one only).
  * About 10-30 s on a 16-core GPU machine, most of it the float64 references. */
 #include "conv_check.h" /* defines: conv_exact, conv_inputs, conv_measure */
 #include "cuda.h"       /* defines: cuda_device_count */
 #include "cuda_check.h" /* defines: CUDA_CHECK, CUDNN_CHECK */
 #include "cuda_plan.h"  /* defines: pick_algo, conv_algo_strict_fp32 */
+#include "harness.h"
 #include "model.h"
 
 #include <cudnn.h>
@@ -32,7 +34,7 @@ extern const ModelDesc model_lenet, model_resnet50; /* src/models.c */
 #define WS_LIMIT  ((size_t)512 << 20) /* the chooser's limit (kernels/cuda_ctx.h CONV_WS_LIMIT) */
 #define MAX_ALGOS 8
 
-static int failures, lines;
+static int lines;
 static cudnnHandle_t dnn;
 
 typedef struct { /* one shape's descriptors and device buffers */
@@ -201,7 +203,7 @@ static void report(const char *tag, ConvDir dir, const AlgoResult *res, const Al
         else
             printf("%s %s %d %s: rank %d, %s; %s ok\n", tag, conv_dir_name(dir), a,
                    conv_algo_name(dir, a), r->rank, r->why, admitted ? "admitted" : "refused");
-        failures += bad, lines++;
+        check_count(!bad), lines++;
     }
     const int pick = pick_algo(dir, ap, got, WS_LIMIT, CONV_RULE_STRICT_FP32);
     int old = -1; /* the rule before: the first FMA-math algorithm that fits */
@@ -214,7 +216,7 @@ static void report(const char *tag, ConvDir dir, const AlgoResult *res, const Al
            tag, conv_dir_name(dir), chosen, conv_algo_name(dir, chosen),
            res[chosen].runs ? res[chosen].ratio[1] : NAN, before, conv_algo_name(dir, before),
            res[before].runs ? res[before].ratio[1] : NAN, ok ? "ok" : "FAIL");
-    failures += !ok;
+    check_count(ok);
 }
 
 /* Every algorithm of every direction on shape s. */
@@ -307,7 +309,6 @@ int main(int argc, char **argv) {
     if (!only || !strcmp(only, "lenet")) sweep_model(&model_lenet, 1, 28, 28, 64);
     if (!only || !strcmp(only, "resnet50")) sweep_model(&model_resnet50, 3, 224, 224, batch);
     cudnnDestroy(dnn);
-    printf("%s: %d failure(s) in %d algorithm lines\n", failures ? "FAIL" : "PASS", failures,
-           lines);
-    return failures ? 1 : 0;
+    printf("%d algorithm lines\n", lines);
+    return check_summary();
 }

@@ -14,10 +14,13 @@
  *                                          route each gradient to the same maximum)
  *   softmax loss 1e-5, dlogits 1e-4 * max(1/n, |ref|), correct count exact
  *   SGD                                    1e-6 * max(1, |ref|) (the GPU may fuse multiply-adds)
- * Exit status: 0 all pass, 1 a failure, 77 no GPU. */
+ * Each result line keeps its form "<what>: max abs diff <X> ..." (tests/compare_tf32_logs.py reads
+ * it); the checks are counted by tests/harness.h. Exit status: 0 all pass, 1 a failure, 77 no
+ * GPU. */
 #include "backend.h"
 #include "conv_check.h" /* defines: conv_exact, conv_measure */
 #include "cuda.h"
+#include "harness.h"
 #include "ref_kernels.h"
 
 #include <math.h>
@@ -28,7 +31,6 @@
 
 static const BackendOps *B = &cuda_backend;
 static BackendCtx *ctx;
-static int failures;
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
 static float uniform(float lo, float hi) {
@@ -40,7 +42,7 @@ static float uniform(float lo, float hi) {
 
 static float *host(size_t n, float lo, float hi) /* host array, uniform in [lo, hi) */
 {
-    float *p = malloc((n ? n : 1) * sizeof(float));
+    float *p = halloc(n);
     for (size_t i = 0; i < n; i++)
         p[i] = uniform(lo, hi);
     return p;
@@ -55,9 +57,8 @@ static void *dev_copy(const void *h, size_t bytes) /* device copy of a host arra
 
 static float *dev_nan(size_t n) /* device array of NaN */
 {
-    float *h = malloc((n ? n : 1) * sizeof(float));
-    for (size_t i = 0; i < n; i++)
-        h[i] = NAN;
+    float *h = halloc(n);
+    fill_nan(h, n);
     float *d = dev_copy(h, n * sizeof(float));
     free(h);
     return d;
@@ -65,7 +66,7 @@ static float *dev_nan(size_t n) /* device array of NaN */
 
 static float *fetch(const float *d, size_t n) /* host copy of a device array */
 {
-    float *h = malloc((n ? n : 1) * sizeof(float));
+    float *h = halloc(n);
     B->download(ctx, h, d, n * sizeof(float));
     return h;
 }
@@ -83,7 +84,7 @@ static void check(const char *kernel, const char *shape, const float *got_dev, c
     }
     printf("%s %s: max abs diff %.3g (tolerance %.0e*max(%.3g,|ref|)) %s\n", kernel, shape, worst,
            rtol, floor, ok ? "ok" : "FAIL");
-    failures += !ok;
+    check_count(ok);
     free(got);
 }
 
@@ -138,7 +139,7 @@ static void check_conv(ConvDir dir, const char *shape, const ConvShape *s, const
     printf("conv %s %s: max abs diff %.3g from float64 (%.3g of its largest), %.3g of the strict "
            "fp32 bound %s\n",
            conv_dir_name(dir), shape, e.max_err, e.max_rel, e.max_ratio, ok ? "ok" : "FAIL");
-    failures += !ok;
+    check_count(ok);
     free(exact), free(bound), free(got);
 }
 
@@ -162,7 +163,7 @@ static void check_conv_bias(const char *shape, const ConvShape *s, const float *
     const int ok = e.nonfinite == 0 && e.max_ratio <= 1.0;
     printf("conv bwd_bias %s: max abs diff %.3g from float64, %.3g of the strict fp32 bound %s\n",
            shape, e.max_err, e.max_ratio, ok ? "ok" : "FAIL");
-    failures += !ok;
+    check_count(ok);
     free(exact), free(bound), free(got);
 }
 
@@ -316,10 +317,8 @@ static void test_timer(void) {
         B->relu_forward(ctx, n, a, b);
     B->timer_record(ctx, 1);
     double t = B->timer_elapsed(ctx, 0, 1);
-    int ok = t > 0 && t < 10;
-    printf("timer: 20 ReLUs over 4M floats took %.3g ms on the GPU timeline %s\n", t * 1e3,
-           ok ? "ok" : "FAIL");
-    failures += !ok;
+    EXPECT(t > 0 && t < 10, "timer: 20 ReLUs over 4M floats took %.3g ms on the GPU timeline",
+           t * 1e3);
     B->free(ctx, a), B->free(ctx, b);
 }
 
@@ -372,6 +371,5 @@ int main(void) {
     test_timer();
 
     B->finalize(ctx);
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return check_summary();
 }

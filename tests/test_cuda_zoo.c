@@ -10,9 +10,10 @@
  *   1e-5:      batch-norm training (statistics summed in another order), its running statistics
  *              and backward;
  *   1e-4:      the LSTM (cuBLAS GEMMs in another order than OpenBLAS, through 6 steps).
- * Exit status: 0 all pass, 1 a failure, 77 no GPU. */
+ * Checks counted by tests/harness.h. Exit status: 0 all pass, 1 a failure, 77 no GPU. */
 #include "backend.h"
 #include "cuda.h"
+#include "harness.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -22,11 +23,10 @@
 
 static const BackendOps *G = &cuda_backend, *C = &cpu_backend;
 static BackendCtx *gctx, *cctx;
-static int failures;
 static uint64_t rng = 0x2545F4914F6CDD1DULL;
 
 static float *host(size_t n, float lo, float hi) {
-    float *p = malloc((n ? n : 1) * sizeof *p);
+    float *p = halloc(n);
     for (size_t i = 0; i < n; i++) {
         rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
         p[i] = lo + (hi - lo) * (float)((rng >> 40) * (1.0 / 16777216.0));
@@ -39,15 +39,14 @@ static void *up(const void *h, size_t bytes) {
     return d;
 }
 static float *dnan(size_t n) {
-    float *h = malloc((n ? n : 1) * sizeof *h);
-    for (size_t i = 0; i < n; i++)
-        h[i] = NAN;
+    float *h = halloc(n);
+    fill_nan(h, n);
     float *d = up(h, n * sizeof *h);
     free(h);
     return d;
 }
 static void cmp(const char *what, const void *dev, const float *ref, size_t n, double tol) {
-    float *got = malloc((n ? n : 1) * sizeof *got);
+    float *got = halloc(n);
     G->download(gctx, got, dev, n * sizeof *got);
     double worst = 0;
     int ok = 1;
@@ -57,7 +56,7 @@ static void cmp(const char *what, const void *dev, const float *ref, size_t n, d
         worst = isnan(d) ? INFINITY : fmax(worst, d);
     }
     printf("%s: max abs diff %.3g (tolerance %.0e) %s\n", what, worst, tol, ok ? "ok" : "FAIL");
-    failures += !ok;
+    check_count(ok);
     free(got);
 }
 static void cmp_bytes(const char *what, const void *dev, const void *ref, size_t bytes) {
@@ -65,7 +64,7 @@ static void cmp_bytes(const char *what, const void *dev, const void *ref, size_t
     G->download(gctx, got, dev, bytes);
     int ok = !memcmp(got, ref, bytes);
     printf("%s: %s\n", what, ok ? "ok (identical)" : "FAIL");
-    failures += !ok;
+    check_count(ok);
     free(got);
 }
 
@@ -260,6 +259,5 @@ int main(void) {
     test_concat_add_dropout();
     test_embedding_lstm();
     G->finalize(gctx), C->finalize(cctx);
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return check_summary();
 }

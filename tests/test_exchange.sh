@@ -26,17 +26,7 @@ for spec in "sync:--lr 0.02" "ssp:--lr 0.05 --momentum 0.5 --staleness 1" "async
     x=${spec%%:*} args=${spec#*:}
     run_np 4 $common --exchange $x $args --batch 60 --iters 800 --eval-every 50 --target-acc 0.80 \
         --output "$WORK/acc-$x.h5" >"$WORK/acc-$x.log"
-    "$PYTHON" - "$WORK/acc-$x.h5" "$x" <<'PY'
-import sys, h5py, numpy as np
-with h5py.File(sys.argv[1], "r") as f:
-    acc, its = f["eval/accuracy"][:], f["eval/iteration"][:]
-    ok = ~np.isnan(acc)
-    assert ok.any() and acc[ok][-1] >= 0.80, f"{sys.argv[2]}: accuracy {acc[ok]}"
-    assert f.attrs["stop_reason"] == "target", f.attrs["stop_reason"]
-    assert (f["ranks/status"][:] == 2).all()
-    print(f"ok: {sys.argv[2]}: {acc[ok][-1]:.3f} test accuracy after {int(its[ok][-1])} iterations "
-          f"(stopped by --target-acc)")
-PY
+    pycheck run marks "$WORK/acc-$x.h5" --min-accuracy 0.80 --attr stop_reason=target --ranks status=2
 done
 
 # 2. + 3. A straggler on rank 1 of 4: throughput of every strategy in the same run.
@@ -48,9 +38,9 @@ for x in sync async mixed; do
     run_np 4 --model lenet --dataset synthetic --batch 48 --iters 30 --warmup 5 --straggler 1:+100 \
         --exchange $x --ranks-per-node 2 $([ $x = async ] && echo --staleness 50) --output "$WORK/strag-$x.h5" >/dev/null
 done
-"$PYTHON" "$TESTS_SRCDIR/check_exchange.py" throughput "$WORK/strag-sync.h5" "$WORK/strag-async.h5" "$WORK/strag-mixed.h5"
-for x in sync async mixed; do "$PYTHON" "$TESTS_SRCDIR/check_exchange.py" invariants "$WORK/strag-$x.h5"; done
-"$PYTHON" "$TESTS_SRCDIR/check_exchange.py" mixed_lag "$WORK/strag-mixed.h5" 1
+pycheck exchange throughput "$WORK/strag-sync.h5" "$WORK/strag-async.h5" "$WORK/strag-mixed.h5"
+for x in sync async mixed; do pycheck exchange invariants "$WORK/strag-$x.h5"; done
+pycheck exchange mixed-lag "$WORK/strag-mixed.h5" 1
 
 # 4. Shutdown with uneven speeds on 2, 3 and 4 ranks, every strategy that fits.
 for np in 2 3 4; do
@@ -59,7 +49,7 @@ for np in 2 3 4; do
             $(case $x in ssp | async) echo --staleness 2 ;; esac) \
             --straggler-random 0.3 --straggler $((np - 1)):+20 --exchange $x --ranks-per-node 1 \
             --output "$WORK/down-$np-$x.h5" >/dev/null
-        "$PYTHON" "$TESTS_SRCDIR/check_exchange.py" invariants "$WORK/down-$np-$x.h5"
+        pycheck exchange invariants "$WORK/down-$np-$x.h5"
     done
 done
 
@@ -102,5 +92,5 @@ pass "sync and ssp (S = 1, 2) on 2 and 4 ranks (ssp also through hier) train one
 #    after marking the end of its backward, so the wait is not counted as hidden exchange.
 run_np 2 --model lenet --dataset synthetic --batch 16 --iters 6 --warmup 1 --overlap \
     --bucket-mb 0.2 --straggler 1:+300 --output "$WORK/late.h5" >/dev/null
-"$PYTHON" "$TESTS_SRCDIR/check_exchange.py" straggler "$WORK/late.h5" 300
+pycheck exchange straggler "$WORK/late.h5" 300
 pass "wait and hidden exchange measured apart with a known straggler"

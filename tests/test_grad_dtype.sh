@@ -39,37 +39,16 @@ train() { # NAME NRANKS ARGS...
     local name=$1 n=$2
     shift 2
     run_np "$n" $common "$@" --output "$WORK/$name.h5" --save-model "$WORK/$name.params" >/dev/null
-    cases+=("$name")
+    cases+=("$WORK/$name.params")
 }
 train sync-mpi-bf16 2 --grad-dtype bf16
 train sync-mpi-fp16 2 --grad-dtype fp16
 train sync-hier-bf16 4 --grad-dtype bf16 --transport hier --ranks-per-node 2 --overlap --bucket-mb 0.1
 train ssp0-bf16 2 --grad-dtype bf16 --exchange ssp --staleness 0
 train mixed-bf16 2 --grad-dtype bf16 --exchange mixed --ranks-per-node 2
-"$PYTHON" - "$WORK" "${cases[@]}" <<'PY'
-import sys
-import numpy as np
-
-def load(path):
-    return np.fromfile(path, dtype="<f4", offset=64).astype(np.float64)
-
-work = sys.argv[1]
-ref, p0 = load(f"{work}/ref.params"), load(f"{work}/p0.params")
-move = np.abs(ref - p0).max()        # how far 4 iterations move the parameters
-d32 = np.abs(load(f"{work}/dp-fp32.params") - ref).max()
-# Each iteration the averaged gradient differs from fp32's by the roundings of the inputs, the
-# partial sums and the result: a few u of |g0| + |g1| per parameter (u = 2^-8 bf16, 2^-11 fp16);
-# over 4 momentum steps that is at most some u of the movement. 16u leaves room for the halves'
-# gradients of opposite signs (|g0| + |g1| >> |g0 + g1|). u/4 below: the rounding must show (fp32's
-# exchange moves them by ~1e-7 of the movement).
-for name in sys.argv[2:]:
-    u = 2.0 ** -11 if "fp16" in name else 2.0 ** -8
-    d = np.abs(load(f"{work}/{name}.params") - ref).max()
-    print(f"{name}: max |p - p_1process| = {d:.3g} = {d / move / u:.2f} u of the movement "
-          f"{move:.3g} (fp32 over 2 ranks: {d32:.3g})")
-    assert d32 < 1e-5 * move, (d32, move)
-    assert u / 4 * move <= d <= 16 * u * move, (name, d, move, u)
-PY
+# within the wire type's rounding of one fp32 process, moved by 4 iterations from p0
+pycheck exchange rounding --ref "$WORK/ref.params" --init "$WORK/p0.params" \
+    --fp32 "$WORK/dp-fp32.params" "${cases[@]}"
 pass "training in bf16/fp16 exchange: within the type's rounding of one fp32 process"
 
 # --- bytes_sent halves, from the files ---------------------------------------------------------
@@ -89,31 +68,10 @@ pair ssp 2 --exchange ssp
 pair mixed 2 --exchange mixed --ranks-per-node 2
 pair async 3 --exchange async --ps-ranks 1
 pair hybrid 4 --parallel hybrid --stages 2
-"$PYTHON" - "$WORK" "${pairs[@]}" <<'PY'
-import sys
-import h5py
-import numpy as np
-
-work = sys.argv[1]
-for name in sys.argv[2:]:
-    got = {}
-    for dt in ("fp32", "bf16"):
-        with h5py.File(f"{work}/b-{name}-{dt}.h5", "r") as f:
-            assert f.attrs["grad_dtype"] == dt, f.attrs["grad_dtype"]
-            sent = f["iterations/bytes_sent"][:]
-            cal = f.attrs["calibration_bucket_bytes"] if name.startswith("sync") else None
-            got[dt] = (sent, cal)
-    s32, s16 = got["fp32"][0], got["bf16"][0]
-    assert (s32 > 0).any(), (name, s32)
-    ratio = s16[s32 > 0] / s32[s32 > 0]
-    assert np.all(ratio == 0.5), (name, ratio)
-    assert np.all(s16[s32 == 0] == 0), name
-    line = f"{name}: bytes_sent bf16/fp32 = 0.5 on every exchanging rank and iteration"
-    if got["fp32"][1] is not None:
-        assert got["bf16"][1] * 2 == got["fp32"][1], (name, got["fp32"][1], got["bf16"][1])
-        line += f"; calibration bucket {got['fp32'][1]:.0f} -> {got['bf16'][1]:.0f} bytes"
-    print(line)
-PY
+for name in "${pairs[@]}"; do # sync calibrates its buckets: they halve too
+    pycheck exchange halves "$WORK/b-$name-fp32.h5" "$WORK/b-$name-bf16.h5" \
+        $(case $name in sync*) echo --calibrated ;; esac)
+done
 pass "bytes_sent halves with bf16 for sync, ssp, mixed, async and a hybrid pipeline's replicas"
 
 # --- refusals ----------------------------------------------------------------------------------

@@ -24,28 +24,7 @@ kill -TERM $(pids_of long.h5)
 set +e; wait $job; rc=$?; set -e
 [ "$rc" = 0 ] || fail "stopped run: exit $rc: $(cat long.log)"
 size=$(stat -c %s long.h5)
-"$PYTHON" - long.h5 "$size" <<'PY'
-import sys, h5py, numpy as np
-size = int(sys.argv[2])
-with h5py.File(sys.argv[1], "r") as f:
-    assert f.attrs["finished"] == 1 and f.attrs["stop_reason"] == "signal", dict(f.attrs)
-    assert (f["ranks/status"][:] == 2).all(), f["ranks/status"][:]
-    n = int(f.attrs["iters_total"])
-    assert n == 1000002, n
-    done = f["ranks/completed"][:]
-    assert len(set(done)) == 1 and 45 <= done[0] < n, done
-    for name, d in f["iterations"].items():
-        assert d.maxshape == (2, n), (name, d.maxshape)  # can grow to every iteration
-        assert done[0] <= d.shape[1] < n, (name, d.shape)
-        v = d[:]
-        assert not np.isnan(v[:, :done[0]]).any(), name  # every completed iteration readable
-        assert np.isnan(v[:, done[0]:]).all(), name  # NaN beyond
-    whole = len(f["iterations"]) * 2 * n * 8
-    assert size < 8e6, f"{size / 1e6:.1f} MB after {done[0]} iterations"
-    print(f"ok: stopped after {done[0]} of {n} iterations: file {size / 1e6:.2f} MB "
-          f"(/iterations extent {f['iterations/total'].shape[1]}; allocated whole: "
-          f"{whole / 1e6:.0f} MB of iterations)")
-PY
+pycheck grow stopped long.h5 "$size" --ranks 2 --iters 1000002 --min-completed 45
 analyze summary long.h5 >summary.txt || fail "dtbench-analyze on the stopped file: $(cat summary.txt)"
 grep -q "stopped" summary.txt || fail "summary does not report the stop: $(cat summary.txt)"
 pass "--iters 1000000 stopped early: a few MB, valid, marked stopped, analysed"
@@ -60,16 +39,7 @@ wait_done k.h5 60 || { kill -9 $job; fail "run did not write 60 iterations: $(ca
 kill -9 $(pids_of k.h5)
 set +e; wait $job; set -e
 h5check killed k.h5 --min-completed 60
-"$PYTHON" - k.h5 <<'PY'
-import sys, h5py
-with h5py.File(sys.argv[1], "r") as f:
-    done, extent = f["ranks/completed"][:], f["iterations/total"].shape[1]
-    assert (done <= extent).all() and extent >= 60 and extent < 50002, (done, extent)
-    assert f["iterations/total"].chunks == (2, 20), f["iterations/total"].chunks
-    k = (-(-int(f.attrs["iters_total"]) // 20) + 1) // 2  # half the chunks: 2501 -> 1251
-raw = open(sys.argv[1], "rb").read(28)  # superblock v1: the chunk B-tree's K at byte 24
-assert raw[8] == 1 and int.from_bytes(raw[24:26], "little") == k, (raw[8], raw[24:26], k)
-PY
+pycheck grow index k.h5 --ranks 2 --step 20
 analyze summary k.h5 >summary.txt || fail "dtbench-analyze on the killed file: $(cat summary.txt)"
 grep -q "INCOMPLETE" summary.txt || fail "summary does not report the kill: $(cat summary.txt)"
 pass "SIGKILL after extensions: every flushed block readable, reported incomplete; one index node for its 2501 chunks"
@@ -77,8 +47,7 @@ pass "SIGKILL after extensions: every flushed block readable, reported incomplet
 DTBENCH_TEST_GROW_STEP=5 run_np 2 --model lenet --dataset synthetic --batch 4 --iters 100000 \
     --duration 0.5 --warmup 0 --flush-every 5 --sample-hz 0 --output cap.h5 >cap.log 2>&1 ||
     fail "capped step: $(cat cap.log)"
-"$PYTHON" -c "import h5py, sys; c = h5py.File('cap.h5', 'r')['iterations/total'].chunks
-sys.exit(0 if c == (2, 25) else f'chunks {c}, not (2, 25)')" || fail "the step is not capped"
+pycheck grow step cap.h5 --ranks 2 --step 25 || fail "the step is not capped"
 pass "100000 iterations in steps of 5: steps of 25 (4000 chunks)"
 
 # 3. SIGKILL at random times with an extension at every block (a step of one block): the file is
@@ -104,18 +73,7 @@ for i in 1 2 3 4 5 6; do
     kill -STOP $procs 2>/dev/null || true
     kill -9 $procs 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
-    "$PYTHON" - r.h5 <<'PY' || fail "killed after $d s: r.h5 is not readable"
-import sys, h5py, numpy as np
-with h5py.File(sys.argv[1], "r") as f:
-    done = f["ranks/completed"][:]
-    extent = f["iterations/total"].shape[1]
-    assert (done <= extent).all(), (done, extent)
-    for name, d in f["iterations"].items():
-        v = d[:, :done.max()]
-        for r, n in enumerate(done):
-            assert name == "loss" or not np.isnan(v[r, :n]).any(), (name, r, n)
-    print(f"ok: killed: completed {list(done)}, extent {extent}")
-PY
+    pycheck grow killed r.h5 || fail "killed after $d s: r.h5 is not readable"
     analyze summary r.h5 >summary.txt || fail "killed after $d s: dtbench-analyze: $(cat summary.txt)"
 done
 pass "kills at random times during per-block extensions: completed blocks always readable"
@@ -142,47 +100,12 @@ pass "killed inside any of its 80+ extensions, at the worst moment: every comple
 # moving the end of allocation past them instead needs room a full disk does not have).
 "$PYTHON" "$TESTS_SRCDIR/check_grow_eoa.py" e.h5 --cut-last cut.h5
 "$DTBENCH" --finalize cut.h5 --lost 1:5:silent >/dev/null 2>&1 || fail "--finalize on the cut file"
-"$PYTHON" - cut.h5 e.h5 <<'PY' || fail "--finalize on a file killed inside an extension"
-import sys, h5py, numpy as np
-with h5py.File(sys.argv[1], "r") as f, h5py.File(sys.argv[2], "r") as e:
-    assert f.attrs["stop_reason"] == "peer_lost", dict(f.attrs)
-    n = int(f["ranks/completed"][:].max())
-    for name, d in f["iterations"].items():
-        np.testing.assert_array_equal(d[:, :n], e["iterations"][name][:, :n], err_msg=name)
-    print(f"ok: cut.h5 after --finalize: marked, its {n} completed iterations as before")
-PY
+pycheck grow finalized cut.h5 e.h5 || fail "--finalize on a file killed inside an extension"
 analyze summary cut.h5 >summary.txt || fail "dtbench-analyze on the finalized cut file: $(cat summary.txt)"
 pass "dtbench --finalize on a file killed inside an extension: marked, every completed iteration"
 
 # 5. Every strategy: lock-step ones stopped by --duration (the extent is the completed
 #    iterations rounded up to a step), the others run to the end allocated whole.
-check_extent() { # FILE STEP : STEP 0 = allocated whole
-    "$PYTHON" - "$@" <<'PY'
-import sys, math, h5py, numpy as np
-step = int(sys.argv[2])
-with h5py.File(sys.argv[1], "r") as f:
-    assert f.attrs["finished"] == 1, dict(f.attrs)
-    p, n = int(f.attrs["nranks"]), int(f.attrs["iters_total"])
-    workers = f["ranks/role"][:] == 0
-    done = f["ranks/completed"][:]
-    most = int(done.max())
-    for name, d in f["iterations"].items():
-        if step:
-            assert d.chunks == (p, step) and d.maxshape == (p, n), (name, d.chunks, d.maxshape)
-            want = min(n, math.ceil(most / step) * step)
-        else:
-            assert d.chunks is None, (name, d.chunks)  # contiguous, allocated whole
-            want = n
-        assert d.shape == (p, want), (name, d.shape, want, done)
-        v = d[:]
-        # written up to completed (loss aside: a strategy may diverge to NaN; ssp --staleness 2
-        # does here after ~85 iterations, whole allocation or not)
-        for r in np.flatnonzero(workers):
-            assert name == "loss" or not np.isnan(v[r, :done[r]]).any(), (name, r)
-    print(f"ok: {sys.argv[1]}: {f.attrs['exchange']}, {p} ranks, completed {list(done)} of {n}, "
-          f"/iterations {d.shape}, chunks {d.chunks}")
-PY
-}
 S="--model lenet --dataset synthetic --batch 8 --warmup 1 --flush-every 10 --sample-hz 0"
 long="--iters 100000 --duration 1.5"
 strategy() { # NAME NP STEP ARGS...
@@ -190,7 +113,7 @@ strategy() { # NAME NP STEP ARGS...
     shift 3
     DTBENCH_TEST_GROW_STEP=30 run_np "$np" $S "$@" --output "$name.h5" >"$name.log" 2>&1 ||
         fail "$name: $(cat "$name.log")"
-    check_extent "$name.h5" "$step" || fail "$name: wrong extent"
+    pycheck grow extent "$name.h5" "$step" || fail "$name: wrong extent" # STEP 0: allocated whole
 }
 strategy sync 2 30 $long
 strategy ssp 2 30 $long --exchange ssp --staleness 2

@@ -15,15 +15,7 @@ S="--model lenet --dataset synthetic --batch 4 --warmup 0 --sample-hz 0 --flush-
 #    200000 iterations x (bytes per iteration of every rank, counted in a small run's file) is
 #    more than the 32 MB, and the refusal's estimate agrees with that count within 15%.
 run_np 2 $S --iters 20 --output small.h5 >/dev/null
-per_iter=$("$PYTHON" - small.h5 <<'PY'
-import sys, h5py
-with h5py.File(sys.argv[1], "r") as f:
-    g = f["iterations"]
-    n = g["total"].shape[1]
-    print(sum(d.size * d.dtype.itemsize for d in g.values() if isinstance(d, h5py.Dataset)
-              and d.ndim == 2 and d.shape[1] == n) / n)
-PY
-)
+per_iter=$(pycheck grow bytes-per-iteration small.h5) || fail "$per_iter"
 expect_bad 2 "--iters: the results file disk/r.h5 needs about [0-9.]* MB, and its file system has 3[0-9].[0-9] MB free" $S --iters 200000 --output disk/r.h5
 [ -z "$(ls -A disk)" ] || fail "refused run left $(ls -A disk)"
 said=$(sed -n 's/.*needs about \([0-9.]*\) MB.*/\1/p' err.txt)
@@ -48,21 +40,11 @@ set +e; wait $job; rc=$?; set -e
 [ "$rc" = 1 ] || fail "extension on a full disk: exit $rc, expected 1: $(cat err.log)"
 lines=$(grep -c "^dtbench: error: rank 0: extending disk/r.h5 (/iterations) to iteration [0-9]* failed: --iters: no room for the next .* MB of the results file .*disk/r.h5: No space left on device (errno 28); stopping the run" err.log || true)
 [ "$lines" = 1 ] || fail "not one line naming the file and errno: $(cat err.log)"
-"$PYTHON" - disk/r.h5 <<'PY'
-import sys, h5py, numpy as np
-with h5py.File(sys.argv[1], "r") as f:
-    assert f.attrs["finished"] == 1 and f.attrs["stop_reason"] == "write_error", dict(f.attrs)
-    assert "errno 28" in f.attrs["stop_detail"] and "disk/r.h5" in f.attrs["stop_detail"]
-    done = f["ranks/completed"][:]
-    total = f["iterations/total"]
-    extent = total.shape[1]
-    assert extent < 60000 and (done == extent).all(), (done, total.shape)  # up to the extent
-    assert not np.isnan(total[:]).any()
-    latency = f.attrs["stop_latency_s"]  # from the refusal to the file's last write
-    assert 0 < latency < 5, latency
-    print(f"ok: refused at iteration {extent}: every rank completed {int(done[0])}, file closed "
-          f"{latency:.3f} s after the refusal")
-PY
+# every rank completed up to the extent, which is short of the run; closed within seconds of the
+# refusal (stop_latency_s: from the refusal to the file's last write)
+pycheck run marks disk/r.h5 --attr finished=1 --attr stop_reason=write_error \
+    --detail-has "errno 28" --detail-has disk/r.h5 --to-extent --ranks "completed<60000" --whole \
+    --max-latency 5
 pass "a step that cannot be reserved stops the run through the write-error path"
 
 # 3. The reservation said yes, but the disk had no room when the extension came (a file system
@@ -80,21 +62,12 @@ dd if=/dev/zero of=disk/fill bs=64k 2>/dev/null || true # until the disk is full
 truncate -s -64K disk/fill                              # then less room than a step (74 KB)
 t0=$(date +%s.%N)
 set +e; wait $job; rc=$?; set -e
-took=$("$PYTHON" -c "import sys,time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$t0")
+took=$(seconds_since "$t0")
 [ "$rc" = 1 ] || fail "an extension failing inside HDF5: exit $rc, expected 1: $(cat err.log)"
 [ "$(grep -c "^dtbench: error: rank [01]: extending disk/r.h5 (/iterations) to iteration [0-9]* failed: H5Dset_extent: .*(errno 28: No space left on device); stopping the run" err.log)" = 1 ] ||
     fail "not one line naming the file, H5Dset_extent and errno 28: $(cat err.log)"
-"$PYTHON" - disk/r.h5 <<'PY'
-import sys, h5py, numpy as np
-with h5py.File(sys.argv[1], "r") as f:
-    a = f.attrs
-    assert a["finished"] == 1 and a["stop_reason"] == "write_error", dict(a)
-    assert "errno 28" in a["stop_detail"] and "H5Dset_extent" in a["stop_detail"], a["stop_detail"]
-    done, extent = f["ranks/completed"][:], f["iterations/total"].shape[1]
-    assert (done == extent).all() and (f["ranks/iterations_done"][:] == done).all(), (done, extent)
-    assert not np.isnan(f["iterations/total"][:]).any()
-    assert (f["ranks/status"][:] == 2).all(), f["ranks/status"][:]
-    print(f"ok: closed as write_error: {a['stop_detail']}; every rank kept {int(done[0])} iterations")
-PY
-"$PYTHON" -c "import sys; sys.exit(float(sys.argv[1]) >= 20)" "$took" || fail "the run ended $took s after the disk filled"
+pycheck run marks disk/r.h5 --attr finished=1 --attr stop_reason=write_error \
+    --detail-has "errno 28" --detail-has H5Dset_extent --to-extent \
+    --ranks iterations_done=@completed --whole --ranks status=2
+below "$took" 20 || fail "the run ended $took s after the disk filled"
 pass "an extension failing inside H5Dset_extent: write_error with errno 28, exit 1, $took s after the disk filled"

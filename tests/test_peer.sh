@@ -43,7 +43,7 @@ kill_rank() {
     wait "$job"
     rc=$?
     set -e
-    took=$("$PYTHON" -c "import sys,time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$t0")
+    took=$(seconds_since "$t0")
 }
 
 # ---- 1. a rank killed: the survivors mark the file ---------------------------------------------
@@ -51,27 +51,15 @@ start lost 6
 kill_rank lost 1
 [ "$rc" != 0 ] || fail "mpirun exited 0 after a rank was killed"
 grep -q "rank 1 on $(hostname) is gone" lost.log || fail "no survivor reported rank 1 gone: $(cat lost.log)"
-"$PYTHON" - lost.h5 "$(hostname)" <<'PY'
-import sys, h5py, numpy as np
-with h5py.File(sys.argv[1], "r") as f:
-    a = f.attrs
-    assert a["finished"] == 1 and a["stop_reason"] == "peer_lost", dict(a)
-    assert a["stop_detail"].startswith(f"rank 1 on {sys.argv[2]} ended"), a["stop_detail"]
-    assert a["lost_ranks"] == "1" and a["failed_nodes"] == "", (a["lost_ranks"], a["failed_nodes"])
-    assert "end_time" in a
-    assert list(f["ranks/status"][:]) == [2, 0, 2], f["ranks/status"][:]
-    done, total = f["ranks/completed"][:], f["iterations/total"][:]
-    assert (done >= 10).all(), done
-    for r, n in enumerate(done):
-        assert not np.isnan(total[r, :n]).any(), (r, n)
-    print(f"ok: file marked: {a['stop_detail']}; completed {[int(x) for x in done]}")
-PY
+pycheck run marks lost.h5 --attr finished=1 --attr stop_reason=peer_lost \
+    --detail-starts "rank 1 on $(hostname) ended" --attr lost_ranks=1 --attr failed_nodes= \
+    --has end_time --ranks status=2,0,2 --ranks "completed>=10" --intact
 analyze summary lost.h5 >summary.txt || fail "dtbench-analyze cannot read the marked file: $(cat summary.txt)"
 grep -q "stop_reason=peer_lost: rank 1 on $(hostname)" summary.txt ||
     fail "dtbench-analyze summary does not name the lost rank: $(head -3 summary.txt)"
 # mpirun itself tears the job down ~3 s after a rank dies (odls sigkill timeout): the survivors
 # must have marked the file before; mpirun's own exit bounds the time.
-"$PYTHON" -c "import sys; sys.exit(float(sys.argv[1]) >= 11)" "$took" ||
+below "$took" 11 ||
     fail "the job took $took s to end after the kill (--peer-timeout 6: expected under 11 s)"
 pass "a rank SIGKILLed: file closed as peer_lost, mpirun exited $rc after $took s"
 
@@ -82,7 +70,7 @@ pid=$3
 t0=$(date +%s.%N)
 kill -STOP "$pid"
 for _ in $(seq 300); do running "$1" || running "$2" || break; sleep 0.1; done # the survivors
-took=$("$PYTHON" -c "import sys,time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$t0")
+took=$(seconds_since "$t0")
 set +e
 wait "$job"
 rc=$?
@@ -90,16 +78,10 @@ set -e
 kill -KILL "$pid" 2>/dev/null || true
 [ "$rc" != 0 ] || fail "mpirun exited 0 after a rank was frozen"
 grep -q "rank 2 on $(hostname) silent for [4-9]" frozen.log || fail "no survivor reported rank 2 silent: $(cat frozen.log)"
-"$PYTHON" - frozen.h5 "$(hostname)" <<'PY'
-import sys, h5py
-with h5py.File(sys.argv[1], "r") as f:
-    a = f.attrs
-    assert a["finished"] == 1 and a["stop_reason"] == "peer_lost", dict(a)
-    assert a["stop_detail"].startswith(f"rank 2 on {sys.argv[2]} silent for "), a["stop_detail"]
-    assert a["lost_ranks"] == "2" and a["failed_nodes"] == "", (a["lost_ranks"], a["failed_nodes"])
-    assert list(f["ranks/status"][:]) == [2, 2, 0], f["ranks/status"][:]
-PY
-"$PYTHON" -c "import sys; sys.exit(float(sys.argv[1]) >= 4 + 6)" "$took" ||
+pycheck run marks frozen.h5 --attr finished=1 --attr stop_reason=peer_lost \
+    --detail-starts "rank 2 on $(hostname) silent for " --attr lost_ranks=2 --attr failed_nodes= \
+    --ranks status=2,2,0
+below "$took" $((4 + 6)) ||
     fail "the survivors ended $took s after the freeze (--peer-timeout 4)"
 pass "a rank frozen: lost after --peer-timeout 4 of silence, file marked, survivors ended after $took s"
 
@@ -122,7 +104,7 @@ for _ in $(seq 300); do
     [ "$left" = 0 ] && break
     sleep 0.1
 done
-took=$("$PYTHON" -c "import sys,time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$t0")
+took=$(seconds_since "$t0")
 kill -KILL "$5" 2>/dev/null || true
 # mpirun (the child of timeout), told not to end the job, may wait on: end it, then timeout
 for p in $(ps -o pid= --ppid "$job" 2>/dev/null) "$job"; do kill -KILL "$p" 2>/dev/null || true; done
@@ -130,23 +112,16 @@ wait "$job" 2>/dev/null || true
 [ "$left" = 0 ] || fail "$left survivors still run $took s after rank 4 froze: $(grep '^dtbench' over.log)"
 grep -q "rank 0 on .*: rank [1-7] on .* says the run is over" over.log ||
     fail "rank 0 did not end on its neighbours' word: $(grep '^dtbench' over.log)"
-"$PYTHON" -c "
-import sys, h5py
-with h5py.File(sys.argv[1], 'r') as f:
-    assert f.attrs['stop_reason'] == 'peer_lost' and f.attrs['lost_ranks'] == '4', dict(f.attrs)
-    assert list(f['ranks/status'][:]) == [2, 2, 2, 2, 0, 2, 2, 2], f['ranks/status'][:]
-" over.h5 || fail "over.h5 is not marked"
-"$PYTHON" -c "import sys; sys.exit(float(sys.argv[1]) >= 4 + 8)" "$took" ||
+pycheck run marks over.h5 --attr stop_reason=peer_lost --attr lost_ranks=4 \
+    --ranks status=2,2,2,2,0,2,2,2 || fail "over.h5 is not marked"
+below "$took" $((4 + 8)) ||
     fail "the survivors ended $took s after the freeze (--peer-timeout 4)"
 pass "8 ranks, rank 4 frozen, mpirun not ending the job: every survivor ended after $took s (rank 0 on its neighbours' word)"
 
 # ---- 3. --peer-timeout 0: off -------------------------------------------------------------------
 start off 0
 kill_rank off 1
-"$PYTHON" -c "
-import h5py, sys
-a = h5py.File(sys.argv[1], 'r').attrs
-assert 'stop_reason' not in a and 'finished' not in a, dict(a)" off.h5 || fail "--peer-timeout 0 still marked the file"
+pycheck run marks off.h5 --lacks stop_reason --lacks finished || fail "--peer-timeout 0 still marked the file"
 ! grep -q "is gone\|silent for" off.log || fail "--peer-timeout 0 still watched: $(cat off.log)"
 pass "--peer-timeout 0: no watchdog, the killed run's file is left unmarked"
 
@@ -175,47 +150,22 @@ pass "--finalize: bad arguments refused (exit 2); a file the run closed is left 
 
 # A file in the newest format (superblock version 3) still open for writing by a process that then
 # dies: its "open for write" mark is cleared as h5clear would, the file marked.
-"$PYTHON" - v3.h5 <<'PY' &
-import os, sys, time, h5py, numpy as np
-with open(sys.argv[1] + ".ready", "w"):
-    pass
-f = h5py.File(sys.argv[1], "w", libver="latest")
-f.create_dataset("ranks/status", data=np.zeros(2, dtype=np.int32))
-f.create_dataset("ranks/host", data=np.array([b"a", b"b"], dtype="S64"))
-f.flush()
-os.rename(sys.argv[1] + ".ready", sys.argv[1] + ".open")
-time.sleep(3)
-os._exit(0)  # as a survivor ends: no close
-PY
+"$PYTHON" "$TESTS_SRCDIR/make_h5.py" ranks v3.h5 a b --latest --hold 3 &
 writer=$!
 for _ in $(seq 100); do [ -e v3.h5.open ] && break; sleep 0.1; done
 "$DTBENCH" --finalize v3.h5 --lost 1:5:silent 2>err.txt || fail "--finalize of a version-3 file held open: $(cat err.txt)"
 wait $writer
-"$PYTHON" -c "
-import sys, h5py
-with h5py.File(sys.argv[1], 'r') as f:
-    assert f.id.get_create_plist().get_version()[0] == 3
-    assert f.attrs['stop_reason'] == 'peer_lost' and list(f['ranks/status'][:]) == [2, 0], dict(f.attrs)
-" v3.h5 || fail "the version-3 file is not marked"
+pycheck run marks v3.h5 --superblock 3 --attr stop_reason=peer_lost --ranks status=2,0 ||
+    fail "the version-3 file is not marked"
 pass "--finalize: a version-3 superblock file still open for writing elsewhere is marked too"
 
 # Two survivors' finalizers in turn, 6 ranks on n10 (0, 1), n1 (2, 3) and n7 (4, 5): the first
 # finds rank 0 lost with its node, so rank 1 too; the second sees rank 0 again and rank 2's node.
 # Rank 1, named by no finalizer, stays lost (CI once saw the second drop such a rank), and n1 is
 # a node of its own, not a part of "n10".
-"$PYTHON" -c "
-import sys, h5py, numpy as np
-with h5py.File(sys.argv[1], 'w') as f:
-    f.create_dataset('ranks/status', data=np.zeros(6, dtype=np.int32))
-    f.create_dataset('ranks/host', data=np.array([b'n10', b'n10', b'n1', b'n1', b'n7', b'n7'], dtype='S64'))
-" two.h5
+"$PYTHON" "$TESTS_SRCDIR/make_h5.py" ranks two.h5 n10 n10 n1 n1 n7 n7
 "$DTBENCH" --finalize two.h5 --lost 0:5:silent 2>err.txt || fail "first finalizer: $(cat err.txt)"
 "$DTBENCH" --finalize two.h5 --lost 0:6:silent --lost 2:6:down 2>err.txt || fail "second finalizer: $(cat err.txt)"
-"$PYTHON" -c "
-import sys, h5py
-with h5py.File(sys.argv[1], 'r') as f:
-    a = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
-    got = (a['lost_ranks'], a['failed_nodes'], list(f['ranks/status'][:]))
-    assert got == ('0,1,2,3', 'n10,n1', [0, 0, 0, 0, 2, 2]), got
-" two.h5 || fail "two finalizers in turn: not every lost rank and node kept"
+pycheck run marks two.h5 --attr lost_ranks=0,1,2,3 --attr failed_nodes=n10,n1 \
+    --ranks status=0,0,0,0,2,2 || fail "two finalizers in turn: not every lost rank and node kept"
 pass "--finalize twice: the second keeps the first one's lost ranks (a node's included), n1 and n10 apart"

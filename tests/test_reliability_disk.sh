@@ -30,13 +30,7 @@ dd if=/dev/zero of=disk/fill bs=64k 2>/dev/null || true # until the disk is full
 [ "$(df --output=avail disk | tail -1)" -lt 64 ] || fail "the disk did not fill: $(df disk)"
 set +e; wait $job; rc=$?; set -e
 [ "$rc" = 0 ] || fail "run on a disk filled under it: exit $rc: $(cat run.log)"
-"$PYTHON" - disk/r.h5 <<'PY'
-import sys, h5py, numpy as np
-with h5py.File(sys.argv[1], "r") as f:
-    assert f.attrs["finished"] == 1 and f.attrs["stop_reason"] == "completed", dict(f.attrs)
-    assert (f["ranks/completed"][:] == 400).all()
-    assert not np.isnan(f["iterations/total"][:]).any()
-PY
+pycheck run marks disk/r.h5 --attr finished=1 --attr stop_reason=completed --ranks completed=400 --whole
 pass "disk filled during the run: the run completed, file intact (space reserved at creation)"
 rm -f disk/fill disk/r.h5
 
@@ -52,24 +46,7 @@ elapsed=$(echo "$(date +%s.%N) - $t0" | bc)
 grep -q "^dtbench: error: rank 1: writing disk/r.h5 (/iterations/.*) failed: .*(errno 5: Input/output error); stopping the run" err.log ||
     fail "no one-line reason naming the file and errno: $(cat err.log)"
 [ "$(echo "$elapsed < 20" | bc)" = 1 ] || fail "took $elapsed s to stop"
-"$PYTHON" - disk/r.h5 <<'PY'
-import sys, h5py, numpy as np
-with h5py.File(sys.argv[1], "r") as f:
-    assert f.attrs["finished"] == 1 and f.attrs["stop_reason"] == "write_error", dict(f.attrs)
-    assert "errno 5" in f.attrs["stop_detail"] and "disk/r.h5" in f.attrs["stop_detail"]
-    done = f["ranks/completed"][:]
-    assert done[1] == 30 and done[0] >= 30 and done[0] < 5000, done
-    # the iterations rank 1 completed after its failed write are counted, not kept
-    ran = f["ranks/iterations_done"][:]
-    assert ran[0] == done[0] and ran[1] > done[1] and abs(int(ran[1]) - int(ran[0])) <= 1, (ran, done)
-    total = f["iterations/total"][:]
-    for r, d in enumerate(done):
-        assert not np.isnan(total[r, :d]).any(), (r, d)
-    latency = f.attrs["stop_latency_s"]  # from the error to the file's last write
-    assert 0 < latency < 5, latency  # "within seconds"; the figure is printed
-    print(f"ok: write error on rank 1: file closed {latency:.3f} s after it, kept "
-          f"{[int(d) for d in done]} of {[int(d) for d in ran]} completed, blocks before intact")
-PY
+pycheck run write-error disk/r.h5 --rank 1 --kept 30 --errno 5
 pass "write error: every rank stopped after $elapsed s, exit 1"
 rm -f disk/r.h5
 
@@ -97,7 +74,7 @@ set -e
     grep -q "^dtbench: error: rank 0: --save-model disk/m.bin was not saved: No space left on device (errno 28); no model file left" err.log ||
     fail "not one line naming --save-model and errno 28: $(cat err.log)"
 [ "$(ls -A disk)" = fill ] || fail "a model that could not be saved left $(ls -A disk)"
-"$PYTHON" -c "import h5py; assert h5py.File('r.h5', 'r').attrs['stop_reason'] == 'completed'" ||
+pycheck run marks r.h5 --attr stop_reason=completed ||
     fail "the results of a run whose model could not be saved are not complete"
 rm -f disk/fill r.h5
 pass "--save-model on a full disk: exit 1, one line, no model file left, the results complete"

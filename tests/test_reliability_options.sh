@@ -22,9 +22,5 @@ expect_bad 0 "-model: unknown option (options start with two dashes, e.g. --mode
 # --flush-every larger than the run: one block at the end (it allocated flush_every records).
 run_np 2 $S --batch 4 --iters 3 --flush-every 1073741824 --overwrite >out.txt 2>err.txt ||
     fail "--flush-every 1073741824: $(cat err.txt)"
-"$PYTHON" - bad.h5 <<'PY'
-import sys, h5py
-with h5py.File(sys.argv[1], "r") as f:
-    assert f.attrs["finished"] == 1 and (f["ranks/completed"][:] == 3).all(), dict(f.attrs)
-PY
+pycheck run marks bad.h5 --attr finished=1 --ranks completed=3
 pass "--flush-every 1073741824 --iters 3: completed, one block"

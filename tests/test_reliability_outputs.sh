@@ -63,7 +63,7 @@ rm -rf model.bin d1 sub/d2 chain.bin
 #     --output through a link writes the file it points to (created if need be); the link stays.
 ln -s real.h5 lnk.h5
 run_np 2 $S --model lenet --iters 2 --output lnk.h5 >run.log 2>&1 || fail "--output through a link: $(cat run.log)"
-[ -L lnk.h5 ] && [ -f real.h5 ] && "$PYTHON" -c "import h5py; assert h5py.File('lnk.h5','r').attrs['finished'] == 1" ||
+[ -L lnk.h5 ] && [ -f real.h5 ] && pycheck run marks lnk.h5 --attr finished=1 ||
     fail "--output lnk.h5 -> real.h5: $(ls -la)"
 expect_bad 2 "--output: lnk.h5 exists" $S --iters 1 --output lnk.h5
 rm -f lnk.h5 real.h5
@@ -90,7 +90,7 @@ timeout -k 10 200 "$MPIRUN" -np 2 "$DTBENCH" $S --model lenet --iters 1000000 --
 job=$!
 wait_completed o.h5 10 120 || { kill -9 $job; fail "the run did not start writing"; }
 ln -sf o.h5 m.bin # (replacing what the run may have left there)
-kill -TERM $("$PYTHON" -c "import h5py,sys; print(*h5py.File(sys.argv[1],'r')['ranks/pid'][:])" o.h5)
+kill -TERM $(pids_of o.h5)
 set +e
 wait $job
 rc=$?
@@ -98,9 +98,7 @@ set -e
 [ "$rc" = 1 ] || fail "a model that became the results file: exit $rc: $(cat b.err)"
 [ "$(grep -c '^dtbench: error: rank 0: --save-model m.bin was not saved: it has become the results file (--output o.h5); no model file left' b.err)" = 1 ] ||
     fail "not one line saying why: $(cat b.err)"
-"$PYTHON" -c "
-import h5py
-assert h5py.File('o.h5', 'r').attrs['stop_reason'] == 'signal'" || fail "the results were damaged"
+pycheck run marks o.h5 --attr stop_reason=signal || fail "the results were damaged"
 [ -z "$(ls -A | grep -E '^\.m\.bin\..+\.tmp$' || true)" ] || fail "the model's hidden file was left: $(ls -A)"
 rm -f o.h5 m.bin
 pass "a --save-model that became the results file during the run: refused at the save, exit 1, results intact"
@@ -144,13 +142,7 @@ for round in 1 2 3; do
             grep -q "^dtbench: error: --output: o.h5 exists" $loser.log ||
             fail "round $round: $loser: $(cat $loser.log)"
     fi
-    "$PYTHON" - o.h5 "$winner" <<'PY'
-import sys, h5py
-with h5py.File(sys.argv[1], "r") as f:
-    assert f.attrs["finished"] == 1 and (f["ranks/completed"][:] == 60).all(), dict(f.attrs)
-    tag = f.attrs["tag"]
-    assert sys.argv[2] in ("both", tag), (tag, sys.argv[2])
-    print(f"ok: concurrent --overwrite: {sys.argv[2]} -> the file is {tag}'s, complete")
-PY
+    # complete, and the winner's (either job's when both succeeded)
+    pycheck run marks o.h5 --attr finished=1 --ranks completed=60 $([ "$winner" = both ] || echo "--attr tag=$winner")
 done
 ! compgen -G ".o.h5.*.partial" >/dev/null || fail "a partial file was left behind: $(ls -A)"

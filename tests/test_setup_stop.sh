@@ -29,14 +29,10 @@ stopped_in_setup() {
 
 # 1. A FIFO as the training images.
 mkdir -p fifo
-"$PYTHON" - fifo <<'PY'
-import gzip, struct, sys
-for split, n in (("t10k", 10), ("train", 10)):
-    with gzip.open(f"{sys.argv[1]}/{split}-labels-idx1-ubyte.gz", "wb") as f:
-        f.write(struct.pack(">II", 0x801, n) + bytes(n))
-with gzip.open(f"{sys.argv[1]}/t10k-images-idx3-ubyte.gz", "wb") as f:
-    f.write(struct.pack(">IIII", 0x803, 10, 28, 28) + bytes(10 * 784))
-PY
+# make_data idx PATH MAGIC DIM...: an IDX header and the zeros it announces, gzip'd
+make_data idx fifo/t10k-labels-idx1-ubyte.gz 0x801 10
+make_data idx fifo/train-labels-idx1-ubyte.gz 0x801 10
+make_data idx fifo/t10k-images-idx3-ubyte.gz 0x803 10 28 28
 mkfifo fifo/train-images-idx3-ubyte
 O=(--dataset mnist --data-dir fifo --iters 1 --warmup 0 --batch 4 --output bad.h5)
 for n in 0 2; do
@@ -54,18 +50,10 @@ pass "a FIFO as data file: $(grep '^dtbench' err.txt)"
 
 # 2. A large data set: 1,000,000 images of zeros (gzip: under 1 MB on disk, 784 MB in memory).
 mkdir -p large
-"$PYTHON" - large <<'PY'
-import gzip, struct, sys
-n = 1000000
-for split, count in (("t10k", 10), ("train", n)):
-    with gzip.open(f"{sys.argv[1]}/{split}-labels-idx1-ubyte.gz", "wb") as f:
-        f.write(struct.pack(">II", 0x801, count) + bytes(count))
-    with gzip.open(f"{sys.argv[1]}/{split}-images-idx3-ubyte.gz", "wb", compresslevel=1) as f:
-        f.write(struct.pack(">IIII", 0x803, count, 28, 28))
-        zeros = bytes(784 * 10000)
-        for _ in range(count // 10000 or 1):
-            f.write(zeros if count >= 10000 else bytes(784 * count))
-PY
+for split in t10k:10 train:1000000; do
+    make_data idx "large/${split%:*}-labels-idx1-ubyte.gz" 0x801 "${split#*:}"
+    make_data idx "large/${split%:*}-images-idx3-ubyte.gz" 0x803 "${split#*:}" 28 28 --level 1
+done
 out=$WORK/large.h5
 res=$(probe --signal TERM --ranks 0 --when "fd:train-images-idx3" -- "$DTBENCH" --dataset mnist \
     --data-dir large --iters 5 --warmup 0 --batch 8 --output "$out" 2>"$out.log") || fail "$res"

@@ -22,12 +22,8 @@ for sig in TERM USR1; do
             where=alone; [ $ranks = 0 ] || where="$ranks ranks under mpirun"
             [ "$rc" = rc=0 ] || { cat "$out.log"; fail "SIG$sig $ms ms after exec ($where): $res"; }
             if [ -e "$out" ]; then
-                "$PYTHON" - "$out" <<'PY' || { cat "$out.log"; fail "SIG$sig $ms ms after exec ($where): file"; }
-import sys, h5py
-with h5py.File(sys.argv[1], "r") as f:
-    a = f.attrs
-    assert a["finished"] == 1 and a["stop_reason"] == "signal", dict(a)
-PY
+                pycheck run marks "$out" --attr finished=1 --attr stop_reason=signal ||
+                    { cat "$out.log"; fail "SIG$sig $ms ms after exec ($where): file"; }
                 how="file closed, stop_reason=signal"
             else
                 grep -q "stopped during set-up (signal): nothing was recorded" "$out.log" ||

@@ -15,15 +15,7 @@
 . "$(dirname "$0")/lib.sh"
 
 make_file() { # make_file NAME PRECISION TEXT
-    "$PYTHON" - "$WORK/$1.h5" "$2" "$3" <<'PY'
-import sys, h5py, numpy as np
-path, precision, text = sys.argv[1:]
-with h5py.File(path, "w") as f:
-    f.attrs["precision"] = precision
-    g = f.create_group("ranks")
-    if text:
-        g.create_dataset("kernel_choices", data=np.array([text.encode()] * 2))
-PY
+    "$PYTHON" "$TESTS_SRCDIR/make_h5.py" kernel-choices "$WORK/$1.h5" "$2" "$3"
 }
 head32="precision fp32: cuBLAS sgemm, default math (no TF32); cuDNN fp32 tensors"
 good="conv 8x64x56x56 k3 s1 p1 -> 64: fwd 1 IMPLICIT_PRECOMP_GEMM FMA, bwd_data 1 ALGO_1 FMA, bwd_filter 3 ALGO_3 FMA"

@@ -34,37 +34,7 @@ vs_torch() {
     run_np 1 $c --iters $ITERS --lr "$lr" --output "$name.h5" --save-model "$name.params" >/dev/null
     "$TORCH_PYTHON" "$TESTS_SRCDIR/torch_ref.py" "$model" "$data" "$name-init.params" $ITERS "$lr" 0.9 \
         "$name-torch.json" "$name-torch.params"
-    "$PYTHON" - "$name" "$LOSS_TOL" "$PARAM_TOL" <<'PY'
-import json, sys, h5py, numpy as np
-name, loss_tol, param_tol = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
-with h5py.File(f"{name}.h5", "r") as f:
-    dt = f["iterations/loss"][0].astype(np.float64)
-ref = json.load(open(f"{name}-torch.json"))
-t32, t64 = np.array(ref["losses"]), np.array(ref["losses_f64"])
-read = lambda path: np.fromfile(path, "<f4", offset=64).astype(np.float64)
-p_dt, p_init, p32 = read(f"{name}.params"), read(f"{name}-init.params"), read(f"{name}-torch.params")
-p64 = np.fromfile(f"{name}-torch.params64", "<f8")
-assert dt.shape == t32.shape and p_dt.shape == p64.shape, (dt.shape, t32.shape, p_dt.shape)
-# Tolerances against the float64 run: LOSS_TOL / PARAM_TOL, or 10x PyTorch's own float32 error
-# where the run is that sensitive to rounding (a ReLU input crossing 0 by a rounding error).
-ltol = np.maximum(loss_tol, 10 * np.abs(t32 - t64))
-ptol = max(param_tol, 10 * float(np.max(np.abs(p32 - p64))))
-dloss, dparam = np.abs(dt - t64), float(np.max(np.abs(p_dt - p64)))
-moved = float(np.max(np.abs(p_dt - p_init)))
-print(f"{name}: losses dtbench {np.round(dt, 5).tolist()}")
-print(f"{name}: losses PyTorch {np.round(t32, 5).tolist()} (torch {ref['torch']}, batch {ref['batch']})")
-print(f"{name}: {len(dt)} steps: loss max |dtbench - PyTorch float32| {np.max(np.abs(dt - t32)):.3g}; "
-      f"|dtbench - PyTorch float64| {dloss.max():.3g} (tolerance {ltol.min():.3g} .. {ltol.max():.3g}; "
-      f"PyTorch float32 - float64: {np.max(np.abs(t32 - t64)):.3g})")
-print(f"{name}: {ref['parameters']} final parameters: max |dtbench - PyTorch float32| "
-      f"{np.max(np.abs(p_dt - p32)):.3g}; |dtbench - PyTorch float64| {dparam:.3g} (tolerance "
-      f"{ptol:.3g}); training moved them by up to {moved:.3g}")
-# Training moved the parameters far beyond the fixed tolerance and the one actually applied.
-ok = (bool(np.all(dloss <= ltol)) and dparam <= ptol and dt[-1] < 0.8 * dt[0]
-      and moved > 100 * param_tol and moved > 10 * ptol)
-print(("ok: " if ok else "FAIL: ") + f"{name} trains as in PyTorch")
-sys.exit(0 if ok else 1)
-PY
+    pycheck torch train "$name" --loss-tol "$LOSS_TOL" --param-tol "$PARAM_TOL"
 }
 
 # LeNet: the first 32 training and test images of Fashion-MNIST.
