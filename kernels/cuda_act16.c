@@ -13,8 +13,8 @@
 #include <config.h>
 #include "cuda_check.h"     /* defines: CUDA_CHECK */
 #include "cuda_bn16.h"      /* defines: DT16_THREADS, DT16_PER_SM */
+#include "cuda_kernels.h"   /* defines: dtk_axpy */
 #include "cuda_kernels16.h" /* defines: dth_* launchers */
-#include "cuda_ops.h"       /* defines: cuda_axpy */
 #include "cuda_ops16.h"
 #include "cuda_plan.h" /* defines: nhwc_grid */
 
@@ -76,11 +76,13 @@ void cuda_input_to_act(BackendCtx *ctx, int n, int c, int h, int w, const float 
     CUDA_CHECK(dth_input(ctx->stream, half_of(ctx), (size_t)n, (size_t)c, (size_t)h * w, x, x_act));
 }
 
+/* fp32: the launcher of cuda_axpy itself, so that this file stands below cuda_elementwise.c
+ * (whose operations hand 16-bit activations to the ones here) and calls nothing of it. */
 void cuda_act_add(BackendCtx *ctx, size_t n, const float *x, float *y) {
     if (ctx->act16)
         CUDA_CHECK(dth_add(ctx->stream, half_of(ctx), n, y, x, y));
     else
-        cuda_axpy(ctx, n, 1.0f, x, y);
+        CUDA_CHECK(dtk_axpy(ctx->stream, n, 1.0f, x, y));
 }
 
 /* ---- the convolutions' 16-bit KRSC copies ---------------------------------------------------- */
