@@ -82,7 +82,7 @@ typedef struct LayerKindOps {
 /* The row of a kind (src/layer_kinds.c). */
 const LayerKindOps *layer_kind(LayerKind kind);
 
-/* ---- for the rows: services of the interpreter (src/model.c) ----------------------------------
+/* ---- for the rows: services of the interpreter (src/layer_services.c) --------------------------
  */
 
 /* Records why the input does not fit the model (the first problem only). */
@@ -102,6 +102,10 @@ const float *layer_input_y(const Model *m, const Layer *L, int k, int s0);
  * offsets go through these. */
 size_t layer_out_bytes(const Model *m, const Layer *L);
 float *layer_y_at(const Model *m, const Layer *L, int s0);
+/* base + `values` activation values of `bytes` each. */
+static inline float *layer_act_offset(float *base, size_t values, size_t bytes) {
+    return (float *)((char *)base + values * bytes);
+}
 /* 1 when L is the model's last layer, whose output is the logits (fp32 in every format). */
 int layer_is_logits(const Model *m, const Layer *L);
 /* Output gradient of L on samples from s0, and where the gradient of input k of L goes (NULL:
@@ -126,7 +130,7 @@ void model_observe(const LayerStep *s, LayerEventKind kind);
 void model_check_format(const Model *m);
 void model_declare_weights(const Model *m);
 /* 1 when row k of this Model is last read by row i through its input k (its gradient then goes
- * straight to the producer), as model.c decides it. */
+ * straight to the producer). */
 int layer_last_reader(const Model *m, int i, int k);
 /* After a backward wrote input k's gradient to s->dest[k] over `count` values: adds it to the
  * producer's gradient when it went to shared scratch. */

@@ -2,96 +2,14 @@
  * description and runs forward, backward and the optimizer through the backend's function table.
  * Knows shapes, buffers and the graph of layers (which row reads which, where gradients of an
  * output read by several rows are summed, which ReLU runs in place); what a layer of a kind does
- * is its row's, in src/layer_*.c. No arithmetic of its own. */
+ * is its row's, in src/layer_*.c, and the services rows share (where activations and gradients
+ * lie, memory, problems) are layer_services.c's. No arithmetic of its own. */
 #include "layers.h"
 #include "util.h"
 
-#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- services for the rows (layers.h) ------------------------------------------------------- */
-
-/* A mistake in a model table: the zoo is tested, so this only fires while writing a new model. */
-_Noreturn void layer_bad_table(const ModelDesc *d, const char *row, const char *what) {
-    fprintf(stderr, "dtbench: model table %s, row %s: %s\n", d->name, row, what);
-    abort();
-}
-
-void layer_problem(Model *m, const Layer *L, const char *fmt, ...) {
-    if (m->problem[0]) return; /* the first one explains the rest */
-    char what[128];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    snprintf(m->problem, sizeof m->problem, "%s does not fit the input [%d,%d,%d]: %s %s %s",
-             m->desc->name, m->in_c, m->in_h, m->in_w, layer_kind(L->d.kind)->name, L->d.name,
-             what);
-}
-
-int layer_window_out(int in, int k, int stride, int pad) {
-    return in + 2 * pad < k || stride <= 0 ? 0 : (in + 2 * pad - k) / stride + 1;
-}
-
-void layer_init_uniform(const Layer *L, uint64_t key, float bound, float *w, float *b) {
-    for (size_t j = 0; j < L->nw; j++)
-        w[j] = (2.0f * rng_uniform(key + j) - 1.0f) * bound;
-    memset(b, 0, L->nb * sizeof(float));
-}
-
-void *layer_alloc(Model *m, size_t bytes) {
-    void *p = m->be->alloc(m->ctx, bytes ? bytes : 1);
-    if (!p) {
-        fprintf(stderr, "dtbench: %s: cannot allocate %zu bytes on the %s backend\n", m->desc->name,
-                bytes, m->be->name);
-        abort();
-    }
-    return p;
-}
-
-void layer_need_work(Model *m, size_t bytes) {
-    if (bytes > m->work_bytes) m->work_bytes = bytes;
-}
-
-size_t layer_input_size(const Model *m, const Layer *L, int k) {
-    return L->inputs[k] < m->first ? m->x_size : m->layers[L->inputs[k]].out_size;
-}
-
-int layer_is_logits(const Model *m, const Layer *L) {
-    return L == &m->layers[m->nlayers - 1];
-}
-
-size_t layer_out_bytes(const Model *m, const Layer *L) {
-    return layer_is_logits(m, L) ? sizeof(float) : m->act_bytes;
-}
-
-/* base + `values` values of `bytes` each */
-static float *act_offset(float *base, size_t values, size_t bytes) {
-    return (float *)((char *)base + values * bytes);
-}
-
-float *layer_y_at(const Model *m, const Layer *L, int s0) {
-    return act_offset(L->y, (size_t)s0 * L->out_size, layer_out_bytes(m, L));
-}
-
-const float *layer_input_y(const Model *m, const Layer *L, int k, int s0) {
-    int p = L->inputs[k];
-    if (p < m->first)
-        return m->x_act ? act_offset(m->x_act, (size_t)s0 * m->x_size, m->act_bytes)
-                        : m->x + (size_t)s0 * m->x_size;
-    return layer_y_at(m, &m->layers[p], s0);
-}
-
-/* `dest` received the gradient; when it was dy_scratch, it is added to the producer's. */
-void layer_finish_input_grad(const LayerStep *s, int k, size_t count) {
-    float *dest = s->dest[k], *target = s->target[k];
-    if (!dest || dest == target) return;
-    if (s->m->be->act_add)
-        s->m->be->act_add(s->m->ctx, count, dest, target);
-    else
-        s->m->be->axpy(s->m->ctx, count, 1.0f, dest, target);
-}
 
 /* ---- planning: inputs, shapes, parameter layout ------------------------------------------- */
 
@@ -218,14 +136,6 @@ static void init_part(Model *m) {
     m->be->upload(m->ctx, m->params, host, m->nparams * sizeof(float));
     if (m->nbuffers) m->be->upload(m->ctx, m->buffers, hbuf, m->nbuffers * sizeof(float));
     free(host);
-}
-
-/* Row i is the last to read input k: its gradient goes straight to the producer's dy (backward
- * meets it first); every other reader's gradient is added to it through dy_scratch. */
-int layer_last_reader(const Model *m, int i, int k) {
-    int p = m->layers[i].inputs[k];
-    if (p < 0) return 1; /* the data: no gradient */
-    return m->layers[p].last_consumer == i;
 }
 
 /* A layer that may run in place (a ReLU) whose input is read by nothing else, produced in this
@@ -433,25 +343,12 @@ static float *param(const Model *m, size_t off) {
     return m->params + (off - m->param_base);
 }
 
-/* L's output gradient of samples from s0: a whole-batch buffer, or the chunk buffer itself. */
-float *layer_dy_at(const Model *m, const Layer *L, int s0) {
-    return act_offset(L->dy, L->dy_full ? (size_t)s0 * L->out_size : 0, layer_out_bytes(m, L));
-}
-
-/* Where the gradient of input k of L goes (NULL: the data, no gradient). */
-float *layer_input_grad(const Model *m, const Layer *L, int k, int s0) {
-    int p = L->inputs[k];
-    if (p < 0) return NULL;
-    if (p < m->first) return m->dx ? m->dx + (size_t)s0 * m->x_size : NULL;
-    return layer_dy_at(m, &m->layers[p], s0);
-}
-
 void model_forward_part(Model *m, int s0, int n, int slot, int train) {
     if (slot == 0 && m->be->weights_ready) /* a step's first micro-batch: its weights are final */
         m->be->weights_ready(m->ctx, m->params, m->nparams);
     if (m->x_act)
         m->be->input_to_act(m->ctx, n, m->in_c, m->in_h, m->in_w, m->x + (size_t)s0 * m->x_size,
-                            act_offset(m->x_act, (size_t)s0 * m->x_size, m->act_bytes));
+                            layer_act_offset(m->x_act, (size_t)s0 * m->x_size, m->act_bytes));
     for (int at = m->first; at < m->last; at++) {
         const int i = m->layers[at].exec_as; /* the row run here (model_fuse.c) */
         if (i < 0 || m->layers[i].fwd_fused) continue;
