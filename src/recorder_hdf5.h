@@ -1,6 +1,7 @@
-/* recorder_hdf5.h - what the HDF5 recorder's two files share (private to them): the recorder's
+/* recorder_hdf5.h - what the HDF5 recorder's files share (private to them): the recorder's
  * state, the /ranks columns, and the raw writes. recorder_hdf5.c writes (per iteration, at the
- * end); recorder_create.c creates and describes the file (collective, once). */
+ * end); recorder_create.c creates and describes the file (collective, once); both write through
+ * recorder_write.c, which calls neither. */
 #ifndef DTBENCH_RECORDER_HDF5_H
 #define DTBENCH_RECORDER_HDF5_H
 
@@ -61,12 +62,17 @@ struct Recorder {
     ProfileSets *profile; /* /profile (--profile-layers), NULL: none */
 };
 
+/* A raw write failed on this rank (`what`: the dataset): one line naming the file and the reason;
+ * this rank writes nothing more and raises the stop request (signals.h). */
+void rec_write_failed(Recorder *r, int err_no, const char *what);
 /* Independent write of n elements at `start` of a 1-D or 2-D dataset; 0, or -1 after a failed
  * write (this rank then writes nothing more and asks for the agreed stop). */
 int rec_write_at(Recorder *r, hid_t set, hid_t memtype, int ndims, const hsize_t *start, hsize_t n,
                  const void *data);
 /* This rank's entry of /ranks/<RANK_SETS[which]>. */
 void rec_write_rank_value(Recorder *r, int which, hid_t memtype, const void *value);
+/* Tests only: DTBENCH_TEST_WRITE_ERROR read into r (see recorder_write.c). */
+void rec_read_injection(Recorder *r);
 
 /* Collective. Checks the room for the whole file (every iteration), creates it under its hidden
  * name `partial` and reserves the space of its first extent (recorder_grow.h: the rest is
