@@ -18,7 +18,7 @@
 #include "check.h"      /* defines: MPI_CHECK (no longer through cuda_check.h) */
 #include "cuda_check.h" /* defines: CUDA_CHECK */
 #include "nccl_check.h" /* defines: NCCL_CHECK */
-#include "util.h"
+#include "alloc.h"      /* defines: xmalloc */
 
 #include <nccl.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
  *     fuzz_readers SECONDS [SEED] mutates built-in seeds (valid IDX and CIFAR files, gzip'd or
  *     not) for SECONDS, reproducibly from SEED; tests/test_reliability_fuzz.sh runs it bounded. */
 #include "data.h"
-#include "util.h"
+#include "clock.h" /* defines: dt_now */
 
 #include <stdint.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * offset = (t1 + t2)/2 - t0 from the round with the smallest t2 - t1. */
 #include "clocksync.h"
 #include "check.h"
-#include "util.h"
+#include "clock.h" /* defines: dt_now */
 
 ClockOffset clocksync_measure(MPI_Comm comm, int rounds) {
     int rank, nranks;

@@ -5,7 +5,8 @@
  * pieces with a look at dataset_interrupted between them. */
 #define _GNU_SOURCE /* O_CLOEXEC */
 #include "data.h"
-#include "util.h"
+#include "alloc.h" /* defines: dt_mem_available, xmalloc, xrealloc */
+#include "rng.h"   /* defines: rng_mix, rng_uniform */
 
 #include <errno.h>
 #include <fcntl.h>

@@ -10,7 +10,8 @@
 #include "profile.h"   /* defines: profile_begin, profile_end (--profile-layers) */
 #include "signals.h"
 #include "step_graph.h" /* defines: step_graphs_create (--graphs) */
-#include "util.h"
+#include "alloc.h"      /* defines: xmalloc */
+#include "clock.h"      /* defines: dt_now */
 
 #include <math.h>
 #include <stdlib.h>

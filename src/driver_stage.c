@@ -29,7 +29,8 @@
 #include "model_sync.h"
 #include "signals.h"
 #include "step_graph.h" /* defines: step_graphs_forward, step_graphs_backward (--graphs) */
-#include "util.h"
+#include "alloc.h"      /* defines: xcalloc, xmalloc */
+#include "clock.h"      /* defines: dt_now */
 
 #include <stdlib.h>
 #include <string.h>

@@ -24,7 +24,9 @@
  * node_failed=HOSTS. */
 #define _GNU_SOURCE
 #include "finalize.h"
-#include "util.h"
+#include "alloc.h" /* defines: xcalloc */
+#include "clock.h" /* defines: dt_iso_time */
+#include "fail.h"  /* defines: dt_hostname */
 
 #include "check.h" /* h5_error_message */
 #include "finalize_records.h"

@@ -3,7 +3,7 @@
 #define _GNU_SOURCE
 #include "finalize_records.h"
 #include "check.h" /* h5_error_message */
-#include "util.h"
+#include "alloc.h" /* defines: xcalloc, xmalloc, xrealloc */
 
 #include <errno.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * runs in its producer's buffers when it may, see LK_IN_PLACE) and inverted dropout (seeded,
  * counter-based masks: the same whatever the ranks, stages or micro-batches). No parameters. */
 #include "layers.h"
-#include "util.h" /* defines: rng_mix */
+#include "rng.h" /* defines: rng_mix */
 
 #include <string.h>
 

@@ -17,7 +17,9 @@
 #include "run_limits.h"
 #include "sampler.h"
 #include "signals.h"
-#include "util.h"
+#include "alloc.h"   /* defines: xcalloc */
+#include "fail.h"    /* defines: check_fail */
+#include "outputs.h" /* defines: dt_exit_status */
 #include "watchdog.h"
 
 #include <stdio.h>

@@ -5,7 +5,8 @@
  * is its row's, in src/layer_*.c, and the services rows share (where activations and gradients
  * lie, memory, problems) are layer_services.c's. No arithmetic of its own. */
 #include "layers.h"
-#include "util.h"
+#include "alloc.h" /* defines: xcalloc, xmalloc */
+#include "rng.h"   /* defines: rng_mix */
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * backend's NHWC format and NCHW fp32, and what the model tells a backend when it is built (the
  * format checked, where the convolutions' parameters lie). */
 #include "layers.h"
-#include "util.h" /* defines: xcalloc */
+#include "alloc.h" /* defines: xcalloc */
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* model_io.c - a Model's reports: the layer table of --dry-run, FLOPs and the FNV hash of its
  * parameters (ranks compare them). The parameter file of --save-model: model_save.c. */
 #include "layers.h"
-#include "util.h"
+#include "alloc.h" /* defines: xmalloc */
 
 #include <stdlib.h>
 #include <string.h>

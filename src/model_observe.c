@@ -6,7 +6,7 @@
 #include "half_bits.h" /* defines: gc_bf16_*, gc_fp16_* */
 #include "layers.h"
 #include "layout.h" /* defines: layout_to_nchw, layout_to_nhwc */
-#include "util.h"
+#include "alloc.h"  /* defines: xmalloc */
 
 #include <stdlib.h>
 #include <string.h>

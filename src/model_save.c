@@ -2,7 +2,7 @@
  * of dtbench (outputs.h); in the program only, not in the model's test programs. */
 #include "layers.h"
 #include "outputs.h"
-#include "util.h"
+#include "alloc.h" /* defines: xmalloc */
 
 #include <stdlib.h>
 #include <string.h>

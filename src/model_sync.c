@@ -2,7 +2,7 @@
  * through host memory like the sync exchange. */
 #include "model_sync.h"
 #include "check.h"
-#include "util.h"
+#include "alloc.h" /* defines: xmalloc */
 
 #include <stdlib.h>
 

@@ -8,7 +8,7 @@
 #include "options.h" /* with the choices' enums and names */
 #include "names.h"   /* defines: names_find, names_at */
 #include "registry.h"
-#include "util.h"
+#include "mpi_check.h" /* defines: usage_check_all */
 
 #include <errno.h>
 #include <getopt.h>

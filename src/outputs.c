@@ -10,7 +10,7 @@
  * only what it created itself, by name and inode. */
 #define _GNU_SOURCE
 #include "outputs.h"
-#include "util.h"
+#include "mpi_check.h" /* defines: dt_fatal_hook */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +25,8 @@
 
 #define OUTPUTS_LOCK_BYTE ((off_t)1 << 62)
 #define MAX_LINKS         40 /* symbolic links followed, as the kernel does */
+
+int dt_exit_status = 0;
 
 /* results: the existing results file (claimed to be replaced), then the published one;
  * partial: the results under construction; model: an existing model file (to be replaced);

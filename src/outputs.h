@@ -8,6 +8,10 @@
 
 #include <stddef.h>
 
+/* The program's exit status once the run ended (1: results were lost to a write error: the
+ * recorder's, or the saved model's below). */
+extern int dt_exit_status;
+
 /* Rank 0, before any work: 0, or -1 with one line naming the option (one file named twice, also
  * through links; a folder, a device or FIFO; an unwritable place; an existing file without
  * overwrite; a file another running job holds). Creates the hidden files ".NAME.XXXXXX.partial"

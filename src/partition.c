@@ -2,7 +2,7 @@
  * layer graph, a FLOPs-balanced choice of K-1 of them (dynamic programme minimising the largest
  * stage), and the parser of --split. */
 #include "partition.h"
-#include "util.h"
+#include "alloc.h" /* defines: xcalloc */
 
 #include <errno.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
 #include "model_sync.h"
 #include "partition.h"
 #include "pipeline_p2p.h"
-#include "util.h"
+#include "alloc.h" /* defines: xcalloc, xmalloc */
 
 #include <errno.h>
 #include <stdlib.h>

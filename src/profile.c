@@ -1,6 +1,8 @@
 /* profile.c - the per-layer profile (see profile.h). */
 #include "profile.h"
-#include "util.h"
+#include "alloc.h" /* defines: xcalloc */
+#include "clock.h" /* defines: dt_now */
+#include "fail.h"  /* defines: check_fail */
 
 #include <math.h>
 #include <stdlib.h>

@@ -7,7 +7,9 @@
 #include "h5_objects.h"
 #include "outputs.h"
 #include "recorder_hdf5.h"
-#include "util.h"
+#include "alloc.h" /* defines: xcalloc */
+#include "clock.h" /* defines: dt_iso_time */
+#include "fail.h"  /* defines: check_fail */
 
 #include <errno.h>
 #include <math.h>

@@ -5,7 +5,8 @@
 #include "check.h"
 #include "h5_objects.h"
 #include "outputs.h"
-#include "util.h"
+#include "alloc.h" /* defines: xrealloc */
+#include "clock.h" /* defines: dt_now */
 
 #include <errno.h>
 #include <math.h>

@@ -12,7 +12,9 @@
 #include "h5_objects.h"
 #include "outputs.h"
 #include "recorder_hdf5.h"
-#include "util.h"
+#include "alloc.h" /* defines: xcalloc, xmalloc */
+#include "clock.h" /* defines: dt_iso_time, dt_now */
+#include "fail.h"  /* defines: check_fail */
 #include "watchdog.h"
 
 #include <errno.h>

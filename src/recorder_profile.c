@@ -8,7 +8,7 @@
 #include "profile.h" /* defines: PROFILE_AMOUNTS */
 #include "recorder_profile.h"
 #include "roofline.h"
-#include "util.h"
+#include "alloc.h" /* defines: xcalloc */
 
 #include <math.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
 #include "names.h"        /* defines: names_find, NAME_OF */
 #include "registry.h"
 #include "profile.h" /* defines: PROFILE_MAX_LAYERS */
-#include "util.h"    /* usage_check_all */
+#include "fail.h"    /* defines: check_fail, dt_hostname */
 
 #include <stdio.h>
 #include <string.h>

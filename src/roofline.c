@@ -1,7 +1,7 @@
 /* roofline.c - the device's peaks for --profile-layers' roofline (see roofline.h): a table of known
  * GPUs from the vendor's datasheets, and the measurement at start for any other device. */
 #include "roofline.h"
-#include "util.h"
+#include "clock.h" /* defines: dt_now */
 
 #include <math.h>
 #include <stdio.h>

@@ -1,9 +1,9 @@
 /* run_limits.c - the memory a run needs, estimated before anything is allocated (see run_limits.h).
  * Deliberately rough (within a factor of ~2 of what the backends allocate): it exists to refuse
  * runs that are impossible by orders of magnitude with a line naming the option, instead of an
- * abort in an allocation later ("util.c: p: out of memory") or a machine swapping to death. */
+ * abort in an allocation later ("alloc.c: p: out of memory") or a machine swapping to death. */
 #include "run_limits.h"
-#include "util.h"
+#include "alloc.h" /* defines: dt_mem_available */
 
 #include <stdio.h>
 

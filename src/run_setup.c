@@ -14,7 +14,9 @@
 #include "profile.h"   /* defines: profile_amounts (--profile-layers' roofline) */
 #include "registry.h"
 #include "roofline.h"
-#include "util.h"
+#include "alloc.h" /* defines: xcalloc */
+#include "clock.h" /* defines: dt_now */
+#include "fail.h"  /* defines: dt_hostname */
 
 #include <hdf5.h>
 #include <math.h>

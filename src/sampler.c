@@ -5,7 +5,9 @@
 #define _GNU_SOURCE
 #include "sampler.h"
 #include "nvml.h"
-#include "util.h"
+#include "alloc.h"     /* defines: xcalloc */
+#include "clock.h"     /* defines: dt_now */
+#include "mpi_check.h" /* defines: dt_rank */
 
 #include <errno.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 /* step_graph.c - forward and backward passes replayed from captured graphs (see step_graph.h). */
 #include "step_graph.h"
-#include "util.h"
+#include "alloc.h" /* defines: xcalloc */
 
 #include <stdio.h>
 #include <stdlib.h>

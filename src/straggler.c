@@ -2,7 +2,8 @@
 #define _GNU_SOURCE
 #include "straggler.h"
 #include "signals.h"
-#include "util.h"
+#include "clock.h" /* defines: dt_now */
+#include "rng.h"   /* defines: rng_mix, rng_uniform */
 
 #include <errno.h>
 #include <math.h>

@@ -6,7 +6,9 @@
 #include "watchdog.h"
 #include "check.h"
 #include "finalize.h"
-#include "util.h"
+#include "alloc.h"   /* defines: xcalloc */
+#include "fail.h"    /* defines: check_fail, dt_hostname */
+#include "outputs.h" /* defines: dt_exit_status */
 #include "watchdog_records.h"
 #include "watchdog_wire.h"
 #include "watchdog_witness.h"

@@ -2,7 +2,7 @@
  * (see watchdog_records.h). */
 #define _GNU_SOURCE
 #include "watchdog_records.h"
-#include "util.h"
+#include "alloc.h" /* defines: xcalloc, xrealloc */
 #include "watchdog_wire.h"
 
 #include <pthread.h>

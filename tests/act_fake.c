@@ -3,7 +3,7 @@
 #include "act_fake.h"
 #include "half_bits.h" /* defines: gc_bf16_*, gc_fp16_* */
 #include "layout.h"
-#include "util.h"
+#include "alloc.h" /* defines: xcalloc, xmalloc */
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
 #define _GNU_SOURCE
 #include "harness.h"
 #include "sampler.h"
-#include "util.h"
+#include "clock.h" /* defines: dt_now */
 
 #include <math.h>
 #include <stdio.h>

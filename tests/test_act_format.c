@@ -25,7 +25,7 @@
 #include "half_bits.h" /* defines: gc_bf16_*, gc_fp16_* */
 #include "harness.h"
 #include "layers.h"
-#include "util.h"
+#include "alloc.h" /* defines: xmalloc */
 
 #include <math.h>
 #include <stdio.h>

@@ -21,7 +21,7 @@
 #include "harness.h"
 #include "layers.h"
 #include "profile.h"
-#include "util.h"
+#include "alloc.h" /* defines: xcalloc, xmalloc */
 
 #include <math.h>
 #include <stdio.h>

@@ -18,7 +18,7 @@
  *     parameter is final). */
 #include "harness.h"
 #include "layers.h"
-#include "util.h"
+#include "alloc.h" /* defines: xcalloc, xmalloc */
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -16,7 +16,7 @@
 #include "harness.h"
 #include "layers.h"
 #include "roofline.h"
-#include "util.h"
+#include "fail.h" /* defines: check_fail */
 
 #include <math.h>
 #include <stdio.h>
