@@ -56,6 +56,20 @@ typedef struct {
     double utilization; /* GPU utilisation, or the process's CPU use (% of one core), % */
 } SampleRecord;
 
+/* What keeps this rank's records beside the file until they are written, so that a lost peer or a
+ * failed write loses none of them: the watchdog of --peer-timeout (src/watchdog.h), which stands
+ * above the recorder and is handed to it in its configuration. */
+typedef struct RecordKeeper {
+    /* iteration `iter` was recorded; iterations 0 .. written-1 are in the file */
+    void (*record)(int64_t iter, const IterRecord *rec);
+    void (*written)(int64_t written);
+    /* 1 once a finalizer writes this rank's records: the recorder must write no more */
+    int (*leaving)(void);
+    /* a failed extension of the file that may leave the other ranks inside a collective call: a
+     * finalizer closes the file at `path` marked write_error with `detail`; never returns */
+    void (*abandon_run)(const char *path, const char *detail, MPI_Comm comm);
+} RecordKeeper;
+
 /* Key/value pairs stored as root attributes (strings or integers) and in /config. */
 typedef struct {
     const char *key;
@@ -75,6 +89,7 @@ typedef struct {
     const char *path;
     int overwrite;
     MPI_Comm comm;
+    const RecordKeeper *keeper; /* never NULL */
     int64_t iters_total, warmup;
     int flush_every;
     /* 1: every rank records the same iterations in step (ExchangeOps.lockstep): /iterations

@@ -15,7 +15,6 @@
 #include "alloc.h" /* defines: xcalloc, xmalloc */
 #include "clock.h" /* defines: dt_iso_time, dt_now */
 #include "fail.h"  /* defines: check_fail */
-#include "watchdog.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,7 +42,7 @@ static void close_sets(Recorder *r) {
 
 static Recorder *hdf5_create(const RecorderConfig *c, char *err, size_t errlen) {
     Recorder *r = xcalloc(1, sizeof *r);
-    r->comm = c->comm;
+    r->comm = c->comm, r->keeper = c->keeper;
     MPI_CHECK(MPI_Comm_rank(c->comm, &r->rank));
     MPI_CHECK(MPI_Comm_size(c->comm, &r->nranks));
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* errors are reported by H5_CHECK, once */
@@ -119,7 +118,7 @@ static void write_samples(Recorder *r) {
 }
 
 static void write_block(Recorder *r) {
-    if (watchdog_leaving()) return; /* a finalizer writes this rank's records (watchdog.h) */
+    if (r->keeper->leaving()) return; /* a finalizer writes this rank's records (watchdog.h) */
     write_samples(r);
     if (r->nbuf == 0) return;
     hsize_t start[2] = {(hsize_t)r->rank, (hsize_t)r->next_to_write};
@@ -136,7 +135,7 @@ static void write_block(Recorder *r) {
     long long kept = r->next_to_write, done = r->done;
     rec_write_rank_value(r, R_DONE, H5T_NATIVE_LLONG, &kept);
     rec_write_rank_value(r, R_ITERS_DONE, H5T_NATIVE_LLONG, &done);
-    watchdog_written(r->next_to_write);
+    r->keeper->written(r->next_to_write);
     if (!r->failed && r->blocks++ == 0 && r->rank == 0) outputs_committed();
 }
 
@@ -155,7 +154,7 @@ static void extend(Recorder *r, int64_t iter) {
                 "dtbench: error: %s; stopping the run (blocks written before stay "
                 "readable)\n",
                 r->failure);
-        watchdog_abandon_run(r->path, r->failure, r->comm);
+        r->keeper->abandon_run(r->path, r->failure, r->comm);
     }
     raise(SIGUSR1); /* the stop request of signals.h */
 }
@@ -167,7 +166,7 @@ static void hdf5_record_iteration(Recorder *r, int64_t iter, const IterRecord *r
     if (iter >= r->grow.extent && r->grow.growing && !r->grow.refused) extend(r, iter);
     r->done = iter + 1;
     if (r->failed) return;      /* the stop is on its way; nothing more is written by this rank */
-    watchdog_record(iter, rec); /* held twice until written: a dead node loses none of it */
+    r->keeper->record(iter, rec); /* held twice until written: a dead node loses none of it */
     r->buf[r->nbuf++] = *rec;
     if (r->nbuf == r->flush_every) write_block(r);
 }

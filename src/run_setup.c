@@ -14,6 +14,7 @@
 #include "profile.h"   /* defines: profile_amounts (--profile-layers' roofline) */
 #include "registry.h"
 #include "roofline.h"
+#include "watchdog.h" /* defines: watchdog_keeper */
 #include "alloc.h" /* defines: xcalloc */
 #include "clock.h" /* defines: dt_now */
 #include "fail.h"  /* defines: dt_hostname */
@@ -275,6 +276,7 @@ static void open_file(Run *r, const RunAttr *attrs, int nattrs, const DeviceInfo
         .path = o->output,
         .overwrite = o->overwrite,
         .comm = MPI_COMM_WORLD,
+        .keeper = &watchdog_keeper, /* a lost peer loses none of this rank's records */
         .iters_total = (int64_t)o->warmup + o->iters,
         .warmup = o->warmup,
         .flush_every = o->flush_every,

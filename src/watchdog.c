@@ -586,3 +586,8 @@ void watchdog_abandon_run(const char *path, const char *detail, MPI_Comm comm) {
     if (!wd.on && nranks > 1) MPI_Abort(comm, 1);
     _exit(1);
 }
+
+const RecordKeeper watchdog_keeper = {.record = watchdog_record,
+                                      .written = watchdog_written,
+                                      .leaving = watchdog_leaving,
+                                      .abandon_run = watchdog_abandon_run};

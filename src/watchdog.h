@@ -56,6 +56,8 @@ void watchdog_record(int64_t iter, const IterRecord *rec);
 void watchdog_written(int64_t written);
 /* 1 once a finalizer writes this rank's records: the recorder must write no more. */
 int watchdog_leaving(void);
+/* The recorder's keeper of records (recorder.h's RecordKeeper): the four calls above and below. */
+extern const RecordKeeper watchdog_keeper;
 /* A failure on this rank of `comm` that may leave the other ranks inside a collective call (an
  * extension of the result file that failed inside HDF5): a finalizer closes the file at `path`
  * marked stop_reason=write_error with `detail`; with the watchdog on, it writes every record this
