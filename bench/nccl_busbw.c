@@ -15,7 +15,7 @@
  * Built with the CUDA backend and NCCL (bench/README.md); needs one GPU per rank. */
 #include <config.h>
 #include "cuda.h"
-#include "check.h"      /* defines: MPI_CHECK (no longer through cuda_check.h) */
+#include "mpi_check.h" /* defines: MPI_CHECK (no longer through cuda_check.h) */
 #include "cuda_check.h" /* defines: CUDA_CHECK */
 #include "nccl_check.h" /* defines: NCCL_CHECK */
 #include "alloc.h"      /* defines: xmalloc */

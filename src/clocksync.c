@@ -2,7 +2,7 @@
  * other rank in turn: the rank sends t1, rank 0 answers with its time t0, the rank reads t2;
  * offset = (t1 + t2)/2 - t0 from the round with the smallest t2 - t1. */
 #include "clocksync.h"
-#include "check.h"
+#include "mpi_check.h"
 #include "clock.h" /* defines: dt_now */
 
 ClockOffset clocksync_measure(MPI_Comm comm, int rounds) {

@@ -3,7 +3,6 @@
  * timeline; the marks are read back only after the update, so reading them adds nothing to any
  * timed phase. Records, evaluations and the stop decision follow, outside the timed phases. */
 #include "driver.h"
-#include "check.h"
 #include "driver_stage.h"
 #include "precision.h" /* defines: LossScaler (--precision fp16) */
 #include "prefetch.h"  /* defines: Prefetch (--prefetch) */

@@ -25,7 +25,7 @@
  * backward of the same micro-batch, whose header carries the last stage's final decision, so all
  * stages of a replica hold the same decision after the iteration's steps. */
 #include "driver_stage.h"
-#include "check.h"
+#include "mpi_check.h"
 #include "model_sync.h"
 #include "signals.h"
 #include "step_graph.h" /* defines: step_graphs_forward, step_graphs_backward (--graphs) */

@@ -28,7 +28,7 @@
 #include "clock.h" /* defines: dt_iso_time */
 #include "fail.h"  /* defines: dt_hostname */
 
-#include "check.h" /* h5_error_message */
+#include "h5_check.h" /* h5_error_message */
 #include "finalize_records.h"
 
 #include <errno.h>

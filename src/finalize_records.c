@@ -2,7 +2,7 @@
  * finalize_records.h). */
 #define _GNU_SOURCE
 #include "finalize_records.h"
-#include "check.h" /* h5_error_message */
+#include "h5_check.h" /* h5_error_message */
 #include "alloc.h" /* defines: xcalloc, xmalloc, xrealloc */
 
 #include <errno.h>

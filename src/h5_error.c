@@ -1,7 +1,7 @@
-/* h5_error.c - the HDF5 error text that H5_CHECK (check.h) and the recorder's write-error lines
+/* h5_error.c - the HDF5 error text that H5_CHECK (h5_check.h) and the recorder's write-error lines
  * report: the outermost API call and the innermost description of HDF5's error stack (automatic
  * stack printing is switched off in recorder_hdf5.c). */
-#include "check.h"
+#include "h5_check.h"
 
 #include <hdf5.h>
 #include <stdio.h>

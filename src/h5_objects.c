@@ -1,6 +1,6 @@
 /* h5_objects.c - the small HDF5 writers the recorder's files share (see h5_objects.h). */
 #include "h5_objects.h"
-#include "check.h"
+#include "h5_check.h"
 
 void attr_text(hid_t loc, const char *name, const char *value) {
     hid_t type = H5_CHECK(H5Tcopy(H5T_C_S1));

@@ -1,6 +1,6 @@
 /* h5_objects.h - the small HDF5 writers the recorder's files share (src/h5_objects.c): scalar
  * attributes and datasets allocated and filled at creation. Every call is checked (H5_CHECK,
- * check.h: a failure ends the job); collective where the file is parallel. */
+ * h5_check.h: a failure ends the job); collective where the file is parallel. */
 #ifndef DTBENCH_H5_OBJECTS_H
 #define DTBENCH_H5_OBJECTS_H
 

@@ -5,7 +5,7 @@
  * Bad input is found before the result file is created (exit status 2, nothing written). */
 #include <config.h>
 #include "calibrate.h" /* defines: calibrate_interrupted */
-#include "check.h"
+#include "mpi_check.h"
 #include "driver.h"
 #include "finalize.h"
 #include "names.h"      /* defines: NAME_OF */

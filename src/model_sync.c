@@ -1,7 +1,7 @@
 /* model_sync.c - averaging the batch-norm running statistics over replicas (see model_sync.h),
  * through host memory like the sync exchange. */
 #include "model_sync.h"
-#include "check.h"
+#include "mpi_check.h"
 #include "alloc.h" /* defines: xmalloc */
 
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * and micro-batches against the model and the ranks, choosing the stages, the communicators, and
  * gathering the stages' parameters into one file. The timed loop is the driver's (driver.c). */
 #include "pipeline.h"
-#include "check.h"
+#include "mpi_check.h"
 #include "model_sync.h"
 #include "partition.h"
 #include "pipeline_p2p.h"

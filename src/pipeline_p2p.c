@@ -1,7 +1,7 @@
 /* pipeline_p2p.c - MPI transport of the pipeline (see pipeline_p2p.h): MPI_Irecv / MPI_Isend of a
  * 32-byte header and a float payload per micro-batch and direction. */
 #include "pipeline_p2p.h"
-#include "check.h"
+#include "mpi_check.h"
 
 #include <limits.h>
 

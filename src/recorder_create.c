@@ -3,7 +3,7 @@
  * /config, every dataset allocated and NaN-filled, this rank's row of /ranks. recorder_hdf5.c
  * writes into it from then on. */
 #define _GNU_SOURCE
-#include "check.h"
+#include "h5_check.h"
 #include "h5_objects.h"
 #include "outputs.h"
 #include "recorder_hdf5.h"

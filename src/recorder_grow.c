@@ -2,7 +2,7 @@
  * docs/hdf5-layout.md): the step plan, the datasets' creation and the collective extension. */
 #define _GNU_SOURCE
 #include "recorder_grow.h"
-#include "check.h"
+#include "h5_check.h"
 #include "h5_objects.h"
 #include "outputs.h"
 #include "alloc.h" /* defines: xrealloc */

@@ -8,7 +8,7 @@
  * is the collective extension of /iterations at a block boundary of lock-step runs
  * (recorder_grow.c), flushed before any rank writes into it. */
 #define _GNU_SOURCE
-#include "check.h"
+#include "h5_check.h"
 #include "h5_objects.h"
 #include "outputs.h"
 #include "recorder_hdf5.h"

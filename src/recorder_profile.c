@@ -4,7 +4,7 @@
  * forward FLOPs per sample; attributes first_iteration and iterations; the roofline: each rank's
  * FLOPs and least bytes per layer and call [nranks, layers], and its device's peaks [nranks]
  * with how they were found. */
-#include "check.h"
+#include "h5_check.h"
 #include "profile.h" /* defines: PROFILE_AMOUNTS */
 #include "recorder_profile.h"
 #include "roofline.h"

@@ -3,7 +3,7 @@
  * description) and recorder_hdf5.c (per iteration, at the end) both make; a failed one stops the
  * run as a signal does. And the write errors tests inject (DTBENCH_TEST_WRITE_ERROR). */
 #define _GNU_SOURCE
-#include "check.h"
+#include "h5_check.h"
 #include "outputs.h" /* defines: outputs_write_errno */
 #include "recorder_hdf5.h"
 

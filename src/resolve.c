@@ -3,7 +3,7 @@
  * by one of the components chosen; then the capabilities each component declares are checked
  * against the others and the ranks. */
 #include "resolve.h"
-#include "check.h"
+#include "mpi_check.h"
 #include "count_device.h" /* defines: count_device_wrap */
 #include "names.h"        /* defines: names_find, NAME_OF */
 #include "registry.h"

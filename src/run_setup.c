@@ -6,7 +6,7 @@
 #include "run.h"
 #include "calibrate.h"  /* defines: calibrate_method */
 #include "step_graph.h" /* defines: STEP_GRAPH_FORWARD, STEP_GRAPH_BACKWARD */
-#include "check.h"
+#include "mpi_check.h"
 #include "nvml.h"
 #include "outputs.h"
 #include "names.h"     /* defines: NAME_OF */

@@ -4,7 +4,7 @@
  * called only by watchdog_start, from the main thread. */
 #define _GNU_SOURCE
 #include "watchdog.h"
-#include "check.h"
+#include "mpi_check.h"
 #include "finalize.h"
 #include "alloc.h"   /* defines: xcalloc */
 #include "fail.h"    /* defines: check_fail, dt_hostname */

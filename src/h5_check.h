@@ -1,11 +1,11 @@
-/* check.h - the driver's library checks: MPI_CHECK (comm/mpi_check.h) and H5_CHECK here; on
- * failure the macro prints
+/* h5_check.h - HDF5's library check, H5_CHECK, for the files that write results; on failure it
+ * prints, as MPI_CHECK (comm/mpi_check.h, included here) does,
  *   dtbench: rank R on HOST: file.c:LINE: <call>: <library message>
  * and aborts the whole job with MPI_Abort, so no rank is left hanging (check_fail, base/fail.h).
- * For src/; comm/ uses comm/mpi_check.h, kernels/ base/fail.h alone. CUDA, cuBLAS, cuDNN and NCCL
- * checks follow the same pattern in kernels/cuda_check.h. */
-#ifndef DTBENCH_CHECK_H
-#define DTBENCH_CHECK_H
+ * The rest of src/ checks MPI with comm/mpi_check.h, kernels/ its calls with base/fail.h alone;
+ * CUDA, cuBLAS, cuDNN and NCCL checks follow the same pattern in kernels/cuda_check.h. */
+#ifndef DTBENCH_H5_CHECK_H
+#define DTBENCH_H5_CHECK_H
 
 #include "mpi_check.h" /* defines: MPI_CHECK (comm/), check_fail, ALLOC_CHECK (base/) */
 
