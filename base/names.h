@@ -1,7 +1,7 @@
 /* names.h - lists of names in one string, comma-separated: the options a component reads, and a
  * choice's names written once, in the order of its enum ("fp32,tf32,bf16,fp16" for Precision:
  * value i is named by the i-th word). The option table parses and prints such choices through it
- * (src/options.c), and code that names a value reads the same list, so a name and its value
+ * (src/run/options.c), and code that names a value reads the same list, so a name and its value
  * cannot drift apart. Header-only: the GPU module uses it without relying on the program to have
  * linked it. */
 #ifndef DTBENCH_NAMES_H

@@ -1,6 +1,6 @@
 #!/bin/bash
 # records_cost.sh - what keeping every completed iteration through a lost peer costs
-# (--peer-timeout, src/watchdog_records.h): each recorded iteration is copied into the watchdog's
+# (--peer-timeout, src/survival/watchdog_records.h): each recorded iteration is copied into the watchdog's
 # store and sent to its keeper on another rank (one UDP datagram of up to 7 records). The same run
 # with the watchdog off (--peer-timeout 0: no heartbeats, no copies) and on (the default, 10 s),
 # alternating per round so that load from other work on the machine hits both alike.

@@ -45,7 +45,7 @@ import time
 
 
 MODELS = ("lenet", "fcn5", "fcn8", "alexnet", "vgg16", "googlenet", "resnet50", "lstm32", "lstm64")
-# dtbench's counts (src/models.c); PyTorch's nn.LSTM carries a second, redundant bias vector per
+# dtbench's counts (src/model/models.c); PyTorch's nn.LSTM carries a second, redundant bias vector per
 # layer (b_hh beside b_ih: 4*256 floats, 2048 in all), which dtbench's LSTM (one bias, as in
 # DLBench's TensorFlow model) does not have.
 EXPECTED_PARAMS = {"lenet": 431080, "fcn5": 117997696, "fcn8": 130586752, "alexnet": 61100840,
@@ -164,7 +164,7 @@ class LanguageModel(nn.Module):
 
 
 def build_zoo(model):
-    """The model-zoo networks, row for row as in dtbench's src/models.c."""
+    """The model-zoo networks, row for row as in dtbench's src/model/models.c."""
     relu = lambda: nn.ReLU(inplace=True)  # noqa: E731
     if model == "alexnet":  # torchvision's AlexNet with the 2012 paper's LRN after conv1, conv2
         return nn.Sequential(

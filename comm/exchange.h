@@ -63,7 +63,7 @@ typedef struct {
     double hidden;     /* exchange work done while backward still ran, s (set by report()) */
     /* The factor the gradients still need (0 or 1: they are averaged). sync leaves the SUM and
      * 1/P here (decided by exchange_engine, below): the driver's update is the one step that
-     * folds it in (src/driver.c: lr x s, weight decay / s; the momentum buffer then holds P
+     * folds it in (src/run/driver.c: lr x s, weight decay / s; the momentum buffer then holds P
      * times PyTorch's), which saves the exchange a pass over the buffer. */
     double grad_scale;
 } ExchangeStep;
@@ -126,12 +126,12 @@ typedef struct ExchangeOps {
      * (device memory; its contents are destroyed). With iters 0 it only runs one unmeasured
      * exchange, so that the transport allocates at setup what it keeps across iterations. */
     void (*calibrate)(ExchangeState *st, float *buf, int iters, ExchangeCalibration *out);
-    /* For the resolver (src/resolve.c). reads: the long options the strategy reads
+    /* For the resolver (src/run/resolve.c). reads: the long options the strategy reads
      * (comma-separated; given explicitly with a strategy that does not read them, they are
      * refused; "overlap" needs grads_ready). pipeline_ok: 1 when it can average the gradients of
      * a pipeline stage's replicas (--parallel model / hybrid, ExchangeConfig.comm a sub-group).
      * delays_grads: 1 when it holds the gradients of the last --staleness + 1 iterations (ssp), a
-     * copy each, which the memory estimate counts (src/run_limits.c). */
+     * copy each, which the memory estimate counts (src/run/run_limits.c). */
     const char *reads;
     int pipeline_ok;
     int delays_grads;

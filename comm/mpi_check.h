@@ -4,7 +4,7 @@
  * and ends the whole job (check_fail, base/fail.h, through dt_abort_job's MPI_Abort), so no rank
  * is left hanging. Also the rank and job abort that check_fail reports and calls, and the
  * collective one-line usage error (exit status 2) that a transport or the driver gives when a
- * setting cannot run on this job. HDF5's checks are the driver's (src/check.h). */
+ * setting cannot run on this job. HDF5's checks are the results' (src/results/h5_check.h). */
 #ifndef DTBENCH_MPI_CHECK_H
 #define DTBENCH_MPI_CHECK_H
 

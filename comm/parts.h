@@ -2,7 +2,7 @@
  * (kernels/), exchange strategies, transports and collectives (comm/). comm/parts.c is the only
  * file that knows which optional parts (CUDA, NCCL) were built; those live in the GPU module
  * (comm/gpu_module.h), loaded the first time registry_backend or registry_transport is asked for
- * one. src/registry.c adds the driver's own parts (models, schedules, recorders). comm/'s test
+ * one. src/run/registry.c adds the driver's own parts (models, schedules, recorders). comm/'s test
  * programs find their parts here too. */
 #ifndef DTBENCH_PARTS_H
 #define DTBENCH_PARTS_H
@@ -31,7 +31,7 @@ const char *registry_load_error(void);
  * (the CPU's, which needs none). */
 int registry_device_count(const BackendOps *be);
 
-/* Every registered part of a kind, for the resolver (src/resolve.c): sets *n. */
+/* Every registered part of a kind, for the resolver (src/run/resolve.c): sets *n. */
 const BackendOps *const *registry_backends(int *n);
 const ExchangeOps *const *registry_exchanges(int *n);
 const TransportOps *const *registry_transports(int *n);
@@ -51,8 +51,8 @@ const char *registry_backend_names(void);
 const char *registry_exchange_names(void);
 const char *registry_transport_names(void);
 
-/* For the registries' tables (this file's and src/registry.c): the entry of `table` (an array of
- * pointers to structs with a `name`) called `key`, or NULL; every entry (sets *n); the names,
+/* For the registries' tables (this file's and src/run/registry.c): the entry of `table` (an array
+ * of pointers to structs with a `name`) called `key`, or NULL; every entry (sets *n); the names,
  * comma-separated, in a static buffer. Each is a function's whole body. */
 #define REGISTRY_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 #define REGISTRY_FIND(table, key)                                                                  \

@@ -16,7 +16,7 @@ Coll *transport_coll(const CollOps *ops, MPI_Comm comm, const TransportConfig *c
 
 /* Who scales by 1/P: where the collectives average for free (NCCL's ncclAvg), they do; else a
  * strategy that can hand the factor on (grad_scale) gets the sum, since scaling it costs a pass
- * over every bucket while folding 1/P into the learning rate costs nothing (src/driver.c). */
+ * over every bucket while folding 1/P into the learning rate costs nothing (src/run/driver.c). */
 BucketEngine *exchange_engine(const ExchangeConfig *cfg, MPI_Comm comm, const Topology *topo,
                               int blocking, double *grad_scale) {
     const TransportOps *ops = cfg->transport ? cfg->transport : &mpi_transport;

@@ -57,7 +57,7 @@ typedef struct TransportOps {
     /* 1: its collectives average as cheaply as they sum (NCCL's ncclAvg): it is never asked to
      * leave the sum (exchange_engine). */
     int averages_free;
-    /* For the resolver (src/resolve.c). reads: long options it reads (comma-separated; NULL:
+    /* For the resolver (src/run/resolve.c). reads: long options it reads (comma-separated; NULL:
      * none); device_only: 1 when it averages device buffers only (needs
      * BackendOps.device_memory). */
     const char *reads;

@@ -1,5 +1,5 @@
-/* fuzz_readers.c - fuzzing the data readers (src/data.c): IDX (MNIST-format, gzip or plain) and
- * CIFAR-10 binary batches. One input becomes the files of a data folder, dataset_open reads it;
+/* fuzz_readers.c - fuzzing the data readers (src/data/data.c): IDX (MNIST-format, gzip or plain)
+ * and CIFAR-10 binary batches. One input becomes the files of a data folder, dataset_open reads it;
  * any crash, sanitizer report, or a "success" whose shapes break the promises of data.h is a
  * finding.
  *

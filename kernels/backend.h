@@ -2,7 +2,7 @@
  *
  * A backend owns device memory and runs the layer kernels of a training step. The CPU backend
  * (its table in kernels/cpu.c, its kernels in kernels/cpu_*.c, OpenBLAS) is always built; the CUDA
- * backend plugs in here through the same struct. Each layer kind of src/layers.h names the
+ * backend plugs in here through the same struct. Each layer kind of src/model/layers.h names the
  * optional members it calls. Tensors live in memory returned by the backend's alloc(); they are
  * float32 and NCHW, except activations in a backend that declares another format (ActFormat). The
  * members are grouped by concern; a group or member marked optional may be NULL, and model_build()
@@ -143,7 +143,7 @@ typedef struct {
  *   FP32: strict fp32 (no TF32 tensor-op math on GPUs);
  *   TF32: GEMMs and convolutions on TF32 tensor cores (fp32 data, 10-bit mantissa products);
  *   BF16 / FP16: GEMM and convolution inputs rounded to bfloat16 / IEEE half, fp32 accumulation;
- *   FP16 adds dynamic loss scaling (src/precision.h). */
+ *   FP16 adds dynamic loss scaling (src/run/precision.h). */
 typedef enum { PRECISION_FP32 = 0, PRECISION_TF32, PRECISION_BF16, PRECISION_FP16 } Precision;
 #define PRECISION_NAMES   "fp32,tf32,bf16,fp16" /* in enum order: the one map (names.h) */
 #define PRECISION_NAME(p) NAME_OF(PRECISION_NAMES, p)
@@ -172,7 +172,7 @@ typedef struct BackendOps {
      * memory, reached only through upload/download and the kernels (CUDA). Exchange transports
      * that work on host memory stage device buffers through the host when this is set. */
     int device_memory;
-    /* Long options the backend reads (comma-separated), for the resolver (src/resolve.c): given
+    /* Long options the backend reads (comma-separated), for the resolver (src/run/resolve.c): given
      * explicitly with a backend that does not read them, they are refused. */
     const char *reads;
 
@@ -229,7 +229,7 @@ typedef struct BackendOps {
 
     /* ---- batch prefetch (optional: all six or none; NULL on host backends) ------------------- */
     /* The next batch is filled into page-locked host memory and uploaded on a second stream (the
-     * copy stream) while the current step computes (src/prefetch.c). A slot (0 or 1, of
+     * copy stream) while the current step computes (src/run/prefetch.c). A slot (0 or 1, of
      * BACKEND_PREFETCH_SLOTS) is a pair of device buffers (samples, labels) the copies write and
      * the compute stream reads, ordered by events only; none of these waits on the host but
      * prefetch_fence:
@@ -254,7 +254,7 @@ typedef struct BackendOps {
      * stream capture in thread-local mode, then an instantiated graph): nothing queued executes,
      * and an allocation, a host synchronisation or an upload inside ends the job with the
      * library's message. graph_launch queues the recorded work on the compute stream, with the
-     * pointers, sizes and scalars it was recorded with (src/step_graph.c keys its graphs on
+     * pointers, sizes and scalars it was recorded with (src/run/step_graph.c keys its graphs on
      * everything that may change between steps). Timer marks are never recorded inside. */
     void *(*graph_capture)(BackendCtx *ctx, void (*work)(void *arg), void *arg);
     void (*graph_launch)(BackendCtx *ctx, void *graph);
@@ -285,8 +285,8 @@ typedef struct BackendOps {
     void (*conv_backward)(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
                           const float *dy, float *dx, float *dw, float *db, void *work);
     /* Optional: the convolution fused with the ReLU after it, forward only (chosen when the model
-     * is built, src/model_fuse.c; the CPU backend keeps the unfused rows): y = relu(conv(x) + b),
-     * b may be NULL. The ReLU's backward runs unfused, in place, from y. */
+     * is built, src/model/model_fuse.c; the CPU backend keeps the unfused rows):
+     * y = relu(conv(x) + b), b may be NULL. The ReLU's backward runs unfused, in place, from y. */
     void (*conv_relu_forward)(BackendCtx *ctx, const ConvShape *s, const float *x, const float *w,
                               const float *b, float *y, void *work);
 
@@ -332,13 +332,13 @@ typedef struct BackendOps {
                                const float *dy, float *dx, float *dgamma, float *dbeta);
 
     /* Optional, all three or none: batch norm fused with the ReLU after it, and with a residual
-     * add before that ReLU (z not NULL), chosen when the model is built (src/model_fuse.c; the
-     * CPU backend's give its unfused rows' bits, kernels/cpu_norm.c). Forward: y = relu(BN(x) + z) with the residual add's
-     * and the ReLU's arithmetic (a + b, v > 0 ? v : 0), statistics as batchnorm_forward_*.
-     * Backward, from y (the ReLU's output) and its gradient dy: the gradient reaching the batch
-     * norm is dy where y > 0, else 0; it is also written to dz (the add's other input's gradient,
-     * overwritten; NULL: no add) and may be written to dy (the unfused ReLU runs in place there);
-     * dx, dgamma, dbeta as batchnorm_backward. */
+     * add before that ReLU (z not NULL), chosen when the model is built (src/model/model_fuse.c;
+     * the CPU backend's give its unfused rows' bits, kernels/cpu_norm.c). Forward:
+     * y = relu(BN(x) + z) with the residual add's and the ReLU's arithmetic (a + b, v > 0 ? v : 0),
+     * statistics as batchnorm_forward_*. Backward, from y (the ReLU's output) and its gradient
+     * dy: the gradient reaching the batch norm is dy where y > 0, else 0; it is also written to dz
+     * (the add's other input's gradient, overwritten; NULL: no add) and may be written to dy (the
+     * unfused ReLU runs in place there); dx, dgamma, dbeta as batchnorm_backward. */
     void (*bn_act_forward_train)(BackendCtx *ctx, const BnShape *s, const float *x,
                                  const float *gamma, const float *beta, const float *z, float *y,
                                  float *save_mean, float *save_invstd, float *running_mean,
@@ -422,8 +422,8 @@ typedef struct BackendOps {
     int (*all_finite)(BackendCtx *ctx, size_t n, const float *x);
 } BackendOps;
 
-/* Timer slots: the driver's phase marks (src/driver_stage.h) below BACKEND_PHASE_SLOTS, the
- * per-layer profile's (--profile-layers, src/profile.c: four per layer) above. */
+/* Timer slots: the driver's phase marks (src/run/driver_stage.h) below BACKEND_PHASE_SLOTS, the
+ * per-layer profile's (--profile-layers, src/results/profile.c: four per layer) above. */
 #define BACKEND_PHASE_SLOTS    16
 #define BACKEND_TIMER_SLOTS    (BACKEND_PHASE_SLOTS + 1024)
 #define BACKEND_PREFETCH_SLOTS 2 /* prefetch_* slots: the batch computed and the next one */

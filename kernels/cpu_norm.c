@@ -272,8 +272,8 @@ void cpu_batchnorm_forward_infer(BackendCtx *ctx, const BnShape *s, const float 
     bn_forward_infer(s, x, gamma, beta, running_mean, running_var, 0, NULL, y);
 }
 
-/* Batch norm -> (residual add ->) ReLU in one pass over the output (src/model_fuse.c): the same
- * bits as the three unfused rows, one pass over memory instead of three. */
+/* Batch norm -> (residual add ->) ReLU in one pass over the output (src/model/model_fuse.c): the
+ * same bits as the three unfused rows, one pass over memory instead of three. */
 void cpu_bn_act_forward_train(BackendCtx *ctx, const BnShape *s, const float *x, const float *gamma,
                               const float *beta, const float *z, float *y, float *save_mean,
                               float *save_invstd, float *running_mean, float *running_var) {

@@ -19,7 +19,8 @@ cudaStream_t cuda_backend_stream(BackendCtx *ctx);
 int cuda_backend_device(BackendCtx *ctx);
 
 /* Name, UUID, PCI bus id and library versions of ctx's device. driver_version is left empty:
- * the driver's own version string comes from NVML (src/nvml.c), which the caller may fill in. */
+ * the driver's own version string comes from NVML (src/results/nvml.c), which the caller may fill
+ * in. */
 void cuda_device_info(BackendCtx *ctx, DeviceInfo *info);
 
 /* One line per convolution shape planned so far: its shape, and the forward, backward-data and

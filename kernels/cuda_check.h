@@ -1,6 +1,6 @@
 /* cuda_check.h - every CUDA runtime, cuBLAS and cuDNN call is checked here (NCCL's in
- * comm/nccl_check.h), as MPI and HDF5
- * calls are in src/check.h, through base/fail.h: on failure the macro prints
+ * comm/nccl_check.h), as MPI and HDF5 calls are in comm/mpi_check.h and src/results/h5_check.h,
+ * through base/fail.h: on failure the macro prints
  *   dtbench: rank R on HOST: file.c:LINE: <call>: <library>: <error name>: <library message>
  * and aborts the whole job with MPI_Abort (exit(1) outside MPI), so no rank is left hanging in a
  * collective. CUDA-only header: include it only from files built with CUDA. */

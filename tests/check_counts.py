@@ -3,7 +3,7 @@
 Usage: check_counts.py REPORT --iters N [--graphs CAPTURES | --eager] [--pipeline] [--no-prefetch]
                        [--h5 FILE]
 
-REPORT is what dtbench wrote with DTBENCH_COUNT_DEVICE=REPORT (src/count_device.c: one line per
+REPORT is what dtbench wrote with DTBENCH_COUNT_DEVICE=REPORT (src/run/count_device.c: one line per
 iteration and process, `count pid=P iter=I key=value ...`). For every process and every iteration
 0 .. N-1:
   - no allocation or free between the iteration's start and the end of its update (allocs 0);

@@ -1,4 +1,4 @@
-"""check_pipeline.py - pipeline schedules (src/schedule_*.c), for test_schedules.sh. Exit 0 when
+"""check_pipeline.py - pipeline schedules (src/run/schedule_*.c), for test_schedules.sh. Exit 0 when
 the check holds, 1 with one line. (check_h5.py pipeline checks a pipeline run's whole file.)
 
   order TEXT SCHEDULE --stages K --microbatches M

@@ -162,7 +162,7 @@ static void create_exchange(Run *r) {
     int exact = (r->P & (r->P - 1)) == 0 && strcmp(r->tname, "nccl") != 0;
     r->tol = exact ? 0.0 : 1e-6;
     ExchangeCalibration cal;
-    r->x->calibrate(r->st, r->grads, 0, &cal); /* setup, as dtbench's (src/main.c) */
+    r->x->calibrate(r->st, r->grads, 0, &cal); /* setup, as dtbench's (src/run/main.c) */
 }
 
 /* Iteration it's gradients, k(me, i, it) / 1024, uploaded; want: their exact average. */

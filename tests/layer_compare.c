@@ -5,7 +5,7 @@
  * readers), and the parameters after one SGD step. For each it prints the largest absolute
  * difference and that difference relative to the largest |value| of configuration A, against the
  * tolerance of configuration B's precision, and names the first layer beyond it (index, name,
- * kind, output shape). Observation goes through the model's per-layer observer (src/model.h):
+ * kind, output shape). Observation goes through the model's per-layer observer (src/model/model.h):
  * tensors are read as fp32 NCHW whatever a configuration's activation format (NHWC, 16-bit:
  * model_act_download); a fused group of B (a batch norm with its ReLU and residual add, a
  * convolution with its ReLU) is compared as a unit, its output with A's output of the group's

@@ -1,4 +1,4 @@
-/* sampler_check.c - the CPU sampler (src/sampler.c) measures what the process does.
+/* sampler_check.c - the CPU sampler (src/results/sampler.c) measures what the process does.
  * At 20 Hz: while the main thread burns 0.6 s of CPU time (longer in wall time on a loaded
  * machine: the burn lasts until the process got that much) the mean utilisation must match the
  * process's own CPU time over that wall time (clock_gettime, within 10 points + 25%) and exceed

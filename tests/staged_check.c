@@ -8,7 +8,7 @@
  * its sgd_update (decode, the CPU backend's step, encode). A strategy that read or wrote a device
  * buffer directly would see garbage. Both runs do what the driver does: gradients that depend on
  * the parameters (so every update's order matters), the strategy's exchange, the optimizer step
- * when the strategy asks for it (grad_scale folded in as src/driver.c does), then finish(). The
+ * when the strategy asks for it (grad_scale folded in as src/run/driver.c does), then finish(). The
  * final parameters must be equal bit for bit, and the wrapped run must move exactly the copies
  * the design says (per iteration: 2 downloads and 1 upload of the parameter buffer through the
  * wrapper; mixed: none outside finish with a period longer than the run).

@@ -1,6 +1,6 @@
-/* test_act_observe.c - what the model tells an observer (src/model_observe.c) and the profile
- * (src/profile.c) when rows are fused and activations are stored in another format, and how
- * --act-layout is resolved (src/model_format.c), on the CPU through the fake backend of
+/* test_act_observe.c - what the model tells an observer (src/model/model_observe.c) and the profile
+ * (src/results/profile.c) when rows are fused and activations are stored in another format, and how
+ * --act-layout is resolved (src/model/model_format.c), on the CPU through the fake backend of
  * tests/act_fake.c:
  *   - events: a fused group reports once, under the row that ran it, with `last` its last row
  *     (BN->ReLU, BN->add->ReLU, a convolution's forward with its ReLU), the fused rows report

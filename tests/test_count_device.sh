@@ -1,5 +1,5 @@
 # test_count_device.sh - what a device step may do, proven on the counting fake device
-# (src/count_device.h: DTBENCH_COUNT_DEVICE, the CPU backend's kernels on buffers declared device
+# (src/run/count_device.h: DTBENCH_COUNT_DEVICE, the CPU backend's kernels on buffers declared device
 # memory, every call counted per iteration, copies of prefetched batches deferred until the
 # compute stream waits for them, graphs captured without running and replayed by running again
 # with the same calls) through the real driver:

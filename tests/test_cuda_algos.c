@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const ModelDesc model_lenet, model_resnet50; /* src/models.c */
+extern const ModelDesc model_lenet, model_resnet50; /* src/model/models.c */
 
 #define WS_CAP    ((size_t)8 << 30)   /* larger workspaces are reported, not run */
 #define WS_LIMIT  ((size_t)512 << 20) /* the chooser's limit (kernels/cuda_ctx.h CONV_WS_LIMIT) */

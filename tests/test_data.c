@@ -1,10 +1,10 @@
-/* test_data.c - the data sets (src/data.c): sharding (the slices of 2 and 4 ranks put together are
- * the batch of one process); the CIFAR-10 reader on small files written here in the binary format
- * (two training batches and a test batch read back record by record; a truncated file, a bad
+/* test_data.c - the data sets (src/data/data.c): sharding (the slices of 2 and 4 ranks put together
+ * are the batch of one process); the CIFAR-10 reader on small files written here in the binary
+ * format (two training batches and a test batch read back record by record; a truncated file, a bad
  * label and missing files refused); synthetic token sequences whose labels are the next tokens;
  * reading that never waits unbounded: a stop asked for during the read ends it within a piece of
- * 4 MiB, a FIFO is refused without waiting for a writer; the batch loader's threads (src/loader.c)
- * make exactly dataset_train_batch's batches. */
+ * 4 MiB, a FIFO is refused without waiting for a writer; the batch loader's threads
+ * (src/data/loader.c) make exactly dataset_train_batch's batches. */
 #include "data.h"
 #include "harness.h"
 #include "loader.h"

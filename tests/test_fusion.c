@@ -1,4 +1,4 @@
-/* test_fusion.c - which rows the model fuses when it is built (src/model_fuse.c), and that a
+/* test_fusion.c - which rows the model fuses when it is built (src/model/model_fuse.c), and that a
  * fused model trains exactly as the unfused one, on the CPU. A fake backend table is the CPU
  * backend plus fused batch-norm operations (bn_act_*) made of the CPU's own unfused calls in the
  * unfused order (batch norm, residual add, ReLU; backward: ReLU in place, the add's gradient, batch

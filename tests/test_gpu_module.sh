@@ -16,7 +16,7 @@
 # is what such a build promises).
 . "$(dirname "$0")/lib.sh"
 cd "$WORK"
-# The program behind the front door (bin/dtbench runs src/dtbench, see src/start.c).
+# The program behind the front door (bin/dtbench runs src/dtbench, see src/survival/start.c).
 PROGRAM=$(dirname "$DTBENCH")/../src/dtbench
 [ -x "$PROGRAM" ] || PROGRAM=$DTBENCH
 RUN=(--model lenet --dataset synthetic --batch 8 --iters 2 --warmup 1)

@@ -1,8 +1,8 @@
-/* test_layer_table.c - the table of layer kinds (src/layers.h) is complete and model_missing_op
- * reads it: every LayerKind has a row that can plan and run; on the CPU backend, which has every
- * kernel, no model of the zoo misses an operation; with one optional operation removed, a model
- * whose layers call it is refused naming that operation and the layer, and a model that does not
- * call it is not. */
+/* test_layer_table.c - the table of layer kinds (src/model/layers.h) is complete and
+ * model_missing_op reads it: every LayerKind has a row that can plan and run; on the CPU backend,
+ * which has every kernel, no model of the zoo misses an operation; with one optional operation
+ * removed, a model whose layers call it is refused naming that operation and the layer, and a model
+ * that does not call it is not. */
 #include "harness.h"
 #include "layers.h"
 
@@ -10,7 +10,7 @@
 #include <string.h>
 
 extern const ModelDesc model_lenet, model_fcn5, model_alexnet, model_vgg16, model_googlenet,
-    model_resnet50, model_lstm32; /* src/models.c */
+    model_resnet50, model_lstm32; /* src/model/models.c */
 
 /* model_missing_op of d on [c,h,w] for the backend `be`; *layer receives the layer. */
 static const char *missing(const ModelDesc *d, int c, int h, int w, const BackendOps *be,

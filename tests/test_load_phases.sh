@@ -1,5 +1,5 @@
 # test_load_phases.sh - on a device, a batch's making lands in the data phase or nowhere, never in
-# the exchange: one rank on the counting fake device (src/count_device.h: the CPU's kernels,
+# the exchange: one rank on the counting fake device (src/run/count_device.h: the CPU's kernels,
 # prefetch and graphs as on a GPU) through the real driver, with a data source made slow by
 # DTBENCH_TEST_LOAD_DELAY (each batch takes that long to make):
 #   1. a loader slower than the step (30 ms a batch, a LeNet step of a few ms): the exchange is at

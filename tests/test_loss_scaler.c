@@ -1,5 +1,5 @@
-/* test_loss_scaler.c - fp16's dynamic loss scaler (src/precision.c) against GradScaler's rules, and
- * the --precision names. Each check prints what it expected and got; exit 1 on any failure. */
+/* test_loss_scaler.c - fp16's dynamic loss scaler (src/run/precision.c) against GradScaler's rules,
+ * and the --precision names. Each check prints what it expected and got; exit 1 on any failure. */
 #include "harness.h"
 #include "precision.h"
 

@@ -1,5 +1,5 @@
-/* test_model.c - the model zoo (src/models.c) and the model's gradients (src/model.c) on the CPU
- * backend:
+/* test_model.c - the model zoo (src/model/models.c) and the model's gradients (src/model/model.c)
+ * on the CPU backend:
  *   1. parameter counts match the published ones (LeNet 431,080; FCN-5 117,997,696; FCN-8
  *      130,586,752; AlexNet 61,100,840 and its CIFAR-10 variant 89,578; VGG16 138,357,544;
  *      GoogLeNet 6,998,552; ResNet-50 25,557,032; LSTM-32/64 6,180,624) and some layer shapes

@@ -1,4 +1,5 @@
-/* test_model_graph.c - the model runtime's graph (src/model.c, src/layer_*.c) on the CPU backend:
+/* test_model_graph.c - the model runtime's graph (src/model/model.c, src/model/layer_*.c) on the
+ * CPU backend:
  *   1. the graph runtime on three small models built from the zoo's kinds of rows (a residual
  *      block with batch norm; an inception-like module with LRN, padded pools, concatenation,
  *      dropout; embedding + two LSTMs): whole-model gradients against finite differences, the

@@ -1,5 +1,5 @@
-/* test_partition.c - pipeline cuts (src/partition.c): where each model can be cut (every row of
- * LeNet; GoogLeNet only between inception modules; ResNet-50 never inside a block), the
+/* test_partition.c - pipeline cuts (src/model/partition.c): where each model can be cut (every row
+ * of LeNet; GoogLeNet only between inception modules; ResNet-50 never inside a block), the
  * FLOPs-balanced split of GoogLeNet into 2 and 3 stages against brute force, and --split's
  * errors. */
 #include "harness.h"

@@ -125,7 +125,7 @@ with h5py.File(path, "r") as f:
             want = np.array(unfused(j, batch, dx_to))
             k = next((k for k in range(len(rows)) if names[j] in srcs(k)), j)  # its reader
             add = rows[k]["kind"] == "add"
-            # an add of two batch norms fuses with the first (src/model_fuse.c)
+            # an add of two batch norms fuses with the first (src/model/model_fuse.c)
             first_bn = add and min(names.index(s) for s in srcs(k)
                                    if rows[names.index(s)]["kind"] == "batchnorm") == j
             if rows[j]["kind"] == "batchnorm" and (fw[r, :, k] == 0).all() and \

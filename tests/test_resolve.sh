@@ -1,4 +1,4 @@
-# test_resolve.sh - the resolver (src/resolve.c) refuses every option given to components that
+# test_resolve.sh - the resolver (src/run/resolve.c) refuses every option given to components that
 # do not read it and every combination a component does not support: through the real dtbench,
 # exit status 2, one line naming the option and who accepts it, no file left behind. The same
 # options with the components that read them are accepted (so the refusals are not blanket).

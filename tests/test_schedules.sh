@@ -1,4 +1,4 @@
-# test_schedules.sh - the schedules of the one training driver (src/schedule_*.c): GPipe and 1F1B
+# test_schedules.sh - the schedules of the one training driver (src/run/schedule_*.c): GPipe and 1F1B
 # (PipeDream-Flush) give the loss of every iteration and, after training, the parameters of one
 # process training on the whole batch (2 and 4 stages, micro-batches, 2x2 hybrid, with --overlap;
 # LeNet and LSTM-32); the 1F1B order keeps at most K-k micro-batches in flight on stage k where

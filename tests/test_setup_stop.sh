@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_setup_stop.sh - every wait of the set-up ends at a stop (src/main.c setup_stop_point), and
+# test_setup_stop.sh - every wait of the set-up ends at a stop (src/run/main.c setup_stop_point), and
 # a stop there ends the run at once, exit 0, nothing recorded and no file left:
 #   1. a FIFO where a data file should be: refused at once in one line, exit 2, no file (it
 #      blocked in open() for ever; SIGTERM did not stop it and a .o.h5.partial was left);

@@ -5,7 +5,7 @@
 # run exits 0 and either left no file at all (the stop came during set-up: nothing recorded) or
 # closed its file marked stop_reason=signal. The old program, whose handlers came after the CUDA
 # libraries' constructors (~170 ms), died of the signal at every one of these delays.
-# The program is started as users start it, through the front door (bin/dtbench, src/start.c).
+# The program is started as users start it, through the front door (bin/dtbench, src/survival/start.c).
 . "$(dirname "$0")/lib.sh"
 cd "$WORK"
 RUN=(--model lenet --dataset synthetic --batch 8 --iters 1000000 --warmup 1)

@@ -7,7 +7,7 @@ Usage: torch_ref.py MODEL DATA_DIR INIT.params ITERS LR MOMENTUM OUT.json OUT.pa
   MODEL     lenet (Fashion-MNIST IDX files in DATA_DIR), resnet8 or resnet50 (CIFAR-10 binary
             batches)
   INIT      dtbench --save-model file (64-byte DTBMODEL header, then float32 parameters in the
-            order of src/models.c's rows: per layer its weights, then its bias; batch norm: scale,
+            order of src/model/models.c's rows: per layer its weights, then its bias; batch norm: scale,
             then shift)
 The training set must hold exactly one batch: every step trains on all of it (dtbench visits it
 in a shuffled order; the mean loss, the summed gradients and batch norm's batch statistics do

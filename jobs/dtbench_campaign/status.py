@@ -72,7 +72,7 @@ def read_result(path: str) -> Optional[Dict[str, Any]]:
                 "completed": int(min(done)) if len(done) else 0,
                 # iterations completed, kept or not (newer files; docs/hdf5-layout.md)
                 "done": _workers_min(f, "ranks/iterations_done"),
-                # stop_reason=peer_lost (src/finalize.c): what was lost
+                # stop_reason=peer_lost (src/survival/finalize.c): what was lost
                 "failed_nodes": str(a["failed_nodes"]) if "failed_nodes" in a else "",
                 "lost_ranks": str(a["lost_ranks"]) if "lost_ranks" in a else "",
                 "stop_detail": str(a["stop_detail"]) if "stop_detail" in a else "",

@@ -14,7 +14,7 @@ from dtbench_campaign.spec import load
 DONE = {"finished": 1, "stop_reason": "completed", "completed": 12, "iters_total": 12}
 SIGNALLED = {"finished": 1, "stop_reason": "signal", "completed": 5, "iters_total": 12}
 KILLED = {"finished": 0, "stop_reason": "", "completed": 5, "iters_total": 12}
-# closed by the survivors' finalizer after a node died (src/finalize.c)
+# closed by the survivors' finalizer after a node died (src/survival/finalize.c)
 NODE_LOST = {"finished": 1, "stop_reason": "peer_lost", "completed": 5, "iters_total": 12,
              "failed_nodes": "n2", "lost_ranks": "2,3", "stop_detail": "rank 3 on n2 silent for 4.1 s"}
 

@@ -1,0 +1,213 @@
+/* driver.c - the one training loop (see driver.h): per iteration, data, this stage's steps in
+ * the schedule's order (driver_stage.c), exchange, update, each phase marked on the backend's
+ * timeline; the marks are read back only after the update, so reading them adds nothing to any
+ * timed phase. Records, evaluations and the stop decision follow, outside the timed phases. */
+#include "driver.h"
+#include "driver_stage.h"
+#include "precision.h" /* defines: LossScaler (--precision fp16) */
+#include "prefetch.h"  /* defines: Prefetch (--prefetch) */
+#include "profile.h"   /* defines: profile_begin, profile_end (--profile-layers) */
+#include "signals.h"
+#include "step_graph.h" /* defines: step_graphs_create (--graphs) */
+#include "alloc.h"      /* defines: xmalloc */
+#include "clock.h"      /* defines: dt_now */
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int driver_eval_count(const DriverSettings *s, const Dataset *data) {
+    if (data->ntest == 0) return 0;
+    int64_t total = s->warmup + s->iters, e = s->eval_every;
+    return (int)(e > 0 ? total / e + (total % e != 0) : 1);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The replica's batch of iteration `it`: the first stage needs the samples, the last one the
+ * labels; prefetched (pf) or loaded and uploaded here. r->load: the time spent making it (by the
+ * loader's threads, or here), r->load_wait: the part of it this thread waited. */
+static void load_batch(Driver *d, Prefetch *pf, int64_t it, float *x, int32_t *labels,
+                       IterRecord *r) {
+    Model *m = d->model;
+    const Pipeline *p = d->pipe;
+    const int first = p->stage == 0, last = p->stage == p->stages - 1, b = m->batch;
+    /* dropout masks follow the global sample index: the same on any number of ranks */
+    model_set_sample_origin(m, (uint64_t)it * (uint64_t)d->set.batch + (uint64_t)p->replica * b);
+    if (pf->on) {
+        prefetch_take(pf, d, it, &r->load, &r->load_wait);
+        return;
+    }
+    if (!first && !last) return;
+    double t = dt_now();
+    dataset_train_batch(d->data, it, d->set.batch, d->shard, d->nshards, first ? x : NULL, labels);
+    r->load = r->load_wait = dt_now() - t;
+    if (first) m->be->upload(m->ctx, m->x, x, (size_t)b * d->data->sample_size * sizeof(float));
+    if (last)
+        m->be->upload(m->ctx, m->labels, labels, (size_t)b * d->data->label_size * sizeof(int32_t));
+}
+
+/* The iteration's record, once its update is done (outside the timed phases). */
+static void fill_record(Driver *d, const StageRun *s, ExchangeStep *xs, double start,
+                        IterRecord *r) {
+    Model *m = d->model;
+    const BackendOps *be = m->be;
+    BackendCtx *ctx = m->ctx;
+    const int K = d->pipe->stages;
+    r->start = start - d->clock_offset - d->t0;
+    /* Each mark's time since the start, then the phases as their differences: the phases add
+     * up to the total exactly (a device's elapsed times are rounded one by one: CUDA's to float
+     * milliseconds, so five of them summed could exceed the sixth by a few ns), and a phase is
+     * never negative (the marks complete in order on one stream). */
+    double at[MARK_UPDATE + 1];
+    at[MARK_START] = 0.0;
+    for (int k = MARK_START + 1; k <= MARK_UPDATE; k++)
+        at[k] = be->timer_elapsed(ctx, MARK_START, k);
+    r->data = at[MARK_DATA] - at[MARK_START];
+    r->forward = at[MARK_FORWARD] - at[MARK_DATA];
+    r->backward = at[MARK_BACKWARD] - at[MARK_FORWARD];
+    r->exchange = at[MARK_EXCHANGE] - at[MARK_BACKWARD];
+    r->update = at[MARK_UPDATE] - at[MARK_EXCHANGE];
+    r->total = at[MARK_UPDATE];
+    if (d->xops->report) d->xops->report(d->xstate, xs);
+    r->exchange_hidden = xs->hidden;
+    r->loss = stage_loss(d, s);
+    r->bytes_sent = xs->bytes_sent, r->bytes_recv = xs->bytes_recv;
+    r->staleness = xs->staleness, r->version = xs->version, r->exchange_wait = xs->wait;
+    r->straggler_delay = s->straggler_delay;
+    if (K > 1) {
+        r->pipe_compute = s->st.compute, r->pipe_send = s->st.send, r->pipe_recv = s->st.recv;
+        r->pipe_idle = s->st.idle, r->pipe_bytes = s->st.bytes;
+    }
+}
+
+/* After the exchange: fp16's averaged gradients are checked and unscaled, an overflow (the same
+ * on every rank: the average carries it) skipping the step everywhere (src/run/precision.h);
+ * then the optimizer step where the exchange left it to the driver. Returns 1 when the step is
+ * skipped. */
+static int update(Driver *d, LossScaler *scaler, int done, const ExchangeStep *xs) {
+    const DriverSettings *o = &d->set;
+    Model *m = d->model;
+    int skip = done == EXCHANGE_APPLY_UPDATE && o->loss_scaling &&
+               loss_scaler_update(scaler, !model_unscale_grads(m));
+    if (done == EXCHANGE_APPLY_UPDATE && !skip) { /* grads x s: folded into lr and wd */
+        double gs = xs->grad_scale > 0 ? xs->grad_scale : 1.0;
+        model_sgd(m, (float)(o->lr * gs), o->momentum, (float)(o->weight_decay / gs));
+    }
+    return skip;
+}
+
+/* Evaluation number n, after iteration it, recorded by rank 0; returns the test accuracy. */
+static double evaluate(Driver *d, StageRun *s, int64_t it, int n) {
+    double acc, eloss;
+    stage_evaluate(d, s, &acc, &eloss);
+    EvalRecord e = {(double)(it + 1), dt_now() - d->clock_offset - d->t0, acc, eloss};
+    if (d->topo->rank == 0) d->rops->record_eval(d->rec, n, &e);
+    return acc;
+}
+
+TrainResult driver_run(Driver *d) {
+    const DriverSettings *o = &d->set;
+    Model *m = d->model;
+    const BackendOps *be = m->be;
+    BackendCtx *ctx = m->ctx;
+    const int b = m->batch, nevals = driver_eval_count(o, d->data);
+    /* Lock-step strategies evaluate together; the others let the first worker do it alone. */
+    const int evaluates = d->xops->lockstep || d->shard == 0;
+    const int64_t total = o->warmup + o->iters;
+    int evals = 0, target_stop = 0, duration_stop = 0;
+    float *x = xmalloc((size_t)b * d->data->sample_size * sizeof(float));
+    int32_t *labels = xmalloc((size_t)b * d->data->label_size * sizeof(int32_t));
+    double *totals = xmalloc((size_t)o->iters * sizeof(double));
+    double *prow = xmalloc(2 * (size_t)m->nlayers * sizeof(double)); /* a /profile row */
+    double record_cost = 0.0;
+    StageRun s;
+    stage_init(&s, d);
+    TrainResult res = {.last_accuracy = -1.0};
+    LossScaler scaler;
+    loss_scaler_init(&scaler);
+    Prefetch pf;
+    prefetch_init(&pf, d);
+    d->graphs = step_graphs_create(m, o->graph_parts);
+
+    for (int64_t it = 0; it < total; it++) {
+        IterRecord r;
+        memset(&r, 0, sizeof r);
+        profile_begin(d->profile, it); /* marks each layer when `it` is profiled */
+        double start = dt_now();
+        be->timer_record(ctx, MARK_START);
+        load_batch(d, &pf, it, x, labels, &r);
+        be->timer_record(ctx, MARK_DATA);
+
+        /* --duration: on the common clock, so every rank sees it at about the same iteration;
+         * the vote makes it the same one. */
+        if (o->duration > 0 && start - d->clock_offset - d->t0 >= o->duration) duration_stop = 1;
+        s.vote = signals_stop_requested() != 0 || target_stop || duration_stop;
+        if (o->loss_scaling) m->loss_scale = (float)scaler.scale;
+        stage_iteration(d, &s, it); /* records MARK_FORWARD */
+        be->timer_record(ctx, MARK_BACKWARD);
+        /* the next batch uploads while this step's kernels run (on a device), if the loader
+         * has made it; never a wait for the loader here (prefetch.h) */
+        prefetch_release(&pf, d, it);
+        prefetch_upload_next(&pf, d, it + 1);
+        if (o->loss_scaling && d->topo->rank == 0 && precision_test_overflow(it)) {
+            const float inf = INFINITY; /* tests: an overflow on one rank */
+            be->upload(ctx, m->grads, &inf, sizeof inf);
+        }
+        /* On a device the host runs ahead of the device: wait for the compute stream, so that
+         * the stop vote and every wait the strategy measures (exchange_wait) start when this
+         * rank's device has finished backward, as they do on a CPU (no-op there). The exchange
+         * phase itself is read from the device's marks (fill_record). Alone in the job there
+         * is no one to vote with or wait for: the host goes on queueing, and the device runs
+         * the update right after backward, as it would without an exchange. */
+        if (be->device_memory && d->topo->nranks > 1) be->synchronize(ctx);
+
+        /* The stage's replicas average their gradients; the stop decision travels with them. */
+        ExchangeStep xs = {.iteration = it, .stop_requested = s.decision};
+        int done = d->xops->exchange(d->xstate, m->params, m->grads, &xs);
+        be->timer_record(ctx, MARK_EXCHANGE);
+        int skip = update(d, &scaler, done, &xs);
+        be->timer_record(ctx, MARK_UPDATE);
+
+        /* Outside the timed phases from here on. */
+        fill_record(d, &s, &xs, start, &r);
+        r.record = record_cost;
+        r.loss_scale = o->loss_scaling ? m->loss_scale : 1.0, r.step_skipped = skip;
+        int prof = profile_end(d->profile, it, prow, prow + m->nlayers, &r.profile_cost);
+        if (prof >= 0 && d->rops->record_profile)
+            d->rops->record_profile(d->rec, prof, prow, prow + m->nlayers);
+        if (it >= o->warmup) totals[it - o->warmup] = r.total;
+        double rec_start = dt_now();
+        d->rops->record_iteration(d->rec, it, &r);
+        record_cost = dt_now() - rec_start;
+        res.iterations = it + 1;
+        if (xs.stop) { /* agreed (or heard) stop: end after this iteration, skip evaluations */
+            res.target_reached = target_stop;
+            res.duration_reached = duration_stop && !target_stop;
+            res.stopped = !target_stop && !duration_stop;
+            break;
+        }
+
+        int eval_due = o->eval_every > 0 ? (it + 1) % o->eval_every == 0 : 0;
+        if (evaluates && nevals > 0 && evals < nevals && (eval_due || it + 1 == total)) {
+            res.last_accuracy = evaluate(d, &s, it, evals++);
+            prefetch_release(&pf, d, it); /* it uploaded its test batches into this slot */
+            if (o->target_acc > 0 && res.last_accuracy >= o->target_acc) target_stop = 1;
+        }
+    }
+    d->xops->finish(d->xstate, m->params);
+    prefetch_free(&pf, d);
+    step_graphs_free(d->graphs);
+    d->graphs = NULL;
+    int64_t measured = res.iterations - o->warmup;
+    if (measured > 0) {
+        qsort(totals, (size_t)measured, sizeof(double), cmp_double);
+        res.median_total = totals[measured / 2];
+    }
+    stage_free(&s);
+    free(x), free(labels), free(totals), free(prow);
+    return res;
+}
