@@ -3,10 +3,20 @@
 #   kernels/ includes only base/ and kernels/ headers, no MPI, no HDF5;
 #   comm/    includes only base/, kernels/ and comm/ headers: nothing of src/ (so no HDF5, no
 #            model), and compiles with only -I base -I kernels -I comm;
-#   only comm/parts.c, the registry of the optional parts, tests feature macros (#if*def HAVE_*).
-# Greps catch a wrong include however it is spelled in the tree; compiling base/ and kernels/ with
-# the plain C compiler under mpicc and only -I base -I kernels, and comm/ with mpicc and only
-# -I base -I kernels -I comm, proves they need nothing else.
+#   src/, in rooms, each including the layers and rooms below it:
+#     model/     base/, kernels/ and model/: no MPI, no HDF5;
+#     data/      base/ and data/: no MPI, no HDF5;
+#     results/   base/, kernels/, comm/'s MPI base (mpi_check.h), model/'s public headers and
+#                results/;
+#     survival/  base/, comm/'s MPI base, results/ and survival/ (its front door, start.c, libc
+#                only);
+#     run/       everything but model/'s internal table of layer kinds (layers.h);
+#   only comm/parts.c, the registry of the optional parts, tests feature macros (#if*def HAVE_*);
+#   no two source files share a name (an include names one file wherever it is).
+# Greps catch a wrong include however it is spelled in the tree (a project header is known by its
+# name wherever it lives); compiling each directory with only the include paths its rule allows
+# proves it needs nothing else: base/, kernels/, src/model/ and src/data/ with the plain C compiler
+# under mpicc, so that no MPI header can be found either.
 set -eu
 : "${TESTS_SRCDIR:=$(cd "$(dirname "$0")" && pwd)}"
 TOP=$(cd "$TESTS_SRCDIR/.." && pwd)
@@ -18,84 +28,134 @@ bad() {
     echo "FAIL: $*"
     fails=$((fails + 1))
 }
+LOG=${TMPDIR:-/tmp}/layering.$$
+trap 'rm -f "$LOG"' EXIT
 
 # Quoted includes of a file, one name per line.
 includes() { sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]\([^>"]*\)[>"].*/\1/p' "$1"; }
 
-for f in base/*.c base/*.h kernels/*.c kernels/*.h kernels/*.cu; do
-    [ -e "$f" ] || continue
-    dir=${f%%/*}
-    for inc in $(includes "$f"); do
-        case "$inc" in
-        mpi.h | hdf5.h | H5*.h) bad "$f includes $inc: $dir/ knows no MPI or HDF5" ;;
-        esac
-        [ "${inc#*.}" = h ] || continue
-        # a project header must come from base/ (or, for kernels/, from kernels/)
-        if [ -e "src/$inc" ] || [ -e "comm/$inc" ] || { [ "$dir" = base ] && [ -e "kernels/$inc" ]; }; then
-            [ -e "base/$inc" ] || { [ "$dir" = kernels ] && [ -e "kernels/$inc" ]; } ||
-                bad "$f includes $inc, a header of a layer above $dir/"
+DIRS="base kernels comm src/model src/data src/results src/survival src/run"
+# home=the directory that holds the project header $1 (by its name), or "" for a system header.
+home_of() {
+    home=
+    for d in $DIRS; do
+        if [ -e "$d/$1" ]; then
+            home=$d
+            return
         fi
     done
+}
+
+# 0 when a file of directory $1 may include header $3, which lives in directory $2.
+allowed() {
+    [ "$1" != "$2" ] || return 0
+    case "$1:$2" in
+    kernels:base | comm:base | comm:kernels) return 0 ;;
+    src/model:base | src/model:kernels | src/data:base) return 0 ;;
+    src/results:base | src/results:kernels) return 0 ;;
+    src/survival:base | src/survival:src/results) return 0 ;;
+    src/results:comm | src/survival:comm) [ "$3" = mpi_check.h ] ;;
+    src/results:src/model | src/run:src/model) [ "$3" != layers.h ] ;;
+    src/run:*) return 0 ;;
+    *) return 1 ;;
+    esac
+}
+
+for dir in $DIRS; do
+    for f in "$dir"/*.c "$dir"/*.h "$dir"/*.cu; do
+        [ -e "$f" ] || continue
+        for inc in $(includes "$f"); do
+            case "$dir:$inc" in
+            base:mpi.h | kernels:mpi.h | src/model:mpi.h | src/data:mpi.h)
+                bad "$f includes $inc: $dir/ knows no MPI" ;;
+            base:hdf5.h | kernels:hdf5.h | comm:hdf5.h | src/model:hdf5.h | src/data:hdf5.h | \
+                base:H5*.h | kernels:H5*.h | comm:H5*.h | src/model:H5*.h | src/data:H5*.h)
+                bad "$f includes $inc: $dir/ knows no HDF5" ;;
+            esac
+            [ "${inc##*.}" = h ] || continue
+            home_of "${inc##*/}"
+            [ -n "$home" ] || continue
+            allowed "$dir" "$home" "${inc##*/}" ||
+                bad "$f includes $inc, a header of $home/, which $dir/ may not use"
+        done
+    done
+done
+# The front door runs before anything else: libc alone.
+for inc in $(includes src/survival/start.c); do
+    home_of "${inc##*/}"
+    [ -z "$home" ] || bad "src/survival/start.c includes $inc: the front door uses libc alone"
 done
 
-for f in comm/*.c comm/*.h comm/*.cu; do
-    [ -e "$f" ] || continue
-    for inc in $(includes "$f"); do
-        case "$inc" in
-        hdf5.h | H5*.h | recorder*.h) bad "$f includes $inc: comm/ knows no HDF5" ;;
-        model*.h | layers.h | data.h | partition.h) bad "$f includes $inc: comm/ knows no models" ;;
-        esac
-        [ "${inc#*.}" = h ] || continue
-        # a project header must come from base/, kernels/ or comm/: src/ is the layer above
-        if [ -e "src/$inc" ] && ! [ -e "comm/$inc" ] && ! [ -e "kernels/$inc" ] && ! [ -e "base/$inc" ]; then
-            bad "$f includes $inc, a header of src/, the layer above comm/"
-        fi
-    done
-done
+# One name, one file: an include finds the file it names wherever it lives.
+dups=$(find base kernels comm src tests bench fuzz \
+    \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) -exec basename {} \; | sort | uniq -d)
+[ -z "$dups" ] || bad "source files share a name: $(echo $dups)"
 
 # Feature macros only in the registry of the optional parts.
-for f in $(grep -l -E '^[[:space:]]*#[[:space:]]*(if|ifdef|ifndef|elif).*HAVE_' base/* kernels/* comm/* src/* 2>/dev/null); do
+for f in $(grep -l -E '^[[:space:]]*#[[:space:]]*(if|ifdef|ifndef|elif).*HAVE_' base/* kernels/* \
+    comm/* src/*/* 2>/dev/null); do
     case "$f" in
     comm/parts.c) ;;
     *) bad "$f tests a HAVE_* feature macro: only comm/parts.c may" ;;
     esac
 done
 
-# Compile base/ and the CPU kernels with the compiler under mpicc and no MPI include path.
+# syntax COMPILER FILE FLAGS...: FILE compiles with these include paths alone.
+syntax() {
+    cc=$1 f=$2
+    shift 2
+    if ! $cc -std=gnu11 -fsyntax-only "$@" "$f" 2>"$LOG"; then
+        sed 's/^/    /' "$LOG" | head -5
+        bad "$f does not compile with only $* ($cc)"
+    fi
+}
+configured() { grep -q "^#define $1 1" "$BUILD/config.h" 2>/dev/null; }
+made() { sed -n "s/^$1 = //p" "$BUILD/Makefile" 2>/dev/null; }
+
+# base/, the CPU kernels, the model and the data sets with the compiler under mpicc and no MPI
+# include path.
 CC_PLAIN=$(mpicc -showme:command 2>/dev/null || echo "${CC:-cc}")
 CC_PLAIN=${CC_PLAIN%% *}
 for f in base/*.c kernels/cpu*.c; do
     case "$f" in # oneDNN's engine where this tree was configured with it (config.h says so)
-    kernels/cpu_bf16_onednn.c) grep -q '^#define HAVE_ONEDNN 1' "$BUILD/config.h" 2>/dev/null || continue ;;
+    kernels/cpu_bf16_onednn.c) configured HAVE_ONEDNN || continue ;;
     esac
-    if ! "$CC_PLAIN" -std=gnu11 -fsyntax-only -I base -I kernels "$f" 2>"${TMPDIR:-/tmp}/layering.$$"; then
-        sed 's/^/    /' "${TMPDIR:-/tmp}/layering.$$" | head -5
-        bad "$f does not compile with only -I base -I kernels ($CC_PLAIN)"
-    fi
+    syntax "$CC_PLAIN" "$f" -I base -I kernels
 done
+for f in src/model/*.c; do syntax "$CC_PLAIN" "$f" -I base -I kernels -I src/model; done
+for f in src/data/*.c; do syntax "$CC_PLAIN" "$f" $(made ZLIB_CFLAGS) -I base -I src/data; done
+syntax "$CC_PLAIN" src/survival/start.c
 # The CUDA host files too, where this tree was configured with CUDA (config.h says so).
-if grep -q '^#define HAVE_CUDA 1' "$BUILD/config.h" 2>/dev/null && [ -d /usr/local/cuda/include ]; then
+if configured HAVE_CUDA && [ -d /usr/local/cuda/include ]; then
     for f in kernels/cuda*.c; do
-        "$CC_PLAIN" -std=gnu11 -fsyntax-only -I "$BUILD" -I base -I kernels -I /usr/local/cuda/include \
-            "$f" 2>"${TMPDIR:-/tmp}/layering.$$" || {
-            sed 's/^/    /' "${TMPDIR:-/tmp}/layering.$$" | head -5
-            bad "$f does not compile with only -I base -I kernels and CUDA's headers"
-        }
+        syntax "$CC_PLAIN" "$f" -I "$BUILD" -I base -I kernels -I /usr/local/cuda/include
     done
 fi
 # comm/ with mpicc and only the layers below it (and CUDA's and NCCL's headers for the NCCL files,
 # where this tree was configured with NCCL).
 nccl_built=0
-grep -q '^#define HAVE_NCCL 1' "$BUILD/config.h" 2>/dev/null && [ -d /usr/local/cuda/include ] && nccl_built=1
+configured HAVE_NCCL && [ -d /usr/local/cuda/include ] && nccl_built=1
 for f in comm/*.c; do
     case "$f" in *nccl*) [ "$nccl_built" = 1 ] || continue ;; esac
-    if ! mpicc -std=gnu11 -fsyntax-only -I "$BUILD" -I base -I kernels -I comm \
-        $([ "$nccl_built" = 1 ] && echo -I /usr/local/cuda/include) "$f" 2>"${TMPDIR:-/tmp}/layering.$$"; then
-        sed 's/^/    /' "${TMPDIR:-/tmp}/layering.$$" | head -5
-        bad "$f does not compile with only -I base -I kernels -I comm (mpicc)"
-    fi
+    syntax mpicc "$f" -I "$BUILD" -I base -I kernels -I comm \
+        $([ "$nccl_built" = 1 ] && echo -I /usr/local/cuda/include)
 done
-rm -f "${TMPDIR:-/tmp}/layering.$$"
+# The results and survival with mpicc, HDF5's include path and only the rooms below them.
+H5_CFLAGS=$(made HDF5_CFLAGS)
+for f in src/results/*.c; do
+    syntax mpicc "$f" -I "$BUILD" $H5_CFLAGS -I base -I kernels -I comm -I src/model -I src/results
+done
+for f in src/survival/*.c; do
+    [ "$f" != src/survival/start.c ] || continue
+    syntax mpicc "$f" -I "$BUILD" $H5_CFLAGS -I base -I comm -I src/results -I src/survival
+done
+
+# The build compiles each room on its own include path (Makefile.am), as this test does.
+for room in model:MODEL data:DATA results:RESULTS survival:SURVIVAL; do
+    name=${room%:*} var=${room#*:}
+    grep -q "^src_${name}_libdt${name}_a_CPPFLAGS = \$(${var}_CPPFLAGS)\$" Makefile.am ||
+        bad "src/$name/ is not built on its own include path, ${var}_CPPFLAGS (Makefile.am)"
+done
 
 # comm/'s test programs are built on comm/'s include path and link no file of src/.
 for prog in exchange_avg grad_dtype_check staged_check test_grad_cast; do
@@ -106,4 +166,5 @@ for prog in exchange_avg grad_dtype_check staged_check test_grad_cast; do
 done
 
 [ "$fails" = 0 ] || exit 1
-echo "ok: base/, kernels/ and comm/ keep their include rules; base/ and kernels/ build without MPI, comm/ without src/"
+echo "ok: base/, kernels/, comm/ and the rooms of src/ keep their include rules; base/, kernels/," \
+    "src/model/ and src/data/ build without MPI, comm/ without src/, each room on its own path"
