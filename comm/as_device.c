@@ -1,18 +1,16 @@
-/* as_device.c - the CPU backend posing as a device (see as_device.h). */
+/* as_device.c - the CPU backend posing as a device (see as_device.h): two configurations of the
+ * fake device (kernels/fake_device.h) over the CPU backend, whose hook counts the bytes moved. */
 #include "as_device.h"
+#include "fake_device.h" /* defines: FakeDevice, FAKE_ARGS */
 
 #include <stdint.h>
-#include <string.h>
 
 static double up_bytes, down_bytes;
 
-static void plain_upload(BackendCtx *c, void *dst, const void *src, size_t bytes) {
-    cpu_backend.upload(c, dst, src, bytes);
-    up_bytes += (double)bytes;
-}
-static void plain_download(BackendCtx *c, void *dst, const void *src, size_t bytes) {
-    cpu_backend.download(c, dst, src, bytes);
-    down_bytes += (double)bytes;
+static int traffic(FakeCall *k) {
+    if (k->member == BM_upload) up_bytes += (double)FAKE_ARGS(k, upload)->bytes;
+    if (k->member == BM_download) down_bytes += (double)FAKE_ARGS(k, download)->bytes;
+    return 1;
 }
 
 /* Sealed: floats byte-swapped on the device side. */
@@ -22,11 +20,8 @@ static void swap_copy(void *dst, const void *src, size_t bytes) {
     for (size_t i = 0; i < bytes / 4; i++)
         d[i] = __builtin_bswap32(s[i]);
 }
-static void sealed_upload(BackendCtx *c, void *dst, const void *src, size_t bytes) {
-    (void)c, swap_copy(dst, src, bytes), up_bytes += (double)bytes;
-}
-static void sealed_download(BackendCtx *c, void *dst, const void *src, size_t bytes) {
-    (void)c, swap_copy(dst, src, bytes), down_bytes += (double)bytes;
+static void sealed_copy(BackendCtx *c, void *dst, const void *src, size_t bytes) {
+    (void)c, swap_copy(dst, src, bytes);
 }
 static void sealed_sgd(BackendCtx *c, size_t n, float *p, const float *g, float *v, float lr,
                        float momentum, float weight_decay) {
@@ -39,25 +34,37 @@ static void sealed_sgd(BackendCtx *c, size_t n, float *p, const float *g, float 
     cpu_backend.free(c, hp), cpu_backend.free(c, hg), cpu_backend.free(c, hv);
 }
 
+static const FakeDevice PLAIN = {
+    .inner = &cpu_backend, .before = traffic, .over = {.device_memory = 1}};
+static const FakeDevice SEALED = {.inner = &cpu_backend,
+                                  .before = traffic,
+                                  .over = {.device_memory = 1,
+                                           .upload = sealed_copy,
+                                           .download = sealed_copy,
+                                           .sgd_update = sealed_sgd}};
+
 const BackendOps *as_device_backend(int sealed) {
     static BackendOps plain, closed;
-    if (!plain.name) {
-        plain = cpu_backend;
-        plain.device_memory = 1;
-        plain.upload = plain_upload, plain.download = plain_download;
-        closed = (BackendOps){.name = cpu_backend.name,
-                              .device_memory = 1,
-                              .init = cpu_backend.init,
-                              .finalize = cpu_backend.finalize,
-                              .alloc = cpu_backend.alloc,
-                              .free = cpu_backend.free,
-                              .upload = sealed_upload,
-                              .download = sealed_download,
-                              .zero = cpu_backend.zero,
-                              .synchronize = cpu_backend.synchronize,
-                              .sgd_update = sealed_sgd};
+    if (!sealed) {
+        if (!plain.name) fake_device_table(&PLAIN, &plain);
+        return &plain;
     }
-    return sealed ? &closed : &plain;
+    if (!closed.name) { /* only the memory operations and the optimizer step */
+        BackendOps t;
+        fake_device_table(&SEALED, &t);
+        closed = (BackendOps){.name = t.name,
+                              .device_memory = 1,
+                              .init = t.init,
+                              .finalize = t.finalize,
+                              .alloc = t.alloc,
+                              .free = t.free,
+                              .upload = t.upload,
+                              .download = t.download,
+                              .zero = t.zero,
+                              .synchronize = t.synchronize,
+                              .sgd_update = t.sgd_update};
+    }
+    return &closed;
 }
 
 void as_device_traffic(double *uploaded, double *downloaded) {

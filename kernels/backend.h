@@ -165,6 +165,8 @@ typedef struct {
     ActLayout act_layout; /* accepted by act_format_for first (0: NCHW, the default) */
 } BackendConfig;
 
+/* Its function members are listed again, in this order, in backend_members.h (the fake device's
+ * wrappers are made from that list); the build checks that the two agree. */
 typedef struct BackendOps {
     /* ---- identity and capabilities ----------------------------------------------------------- */
     const char *name; /* "cpu", "cuda" */

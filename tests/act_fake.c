@@ -1,7 +1,10 @@
-/* act_fake.c - the fake activation-format backend of act_fake.h: the CPU backend behind
- * conversions between the declared format and fp32 NCHW. */
+/* act_fake.c - the fake activation-format backend of act_fake.h: a configuration of the fake
+ * device (kernels/fake_device.h) whose hook runs the CPU backend's layer kernels on fp32 NCHW
+ * copies of their activations, converted from the declared format and back. */
 #include "act_fake.h"
-#include "half_bits.h" /* defines: gc_bf16_*, gc_fp16_* */
+#include "fake_device.h" /* defines: FakeDevice, FAKE_ARGS, fake_device_run */
+#include "fused_rows.h"  /* defines: fused_rows_install */
+#include "half_bits.h"   /* defines: gc_bf16_*, gc_fp16_* */
 #include "layout.h"
 #include "alloc.h" /* defines: xcalloc, xmalloc */
 
@@ -13,11 +16,11 @@ ActFormat act_fake_format;
 int act_fake_round;
 const float *act_fake_grads;
 size_t act_fake_ngrads;
-int act_fake_weights_calls, act_fake_bad_filters, act_fake_fused_calls;
+int act_fake_weights_calls, act_fake_bad_filters;
 const float *act_fake_weights_seen;
 
-#define FMT             act_fake_format
-#define FAKE_MAX_INPUTS 8 /* more than a concatenation of the model has */
+#define FMT      act_fake_format
+#define ACTS_MAX 12 /* tensors of one call: more than a concatenation of the model has */
 
 /* ---- conversions --------------------------------------------------------------------------- */
 
@@ -34,7 +37,7 @@ static float *fbuf(size_t n) {
 
 /* n values of x (fmt) as fp32 and back; flat: no permutation */
 static float *flat_in(const float *x, size_t n) {
-    float *t = xmalloc((n ? n : 1) * sizeof *t);
+    float *t = fbuf(n);
     if (FMT.type == ACT_FP32)
         memcpy(t, x, n * sizeof *t);
     else
@@ -75,6 +78,49 @@ static void img_out(const float *t, size_t n, size_t c, size_t hw, float *x) {
     layout_to_nhwc(n, c, hw, t, u);
     flat_out(u, n * c * hw, x);
     free(u);
+}
+
+/* One call's activations as fp32 NCHW: inputs converted (in_act), outputs computed into buffers
+ * (out_act; NULL for a NULL tensor) that done() converts back into the format, and every buffer
+ * freed. A tensor is an image [n, c, hw], or n flat values (hw 0). */
+typedef struct {
+    float *t, *x;
+    size_t n, c, hw;
+    const FcShape *fc; /* a fully connected layer's weight gradient, mapped back */
+} ActOut;
+typedef struct {
+    float *tmp[ACTS_MAX];
+    ActOut out[ACTS_MAX];
+    int ntmp, nout;
+    const float *xs[ACTS_MAX]; /* a concatenation's inputs, and its gradients */
+    float *dxs[ACTS_MAX];
+    DropoutShape nchw; /* a dropout's shape over the converted tensor */
+} Acts;
+static float *keep(Acts *a, float *t) {
+    a->tmp[a->ntmp++] = t;
+    return t;
+}
+static const float *in_act(Acts *a, const float *x, size_t n, size_t c, size_t hw) {
+    return keep(a, hw ? img_in(x, n, c, hw) : flat_in(x, n));
+}
+static float *out_act(Acts *a, float *x, size_t n, size_t c, size_t hw) {
+    if (!x) return NULL;
+    float *t = keep(a, fbuf(hw ? n * c * hw : n));
+    a->out[a->nout++] = (ActOut){t, x, n, c, hw, NULL};
+    return t;
+}
+static void done(Acts *a) {
+    for (int i = 0; i < a->nout; i++) {
+        const ActOut *o = &a->out[i];
+        if (o->fc)
+            fc_weights_from_nhwc(o->fc->out, o->fc->flat_c, o->fc->flat_hw, o->t, o->x);
+        else if (o->hw)
+            img_out(o->t, o->n, o->c, o->hw, o->x);
+        else
+            flat_out(o->t, o->n, o->x);
+    }
+    for (int i = 0; i < a->ntmp; i++)
+        free(a->tmp[i]);
 }
 
 /* ---- format, input, gradient sums ------------------------------------------------------------ */
@@ -131,310 +177,159 @@ static void check_filter(const ConvShape *s, const float *w, const float *b) {
     act_fake_bad_filters++;
 }
 
-/* ---- matrix products --------------------------------------------------------------------------
+/* ---- the layer kernels: which arguments are activations, of which shape -----------------------
  */
 
 /* fc: features as stored (pixel-major after an NHWC flatten: the weights mapped) */
-static float *fc_weights(const FcShape *s, const float *w) {
-    float *t = fbuf((size_t)s->out * s->in);
-    if (FMT.layout == ACT_NHWC && s->flat_c)
-        fc_weights_to_nhwc(s->out, s->flat_c, s->flat_hw, w, t);
-    else
-        memcpy(t, w, (size_t)s->out * s->in * sizeof *t);
+static int fc_mapped(const FcShape *s) {
+    return FMT.layout == ACT_NHWC && s->flat_c;
+}
+static const float *fc_weights(Acts *a, const FcShape *s, const float *w) {
+    if (!fc_mapped(s)) return w;
+    float *t = keep(a, fbuf((size_t)s->out * s->in));
+    fc_weights_to_nhwc(s->out, s->flat_c, s->flat_hw, w, t);
     return t;
 }
-static void f_fc_forward(BackendCtx *c, const FcShape *s, const float *x, const float *w,
-                         const float *b, float *y) {
-    float *xt = flat_in(x, (size_t)s->batch * s->in), *wt = fc_weights(s, w);
-    float *yt = s->logits ? y : fbuf((size_t)s->batch * s->out);
-    cpu_backend.fc_forward(c, s, xt, wt, b, yt);
-    if (!s->logits) flat_out(yt, (size_t)s->batch * s->out, y), free(yt);
-    free(xt), free(wt);
+static float *fc_weights_out(Acts *a, const FcShape *s, float *dw) {
+    if (!fc_mapped(s)) return dw;
+    float *t = keep(a, fbuf((size_t)s->out * s->in));
+    a->out[a->nout++] = (ActOut){.t = t, .x = dw, .fc = s};
+    return t;
 }
-static void f_fc_backward(BackendCtx *c, const FcShape *s, const float *x, const float *w,
-                          const float *dy, float *dx, float *dw, float *db) {
-    const size_t nx = (size_t)s->batch * s->in, nw = (size_t)s->out * s->in;
-    float *xt = flat_in(x, nx), *wt = fc_weights(s, w), *dxt = dx ? fbuf(nx) : NULL;
-    float *dyt = s->logits ? (float *)dy : flat_in(dy, (size_t)s->batch * s->out);
-    float *dwt = fbuf(nw);
-    cpu_backend.fc_backward(c, s, xt, wt, dyt, dxt, dwt, db);
-    if (FMT.layout == ACT_NHWC && s->flat_c)
-        fc_weights_from_nhwc(s->out, s->flat_c, s->flat_hw, dwt, dw);
-    else
-        memcpy(dw, dwt, nw * sizeof *dw);
-    if (dx) flat_out(dxt, nx, dx);
-    if (!s->logits) free(dyt);
-    free(xt), free(wt), free(dxt), free(dwt);
+/* a concatenation's rows as the model passes them (samples, or pixels in NHWC) */
+static size_t row_size(const size_t *sizes, int k) {
+    size_t total = 0;
+    for (int i = 0; i < k; i++)
+        total += sizes[i];
+    return total;
 }
-
-static void f_conv_forward(BackendCtx *c, const ConvShape *s, const float *x, const float *w,
-                           const float *b, float *y, void *work) {
-    check_filter(s, w, b);
-    const size_t hwi = (size_t)s->h_in * s->w_in, hwo = (size_t)s->h_out * s->w_out;
-    float *xt = img_in(x, s->batch, s->c_in, hwi), *yt = fbuf(s->batch * s->c_out * hwo);
-    cpu_backend.conv_forward(c, s, xt, w, b, yt, work);
-    img_out(yt, s->batch, s->c_out, hwo, y);
-    free(xt), free(yt);
+static const float *const *in_rows(Acts *a, const float *const *xs, int rows, int k,
+                                   const size_t *sizes) {
+    for (int i = 0; i < k; i++)
+        a->xs[i] = in_act(a, xs[i], (size_t)rows * sizes[i], 1, 0);
+    return a->xs;
 }
-static void f_conv_backward(BackendCtx *c, const ConvShape *s, const float *x, const float *w,
-                            const float *dy, float *dx, float *dw, float *db, void *work) {
-    check_filter(s, w, db ? w + (size_t)s->c_out * s->c_in * s->k * s->k : NULL);
-    const size_t hwi = (size_t)s->h_in * s->w_in, hwo = (size_t)s->h_out * s->w_out;
-    float *xt = img_in(x, s->batch, s->c_in, hwi), *dyt = img_in(dy, s->batch, s->c_out, hwo);
-    float *dxt = dx ? fbuf(s->batch * s->c_in * hwi) : NULL;
-    cpu_backend.conv_backward(c, s, xt, w, dyt, dxt, dw, db, work);
-    if (dx) img_out(dxt, s->batch, s->c_in, hwi, dx);
-    free(xt), free(dyt), free(dxt);
+static float *const *out_rows(Acts *a, float *const *dxs, int rows, int k, const size_t *sizes) {
+    for (int i = 0; i < k; i++)
+        a->dxs[i] = out_act(a, dxs[i], (size_t)rows * sizes[i], 1, 0);
+    return a->dxs;
 }
-/* fused: the CPU's convolution, then its ReLU on the stored values (the unfused rows) */
-static void f_conv_relu_forward(BackendCtx *c, const ConvShape *s, const float *x, const float *w,
-                                const float *b, float *y, void *work) {
-    act_fake_fused_calls++;
-    f_conv_forward(c, s, x, w, b, y, work);
-    const size_t n = (size_t)s->batch * s->c_out * s->h_out * s->w_out;
-    float *t = flat_in(y, n);
-    cpu_backend.relu_forward(c, n, t, t);
-    flat_out(t, n, y);
-    free(t);
+/* dropout: an NHWC image (s->hw > 0) converted to NCHW, where the CPU's mask applies; the mask is
+ * the fake's own record, in NCHW order */
+static const DropoutShape *drop_nchw(Acts *a, const DropoutShape *s) {
+    a->nchw = *s;
+    a->nchw.c = a->nchw.hw = 0;
+    return &a->nchw;
 }
 
-/* ---- pooling, normalisation -------------------------------------------------------------------
- */
+/* A tensor's dimensions: an image [n, c, hw], or n flat values (s: a simple expression) */
+#define IMG(n, c, hw) (size_t)(n), (size_t)(c), (size_t)(hw)
+#define FLAT(n)       (size_t)(n), (size_t)1, (size_t)0
+#define POOL_IN(s)    IMG(s->batch, s->c, (size_t)s->h_in * s->w_in)
+#define POOL_OUT(s)   IMG(s->batch, s->c, (size_t)s->h_out * s->w_out)
+#define CONV_IN(s)    IMG(s->batch, s->c_in, (size_t)s->h_in * s->w_in)
+#define CONV_OUT(s)   IMG(s->batch, s->c_out, (size_t)s->h_out * s->w_out)
+#define LRN(s)        IMG(s->batch, s->c, (size_t)s->h * s->w)
+#define BN(s)         IMG(s->batch, s->c, s->spatial)
+#define DROP(s)       s->hw ? (size_t)s->batch : s->batch * s->size, s->hw ? (size_t)s->c : 1, s->hw
+#define FC_X(s)       FLAT((size_t)s->batch * s->in)
+#define FC_Y(s)       FLAT((size_t)s->batch * s->out)
+/* IN(arg, dims): read by the kernel; OUT(arg, dims): written by it */
+#define IN(f, dims)  p->f = in_act(a, p->f, dims)
+#define OUT(f, dims) p->f = out_act(a, p->f, dims)
+#define CONVERT(m, ...)                                                                            \
+    case BM_##m: {                                                                                 \
+        FakeArgs_##m *p = FAKE_ARGS(k, m);                                                         \
+        __VA_ARGS__;                                                                               \
+        return 1;                                                                                  \
+    }
 
-/* the CPU's max pooling records argmax in NCHW planes, which its backward reads back */
-static void f_maxpool_forward(BackendCtx *c, const PoolShape *s, const float *x, float *y,
-                              int32_t *am) {
-    const size_t hwi = (size_t)s->h_in * s->w_in, hwo = (size_t)s->h_out * s->w_out;
-    float *xt = img_in(x, s->batch, s->c, hwi), *yt = fbuf(s->batch * s->c * hwo);
-    cpu_backend.maxpool_forward(c, s, xt, yt, am);
-    img_out(yt, s->batch, s->c, hwo, y);
-    free(xt), free(yt);
-}
-static void f_maxpool_backward(BackendCtx *c, const PoolShape *s, const int32_t *am,
-                               const float *dy, float *dx) {
-    const size_t hwi = (size_t)s->h_in * s->w_in, hwo = (size_t)s->h_out * s->w_out;
-    float *dyt = img_in(dy, s->batch, s->c, hwo), *dxt = fbuf(s->batch * s->c * hwi);
-    cpu_backend.maxpool_backward(c, s, am, dyt, dxt);
-    img_out(dxt, s->batch, s->c, hwi, dx);
-    free(dyt), free(dxt);
-}
-static void f_avgpool_forward(BackendCtx *c, const PoolShape *s, const float *x, float *y) {
-    const size_t hwi = (size_t)s->h_in * s->w_in, hwo = (size_t)s->h_out * s->w_out;
-    float *xt = img_in(x, s->batch, s->c, hwi), *yt = fbuf(s->batch * s->c * hwo);
-    cpu_backend.avgpool_forward(c, s, xt, yt);
-    img_out(yt, s->batch, s->c, hwo, y);
-    free(xt), free(yt);
-}
-static void f_avgpool_backward(BackendCtx *c, const PoolShape *s, const float *dy, float *dx) {
-    const size_t hwi = (size_t)s->h_in * s->w_in, hwo = (size_t)s->h_out * s->w_out;
-    float *dyt = img_in(dy, s->batch, s->c, hwo), *dxt = fbuf(s->batch * s->c * hwi);
-    cpu_backend.avgpool_backward(c, s, dyt, dxt);
-    img_out(dxt, s->batch, s->c, hwi, dx);
-    free(dyt), free(dxt);
-}
-/* global average pooling: x [n, c, plane] in the format (NHWC: [n, plane, c]) -> y [n, c] */
-static void f_gap_forward(BackendCtx *c, size_t n, size_t ch, size_t plane, const float *x,
-                          float *y) {
-    float *xt = img_in(x, n, ch, plane), *yt = fbuf(n * ch);
-    cpu_backend.global_avgpool_forward(c, n, ch, plane, xt, yt);
-    flat_out(yt, n * ch, y);
-    free(xt), free(yt);
-}
-static void f_gap_backward(BackendCtx *c, size_t n, size_t ch, size_t plane, const float *dy,
-                           float *dx) {
-    float *dyt = flat_in(dy, n * ch), *dxt = fbuf(n * ch * plane);
-    cpu_backend.global_avgpool_backward(c, n, ch, plane, dyt, dxt);
-    img_out(dxt, n, ch, plane, dx);
-    free(dyt), free(dxt);
-}
-/* LRN: scale is the fake's own record (NCHW, fp32) */
-static void f_lrn_forward(BackendCtx *c, const LrnShape *s, const float *x, float *y, float *sc) {
-    const size_t hw = (size_t)s->h * s->w, n = (size_t)s->batch * s->c * hw;
-    float *xt = img_in(x, s->batch, s->c, hw), *yt = fbuf(n);
-    cpu_backend.lrn_forward(c, s, xt, yt, sc);
-    img_out(yt, s->batch, s->c, hw, y);
-    free(xt), free(yt);
-}
-static void f_lrn_backward(BackendCtx *c, const LrnShape *s, const float *x, const float *y,
-                           const float *sc, const float *dy, float *dx) {
-    const size_t hw = (size_t)s->h * s->w, n = (size_t)s->batch * s->c * hw;
-    float *xt = img_in(x, s->batch, s->c, hw), *yt = img_in(y, s->batch, s->c, hw);
-    float *dyt = img_in(dy, s->batch, s->c, hw), *dxt = fbuf(n);
-    cpu_backend.lrn_backward(c, s, xt, yt, sc, dyt, dxt);
-    img_out(dxt, s->batch, s->c, hw, dx);
-    free(xt), free(yt), free(dyt), free(dxt);
-}
-
-static size_t bn_count(const BnShape *s) {
-    return (size_t)s->batch * s->c * s->spatial;
-}
-static void f_bn_train(BackendCtx *c, const BnShape *s, const float *x, const float *g,
-                       const float *b, float *y, float *sm, float *si, float *rm, float *rv) {
-    float *xt = img_in(x, s->batch, s->c, s->spatial), *yt = fbuf(bn_count(s));
-    cpu_backend.batchnorm_forward_train(c, s, xt, g, b, yt, sm, si, rm, rv);
-    img_out(yt, s->batch, s->c, s->spatial, y);
-    free(xt), free(yt);
-}
-static void f_bn_infer(BackendCtx *c, const BnShape *s, const float *x, const float *g,
-                       const float *b, const float *rm, const float *rv, float *y) {
-    float *xt = img_in(x, s->batch, s->c, s->spatial), *yt = fbuf(bn_count(s));
-    cpu_backend.batchnorm_forward_infer(c, s, xt, g, b, rm, rv, yt);
-    img_out(yt, s->batch, s->c, s->spatial, y);
-    free(xt), free(yt);
-}
-static void f_bn_backward(BackendCtx *c, const BnShape *s, const float *x, const float *g,
-                          const float *sm, const float *si, const float *dy, float *dx, float *dg,
-                          float *db) {
-    float *xt = img_in(x, s->batch, s->c, s->spatial),
-          *dyt = img_in(dy, s->batch, s->c, s->spatial), *dxt = fbuf(bn_count(s));
-    cpu_backend.batchnorm_backward(c, s, xt, g, sm, si, dyt, dxt, dg, db);
-    img_out(dxt, s->batch, s->c, s->spatial, dx);
-    free(xt), free(dyt), free(dxt);
+/* The call's activations converted (1), or 0: the member runs as it is. */
+static int convert(FakeCall *k, Acts *a) {
+    switch (k->member) {
+        CONVERT(fc_forward, IN(x, FC_X(p->s)), p->w = fc_weights(a, p->s, p->w),
+                p->y = p->s->logits ? p->y : out_act(a, p->y, FC_Y(p->s)))
+        CONVERT(fc_backward, IN(x, FC_X(p->s)), p->w = fc_weights(a, p->s, p->w),
+                p->dy = p->s->logits ? p->dy : in_act(a, p->dy, FC_Y(p->s)), OUT(dx, FC_X(p->s)),
+                p->dw = fc_weights_out(a, p->s, p->dw))
+        CONVERT(conv_forward, check_filter(p->s, p->w, p->b), IN(x, CONV_IN(p->s)),
+                OUT(y, CONV_OUT(p->s)))
+        CONVERT(conv_backward,
+                check_filter(p->s, p->w,
+                             p->db ? p->w + (size_t)p->s->c_out * p->s->c_in * p->s->k * p->s->k
+                                   : NULL),
+                IN(x, CONV_IN(p->s)), IN(dy, CONV_OUT(p->s)), OUT(dx, CONV_IN(p->s)))
+        /* the CPU's max pooling records argmax in NCHW planes, which its backward reads back */
+        CONVERT(maxpool_forward, IN(x, POOL_IN(p->s)), OUT(y, POOL_OUT(p->s)))
+        CONVERT(maxpool_backward, IN(dy, POOL_OUT(p->s)), OUT(dx, POOL_IN(p->s)))
+        CONVERT(avgpool_forward, IN(x, POOL_IN(p->s)), OUT(y, POOL_OUT(p->s)))
+        CONVERT(avgpool_backward, IN(dy, POOL_OUT(p->s)), OUT(dx, POOL_IN(p->s)))
+        /* global average pooling: x [n, c, plane] (NHWC: [n, plane, c]) -> y [n, c] */
+        CONVERT(global_avgpool_forward, IN(x, IMG(p->n, p->c, p->plane)), OUT(y, FLAT(p->n * p->c)))
+        CONVERT(global_avgpool_backward, IN(dy, FLAT(p->n * p->c)),
+                OUT(dx, IMG(p->n, p->c, p->plane)))
+        /* LRN: scale is the fake's own record (NCHW, fp32) */
+        CONVERT(lrn_forward, IN(x, LRN(p->s)), OUT(y, LRN(p->s)))
+        CONVERT(lrn_backward, IN(x, LRN(p->s)), IN(y, LRN(p->s)), IN(dy, LRN(p->s)),
+                OUT(dx, LRN(p->s)))
+        CONVERT(batchnorm_forward_train, IN(x, BN(p->s)), OUT(y, BN(p->s)))
+        CONVERT(batchnorm_forward_infer, IN(x, BN(p->s)), OUT(y, BN(p->s)))
+        CONVERT(batchnorm_backward, IN(x, BN(p->s)), IN(dy, BN(p->s)), OUT(dx, BN(p->s)))
+        /* element-wise rows: the layout does not matter, only the type */
+        CONVERT(relu_forward, IN(x, FLAT(p->n)), OUT(y, FLAT(p->n)))
+        CONVERT(relu_backward, IN(y, FLAT(p->n)), IN(dy, FLAT(p->n)), OUT(dx, FLAT(p->n)))
+        CONVERT(add_forward, IN(a, FLAT(p->n)), IN(b, FLAT(p->n)), OUT(y, FLAT(p->n)))
+        CONVERT(concat_forward, p->xs = in_rows(a, p->xs, p->batch, p->ninputs, p->sizes),
+                OUT(y, FLAT(p->batch * row_size(p->sizes, p->ninputs))))
+        CONVERT(concat_backward, IN(dy, FLAT(p->batch * row_size(p->sizes, p->ninputs))),
+                p->dxs = out_rows(a, p->dxs, p->batch, p->ninputs, p->sizes))
+        CONVERT(dropout_forward, IN(x, DROP(p->s)), OUT(y, DROP(p->s)), p->s = drop_nchw(a, p->s))
+        CONVERT(dropout_backward, IN(dy, DROP(p->s)), OUT(dx, DROP(p->s)),
+                p->s = drop_nchw(a, p->s))
+    default:
+        return 0;
+    }
 }
 
-/* ---- element-wise rows: the layout does not matter, only the type -----------------------------
- */
+/* The fake device's hook: a layer kernel runs on converted copies, its outputs converted back. */
+static int act_call(FakeCall *k) {
+    Acts a = {0};
+    if (!convert(k, &a)) return 1;
+    fake_device_run(k);
+    done(&a);
+    return 0;
+}
 
-static void f_relu_forward(BackendCtx *c, size_t n, const float *x, float *y) {
-    float *t = flat_in(x, n);
-    cpu_backend.relu_forward(c, n, t, t);
-    flat_out(t, n, y);
-    free(t);
-}
-static void f_relu_backward(BackendCtx *c, size_t n, const float *y, const float *dy, float *dx) {
-    float *yt = flat_in(y, n), *g = flat_in(dy, n);
-    cpu_backend.relu_backward(c, n, yt, g, g);
-    flat_out(g, n, dx);
-    free(yt), free(g);
-}
-static void f_add_forward(BackendCtx *c, size_t n, const float *a, const float *b, float *y) {
-    float *at = flat_in(a, n), *bt = flat_in(b, n);
-    cpu_backend.add_forward(c, n, at, bt, at);
-    flat_out(at, n, y);
-    free(at), free(bt);
-}
 static void f_add_backward(BackendCtx *c, size_t n, const float *dy, float *da, float *db) {
     (void)c;
     const size_t bytes = n * ACT_TYPE_BYTES(FMT.type);
     if (da && da != dy) memcpy(da, dy, bytes);
     if (db && db != dy) memcpy(db, dy, bytes);
 }
-/* rows of the concatenation as the model passes them (samples, or pixels in NHWC) */
-static void f_concat_forward(BackendCtx *c, int rows, int k, const float *const *xs,
-                             const size_t *sizes, float *y) {
-    size_t total = 0;
-    const float *ts[FAKE_MAX_INPUTS];
-    for (int i = 0; i < k; i++)
-        total += sizes[i], ts[i] = flat_in(xs[i], (size_t)rows * sizes[i]);
-    float *yt = fbuf((size_t)rows * total);
-    cpu_backend.concat_forward(c, rows, k, ts, sizes, yt);
-    flat_out(yt, (size_t)rows * total, y);
-    for (int i = 0; i < k; i++)
-        free((void *)ts[i]);
-    free(yt);
-}
-static void f_concat_backward(BackendCtx *c, int rows, int k, const size_t *sizes, const float *dy,
-                              float *const *dxs) {
-    size_t total = 0;
-    float *ts[FAKE_MAX_INPUTS];
-    for (int i = 0; i < k; i++)
-        total += sizes[i], ts[i] = dxs[i] ? fbuf((size_t)rows * sizes[i]) : NULL;
-    float *dyt = flat_in(dy, (size_t)rows * total);
-    cpu_backend.concat_backward(c, rows, k, sizes, dyt, ts);
-    for (int i = 0; i < k; i++)
-        if (dxs[i]) flat_out(ts[i], (size_t)rows * sizes[i], dxs[i]), free(ts[i]);
-    free(dyt);
-}
-/* dropout: an NHWC image (s->hw > 0) converted to NCHW, where the CPU's mask applies; the mask is
- * the fake's own record, in NCHW order */
-static float *drop_in(const DropoutShape *s, const float *x) {
-    return s->hw ? img_in(x, s->batch, s->c, s->hw) : flat_in(x, s->batch * s->size);
-}
-static void drop_out(const DropoutShape *s, const float *t, float *x) {
-    if (s->hw)
-        img_out(t, s->batch, s->c, s->hw, x);
-    else
-        flat_out(t, s->batch * s->size, x);
-}
-static void f_dropout_forward(BackendCtx *c, const DropoutShape *s, const float *x, float *y,
-                              uint8_t *mask) {
-    DropoutShape nchw = *s;
-    nchw.c = nchw.hw = 0;
-    float *t = drop_in(s, x), *u = fbuf(s->batch * s->size);
-    cpu_backend.dropout_forward(c, &nchw, t, u, mask);
-    drop_out(s, u, y);
-    free(t), free(u);
-}
-static void f_dropout_backward(BackendCtx *c, const DropoutShape *s, const uint8_t *mask,
-                               const float *dy, float *dx) {
-    DropoutShape nchw = *s;
-    nchw.c = nchw.hw = 0;
-    float *t = drop_in(s, dy), *u = fbuf(s->batch * s->size);
-    cpu_backend.dropout_backward(c, &nchw, mask, t, u);
-    drop_out(s, u, dx);
-    free(t), free(u);
-}
 
-/* ---- fused batch norm: the unfused rows' calls in their order ---------------------------------
- */
+/* clang-format off */
+static const FakeDevice ACT_FAKE = {
+    .inner = &cpu_backend, .before = act_call,
+    .over = {.name = "fake-format", .act_format_for = f_format_for, .activation_format = f_format,
+             .input_to_act = f_input, .act_add = f_act_add, .axpy = f_axpy,
+             .weights_ready = f_weights_ready, .weights_layout = f_weights_layout,
+             .add_backward = f_add_backward},
+};
+/* clang-format on */
 
-static void f_bn_act_train(BackendCtx *c, const BnShape *s, const float *x, const float *g,
-                           const float *b, const float *z, float *y, float *sm, float *si,
-                           float *rm, float *rv) {
-    act_fake_fused_calls++;
-    f_bn_train(c, s, x, g, b, y, sm, si, rm, rv);
-    if (z) f_add_forward(c, bn_count(s), y, z, y);
-    f_relu_forward(c, bn_count(s), y, y);
-}
-static void f_bn_act_infer(BackendCtx *c, const BnShape *s, const float *x, const float *g,
-                           const float *b, const float *rm, const float *rv, const float *z,
-                           float *y) {
-    act_fake_fused_calls++;
-    f_bn_infer(c, s, x, g, b, rm, rv, y);
-    if (z) f_add_forward(c, bn_count(s), y, z, y);
-    f_relu_forward(c, bn_count(s), y, y);
-}
-static void f_bn_act_backward(BackendCtx *c, const BnShape *s, const float *x, const float *g,
-                              const float *sm, const float *si, const float *y, float *dy,
-                              float *dx, float *dz, float *dg, float *db) {
-    act_fake_fused_calls++;
-    f_relu_backward(c, bn_count(s), y, dy, dy);
-    if (dz) f_add_backward(c, bn_count(s), dy, dz, NULL);
-    f_bn_backward(c, s, x, g, sm, si, dy, dx, dg, db);
-}
-
-static BackendOps tables[2]; /* unfused, fused */
-static void make(BackendOps *f, int fused) {
-    *f = cpu_backend;
-    f->name = fused ? "fake-format-fused" : "fake-format";
-    f->act_format_for = f_format_for, f->activation_format = f_format;
-    f->input_to_act = f_input, f->act_add = f_act_add, f->axpy = f_axpy;
-    f->weights_ready = f_weights_ready, f->weights_layout = f_weights_layout;
-    f->fc_forward = f_fc_forward, f->fc_backward = f_fc_backward;
-    f->conv_forward = f_conv_forward, f->conv_backward = f_conv_backward;
-    f->maxpool_forward = f_maxpool_forward, f->maxpool_backward = f_maxpool_backward;
-    f->avgpool_forward = f_avgpool_forward, f->avgpool_backward = f_avgpool_backward;
-    f->global_avgpool_forward = f_gap_forward, f->global_avgpool_backward = f_gap_backward;
-    f->lrn_forward = f_lrn_forward, f->lrn_backward = f_lrn_backward;
-    f->batchnorm_forward_train = f_bn_train, f->batchnorm_forward_infer = f_bn_infer;
-    f->batchnorm_backward = f_bn_backward;
-    f->relu_forward = f_relu_forward, f->relu_backward = f_relu_backward;
-    f->add_forward = f_add_forward, f->add_backward = f_add_backward;
-    f->concat_forward = f_concat_forward, f->concat_backward = f_concat_backward;
-    f->dropout_forward = f_dropout_forward, f->dropout_backward = f_dropout_backward;
-    f->embedding_forward = NULL, f->embedding_backward = NULL; /* not converted: never called */
-    f->lstm_forward = NULL, f->lstm_backward = NULL;
-    f->bn_act_forward_train = NULL, f->bn_act_forward_infer = NULL; /* the CPU's: NCHW only */
-    f->bn_act_backward = NULL, f->conv_relu_forward = NULL;
-    if (fused) {
-        f->bn_act_forward_train = f_bn_act_train, f->bn_act_forward_infer = f_bn_act_infer;
-        f->bn_act_backward = f_bn_act_backward, f->conv_relu_forward = f_conv_relu_forward;
+const BackendOps *act_fake_backend(int with_fused) {
+    static BackendOps unfused, fused;
+    if (!fused.name) {
+        fake_device_table(&ACT_FAKE, &unfused);
+        unfused.embedding_forward = NULL, unfused.embedding_backward = NULL; /* not converted */
+        unfused.lstm_forward = NULL, unfused.lstm_backward = NULL;
+        unfused.bn_act_forward_train = NULL, unfused.bn_act_forward_infer = NULL; /* NCHW only */
+        unfused.bn_act_backward = NULL;
+        fused = unfused;
+        fused.name = "fake-format-fused";
+        fused_rows_install(&fused, &fused, 1);
     }
-}
-
-const BackendOps *act_fake_backend(int fused) {
-    if (!tables[0].name) make(&tables[0], 0), make(&tables[1], 1);
-    return &tables[fused ? 1 : 0];
+    return with_fused ? &fused : &unfused;
 }
 
 /* ---- a model with every join ------------------------------------------------------------------

@@ -5,11 +5,12 @@
  * flattened NHWC input multiplies the NHWC features with the weights mapped by kernels/layout.h,
  * dropout on an NHWC image maps its elements to the NCHW mask (DropoutShape.c, hw), global
  * average pooling reads NHWC with its channel count. Optionally it also has the fused operations
- * (bn_act_*, conv_relu_forward) made of the CPU's unfused calls in the unfused order, so that the
- * model fuses rows on it as on the GPU. */
+ * (bn_act_*, conv_relu_forward) made of its unfused calls in the unfused order
+ * (tests/fused_rows.h), so that the model fuses rows on it as on the GPU. */
 #ifndef DTBENCH_ACT_FAKE_H
 #define DTBENCH_ACT_FAKE_H
 
+#include "fused_rows.h" /* defines: fused_rows_calls */
 #include "model.h"
 
 #include <stddef.h>
@@ -22,8 +23,9 @@ extern int act_fake_round;
 extern const float *act_fake_grads;
 extern size_t act_fake_ngrads;
 /* weights_ready calls and the buffer last given; convolutions whose filter was not where
- * weights_layout said (the model's declaration checked at every call), and fused calls run */
-extern int act_fake_weights_calls, act_fake_bad_filters, act_fake_fused_calls;
+ * weights_layout said (the model's declaration checked at every call). Fused calls run:
+ * fused_rows_calls (tests/fused_rows.h). */
+extern int act_fake_weights_calls, act_fake_bad_filters;
 extern const float *act_fake_weights_seen;
 
 /* The fake's table: without (fused 0) or with (1) the fused operations. */

@@ -18,7 +18,7 @@ The wire type and the transports (test_grad_dtype.sh, test_transport.sh):
   rounding --ref R --init I --fp32 F PARAMS...
                        each PARAMS (a bf16 or fp16 exchange, by its name) is within its type's
                        rounding of the one-process parameters R, and F (fp32) far closer
-  halves FP32 BF16 [--calibrated]
+  halves FP32 BF16 [--calibrated] [--every]
                        bytes_sent (and the calibration's bucket) halve from an fp32 to a bf16 run
   busbw FILE --factor F       the calibration's bus bandwidth as nccl-tests define it
   overlap FILE --transport T --ranks P --iters N --bucket-bytes B
@@ -212,9 +212,9 @@ def rounding(a):
 
 
 def halves(a):
-    """FP32 and BF16 record their --grad-dtype; some rank and iteration of FP32 sent bytes, and
-    BF16 sent exactly half wherever FP32 sent any, nothing where it sent none; --calibrated: the
-    calibration's bucket halves too."""
+    """FP32 and BF16 record their --grad-dtype; some rank and iteration of FP32 sent bytes
+    (--every: every rank in every iteration), and BF16 sent exactly half wherever FP32 sent any,
+    nothing where it sent none; --calibrated: the calibration's bucket halves too."""
     got = {}
     for dt, path in (("fp32", a.fp32), ("bf16", a.bf16)):
         with h5(path) as f:
@@ -222,7 +222,9 @@ def halves(a):
             cal = f.attrs["calibration_bucket_bytes"] if a.calibrated else None
             got[dt] = (f["iterations/bytes_sent"][:], cal)
     s32, s16 = got["fp32"][0], got["bf16"][0]
-    expect((s32 > 0).any(), f"{a.fp32}: no bytes sent: {s32}")
+    sent = (s32 > 0).all() if a.every else (s32 > 0).any()
+    expect(sent, f"{a.fp32}: {'not every rank and iteration' if a.every else 'nothing'} sent "
+                 f"bytes: {s32}")
     ratio = s16[s32 > 0] / s32[s32 > 0]
     expect(np.all(ratio == 0.5), f"{a.bf16}: bytes_sent bf16/fp32 {ratio}")
     expect(np.all(s16[s32 == 0] == 0), f"{a.bf16}: bytes sent where fp32 sent none")
@@ -322,7 +324,8 @@ if __name__ == "__main__":
     command(sub, throughput, ("sync",), ("others", {"nargs": "+"}))
     command(sub, rounding, ("params", {"nargs": "+"}), ("--ref", need), ("--init", need),
             ("--fp32", need))
-    command(sub, halves, ("fp32",), ("bf16",), ("--calibrated", {"action": "store_true"}))
+    command(sub, halves, ("fp32",), ("bf16",), ("--calibrated", {"action": "store_true"}),
+            ("--every", {"action": "store_true"}))
     command(sub, busbw, ("file",), ("--factor", {"type": float, **need}))
     command(sub, overlap, ("file",), ("--transport", need), ("--ranks", {"type": int, **need}),
             ("--iters", {"type": int, **need}), ("--bucket-bytes", {"type": int, **need}))

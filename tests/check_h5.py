@@ -19,10 +19,10 @@ holds for all, 1 with a message otherwise. Checks follow docs/hdf5-layout.md:
 """
 import argparse
 import json
-import sys
 
-import h5py
 import numpy as np
+
+from checkutil import die, h5
 
 PHASES = ["data", "forward", "backward", "exchange", "update", "total"]
 ROOT_ATTRS = ["schema_version", "dtbench_version", "git_commit", "command_line", "config_json",
@@ -30,11 +30,6 @@ ROOT_ATTRS = ["schema_version", "dtbench_version", "git_commit", "command_line",
               "nranks", "nnodes", "iters", "warmup", "iters_total", "batch_global",
               "batch_per_rank", "model", "dataset", "exchange", "device", "param_count",
               "flush_every", "timer_overhead_s", "clock_sync_rounds"]
-
-
-def die(msg):
-    print(f"FAIL: {msg}")
-    sys.exit(1)
 
 
 def check_phases(f, p):
@@ -220,7 +215,7 @@ def check_pipeline(f, a):
 def check_same_loss(f, a):
     if a.ref is None:
         die("same-loss needs --ref")
-    with h5py.File(a.ref, "r") as r:
+    with h5(a.ref) as r:
         ref = r["iterations/loss"][0]
     loss, k, r = f["iterations/loss"][:], int(f.attrs["stages"]), int(f.attrs["replicas"])
     diff = float(np.max(np.abs(loss.reshape(r, k, -1).mean(axis=0) - ref)))  # replicas averaged
@@ -285,8 +280,11 @@ def main():
     if a.min_completed is None:
         a.min_completed = 1 if a.check == "killed" else 0
     for a.file in a.files:
-        with h5py.File(a.file, "r") as f:
-            checks[a.check](f, a)
+        with h5(a.file) as f:
+            try:
+                checks[a.check](f, a)
+            except (OSError, KeyError, ValueError, IndexError) as e:  # lacks what the check reads
+                die(f"{a.check} {a.file}: {type(e).__name__}: {e}")
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@ Usage: check_loads.py FILE [--prefetch] [--min-load S] [--late most|few]
                threads (loader_threads); without it: prefetch "off", no loader threads, and the
                batch was made inside data (load_wait == load);
   --min-load S every batch took at least S to make (load >= S: the data source's delay);
-  --late most  the loader limited the step: every measured iteration waited for its batch
-               (load_wait > 0) and the median iteration took at least half a batch's making;
+  --late most  the loader limited the step: at least half the measured iterations waited for
+               their batch (load_wait > 0; on a loaded machine a step may now and then outlast
+               the loader) and the median iteration took at least half a batch's making;
   --late few   the loader kept up: at least half the measured iterations did not wait
                (load_wait == 0: made and uploaded during the previous step), and in those the
                median data phase is under a tenth of the median total.
@@ -39,7 +40,7 @@ def breaches(f, a):
         bad.append(f"batches made in {load.min():.4f} s, below the source's {a.min_load} s")
     m_wait, m_data, m_total = wait[w:], data[w:], total[w:]
     if a.late == "most":
-        if (m_wait <= 0).any():
+        if (m_wait > 0).sum() * 2 < m_wait.size:
             bad.append(f"iterations {list(np.nonzero(m_wait <= 0)[0] + w)} did not wait for a "
                        "loader slower than the step")
         if np.median(m_total) < 0.5 * np.median(load):

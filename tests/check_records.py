@@ -1,5 +1,5 @@
-"""check_records.py - what a run recorded as it went: its evaluations, losses and /samples
-(docs/hdf5-layout.md). Exit 0 when the check holds, 1 with one line.
+"""check_records.py - what a run recorded as it went: its evaluations, losses and /samples, and
+the CPU kernels it chose (docs/hdf5-layout.md). Exit 0 when the check holds, 1 with one line.
 
   learning FILE --evals N      N evaluations in time order; the loss of the last 50 iterations
                                under half that of the first 50
@@ -8,10 +8,15 @@
                                iterations' clock at about H per second, the CPU source's values;
                                the device metadata of /ranks
   samples-full FILE --kept N   a /samples buffer that filled: N samples kept, all of them timed
+  blas FILE --ranks P [--avx512]
+                               a CPU run's /ranks/kernel_choices: the BLAS each rank loaded, its
+                               core and why; on an AVX-512 CPU no generic core
 """
 import numpy as np
 
-from checkutil import command, expect, h5, main, parser
+from checkutil import command, expect, h5, main, parser, text
+
+GENERIC_CORES = {"prescott", "nehalem", "core2", "katmai", "unknown"}
 
 
 def learning(a):
@@ -85,6 +90,26 @@ def samples_full(a):
     print(f"ok: {a.file}: a full /samples keeps its {a.kept} samples")
 
 
+def blas(a):
+    """/ranks has device_name and P kernel_choices; each rank's lines "NAME: VALUE" hold "blas:
+    OpenBLAS /..." and "blas core: CORE: WHY" with a reason; --avx512 (the CPU has AVX-512,
+    whatever OpenBLAS's version): CORE none of the generic ones."""
+    with h5(a.file) as f:
+        expect("device_name" in f["ranks"], f"{a.file}: /ranks without device_name: "
+                                            f"{list(f['ranks'])}")
+        kc = [text(k) for k in f["ranks/kernel_choices"][:]]
+    expect(len(kc) == a.ranks, f"{a.file}: {len(kc)} kernel choices, not {a.ranks}: {kc}")
+    for choices in kc:
+        lines = dict(l.split(": ", 1) for l in choices.splitlines())
+        expect(lines["blas"].startswith("OpenBLAS /"), f"{a.file}: blas {lines['blas']!r}")
+        core, why = lines["blas core"].split(": ", 1)
+        expect(why, f"{a.file}: blas core {core} without a reason")
+        if a.avx512:
+            expect(core.lower() not in GENERIC_CORES, f"{a.file}: a generic core on an AVX-512 "
+                                                      f"CPU: {choices!r}")
+    print("ok: CPU run: kernel_choices per rank:", kc[0].replace("\n", " | "))
+
+
 if __name__ == "__main__":
     ap, sub = parser(__doc__)
     command(sub, learning, ("file",), ("--evals", {"type": int, "required": True}))
@@ -92,4 +117,6 @@ if __name__ == "__main__":
             ("--hz", {"type": float, "required": True}),
             ("--capacity", {"type": int, "required": True}))
     command(sub, samples_full, ("file",), ("--kept", {"type": int, "required": True}))
+    command(sub, blas, ("file",), ("--ranks", {"type": int, "required": True}),
+            ("--avx512", {"action": "store_true", "help": "the CPU has AVX-512"}))
     main(ap)

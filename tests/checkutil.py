@@ -15,7 +15,7 @@ import sys
 
 
 def die(msg):
-    print(f"FAIL: {msg}")
+    print("FAIL: " + " ".join(str(msg).split()))  # one line, whatever arrays it quotes
     sys.exit(1)
 
 

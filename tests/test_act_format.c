@@ -122,7 +122,7 @@ static void compare(const ModelDesc *d, ActFormat f, int fused, int mb, int ref_
     } else {
         pc = train(d, &cpu_backend, mb, lc);
     }
-    act_fake_format = f, act_fake_fused_calls = 0;
+    act_fake_format = f, fused_rows_calls = 0;
     float *pf = train(d, act_fake_backend(fused), mb, lf);
     double worst = 0, lworst = 0;
     for (size_t i = 0; i < n; i++)
@@ -137,7 +137,7 @@ static void compare(const ModelDesc *d, ActFormat f, int fused, int mb, int ref_
              ref_round ? "fp32 holding the same rounded values" : "the CPU backend", loss_tol,
              lworst, param_tol, worst);
     check(lworst <= loss_tol && worst <= param_tol && isfinite(lf[STEPS - 1]) &&
-              (!fused || act_fake_fused_calls > 0),
+              (!fused || fused_rows_calls > 0),
           what);
     free(pc), free(pf);
 }

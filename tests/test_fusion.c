@@ -1,8 +1,8 @@
 /* test_fusion.c - which rows the model fuses when it is built (src/model/model_fuse.c), and that a
  * fused model trains exactly as the unfused one, on the CPU. A fake backend table is the CPU
  * backend plus fused batch-norm operations (bn_act_*) made of the CPU's own unfused calls in the
- * unfused order (batch norm, residual add, ReLU; backward: ReLU in place, the add's gradient, batch
- * norm), so a fused model must give the unfused model's bits:
+ * unfused order (tests/fused_rows.h: batch norm, residual add, ReLU; backward: ReLU in place, the
+ * add's gradient, batch norm), so a fused model must give the unfused model's bits:
  *   - the fusions chosen for the zoo's models: ResNet-50 33 BN->ReLU and 16 BN->add->ReLU,
  *     ResNet-8 4 and 3, none in LeNet, GoogLeNet, LSTM-32 (no batch norm; FCN, AlexNet and VGG16
  *     have none either and are left out for their size); the same on the CPU backend (whose
@@ -16,6 +16,7 @@
  *     overlap hook (model_backward_part_hook) told the same offsets in the same order (a batch
  *     norm run at its add's place reports its gradients at its own place, when every later
  *     parameter is final). */
+#include "fused_rows.h" /* defines: fused_rows_install, fused_rows_calls */
 #include "harness.h"
 #include "layers.h"
 #include "alloc.h" /* defines: xcalloc, xmalloc */
@@ -31,37 +32,10 @@ static void check(int ok, const char *what) {
     EXPECT(ok, "%s", what);
 }
 
-/* ---- fused operations made of the CPU's unfused calls ------------------------------------------
- */
-
+/* The CPU backend with fused batch norm made of its own unfused calls, and without any. */
 static size_t count(const BnShape *s) {
     return (size_t)s->batch * s->c * s->spatial;
 }
-static int fused_calls; /* bn_act_* calls: the fake ran fused rows */
-
-static void f_train(BackendCtx *c, const BnShape *s, const float *x, const float *g, const float *b,
-                    const float *z, float *y, float *sm, float *si, float *rm, float *rv) {
-    fused_calls++;
-    cpu_backend.batchnorm_forward_train(c, s, x, g, b, y, sm, si, rm, rv);
-    if (z) cpu_backend.add_forward(c, count(s), y, z, y);
-    cpu_backend.relu_forward(c, count(s), y, y);
-}
-static void f_infer(BackendCtx *c, const BnShape *s, const float *x, const float *g, const float *b,
-                    const float *rm, const float *rv, const float *z, float *y) {
-    fused_calls++;
-    cpu_backend.batchnorm_forward_infer(c, s, x, g, b, rm, rv, y);
-    if (z) cpu_backend.add_forward(c, count(s), y, z, y);
-    cpu_backend.relu_forward(c, count(s), y, y);
-}
-static void f_backward(BackendCtx *c, const BnShape *s, const float *x, const float *g,
-                       const float *sm, const float *si, const float *y, float *dy, float *dx,
-                       float *dz, float *dg, float *db) {
-    fused_calls++;
-    cpu_backend.relu_backward(c, count(s), y, dy, dy);
-    if (dz) cpu_backend.add_backward(c, count(s), dy, dz, NULL);
-    cpu_backend.batchnorm_backward(c, s, x, g, sm, si, dy, dx, dg, db);
-}
-
 static BackendOps fused, unfused;
 static void make_fused(void) {
     unfused = cpu_backend;
@@ -70,8 +44,7 @@ static void make_fused(void) {
     unfused.bn_act_backward = NULL;
     fused = cpu_backend;
     fused.name = "fused";
-    fused.bn_act_forward_train = f_train, fused.bn_act_forward_infer = f_infer;
-    fused.bn_act_backward = f_backward;
+    fused_rows_install(&fused, &cpu_backend, 0);
 }
 
 /* The CPU backend's fused kernels against the fake's composites, bit for bit. */
@@ -263,7 +236,7 @@ static void test_training(const ModelDesc *d, int mb) {
     model_free(&plan);
     float lu[STEPS], lf[STEPS], lc[STEPS];
     Ready ru, rf, rc;
-    fused_calls = 0;
+    fused_rows_calls = 0;
     float *pu = train(d, &unfused, mb, lu, &ru), *pf = train(d, &fused, mb, lf, &rf);
     float *pc = train(d, &cpu_backend, mb, lc, &rc);
     char what[240];
@@ -271,8 +244,8 @@ static void test_training(const ModelDesc *d, int mb) {
              "%s, %d micro-batch(es): fused (the fake, and the CPU backend's kernels) = unfused "
              "bit for bit (losses, parameters), the overlap hook told the same %d offsets in "
              "order; %d fused calls",
-             d->name, mb, rf.n, fused_calls);
-    check(fused_calls > 0 && !memcmp(lu, lf, sizeof lu) && !memcmp(pu, pf, n * sizeof *pu) &&
+             d->name, mb, rf.n, fused_rows_calls);
+    check(fused_rows_calls > 0 && !memcmp(lu, lf, sizeof lu) && !memcmp(pu, pf, n * sizeof *pu) &&
               !memcmp(lu, lc, sizeof lu) && !memcmp(pu, pc, n * sizeof *pu) && ru.n == rf.n &&
               ru.n == rc.n && ru.n <= MAX_READY &&
               !memcmp(ru.at, rf.at, (size_t)ru.n * sizeof ru.at[0]) &&

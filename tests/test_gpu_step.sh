@@ -18,19 +18,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_SRCDIR/gpu_lib.sh"
 
-attr() {
-    "$PYTHON" -c 'import sys, h5py; print(h5py.File(sys.argv[1], "r").attrs[sys.argv[2]])' "$@"
-}
 steps="--dataset synthetic --batch 32 --warmup 1 --iters 5 --lr 0.05 --seed 5 --sample-hz 0"
-# choices FILE: the convolution plans' algorithm lines of /ranks/kernel_choices (rank 0)
-choices() {
-    "$PYTHON" - "$1" <<'PY'
-import sys, h5py
-v = h5py.File(sys.argv[1], "r")["ranks/kernel_choices"][0]
-text = v.decode() if isinstance(v, bytes) else str(v)
-print("\n".join(l for l in text.splitlines() if l[:5] == "conv " and l[5:6].isdigit()))
-PY
-}
 for spec in lenet:fp32:1e-5 resnet8:fp32:1e-5 lstm32:fp32:1e-5 lenet:bf16:0 lenet:fp16:0 \
     alexnet:fp32:1e-4 alexnet:bf16:0; do
     IFS=: read -r m prec tol <<<"$spec"
@@ -42,11 +30,9 @@ for spec in lenet:fp32:1e-5 resnet8:fp32:1e-5 lstm32:fp32:1e-5 lenet:bf16:0 lene
         --save-model "$WORK/$name-eager.p" >/dev/null
     run_np 1 --model "$m" $steps --device cuda --precision "$prec" ${algo[@]+"${algo[@]}"} \
         --output "$WORK/$name.h5" --save-model "$WORK/$name.p" >/dev/null
-    [ "$(attr "$WORK/$name.h5" prefetch)" = on ] || fail "$name: prefetch not used"
-    [ "$(attr "$WORK/$name.h5" graphs)" = forward,backward ] ||
-        fail "$name: graphs $(attr "$WORK/$name.h5" graphs): $(attr "$WORK/$name.h5" graphs_reason)"
-    choices "$WORK/$name-eager.h5" >"$WORK/$name-eager.choices"
-    choices "$WORK/$name.h5" >"$WORK/$name.choices"
+    pycheck run marks "$WORK/$name.h5" --attr prefetch=on --attr graphs=forward,backward
+    pycheck gpu conv-plans "$WORK/$name-eager.h5" "$WORK/$name-eager.choices"
+    pycheck gpu conv-plans "$WORK/$name.h5" "$WORK/$name.choices"
     if [ "$prec" != fp32 ] && ! cmp -s "$WORK/$name-eager.choices" "$WORK/$name.choices"; then
         diff "$WORK/$name-eager.choices" "$WORK/$name.choices" || true
         fail "$name: the two runs chose different convolution algorithms by cuDNN's heuristics"
@@ -63,15 +49,10 @@ ev="--model lenet --dataset fashion-mnist --data-dir $WORK/fm --batch 48 --warmu
 ev="$ev --eval-every 4 --sample-hz 0 --seed 5 --device cuda"
 run_np 1 $ev --graphs off --prefetch off --output "$WORK/ev-eager.h5" >/dev/null
 run_np 1 $ev --output "$WORK/ev.h5" >/dev/null
-"$PYTHON" - "$WORK/ev-eager.h5" "$WORK/ev.h5" <<'PY'
-import sys, h5py, numpy as np
-a, b = (h5py.File(p, "r")["eval/accuracy"][:] for p in sys.argv[1:])
-assert len(a) == 3 and np.allclose(a, b, atol=2e-3), (a, b)
-print("accuracies", a, b)
-PY
+pycheck gpu same-accuracy "$WORK/ev-eager.h5" "$WORK/ev.h5" --evals 3 --atol 2e-3
 pass "evaluations between prefetched, replayed steps: the same accuracies"
 run_np 1 --model lenet --dataset synthetic --batch 64 --warmup 0 --iters 100000 --duration 2 \
     --device cuda --sample-hz 0 --output "$WORK/stop.h5" >/dev/null
-[ "$(attr "$WORK/stop.h5" stop_reason)" = duration ] || fail "stop: not closed as stopped"
+pycheck run marks "$WORK/stop.h5" --attr stop_reason=duration
 pass "a stop after --duration with a batch in flight: closed cleanly"
 pass "prefetch and graphs on a GPU"

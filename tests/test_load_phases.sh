@@ -5,8 +5,8 @@
 #   1. a loader slower than the step (30 ms a batch, a LeNet step of a few ms): the exchange is at
 #      most 1% of the total, every iteration's phases add up to no more than its total
 #      (check_h5.py finished), each batch records the loader's 30 ms (load), the step waits for
-#      it (load_wait > 0) inside the data phase (data >= load_wait), and the iterations take
-#      about a batch's making (the loader limits the step, and the file says so);
+#      it (load_wait > 0, in most iterations) inside the data phase (data >= load_wait), and the
+#      iterations take about a batch's making (the loader limits the step, and the file says so);
 #   2. a loader faster than the step (1 ms a batch, a LeNet step of batch 64): most batches are
 #      made and their uploads queued during the previous step (load_wait 0), and the data phase
 #      is then short;
