@@ -131,10 +131,16 @@ typedef struct ExchangeOps {
      * refused; "overlap" needs grads_ready). pipeline_ok: 1 when it can average the gradients of
      * a pipeline stage's replicas (--parallel model / hybrid, ExchangeConfig.comm a sub-group).
      * delays_grads: 1 when it holds the gradients of the last --staleness + 1 iterations (ssp), a
-     * copy each, which the memory estimate counts (src/run/run_limits.c). */
+     * copy each, which the memory estimate counts (src/run/run_limits.c). same_update: 1 when
+     * every replica applies the same averaged gradients in the same iteration, so that a step
+     * can be skipped everywhere at once (fp16's loss scaler). in_flight: which of its settings
+     * leaves collectives in flight while compute runs, what a progress thread can drive
+     * (--progress thread). */
     const char *reads;
     int pipeline_ok;
     int delays_grads;
+    int same_update;
+    enum { IN_FLIGHT_NEVER, IN_FLIGHT_OVERLAP, IN_FLIGHT_STALENESS } in_flight;
 } ExchangeOps;
 
 /* For the strategies (comm/transport.c): the bucket engine that averages over `comm` (cfg->comm,

@@ -110,7 +110,7 @@ static int module_agrees(const GpuModule *m) {
         const TransportOps *row = TRANSPORTS[i], *t = m->nccl_transport;
         if (row->create) continue;
         if (!t || strcmp(t->name, row->name) || !same_text(t->reads, row->reads) ||
-            t->device_only != row->device_only) {
+            t->device_only != row->device_only || t->mpi_levels != row->mpi_levels) {
             snprintf(gpu.why, sizeof gpu.why,
                      "the GPU module's transport %s differs from the program's row %s "
                      "(comm/parts.c)",

@@ -139,6 +139,7 @@ static void ssp_destroy(ExchangeState *st) {
 
 const ExchangeOps ssp_exchange = {
     .name = "ssp",
+    .in_flight = IN_FLIGHT_STALENESS,
     .reads = "staleness,bucket-mb,transport,progress,grad-dtype",
     .delays_grads = 1,
     .lockstep = 1,

@@ -59,9 +59,11 @@ typedef struct TransportOps {
     int averages_free;
     /* For the resolver (src/run/resolve.c). reads: long options it reads (comma-separated; NULL:
      * none); device_only: 1 when it averages device buffers only (needs
-     * BackendOps.device_memory). */
+     * BackendOps.device_memory); mpi_levels: 1 when some of its collectives are MPI's (what
+     * --progress thread drives). */
     const char *reads;
     int device_only;
+    int mpi_levels;
 } TransportOps;
 
 /* For the transports: a Coll of `ops` over comm on the run's backend (device_memory: on its

@@ -36,5 +36,6 @@ static BucketEngine *hier_create(const TransportConfig *cfg) {
 
 const TransportOps hier_transport = {
     .name = "hier",
+    .mpi_levels = 1,
     .create = hier_create,
 };

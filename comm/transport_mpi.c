@@ -11,5 +11,6 @@ static BucketEngine *mpi_create(const TransportConfig *cfg) {
 
 const TransportOps mpi_transport = {
     .name = "mpi",
+    .mpi_levels = 1,
     .create = mpi_create,
 };

@@ -206,7 +206,7 @@ static void check_precision(const Options *opt, RunPlan *p) {
     usage_check_all(ok, "--precision: '%s' is not accepted with --device %s: %s",
                     PRECISION_NAME(opt->precision), opt->device, why);
     usage_check_all(p->precision != PRECISION_FP16 ||
-                        (!strcmp(p->xops->name, "sync") && p->mode == PARALLEL_DATA),
+                        (p->xops->same_update && p->mode == PARALLEL_DATA),
                     "--precision: 'fp16' is not accepted with --exchange %s --parallel %s: its "
                     "loss scaling needs --exchange sync --parallel data",
                     opt->exchange, NAME_OF(PARALLEL_NAMES, opt->parallel));
@@ -222,13 +222,17 @@ static void check_precision(const Options *opt, RunPlan *p) {
  * a core of its own is run_setup.c's core check (a warning, not a refusal). */
 static void check_progress(const Options *opt, const RunPlan *p) {
     if (opt->progress != PROGRESS_THREAD) return;
-    int in_flight = !strcmp(p->xops->name, "sync") ? opt->overlap : opt->staleness >= 1;
-    usage_check_all(in_flight,
+    const int how = p->xops->in_flight;
+    usage_check_all(how == IN_FLIGHT_OVERLAP     ? opt->overlap
+                    : how == IN_FLIGHT_STALENESS ? opt->staleness >= 1
+                                                 : 0,
                     "--progress: 'thread' is not accepted with --exchange %s %s: no collective is "
                     "in flight while compute runs; expected poll",
                     opt->exchange,
-                    !strcmp(p->xops->name, "sync") ? "without --overlap" : "--staleness 0");
-    usage_check_all(strcmp(p->tops->name, "nccl"),
+                    how == IN_FLIGHT_OVERLAP     ? "without --overlap"
+                    : how == IN_FLIGHT_STALENESS ? "--staleness 0"
+                                                 : "");
+    usage_check_all(p->tops->mpi_levels,
                     "--progress: 'thread' is not accepted with --transport nccl (NCCL runs on "
                     "its own stream); expected poll");
     int level = MPI_THREAD_SINGLE;
