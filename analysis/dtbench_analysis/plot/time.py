@@ -181,7 +181,7 @@ def heatmaps(run: Run, title: Optional[str] = None):
         fig.colorbar(im, ax=ax, fraction=0.04)
     fig.suptitle(f"{title or tables.label(run)}\n{HEATMAP_NOTE}", fontsize=9, x=0.01,
                  ha="left", va="top", y=0.995)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / height))
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.36 / height))
     return fig
 
 
