@@ -13,8 +13,10 @@
  * timed. Back to back on warm buffers the same collectives cost less than in training (LeNet,
  * 2 ranks: 0.26 against 0.41 ms), a cost any program pays, and bench/exchange_alone.c's peer
  * does the same work between its collectives. The result is the median over the repetitions of this
- * rank's time, then the mean over the ranks. Bounded: it stops after about 2 s of measuring
- * (decided together). calibrate_method() says all this in one line for the result file. */
+ * rank's time, then the mean over the ranks; the fastest and the slowest repetition likewise
+ * (the spread a recorded transfer must leave before it says anything about dtbench). Bounded: it
+ * stops after about 2 s of measuring (decided together). calibrate_method() says all this in one
+ * line for the result file. */
 #include "calibrate.h"
 #include "mpi_check.h" /* defines: MPI_CHECK */
 #include "alloc.h"     /* defines: xmalloc, xcalloc */
@@ -102,6 +104,7 @@ void transport_calibrate(BucketEngine *e, MPI_Comm comm, const BackendOps *be, B
     out->bytes = (double)n * sizeof(float);
     out->busbw_factor = buckets_busbw_factor(e);
     out->iters = 0, out->seconds = out->algbw = out->busbw = 0.0;
+    out->seconds_lo = out->seconds_hi = 0.0;
     if (P < 2 || n == 0) return;
     for (int form = overlap; form >= 0; form--) { /* warm-up: see the file's comment */
         iteration_pass(e, buf, n, bucket, form);
@@ -125,11 +128,11 @@ void transport_calibrate(BucketEngine *e, MPI_Comm comm, const BackendOps *be, B
         if (most[0] > 2.0 || most[1] > 0) break;
     }
     qsort(t, (size_t)k, sizeof(double), cmp_double);
-    double med = k % 2 ? t[k / 2] : 0.5 * (t[k / 2 - 1] + t[k / 2]), sum = 0.0;
-    MPI_CHECK(MPI_Allreduce(&med, &sum, 1, MPI_DOUBLE, MPI_SUM, comm));
+    double mine[3] = {k % 2 ? t[k / 2] : 0.5 * (t[k / 2 - 1] + t[k / 2]), t[0], t[k - 1]}, sum[3];
+    MPI_CHECK(MPI_Allreduce(mine, sum, 3, MPI_DOUBLE, MPI_SUM, comm));
     free(t), free(state);
     out->iters = k;
-    out->seconds = sum / P;
+    out->seconds = sum[0] / P, out->seconds_lo = sum[1] / P, out->seconds_hi = sum[2] / P;
     out->algbw = out->seconds > 0 ? out->bytes / out->seconds : 0.0;
     out->busbw = out->algbw * out->busbw_factor;
 }

@@ -76,6 +76,8 @@ typedef struct {
     double bucket_bytes; /* the largest bucket */
     double bytes;        /* payload per repetition (this rank's gradients) */
     double seconds;      /* median over repetitions of the time for all buckets, s */
+    double seconds_lo;   /* the fastest and the slowest repetition, s: the spread that the */
+    double seconds_hi;   /* recorded transfer is held against (dtbench-analyze summary) */
     double algbw;        /* bytes / seconds, B/s */
     double busbw;        /* algbw x the transport's bus factor (2(P-1)/P for an allreduce) */
     double busbw_factor;

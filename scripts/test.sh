@@ -7,6 +7,8 @@
 #                   (with --full: all tests)
 #   make check-sanitize-ci   with --sanitize (what CI runs): the tests again in an ASan/UBSan
 #                   build, CPU-only, in sanitize/ (Makefile.am says which)
+#   the scaling study with --study (what CI runs): tests/test_slurm_study.sh, 16 emulated nodes
+#                   under Slurm (README.md, "Scaling study"), not part of make check
 # and ends with the time each part took and the total, then one line "N passed, N failed,
 # N skipped" over all of them. Tests run side by side, one more than there are cores (many of them
 # spend their time waiting: MPI start-up, timeouts, Slurm; TEST_JOBS=N sets how many; Makefile.am
@@ -17,12 +19,13 @@
 # avx512_bf16; pytest may not skip at all once scripts/setup.sh has run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-full=0 sanitize=0
+full=0 sanitize=0 study=0
 for a in "$@"; do
     case $a in
     --full) full=1 ;;
     --sanitize) sanitize=1 ;;
-    *) echo "usage: scripts/test.sh [--full] [--sanitize]" >&2; exit 2 ;;
+    --study) study=1 ;;
+    *) echo "usage: scripts/test.sh [--full] [--sanitize] [--study]" >&2; exit 2 ;;
     esac
 done
 t_begin=$(date +%s)
@@ -139,6 +142,23 @@ else
     count "make distcheck" fail
 fi
 took distcheck "$t"
+
+if [ "$study" = 1 ]; then
+    echo "== make check TESTS=tests/test_slurm_study.sh (the scaling study, 16 emulated nodes)"
+    t=$(date +%s)
+    make check TESTS=tests/test_slurm_study.sh >study.out 2>&1
+    if grep -q '^PASS: tests/test_slurm_study.sh' study.out; then
+        count "tests/test_slurm_study.sh" pass
+        grep -E '^(ok|predict|n16x|fault|kept|test_slurm_study)' tests/test_slurm_study.log | tail -30
+    elif grep -q '^SKIP: tests/test_slurm_study.sh' study.out; then # no root, Slurm or Chromium
+        echo "unexpected skip: tests/test_slurm_study.sh: $(grep -v '^ *$' tests/test_slurm_study.log | tail -2 | tr '\n' ' ')"
+        count "tests/test_slurm_study.sh (skipped)" fail
+    else
+        tail -40 tests/test_slurm_study.log 2>/dev/null || tail -30 study.out
+        count "tests/test_slurm_study.sh" fail
+    fi
+    took study "$t"
+fi
 
 if [ "$sanitize" = 1 ]; then
     echo "== make check-sanitize-ci (ASan + UBSan, CPU-only build in sanitize/)"

@@ -2,10 +2,17 @@
 # after lib.sh, which provides $WORK and removes it on exit).
 #   vc_nodes_up N      N "nodes" n1..nN plus a login/controller node "ctl": each a network
 #                      namespace with one veth fe0 (10.77.0.I/24, ctl .254), all bridged inside a
-#                      namespace of their own; nothing is added to the root namespace.
+#                      namespace of their own; nothing is added to the root namespace. Up to
+#                      16 nodes take under a second (253 at most: one address each).
+#   VC_RATE=R vc_shape every node's link limited to R (tc's units: 200mbit) in both directions.
+#                      Bandwidth only: a delay needs the netem qdisc, which kernels built
+#                      without CONFIG_NET_SCH_NETEM lack.
 #   vc_on NODE CMD...  runs CMD in NODE's network namespace with NODE as its host name
-#   vc_slurm_up        munged, slurmctld on ctl, one slurmd per node; all state under $VC
-#   vc_cli CMD...      a Slurm client command (sbatch, squeue, ...) on the login node ctl
+#   vc_slurm_up        munged, slurmctld on ctl, one slurmd per node; all state under $VC; batch
+#                      jobs start without the scheduler's default 3 s delay (batch_sched_delay=0),
+#                      so an array run one task at a time (%1) starts each within a second
+#   vc_cli CMD...      a Slurm client command (sbatch, squeue, ...) on the login node ctl, for
+#                      VC_TIMEOUT seconds at most (60 by default)
 #   vc_down            stops Slurm and munge and deletes the namespaces; run by the EXIT trap,
 #                      also when a test fails.
 # Namespaces carry this shell's pid in their names, so parallel tests never share one. Every
@@ -75,6 +82,29 @@ exec nsenter --net=/run/netns/$VC_NS\$host unshare --uts sh -c 'hostname "\$0" &
 EOF
     chmod +x "$VC/agent"
     export OMPI_MCA_oob_tcp_if_include=$VC_NET.0/24 OMPI_MCA_btl_tcp_if_include=$VC_NET.0/24
+    # Every pair of ranks connects inside MPI_Init. Without it Open MPI 4.1's TCP BTL crashed in
+    # MPI_Init now and then (a fragment handed to an unset callback, a call through a null
+    # pointer, no dtbench frame; "connect() ... failed: Operation now in progress" on the other
+    # nodes): 12 of the 90 runs of a scaling study on 16 emulated nodes under srun, 4 of 20 jobs
+    # of 8 nodes; with it, none in 48 such jobs and two studies of 94 runs.
+    export OMPI_MCA_mpi_preconnect_mpi=1
+}
+
+# vc_shape RATE : every node's link (not ctl's) limited to RATE each way, as a full-duplex NIC
+# is: a token bucket on fe0 (what the node sends) and one on its bridge port (what it receives).
+# The bucket holds 128 kB and queues up to 100 ms of packets before dropping, so that TCP's
+# bursts queue instead of being lost.
+vc_shape() {
+    local node dev i=1
+    for node in $VC_NODES; do
+        i=$((i + 1))
+        for dev in "$(vc_ns "$node") fe0" "$(vc_ns br) v$i"; do
+            # shellcheck disable=SC2086 # namespace and device
+            set -- $dev
+            ip -n "$1" link set "$2" txqueuelen 1000
+            tc -n "$1" qdisc replace dev "$2" root tbf rate "$VC_RATE" burst 128kb latency 100ms
+        done
+    done
 }
 
 # vc_rx_bytes NODE : bytes received so far on NODE's veth.
@@ -120,6 +150,7 @@ vc_slurm_up() {
         echo "MpiDefault=none"
         echo "KillWait=10"
         echo "MinJobAge=600"
+        echo "SchedulerParameters=batch_sched_delay=0"
         for node in $VC_NODES; do
             echo "NodeName=$node NodeAddr=$(vc_addr "$node") NodeHostname=$node CPUs=${VC_CPUS:-2} State=UNKNOWN"
         done
@@ -142,7 +173,7 @@ vc_slurm_up() {
 }
 
 vc_cli() {
-    timeout 60 nsenter --net="/run/netns/$(vc_ns ctl)" "$@"
+    timeout "${VC_TIMEOUT:-60}" nsenter --net="/run/netns/$(vc_ns ctl)" "$@"
 }
 
 # vc_kill_pidfile FILE : TERM, then KILL after 5 s, the daemon whose pid is in FILE.

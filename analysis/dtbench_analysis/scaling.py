@@ -2,9 +2,12 @@
 parallel efficiency across rank/node counts.
 
 Runs are grouped into series: same configuration apart from the scale (ranks, nodes) and the
-batch (configs.SCALE_KEYS). Inside a group, the runs sharing one global batch form a *strong*
-scaling series and the runs sharing one per-rank batch (with a growing global batch) form a
-*weak* one; a run can belong to both. Repeats at one scale are pooled.
+batch (configs.SCALE_KEYS), and the parameter servers of ``--exchange async`` (``ps-ranks``),
+which a study may grow with the job (one per node) as it grows the batch. Inside a group, the
+runs sharing one global batch form a *strong* scaling series and the runs sharing one per-rank
+batch (with a growing global batch) form a *weak* one; a run can belong to both. Where two
+points of a series would share a scale (runs differing in ps-ranks alone), the series is formed
+per ps-ranks value instead. Repeats at one scale are pooled.
 
 With p the scale (ranks, or nodes with ``--unit nodes``) and p1 the smallest scale of the series
 (the base case): time per iteration T = median of the pooled per-iteration times
@@ -28,6 +31,8 @@ from .records import Record, absent, record
 from .runfile import Run
 
 UNITS = ("ranks", "nodes")
+#: configuration keys that may vary along a series besides configs.SCALE_KEYS
+SERIES_SCALE_KEYS = ("ps-ranks",)
 
 
 @record
@@ -114,16 +119,35 @@ def _finish_series(kind: str, fixed: str, points: List[ScalingPoint],
     return Series(kind, fixed, factors, base, points)
 
 
+def _ps_ranks(run: Run) -> int:
+    try:
+        return int(run.config.get("ps-ranks", run.attrs.get("ps_ranks", 0)) or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _series_members(points: Dict[tuple, ScalingPoint], members: List[tuple]) -> List[List[tuple]]:
+    """The members of one batch value as series: one, or one per ps-ranks value where two
+    members share a scale."""
+    scales = [(points[k].ranks, points[k].nodes) for k in members]
+    if len(set(scales)) == len(scales):
+        return [members]
+    by_ps: "OrderedDict[int, List[tuple]]" = OrderedDict()
+    for k in members:
+        by_ps.setdefault(k[3], []).append(k)
+    return list(by_ps.values())
+
+
 def find_series(runs: Sequence[Run], unit: str = "ranks", ignore: Sequence[str] = (),
                 confidence: float = stats.DEFAULT_CONFIDENCE) -> ScalingResult:
     """Strong and weak series (each with its base case and points), and the scales that
     belong to no series."""
-    groups = configs.group_runs(runs, tuple(ignore) + configs.SCALE_KEYS)
+    groups = configs.group_runs(runs, tuple(ignore) + configs.SCALE_KEYS + SERIES_SCALE_KEYS)
     series, unmatched = [], []
     for key, group in groups.items():
         by_scale: "OrderedDict[tuple, List[Run]]" = OrderedDict()
         for r in group:
-            by_scale.setdefault((r.nranks, r.nnodes, r.batch_global), []).append(r)
+            by_scale.setdefault((r.nranks, r.nnodes, r.batch_global, _ps_ranks(r)), []).append(r)
         points = {k: _point(v, unit, confidence) for k, v in by_scale.items()}
         used = set()
         factors = dict(key)
@@ -131,15 +155,27 @@ def find_series(runs: Sequence[Run], unit: str = "ranks", ignore: Sequence[str] 
                                    ("weak", "batch_per_rank", "per-rank batch")):
             values = OrderedDict.fromkeys(getattr(q, field) for q in points.values())
             for value in values:
-                members = [k for k, q in points.items() if getattr(q, field) == value]
-                scales = {(points[k].ranks, points[k].nodes) for k in members}
-                batches = {points[k].batch_global for k in members}
-                if len(scales) < 2 or (kind == "weak" and len(batches) < 2):
-                    continue
-                used.update(members)
-                series.append(_finish_series(kind, f"{fixed} {value}",
-                                             [replace(points[k]) for k in members], factors))
+                everyone = [k for k, q in points.items() if getattr(q, field) == value]
+                for members in _series_members(points, everyone):
+                    scales = {(points[k].ranks, points[k].nodes) for k in members}
+                    batches = {points[k].batch_global for k in members}
+                    if len(scales) < 2 or (kind == "weak" and len(batches) < 2):
+                        continue
+                    used.update(members)
+                    series.append(_finish_series(kind, f"{fixed} {value}",
+                                                 [replace(points[k]) for k in members],
+                                                 _with_servers(factors, members)))
         for k, q in points.items():
             if k not in used:
-                unmatched.append(replace(q, factors=factors))
+                unmatched.append(replace(q, factors=_with_servers(factors, [k])))
     return ScalingResult(series, unmatched)
+
+
+def _with_servers(factors: Dict[str, str], members: List[tuple]) -> Dict[str, str]:
+    """The factors with the parameter servers of the members (async: ps-ranks, e.g. 1, or
+    1..16 where they grow with the scale)."""
+    servers = sorted({k[3] for k in members if k[3]})
+    if not servers or factors.get("exchange") != "async":
+        return dict(factors)
+    text = str(servers[0]) if len(servers) == 1 else f"{servers[0]}..{servers[-1]}"
+    return {**factors, "ps-ranks": text}

@@ -36,8 +36,9 @@ DEFINITIONS = {
                            "recorded transfer (exchange - exchange_wait: the arrival wait is load "
                            "imbalance, not the library's work); overhead = the transfer minus the "
                            "library's time: what the exchange costs beyond the collectives, "
-                           "warned about when it is more than 1% of the median iteration or more "
-                           "than 10% of the median exchange. "
+                           "warned about only when it is 2% of the median iteration or more and "
+                           "the transfer lies above the slowest of the calibration's repetitions "
+                           "(calibration_exchange_hi_s; files without it: the 2% alone). "
                            "busbw: median bytes_sent / median (exchange - exchange_wait) x "
                            "calibration_busbw_factor (nccl-tests' bus bandwidth); bytes are "
                            "those on the wire (half of fp32's with --grad-dtype bf16/fp16)",
@@ -64,8 +65,10 @@ DEFINITIONS = {
 #: per-rank columns of metrics.per_rank_table in seconds (reported in ms, suffix _ms)
 TIME_COLUMNS = ("total_median", "total_p95", "busy_median", "exchange_median", "wait_median")
 #: the exchange's overhead over the library (transfer - calibration) is material, and warned
-#: about, above these shares of the median iteration or of the median exchange
-OVERHEAD_OF_ITERATION, OVERHEAD_OF_EXCHANGE = 0.01, 0.10
+#: about, from this share of the median iteration on, and only where the transfer also lies
+#: outside the calibration's own spread: less changes no conclusion drawn from the run, and a
+#: transfer within the spread of the library's own repetitions is the library's time
+OVERHEAD_OF_ITERATION = 0.02
 
 
 @record
@@ -110,6 +113,9 @@ class ExchangeEfficiency(Record):
     overhead_of_iteration: Optional[float] = None   # overhead / median iteration
     overhead_of_exchange: Optional[float] = None    # overhead / median exchange
     method: Optional[str] = None                # calibration_method, None in older files
+    library_lo_ms: Optional[float] = None       # the calibration's fastest repetition
+    library_hi_ms: Optional[float] = None       # and its slowest (None in older files)
+    outside_spread: Optional[bool] = None       # transfer_ms > library_hi_ms (None: no spread)
 
 
 @record
@@ -196,7 +202,8 @@ def exchange_efficiency(run: Run, exchange_ms: Optional[float]) -> Optional[Exch
     no calibration (older files, --calibrate-iters 0, one rank). Efficiency: library / median
     transfer (exchange - exchange_wait), as calibration.py and the busbw below; the arrival wait
     is not the library's work (docs/exchange.md). The overhead, transfer - library, is warned
-    about only where it is material (OVERHEAD_OF_ITERATION, OVERHEAD_OF_EXCHANGE)."""
+    about only where it is material (OVERHEAD_OF_ITERATION) and the transfer lies above the
+    calibration's slowest repetition."""
     lib = run.attrs.get("calibration_exchange_s")
     if lib is None or not np.isfinite(lib) or int(run.attrs.get("calibration_iters", 0)) <= 0:
         return None
@@ -216,11 +223,22 @@ def exchange_efficiency(run: Run, exchange_ms: Optional[float]) -> Optional[Exch
     overhead = None if xfer is None else (xfer - lib) * MS
     of_iteration = overhead / iteration_ms if overhead is not None and iteration_ms else None
     of_exchange = overhead / exchange_ms if overhead is not None and exchange_ms else None
-    material = (of_iteration is not None and of_iteration > OVERHEAD_OF_ITERATION) or \
-        (of_exchange is not None and of_exchange > OVERHEAD_OF_EXCHANGE)
+    lo, hi = (_attr_ms(run, f"calibration_exchange_{k}_s") for k in ("lo", "hi"))
+    outside = None if hi is None or xfer is None else xfer * MS > hi
+    material = of_iteration is not None and of_iteration >= OVERHEAD_OF_ITERATION \
+        and outside is not False
     return ExchangeEfficiency(lib * MS, exchange_ms, to_ms(xfer), eff, material,
                               run.attrs.get("calibration_busbw"), busbw, overhead,
-                              of_iteration, of_exchange, run.attrs.get("calibration_method"))
+                              of_iteration, of_exchange, run.attrs.get("calibration_method"),
+                              lo, hi, outside)
+
+
+def _attr_ms(run: Run, name: str) -> Optional[float]:
+    """A root attribute in seconds as ms; None when absent or not a finite number."""
+    try:
+        return _finite_ms(float(run.attrs.get(name, float("nan"))))
+    except (TypeError, ValueError):
+        return None
 
 
 def _finite_ms(seconds: float) -> Optional[float]:

@@ -132,11 +132,12 @@ def scaling_points(runs: Sequence[Run], ignore: Sequence[str] = (),
     # a line names its strategy and transport and every other factor in which the series
     # differ (launcher, precision, ...): two series never read alike
     extra = grouping.differing_labels([s["factors"] for s in result["series"]],
-                                      skip=("exchange", "transport", "model"))
+                                      skip=("exchange", "transport", "model", "ps-ranks"))
     for i, s in enumerate(result["series"], 1):
         f = s["factors"]
-        line = " ".join(x for x in (f.get("exchange"), f.get("transport"), extra[i - 1])
-                        if x) or "-"
+        servers = f"ps-ranks={f['ps-ranks']}" if "ps-ranks" in f else ""
+        line = " ".join(x for x in (f.get("exchange"), f.get("transport"), servers,
+                                    extra[i - 1]) if x) or "-"
         prec = {"precision": f.get("precision", "fp32"), "grad_dtype": f.get("grad-dtype", "fp32")}
         base = s["base"]
         for q in s["points"]:

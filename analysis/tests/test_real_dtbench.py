@@ -32,22 +32,27 @@ def test_summary_of_real_runs(capsys, real_runs):
     assert s["energy"] is None          # the CPU build samples no power
 
 
-def _with_calibration(source, dest, library_s):
+def _with_calibration(source, dest, library_s, slowest_s):
     shutil.copy(source, dest)
     with h5py.File(dest, "a") as f:
         f.attrs["calibration_exchange_s"] = library_s
+        f.attrs["calibration_exchange_hi_s"] = slowest_s
     return str(dest)
 
 
 def test_calibration_warning_of_real_run(capsys, real_runs, tmp_path):
     """The summary's overhead (median transfer - calibration) on a file of the real dtbench,
-    recomputed here from its datasets; then the same file with the calibration set just inside
-    both thresholds (1% of the iteration, 10% of the exchange: no warning though the efficiency
-    is below 1) and just outside the smaller one (warned)."""
+    recomputed here from its datasets, and the calibration's spread as the file records it;
+    then the same file with the calibration set just under 2% of the iteration below the
+    transfer (no warning though the efficiency is below 1), just over it with the slowest
+    repetition below the transfer (warned), and just over it with the slowest repetition
+    above the transfer (within the library's own spread: no warning)."""
     with h5py.File(real_runs["r2"], "r") as f:
         first, last = int(f.attrs["warmup"]), int(f.attrs["iters_total"])
         it = {n: f["iterations"][n][:, first:last] for n in ("total", "exchange", "exchange_wait")}
         method, library = f.attrs["calibration_method"], float(f.attrs["calibration_exchange_s"])
+        lo, hi = (float(f.attrs[f"calibration_exchange_{k}_s"]) for k in ("lo", "hi"))
+    assert 0 < lo <= library <= hi, (lo, library, hi)
     transfer = float(np.median(it["exchange"] - it["exchange_wait"]))
     iteration = float(np.median(it["total"].max(axis=0)))
     exchange = float(np.median(it["exchange"]))
@@ -56,19 +61,26 @@ def test_calibration_warning_of_real_run(capsys, real_runs, tmp_path):
     assert eff["overhead_ms"] == pytest.approx((transfer - library) * 1e3)
     assert eff["overhead_of_iteration"] == pytest.approx((transfer - library) / iteration)
     assert eff["overhead_of_exchange"] == pytest.approx((transfer - library) / exchange)
+    assert (eff["library_lo_ms"], eff["library_hi_ms"]) == (pytest.approx(lo * 1e3),
+                                                            pytest.approx(hi * 1e3))
 
-    smaller = min(0.01 * iteration, 0.10 * exchange)
-    assert transfer > 1.5 * smaller, "the run's transfer is too small to be warned about"
-    quiet = _with_calibration(real_runs["r2"], tmp_path / "quiet.h5", transfer - 0.5 * smaller)
+    step = 0.02 * iteration
+    assert transfer > 1.5 * step, "the run's transfer is too small to be warned about"
+    quiet = _with_calibration(real_runs["r2"], tmp_path / "quiet.h5", transfer - 0.5 * step,
+                              transfer - 0.5 * step)
     eff = run_json(capsys, "summary", quiet)["exchange_efficiency"]
     assert eff["efficiency"] < 1 and not eff["warn"]
     assert main(["summary", quiet]) == 0
     assert "more than the library's collectives alone" not in capsys.readouterr().out
-    loud = _with_calibration(real_runs["r2"], tmp_path / "loud.h5", transfer - 1.5 * smaller)
+    loud = _with_calibration(real_runs["r2"], tmp_path / "loud.h5", transfer - 1.5 * step,
+                             transfer - 1.4 * step)
     assert run_json(capsys, "summary", loud)["exchange_efficiency"]["warn"]
     assert main(["summary", loud]) == 0
     warning = [x for x in capsys.readouterr().out.splitlines() if "WARNING" in x]
     assert len(warning) == 1 and "more than the library's collectives alone" in warning[0]
+    spread = _with_calibration(real_runs["r2"], tmp_path / "spread.h5", transfer - 1.5 * step,
+                               transfer * 1.01)
+    assert not run_json(capsys, "summary", spread)["exchange_efficiency"]["warn"]
 
 
 def test_top_layers_of_real_run(capsys, tmp_path):

@@ -235,3 +235,52 @@ def test_negative_staleness_is_never_shown(capsys, write):
     assert compare_cmd.staleness_text(st).startswith("n/a; 20 negative values left out")
     assert tables.per_rank(load_run(only_negative))["staleness_median"].isna().all()
 
+
+
+def test_heat_map_titles_apart_at_16_nodes(write):
+    """16 nodes x 2 ranks: the two panels' titles, the run's name and the note on the colours
+    never overlap one another (the two long titles ran into each other), every rank is
+    labelled, and a line separates each node from the next."""
+    from dtbench_analysis.plot import time as figures
+    from dtbench_analysis.plotting import plt
+    run = load_run(write(nranks=32, nnodes=16, slow_rank=None,
+                         overrides={"exchange_wait": np.full((32, 12), 0.001)}))
+    fig = figures.heatmaps(run, "n16x2.h5: lenet sync, 32 ranks")
+    nodes = run.ranks["node"].to_numpy()
+    between = {r + 0.5 for r in range(31) if nodes[r] != nodes[r + 1]}
+    assert len(between) == 15
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    panels = [ax for ax in fig.axes if ax.images]
+    boxes = [ax.title.get_window_extent(renderer) for ax in panels]
+    boxes.append(fig._suptitle.get_window_extent(renderer))
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert not _overlaps(a, b), (a, b)
+    for ax in panels:
+        assert not _overlaps(ax.title.get_window_extent(renderer), ax.get_window_extent(renderer))
+        assert len(ax.get_yticklabels()) == 32
+        horizontal = {float(ln.get_ydata()[0]) for ln in ax.lines
+                      if len(set(ln.get_ydata())) == 1}
+        assert horizontal == between, horizontal
+    assert [ax.get_title() for ax in panels] == ["iteration time, ms", "exchange wait, ms"]
+    assert figures.HEATMAP_NOTE in fig._suptitle.get_text()
+    plt.close(fig)
+
+
+def test_phases_say_how_the_transfer_compares_with_the_library(write):
+    """The phases figure gives the transfer as a multiple of the library's time alone: a
+    transfer 2.5 times the calibration reads "transfer 2.5x library alone" (it read "eff. 40%
+    of library", and 250% where the library was the slower one, as if better than perfect)."""
+    from dtbench_analysis.api import Results
+    from dtbench_analysis.plot import time as figures
+    from dtbench_analysis.plotting import plt
+    wait = np.zeros((4, 12))
+    run = load_run(write(overrides={"exchange": np.full((4, 12), 0.005), "exchange_wait": wait},
+                         attrs={"calibration_iters": np.int32(5),
+                                "calibration_exchange_s": 0.002}))
+    fig = figures.breakdown(Results([run]).phases)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert any("transfer 2.5x library alone" in t for t in texts), texts
+    assert not any("eff." in t for t in texts), texts
+    plt.close(fig)

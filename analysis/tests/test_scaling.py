@@ -128,3 +128,47 @@ def test_nothing_to_plot(capsys, write, tmp_path):
     out, err = capsys.readouterr()
     assert out == "" and "no scaling series" in err and len(err.splitlines()) == 1
     assert not out_png.exists()
+
+
+def test_servers_that_grow_with_the_nodes_make_one_series(write):
+    """async with one parameter server per node (ps-ranks = nodes, 2 ranks per node) on 1, 2
+    and 4 nodes: one strong series, its servers named; runs differing in ps-ranks alone at one
+    scale are no series, each its own point (they used to be split into one group per ps-ranks
+    value, and the growing servers never formed a series)."""
+    runs = [load_run(scaled(write, 2 * n, 40.0 / n, nnodes=n, exchange="async",
+                            config={"ps-ranks": n})) for n in (1, 2, 4)]
+    result = find_series(runs, "nodes")
+    (s,) = result["series"]
+    assert s["kind"] == "strong" and [q["nodes"] for q in s["points"]] == [1, 2, 4]
+    assert s["factors"]["ps-ranks"] == "1..4" and not result["unmatched"]
+    sweep = [load_run(scaled(write, 8, 10.0, nnodes=4, exchange="async", config={"ps-ranks": k}))
+             for k in (1, 2)]
+    result = find_series(sweep)
+    assert not result["series"]
+    assert sorted(q["factors"]["ps-ranks"] for q in result["unmatched"]) == ["1", "2"]
+    # beside the base at 1 node both form their own series, neither pooled with the other
+    base = load_run(scaled(write, 2, 40.0, nnodes=1, exchange="async", config={"ps-ranks": 1}))
+    result = find_series([base] + sweep)
+    assert [s["factors"]["ps-ranks"] for s in result["series"]] == ["1"]
+    assert [q["factors"]["ps-ranks"] for q in result["unmatched"]] == ["2"]
+
+
+def test_report_scaling_against_nodes(write):
+    """Series that span several node counts at one number of ranks per node are drawn against
+    nodes, in powers of two from 8x on, with the exchange share in a third panel."""
+    from dtbench_analysis.api import Results
+    from dtbench_analysis.plot import time as figures
+    from dtbench_analysis.plotting import plt
+    runs = [load_run(scaled(write, 2 * n, 160.0 / n, nnodes=n)) for n in (1, 2, 4, 8, 16)]
+    pts = Results(runs).scaling
+    assert figures.scaling_unit(pts) == "nodes"
+    fig = figures.scaling(pts)
+    for ax in fig.axes[:3]:
+        assert ax.get_xlabel() == "nodes" and ax.get_xscale() == "log"
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "4", "8", "16"]
+    (share,) = [ln for ln in fig.axes[2].get_lines() if ln.get_label() != "ideal"]
+    assert list(share.get_xdata()) == [1, 2, 4, 8, 16]
+    assert np.allclose(share.get_ydata(), [100 * 5.0 / (160.0 / n) for n in (1, 2, 4, 8, 16)])
+    plt.close(fig)
+    one_node = [load_run(scaled(write, r, 40.0 / r, nnodes=1)) for r in (1, 2, 4)]
+    assert figures.scaling_unit(Results(one_node).scaling) == "ranks"

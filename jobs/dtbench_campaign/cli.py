@@ -82,7 +82,7 @@ def prepare(args, need_dtbench: bool = True):
         dtbench = dtoptions.find_dtbench(spec.dtbench)
         if not getattr(args, "no_check", False):
             known = dtoptions.query_help(dtbench)
-            dtoptions.check(spec.options, known)
+            dtoptions.check(spec.all_options(), known)
             # dtbench --dry-run --ranks N checks each run as the N ranks it will have (servers,
             # stages, batch shares, --ranks-per-node); an older dtbench without --ranks checks
             # from one process, which cannot judge --ranks-per-node.

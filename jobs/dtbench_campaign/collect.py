@@ -65,8 +65,10 @@ def collect(spec: Spec, runs: List[plan.Run], statuses: List[RunStatus], dest: s
         warn(f"{index}: unreadable ({e}): written anew; files an earlier collect put in "
              f"{dest} stay")
     option_keys = list(dict.fromkeys(k for r in runs for k in r.options))
-    fields = ["file", "run", "attempt", "state", "detail", "iterations", "iters_total", "nodes",
-              "tasks_per_node", "ranks", "gpus_per_node", "launcher", "repeat", "job"] + option_keys
+    sweep = ["sweep"] if any(r.sweep for r in runs) else []
+    fields = ["file", "run"] + sweep + ["attempt", "state", "detail", "iterations", "iters_total",
+                                        "nodes", "tasks_per_node", "ranks", "gpus_per_node",
+                                        "launcher", "repeat", "job"] + option_keys
     rows, left_out = [], []
     latest = {}
     for s in statuses:
@@ -85,6 +87,8 @@ def collect(spec: Spec, runs: List[plan.Run], statuses: List[RunStatus], dest: s
                "nodes": r.nodes, "tasks_per_node": r.tasks_per_node, "ranks": r.ranks,
                "gpus_per_node": r.gpus_per_node, "launcher": r.launcher, "repeat": r.repeat,
                "job": s.job}
+        if sweep:
+            row["sweep"] = r.sweep
         row.update({k: r.options.get(k, "") for k in option_keys})
         rows.append(row)
     for stale in previous - {row["file"] for row in rows}:

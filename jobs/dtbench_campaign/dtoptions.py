@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
-from .spec import BATCH_PER_RANK, SpecError
+from .spec import DERIVED, SpecError
 
 # Options the campaign tool sets itself, and why a spec may not.
 RESERVED = {
@@ -102,7 +102,7 @@ def option_args(name: str, value: Any) -> List[str]:
 def check(options: Dict[str, List[Any]], known: Dict[str, Option]) -> None:
     """Every key is a dtbench option and every value of the right kind and among its choices."""
     for key, values in options.items():
-        if key == BATCH_PER_RANK:
+        if key in DERIVED:  # the campaign's own keys, checked by spec.py
             continue
         if key in RESERVED:
             raise SpecError(f"options.{key}: set by dtbench-campaign ({RESERVED[key]}); remove it")

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional
 
 from . import appendfile, dtoptions
-from .spec import BATCH_PER_RANK, MAX_RUNS, Spec, SpecError
+from .spec import (BATCH_PER_RANK, DEFAULT_PS_RANKS, MAX_RUNS, PS_RANKS_PER_NODE, Spec,
+                   SpecError, Sweep)
 
 SAFE = re.compile(r"[^A-Za-z0-9.+-]+")
 ATTEMPT_RE = re.compile(r"^(?P<run>.+)\.a(?P<attempt>\d+)\.(?:h5|state|out)$")
@@ -39,6 +40,7 @@ class Run:
     repeat: int
     options: Dict[str, Any]  # dtbench option -> value, in the spec's order
     factors: Dict[str, Any] = field(default_factory=dict)  # every key of the sweep -> value
+    sweep: str = ""  # the [[sweep]] table's name ("" without sweeps)
 
     @property
     def ranks(self) -> int:
@@ -75,36 +77,77 @@ def _matches(ex: Dict[str, Any], point: Dict[str, Any]) -> bool:
     return True
 
 
-def expand(spec: Spec) -> List[Run]:
-    """Every run of the campaign, in a stable order (nodes outermost, repeats innermost)."""
-    dims: List[tuple] = [("nodes", spec.nodes), ("tasks_per_node", spec.tasks_per_node),
-                         ("gpus_per_node", spec.gpus_per_node), ("launcher", spec.launchers)]
-    dims += [(k, v) for k, v in spec.options.items()]
+def _dims(spec: Spec, sw: Sweep) -> List[tuple]:
+    dims: List[tuple] = [("nodes", sw.nodes), ("tasks_per_node", sw.tasks_per_node),
+                         ("gpus_per_node", sw.gpus_per_node), ("launcher", spec.launchers)]
+    dims += [(k, v) for k, v in sw.options.items()]
     dims.append(("repeat", list(range(spec.repeats))))
-    total = 1
-    for _, values in dims:
-        total *= len(values)
+    return dims
+
+
+def run_options(sw: Sweep, point: Dict[str, Any]) -> Dict[str, Any]:
+    """A run's dtbench options, in the spec's order, the campaign's own keys (spec.DERIVED)
+    turned into dtbench's: ps_ranks_per_node x nodes parameter servers, and batch_per_rank x the
+    ranks that train (all but the servers of --exchange async) as the global batch."""
+    options: Dict[str, Any] = {}
+    for k in sw.options:
+        if k == PS_RANKS_PER_NODE:
+            options["ps-ranks"] = point[k] * point["nodes"]
+        else:
+            options["batch" if k == BATCH_PER_RANK else k] = point[k]
+    if BATCH_PER_RANK in sw.options:
+        ranks = point["nodes"] * point["tasks_per_node"]
+        servers = options.get("ps-ranks", DEFAULT_PS_RANKS) \
+            if options.get("exchange") == "async" else 0
+        servers = servers if isinstance(servers, int) and 0 <= servers < ranks else 0
+        options["batch"] = point[BATCH_PER_RANK] * (ranks - servers)
+    return options
+
+
+def expand(spec: Spec) -> List[Run]:
+    """Every run of the campaign, in a stable order (sweeps in the spec's order; in each, nodes
+    outermost, repeats innermost)."""
+    total = 0
+    for sw in spec.sweeps:
+        size = 1
+        for _, values in _dims(spec, sw):
+            size *= len(values)
+        total += size
     if total > MAX_RUNS:
-        sizes = " x ".join(f"{len(v)} {k}" for k, v in dims if len(v) > 1)
+        sizes = " + ".join(" x ".join(f"{len(v)} {k}" for k, v in _dims(spec, sw) if len(v) > 1)
+                           for sw in spec.sweeps)
         raise SpecError(f"campaign: the sweep makes {total} runs ({sizes}); accepted: at most "
                         f"{MAX_RUNS} (fewer values or repeats)")
-    swept = [k for k, v in dims if len(v) > 1]
     runs: List[Run] = []
     seen: Dict[str, Dict[str, Any]] = {}
-    used_excludes = set()
+    used_excludes: set = set()
+    for sw in spec.sweeps:
+        runs += _expand_sweep(spec, sw, seen, used_excludes)
+    unused = [i for i in range(len(spec.excludes)) if i not in used_excludes]
+    if unused:
+        i = unused[0]
+        raise SpecError(f"exclude[{i}]: {spec.excludes[i]} matches no run; accepted: values that "
+                        "occur in the sweep")
+    if not runs:
+        raise SpecError("exclude: every run is excluded; accepted: exclusions that leave runs")
+    return runs
+
+
+def _expand_sweep(spec: Spec, sw: Sweep, seen: Dict[str, Dict[str, Any]],
+                  used_excludes: set) -> List[Run]:
+    dims = _dims(spec, sw)
+    swept = [k for k, v in dims if len(v) > 1]
+    runs: List[Run] = []
     for combo in itertools.product(*(v for _, v in dims)):
         point = dict(zip((k for k, _ in dims), combo))
+        if sw.name:
+            point["sweep"] = sw.name
         hit = [i for i, ex in enumerate(spec.excludes) if _matches(ex, point)]
         if hit:
             used_excludes.update(hit)
             continue
-        options = {}
-        for k in spec.options:
-            if k == BATCH_PER_RANK:
-                options["batch"] = point[k] * point["nodes"] * point["tasks_per_node"]
-            else:
-                options[k] = point[k]
-        parts = [f"n{point['nodes']}x{point['tasks_per_node']}"]
+        parts = [sw.name] if sw.name else []
+        parts.append(f"n{point['nodes']}x{point['tasks_per_node']}")
         if "gpus_per_node" in swept or point["gpus_per_node"]:
             parts.append(f"g{point['gpus_per_node']}")
         for k in swept:
@@ -119,15 +162,8 @@ def expand(spec: Spec) -> List[Run]:
                             "accepted: values that differ in letters, digits, '.', '+' or '-'")
         seen[rid] = point
         runs.append(Run(rid, point["nodes"], point["tasks_per_node"], point["gpus_per_node"],
-                        point["launcher"], point["repeat"], options,
-                        {k: point[k] for k, _ in dims}))
-    unused = [i for i in range(len(spec.excludes)) if i not in used_excludes]
-    if unused:
-        i = unused[0]
-        raise SpecError(f"exclude[{i}]: {spec.excludes[i]} matches no run; accepted: values that "
-                        "occur in the sweep")
-    if not runs:
-        raise SpecError("exclude: every run is excluded; accepted: exclusions that leave runs")
+                        point["launcher"], point["repeat"], run_options(sw, point),
+                        {k: point[k] for k, _ in dims}, sw.name))
     return runs
 
 
@@ -257,7 +293,9 @@ def sbatch_command(spec: Spec, job: Job, template: str, dtbench: str, task_file:
         cmd.append(f"--dependency={dependency}")
     cmd += spec.sbatch_args
     if job.array:
-        cmd += [f"--array=0-{len(job.runs) - 1}", template, "--task-file", task_file or "TASKFILE"]
+        limit = f"%{spec.array_limit}" if spec.array_limit else ""
+        cmd += [f"--array=0-{len(job.runs) - 1}{limit}", template, "--task-file",
+                task_file or "TASKFILE"]
     else:
         out = result_base(spec, r.id, job.attempts[0]) + ".h5"
         cmd += [template] + r.dtbench_args() + ["--output", out]

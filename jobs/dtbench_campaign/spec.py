@@ -43,6 +43,8 @@ RESOURCE_KEYS = {
     "account": "a Slurm account name",
     "array": "true (one job array per node count) or false (one job per run)",
     "chain": "true (each job waits for the previous one: afterany) or false",
+    "array_limit": "the most tasks of a job array running at once (Slurm's --array=...%N; "
+                   "1: one run at a time)",
     "sbatch_args": "a list of extra sbatch arguments",
     "launcher_args": "a list of extra srun/mpirun arguments",
 }
@@ -50,21 +52,43 @@ LOCAL_KEYS = {
     "hostfile": "an Open MPI hostfile (one host per line)",
     "mpirun_args": "a list of extra mpirun arguments",
 }
+# Keys that may be swept (lists) besides the dtbench options.
+SWEPT_RESOURCES = ("nodes", "tasks_per_node", "gpus_per_node")
+SWEEP_KEYS = {
+    "name": "a name of letters, digits, '.', '_' and '-' (the start of its runs' names)",
+    **{k: RESOURCE_KEYS[k] + " (instead of resources." + k + ")" for k in SWEPT_RESOURCES},
+    "options": "a table of dtbench options added to [options] (or replacing them) in this sweep",
+}
 TABLES = {
     "campaign": CAMPAIGN_KEYS,
     "resources": RESOURCE_KEYS,
     "options": None,  # dtbench options, checked against the program
+    "sweep": None,    # array of tables (SWEEP_KEYS)
     "exclude": None,  # array of tables
     "local": LOCAL_KEYS,
 }
-# Keys that may be swept (lists) besides the dtbench options.
-SWEPT_RESOURCES = ("nodes", "tasks_per_node", "gpus_per_node")
-# Not a dtbench option: the per-rank batch, turned into --batch = value x ranks (weak scaling).
+# Not dtbench options: the batch per training rank, turned into --batch = value x (ranks minus
+# parameter servers) (weak scaling), and the parameter servers per node, turned into
+# --ps-ranks = value x nodes (servers that grow with the job).
 BATCH_PER_RANK = "batch_per_rank"
+PS_RANKS_PER_NODE = "ps_ranks_per_node"
+DERIVED = (BATCH_PER_RANK, PS_RANKS_PER_NODE)
+#: dtbench's --ps-ranks when an async run does not set it (dtbench --help: [1])
+DEFAULT_PS_RANKS = 1
 
 
 class SpecError(Exception):
     """A problem with the spec: one line, naming the key and what is accepted."""
+
+
+@dataclass
+class Sweep:
+    """One product of resources and options; a spec without [[sweep]] tables is one, unnamed."""
+    name: str
+    nodes: List[int]
+    tasks_per_node: List[int]
+    gpus_per_node: List[int]
+    options: Dict[str, List[Any]]  # [options] updated with the sweep's own
 
 
 @dataclass
@@ -86,6 +110,7 @@ class Spec:
     partition: str
     account: str
     array: bool
+    array_limit: int  # 0: no limit
     chain: bool
     sbatch_args: List[str]
     launcher_args: List[str]
@@ -93,6 +118,16 @@ class Spec:
     excludes: List[Dict[str, Any]] = field(default_factory=list)
     hostfile: Optional[str] = None
     mpirun_args: List[str] = field(default_factory=list)
+    sweeps: List[Sweep] = field(default_factory=list)
+
+    def all_options(self) -> Dict[str, List[Any]]:
+        """Every option with every value any sweep gives it (what dtbench must accept)."""
+        out: Dict[str, List[Any]] = {}
+        for sw in self.sweeps:
+            for k, values in sw.options.items():
+                have = out.setdefault(k, [])
+                have += [v for v in values if repr(v) not in map(repr, have)]
+        return out
 
 
 def time_seconds(text: str) -> Optional[int]:
@@ -170,6 +205,86 @@ def load(path: str, cwd: Optional[str] = None) -> Spec:
     return from_dict(data, path, cwd)
 
 
+def _options(table: str, options: Any) -> Dict[str, List[Any]]:
+    """A table of dtbench options: name -> its values (a single value is a 1-list)."""
+    if not isinstance(options, dict):
+        raise SpecError(f"{table}: must be a table of option = value")
+    opts: Dict[str, List[Any]] = {}
+    for k, v in options.items():
+        values = v if isinstance(v, list) else [v]
+        if not values:
+            raise SpecError(f"{table}.{k}: an empty list; accepted: a value or a non-empty list")
+        for x in values:
+            if isinstance(x, (dict, list)):
+                raise SpecError(f"{table}.{k}: {x!r} is not accepted; accepted: a string, number "
+                                "or boolean, or a list of them")
+        if len(set(map(repr, values))) != len(values):
+            raise SpecError(f"{table}.{k}: {values} lists a value twice; accepted: distinct values")
+        opts[k] = values
+    return opts
+
+
+def _check_derived(table: str, opts: Dict[str, List[Any]]) -> None:
+    """The campaign's own option keys (DERIVED): integers, batch_per_rank not with batch."""
+    if BATCH_PER_RANK in opts and "batch" in opts:
+        raise SpecError(f"{table}.{BATCH_PER_RANK}: given together with {table}.batch; "
+                        "accepted: one of them (batch = global batch, batch_per_rank = batch x "
+                        "ranks that train)")
+    if PS_RANKS_PER_NODE in opts and "ps-ranks" in opts:
+        raise SpecError(f"{table}.{PS_RANKS_PER_NODE}: given together with {table}.ps-ranks; "
+                        "accepted: one of them (ps_ranks_per_node = ps-ranks / nodes)")
+    for k in DERIVED:
+        if k in opts:
+            _int_list(f"{table}.{k}", opts[k], 1)
+
+
+def _sweeps(tables: Any, opts: Dict[str, List[Any]], nodes: List[int], tasks: List[int],
+            gpus: List[int]) -> List[Sweep]:
+    """The [[sweep]] tables, each over [resources] and [options] with its own keys; without
+    any, one unnamed sweep of [resources] and [options]."""
+    _check_derived("options", opts)
+    if tables is None:
+        return [Sweep("", nodes, tasks, gpus, opts)]
+    if not isinstance(tables, list) or not tables:
+        raise SpecError("sweep: write it as [[sweep]] tables (a non-empty list of tables)")
+    out: List[Sweep] = []
+    for i, t in enumerate(tables):
+        if not isinstance(t, dict):
+            raise SpecError(f"sweep[{i}]: must be a table")
+        _check_keys(f"sweep[{i}]", t, SWEEP_KEYS)
+        name = _str(f"sweep[{i}].name", t.get("name"), SWEEP_KEYS["name"])
+        if not NAME_RE.match(name) or "_" in name:
+            raise SpecError(f"sweep[{i}].name: {name!r} is not accepted; accepted: letters, "
+                            "digits, '.' and '-' (no '_': it separates the parts of run names)")
+        if name in (sw.name for sw in out):
+            raise SpecError(f"sweep[{i}].name: {name!r} names two sweeps; accepted: one name each")
+        merged = dict(opts)
+        own = _options(f"sweep[{i}].options", t.get("options", {}))
+        # an own batch or ps-ranks form replaces the other form inherited from [options]
+        for a, b in (("batch", BATCH_PER_RANK), ("ps-ranks", PS_RANKS_PER_NODE)):
+            for mine, other in ((a, b), (b, a)):
+                if mine in own and other not in own:
+                    merged.pop(other, None)
+        merged.update(own)
+        _check_derived(f"sweep[{i}].options", merged)
+        out.append(Sweep(
+            name,
+            _int_list(f"sweep[{i}].nodes", t["nodes"], 1) if "nodes" in t else nodes,
+            _int_list(f"sweep[{i}].tasks_per_node", t["tasks_per_node"], 1)
+            if "tasks_per_node" in t else tasks,
+            _int_list(f"sweep[{i}].gpus_per_node", t["gpus_per_node"], 0)
+            if "gpus_per_node" in t else gpus,
+            merged))
+    return out
+
+
+def _array_limit(v: Any) -> int:
+    if not _is_int(v) or v < 0:
+        raise SpecError(f"resources.array_limit: {v!r} is not accepted; accepted: "
+                        f"{RESOURCE_KEYS['array_limit']}, a positive integer (0: no limit)")
+    return v
+
+
 def check_folder(path: str, key: str) -> None:
     """A folder the tool writes into: it, or its nearest existing parent, must be a folder."""
     probe = os.path.abspath(path)
@@ -187,10 +302,11 @@ def from_dict(data: Dict[str, Any], path: str = "<spec>", cwd: Optional[str] = N
     for t, v in data.items():
         if t not in TABLES:
             tables = ", ".join("[" + k + "]" for k in TABLES)
-            raise SpecError(f"{t}: unknown table; accepted: {tables} ([[exclude]] for a list)")
-        if t == "exclude":
+            raise SpecError(f"{t}: unknown table; accepted: {tables} ([[sweep]] and [[exclude]] "
+                            "for lists)")
+        if t in ("exclude", "sweep"):
             if not isinstance(v, list):
-                raise SpecError("exclude: write it as [[exclude]] tables (a list of tables)")
+                raise SpecError(f"{t}: write it as [[{t}]] tables (a list of tables)")
         elif not isinstance(v, dict):
             raise SpecError(f"{t}: must be a table [{t}]")
     camp = data.get("campaign")
@@ -232,22 +348,18 @@ def from_dict(data: Dict[str, Any], path: str = "<spec>", cwd: Optional[str] = N
         raise SpecError(f"resources.signal_before: {sig!r} is not accepted; accepted: seconds, "
                         "1 to 65535")
 
-    options = data.get("options", {})
-    opts: Dict[str, List[Any]] = {}
-    for k, v in options.items():
-        values = v if isinstance(v, list) else [v]
-        if not values:
-            raise SpecError(f"options.{k}: an empty list; accepted: a value or a non-empty list")
-        for x in values:
-            if isinstance(x, (dict, list)):
-                raise SpecError(f"options.{k}: {x!r} is not accepted; accepted: a string, number "
-                                "or boolean, or a list of them")
-        if len(set(map(repr, values))) != len(values):
-            raise SpecError(f"options.{k}: {values} lists a value twice; accepted: distinct values")
-        opts[k] = values
+    opts = _options("options", data.get("options", {}))
+    nodes = _int_list("resources.nodes", res.get("nodes", 1), 1)
+    tasks = _int_list("resources.tasks_per_node", res.get("tasks_per_node", 1), 1)
+    gpus = _int_list("resources.gpus_per_node", res.get("gpus_per_node", 0), 0)
+    sweeps = _sweeps(data.get("sweep"), opts, nodes, tasks, gpus)
 
     excludes = []
-    swept_keys = set(SWEPT_RESOURCES) | {"launcher", "repeat"} | set(opts)
+    swept_keys = set(SWEPT_RESOURCES) | {"launcher", "repeat"}
+    for sw in sweeps:
+        swept_keys |= set(sw.options)
+    if data.get("sweep") is not None:
+        swept_keys.add("sweep")
     for i, ex in enumerate(data.get("exclude", [])):
         if not isinstance(ex, dict) or not ex:
             raise SpecError(f"exclude[{i}]: must be a non-empty table of key = value")
@@ -270,15 +382,16 @@ def from_dict(data: Dict[str, Any], path: str = "<spec>", cwd: Optional[str] = N
         template=_opt_str(camp, "template"),
         launchers=launchers,
         repeats=repeats,
-        nodes=_int_list("resources.nodes", res.get("nodes", 1), 1),
-        tasks_per_node=_int_list("resources.tasks_per_node", res.get("tasks_per_node", 1), 1),
-        gpus_per_node=_int_list("resources.gpus_per_node", res.get("gpus_per_node", 0), 0),
+        nodes=nodes,
+        tasks_per_node=tasks,
+        gpus_per_node=gpus,
         time=time,
         time_seconds=secs,
         signal_before=sig,
         partition=_str("resources.partition", res.get("partition", ""), RESOURCE_KEYS["partition"]),
         account=_str("resources.account", res.get("account", ""), RESOURCE_KEYS["account"]),
         array=_bool("resources.array", res.get("array", True)),
+        array_limit=_array_limit(res.get("array_limit", 0)),
         chain=_bool("resources.chain", res.get("chain", False)),
         sbatch_args=_str_list("resources.sbatch_args", res.get("sbatch_args", [])),
         launcher_args=_str_list("resources.launcher_args", res.get("launcher_args", [])),
@@ -286,12 +399,8 @@ def from_dict(data: Dict[str, Any], path: str = "<spec>", cwd: Optional[str] = N
         excludes=excludes,
         hostfile=hostfile,
         mpirun_args=_str_list("local.mpirun_args", loc.get("mpirun_args", [])),
+        sweeps=sweeps,
     )
-    if BATCH_PER_RANK in opts and "batch" in opts:
-        raise SpecError(f"options.{BATCH_PER_RANK}: given together with options.batch; accepted: "
-                        "one of them (batch = global batch, batch_per_rank = batch x ranks)")
-    if BATCH_PER_RANK in opts:
-        _int_list(f"options.{BATCH_PER_RANK}", opts[BATCH_PER_RANK], 1)
     for k in ("sbatch_args",):
         for a in getattr(spec, k):
             for bad in ("--array", "--output", "--error", "--nodes", "--ntasks-per-node", "-N",

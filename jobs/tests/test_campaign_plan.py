@@ -247,3 +247,86 @@ def test_batch_divides_across_workers_not_servers(tmp_path):
     with pytest.raises(SpecError) as e:
         plan.check_runs(plan.expand(spec))
     assert "options.batch: 8 is not accepted for run n2x2 (3 workers: 4 ranks minus ps-ranks)" in str(e.value)
+
+
+SWEEPS = """\
+    [campaign]
+    name = "s"
+    output = "OUT"
+    repeats = 2
+
+    [resources]
+    nodes = [1, 2, 4]
+    tasks_per_node = 1
+    array_limit = 1
+
+    [options]
+    model = "lenet"
+    iters = 10
+
+    [[sweep]]
+    name = "strong"
+    options = { exchange = ["sync", "ssp"], batch = 64 }
+
+    [[sweep]]
+    name = "weak-async"
+    tasks_per_node = 2
+    nodes = [1, 2]
+    options = { exchange = "async", ps_ranks_per_node = 1, batch_per_rank = 16 }
+
+    [[exclude]]
+    sweep = "strong"
+    exchange = "ssp"
+    nodes = 4
+    """
+
+
+def test_sweeps_union_with_their_own_resources_and_options(tmp_path):
+    """Each [[sweep]] is a product of its own: its name starts its runs' names, its resources
+    replace [resources], its options join [options]; an exclusion may name the sweep."""
+    runs = plan.expand(_spec(tmp_path, SWEEPS))
+    ids = [r.id for r in runs]
+    assert len(ids) == len(set(ids)) == (3 * 2 - 1) * 2 + 2 * 2
+    assert ids[:4] == ["strong_n1x1_exchange-sync_r0", "strong_n1x1_exchange-sync_r1",
+                       "strong_n1x1_exchange-ssp_r0", "strong_n1x1_exchange-ssp_r1"]
+    assert "strong_n4x1_exchange-ssp_r0" not in ids and "strong_n4x1_exchange-sync_r0" in ids
+    a = {r.id: r for r in runs}["weak-async_n2x2_r1"]
+    assert (a.sweep, a.nodes, a.tasks_per_node) == ("weak-async", 2, 2)
+    # one server per node (2 of 4 ranks) and 16 samples per worker (the 2 ranks that train)
+    assert a.dtbench_args() == ["--model", "lenet", "--iters", "10", "--exchange", "async",
+                                "--ps-ranks", "2", "--batch", "32"]
+    plan.check_runs(runs)
+    s = {r.id: r for r in runs}["strong_n4x1_exchange-sync_r0"]
+    assert s.dtbench_args()[-4:] == ["--exchange", "sync", "--batch", "64"] and s.sweep == "strong"
+
+
+def test_batch_per_rank_counts_the_ranks_that_train(tmp_path):
+    """async: the parameter servers (--ps-ranks, 1 when not given) train nothing, so the
+    per-rank batch multiplies the workers: 4 ranks with 1 server and 8 per rank make 24."""
+    text = BASIC.replace('exchange = ["sync", "mixed"]', 'exchange = ["sync", "async"]').replace(
+        "batch = 64", "batch_per_rank = 8")
+    runs = {r.id: r.options["batch"] for r in plan.expand(_spec(tmp_path, text))}
+    assert runs == {"n1x2_exchange-sync": 16, "n1x2_exchange-async": 8,
+                    "n2x2_exchange-sync": 32, "n2x2_exchange-async": 24}
+
+
+def test_array_limit_runs_one_task_at_a_time(tmp_path):
+    spec = _spec(tmp_path, SWEEPS)
+    job = _jobs(spec)[0]
+    cmd = plan.sbatch_command(spec, job, "/t/dtbench.sbatch", "/bin/dtbench", "/f.tasks")
+    assert f"--array=0-{len(job.runs) - 1}%1" in cmd
+    spec.array_limit = 0
+    assert f"--array=0-{len(job.runs) - 1}" in plan.sbatch_command(spec, job, "/t", "/d", "/f")
+
+
+def test_collect_index_names_the_sweep(tmp_path):
+    from dtbench_campaign import collect, status
+    spec = _spec(tmp_path, SWEEPS)
+    runs = [r for r in plan.expand(spec) if r.id.startswith("weak-async_n1x2")]
+    for r in runs:
+        result_file(plan.result_base(spec, r.id, 1) + ".h5", True, "completed", 10, 10, 2, 1)
+    rows = status.campaign_status(spec, runs, all_attempts=True)
+    n, index, _ = collect.collect(spec, runs, rows, str(tmp_path / "c"), False)
+    lines = open(index).read().splitlines()
+    assert n == 2 and lines[0].startswith("file,run,sweep,attempt,")
+    assert lines[1].split(",")[2] == "weak-async"

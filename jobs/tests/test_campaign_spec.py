@@ -33,7 +33,7 @@ def test_slurm_time_formats(text, secs):
 
 
 BAD = [
-    ('[campaign]\nname = "x"\n[sweep]\nnodes = 1\n', "sweep: unknown table; accepted: [campaign]"),
+    ('[campaign]\nname = "x"\n[sweeps]\nnodes = 1\n', "sweeps: unknown table; accepted: [campaign]"),
     ('[resources]\nnodes = 1\n', "campaign: missing"),
     ('[campaign]\n', "campaign.name: missing"),
     ('[campaign]\nname = "a b"\n', "campaign.name: 'a b' is not accepted"),
@@ -54,6 +54,16 @@ BAD = [
     ('[campaign]\nname = "x"\n[options]\nmodel = { a = 1 }\n', "options.model: {'a': 1} is not accepted"),
     ('[campaign]\nname = "x"\n[options]\nbatch = 64\nbatch_per_rank = 8\n', "options.batch_per_rank: given together with options.batch"),
     ('[campaign]\nname = "x"\n[options]\nbatch_per_rank = 0\n', "options.batch_per_rank: 0 is not accepted"),
+    ('[campaign]\nname = "x"\n[options]\nps_ranks_per_node = 1\nps-ranks = 2\n', "options.ps_ranks_per_node: given together with options.ps-ranks"),
+    ('[campaign]\nname = "x"\n[resources]\narray_limit = -1\n', "resources.array_limit: -1 is not accepted"),
+    ('[campaign]\nname = "x"\n[[sweep]]\nnodes = 2\n', "sweep[0].name: None is not accepted"),
+    ('[campaign]\nname = "x"\n[[sweep]]\nname = "a_b"\n', "sweep[0].name: 'a_b' is not accepted; accepted: letters, digits, '.' and '-'"),
+    ('[campaign]\nname = "x"\n[[sweep]]\nname = "a"\n[[sweep]]\nname = "a"\n', "sweep[1].name: 'a' names two sweeps"),
+    ('[campaign]\nname = "x"\n[[sweep]]\nname = "a"\ntask_per_node = 2\n', "sweep[0].task_per_node: unknown key; accepted: name, nodes, tasks_per_node"),
+    ('[campaign]\nname = "x"\n[[sweep]]\nname = "a"\ntasks_per_node = 0\n', "sweep[0].tasks_per_node: 0 is not accepted"),
+    ('[campaign]\nname = "x"\n[[sweep]]\nname = "a"\noptions = { batch = 8, batch_per_rank = 2 }\n', "sweep[0].options.batch_per_rank: given together with sweep[0].options.batch"),
+    ('[campaign]\nname = "x"\n[[sweep]]\nname = "a"\noptions = { model = [] }\n', "sweep[0].options.model: an empty list"),
+    ('[campaign]\nname = "x"\n[sweep]\nname = "a"\n', "sweep: write it as [[sweep]]"),
     ('[campaign]\nname = "x"\n[[exclude]]\nmodle = "x"\n', "exclude[0].modle: not a key of this campaign"),
     ('[campaign]\nname = "x"\n[exclude]\nnodes = 1\n', "exclude: write it as [[exclude]]"),
     ('[campaign\nname = "x"\n', "not valid TOML"),

@@ -202,10 +202,12 @@ static void build(Run *r) {
     ExchangeCalibration *cal = &r->calibration;
     if (p->xops->calibrate)
         p->xops->calibrate(r->xstate, r->model.grads, o->calibrate_iters, cal);
-    double calv[5] = {cal->seconds, cal->bytes, cal->bucket_bytes, cal->busbw_factor, cal->iters};
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, calv, 5, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    double calv[7] = {cal->seconds, cal->bytes,        cal->bucket_bytes, cal->busbw_factor,
+                      cal->iters,   cal->seconds_lo, cal->seconds_hi};
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, calv, 7, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
     cal->seconds = calv[0], cal->bytes = calv[1], cal->bucket_bytes = calv[2];
     cal->busbw_factor = calv[3], cal->iters = (int)calv[4];
+    cal->seconds_lo = calv[5], cal->seconds_hi = calv[6];
     setup_stop_point(r);
     r->worker_index = 0, r->worker_count = 1;
     r->role = p->xops->role(r->xstate, &r->worker_index, &r->worker_count);

@@ -173,6 +173,11 @@ def add_parser(subparsers) -> None:
     p.add_argument("--simulate", action="store_true",
                    help="also print what stragglers do at each scale (replay of the fitted "
                         "rank and iteration distributions)")
+    p.add_argument("--shared-cores", type=int, metavar="C",
+                   help="every rank of the runs and of the predictions shares the same C cores "
+                        "(nodes emulated on one machine): compute is fitted per rank alone, "
+                        "divided by max(1, ranks x threads / C), and predicted times that "
+                        "factor at each scale [ranks on nodes of their own]")
     p.add_argument("--seed", type=int, default=1, help="seed of the replay [1]")
     common.add_plot(p, "measured points, the fitted curve and the predictions with intervals")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -195,7 +200,8 @@ def run_command(args, report_error) -> int:
         return 2
     for opt, value in (("--ranks-per-node", args.ranks_per_node),
                        ("--batch-per-rank", args.batch_per_rank),
-                       ("--batch-global", args.batch_global)):
+                       ("--batch-global", args.batch_global),
+                       ("--shared-cores", args.shared_cores)):
         if value is not None and value < 1:
             report_error(f"{opt} {value}: accepted: an integer >= 1")
             return 2
@@ -215,7 +221,8 @@ def run_command(args, report_error) -> int:
         report_error(f"predict: {run.path}: {why} (no run left to fit)")
         return 2
     result = build(runs, nodes, strategies, args.algorithm, args.ranks_per_node,
-                   args.batch_per_rank, args.batch_global, args.max_error, args.seed)
+                   args.batch_per_rank, args.batch_global, args.max_error, args.seed,
+                   shared_cores=args.shared_cores)
     refuse = result["refused"] and not args.force
     if refuse:
         result["predictions"], result["curve"] = [], []

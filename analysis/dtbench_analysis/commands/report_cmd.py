@@ -127,9 +127,10 @@ def _section_time(res: Results, names) -> List[str]:
                   "mean iteration; the median time per iteration is in the table). Exchange "
                   "wait: waiting for other ranks (recorded by newer exchanges; else all of the "
                   "exchange counts as transfer). Hidden exchange: overlapped with backward, "
-                  "not part of the iteration. Efficiency: the library's own collective time "
-                  "for the same bytes / the measured transfer, where the file has a "
-                  "calibration record."),
+                  "not part of the iteration. \"transfer Nx library alone\": the measured "
+                  "transfer (the exchange without its wait) over the library's own collectives "
+                  "on the same buckets (the calibration, where the file has one); 1x is as "
+                  "fast as the library."),
             html_table(ph, "table-phases")]
 
 
@@ -138,12 +139,16 @@ def _section_scaling(res: Results) -> List[str]:
     if pts.empty:
         return [_note("No scaling series: no two scales (ranks) share a configuration and a "
                       "global or per-rank batch.")]
+    unit = figures.scaling_unit(pts)
     return ['<div class="figs">', _img(figures.scaling(pts), "fig-scaling",
-                                       "speedup and efficiency against ranks"), "</div>",
+                                       f"speedup, efficiency and exchange share against {unit}"),
+            "</div>",
             _note("One line per series (solid: strong scaling, global batch fixed; dashed: "
                   "weak scaling, per-rank batch fixed); error bars from the 95% confidence "
                   "interval of the median time per iteration (repeats pooled; fewer than 6 "
-                  "iterations give none); dotted: ideal."),
+                  "iterations give none); dotted: ideal. Exchange share: the median over "
+                  f"iterations of the exchange's share of the ranks' time. Against {unit}"
+                  + (" (every series keeps its ranks per node)." if unit == "nodes" else ".")),
             html_table(pts, "table-scaling")]
 
 

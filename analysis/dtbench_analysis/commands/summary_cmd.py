@@ -7,7 +7,8 @@ from typing import List, Optional
 
 from .. import inputs, jsonout
 from ..runfile import PHASES
-from ..summary import ExchangeEfficiency, LayerProfile, Loading, Summary, summarize
+from ..summary import (OVERHEAD_OF_ITERATION, ExchangeEfficiency, LayerProfile, Loading, Summary,
+                       summarize)
 from ..units import num
 from . import common
 
@@ -177,22 +178,31 @@ def _layer_lines(prof: LayerProfile) -> List[str]:
 
 
 def _efficiency_lines(eff: ExchangeEfficiency) -> List[str]:
-    """The exchange against the library's collectives alone, how they were timed, and a warning
-    when the difference is material (summary.OVERHEAD_OF_*)."""
+    """The exchange against the library's collectives alone, how they were timed, and the
+    overhead: a warning where it matters (summary.OVERHEAD_OF_ITERATION, outside the
+    calibration's spread), else a plain line."""
     bw = "" if eff.recorded_busbw is None else (
         f"; busbw {eff.recorded_busbw / 1e9:.3g} GB/s recorded vs "
         f"{(eff.calibration_busbw or 0) / 1e9:.3g} GB/s alone")
+    spread = "" if eff.library_hi_ms is None else (
+        f", its repetitions {num(eff.library_lo_ms)}-{num(eff.library_hi_ms)} ms")
     lines = [f"  exchange efficiency: {num(eff.efficiency, '.2f')} (library alone "
-             f"{num(eff.library_ms)} ms / recorded {num(eff.transfer_ms)} ms median "
+             f"{num(eff.library_ms)} ms{spread} / recorded {num(eff.transfer_ms)} ms median "
              f"transfer; median exchange with the wait {num(eff.recorded_ms)} ms{bw})",
              "  calibration: " + (eff.method or "not described in this file (an older dtbench: "
                                   "the collectives timed back to back on warm buffers)")]
+    shares = (f"{num(eff.overhead_of_iteration, '.1%')} of the iteration, "
+              f"{num(eff.overhead_of_exchange, '.0%')} of the exchange")
     if eff.warn:
         lines.append(f"  WARNING: the exchange took {num(eff.overhead_ms)} ms per iteration more "
-                     f"than the library's collectives alone "
-                     f"({num(eff.overhead_of_iteration, '.1%')} of the iteration, "
-                     f"{num(eff.overhead_of_exchange, '.0%')} of the exchange): that much of the "
+                     f"than the library's collectives alone ({shares}): that much of the "
                      f"exchange is dtbench's own work or its conditions, not the library's")
+    elif eff.overhead_ms is not None and eff.overhead_ms > 0:
+        why = ("within the spread of the calibration's repetitions"
+               if eff.outside_spread is False else
+               f"under {OVERHEAD_OF_ITERATION:.0%} of the iteration")
+        lines.append(f"  beyond the library's collectives: {num(eff.overhead_ms)} ms per "
+                     f"iteration ({shares}; {why}: no cause to look for)")
     return lines
 
 

@@ -3,7 +3,10 @@
 Three parts, each from the runs' per-rank, per-iteration records (measured cells only):
 - compute: busy time per iteration ``c = total - exchange`` (data, forward, backward, update and
   gaps) against the per-rank batch b, ``c(b) = c0 + c1*b`` (least squares, non-negative; with one
-  batch size c0 = 0 and c1 = median c / b), per model/dataset/device;
+  batch size c0 = 0 and c1 = median c / b), per model/dataset/device; with ``shared_cores`` C
+  (every rank of the runs on one machine of C cores: nodes emulated on one host) each run's
+  compute is first divided by its share of the cores, ``max(1, ranks x threads / C)``, so that
+  c(b) is the compute of a rank alone (sim.py multiplies it back at the predicted scale);
 - noise (stragglers and waits): every rank's persistent factor (its median / the run's median)
   and every iteration's factor (c / the rank's median), pooled as empirical distributions; the
   simulation replays them over N ranks (sim.py);
@@ -81,6 +84,8 @@ class Observation:
     calibration_hint: str = "tuned"      # the algorithm the calibration ran (blocking)
     mpi_library: str = ""
     overlap: bool = False
+    threads: int = 1                     # --threads of each rank
+    share: float = 1.0                   # the core share its compute was divided by
 
     def hint_for(self, strategy: str, staleness: int) -> str:
         """The algorithm ``auto`` means for ``strategy`` run as this run was (library, overlap)."""
@@ -140,13 +145,24 @@ def auto_algorithm(mpi_library: str, blocking: bool = True) -> str:
     return "tuned" if blocking else "tree"
 
 
-def observe(run: Run) -> Observation:
-    """Extracts an Observation from a loaded run."""
+def core_share(ranks: int, threads: int, shared_cores: Optional[int]) -> float:
+    """How many times longer a rank computes when ``ranks`` ranks of ``threads`` threads share
+    ``shared_cores`` cores (1 without sharing, or when every thread has a core)."""
+    if not shared_cores:
+        return 1.0
+    return max(1.0, ranks * max(1, threads) / shared_cores)
+
+
+def observe(run: Run, shared_cores: Optional[int] = None) -> Observation:
+    """Extracts an Observation from a loaded run (its compute as of a rank alone where the
+    ranks shared ``shared_cores`` cores)."""
     from ..metrics import iteration_times
     train = run.trains
     total = run.measured("total")[train]
     exchange = run.measured("exchange")[train]
-    compute = total - exchange
+    threads = max(1, _option(run, "threads", 1))
+    share = core_share(run.nranks, threads, shared_cores)
+    compute = (total - exchange) / share
     wait = run.measured("exchange_wait")[train] if run.has("exchange_wait") else None
     transfer = np.array([])
     every = run.measured_by_all
@@ -185,7 +201,7 @@ def observe(run: Run) -> Observation:
         compute=compute, transfer=transfer, iteration=iteration_times(run),
         wait=(wait[np.isfinite(wait)] if wait is not None else np.array([])),
         calibration=read_calibration(run), calibration_hint=auto_algorithm(library, True),
-        mpi_library=library, overlap=overlap_of(run))
+        mpi_library=library, overlap=overlap_of(run), threads=threads, share=share)
 
 
 def read_calibration(run: Run) -> Optional[float]:

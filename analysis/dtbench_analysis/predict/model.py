@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import metrics
 from ..runfile import Run
-from .fit import (PARAMS, CommFit, Observation, exchange_terms, fit_comm,
+from .fit import (PARAMS, CommFit, Observation, core_share, exchange_terms, fit_comm,
                   fit_compute, observe, transfer_factors)
 from .sim import SLOW_FACTOR, STRATEGIES, Scenario, needs, simulate, summarise
 
@@ -83,13 +83,14 @@ def _setting(obs: Sequence[Observation], strategy: str, name: str, default: int)
 
 
 def scenario_for(o: Observation, strategy: str, nnodes: int, per_node: int, batch: int,
-                 algorithm: str) -> Scenario:
+                 algorithm: str, shared_cores: Optional[int] = None) -> Scenario:
     return Scenario(strategy=strategy, nnodes=nnodes, per_node=per_node, batch_per_rank=batch,
                     grad_bytes=o.grad_bytes, bucket_bytes=o.bucket_bytes,
                     algorithm=(o.hint_for(strategy, o.staleness if strategy == "ssp" else 1)
                                if algorithm == "auto" else algorithm),
                     staleness=o.staleness, sync_period=max(1, o.sync_period),
-                    ps_ranks=max(1, o.ps_ranks))
+                    ps_ranks=max(1, o.ps_ranks),
+                    compute_share=core_share(nnodes * per_node, o.threads, shared_cores))
 
 
 def _run_scenario(s: Scenario, key, models: CommModels, compute, tf, rng, draws, widen=0.0):
@@ -121,7 +122,8 @@ def _calibration_error(o: Observation, strategy: str, models: CommModels,
     return comm.time(terms) / o.calibration - 1.0
 
 
-def validate(observations: List[Observation], algorithm: str, rng, draws: int) -> List[Dict]:
+def validate(observations: List[Observation], algorithm: str, rng, draws: int,
+             shared_cores: Optional[int] = None) -> List[Dict]:
     out = []
     for strategy in sorted({o.strategy for o in observations}):
         group = [o for o in observations if o.strategy == strategy]
@@ -133,7 +135,8 @@ def validate(observations: List[Observation], algorithm: str, rng, draws: int) -
         rest = [o for o in observations if not (o.strategy == strategy and _scale(o) == top)]
         comm, compute, tf = _fit(rest, algorithm)
         for o in held:
-            s = scenario_for(o, strategy, o.nnodes, o.per_node, o.batch_per_rank, algorithm)
+            s = scenario_for(o, strategy, o.nnodes, o.per_node, o.batch_per_rank, algorithm,
+                             shared_cores)
             pred, why = _run_scenario(s, o.key, comm, compute, tf, rng, draws)
             measured = float(np.median(o.iteration)) if o.iteration.size else float("nan")
             row = {"strategy": strategy, "file": o.path, "nodes": o.nnodes, "ranks": o.nranks,
@@ -161,11 +164,12 @@ class Fitted:
     tfactors: np.ndarray
     rng: np.random.Generator
     draws: int
+    shared_cores: Optional[int] = None
 
     def predict(self, strategy: str, nnodes: int, batch: int, per_node: Optional[int] = None,
                 widen: float = 0.0, draws: Optional[int] = None):
         s = scenario_for(self.ref, strategy, nnodes, per_node or self.per_node, batch,
-                         self.algorithm)
+                         self.algorithm, self.shared_cores)
         s.staleness = _setting(self.obs, "ssp", "staleness", 1)
         s.sync_period = _setting(self.obs, "mixed", "sync_period", 1)
         s.ps_ranks = _setting(self.obs, "async", "ps_ranks", 1)
@@ -187,7 +191,8 @@ def _base(model: Fitted, runs: Sequence[Run], batch_per_rank, batch_global) -> D
     b = max(1, batch_global // o.nranks) if batch_global else \
         (batch_per_rank or ref.batch_per_rank)
     measured = metrics.throughput(run)["samples_per_s"]
-    s = scenario_for(ref, o.strategy, o.nnodes, o.per_node, b, model.algorithm)
+    s = scenario_for(ref, o.strategy, o.nnodes, o.per_node, b, model.algorithm,
+                     model.shared_cores)
     pred, _ = _run_scenario(s, ref.key, model.comm, model.compute, model.tfactors, model.rng,
                             model.draws)
     return {"file": run.path, "ranks": run.nranks, "batch_per_rank": b,
@@ -248,6 +253,12 @@ def _describe_fit(model: Fitted) -> Dict:
     }
 
 
+#: the first assumption where the ranks share one machine's cores (--shared-cores C)
+SHARED_CORES_ASSUMPTION = (
+    "compute c(b) = c0 + c1 b per rank alone, times max(1, ranks x threads / {cores}) at every "
+    "scale, measured and predicted: every rank shares the same {cores} cores (nodes emulated on "
+    "one machine), and all ranks compute at once")
+
 ASSUMPTIONS = [
     "compute c(b) = c0 + c1 b per rank, independent of the number of ranks",
     "rank and iteration factors drawn independently for every rank (no correlated slowdowns "
@@ -264,14 +275,16 @@ ASSUMPTIONS = [
 def build(runs: Sequence[Run], nodes: Sequence[int], strategies: Sequence[str] = STRATEGIES,
           algorithm: str = "auto", per_node: Optional[int] = None,
           batch_per_rank: Optional[int] = None, batch_global: Optional[int] = None,
-          max_error: float = DEFAULT_MAX_ERROR, seed: int = 1, draws: int = 48) -> Dict:
+          max_error: float = DEFAULT_MAX_ERROR, seed: int = 1, draws: int = 48,
+          shared_cores: Optional[int] = None) -> Dict:
     """The whole prediction as a dict (see the module doc)."""
     rng = np.random.default_rng(seed)
-    obs = [observe(r) for r in runs]
+    obs = [observe(r, shared_cores) for r in runs]
     ref = max(obs, key=lambda o: (o.nnodes, o.nranks, o.batch_per_rank))
     comm, compute, tf = _fit(obs, algorithm)
-    model = Fitted(obs, ref, per_node or ref.per_node, algorithm, comm, compute, tf, rng, draws)
-    checks = validate(obs, algorithm, rng, draws)
+    model = Fitted(obs, ref, per_node or ref.per_node, algorithm, comm, compute, tf, rng, draws,
+                   shared_cores)
+    checks = validate(obs, algorithm, rng, draws, shared_cores)
     errors = [abs(c["error"]) for c in checks if c["error"] is not None]
     worst = max(errors) if errors else None
     base = _base(model, runs, batch_per_rank, batch_global)
@@ -304,6 +317,8 @@ def build(runs: Sequence[Run], nodes: Sequence[int], strategies: Sequence[str] =
                       "algorithm": comm.pooled.algorithm},
         "predictions": predictions,
         "curve": _curve(model, predictions, nodes),
-        "assumptions": ASSUMPTIONS,
+        "shared_cores": shared_cores,
+        "assumptions": ([SHARED_CORES_ASSUMPTION.format(cores=shared_cores)] + ASSUMPTIONS[1:]
+                        if shared_cores else ASSUMPTIONS),
     })
     return result

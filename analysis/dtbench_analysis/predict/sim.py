@@ -5,7 +5,8 @@ A scenario is one strategy at one scale (nodes x ranks per node, per-rank batch)
 0; the compute line scaled by its relative spread across runs) ``iters`` iterations are replayed:
 every rank gets a persistent factor (drawn from the measured ranks' factors) and every iteration
 a factor (drawn from the measured iterations), so compute = c(b) x rank factor x iteration
-factor; the transfer time is the fitted collective cost times a measured iteration factor.
+factor (x the scenario's core share where the ranks share a machine's cores); the transfer time
+is the fitted collective cost times a measured iteration factor.
 
 Per strategy, one iteration:
 - sync / hier: max over the p ranks of compute, then the allreduce (everybody waits for the
@@ -50,6 +51,7 @@ class Scenario:
     staleness: int = 1
     sync_period: int = 1
     ps_ranks: int = 1
+    compute_share: float = 1.0  # fit.core_share at this scale: 1 on nodes of their own
 
     @property
     def ranks(self) -> int:
@@ -121,7 +123,7 @@ def simulate(s: Scenario, comm: CommFit, compute: ComputeFit, tfactors: np.ndarr
     ranks = s.ranks
     draws = max(2, min(draws, CELL_BUDGET // max(1, ranks * iters)))
     params = _draw_params(comm, rng, draws)
-    c_mid = compute.time(s.batch_per_rank)
+    c_mid = compute.time(s.batch_per_rank) * s.compute_share
     scale = np.clip(1 + compute.rel_sd * rng.standard_normal(draws), 0.5, None)
     scale[0] = 1.0
     terms = comm_terms(s)
