@@ -123,11 +123,16 @@ wait_h5() {
     "$PYTHON" "$TESTS_SRCDIR/wait_h5.py" "$@"
 }
 
-# pids_of FILE [RANK] : the pids of the ranks of a running results file (/ranks/pid), or of RANK.
-pids_of() {
-    "$PYTHON" -c "import h5py, sys; p = h5py.File(sys.argv[1], 'r')['ranks/pid'][:]
-print(*(p if len(sys.argv) < 3 else p[int(sys.argv[2]):int(sys.argv[2]) + 1]))" "$@"
+# ranks_of NAME FILE [RANK] : /ranks/NAME of a (running) results file, every rank's or RANK's.
+ranks_of() {
+    "$PYTHON" -c "import h5py, sys; c = h5py.File(sys.argv[2], 'r')['ranks/' + sys.argv[1]][:]
+c = c if len(sys.argv) < 4 else c[int(sys.argv[3]):int(sys.argv[3]) + 1]
+print(*(v.decode() if isinstance(v, bytes) else v for v in c))" "$@"
 }
+
+# pids_of FILE [RANK], hosts_of FILE [RANK] : the pids, the host names of the ranks or of RANK.
+pids_of() { ranks_of pid "$@"; }
+hosts_of() { ranks_of host "$@"; }
 
 # wait_completed FILE N [SECONDS] : wait_h5 FILE N --timeout SECONDS (default 120).
 wait_completed() {
@@ -142,6 +147,12 @@ fail() {
 # seconds_since T0 : the seconds since T0 (a `date +%s.%N`), to one decimal.
 seconds_since() {
     awk -v t0="$1" -v now="$(date +%s.%N)" 'BEGIN { printf "%.1f\n", now - t0 }'
+}
+
+# seconds_to_end STATE T0 : the seconds from T0 to the end= line of a batch job's state file
+# (slurm/dtbench.sbatch), to one decimal.
+seconds_to_end() {
+    awk -F= -v t0="$2" '$1 == "end" { printf "%.1f\n", $2 - t0 }' "$1"
 }
 
 # below X LIMIT : status 0 when the number X is below LIMIT.

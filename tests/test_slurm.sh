@@ -89,46 +89,10 @@ fi
 rx1_n1=$(vc_rx_bytes n1) rx1_n2=$(vc_rx_bytes n2)
 campaign status "$WORK/smoke.toml" | tee "$WORK/status.log"
 campaign status "$WORK/smoke.toml" --json >"$WORK/status.json"
-"$PYTHON" - "$WORK/status.json" "$nruns" "$((rx1_n1 - rx0_n1))" "$((rx1_n2 - rx0_n2))" <<'PY'
-import json, sys, h5py, numpy as np
-rows = json.load(open(sys.argv[1]))
-nruns, rx = int(sys.argv[2]), (int(sys.argv[3]), int(sys.argv[4]))
-avx512 = " avx512f " in open("/proc/cpuinfo").read().replace("\n", " ")
-assert len(rows) == nruns, rows
-need = 0
-for r in rows:
-    assert r["state"] == "completed", r
-    with h5py.File(r["file"], "r") as f:
-        a = f.attrs
-        assert a["finished"] == 1 and a["stop_reason"] == "completed", dict(a)
-        hosts = [h.decode() for h in f["ranks/host"][:]]
-        assert a["nnodes"] == 2 and a["nranks"] == 4, (a["nnodes"], a["nranks"])
-        assert sorted(hosts) == ["n1", "n1", "n2", "n2"], hosts
-        assert sorted(f["ranks/node"][:]) == [0, 0, 1, 1], f["ranks/node"][:]
-        assert a["slurm_nodelist"] == "n[1-2]", a["slurm_nodelist"]
-        state = dict(l.strip().split("=", 1) for l in open(r["file"][:-3] + ".state") if "=" in l)
-        assert a["slurm_job_id"] and a["slurm_job_id"] == state["job_id"], (a["slurm_job_id"], state)
-        # first attempts went in job arrays; a --retry resubmits a single run as its own job
-        assert "sbatch" in a["submit_line"], a["submit_line"]
-        assert "--array=" in a["submit_line"] or ".a1." not in r["file"], a["submit_line"]
-        launcher = "srun" if "_srun" in r["run"] else "mpirun"
-        assert f"DTBENCH_LAUNCHER={launcher}" in a["submit_line"], a["submit_line"]
-        assert a["launcher"] == launcher, (r["run"], a["launcher"])
-        assert (f["ranks/completed"][:] == a["iters_total"]).all()
-        # every rank loads OpenBLAS with a core that fits the CPU, whatever the launcher
-        # (kernels/cpu_blas.c: nothing exported): on an AVX-512 host never the generic kernels
-        for kc in f["ranks/kernel_choices"][:]:
-            core = kc.decode().splitlines()[1].split(": ")[1]
-            assert not avx512 or core.lower() not in ("prescott", "nehalem", "core2"), (launcher, kc)
-        # Bytes a node must receive per iteration: the other node's half of the sum, at least
-        # the whole gradient once (any allreduce across a 2-way cut moves >= N values each way).
-        if a["exchange"] == "sync":
-            need += int(a["iters_total"]) * int(a["param_count"]) * 4
-for node, got in zip(("n1", "n2"), rx):
-    assert got >= need, f"{node}: its veth received {got} bytes, the exchange needs >= {need}"
-print(f"ok: {nruns} runs completed on n1+n2 with 2 ranks each; veths received "
-      f"{rx[0]/1e6:.1f} / {rx[1]/1e6:.1f} MB >= {need/1e6:.1f} MB of sync gradients")
-PY
+avx512=() # an AVX-512 CPU: no generic BLAS kernels, whatever the launcher
+grep -qw avx512f /proc/cpuinfo 2>/dev/null && avx512=(--avx512)
+pycheck slurm campaign "$WORK/status.json" --runs "$nruns" --received n1=$((rx1_n1 - rx0_n1)) \
+    --received n2=$((rx1_n2 - rx0_n2)) ${avx512[@]+"${avx512[@]}"}
 pass "campaign submitted as $njobs job arrays and completed ($(($(date +%s) - t_start)) s)"
 
 # Submitting again never starts a run twice nor touches a result.
@@ -199,35 +163,11 @@ for s in limit scancel cancel early; do
     campaign status "$WORK/$s.toml" --json >"$WORK/$s.json"
     campaign status "$WORK/$s.toml" | sed -n 2p
 done
-"$PYTHON" - "$WORK" <<'PY'
-import json, os, sys, h5py, numpy as np
-work = sys.argv[1]
-expect = {"limit": "time limit", "scancel": "cancelled", "cancel": "cancelled",
-          "early": "cancelled"}
-least = {"scancel": 10, "cancel": 10}  # signalled after 10 iterations; the others may stop at 0
-for name, reason in expect.items():
-    (r,) = json.load(open(os.path.join(work, name + ".json")))
-    assert r["state"] == "stopped early" and r["detail"].startswith(reason), (name, r)
-    if not r["file"]:  # stopped during set-up (a stop in start-up may be): nothing recorded
-        assert name in ("early", "limit") and "during set-up" in r["detail"], (name, r)
-        print(f"ok: {name}: stopped early ({r['detail']})")
-        continue
-    with h5py.File(r["file"], "r") as f:
-        a = f.attrs
-        assert a["finished"] == 1 and a["stop_reason"] == "signal", (name, dict(a))
-        assert (f["ranks/status"][:] == 2).all(), (name, f["ranks/status"][:])
-        done = f["ranks/completed"][:]
-        assert len(set(done)) == 1 and least.get(name, 0) <= done[0] < a["iters_total"], (name, done)
-        total = f["iterations/total"][:]
-        assert not np.isnan(total[:, :done[0]]).any() and np.isnan(total[:, done[0]:]).all(), name
-    state = dict(l.strip().split("=", 1) for l in open(r["file"][:-3] + ".state") if "=" in l)
-    secs = float(state["stop_seconds"])
-    # a stop during start-up waits for the ranks to start (at most ~1 min here under load)
-    limit = 2.0 if done[0] > 0 else 60.0
-    assert secs < limit, f"{name}: {secs} s from the signal to the closed file (limit {limit} s)"
-    print(f"ok: {name}: stopped early ({r['detail']}) after {done[0]} iterations, "
-          f"signal -> file closed and launcher exited in {secs:.2f} s")
-PY
+# signalled after 10 iterations: scancel, cancel; the others may stop at 0, or during set-up
+pycheck slurm stopped "$WORK/limit.json" --reason "time limit" --setup-stop
+pycheck slurm stopped "$WORK/scancel.json" --reason cancelled --least 10
+pycheck slurm stopped "$WORK/cancel.json" --reason cancelled --least 10
+pycheck slurm stopped "$WORK/early.json" --reason cancelled --setup-stop
 pass "time limit, scancel and dtbench-campaign cancel (also during start-up) leave closed files marked stopped early"
 
 # ---- 3. local: plain mpirun across the emulated nodes -------------------------------------------
@@ -238,23 +178,6 @@ vc_on n1 "$PYTHON" -m dtbench_campaign local "$WORK/smoke.toml" --results "$WORK
     --hostfile "$WORK/hosts" --only '*mpirun*' | tee "$WORK/local.log"
 rx1_n2=$(vc_rx_bytes n2)
 campaign status "$WORK/smoke.toml" --results "$WORK/results/local" --only '*mpirun*' --json >"$WORK/local.json"
-"$PYTHON" - "$WORK/local.json" "$((rx1_n2 - rx0_n2))" <<'PY'
-import json, sys, h5py
-rows, rx = json.load(open(sys.argv[1])), int(sys.argv[2])
-assert rows and all(r["state"] == "completed" and r["job"] == "local" for r in rows), rows
-need = 0
-for r in rows:
-    with h5py.File(r["file"], "r") as f:
-        a = f.attrs
-        hosts = sorted(h.decode() for h in f["ranks/host"][:])
-        assert hosts == ["n1", "n1", "n2", "n2"] and a["nnodes"] == 2, hosts
-        assert a["submit_line"].startswith("mpirun -np 4 --host n1:2,n2:2"), a["submit_line"]
-        assert a["launcher"] == "mpirun", a["launcher"]
-        assert a["slurm_job_id"] == "", a["slurm_job_id"]
-        if a["exchange"] == "sync":
-            need += int(a["iters_total"]) * int(a["param_count"]) * 4
-assert rx >= need, f"n2's veth received {rx} bytes, the exchange needs >= {need}"
-print(f"ok: local: {len(rows)} runs on n1+n2 without Slurm; n2 received {rx/1e6:.1f} MB")
-PY
+pycheck slurm local "$WORK/local.json" --received n2=$((rx1_n2 - rx0_n2))
 pass "dtbench-campaign local ran the campaign across the emulated nodes"
 echo "test_slurm: $(($(date +%s) - t_start)) s after the cluster was up"

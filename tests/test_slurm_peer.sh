@@ -23,33 +23,22 @@ wait_written() {
     wait_completed "$1" "$2" 150 || fail "$1: no $2 iterations written in time"
 }
 
-# check_marked FILE RANK HOST KIND NODES : closed as peer_lost naming RANK on HOST, every written
-# block readable, the lost rank's status 0 and the others' 2.
+# check_marked FILE RANK HOST KIND NODES : closed as peer_lost naming RANK on HOST, failed_nodes
+# NODES, every written block readable; the status of RANK and of every rank on NODES 0 (lost), the
+# others' 2.
 check_marked() {
-    "$PYTHON" - "$@" <<'PY' || fail "$1 is not marked as it should be"
-import sys, h5py, numpy as np
-path, rank, host, kind, nodes = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
-with h5py.File(path, "r") as f:
-    a = f.attrs
-    assert a["finished"] == 1 and a["stop_reason"] == "peer_lost", dict(a)
-    assert a["stop_detail"].startswith(f"rank {rank} on {host} {kind}"), a["stop_detail"]
-    assert a["failed_nodes"] == nodes, a["failed_nodes"]
-    hosts = [h.decode() for h in f["ranks/host"][:]]
-    status = f["ranks/status"][:]
-    for r, h in enumerate(hosts):
-        lost = r == rank or (nodes and h in nodes.split(","))
-        assert status[r] == (0 if lost else 2), (r, h, status)
-    done, total = f["ranks/completed"][:], f["iterations/total"][:]
-    for r, n in enumerate(done):
-        assert not np.isnan(total[r, :n]).any(), (r, n)
-    print(f"ok: {path}: {a['stop_detail']}; completed {[int(x) for x in done]}")
-PY
+    local r=0 h status=()
+    for h in $(hosts_of "$1"); do
+        if [ "$r" = "$2" ] || [[ -n $5 && ",$5," == *",$h,"* ]]; then status+=(0); else status+=(2); fi
+        r=$((r + 1))
+    done
+    pycheck run marks "$1" --attr finished=1 --attr stop_reason=peer_lost \
+        --detail-starts "rank $2 on $3 $4" --attr failed_nodes="$5" \
+        --ranks status="$(IFS=,; echo "${status[*]}")" --intact
 }
 
 # running PID : the process exists and is not a zombie waiting for its parent.
 running() { [ -e "/proc/$1" ] && ! grep -q '^[0-9]* (.*) Z' "/proc/$1/stat" 2>/dev/null; }
-# since T0 : seconds from T0 (date +%s.%N) to now, one decimal.
-since() { "$PYTHON" -c "import sys,time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$1"; }
 
 vc_nodes_up 4
 
@@ -68,7 +57,7 @@ t0=$(date +%s.%N)
 kill -9 "$2"
 # the survivor (all "nodes" share this machine's process ids) ends first; mpirun after it
 for _ in $(seq 200); do running "$1" || break; sleep 0.1; done
-took=$(since "$t0")
+took=$(seconds_since "$t0")
 set +e
 wait $job
 rc=$?
@@ -77,9 +66,9 @@ grep '^dtbench' "$WORK/gone.log" || true
 ! running "$1" || fail "the survivor still runs $took s after the kill"
 [ "$rc" != 0 ] || fail "mpirun exited 0 after a rank was killed"
 check_marked "$out" 1 n2 ended ""
-"$PYTHON" -c "import sys; sys.exit(float(sys.argv[1]) >= $PEER_TIMEOUT + 5)" "$took" ||
+below "$took" $((PEER_TIMEOUT + 5)) ||
     fail "the survivor ended $took s after the kill (--peer-timeout $PEER_TIMEOUT)"
-pass "mpirun, rank on n2 killed: the survivor on n1 marked the file and ended $took s after the kill; mpirun exited $rc $(since "$t0") s after it"
+pass "mpirun, rank on n2 killed: the survivor on n1 marked the file and ended $took s after the kill; mpirun exited $rc $(seconds_since "$t0") s after it"
 unset OMPI_MCA_plm_rsh_agent OMPI_MCA_plm_rsh_no_tree_spawn
 
 # ---- 2. Slurm: a node of each job dies (srun on n1+n2, mpirun on n3+n4) ---------------------------
@@ -121,7 +110,7 @@ wait_written "$f_mpirun" 10
 # Rank 1 of each job runs on the job's second node (the first holds the batch script): kill it.
 dead=""
 for f in "$f_srun" "$f_mpirun"; do
-    dead="$dead $("$PYTHON" -c "import h5py,sys; print(h5py.File(sys.argv[1],'r')['ranks/host'][1].decode())" "$f")"
+    dead="$dead $(hosts_of "$f" 1)"
 done
 # shellcheck disable=SC2086
 set -- $dead
@@ -142,22 +131,14 @@ for launcher in srun mpirun; do
     cat "$state"
     grep -q '^end=' "$state" || fail "$launcher: the batch script did not end within 60 s of $node's death"
     grep -q "^node_failed=$node\$" "$state" || fail "$launcher: the state file does not say node_failed=$node"
-    ended=$(awk -F= '$1 == "end" { print $2 }' "$state")
-    secs=$("$PYTHON" -c "import sys; print(f'{float(sys.argv[1]) - float(sys.argv[2]):.1f}')" "$ended" "$t0")
-    "$PYTHON" -c "import sys; sys.exit(float(sys.argv[1]) >= $limit)" "$secs" ||
+    secs=$(seconds_to_end "$state" "$t0")
+    below "$secs" "$limit" ||
         fail "$launcher: the batch script ended $secs s after $node died (limit $limit s)"
     check_marked "$f" 1 "$node" silent "$node"
     campaign status "$WORK/$launcher.toml" | tee "$WORK/status.txt"
     grep -q "node failed  .*node failed: $node, [1-9][0-9]* iterations kept" "$WORK/status.txt" ||
         fail "$launcher: status does not say node failed: $node with the iterations kept"
     # Slurm forgotten: the same answer from the files alone.
-    "$PYTHON" - "$f" "$node" <<'PY' || fail "$launcher: status from the files alone is not 'node failed'"
-import sys
-from dtbench_campaign import status
-base = sys.argv[1][:-3]
-state, detail = status.resolve(status.read_result(base + ".h5"), status.read_state_file(base + ".state"), "")
-assert state == "node failed" and detail.startswith(f"node failed: {sys.argv[2]}, "), (state, detail)
-print(f"ok: without Slurm: {state}: {detail}")
-PY
+    pycheck slurm node-failed "$f" "$node"
     pass "$launcher: node $node died: file closed as peer_lost, node_failed=$node recorded, batch script ended $secs s after the death"
 done

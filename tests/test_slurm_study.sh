@@ -32,7 +32,6 @@ t_begin=$(date +%s)
 
 # campaign ARGS... : dtbench-campaign on the login node ctl; status --wait may take a while.
 campaign() { VC_TIMEOUT=1800 vc_cli "$PYTHON" -m dtbench_campaign "$@"; }
-check() { "$PYTHON" "$TESTS_SRCDIR/check_study.py" "$@"; }
 keep() { [ -z "$KEEP" ] || { mkdir -p "$KEEP" && cp -r "$@" "$KEEP/"; }; }
 since() { echo $(($(date +%s) - $1)); }
 
@@ -58,7 +57,7 @@ else
         { tail "$WORK/wait.log"; fail "status --wait failed"; }
     campaign status "$SPEC" --results "$RES" --json >"$WORK/status.json"
     keep "$WORK/status.log"
-    check campaign "$WORK/status.json" "$nruns" || { cat "$WORK/status.log"; fail "not every run of the study completed"; }
+    pycheck study campaign "$WORK/status.json" "$nruns" || { cat "$WORK/status.log"; fail "not every run of the study completed"; }
     campaign collect "$SPEC" --results "$RES" --to "$C" | tail -1
     [ "$(ls "$C"/*.h5 | wc -l)" = "$nruns" ] || fail "collect did not gather $nruns files"
     t_campaign=$(since "$t")
@@ -74,12 +73,12 @@ analyze stragglers "$C"/*_n16x1_exchange-s*.h5 --json >"$WORK/stragglers.json"
 analyze report "$C" -o "$WORK/report.html" >/dev/null
 keep "$WORK/scaling.txt" "$WORK/report.html"
 [ -n "${STUDY_RUNS:-}" ] || keep "$C"
-check analyses "$C" "$WORK/scaling.json" "$WORK/compare.json" "$WORK/stragglers.json" \
+pycheck study analyses "$C" "$WORK/scaling.json" "$WORK/compare.json" "$WORK/stragglers.json" \
     "$WORK/report.html" || fail "an analysis of the study is not what its files hold"
 pass "scaling, compare, stragglers and report: as the files ($(since "$t") s)"
 
 # ---- 3. predict ---------------------------------------------------------------------------------
-check predict "$C" | tee "$WORK/predict.txt" || fail "predict from 1-4 nodes missed 8 or 16 nodes"
+pycheck study predict "$C" | tee "$WORK/predict.txt" || fail "predict from 1-4 nodes missed 8 or 16 nodes"
 keep "$WORK/predict.txt"
 pass "predict, fitted on 1-4 nodes: 8 and 16 nodes within the bounds"
 
@@ -98,7 +97,7 @@ wait_nodes() {
         sleep 0.5
     done
     [ -z "$left" ] || fail "$1: processes left on the nodes: $left"
-    echo "$1: no process left on any node but slurmd${2:+ and $2} $("$PYTHON" -c "import time,sys; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$3") s after the kill"
+    echo "$1: no process left on any node but slurmd${2:+ and $2} $(seconds_since "$3") s after the kill"
 }
 # fault NAME NODE TASKS OPTIONS : a long 16-node run of the campaign NAME; every process of NODE
 # killed (its slurmd too) once every rank has written 20 iterations and 10 more went by; the
@@ -135,7 +134,7 @@ EOF
     for pid in $(ip netns pids "$(vc_ns "$node")"); do kill -KILL "$pid" 2>/dev/null || true; done
     closed=""
     for _ in $(seq 600); do
-        if "$PYTHON" -c 'import h5py,sys; sys.exit(0 if h5py.File(sys.argv[1],"r",locking=False).attrs["finished"] == 1 else 1)' "$f" 2>/dev/null; then
+        if pycheck run marks "$f" --attr finished=1 >/dev/null 2>&1; then
             closed=$(date +%s.%N)
             break
         fi
@@ -144,7 +143,7 @@ EOF
     [ -n "$closed" ] || fail "$name: the file was not closed within 60 s of $node's death"
     for _ in $(seq 240); do grep -q '^end=' "$state" && break; sleep 0.5; done
     grep -q '^end=' "$state" || fail "$name: the batch script did not end within 2 min of $node's death"
-    check fault "$f" "$state" "$node" "$t0" "$closed" || fail "$name: the file is not as it should be"
+    pycheck study fault "$f" "$state" "$node" "$t0" "$closed" || fail "$name: the file is not as it should be"
     campaign status "$WORK/$name.toml" | tee "$WORK/$name.status"
     grep -q "node failed  .*node failed: $node, [1-9][0-9]* iterations kept" "$WORK/$name.status" ||
         fail "$name: status does not say node failed: $node"
@@ -166,7 +165,7 @@ fault fault-async n12 2 $'exchange = "async"\nps_ranks_per_node = 1\nbatch_per_r
 pass "async, 16 nodes x 2, n12 (two parameter servers) killed: the same"
 
 # ---- 5. the page ---------------------------------------------------------------------------------
-check page "$WORK/report.html" "$WORK/page" || fail "the report does not render"
+pycheck study page "$WORK/report.html" "$WORK/page" || fail "the report does not render"
 keep "$WORK/page/report-1280.png"
 pass "the report in headless Chromium: every figure drawn"
 echo "test_slurm_study: $(since "$t_begin") s in all, the campaign $t_campaign s"
