@@ -13,7 +13,7 @@
 
 #include "backend.h"   /* defines: PoolShape, LrnShape, DropoutShape */
 #include "cuda_elem.h" /* defines: DT_HD, dt_window, dt_outputs_of, dt_lrn_*, dt_bn_*, dt_dropout_* */
-#include "half_bits.h" /* defines: gc_bf16_*, gc_fp16_* */
+#include "half_bits.h" /* defines: gc_bf16_*, gc_fp16_*, gc_bits, gc_float */
 
 #include <math.h>
 #include <stddef.h>
@@ -125,16 +125,6 @@ DT_HD void dt32_st(void *p, size_t i, int vec, const uint32_t *in) {
             q[0] = in[0];
         }
     }
-}
-DT_HD uint32_t dt_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-DT_HD float dt_float(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
 }
 
 /* Unit u of an NHWC tensor [n][h][w][c] read vec channels at a time (u = pixel * c/vec + channel
@@ -416,7 +406,7 @@ DT_HD void dt16_lrn_fwd_unit(const LrnShape *s, int size, int vec, int half, con
         for (int i = 0; i < size; i++)
             sum += sq[j + i];
         const float sv = dt_lrn_scale(s->bias, s->alpha / (float)s->size, sum);
-        sc[j] = dt_bits(sv);
+        sc[j] = gc_bits(sv);
         out.v[j] = dt16_r(dt16_f(own.v[j], half) * dt_pow_neg_beta(sv, s->beta), half);
     }
     dt16_st(y, at, vec, out);
@@ -440,7 +430,7 @@ DT_HD void dt16_lrn_bwd_unit(const LrnShape *s, int size, int vec, int half, con
         float v = 0.0f;
         if (k >= after && k < after + vec)
             v = dt_lrn_back_term(dt16_f(gd.v[k - after], half), dt16_f(gy.v[k - after], half),
-                                 dt_float(gs[k - after]));
+                                 gc_float(gs[k - after]));
         else if (cc >= 0 && cc < c)
             v = dt_lrn_back_term(dt16_f(dy[row + (size_t)cc], half),
                                  dt16_f(y[row + (size_t)cc], half), scale[row + (size_t)cc]);
@@ -455,7 +445,7 @@ DT_HD void dt16_lrn_bwd_unit(const LrnShape *s, int size, int vec, int half, con
         DT16_UNROLL_LOOP
         for (int i = 0; i < size; i++)
             sum += t[j + i];
-        out.v[j] = dt16_r(dt_lrn_back(dt16_f(gd.v[j], half), dt_float(gs[j]),
+        out.v[j] = dt16_r(dt_lrn_back(dt16_f(gd.v[j], half), gc_float(gs[j]),
                                       dt16_f(xv.v[j], half), sum, kk, s->beta),
                           half);
     }
