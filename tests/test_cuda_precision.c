@@ -13,10 +13,12 @@
  *   |got - ref| <= (2u + u^2 + slack) S_i + u |ref|
  * slack 1e-5 for GEMMs, 1e-3 for convolutions (as test_cuda_kernels allows in fp32).
  * Each precision's cuDNN choices are printed (the conv algorithms lines of /ranks/kernel_choices).
+ * Checks counted by tests/harness.h. Exit status: 0 all pass, 1 a failure, 77 no GPU.
  */
 #include "backend.h"
 #include "cuda.h"
 #include "cuda_plan.h" /* defines: prec16_bound */
+#include "harness.h"   /* defines: check_count, check_summary */
 #include "ref_kernels.h"
 
 #include <math.h>
@@ -26,7 +28,6 @@
 #include <string.h>
 
 static const BackendOps *B = &cuda_backend;
-static int failures;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 static float *host(size_t n) {
@@ -81,7 +82,7 @@ static void check(const Tol *t, const char *what, const float *got, const float 
     }
     printf("%s %-28s max |err|/S %.3g (u = %.3g), %.3g of the tolerance %s\n", t->prec, what, worst,
            t->u, worst_tol, ok ? "ok" : "FAIL");
-    failures += !ok;
+    check_count(ok);
 }
 
 typedef struct {
@@ -204,10 +205,9 @@ int main(void) {
         int dirty = B->all_finite(c, 1000, d);
         printf("%s all_finite: clean %d, with an inf %d %s\n", P[i].name, clean, dirty,
                clean && !dirty ? "ok" : "FAIL");
-        failures += !(clean && !dirty);
+        check_count(clean && !dirty);
         B->free(c, d);
         B->finalize(c);
     }
-    printf("%s\n", failures ? "FAILED" : "all GPU precision checks passed");
-    return failures ? 1 : 0;
+    return check_summary();
 }
