@@ -45,7 +45,7 @@ expect_bad 2 "not an IDX label file matching" --data-dir mismatched $O
 # Output: never overwritten silently; the existing file is left exactly as it was.
 echo "earlier results" >exists.h5
 set +e
-run_np 2 --dataset synthetic --iters 1 --output exists.h5 >out.txt 2>err.txt
+run_refused 2 --dataset synthetic --iters 1 --output exists.h5 >out.txt 2>err.txt
 rc=$?
 set -e
 [ "$rc" = 2 ] || fail "existing output: exit $rc"

@@ -100,7 +100,7 @@ for n in 0 1 2; do
     if [ $n = 0 ]; then
         CUDA_VISIBLE_DEVICES= "$DTBENCH" "${RUN[@]}" --device cuda --output bad.h5 >out.txt 2>err.txt
     else
-        CUDA_VISIBLE_DEVICES= run_np $n "${RUN[@]}" --device cuda --output bad.h5 >out.txt 2>err.txt
+        CUDA_VISIBLE_DEVICES= run_refused $n "${RUN[@]}" --device cuda --output bad.h5 >out.txt 2>err.txt
     fi
     rc=$?
     set -e

@@ -37,7 +37,7 @@ mkfifo fifo/train-images-idx3-ubyte
 O=(--dataset mnist --data-dir fifo --iters 1 --warmup 0 --batch 4 --output bad.h5)
 for n in 0 2; do
     set +e
-    if [ $n = 0 ]; then timeout -k 5 60 "$DTBENCH" "${O[@]}" 2>err.txt; else RUN_TIMEOUT=60 run_np 2 "${O[@]}" 2>err.txt; fi
+    if [ $n = 0 ]; then timeout -k 5 60 "$DTBENCH" "${O[@]}" 2>err.txt; else RUN_TIMEOUT=60 run_refused 2 "${O[@]}" 2>err.txt; fi
     rc=$?
     set -e
     [ $rc = 2 ] || fail "a FIFO as data file ($n ranks): exit $rc (124: still waiting after 60 s)"

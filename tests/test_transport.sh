@@ -91,7 +91,7 @@ pass "hybrid (2 stages x 2 replicas) with mpi and hier (1, 2 nodes, overlap) tra
 
 # Bad input: one line, exit status 2.
 set +e
-run_np 2 --dataset synthetic --iters 1 --transport nccl --output "$WORK/bad.h5" >"$WORK/o.txt" 2>"$WORK/e.txt"
+run_refused 2 --dataset synthetic --iters 1 --transport nccl --output "$WORK/bad.h5" >"$WORK/o.txt" 2>"$WORK/e.txt"
 rc=$?
 set -e
 [ "$rc" = 2 ] || fail "--transport nccl on CPU: exit $rc"
@@ -106,7 +106,7 @@ set -e
 [ "$rc" = 2 ] && grep -q "^dtbench: error: --transport: 'tcp' is not accepted: expected one of mpi" "$WORK/e.txt" \
     || fail "--transport tcp: exit $rc: $(cat "$WORK/e.txt")"
 set +e
-run_np 2 --dataset synthetic --iters 1 --exchange ssp --calibrate-iters 3 --output "$WORK/bad.h5" >/dev/null 2>"$WORK/e.txt"
+run_refused 2 --dataset synthetic --iters 1 --exchange ssp --calibrate-iters 3 --output "$WORK/bad.h5" >/dev/null 2>"$WORK/e.txt"
 rc=$?
 set -e
 [ "$rc" = 2 ] && grep -q "^dtbench: error: --calibrate-iters: .*--exchange ssp" "$WORK/e.txt" && [ ! -e "$WORK/bad.h5" ] \
