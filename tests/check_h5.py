@@ -4,6 +4,7 @@ Usage: check_h5.py CHECK FILE... [options]; the check runs on each FILE; exit st
 holds for all, 1 with a message otherwise. Checks follow docs/hdf5-layout.md:
   finished   a cleanly finished run (--ranks, --iters): complete, its phases adding up to no
              more than each total, and on one rank an exchange of at most 1% of the total
+             (beyond one iteration in ten, at least one: a preempted host thread)
   phases     a finished run of any shape: its phases add up to no more than each total, and on one
              rank the exchange is at most 1% of the total; prints each phase's share
   killed     a run killed mid-way: readable, unfinished, every recorded block intact
@@ -45,9 +46,14 @@ def check_phases(f, p):
     if p == 1:
         w = int(f.attrs["warmup"])
         ex, tot = it["exchange"][0, w:], it["total"][0, w:]
-        if tot.size and ex.sum() > 0.01 * tot.sum():
+        # A cause that puts other time into the exchange does so in (nearly) every iteration; a
+        # host thread preempted inside the phase once (a loaded machine, a CPU-timed run) is
+        # what happened there, and is allowed in one iteration in ten (at least one).
+        high = ex > 0.01 * tot
+        if tot.size and ex.sum() > 0.01 * tot.sum() and high.sum() > max(1, tot.size // 10):
             die(f"one rank, nothing sent, yet the exchange is {100 * ex.sum() / tot.sum():.2f}% "
-                f"of the measured iterations' total (at most 1%; largest {1e3 * ex.max():.3f} ms)")
+                f"of the measured iterations' total (at most 1%; over 1% in {int(high.sum())} "
+                f"of {tot.size} iterations; largest {1e3 * ex.max():.3f} ms)")
 
 
 def check_phases_only(f, a):
