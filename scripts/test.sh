@@ -107,9 +107,11 @@ longest=$(sed -n 's/^run_test.sh: \(.*\) took \([0-9.]*\) s$/\2 \1/p' tests/*.lo
 
 echo "== pytest analysis/tests jobs/tests"
 t=$(date +%s)
-# One pytest worker per core (pytest-xdist), each test file whole on one worker (its module
-# fixtures, real dtbench runs among them, made once): 3 min 50 s in one process, 2 min 45 s.
-.venv/bin/python -m pytest -q -rfEsx -p no:cacheprovider -n "$cores" --dist loadfile \
+# Two pytest workers per core (pytest-xdist), each test file whole on one worker (its module
+# fixtures, real dtbench runs among them, made once). Much of their time is waiting (the emulated
+# nodes' links, Chromium, dtbench starting MPI), so on 2 cores: 3 min 50 s in one process,
+# 2 min 30 s with a worker per core, 2 min 5 s with two.
+.venv/bin/python -m pytest -q -rfEsx -p no:cacheprovider -n "$((2 * cores))" --dist loadfile \
     analysis/tests jobs/tests --junitxml=pytest.xml >pytest.out 2>&1
 grep -E "^(SKIPPED|FAILED|ERROR|XFAIL)" pytest.out # -rfEsx: each failure, error, skip and expected failure, with its reason
 tail -1 pytest.out
