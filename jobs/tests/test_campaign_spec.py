@@ -204,3 +204,31 @@ def test_examples_plan_with_this_dtbench(name, tmp_path, monkeypatch, capsys):
     assert rc == 0, err
     assert name not in KNOWN_REFUSALS, f"{name} plans now: remove it from KNOWN_REFUSALS"
     assert out.count("\n") >= 4
+
+
+def _fake_dtbench(tmp_path, body):
+    prog = tmp_path / "fake-dtbench"
+    prog.write_text("#!/bin/bash\n" + body)
+    prog.chmod(0o755)
+    return str(prog)
+
+
+def test_dry_run_retries_an_mpi_start_up_failure(tmp_path):
+    # Open MPI's start-up failing (its banner, no "dtbench: error:") is not a verdict on the
+    # options: tried again; a real refusal is answered at once with dtbench's line.
+    count = tmp_path / "count"
+    banner = "echo ------------- >&2; echo 'It looks like orte_init failed' >&2; exit 1"
+    prog = _fake_dtbench(tmp_path, f'echo x >>{count}\n[ "$(wc -l <{count})" -ge 2 ] && exit 0\n{banner}\n')
+    assert dtoptions.dry_run(prog, ["--model", "lenet"]) is None
+    assert count.read_text().count("x") == 2
+    count.unlink()
+    prog = _fake_dtbench(tmp_path, f"echo x >>{count}\n{banner}\n")
+    problem = dtoptions.dry_run(prog, [])
+    assert count.read_text().count("x") == dtoptions.DRY_RUN_TRIES
+    assert problem.startswith("exit status 1 without a dtbench error") and "orte_init failed" in problem
+    assert "----" not in problem
+    count.unlink()
+    prog = _fake_dtbench(tmp_path, f"echo x >>{count}\necho ---- >&2\n"
+                         "echo 'dtbench: error: --batch: 0 is not accepted' >&2; exit 2\n")
+    assert dtoptions.dry_run(prog, []) == "dtbench: error: --batch: 0 is not accepted"
+    assert count.read_text().count("x") == 1
