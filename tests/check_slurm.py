@@ -12,6 +12,7 @@ test_slurm_records.sh. Exit 0 when the check holds, 1 with one line.
                         iteration within 2 s of the signal
   local STATUS --received NODE=BYTES...
                         `dtbench-campaign local` runs on n1 and n2 without Slurm
+  unfinished STATUS     not a check: the runs whose newest attempt did not complete, one a line
   node-failed FILE NODE the campaign's status read from FILE and its state file alone (Slurm
                         forgotten) says NODE failed
   stop-ranks FILE SIGNAL PID...
@@ -177,6 +178,13 @@ def local(a):
     print(f"ok: local: {len(rows)} runs on n1+n2 without Slurm; {received(a, need)}")
 
 
+def unfinished(a):
+    """Prints the runs of STATUS whose newest attempt did not complete, one name a line."""
+    for r in rows_of(a.status):
+        if r["state"] != "completed":
+            print(r["run"])
+
+
 def node_failed(a):
     """dtbench_campaign.status resolves FILE and its state file, without Slurm, to the state
     "node failed" with a detail starting "node failed: NODE, "."""
@@ -249,6 +257,7 @@ if __name__ == "__main__":
             ("--least", {"type": int, "default": 0}),
             ("--setup-stop", {"action": "store_true", "help": "may have stopped during set-up"}))
     command(sub, local, ("status",), got)
+    command(sub, unfinished, ("status",))
     command(sub, node_failed, ("file",), ("node",))
     command(sub, stop_ranks, ("file",), ("signal",), ("pids", {"type": int, "nargs": "+"}))
     command(sub, kept, ("file",), ("--flushed", {"type": int, **need}), ("--lost", need),

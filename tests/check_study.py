@@ -194,14 +194,6 @@ def cmd_campaign(status_json: str, runs: str) -> int:
     return done()
 
 
-def cmd_unfinished(status_json: str) -> int:
-    """Prints the runs whose newest attempt did not complete, one name a line (not a check)."""
-    for r in json.load(open(status_json)):
-        if r["state"] != "completed":
-            print(r["run"])
-    return 0
-
-
 # ---- scaling, compare, stragglers, report --------------------------------------------------------
 def check_files(files) -> None:
     for f in files:
@@ -516,7 +508,7 @@ def cmd_page(page: str, outdir: str) -> int:
 
 
 def main(argv) -> int:
-    commands = {"campaign": cmd_campaign, "unfinished": cmd_unfinished, "analyses": cmd_analyses,
+    commands = {"campaign": cmd_campaign, "analyses": cmd_analyses,
                 "predict": cmd_predict, "fault": cmd_fault, "page": cmd_page}
     if not argv or argv[0] not in commands:
         print(__doc__)

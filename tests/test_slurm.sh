@@ -78,9 +78,9 @@ wait_jobs 240
 # array task under load): show its logs, then resubmit it once with --retry, as a user would.
 # A dtbench defect fails again and the checks below catch it.
 campaign status "$WORK/smoke.toml" --json >"$WORK/status0.json"
-failed=$("$PYTHON" -c 'import json,sys; print(" ".join(r["run"] for r in json.load(open(sys.argv[1])) if r["state"] != "completed"))' "$WORK/status0.json")
+failed=$(pycheck slurm unfinished "$WORK/status0.json")
 if [ -n "$failed" ]; then
-    echo "note: retrying runs that did not complete: $failed"
+    echo "note: retrying runs that did not complete: $(echo $failed)"
     for r in $failed; do tail -n 20 "$WORK"/results/smoke/runs/"$r".a1.out 2>/dev/null || true; done
     tail -n 20 "$WORK"/results/smoke/slurm/*.out || true
     campaign submit --retry "$WORK/smoke.toml"

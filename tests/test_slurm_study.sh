@@ -60,7 +60,7 @@ else
     # nodes, under load: one of 94 runs in a CI-like run beside a build): its logs shown, then
     # resubmitted once with --retry, as a user would. At most 2 such runs: a defect of dtbench
     # fails again, or fails many.
-    failed=$(pycheck study unfinished "$WORK/status.json")
+    failed=$(pycheck slurm unfinished "$WORK/status.json")
     if [ -n "$failed" ]; then
         echo "note: retrying runs that did not complete: $(echo $failed)"
         [ "$(wc -w <<<"$failed")" -le 2 ] || { cat "$WORK/status.log"; fail "more than 2 runs failed"; }
