@@ -40,12 +40,16 @@ def progressed(path, n, all_ranks):
 
 
 def median_iteration(path):
-    """The median /iterations/total of every rank's first iterations, as many as the fewest any
-    rank completed; None while the file cannot be read."""
+    """The median /iterations/total of the ranks that completed iterations (a parameter server
+    completes none), over as many first iterations as the fewest of them completed; None while
+    the file cannot be read or no rank has completed one."""
     try:
         with h5py.File(path, "r") as f:
-            n = int(f["ranks/completed"][:].min())
-            return float(np.nanmedian(f["iterations/total"][:, :n]))
+            done = f["ranks/completed"][:]
+            if not (done > 0).any():
+                return None
+            n = int(done[done > 0].min())
+            return float(np.nanmedian(f["iterations/total"][done > 0, :n]))
     except (OSError, KeyError):
         return None
 
