@@ -130,11 +130,10 @@ wait_h5() {
     "$PYTHON" "$TESTS_SRCDIR/wait_h5.py" "$@"
 }
 
-# ranks_of NAME FILE [RANK] : /ranks/NAME of a (running) results file, every rank's or RANK's.
+# ranks_of NAME FILE [RANK] : /ranks/NAME of a (running) results file, every rank's or RANK's;
+# a read in the middle of a flush is retried (tests/ranks_of.py).
 ranks_of() {
-    "$PYTHON" -c "import h5py, sys; c = h5py.File(sys.argv[2], 'r')['ranks/' + sys.argv[1]][:]
-c = c if len(sys.argv) < 4 else c[int(sys.argv[3]):int(sys.argv[3]) + 1]
-print(*(v.decode() if isinstance(v, bytes) else v for v in c))" "$@"
+    "$PYTHON" "$TESTS_SRCDIR/ranks_of.py" "$@"
 }
 
 # pids_of FILE [RANK], hosts_of FILE [RANK] : the pids, the host names of the ranks or of RANK.
