@@ -66,7 +66,10 @@ skip_expected() {
     { [ "$have_gpu" = 0 ] && gpu_test "$1"; } || { [ "$have_bf16" = 0 ] && bf16_test "$1"; }
 }
 
-passed=0 failed=0 skipped=0
+# log_of TEST: its log, as automake names it (tests/test_x.sh -> tests/test_x.log)
+log_of() { echo "${1%.sh}.log"; }
+
+passed=0 failed=0 skipped=0 fail_logs=''
 count() { # count NAME STATUS
     case $2 in
     pass) passed=$((passed + 1)) ;;
@@ -85,7 +88,7 @@ grep -E '^(PASS|FAIL|SKIP|XFAIL|XPASS|ERROR):' check.out
 for t in $(sed -n 's/^PASS: //p' check.out); do count "$t" pass; done
 for t in $(sed -n 's/^SKIP: //p' check.out); do
     # the reason: the test's last lines, without the driver's "SKIP name (exit status: 77)"
-    why=$(grep -v -e '^SKIP .*(exit status: 77)$' -e '^ *$' "$t.log" 2>/dev/null | tail -2 | tr '\n' ' ')
+    why=$(grep -v -e '^SKIP .*(exit status: 77)$' -e '^ *$' "$(log_of "$t")" 2>/dev/null | tail -2 | tr '\n' ' ')
     if skip_expected "$t"; then
         echo "skipped (no GPU or no AVX512-BF16 here): $t: $why"
         count "$t" skip
@@ -96,7 +99,8 @@ for t in $(sed -n 's/^SKIP: //p' check.out); do
 done
 for t in $(sed -nE 's/^(FAIL|XPASS|ERROR): //p' check.out); do
     count "$t" fail
-    cat "$t.log" 2>/dev/null | tail -30
+    tail -30 "$(log_of "$t")" 2>/dev/null
+    fail_logs="$fail_logs $(log_of "$t")"
 done
 grep -q '^# TOTAL' check.out || count "make check (did not run: see check.out)" fail
 # The longest tests (the last line tests/run_test.sh writes into each log): Makefile.am starts
@@ -169,7 +173,7 @@ if [ "$sanitize" = 1 ]; then
     grep -E '^(PASS|FAIL|SKIP|XFAIL|XPASS|ERROR):' sanitize.out | sed 's/^/sanitize: /'
     for t in $(sed -n 's/^PASS: //p' sanitize.out); do count "sanitize: $t" pass; done
     for t in $(sed -n 's/^SKIP: //p' sanitize.out); do # a CPU-only build: the GPU tests skip
-        why=$(grep -v -e '^SKIP .*(exit status: 77)$' -e '^ *$' "sanitize/tree/$t.log" 2>/dev/null |
+        why=$(grep -v -e '^SKIP .*(exit status: 77)$' -e '^ *$' "sanitize/tree/$(log_of "$t")" 2>/dev/null |
             tail -2 | tr '\n' ' ')
         if gpu_test "$t" || { [ "$have_bf16" = 0 ] && bf16_test "$t"; }; then
             echo "skipped (CPU-only build, or no AVX512-BF16): sanitize: $t: $why"
@@ -181,7 +185,8 @@ if [ "$sanitize" = 1 ]; then
     done
     for t in $(sed -nE 's/^(FAIL|XPASS|ERROR): //p' sanitize.out); do
         count "sanitize: $t" fail
-        tail -30 "sanitize/tree/$t.log" 2>/dev/null
+        tail -30 "sanitize/tree/$(log_of "$t")" 2>/dev/null
+        fail_logs="$fail_logs sanitize/tree/$(log_of "$t")"
     done
     grep -q '^# TOTAL' sanitize.out ||
         { tail -30 sanitize.out; count "make check-sanitize-ci (did not run: see sanitize.out)" fail; }
@@ -189,6 +194,11 @@ if [ "$sanitize" = 1 ]; then
 fi
 
 took total "$t_begin"
+# The failed tests' last lines once more, next to the summary (a CI page may show only the end).
+for l in $fail_logs; do
+    echo "-- $l (end):"
+    grep -v -e '^ *$' -e '^run_test.sh: ' "$l" 2>/dev/null | tail -4 | cut -c1-240
+done
 echo "took: $timings ($jobs test jobs on $cores cores)"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]
