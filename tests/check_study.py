@@ -45,6 +45,15 @@ STRATEGIES = [("sync", "mpi"), ("sync", "hier"), ("ssp", "mpi"), ("async", "mpi"
 #: +15% to +49% at 16 nodes, from run to run of the same study).
 ITERATION_BOUND, COLLECTIVES_BOUND, TRANSFER_BOUND = 0.30, 0.25, 0.40
 ITERATION_OVER = 0.60
+#: each prediction's relative error may lie this far below and above the measurement
+BOUNDS = {"iteration": (ITERATION_BOUND, ITERATION_OVER),
+          "collectives": (COLLECTIVES_BOUND, COLLECTIVES_BOUND),
+          "transfer": (TRANSFER_BOUND, TRANSFER_BOUND)}
+
+
+def bounds_text(what: str) -> str:
+    under, over = BOUNDS[what]
+    return f"{100 * under:.0f}%" if under == over else f"-{100 * under:.0f}/+{100 * over:.0f}%"
 REL = 1e-9
 PROBLEMS: list = []
 
@@ -389,7 +398,7 @@ def cmd_predict(folder: str) -> int:
     """predict fitted on the sync and hier runs of 1, 2 and 4 nodes (both bucket sizes) predicts
     the 8- and 16-node runs of each (strategy, kind); errors of the iteration time, of the
     collectives alone (the runs' calibration) and of the transfer in training against the files,
-    bounded by ITERATION_BOUND, COLLECTIVES_BOUND and TRANSFER_BOUND."""
+    each within its BOUNDS."""
     from dtbench_analysis.cli import main
     files = load_folder(folder)
     fit = [f.path for f in files if f.exchange == "sync" and f.nodes <= 4]
@@ -425,25 +434,18 @@ def cmd_predict(folder: str) -> int:
             predicted = {"iteration": pred["iteration_s"]["value"],
                          "collectives": pred["comm_model_s"], "transfer": pred["comm_model_s"]}
             parts = []
-            for what, bound in (("iteration", ITERATION_BOUND),
-                                ("collectives", COLLECTIVES_BOUND),
-                                ("transfer", TRANSFER_BOUND)):
+            for what, (under, over) in BOUNDS.items():
                 err = predicted[what] / measured[what] - 1
                 worst[what] = max(worst.get(what, 0.0), abs(err))
                 parts.append(f"{what} {1e3 * measured[what]:.1f} ms, predicted "
                              f"{1e3 * predicted[what]:.1f} ({100 * err:+.1f}%)")
-                if what == "iteration" and err > 0:
-                    bound = ITERATION_OVER  # an upper bound may lie above (see ITERATION_OVER)
-                if abs(err) > bound:
+                if not -under <= err <= over:
                     problem(f"predict {strategy} {kind} {p['nodes']} nodes: {what} error "
-                            f"{100 * err:+.1f}% beyond {100 * bound:.0f}%")
+                            f"{100 * err:+.1f}% beyond {bounds_text(what)}")
             print(f"predict {strategy:4s} {kind:6s} {p['nodes']:2d} nodes: " + "; ".join(parts)
                   + f"; compute {1e3 * pred['compute_model_s']:.1f} ms")
     print("predict: worst |error| at 8 and 16 nodes: " + ", ".join(
-        f"{what} {100 * worst.get(what, 0):.1f}% (bound {bound})"
-        for what, bound in (("iteration", f"-{100 * ITERATION_BOUND:.0f}/+{100 * ITERATION_OVER:.0f}%"),
-                            ("collectives", f"{100 * COLLECTIVES_BOUND:.0f}%"),
-                            ("transfer", f"{100 * TRANSFER_BOUND:.0f}%"))))
+        f"{what} {100 * worst.get(what, 0):.1f}% (bound {bounds_text(what)})" for what in BOUNDS))
     return done()
 
 
