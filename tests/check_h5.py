@@ -6,7 +6,7 @@ holds for all, 1 with a message otherwise. Checks follow docs/hdf5-layout.md:
              more than each total, and on one rank an exchange of at most 1% of the total
              (beyond one iteration in ten, at least one: a preempted host thread)
   phases     a finished run of any shape: its phases add up to no more than each total, and on one
-             rank the exchange is at most 1% of the total; prints each phase's share
+             rank the exchange is at most 1% of the total (as finished); prints each phase's share
   killed     a run killed mid-way: readable, unfinished, every recorded block intact
   accuracy   the final test accuracy >= --min-accuracy
   pipeline   a finished --parallel model/hybrid run (--stages)

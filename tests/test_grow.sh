@@ -89,7 +89,9 @@ DTBENCH_TEST_GROW_STEP=5 spawn timeout -k 5 300 "$MPIRUN" -np 2 "$DTBENCH" --mod
     --dataset synthetic --batch 4 --iters 2000 --warmup 0 --flush-every 5 --output e.h5 >e.log 2>&1
 pid=$SPAWNED
 wait_done e.h5 400 || { kill -9 $pid; fail "run did not write 400 iterations: $(cat e.log)"; }
-procs=$(tree "$pid") # not pids_of: opening a file that extends every block races its flushes
+# not pids_of: it retries a read that lands inside a flush, which would move the kill away from
+# the extensions; the launcher's process tree is known without reading the file
+procs=$(tree "$pid")
 kill -STOP $procs 2>/dev/null || true
 kill -9 $procs 2>/dev/null || true
 wait "$pid" 2>/dev/null || true
