@@ -35,12 +35,25 @@ spawn() {
     SPAWNED=$!
     SPAWNED_ALL+=("$SPAWNED")
 }
+# kill_spawned PID : every process of PID's session (a spawned job: its launcher, timeout,
+# daemons, ranks) frozen with SIGSTOP, then SIGKILLed, as a node failure ends them: none runs on,
+# whatever has been started so far (a launcher's children are in its session from their fork).
+# A process forked while one pass lists the session is caught by the next: three STOP passes,
+# then KILL passes until only zombies are left (1 s at most).
+kill_spawned() {
+    local i
+    kill -STOP "$1" 2>/dev/null || true # if it had not become a session yet (nothing forked)
+    for i in 1 2 3; do pkill -STOP -s "$1" 2>/dev/null || true; done
+    kill -KILL "$1" 2>/dev/null || true
+    for i in $(seq 1 50); do
+        pkill -KILL -s "$1" 2>/dev/null || break
+        [ -n "$(ps -o stat= -s "$1" | grep -v '^Z')" ] || break
+        sleep 0.02
+    done
+}
 end_spawned() {
     local s
-    for s in "${SPAWNED_ALL[@]}"; do
-        pkill -KILL -s "$s" 2>/dev/null || true
-        kill -KILL "$s" 2>/dev/null || true # if it had not become a session yet
-    done
+    for s in "${SPAWNED_ALL[@]}"; do kill_spawned "$s"; done
 }
 trap 'end_spawned; rm -rf "$WORK"' EXIT
 trap 'exit 143' TERM

@@ -55,11 +55,6 @@ pass "100000 iterations in steps of 5: steps of 25 (4000 chunks)"
 #    the completed columns: a kill inside an extension's flush can leave the newest chunks past
 #    the end of allocation the superblock records (HDF5 writes it last; part 4), and no
 #    completed iteration lies there (CI met this under ASan; here 1 in ~50 kills under load).
-tree() {
-    local c
-    echo "$1"
-    for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do tree "$c"; done
-}
 for i in 1 2 3 4 5 6; do
     d=$("$PYTHON" -c "import random; random.seed($i); print(round(random.uniform(0, 1.0), 3))")
     rm -f r.h5 .r.h5.*.partial
@@ -69,9 +64,7 @@ for i in 1 2 3 4 5 6; do
     pid=$SPAWNED
     wait_done r.h5 5 || { kill -9 $pid; fail "run did not write its first block: $(cat r.log)"; }
     sleep "$d" # after the first block: the kill lands among the extensions that follow
-    procs=$(tree "$pid")
-    kill -STOP $procs 2>/dev/null || true
-    kill -9 $procs 2>/dev/null || true
+    kill_spawned "$pid"
     wait "$pid" 2>/dev/null || true
     pycheck grow killed r.h5 || fail "killed after $d s: r.h5 is not readable"
     analyze summary r.h5 >summary.txt || fail "killed after $d s: dtbench-analyze: $(cat summary.txt)"
@@ -90,10 +83,8 @@ DTBENCH_TEST_GROW_STEP=5 spawn timeout -k 5 300 "$MPIRUN" -np 2 "$DTBENCH" --mod
 pid=$SPAWNED
 wait_done e.h5 400 || { kill -9 $pid; fail "run did not write 400 iterations: $(cat e.log)"; }
 # not pids_of: it retries a read that lands inside a flush, which would move the kill away from
-# the extensions; the launcher's process tree is known without reading the file
-procs=$(tree "$pid")
-kill -STOP $procs 2>/dev/null || true
-kill -9 $procs 2>/dev/null || true
+# the extensions; the job's session is known without reading the file
+kill_spawned "$pid"
 wait "$pid" 2>/dev/null || true
 "$PYTHON" "$TESTS_SRCDIR/check_grow_eoa.py" e.h5 || fail "a kill inside an extension loses iterations"
 pass "killed inside any of its 80+ extensions, at the worst moment: every completed iteration reads"

@@ -35,12 +35,6 @@ pass "killed run: file readable, completed blocks intact, reported incomplete"
 delays="0 0.01 0.05 file+0 file+0.002 file+0.005 file+0.01 file+0.02 file+0.03 file+0.05"
 for i in 1 2 3 4; do delays="$delays $("$PYTHON" -c "import random; random.seed($i); print(round(random.uniform(0.05, 2.5), 3))")"; done
 cd "$WORK"
-# tree PID : PID and all its descendants (Open MPI puts its ranks in their own process groups).
-tree() {
-    local c
-    echo "$1"
-    for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do tree "$c"; done
-}
 for d in $delays; do
     rm -f k.h5 .k.h5.*.partial
     spawn timeout -k 5 120 "$MPIRUN" -np 2 "$DTBENCH" --model lenet --dataset synthetic --batch 4 \
@@ -56,9 +50,7 @@ for d in $delays; do
         ;;
     *) sleep "$d" ;;
     esac
-    procs=$(tree "$pid")
-    kill -STOP $procs 2>/dev/null || true # freeze the whole job, then kill it at once
-    kill -9 $procs 2>/dev/null || true
+    kill_spawned "$pid" # the whole job frozen, then killed at once
     wait "$pid" 2>/dev/null || true
     sleep 0.2 # let the killed ranks' file descriptors close
     state=absent
