@@ -35,17 +35,18 @@ STRATEGIES = [("sync", "mpi"), ("sync", "hier"), ("ssp", "mpi"), ("async", "mpi"
 #: Bounds of the prediction fitted on 1-4 nodes, at 8 and 16 nodes. The collectives alone (the
 #: runs' calibration: the transport's collectives on the run's buckets after a barrier, nothing
 #: else running) are what the shaped links make predictable: two repeats of one 16-node hier
-#: configuration calibrated 213 and 262 ms; and the fit stands on the 1-4-node calibrations,
-#: as noisy: in five runs of the study the sync collectives at 8 and 16 nodes, calibrated 197-223
-#: ms each time, were predicted from +11% to -30% of that: 35%. In training the transfer shares
-#: the 2 cores with the ranks' compute and the kernel's TCP work (up to 27% above the run's own
-#: calibration at 16 x 2 ranks; -37% seen beside that -30%): 50%. The iteration adds the compute of up to 32 ranks on 2 cores, predicted
-#: with --shared-cores as if all computed at once, and their waits: an upper bound, so a
-#: prediction may not fall below the measurement by more than 30% (the communication it stands
-#: on is the predictable part), and may lie above it by up to ITERATION_OVER: how much less the
-#: time-sliced ranks take than all at once is what 2 shared cores make unpredictable (seen:
-#: +15% to +49% at 16 nodes, from run to run of the same study).
-ITERATION_BOUND, COLLECTIVES_BOUND, TRANSFER_BOUND = 0.30, 0.35, 0.50
+#: configuration calibrated 213 and 262 ms; and the fit stands on the 1-4-node calibrations, as
+#: noisy: in six runs of the study the sync collectives at 8 and 16 nodes, calibrated 197-223 ms
+#: each time, were predicted from +11% to -30% of that (twice in a row near -30%): 40%. In
+#: training the transfer shares the 2 cores with the ranks' compute and the kernel's TCP work (up
+#: to 27% above the run's own calibration at 16 x 2 ranks; -37% seen beside that -30%): 50%. The
+#: iteration adds the compute of up to 32 ranks on 2 cores, predicted with --shared-cores as if
+#: all computed at once, and their waits: an upper bound, so a prediction may not fall below the
+#: measurement by more than 30% (the communication it stands on is the predictable part), and may
+#: lie above it by up to ITERATION_OVER: how much less the time-sliced ranks take than all at
+#: once is what 2 shared cores make unpredictable (seen: +15% to +49% at 16 nodes, from run to
+#: run of the same study).
+ITERATION_BOUND, COLLECTIVES_BOUND, TRANSFER_BOUND = 0.30, 0.40, 0.50
 ITERATION_OVER = 0.60
 #: each prediction's relative error may lie this far below and above the measurement
 BOUNDS = {"iteration": (ITERATION_BOUND, ITERATION_OVER),
