@@ -103,6 +103,46 @@ typedef struct {
     int batch, seq, in, hidden;
 } LstmShape;
 
+/* Token and learned position embedding (GPT-2's wte + wpe): ids[batch, seq] (token ids stored as
+ * floats) -> y[b, t, :] = wte[id(b, t), :] + wpe[t, :], with wte[vocab, dim] and wpe[>= seq, dim].
+ * Backward: dwte[vocab, dim] OVERWRITTEN with the sum of the dy rows of each id (ids outside
+ * [0, vocab) are ignored, and give wpe alone forward), dwpe[seq, dim] OVERWRITTEN with the sum over
+ * the batch of dy[b, t, :] (rows of dwpe from seq on are not touched). */
+typedef struct {
+    int batch, seq, vocab, dim;
+} TokPosShape;
+
+/* Layer normalisation over the last dimension (PyTorch's LayerNorm): `rows` rows of `dim` values,
+ *   y = (x - mean) * rstd * gamma + beta,   rstd = 1 / sqrt(var + eps), var the biased variance.
+ * The forward saves mean[rows] and rstd[rows] for the backward of the same rows. Backward: dx,
+ * dgamma[dim] and dbeta[dim] OVERWRITTEN. */
+typedef struct {
+    int rows, dim;
+    float eps;
+} LayerNormShape;
+
+/* Causal multi-head self-attention between GPT-2's QKV projection and its output projection:
+ * qkv[batch, seq, 3 * heads * head_dim] holds, per position, q then k then v, each [heads,
+ * head_dim] (GPT-2's c_attn output); y[batch, seq, heads * head_dim] is, per head h,
+ *   softmax(q_h k_h^T / sqrt(head_dim) + mask) v_h,   mask: -inf above the diagonal (t' > t),
+ * the heads side by side (PyTorch's scaled_dot_product_attention(is_causal=True) on the same
+ * tensors). `reserve` (attention_reserve_bytes) keeps what the forward saves for the backward of
+ * the same samples; `work` (attention_workspace_bytes) is scratch for both. Backward: dqkv
+ * OVERWRITTEN. */
+typedef struct {
+    int batch, seq, heads, head_dim;
+} AttentionShape;
+
+/* One AdamW step (Loshchilov & Hutter; PyTorch's torch.optim.AdamW, whose order of operations it
+ * follows) over n parameters at step t >= 1, with bias1 = 1 - beta1^t and bias2 = 1 - beta2^t:
+ *   p *= 1 - lr * weight_decay
+ *   m += (1 - beta1) * (g - m);      v = beta2 * v + (1 - beta2) * g * g
+ *   p -= (lr / bias1) * m / (sqrt(v) / sqrt(bias2) + eps) */
+typedef struct {
+    float lr, beta1, beta2, eps, weight_decay;
+    float bias1, bias2;
+} AdamWStep;
+
 typedef struct BackendCtx BackendCtx; /* opaque, one per rank */
 
 /* How a backend stores activations: every layer's input and output and their gradients (the
@@ -404,11 +444,39 @@ typedef struct BackendOps {
                           const float *y, const void *reserve, const float *dy, float *dx,
                           float *dw, float *db, void *work);
 
+
+    /* ---- transformer (optional) -------------------------------------------------------------- */
+    /* Token and position embedding (see TokPosShape). */
+    void (*tokpos_forward)(BackendCtx *ctx, const TokPosShape *s, const float *ids,
+                           const float *wte, const float *wpe, float *y);
+    void (*tokpos_backward)(BackendCtx *ctx, const TokPosShape *s, const float *ids,
+                            const float *dy, float *dwte, float *dwpe);
+    /* Layer normalisation (see LayerNormShape). */
+    void (*layernorm_forward)(BackendCtx *ctx, const LayerNormShape *s, const float *x,
+                              const float *gamma, const float *beta, float *y, float *mean,
+                              float *rstd);
+    void (*layernorm_backward)(BackendCtx *ctx, const LayerNormShape *s, const float *x,
+                               const float *gamma, const float *mean, const float *rstd,
+                               const float *dy, float *dx, float *dgamma, float *dbeta);
+    /* GELU, tanh approximation (GPT-2's; PyTorch's gelu(approximate="tanh")) over n elements:
+     *   y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Backward reads x; dx overwritten. */
+    void (*gelu_forward)(BackendCtx *ctx, size_t n, const float *x, float *y);
+    void (*gelu_backward)(BackendCtx *ctx, size_t n, const float *x, const float *dy, float *dx);
+    /* Causal self-attention (see AttentionShape). */
+    size_t (*attention_reserve_bytes)(BackendCtx *ctx, const AttentionShape *s);
+    size_t (*attention_workspace_bytes)(BackendCtx *ctx, const AttentionShape *s);
+    void (*attention_forward)(BackendCtx *ctx, const AttentionShape *s, const float *qkv,
+                              float *y, void *reserve, void *work);
+    void (*attention_backward)(BackendCtx *ctx, const AttentionShape *s, const float *qkv,
+                               const float *y, const void *reserve, const float *dy,
+                               float *dqkv, void *work);
+
     /* ---- loss and optimizer ------------------------------------------------------------------ */
     /* Softmax cross-entropy, mean over the batch.
      * logits[n,c], labels[n] -> stats[0] = the mean loss, stats[1] = the number of rows whose
      * argmax is the label (exact in float up to 2^24); dlogits[n,c] = (softmax - onehot)/n
-     * (dlogits may be NULL for evaluation). stats is backend memory (2 floats): the result stays
+     * (dlogits may be NULL for evaluation, or logits itself: the gradient then overwrites the logits
+ * row by row, so that a language model over a large vocabulary holds one copy). stats is backend memory (2 floats): the result stays
      * on the device, queued like any kernel, and is read with download() when it is needed, so
      * a training step never waits for its loss (see model_read_loss). */
     void (*softmax_xent)(BackendCtx *ctx, int n, int c, const float *logits, const int32_t *labels,
@@ -418,6 +486,11 @@ typedef struct BackendOps {
      *   g' = g + wd*p;  v = momentum*v + g';  p -= lr*v        (v unused when momentum == 0) */
     void (*sgd_update)(BackendCtx *ctx, size_t n, float *p, const float *g, float *v, float lr,
                        float momentum, float weight_decay);
+
+    /* Optional (NULL: --optimizer adamw refused): AdamW over n parameters (see AdamWStep); m and
+     * v are its first and second moments [n], zero before the first step. */
+    void (*adamw_update)(BackendCtx *ctx, size_t n, float *p, const float *g, float *m, float *v,
+                         const AdamWStep *a);
 
     /* 1 if none of x[n] is inf or NaN (the loss scaler's overflow check; waits for the result).
      * NULL: the backend cannot run fp16's loss scaling. */

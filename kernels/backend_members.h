@@ -139,11 +139,34 @@
       const float *y, const void *reserve, const float *dy, float *dx, float *dw, float *db,       \
       void *work), (ctx, s, x, w, y, reserve, dy, dx, dw, db, work))                               \
                                                                                                    \
+    X(void, tokpos_forward, (BackendCtx *ctx, const TokPosShape *s, const float *ids,              \
+      const float *wte, const float *wpe, float *y), (ctx, s, ids, wte, wpe, y))                   \
+    X(void, tokpos_backward, (BackendCtx *ctx, const TokPosShape *s, const float *ids,             \
+      const float *dy, float *dwte, float *dwpe), (ctx, s, ids, dy, dwte, dwpe))                   \
+    X(void, layernorm_forward, (BackendCtx *ctx, const LayerNormShape *s, const float *x,          \
+      const float *gamma, const float *beta, float *y, float *mean, float *rstd),                  \
+      (ctx, s, x, gamma, beta, y, mean, rstd))                                                     \
+    X(void, layernorm_backward, (BackendCtx *ctx, const LayerNormShape *s, const float *x,         \
+      const float *gamma, const float *mean, const float *rstd, const float *dy, float *dx,        \
+      float *dgamma, float *dbeta), (ctx, s, x, gamma, mean, rstd, dy, dx, dgamma, dbeta))         \
+    X(void, gelu_forward, (BackendCtx *ctx, size_t n, const float *x, float *y), (ctx, n, x, y))   \
+    X(void, gelu_backward, (BackendCtx *ctx, size_t n, const float *x, const float *dy,            \
+      float *dx), (ctx, n, x, dy, dx))                                                             \
+    X(size_t, attention_reserve_bytes, (BackendCtx *ctx, const AttentionShape *s), (ctx, s))       \
+    X(size_t, attention_workspace_bytes, (BackendCtx *ctx, const AttentionShape *s), (ctx, s))     \
+    X(void, attention_forward, (BackendCtx *ctx, const AttentionShape *s, const float *qkv,        \
+      float *y, void *reserve, void *work), (ctx, s, qkv, y, reserve, work))                       \
+    X(void, attention_backward, (BackendCtx *ctx, const AttentionShape *s, const float *qkv,       \
+      const float *y, const void *reserve, const float *dy, float *dqkv, void *work),              \
+      (ctx, s, qkv, y, reserve, dy, dqkv, work))                                                   \
+                                                                                                   \
     X(void, softmax_xent, (BackendCtx *ctx, int n, int c, const float *logits,                     \
       const int32_t *labels, float *dlogits, float *stats),                                        \
       (ctx, n, c, logits, labels, dlogits, stats))                                                 \
     X(void, sgd_update, (BackendCtx *ctx, size_t n, float *p, const float *g, float *v, float lr,  \
       float momentum, float weight_decay), (ctx, n, p, g, v, lr, momentum, weight_decay))          \
+    X(void, adamw_update, (BackendCtx *ctx, size_t n, float *p, const float *g, float *m,          \
+      float *v, const AdamWStep *a), (ctx, n, p, g, m, v, a))                                      \
     X(int, all_finite, (BackendCtx *ctx, size_t n, const float *x), (ctx, n, x))
 /* clang-format on */
 
