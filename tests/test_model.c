@@ -2,8 +2,9 @@
  * on the CPU backend:
  *   1. parameter counts match the published ones (LeNet 431,080; FCN-5 117,997,696; FCN-8
  *      130,586,752; AlexNet 61,100,840 and its CIFAR-10 variant 89,578; VGG16 138,357,544;
- *      GoogLeNet 6,998,552; ResNet-50 25,557,032; LSTM-32/64 6,180,624) and some layer shapes
- *      are the published ones;
+ *      GoogLeNet 6,998,552; ResNet-50 25,557,032; LSTM-32/64 6,180,624; GPT-2 124,439,808 and
+ *      GPT-2 medium 354,823,168, as Hugging Face's GPT2LMHeadModel counts them) and some layer
+ *      shapes are the published ones;
  *   2. LeNet's model_backward against a chain of the naive reference kernels (every parameter),
  *      and FCN-5's against central finite differences of the loss (max-pool ties make finite
  *      differences unreliable for LeNet at float precision).
@@ -19,7 +20,8 @@
 #include <string.h>
 
 extern const ModelDesc model_lenet, model_fcn5, model_fcn8, model_alexnet, model_vgg16,
-    model_googlenet, model_resnet50, model_lstm32, model_lstm64;
+    model_googlenet, model_resnet50, model_lstm32, model_lstm64, model_gpt2, model_gpt2_medium,
+    model_nanogpt_char;
 
 static void test_counts(void) {
     struct {
@@ -38,6 +40,16 @@ static void test_counts(void) {
         /* embedding 10000x256 + 2 x (4*256*(256+256) + 4*256) + 256*10000 + 10000 */
         {&model_lstm32, 1, 1, 32, 10000, 6180624},
         {&model_lstm64, 1, 1, 64, 10000, 6180624},
+        {&model_gpt2, 1, 1, 1024, 50257, 124439808},
+        {&model_gpt2, 1, 1, 64, 50257, 124439808}, /* a shorter sequence: the same tables */
+        {&model_gpt2_medium, 1, 1, 1024, 50257, 354823168},
+        /* 256 x 384 x 2 + 6 x (2 x 768 + 384 x 1152 + 1152 + 384 x 384 + 384 + 384 x 1536 + 1536
+         * + 1536 x 384 + 384) + 768 */
+        {&model_nanogpt_char, 1, 1, 256, 256,
+         2 * 256 * 384 +
+             6 * (2 * 768 + 384 * 1152 + 1152 + 384 * 384 + 384 + 384 * 1536 + 1536 + 1536 * 384 +
+                  384) +
+             768},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         Model m;

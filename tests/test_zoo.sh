@@ -22,6 +22,8 @@ expect_total resnet50 25557032 --dataset synthetic
 expect_total resnet8 78042 --dataset synthetic
 expect_total lstm32 6180624 --dataset synthetic
 expect_total lstm64 6180624 --dataset synthetic
+expect_total gpt2 124439808 --dataset synthetic
+expect_total gpt2-medium 354823168 --dataset synthetic
 out=$("$DTBENCH" --model googlenet --dataset synthetic --dry-run)
 grep -q 'inception_3a/output .*concat .*\[256,28,28\]' <<<"$out" || fail "googlenet table"
 out=$("$DTBENCH" --model resnet50 --dataset synthetic --parallel model --stages 4 --dry-run)

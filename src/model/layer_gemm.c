@@ -6,6 +6,10 @@
 
 /* Xavier-uniform bound sqrt(6 / (fan_in + fan_out)) over `out` output channels or features. */
 static void init_xavier(const Layer *L, uint64_t key, float *w, float *b) {
+    if (L->d.init_std > 0.0f) { /* a transformer's projection: normal(0, init_std) */
+        layer_init_normal(L, key, L->d.init_std, w, b);
+        return;
+    }
     const int fc = L->d.kind == LAYER_FC;
     size_t out = fc && L->seq ? (size_t)L->out_w : (size_t)L->out_c;
     double fan_in = (double)L->nw / out, fan_out = (double)L->nw / L->in_c;

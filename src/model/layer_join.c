@@ -92,7 +92,7 @@ static const LayerOp add_ops[] = {LAYER_OP(add_forward), LAYER_OP(add_backward),
 
 const LayerKindOps layer_add = {
     .name = "add",
-    .flags = LK_OUTPUT_REUSABLE | LK_OWN_INPUT_GRADS,
+    .flags = LK_TAKES_SEQUENCE | LK_OUTPUT_REUSABLE | LK_OWN_INPUT_GRADS,
     .plan = add_plan,
     .forward = add_forward,
     .backward = add_backward,

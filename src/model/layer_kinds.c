@@ -10,7 +10,9 @@ static const LayerKindOps *const KINDS[] = {
     [LAYER_AVGPOOL] = &layer_avgpool, [LAYER_GLOBAL_AVGPOOL] = &layer_gavgpool,
     [LAYER_CONCAT] = &layer_concat,   [LAYER_ADD] = &layer_add,
     [LAYER_DROPOUT] = &layer_dropout, [LAYER_EMBEDDING] = &layer_embedding,
-    [LAYER_LSTM] = &layer_lstm,
+    [LAYER_LSTM] = &layer_lstm,       [LAYER_TOKPOS] = &layer_tokpos,
+    [LAYER_LAYERNORM] = &layer_layernorm, [LAYER_GELU] = &layer_gelu,
+    [LAYER_ATTENTION] = &layer_attention, [LAYER_LM_HEAD] = &layer_lm_head,
 };
 _Static_assert(sizeof KINDS / sizeof KINDS[0] == LAYER_KINDS, "a LayerKind without a row");
 

@@ -7,6 +7,7 @@
 #include "rng.h" /* defines: rng_uniform */
 
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,19 @@ int layer_window_out(int in, int k, int stride, int pad) {
 void layer_init_uniform(const Layer *L, uint64_t key, float bound, float *w, float *b) {
     for (size_t j = 0; j < L->nw; j++)
         w[j] = (2.0f * rng_uniform(key + j) - 1.0f) * bound;
+    memset(b, 0, L->nb * sizeof(float));
+}
+
+void layer_fill_normal(float *w, size_t n, uint64_t key, float std) {
+    for (size_t j = 0; j < n; j++) { /* Box-Muller on two counter-based uniforms */
+        const double u1 = (double)rng_uniform(key + 2 * j) + 0.5 / 16777216.0;
+        const double u2 = (double)rng_uniform(key + 2 * j + 1);
+        w[j] = (float)(std * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+    }
+}
+
+void layer_init_normal(const Layer *L, uint64_t key, float std, float *w, float *b) {
+    layer_fill_normal(w, L->nw, key, std);
     memset(b, 0, L->nb * sizeof(float));
 }
 

@@ -57,6 +57,12 @@ enum {
     LK_BWD_READS_OUTPUT = 1 << 7, /* its own output (ReLU's mask, LRN, LSTM) */
     LK_GATHERS_WEIGHTS = 1 << 8,  /* forward reads only the parameter rows its input selects
                                      (an embedding: one row per token), not all of them */
+    /* AdamW's decoupled weight decay, on matrices only (nanoGPT, llm.c): its weights decay, and
+     * its bias too (a position table stored there) */
+    LK_DECAY_WEIGHTS = 1 << 9,
+    LK_DECAY_BIAS = 1 << 10,
+    LK_DY_IN_Y = 1 << 11, /* the logits' gradient overwrites them (softmax_xent in place): a
+                             language model over a large vocabulary holds one copy */
 };
 
 typedef struct LayerKindOps {
@@ -140,6 +146,9 @@ void layer_finish_input_grad(const LayerStep *s, int k, size_t count);
 int layer_window_out(int in, int k, int stride, int pad);
 /* Uniform(-bound, bound) weights from the key, zero bias (conv, fc, embedding, lstm). */
 void layer_init_uniform(const Layer *L, uint64_t key, float bound, float *w, float *b);
+/* normal(0, std) values w[n] from the key; and weights from it, zero bias (GPT-2's rows) */
+void layer_fill_normal(float *w, size_t n, uint64_t key, float std);
+void layer_init_normal(const Layer *L, uint64_t key, float std, float *w, float *b);
 
 /* ---- the rows, by concern ------------------------------------------------------------------- */
 extern const LayerKindOps layer_conv, layer_fc;                         /* layer_gemm.c */
@@ -148,5 +157,7 @@ extern const LayerKindOps layer_lrn, layer_batchnorm;                   /* layer
 extern const LayerKindOps layer_embedding, layer_lstm;                  /* layer_sequence.c */
 extern const LayerKindOps layer_relu, layer_dropout;                    /* layer_elementwise.c */
 extern const LayerKindOps layer_concat, layer_add;                      /* layer_join.c */
+extern const LayerKindOps layer_tokpos, layer_layernorm, layer_gelu, layer_attention,
+    layer_lm_head; /* layer_transformer.c */
 
 #endif

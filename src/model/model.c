@@ -74,6 +74,7 @@ void model_plan(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int 
         L->last_consumer = -1;
         L->fuse_relu = L->fuse_add = -1, L->exec_as = i; /* unfused (model_fuse.c) */
         L->fwd_fused = 0;
+        L->tied = L->tied_by = -1;
         resolve_inputs(d, i, L);
         for (int k = 0; k < L->ninputs; k++)
             if (L->inputs[k] >= 0) {
@@ -169,8 +170,11 @@ static void assign_gradient_buffers(Model *m) {
     m->dy_pool = xcalloc((size_t)m->nlayers + 1, sizeof(float *));
 
     const int top = dy_owner(m, m->last - 1);
-    m->layers[top].dy = layer_alloc(m, (size_t)m->batch * m->layers[top].out_size *
-                                           layer_out_bytes(m, &m->layers[top]));
+    if (layer_kind(m->layers[top].d.kind)->flags & LK_DY_IN_Y)
+        m->layers[top].dy = m->layers[top].y; /* the loss writes its gradient over the logits */
+    else
+        m->layers[top].dy = layer_alloc(m, (size_t)m->batch * m->layers[top].out_size *
+                                               layer_out_bytes(m, &m->layers[top]));
     m->layers[top].dy_full = 1;
     /* the backward order: at each place, the row run there (exec_as, model_fuse.c) */
     for (int at = m->last - 1; at >= m->first; at--) {
@@ -286,8 +290,9 @@ void model_free(Model *m) {
         BackendCtx *c = m->ctx;
         for (int i = m->first; i < m->last; i++) {
             Layer *L = &m->layers[i];
-            void *bufs[] = {L->in_place ? NULL : L->y, L->dy_full && !L->in_place ? L->dy : NULL,
-                            L->argmax, L->mask, L->aux};
+            void *bufs[] = {L->in_place ? NULL : L->y,
+                            L->dy_full && !L->in_place && L->dy != L->y ? L->dy : NULL, L->argmax,
+                            L->mask, L->aux};
             for (size_t j = 0; j < sizeof bufs / sizeof bufs[0]; j++)
                 if (bufs[j]) m->be->free(c, bufs[j]);
         }

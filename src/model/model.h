@@ -38,6 +38,11 @@ typedef enum {
     LAYER_DROPOUT,
     LAYER_EMBEDDING,
     LAYER_LSTM,
+    LAYER_TOKPOS,
+    LAYER_LAYERNORM,
+    LAYER_GELU,
+    LAYER_ATTENTION,
+    LAYER_LM_HEAD,
     LAYER_KINDS /* the number of kinds: each has a row in src/model/layer_kinds.c */
 } LayerKind;
 
@@ -56,7 +61,13 @@ typedef struct {
     int no_bias;             /* conv, fc: no bias (a batch norm follows) */
     float rate;              /* dropout: probability of dropping an element */
     float alpha, beta, bias; /* lrn: y = x / (bias + alpha/k * sum of x^2 over k channels)^beta */
-    int vocab;               /* embedding: vocabulary size */
+    int vocab;               /* embedding, tokpos: vocabulary size */
+    /* transformers (src/model/layer_transformer.c) */
+    int positions;    /* tokpos: the context (rows of the position table) */
+    int heads;        /* attention: heads (out / heads = head size) */
+    const char *tied; /* lm_head: the tokpos row whose token table it multiplies by */
+    float init_std;   /* fc, tokpos: weights from normal(0, init_std), zero bias (0: the
+                         kind's default) */
 } LayerDesc;
 
 typedef struct ModelDesc {
@@ -88,6 +99,10 @@ typedef struct {
      * forward its convolution runs (skipped forward, run backward). */
     int fuse_relu, fuse_add, exec_as, fwd_fused;
     int dy_full; /* dy holds the whole batch (the part's last layer); else one chunk, shared */
+    /* Tied weights (a language model's head and its token embedding): the row whose weights this
+     * one computes with (tied), the row that computes with this one's (tied_by); -1: none. Both
+     * sit in the same part (partition.c never cuts between them). */
+    int tied, tied_by;
     int in_c, in_h, in_w;     /* per-sample input [c,h,w] (the first input) */
     int out_c, out_h, out_w;  /* per-sample output [c,h,w]; a sequence is [seq, 1, features] */
     int seq;                  /* > 0: the output is a sequence of seq positions */
@@ -139,11 +154,11 @@ typedef struct {
      * another) and its bytes per value; with another format the input converted into it: */
     ActFormat act;
     size_t act_bytes;
-    float *x_act; /* [batch, x_size] in the activation format, or NULL (x is read) */
-    float *dx;                        /* [batch, x_size] gradient of the input (not for data) */
-    int32_t *labels;                  /* [batch * label_size] (the part holding the last layer) */
-    float *stats;                     /* [2] mean loss, correct predictions (softmax_xent) */
-    void *work;                       /* conv / lstm scratch */
+    float *x_act;    /* [batch, x_size] in the activation format, or NULL (x is read) */
+    float *dx;       /* [batch, x_size] gradient of the input (not for data) */
+    int32_t *labels; /* [batch * label_size] (the part holding the last layer) */
+    float *stats;    /* [2] mean loss, correct predictions (softmax_xent) */
+    void *work;      /* conv / lstm scratch */
     size_t work_bytes;
     float *grad_scratch; /* one layer's gradients, when micro-batches accumulate */
     float *dy_scratch;   /* [chunk * out_size] of an output read by several layers */

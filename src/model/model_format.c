@@ -14,13 +14,14 @@ const char *model_format_problem(const Model *m, ActFormat f) {
     if (f.layout == ACT_NCHW && f.type == ACT_FP32) return NULL;
     if (m->first > 0 || m->last < m->nlayers)
         return "pipeline stages exchange fp32 NCHW activations";
-    if (m->layers[m->nlayers - 1].d.kind != LAYER_FC)
-        return "its last layer (the logits) is not fully connected";
     for (int i = 0; i < m->nlayers; i++) {
         const Layer *L = &m->layers[i];
-        if (L->d.kind == LAYER_EMBEDDING || L->d.kind == LAYER_LSTM || L->seq)
-            return "its embedding and LSTM layers run on fp32 NCHW sequences";
+        if (L->d.kind == LAYER_EMBEDDING || L->d.kind == LAYER_TOKPOS || L->seq)
+            return "its layers over token sequences (embeddings, LSTM, transformer) run on fp32 "
+                   "NCHW sequences";
     }
+    if (m->layers[m->nlayers - 1].d.kind != LAYER_FC)
+        return "its last layer (the logits) is not fully connected";
     return NULL;
 }
 

@@ -10,12 +10,15 @@ extern const RecorderOps hdf5_recorder; /* src/results/recorder_hdf5.c */
 extern const ModelDesc model_lenet, model_fcn5, model_fcn8; /* src/model/models.c */
 extern const ModelDesc model_alexnet, model_vgg16, model_googlenet, model_resnet50, model_lstm32,
     model_lstm64, model_resnet8; /* src/model/models.c, the model zoo */
+extern const ModelDesc model_gpt2, model_gpt2_medium,
+    model_nanogpt_char; /* src/model/models_gpt.c, the transformers */
 
 static const RecorderOps *const RECORDERS[] = {&hdf5_recorder};
 static const ScheduleOps *const SCHEDULES[] = {&data_schedule, &gpipe_schedule, &onef1b_schedule};
 static const ModelDesc *const MODELS[] = {
-    &model_lenet,     &model_fcn5,     &model_fcn8,   &model_alexnet, &model_vgg16,
-    &model_googlenet, &model_resnet50, &model_lstm32, &model_lstm64,  &model_resnet8};
+    &model_lenet,     &model_fcn5,        &model_fcn8,        &model_alexnet, &model_vgg16,
+    &model_googlenet, &model_resnet50,    &model_lstm32,      &model_lstm64,  &model_resnet8,
+    &model_gpt2,      &model_gpt2_medium, &model_nanogpt_char};
 
 const RecorderOps *registry_recorder(const char *name) {
     REGISTRY_FIND(RECORDERS, name);
