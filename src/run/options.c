@@ -44,7 +44,8 @@ typedef struct {
 static const OptSpec SPECS[] = {
     {"model", T_CHOICE, F(model), NULL, 0, 0, "network to train"},
     {"dataset", T_ENUM, F(dataset), DATASET_NAMES, 0, 0,
-     "training data (synthetic: seeded random samples of the model's input shape)"},
+     "training data (synthetic: seeded random samples of the model's input shape; the default "
+     "of language models)"},
     {"data-dir", T_STRING, F(data_dir), NULL, 0, 0,
      "folder with the IDX files, or CIFAR-10's data_batch_N.bin and test_batch.bin (default: "
      "/usr/share/datasets/<dataset>)"},

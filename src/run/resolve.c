@@ -167,6 +167,8 @@ static void nominal_shape(const Options *opt, RunPlan *p) {
 static void choose(Options *opt, RunPlan *p) {
     memset(p, 0, sizeof *p);
     p->md = registry_model(opt->model);
+    if (p->md->vocab > 0 && !options_given(opt, "dataset")) /* a language model reads tokens */
+        opt->dataset = DATA_SYNTHETIC;
     p->be = count_device_wrap(registry_backend(opt->device)); /* tests: DTBENCH_COUNT_DEVICE */
     usage_check_all(p->be != NULL, "--device: '%s' is not accepted on %s: %s", opt->device,
                     dt_hostname(), registry_load_error());
