@@ -1,0 +1,275 @@
+/* cpu_transformer.c - the CPU backend's transformer layers (GPT-2): layer normalisation and GELU
+ * (tanh approximation). Semantics: backend.h.
+ *
+ * Threads: every kernel here splits its work over cpu_ctx_threads() threads (--threads), made for
+ * the call as the bf16 engine does (cpu_bf16.c; a few tens of microseconds each, so a small call
+ * stays on the calling thread: the grain sizes below). The split never changes a result: each
+ * output element is computed by one thread in a fixed order, so the bits are the same whatever the
+ * thread count. */
+#include "cpu_kernels.h"
+#include "cpu_vec.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+/* ---- threads --------------------------------------------------------------------------------- */
+
+#define PAR_MAX 64 /* threads of one call */
+
+/* One part of a parallel loop: items [begin, end) of the call's, part index `part`. */
+typedef void (*ParFn)(void *arg, size_t begin, size_t end, int part);
+typedef struct {
+    ParFn fn;
+    void *arg;
+    size_t begin, end;
+    int part;
+} ParPart;
+
+static void *par_run(void *p) {
+    ParPart *q = p;
+    q->fn(q->arg, q->begin, q->end, q->part);
+    return NULL;
+}
+
+/* How many parts n items make on ctx's threads with at least `grain` items each (>= 1). */
+static int par_parts(BackendCtx *ctx, size_t n, size_t grain) {
+    size_t p = (size_t)cpu_ctx_threads(ctx), most = grain > 1 ? n / grain : n;
+    if (p > PAR_MAX) p = PAR_MAX;
+    if (p > most) p = most;
+    return p < 1 ? 1 : (int)p;
+}
+
+/* Runs fn over [0, n) in `parts` contiguous parts of (nearly) equal size: part 0 on the calling
+ * thread, the others on threads made for the call (a part whose thread could not be made runs on
+ * the calling thread afterwards). */
+static void par_for(int parts, size_t n, ParFn fn, void *arg) {
+    if (n == 0) return;
+    ParPart part[PAR_MAX];
+    pthread_t tid[PAR_MAX];
+    int started[PAR_MAX] = {0};
+    for (int p = 0; p < parts; p++)
+        part[p] = (ParPart){fn, arg, n * p / parts, n * (p + 1) / parts, p};
+    for (int p = 1; p < parts; p++)
+        started[p] = pthread_create(&tid[p], NULL, par_run, &part[p]) == 0;
+    par_run(&part[0]);
+    for (int p = 1; p < parts; p++)
+        if (started[p])
+            pthread_join(tid[p], NULL);
+        else
+            par_run(&part[p]);
+}
+
+/* Elements of work below which a part is not worth a thread of its own. */
+#define PAR_GRAIN 32768
+
+/* ---- layer normalisation --------------------------------------------------------------------- */
+
+typedef struct {
+    const LayerNormShape *s;
+    const float *x, *gamma, *beta, *mean, *rstd, *dy;
+    float *y, *mean_out, *rstd_out, *dx, *dgamma, *dbeta;
+} LnJob;
+
+/* sum of (x - m)^2 over x[n], in VBLOCK float lanes */
+static float sum_sq_dev(const float *restrict x, size_t n, float m) {
+    float acc[VBLOCK] = {0};
+    size_t i = 0;
+    for (; i + VBLOCK <= n; i += VBLOCK)
+        for (int j = 0; j < VBLOCK; j++) {
+            const float d = x[i + j] - m;
+            acc[j] += d * d;
+        }
+    float s = 0.0f;
+    for (int j = 0; j < VBLOCK; j++)
+        s += acc[j];
+    for (; i < n; i++)
+        s += (x[i] - m) * (x[i] - m);
+    return s;
+}
+
+/* y = (x - m) * r * gamma + beta over one row */
+static void ln_row_affine(float *restrict y, const float *restrict x, const float *restrict gamma,
+                          const float *restrict beta, size_t n, float m, float r) {
+    size_t i = 0;
+    for (; i + VBLOCK <= n; i += VBLOCK)
+        for (int j = 0; j < VBLOCK; j++)
+            y[i + j] = (x[i + j] - m) * r * gamma[i + j] + beta[i + j];
+    for (; i < n; i++)
+        y[i] = (x[i] - m) * r * gamma[i] + beta[i];
+}
+
+/* Rows [r0, r1): the statistics in two passes over the row (it is in cache: the mean, then the
+ * squared deviations from it, so no cancellation), each in VBLOCK float lanes. */
+static void ln_forward_rows(void *arg, size_t r0, size_t r1, int part) {
+    (void)part;
+    const LnJob *j = arg;
+    const size_t dim = (size_t)j->s->dim;
+    for (size_t r = r0; r < r1; r++) {
+        const float *x = j->x + r * dim;
+        const float m = cpu_vsum(x, dim) / (float)dim;
+        const float var = sum_sq_dev(x, dim, m) / (float)dim;
+        const float rs = 1.0f / sqrtf(var + j->s->eps);
+        j->mean_out[r] = m, j->rstd_out[r] = rs;
+        ln_row_affine(j->y + r * dim, x, j->gamma, j->beta, dim, m, rs);
+    }
+}
+
+void cpu_layernorm_forward(BackendCtx *ctx, const LayerNormShape *s, const float *x,
+                           const float *gamma, const float *beta, float *y, float *mean,
+                           float *rstd) {
+    LnJob j = {
+        .s = s, .x = x, .gamma = gamma, .beta = beta, .y = y, .mean_out = mean, .rstd_out = rstd};
+    const size_t rows = s->rows > 0 && s->dim > 0 ? (size_t)s->rows : 0;
+    const size_t grain = PAR_GRAIN / (size_t)(s->dim > 0 ? s->dim : 1) + 1;
+    par_for(par_parts(ctx, rows, grain), rows, ln_forward_rows, &j);
+}
+
+/* One row's dx = r * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma, xhat = (x - m) * r. */
+static void ln_row_dx(float *restrict dx, const float *restrict x, const float *restrict dy,
+                      const float *restrict gamma, size_t n, float m, float r) {
+    float sg[VBLOCK] = {0}, sgx[VBLOCK] = {0};
+    size_t i = 0;
+    for (; i + VBLOCK <= n; i += VBLOCK)
+        for (int j = 0; j < VBLOCK; j++) {
+            const float g = dy[i + j] * gamma[i + j];
+            sg[j] += g;
+            sgx[j] += g * ((x[i + j] - m) * r);
+        }
+    float a = 0.0f, b = 0.0f;
+    for (int j = 0; j < VBLOCK; j++)
+        a += sg[j], b += sgx[j];
+    for (; i < n; i++) {
+        const float g = dy[i] * gamma[i];
+        a += g, b += g * ((x[i] - m) * r);
+    }
+    a /= (float)n, b /= (float)n;
+    for (i = 0; i + VBLOCK <= n; i += VBLOCK)
+        for (int j = 0; j < VBLOCK; j++)
+            dx[i + j] = r * (dy[i + j] * gamma[i + j] - a - (x[i + j] - m) * r * b);
+    for (; i < n; i++)
+        dx[i] = r * (dy[i] * gamma[i] - a - (x[i] - m) * r * b);
+}
+
+static void ln_backward_rows(void *arg, size_t r0, size_t r1, int part) {
+    (void)part;
+    const LnJob *j = arg;
+    const size_t dim = (size_t)j->s->dim;
+    for (size_t r = r0; r < r1; r++)
+        ln_row_dx(j->dx + r * dim, j->x + r * dim, j->dy + r * dim, j->gamma, dim, j->mean[r],
+                  j->rstd[r]);
+}
+
+#define LN_COLS 256 /* columns of dgamma and dbeta summed at once (their double sums: 4 KiB) */
+
+/* dgamma[c] = sum over rows of dy * xhat, dbeta[c] = sum of dy, for the columns [c0, c1): each
+ * thread owns columns (no partial sums to combine, the same bits whatever the split), a block of
+ * LN_COLS at a time down every row, the products in float, the sums in double. */
+static void ln_backward_cols(void *arg, size_t c0, size_t c1, int part) {
+    (void)part;
+    const LnJob *j = arg;
+    const size_t dim = (size_t)j->s->dim;
+    for (size_t cb = c0; cb < c1; cb += LN_COLS) {
+        const size_t n = c1 - cb < LN_COLS ? c1 - cb : LN_COLS;
+        double sg[LN_COLS] = {0}, sb[LN_COLS] = {0};
+        for (size_t r = 0; r < (size_t)j->s->rows; r++) {
+            const float *x = j->x + r * dim + cb, *dy = j->dy + r * dim + cb;
+            const float m = j->mean[r], rs = j->rstd[r];
+            for (size_t c = 0; c < n; c++) {
+                sg[c] += (double)(dy[c] * ((x[c] - m) * rs));
+                sb[c] += (double)dy[c];
+            }
+        }
+        for (size_t c = 0; c < n; c++)
+            j->dgamma[cb + c] = (float)sg[c], j->dbeta[cb + c] = (float)sb[c];
+    }
+}
+
+void cpu_layernorm_backward(BackendCtx *ctx, const LayerNormShape *s, const float *x,
+                            const float *gamma, const float *mean, const float *rstd,
+                            const float *dy, float *dx, float *dgamma, float *dbeta) {
+    LnJob j = {.s = s,
+               .x = x,
+               .gamma = gamma,
+               .mean = mean,
+               .rstd = rstd,
+               .dy = dy,
+               .dx = dx,
+               .dgamma = dgamma,
+               .dbeta = dbeta};
+    if (s->rows <= 0 || s->dim <= 0) {
+        if (s->dim > 0) memset(dgamma, 0, (size_t)s->dim * sizeof(float));
+        if (s->dim > 0) memset(dbeta, 0, (size_t)s->dim * sizeof(float));
+        return;
+    }
+    const size_t rows = (size_t)s->rows, dim = (size_t)s->dim;
+    par_for(par_parts(ctx, rows, PAR_GRAIN / dim + 1), rows, ln_backward_rows, &j);
+    /* a part of columns reads rows x its columns: worth a thread from PAR_GRAIN of those */
+    par_for(par_parts(ctx, dim, PAR_GRAIN / rows + VBLOCK), dim, ln_backward_cols, &j);
+}
+
+/* ---- GELU (tanh approximation) --------------------------------------------------------------- */
+
+/* y = 0.5 x (1 + tanh u) with u = sqrt(2/pi) (x + 0.044715 x^3), computed as y = x * sigma(2u)
+ * (1 + tanh u = 2 sigma(2u)): no cancellation where tanh u is near -1, and one dt_expf. Its
+ * derivative, with s = sigma(2u) and 1 - tanh^2 u = 4 s (1 - s):
+ *   dy/dx = s + x * 2 s (1 - s) * sqrt(2/pi) (1 + 3 * 0.044715 x^2). */
+#define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+#define GELU_C 0.044715f
+
+typedef struct {
+    const float *x, *dy;
+    float *y, *dx;
+} GeluJob;
+
+/* In place is allowed (y == x, dx == dy): each block is loaded into temporaries first. */
+static void gelu_forward_part(void *arg, size_t i0, size_t i1, int part) {
+    (void)part;
+    const GeluJob *g = arg;
+    size_t i = i0;
+    for (; i + VBLOCK <= i1; i += VBLOCK) {
+        float t[VBLOCK];
+        for (int j = 0; j < VBLOCK; j++)
+            t[j] = g->x[i + j];
+        for (int j = 0; j < VBLOCK; j++)
+            t[j] = t[j] / (1.0f + dt_expf(-2.0f * GELU_K * (t[j] + GELU_C * t[j] * t[j] * t[j])));
+        for (int j = 0; j < VBLOCK; j++)
+            g->y[i + j] = t[j];
+    }
+    for (; i < i1; i++) {
+        const float t = g->x[i];
+        g->y[i] = t / (1.0f + dt_expf(-2.0f * GELU_K * (t + GELU_C * t * t * t)));
+    }
+}
+
+static inline float gelu_grad(float x) {
+    const float s = 1.0f / (1.0f + dt_expf(-2.0f * GELU_K * (x + GELU_C * x * x * x)));
+    return s + x * 2.0f * s * (1.0f - s) * GELU_K * (1.0f + 3.0f * GELU_C * x * x);
+}
+
+static void gelu_backward_part(void *arg, size_t i0, size_t i1, int part) {
+    (void)part;
+    const GeluJob *g = arg;
+    size_t i = i0;
+    for (; i + VBLOCK <= i1; i += VBLOCK) {
+        float t[VBLOCK], d[VBLOCK];
+        for (int j = 0; j < VBLOCK; j++)
+            t[j] = g->x[i + j], d[j] = g->dy[i + j];
+        for (int j = 0; j < VBLOCK; j++)
+            t[j] = d[j] * gelu_grad(t[j]);
+        for (int j = 0; j < VBLOCK; j++)
+            g->dx[i + j] = t[j];
+    }
+    for (; i < i1; i++)
+        g->dx[i] = g->dy[i] * gelu_grad(g->x[i]);
+}
+
+void cpu_gelu_forward(BackendCtx *ctx, size_t n, const float *x, float *y) {
+    GeluJob g = {.x = x, .y = y};
+    par_for(par_parts(ctx, n, PAR_GRAIN), n, gelu_forward_part, &g);
+}
+
+void cpu_gelu_backward(BackendCtx *ctx, size_t n, const float *x, const float *dy, float *dx) {
+    GeluJob g = {.x = x, .dy = dy, .dx = dx};
+    par_for(par_parts(ctx, n, PAR_GRAIN), n, gelu_backward_part, &g);
+}

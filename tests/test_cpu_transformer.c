@@ -1,0 +1,215 @@
+/* test_cpu_transformer.c - the CPU backend's transformer layers (kernels/cpu_transformer.c): layer
+ * norm (and its saved mean and rstd), GELU (extreme inputs, in place), against the naive references
+ * (tests/ref_transformer.c) with outputs pre-filled with NaN, on 1, 2 and 3 threads (shapes large
+ * enough that the kernels split them; every thread count must give the 1-thread bits); then every
+ * backward pass against finite differences of the kernels' own forward (tests/gradcheck.h). Odd
+ * sizes throughout: dims not a multiple of VBLOCK. */
+#include "cpu_kernels.h" /* defines: the kernels (cpu_backend's members) */
+#include "gradcheck.h"
+#include "kernel_test.h"
+#include "ref_kernels.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* the backend on 1 (kernel_test.h's ctx), 2 and 3 threads */
+#define NCTX 3
+static BackendCtx *ctxs[NCTX];
+static const int nthreads[NCTX] = {1, 2, 3};
+
+static void init_contexts(void) {
+    ctxs[0] = ctx;
+    for (int i = 1; i < NCTX; i++) {
+        BackendConfig cfg = {.threads = nthreads[i]};
+        if (B->init(&cfg, &ctxs[i]) != 0) {
+            fprintf(stderr, "cpu_backend init on %d threads failed\n", nthreads[i]);
+            exit(1);
+        }
+    }
+}
+
+static void finish_contexts(void) {
+    for (int i = 1; i < NCTX; i++)
+        B->finalize(ctxs[i]);
+}
+
+/* got (threads i) against ref (the reference) within atol/rtol; on more than one thread also
+ * bit for bit against one (the 1-thread result) */
+static void check_threads(const char *what, int i, const float *got, const float *ref,
+                          const float *one, size_t n, double atol, double rtol) {
+    check_close(fmt_label("%s threads=%d", what, nthreads[i]), got, ref, n, atol, rtol);
+    if (i > 0)
+        check_same_bits(fmt_label("%s threads=%d = threads=1", what, nthreads[i]), got, one, n);
+}
+
+static float *copy_of(const float *a, size_t n) {
+    float *c = halloc(n);
+    memcpy(c, a, n * sizeof(float));
+    return c;
+}
+
+/* ---- layer norm ---- */
+
+static void test_layernorm(int rows, int dim) {
+    LayerNormShape s = {rows, dim, 1e-5f};
+    char shape[64], what[128];
+    snprintf(shape, sizeof shape, "rows=%d dim=%d", rows, dim);
+    size_t n = (size_t)rows * dim;
+    float *x = falloc(n), *g = falloc(dim), *b = falloc(dim), *y = falloc(n), *dy = falloc(n);
+    float *mean = falloc(rows), *rstd = falloc(rows), *dx = falloc(n), *dg = falloc(dim),
+          *db = falloc(dim);
+    float *ry = halloc(n), *rmean = halloc(rows), *rrstd = halloc(rows), *rdx = halloc(n),
+          *rdg = halloc(dim), *rdb = halloc(dim);
+    float *one[6] = {0};
+    fill_uniform(x, n, -2, 2);
+    for (size_t i = 0; i < n; i += 7) /* rows off zero: the mean matters */
+        x[i] += 3.0f;
+    fill_uniform(g, dim, 0.5f, 1.5f);
+    fill_uniform(b, dim, -1, 1);
+    fill_uniform(dy, n, -1, 1);
+    ref_layernorm_forward(&s, x, g, b, ry, rmean, rrstd);
+    ref_layernorm_backward(&s, x, g, dy, rdx, rdg, rdb);
+    for (int i = 0; i < NCTX; i++) {
+        fill_nan(y, n), fill_nan(mean, rows), fill_nan(rstd, rows);
+        B->layernorm_forward(ctxs[i], &s, x, g, b, y, mean, rstd);
+        snprintf(what, sizeof what, "layernorm_forward %s", shape);
+        check_threads(what, i, y, ry, one[0], n, 1e-5, 1e-5);
+        snprintf(what, sizeof what, "layernorm_forward mean %s", shape);
+        check_threads(what, i, mean, rmean, one[1], rows, 1e-6, 1e-6);
+        snprintf(what, sizeof what, "layernorm_forward rstd %s", shape);
+        check_threads(what, i, rstd, rrstd, one[2], rows, 1e-6, 1e-5);
+        fill_nan(dx, n), fill_nan(dg, dim), fill_nan(db, dim);
+        B->layernorm_backward(ctxs[i], &s, x, g, mean, rstd, dy, dx, dg, db);
+        snprintf(what, sizeof what, "layernorm_backward dx %s", shape);
+        check_threads(what, i, dx, rdx, one[3], n, 1e-5, 1e-4);
+        snprintf(what, sizeof what, "layernorm_backward dgamma %s", shape);
+        check_threads(what, i, dg, rdg, one[4], dim, 1e-5, 1e-5);
+        snprintf(what, sizeof what, "layernorm_backward dbeta %s", shape);
+        check_threads(what, i, db, rdb, one[5], dim, 1e-5, 1e-5);
+        if (i == 0) {
+            one[0] = copy_of(y, n), one[1] = copy_of(mean, rows), one[2] = copy_of(rstd, rows);
+            one[3] = copy_of(dx, n), one[4] = copy_of(dg, dim), one[5] = copy_of(db, dim);
+        }
+    }
+    B->free(ctx, x), B->free(ctx, g), B->free(ctx, b), B->free(ctx, y), B->free(ctx, dy);
+    B->free(ctx, mean), B->free(ctx, rstd), B->free(ctx, dx), B->free(ctx, dg), B->free(ctx, db);
+    free(ry), free(rmean), free(rrstd), free(rdx), free(rdg), free(rdb);
+    for (int k = 0; k < 6; k++)
+        free(one[k]);
+}
+
+/* ---- GELU ---- */
+
+static void test_gelu(size_t n) {
+    char what[96];
+    float *x = falloc(n), *y = falloc(n), *dy = falloc(n), *dx = falloc(n), *in = falloc(n);
+    float *ry = halloc(n), *rdx = halloc(n), *one_y = NULL, *one_dx = NULL;
+    const float extremes[] = {0.0f, -0.0f,  1e-8f, -1e-8f,  -3.0f,  3.0f,  -9.0f,
+                              9.0f, -20.0f, 20.0f, -100.0f, 100.0f, -1e4f, 1e4f};
+    fill_uniform(x, n, -6, 6);
+    for (size_t i = 0; i < n && i < sizeof extremes / sizeof extremes[0]; i++)
+        x[i * 7 % n] = extremes[i];
+    fill_uniform(dy, n, -1, 1);
+    ref_gelu_forward(n, x, ry);
+    ref_gelu_backward(n, x, dy, rdx);
+    for (int i = 0; i < NCTX; i++) {
+        fill_nan(y, n), fill_nan(dx, n);
+        B->gelu_forward(ctxs[i], n, x, y);
+        snprintf(what, sizeof what, "gelu_forward n=%zu", n);
+        check_threads(what, i, y, ry, one_y, n, 1e-6, 1e-5);
+        B->gelu_backward(ctxs[i], n, x, dy, dx);
+        snprintf(what, sizeof what, "gelu_backward n=%zu", n);
+        check_threads(what, i, dx, rdx, one_dx, n, 1e-6, 1e-5);
+        if (i == 0) one_y = copy_of(y, n), one_dx = copy_of(dx, n);
+        /* in place: y over x, dx over dy */
+        memcpy(in, x, n * sizeof(float));
+        B->gelu_forward(ctxs[i], n, in, in);
+        check_same_bits(fmt_label("gelu_forward in place n=%zu threads=%d", n, nthreads[i]), in, y,
+                        n);
+        memcpy(in, dy, n * sizeof(float));
+        B->gelu_backward(ctxs[i], n, x, in, in);
+        check_same_bits(fmt_label("gelu_backward in place n=%zu threads=%d", n, nthreads[i]), in,
+                        dx, n);
+    }
+    B->free(ctx, x), B->free(ctx, y), B->free(ctx, dy), B->free(ctx, dx), B->free(ctx, in);
+    free(ry), free(rdx), free(one_y), free(one_dx);
+}
+
+/* ---- finite differences ---- */
+
+typedef struct {
+    LayerNormShape s;
+    float *x, *g, *b, *mean, *rstd;
+} LnState;
+
+static void ln_fwd(GradLayer *l) {
+    LnState *st = l->state;
+    B->layernorm_forward(ctx, &st->s, st->x, st->g, st->b, l->y, st->mean, st->rstd);
+}
+
+static void gradcheck_layernorm(int rows, int dim) {
+    LnState st = {{rows, dim, 1e-5f}, NULL, NULL, NULL, NULL, NULL};
+    char name[64];
+    snprintf(name, sizeof name, "layernorm rows=%d dim=%d", rows, dim);
+    size_t n = (size_t)rows * dim;
+    st.x = falloc(n), st.g = falloc(dim), st.b = falloc(dim);
+    st.mean = falloc(rows), st.rstd = falloc(rows);
+    float *dx = falloc(n), *dg = falloc(dim), *db = falloc(dim);
+    GradLayer l = {ln_fwd, falloc(n), falloc(n), n, &st, NULL, NULL, 0};
+    fill_uniform(st.x, n, -2, 2);
+    fill_uniform(st.g, dim, 0.5f, 1.5f);
+    fill_uniform(st.b, dim, -1, 1);
+    fill_uniform(l.r, n, -1, 1);
+    ln_fwd(&l);
+    B->layernorm_backward(ctx, &st.s, st.x, st.g, st.mean, st.rstd, l.r, dx, dg, db);
+    Probe pr = grad_layer_probe(&l, 0);
+    fd_check(name, "dx", &pr, st.x, dx, n, 1e-2f, 1e-2);
+    fd_check(name, "dgamma", &pr, st.g, dg, dim, 1e-2f, 1e-2);
+    fd_check(name, "dbeta", &pr, st.b, db, dim, 1e-2f, 1e-2);
+    B->free(ctx, st.x), B->free(ctx, st.g), B->free(ctx, st.b), B->free(ctx, st.mean);
+    B->free(ctx, st.rstd), B->free(ctx, dx), B->free(ctx, dg), B->free(ctx, db);
+    B->free(ctx, l.y), B->free(ctx, l.r);
+}
+
+typedef struct {
+    size_t n;
+    float *x;
+} GeluState;
+
+static void gelu_fwd(GradLayer *l) {
+    GeluState *st = l->state;
+    B->gelu_forward(ctx, st->n, st->x, l->y);
+}
+
+static void gradcheck_gelu(size_t n) {
+    GeluState st = {n, falloc(n)};
+    float *dx = falloc(n);
+    GradLayer l = {gelu_fwd, falloc(n), falloc(n), n, &st, NULL, NULL, 0};
+    fill_uniform(st.x, n, -4, 4);
+    fill_uniform(l.r, n, -1, 1);
+    B->gelu_backward(ctx, n, st.x, l.r, dx);
+    Probe pr = grad_layer_probe(&l, 0);
+    fd_check(fmt_label("gelu n=%zu", n), "dx", &pr, st.x, dx, n, 1e-2f, 1e-2);
+    B->free(ctx, st.x), B->free(ctx, dx), B->free(ctx, l.y), B->free(ctx, l.r);
+}
+
+int main(void) {
+    kernel_test_init(0x7f0a);
+    init_contexts();
+    /*             rows dim */
+    test_layernorm(1, 1);
+    test_layernorm(5, 3);
+    test_layernorm(7, 37);
+    test_layernorm(520, 200); /* split over threads: rows forward, columns of dgamma/dbeta */
+    test_gelu(1);
+    test_gelu(13);
+    test_gelu(100003); /* split over threads */
+
+    gradcheck_layernorm(3, 13);
+    gradcheck_layernorm(2, 64);
+    gradcheck_gelu(45);
+    finish_contexts();
+    return kernel_test_finish();
+}
