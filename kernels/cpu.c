@@ -253,4 +253,8 @@ const BackendOps cpu_backend = {
     .layernorm_backward = cpu_layernorm_backward,
     .gelu_forward = cpu_gelu_forward,
     .gelu_backward = cpu_gelu_backward,
+    .attention_reserve_bytes = cpu_attention_reserve_bytes,
+    .attention_workspace_bytes = cpu_attention_workspace_bytes,
+    .attention_forward = cpu_attention_forward,
+    .attention_backward = cpu_attention_backward,
 };

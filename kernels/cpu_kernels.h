@@ -119,5 +119,13 @@ void cpu_layernorm_backward(BackendCtx *ctx, const LayerNormShape *s, const floa
 /* in place allowed: y == x, dx == dy */
 void cpu_gelu_forward(BackendCtx *ctx, size_t n, const float *x, float *y);
 void cpu_gelu_backward(BackendCtx *ctx, size_t n, const float *x, const float *dy, float *dx);
+/* reserve: the probabilities [batch, heads, seq, seq]; work: a [seq, seq] per thread */
+size_t cpu_attention_reserve_bytes(BackendCtx *ctx, const AttentionShape *s);
+size_t cpu_attention_workspace_bytes(BackendCtx *ctx, const AttentionShape *s);
+void cpu_attention_forward(BackendCtx *ctx, const AttentionShape *s, const float *qkv, float *y,
+                           void *reserve, void *work);
+void cpu_attention_backward(BackendCtx *ctx, const AttentionShape *s, const float *qkv,
+                            const float *y, const void *reserve, const float *dy, float *dqkv,
+                            void *work);
 
 #endif

@@ -7,23 +7,6 @@
 
 /* ---- softmax cross-entropy ----------------------------------------------------------------- */
 
-/* max of z[n] (n >= 1), in VBLOCK lanes */
-static float vec_max(const float *restrict z, size_t n) {
-    float acc[VBLOCK];
-    for (int j = 0; j < VBLOCK; j++)
-        acc[j] = z[0];
-    size_t i = 0;
-    for (; i + VBLOCK <= n; i += VBLOCK)
-        for (int j = 0; j < VBLOCK; j++)
-            acc[j] = z[i + j] > acc[j] ? z[i + j] : acc[j];
-    float m = acc[0];
-    for (int j = 1; j < VBLOCK; j++)
-        m = acc[j] > m ? acc[j] : m;
-    for (; i < n; i++)
-        m = z[i] > m ? z[i] : m;
-    return m;
-}
-
 /* sum of exp(z[j] - m) over z[n], also written to d[n] unless d is NULL; dt_expf in VBLOCK float
  * lanes (each lane sums n/VBLOCK terms), the lanes added in double */
 static double vec_exp_sum(const float *restrict z, float *restrict d, size_t n, float m) {
@@ -69,7 +52,7 @@ void cpu_softmax_xent(BackendCtx *ctx, int n, int c, const float *logits, const 
         const float *z = logits + (size_t)i * c; /* z[c] */
         const int32_t label = labels[i];
 
-        const float m = vec_max(z, (size_t)c);
+        const float m = cpu_vmax(z, (size_t)c);
         int best = 0; /* the first maximum (NaN logits: none, stop at the end) */
         while (best < c - 1 && z[best] != m)
             best++;

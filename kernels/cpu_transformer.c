@@ -1,11 +1,12 @@
-/* cpu_transformer.c - the CPU backend's transformer layers (GPT-2): layer normalisation and GELU
- * (tanh approximation). Semantics: backend.h.
+/* cpu_transformer.c - the CPU backend's transformer layers (GPT-2): layer normalisation, GELU (tanh
+ * approximation), causal multi-head self-attention. Semantics: backend.h.
  *
  * Threads: every kernel here splits its work over cpu_ctx_threads() threads (--threads), made for
  * the call as the bf16 engine does (cpu_bf16.c; a few tens of microseconds each, so a small call
  * stays on the calling thread: the grain sizes below). The split never changes a result: each
  * output element is computed by one thread in a fixed order, so the bits are the same whatever the
- * thread count. */
+ * thread count (the attention's too, as long as OpenBLAS's single-threaded products are). */
+#include "cpu_blas.h" /* defines: cpu_blas (the attention's products, fp32 whatever --precision) */
 #include "cpu_kernels.h"
 #include "cpu_vec.h"
 
@@ -272,4 +273,178 @@ void cpu_gelu_forward(BackendCtx *ctx, size_t n, const float *x, float *y) {
 void cpu_gelu_backward(BackendCtx *ctx, size_t n, const float *x, const float *dy, float *dx) {
     GeluJob g = {.x = x, .dy = dy, .dx = dx};
     par_for(par_parts(ctx, n, PAR_GRAIN), n, gelu_backward_part, &g);
+}
+
+/* ---- causal self-attention ------------------------------------------------------------------- */
+
+/* Per (sample, head) pair, on the strided q, k, v of qkv (row stride 3C, head h at column h*D; no
+ * copies), in blocks of ATT_RB query rows [i0, i1) that read keys [0, i1) only, so the products
+ * skip the masked upper triangle but for the diagonal blocks:
+ *   forward   S = scale Q K^T, P = softmax of each row over t' <= t (0 above), Y = P V;
+ *   backward  dP = dY V^T, dS = P (dP - rowsum(dP P)) scale, dQ = dS K, dK = dS^T Q, dV = P^T dY.
+ * Every output element is written by one product with beta 0: y and dqkv need no zeroing.
+ *
+ * The reserve keeps P [batch, heads, seq, seq] (only the lower triangle and the zeros above the
+ * diagonal in each diagonal block are written and read): the backward reads it instead of
+ * recomputing Q K^T. The workspace holds one dS [seq, seq] per thread.
+ *
+ * Threads: OpenBLAS 0.3.21 (Debian's) has no batched sgemm, so the pairs are the batch: they are
+ * split among the threads, each pair's products single-threaded (OpenBLAS's count set to 1 for the
+ * call, process-wide as OpenBLAS has no other setting, and restored after). */
+#define ATT_RB 64
+
+typedef struct {
+    const AttentionShape *s;
+    const float *qkv, *dy, *p_in;
+    float *y, *p, *dqkv, *work;
+} AttJob;
+
+/* C[m,n] = alpha op(A) op(B), row-major, fp32 (the attention runs fp32 under --precision bf16) */
+static void gemm0(int ta, int tb, int m, int n, int k, float alpha, const float *a, size_t lda,
+                  const float *b, size_t ldb, float *c, size_t ldc) {
+    cpu_blas()->sgemm(CPU_BLAS_ROW_MAJOR, ta ? CPU_BLAS_TRANS : CPU_BLAS_NO_TRANS,
+                      tb ? CPU_BLAS_TRANS : CPU_BLAS_NO_TRANS, m, n, k, alpha, a, (int)lda, b,
+                      (int)ldb, 0.0f, c, (int)ldc);
+}
+
+/* p[0, n) = softmax of p[0, n) (scores), p[n, width) = 0 (masked) */
+static void softmax_row(float *restrict p, size_t n, size_t width) {
+    const float mx = cpu_vmax(p, n);
+    float acc[VBLOCK] = {0};
+    size_t i = 0;
+    for (; i + VBLOCK <= n; i += VBLOCK)
+        for (int j = 0; j < VBLOCK; j++) {
+            const float e = dt_expf(p[i + j] - mx);
+            p[i + j] = e;
+            acc[j] += e;
+        }
+    double sum = 0.0;
+    for (int j = 0; j < VBLOCK; j++)
+        sum += acc[j];
+    for (; i < n; i++)
+        sum += p[i] = dt_expf(p[i] - mx);
+    cpu_vscale(p, n, (float)(1.0 / sum));
+    cpu_vfill(p + n, width - n, 0.0f);
+}
+
+/* d[0, n) = p (d - sum(d p)) scale, d[n, width) = 0: dP into dS in place */
+static void softmax_grad_row(float *restrict d, const float *restrict p, size_t n, size_t width,
+                             float scale) {
+    float acc[VBLOCK] = {0};
+    size_t i = 0;
+    for (; i + VBLOCK <= n; i += VBLOCK)
+        for (int j = 0; j < VBLOCK; j++)
+            acc[j] += d[i + j] * p[i + j];
+    float dot = 0.0f;
+    for (int j = 0; j < VBLOCK; j++)
+        dot += acc[j];
+    for (; i < n; i++)
+        dot += d[i] * p[i];
+    for (i = 0; i + VBLOCK <= n; i += VBLOCK)
+        for (int j = 0; j < VBLOCK; j++)
+            d[i + j] = p[i + j] * (d[i + j] - dot) * scale;
+    for (; i < n; i++)
+        d[i] = p[i] * (d[i] - dot) * scale;
+    cpu_vfill(d + n, width - n, 0.0f);
+}
+
+/* The pair's operands: q (k, v at + C, + 2C) with row stride 3C, y / dy with stride C, dqkv. */
+typedef struct {
+    int T, D, C;
+    const float *q, *k, *v, *dy;
+    float *y, *dq, *p;
+} AttPair;
+
+static AttPair att_pair(const AttJob *j, size_t pair) {
+    const AttentionShape *s = j->s;
+    AttPair a;
+    a.T = s->seq, a.D = s->head_dim, a.C = s->heads * s->head_dim;
+    const size_t b = pair / (size_t)s->heads, h = pair % (size_t)s->heads, T = (size_t)a.T;
+    a.q = j->qkv + b * T * 3 * a.C + h * a.D, a.k = a.q + a.C, a.v = a.q + 2 * a.C;
+    a.y = j->y ? j->y + b * T * a.C + h * a.D : NULL;
+    a.dy = j->dy ? j->dy + b * T * a.C + h * a.D : NULL;
+    a.dq = j->dqkv ? j->dqkv + b * T * 3 * a.C + h * a.D : NULL;
+    a.p = (j->p ? j->p : (float *)j->p_in) + pair * T * T;
+    return a;
+}
+
+static void att_forward_pairs(void *arg, size_t first, size_t end, int part) {
+    (void)part;
+    const AttJob *j = arg;
+    for (size_t pair = first; pair < end; pair++) {
+        const AttPair a = att_pair(j, pair);
+        const size_t T = (size_t)a.T, ld = 3 * (size_t)a.C;
+        const float scale = 1.0f / sqrtf((float)a.D);
+        for (int i0 = 0; i0 < a.T; i0 += ATT_RB) {
+            const int i1 = a.T - i0 < ATT_RB ? a.T : i0 + ATT_RB, m = i1 - i0;
+            float *p = a.p + i0 * T;
+            gemm0(0, 1, m, i1, a.D, scale, a.q + i0 * ld, ld, a.k, ld, p, T);
+            for (int i = i0; i < i1; i++)
+                softmax_row(a.p + i * T, (size_t)i + 1, (size_t)i1);
+            gemm0(0, 0, m, a.D, i1, 1.0f, p, T, a.v, ld, a.y + (size_t)i0 * a.C, (size_t)a.C);
+        }
+    }
+}
+
+static void att_backward_pairs(void *arg, size_t first, size_t end, int part) {
+    const AttJob *j = arg;
+    for (size_t pair = first; pair < end; pair++) {
+        const AttPair a = att_pair(j, pair);
+        const size_t T = (size_t)a.T, ld = 3 * (size_t)a.C, C = (size_t)a.C;
+        const float scale = 1.0f / sqrtf((float)a.D);
+        float *ds = j->work + (size_t)part * T * T, *dk = a.dq + C, *dv = a.dq + 2 * C;
+        for (int i0 = 0; i0 < a.T; i0 += ATT_RB) { /* dS and dQ by blocks of rows */
+            const int i1 = a.T - i0 < ATT_RB ? a.T : i0 + ATT_RB, m = i1 - i0;
+            gemm0(0, 1, m, i1, a.D, 1.0f, a.dy + i0 * C, C, a.v, ld, ds + i0 * T, T);
+            for (int i = i0; i < i1; i++)
+                softmax_grad_row(ds + i * T, a.p + i * T, (size_t)i + 1, (size_t)i1, scale);
+            gemm0(0, 0, m, a.D, i1, 1.0f, ds + i0 * T, T, a.k, ld, a.dq + i0 * ld, ld);
+        }
+        for (int j0 = 0; j0 < a.T; j0 += ATT_RB) { /* dK, dV by blocks of keys: rows t >= j0 */
+            const int j1 = a.T - j0 < ATT_RB ? a.T : j0 + ATT_RB, n = j1 - j0, k = a.T - j0;
+            gemm0(1, 0, n, a.D, k, 1.0f, ds + j0 * T + j0, T, a.q + j0 * ld, ld, dk + j0 * ld, ld);
+            gemm0(1, 0, n, a.D, k, 1.0f, a.p + j0 * T + j0, T, a.dy + j0 * C, C, dv + j0 * ld, ld);
+        }
+    }
+}
+
+/* Pairs per thread: at least ~2^20 multiply-adds of products each (about a thread's making). */
+static int att_parts(BackendCtx *ctx, const AttentionShape *s) {
+    const size_t pairs = (size_t)s->batch * s->heads, T = (size_t)s->seq;
+    const size_t per_pair = T * (T + 1) / 2 * (size_t)s->head_dim + 1;
+    return par_parts(ctx, pairs, ((size_t)1 << 20) / per_pair + 1);
+}
+
+static void att_run(BackendCtx *ctx, const AttentionShape *s, ParFn fn, AttJob *j) {
+    const size_t pairs = s->seq > 0 && s->head_dim > 0 ? (size_t)s->batch * s->heads : 0;
+    const int parts = att_parts(ctx, s);
+    const CpuBlas *blas = cpu_blas();
+    const int blas_threads = blas->get_num_threads();
+    if (parts > 1 && blas_threads != 1) blas->set_num_threads(1);
+    par_for(parts, pairs, fn, j);
+    if (parts > 1 && blas_threads != 1) blas->set_num_threads(blas_threads);
+}
+
+size_t cpu_attention_reserve_bytes(BackendCtx *ctx, const AttentionShape *s) {
+    (void)ctx;
+    return (size_t)s->batch * s->heads * s->seq * s->seq * sizeof(float);
+}
+
+size_t cpu_attention_workspace_bytes(BackendCtx *ctx, const AttentionShape *s) {
+    return (size_t)att_parts(ctx, s) * s->seq * s->seq * sizeof(float);
+}
+
+void cpu_attention_forward(BackendCtx *ctx, const AttentionShape *s, const float *qkv, float *y,
+                           void *reserve, void *work) {
+    (void)work;
+    AttJob j = {.s = s, .qkv = qkv, .y = y, .p = reserve};
+    att_run(ctx, s, att_forward_pairs, &j);
+}
+
+void cpu_attention_backward(BackendCtx *ctx, const AttentionShape *s, const float *qkv,
+                            const float *y, const void *reserve, const float *dy, float *dqkv,
+                            void *work) {
+    (void)y;
+    AttJob j = {.s = s, .qkv = qkv, .dy = dy, .p_in = reserve, .dqkv = dqkv, .work = work};
+    att_run(ctx, s, att_backward_pairs, &j);
 }

@@ -1,9 +1,10 @@
 /* test_cpu_transformer.c - the CPU backend's transformer layers (kernels/cpu_transformer.c): layer
- * norm (and its saved mean and rstd), GELU (extreme inputs, in place), against the naive references
- * (tests/ref_transformer.c) with outputs pre-filled with NaN, on 1, 2 and 3 threads (shapes large
- * enough that the kernels split them; every thread count must give the 1-thread bits); then every
- * backward pass against finite differences of the kernels' own forward (tests/gradcheck.h). Odd
- * sizes throughout: dims not a multiple of VBLOCK. */
+ * norm (and its saved mean and rstd), GELU (extreme inputs, in place), causal self-attention
+ * (one and several blocks of rows, 1 and 3 heads, peaked probabilities), against the naive
+ * references (tests/ref_transformer.c) with outputs pre-filled with NaN, on 1, 2 and 3 threads
+ * (shapes large enough that the kernels split them; every thread count must give the 1-thread
+ * bits); then every backward pass against finite differences of the kernels' own forward
+ * (tests/gradcheck.h). Odd sizes throughout: dims not a multiple of VBLOCK. */
 #include "cpu_kernels.h" /* defines: the kernels (cpu_backend's members) */
 #include "gradcheck.h"
 #include "kernel_test.h"
@@ -137,6 +138,39 @@ static void test_gelu(size_t n) {
     free(ry), free(rdx), free(one_y), free(one_dx);
 }
 
+/* ---- causal self-attention ---- */
+
+static void test_attention(int batch, int seq, int heads, int head_dim, float range) {
+    AttentionShape s = {batch, seq, heads, head_dim};
+    char shape[96], what[160];
+    snprintf(shape, sizeof shape, "batch=%d seq=%d heads=%d head_dim=%d |qkv|<=%g", batch, seq,
+             heads, head_dim, range);
+    size_t ny = (size_t)batch * seq * heads * head_dim, nqkv = 3 * ny;
+    float *qkv = falloc(nqkv), *y = falloc(ny), *dy = falloc(ny), *dqkv = falloc(nqkv);
+    float *ry = halloc(ny), *rdqkv = halloc(nqkv), *one_y = NULL, *one_d = NULL;
+    fill_uniform(qkv, nqkv, -range, range);
+    fill_uniform(dy, ny, -1, 1);
+    ref_attention_forward(&s, qkv, ry);
+    ref_attention_backward(&s, qkv, dy, rdqkv);
+    for (int i = 0; i < NCTX; i++) {
+        void *reserve = B->alloc(ctxs[i], B->attention_reserve_bytes(ctxs[i], &s));
+        void *work = B->alloc(ctxs[i], B->attention_workspace_bytes(ctxs[i], &s));
+        fill_nan(y, ny), fill_nan(dqkv, nqkv);
+        fill_nan(work, B->attention_workspace_bytes(ctxs[i], &s) / sizeof(float));
+        B->attention_forward(ctxs[i], &s, qkv, y, reserve, work);
+        snprintf(what, sizeof what, "attention_forward %s", shape);
+        check_threads(what, i, y, ry, one_y, ny, 1e-5, 1e-5);
+        fill_nan(work, B->attention_workspace_bytes(ctxs[i], &s) / sizeof(float));
+        B->attention_backward(ctxs[i], &s, qkv, y, reserve, dy, dqkv, work);
+        snprintf(what, sizeof what, "attention_backward dqkv %s", shape);
+        check_threads(what, i, dqkv, rdqkv, one_d, nqkv, 1e-5, 1e-4);
+        if (i == 0) one_y = copy_of(y, ny), one_d = copy_of(dqkv, nqkv);
+        B->free(ctxs[i], reserve), B->free(ctxs[i], work);
+    }
+    B->free(ctx, qkv), B->free(ctx, y), B->free(ctx, dy), B->free(ctx, dqkv);
+    free(ry), free(rdqkv), free(one_y), free(one_d);
+}
+
 /* ---- finite differences ---- */
 
 typedef struct {
@@ -195,6 +229,38 @@ static void gradcheck_gelu(size_t n) {
     B->free(ctx, st.x), B->free(ctx, dx), B->free(ctx, l.y), B->free(ctx, l.r);
 }
 
+typedef struct {
+    AttentionShape s;
+    float *qkv;
+    void *reserve, *work;
+} AttState;
+
+static void att_fwd(GradLayer *l) {
+    AttState *st = l->state;
+    B->attention_forward(ctx, &st->s, st->qkv, l->y, st->reserve, st->work);
+}
+
+static void gradcheck_attention(int batch, int seq, int heads, int head_dim) {
+    AttState st = {{batch, seq, heads, head_dim}, NULL, NULL, NULL};
+    char name[96];
+    snprintf(name, sizeof name, "attention batch=%d seq=%d heads=%d head_dim=%d", batch, seq, heads,
+             head_dim);
+    size_t ny = (size_t)batch * seq * heads * head_dim, nqkv = 3 * ny;
+    st.qkv = falloc(nqkv);
+    st.reserve = B->alloc(ctx, B->attention_reserve_bytes(ctx, &st.s));
+    st.work = B->alloc(ctx, B->attention_workspace_bytes(ctx, &st.s));
+    float *dqkv = falloc(nqkv);
+    GradLayer l = {att_fwd, falloc(ny), falloc(ny), ny, &st, NULL, NULL, 0};
+    fill_uniform(st.qkv, nqkv, -1.5f, 1.5f);
+    fill_uniform(l.r, ny, -1, 1);
+    att_fwd(&l);
+    B->attention_backward(ctx, &st.s, st.qkv, l.y, st.reserve, l.r, dqkv, st.work);
+    Probe pr = grad_layer_probe(&l, 0);
+    fd_check(name, "dqkv", &pr, st.qkv, dqkv, nqkv, 1e-2f, 1e-2);
+    B->free(ctx, st.qkv), B->free(ctx, st.reserve), B->free(ctx, st.work), B->free(ctx, dqkv);
+    B->free(ctx, l.y), B->free(ctx, l.r);
+}
+
 int main(void) {
     kernel_test_init(0x7f0a);
     init_contexts();
@@ -206,10 +272,19 @@ int main(void) {
     test_gelu(1);
     test_gelu(13);
     test_gelu(100003); /* split over threads */
+    /*             batch seq heads head_dim |qkv| */
+    test_attention(1, 1, 1, 1, 1.0f);
+    test_attention(2, 7, 3, 5, 1.0f);
+    test_attention(1, 67, 1, 9, 2.0f);   /* two blocks of rows, the second of 3 */
+    test_attention(3, 29, 3, 13, 4.0f);  /* peaked probabilities */
+    test_attention(4, 130, 3, 24, 1.0f); /* three blocks; 12 pairs split over threads */
 
     gradcheck_layernorm(3, 13);
     gradcheck_layernorm(2, 64);
     gradcheck_gelu(45);
+    gradcheck_attention(2, 5, 3, 4);
+    gradcheck_attention(1, 9, 1, 7);
+    gradcheck_attention(1, 70, 1, 3); /* two blocks */
     finish_contexts();
     return kernel_test_finish();
 }
