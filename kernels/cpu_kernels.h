@@ -110,6 +110,10 @@ void cpu_lstm_backward(BackendCtx *ctx, const LstmShape *s, const float *x, cons
                        float *db, void *work);
 
 /* cpu_transformer.c (split over cpu_ctx_threads() threads) */
+void cpu_tokpos_forward(BackendCtx *ctx, const TokPosShape *s, const float *ids, const float *wte,
+                        const float *wpe, float *y);
+void cpu_tokpos_backward(BackendCtx *ctx, const TokPosShape *s, const float *ids, const float *dy,
+                         float *dwte, float *dwpe);
 void cpu_layernorm_forward(BackendCtx *ctx, const LayerNormShape *s, const float *x,
                            const float *gamma, const float *beta, float *y, float *mean,
                            float *rstd);

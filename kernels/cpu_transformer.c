@@ -1,5 +1,6 @@
-/* cpu_transformer.c - the CPU backend's transformer layers (GPT-2): layer normalisation, GELU (tanh
- * approximation), causal multi-head self-attention. Semantics: backend.h.
+/* cpu_transformer.c - the CPU backend's transformer layers (GPT-2): token and position embedding,
+ * layer normalisation, GELU (tanh approximation), causal multi-head self-attention. Semantics:
+ * backend.h.
  *
  * Threads: every kernel here splits its work over cpu_ctx_threads() threads (--threads), made for
  * the call as the bf16 engine does (cpu_bf16.c; a few tens of microseconds each, so a small call
@@ -63,6 +64,92 @@ static void par_for(int parts, size_t n, ParFn fn, void *arg) {
 
 /* Elements of work below which a part is not worth a thread of its own. */
 #define PAR_GRAIN 32768
+
+/* ---- token and position embedding ------------------------------------------------------------ */
+
+typedef struct {
+    const TokPosShape *s;
+    const float *ids, *wte, *wpe, *dy;
+    float *y, *dwte, *dwpe;
+    int parts;
+} TokPosJob;
+
+/* the id as an index of wte, or -1 outside [0, vocab) (NaN too), as cpu_embedding_forward */
+static int tok_id(float id, int vocab) {
+    return id >= 0.0f && id < (float)vocab ? (int)id : -1;
+}
+
+/* y[n] = a[n] + b[n] */
+static void vadd2(float *restrict y, const float *restrict a, const float *restrict b, size_t n) {
+    size_t i = 0;
+    for (; i + VBLOCK <= n; i += VBLOCK)
+        for (int j = 0; j < VBLOCK; j++)
+            y[i + j] = a[i + j] + b[i + j];
+    for (; i < n; i++)
+        y[i] = a[i] + b[i];
+}
+
+static void tokpos_forward_rows(void *arg, size_t r0, size_t r1, int part) {
+    (void)part;
+    const TokPosJob *j = arg;
+    const size_t dim = (size_t)j->s->dim;
+    for (size_t r = r0; r < r1; r++) {
+        const float *pos = j->wpe + (r % (size_t)j->s->seq) * dim;
+        const int id = tok_id(j->ids[r], j->s->vocab);
+        if (id >= 0)
+            vadd2(j->y + r * dim, j->wte + (size_t)id * dim, pos, dim);
+        else
+            memcpy(j->y + r * dim, pos, dim * sizeof(float));
+    }
+}
+
+void cpu_tokpos_forward(BackendCtx *ctx, const TokPosShape *s, const float *ids, const float *wte,
+                        const float *wpe, float *y) {
+    TokPosJob j = {.s = s, .ids = ids, .wte = wte, .wpe = wpe, .y = y};
+    const size_t rows = s->seq > 0 && s->dim > 0 ? (size_t)s->batch * s->seq : 0;
+    par_for(par_parts(ctx, rows, PAR_GRAIN / (size_t)(s->dim > 0 ? s->dim : 1) + 1), rows,
+            tokpos_forward_rows, &j);
+}
+
+/* Part p of j->parts owns the ids [vocab*p/parts, vocab*(p+1)/parts) and the positions
+ * [seq*p/parts, ...): it zeroes its rows of dwte and adds to them, in row order, the dy rows of
+ * its ids (every part reads all the ids: no atomics, no partial copies of dwte), and sums its
+ * rows of dwpe over the batch, in sample order. */
+static void tokpos_backward_part(void *arg, size_t p, size_t end, int part) {
+    (void)end, (void)part;
+    const TokPosJob *j = arg;
+    const TokPosShape *s = j->s;
+    const size_t dim = (size_t)s->dim, rows = (size_t)s->batch * s->seq, P = (size_t)j->parts;
+    const int v0 = (int)((size_t)s->vocab * p / P), v1 = (int)((size_t)s->vocab * (p + 1) / P);
+    memset(j->dwte + (size_t)v0 * dim, 0, (size_t)(v1 - v0) * dim * sizeof(float));
+    for (size_t r = 0; r < rows; r++) {
+        const int id = tok_id(j->ids[r], s->vocab);
+        if (id >= v0 && id < v1) cpu_vaxpy(j->dwte + (size_t)id * dim, j->dy + r * dim, dim, 1.0f);
+    }
+    const size_t t0 = (size_t)s->seq * p / P, t1 = (size_t)s->seq * (p + 1) / P;
+    const size_t sample = (size_t)s->seq * dim;
+    for (size_t t = t0; t < t1; t++) {
+        float *d = j->dwpe + t * dim;
+        memcpy(d, j->dy + t * dim, dim * sizeof(float));
+        for (int b = 1; b < s->batch; b++)
+            cpu_vaxpy(d, j->dy + b * sample + t * dim, dim, 1.0f);
+    }
+}
+
+void cpu_tokpos_backward(BackendCtx *ctx, const TokPosShape *s, const float *ids, const float *dy,
+                         float *dwte, float *dwpe) {
+    TokPosJob j = {.s = s, .ids = ids, .dy = dy, .dwte = dwte, .dwpe = dwpe};
+    if (s->dim <= 0) return;
+    if (s->batch <= 0) { /* nothing to add: both gradients are zero */
+        memset(dwte, 0, (size_t)s->vocab * s->dim * sizeof(float));
+        memset(dwpe, 0, (size_t)s->seq * s->dim * sizeof(float));
+        return;
+    }
+    /* the work is mostly zeroing dwte */
+    const size_t work = ((size_t)s->vocab + (size_t)s->batch * s->seq) * (size_t)s->dim;
+    j.parts = par_parts(ctx, work, PAR_GRAIN * 4);
+    par_for(j.parts, (size_t)j.parts, tokpos_backward_part, &j);
+}
 
 /* ---- layer normalisation --------------------------------------------------------------------- */
 

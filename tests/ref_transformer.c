@@ -1,5 +1,5 @@
 /* ref_transformer.c - naive reference kernels: layer normalisation, GELU (tanh approximation),
- * causal multi-head self-attention (kernels/cpu_transformer.c).
+ * token and position embedding, causal multi-head self-attention (kernels/cpu_transformer.c).
  * Textbook definitions (backend.h) as nested loops with double accumulators; backward passes
  * written as gathers from the chain rule, recomputing what the forward made, sharing no structure
  * with the backend's GEMM formulation (ref_kernels.h). */
@@ -96,6 +96,46 @@ void ref_gelu_backward(size_t n, const float *x, const float *dy, float *dx) {
         double du = gelu_k * (1.0 + 3.0 * 0.044715 * v * v);
         dx[i] = (float)(dy[i] * (0.5 * (1.0 + th) + 0.5 * v * (1.0 - th * th) * du));
     }
+}
+
+/* ---- token and position embedding ---- */
+
+static int ref_token(float id, int vocab) {
+    double v = id;
+    return v >= 0.0 && v < vocab ? (int)v : -1; /* NaN: out of range */
+}
+
+void ref_tokpos_forward(const TokPosShape *s, const float *ids, const float *wte, const float *wpe,
+                        float *y) {
+    for (int b = 0; b < s->batch; b++)
+        for (int t = 0; t < s->seq; t++) {
+            int id = ref_token(ids[(size_t)b * s->seq + t], s->vocab);
+            for (int d = 0; d < s->dim; d++) {
+                double v = wpe[(size_t)t * s->dim + d];
+                if (id >= 0) v += wte[(size_t)id * s->dim + d];
+                y[((size_t)b * s->seq + t) * s->dim + d] = (float)v;
+            }
+        }
+}
+
+void ref_tokpos_backward(const TokPosShape *s, const float *ids, const float *dy, float *dwte,
+                         float *dwpe) {
+    double *acc = dalloc((size_t)s->vocab * s->dim); /* scatter: each position adds to its id */
+    for (size_t r = 0; r < (size_t)s->batch * s->seq; r++) {
+        int id = ref_token(ids[r], s->vocab);
+        for (int d = 0; id >= 0 && d < s->dim; d++)
+            acc[(size_t)id * s->dim + d] += dy[r * s->dim + d];
+    }
+    for (size_t i = 0; i < (size_t)s->vocab * s->dim; i++)
+        dwte[i] = (float)acc[i];
+    free(acc);
+    for (int t = 0; t < s->seq; t++)
+        for (int d = 0; d < s->dim; d++) {
+            double sum = 0.0;
+            for (int b = 0; b < s->batch; b++)
+                sum += dy[((size_t)b * s->seq + t) * s->dim + d];
+            dwpe[(size_t)t * s->dim + d] = (float)sum;
+        }
 }
 
 /* ---- causal self-attention ---- */

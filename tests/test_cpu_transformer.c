@@ -1,9 +1,10 @@
-/* test_cpu_transformer.c - the CPU backend's transformer layers (kernels/cpu_transformer.c): layer
- * norm (and its saved mean and rstd), GELU (extreme inputs, in place), causal self-attention
- * (one and several blocks of rows, 1 and 3 heads, peaked probabilities), against the naive
- * references (tests/ref_transformer.c) with outputs pre-filled with NaN, on 1, 2 and 3 threads
- * (shapes large enough that the kernels split them; every thread count must give the 1-thread
- * bits); then every backward pass against finite differences of the kernels' own forward
+/* test_cpu_transformer.c - the CPU backend's transformer layers (kernels/cpu_transformer.c): token
+ * and position embedding (repeated ids accumulate, ids out of range ignored, wpe rows past seq
+ * untouched), layer norm (and its saved mean and rstd), GELU (extreme inputs, in place), causal
+ * self-attention (one and several blocks of rows, 1 and 3 heads, peaked probabilities), against the
+ * naive references (tests/ref_transformer.c) with outputs pre-filled with NaN, on 1, 2 and 3
+ * threads (shapes large enough that the kernels split them; every thread count must give the
+ * 1-thread bits); then every backward pass against finite differences of the kernels' own forward
  * (tests/gradcheck.h). Odd sizes throughout: dims not a multiple of VBLOCK. */
 #include "cpu_kernels.h" /* defines: the kernels (cpu_backend's members) */
 #include "gradcheck.h"
@@ -49,6 +50,62 @@ static float *copy_of(const float *a, size_t n) {
     float *c = halloc(n);
     memcpy(c, a, n * sizeof(float));
     return c;
+}
+
+/* ---- token and position embedding ---- */
+
+static void test_tokpos(int batch, int seq, int vocab, int dim) {
+    TokPosShape s = {batch, seq, vocab, dim};
+    char shape[96], what[160];
+    snprintf(shape, sizeof shape, "batch=%d seq=%d vocab=%d dim=%d", batch, seq, vocab, dim);
+    const int pos_rows = seq + 3; /* wpe[>= seq, dim]: rows from seq on are not touched */
+    size_t rows = (size_t)batch * seq, ny = rows * dim, nte = (size_t)vocab * dim;
+    size_t npe = (size_t)pos_rows * dim, used = (size_t)seq * dim;
+    float *ids = falloc(rows), *wte = falloc(nte), *wpe = falloc(npe), *y = falloc(ny);
+    float *dy = falloc(ny), *dwte = falloc(nte), *dwpe = falloc(npe);
+    float *ry = halloc(ny), *rdwte = halloc(nte), *rdwpe = halloc(npe), *tail = halloc(npe - used);
+    float *one[3] = {0};
+    const float odd[] = {-1.0f, (float)vocab, (float)vocab + 3.0f, -1e9f, NAN, 1e9f};
+    for (size_t r = 0; r < rows; r++) /* few distinct ids: repeats accumulate */
+        ids[r] = (float)(rand_u64() % (uint64_t)(vocab < 4 ? vocab : 4) * (vocab / 4 + 1) % vocab);
+    for (size_t k = 0; k < sizeof odd / sizeof odd[0]; k++) /* out of range: ignored */
+        ids[(k * 5 + 1) % rows] = odd[k];
+    fill_uniform(wte, nte, -1, 1);
+    fill_uniform(wpe, npe, -1, 1);
+    fill_uniform(dy, ny, -1, 1);
+    fill_uniform(tail, npe - used, -1, 1);
+    /* dwte sums in float the rows of each id: the error grows with the repeats, which cancel */
+    int *count = calloc((size_t)vocab, sizeof(int)), reps = 1;
+    for (size_t r = 0; r < rows; r++) {
+        int id = ids[r] >= 0 && ids[r] < vocab ? (int)ids[r] : -1;
+        if (id >= 0 && ++count[id] > reps) reps = count[id];
+    }
+    free(count);
+    const double dwte_atol = reps > 10 ? 1e-7 * reps : 1e-6;
+    ref_tokpos_forward(&s, ids, wte, wpe, ry);
+    ref_tokpos_backward(&s, ids, dy, rdwte, rdwpe);
+    for (int i = 0; i < NCTX; i++) {
+        fill_nan(y, ny), fill_nan(dwte, nte), fill_nan(dwpe, used);
+        memcpy(dwpe + used, tail, (npe - used) * sizeof(float));
+        B->tokpos_forward(ctxs[i], &s, ids, wte, wpe, y);
+        snprintf(what, sizeof what, "tokpos_forward %s", shape);
+        check_threads(what, i, y, ry, one[0], ny, 0.0, 0.0); /* one float addition: exact */
+        B->tokpos_backward(ctxs[i], &s, ids, dy, dwte, dwpe);
+        snprintf(what, sizeof what, "tokpos_backward dwte %s", shape);
+        check_threads(what, i, dwte, rdwte, one[1], nte, dwte_atol, 1e-5);
+        snprintf(what, sizeof what, "tokpos_backward dwpe %s", shape);
+        check_threads(what, i, dwpe, rdwpe, one[2], used, 1e-6, 1e-5);
+        check_same_bits(fmt_label("tokpos_backward dwpe rows from seq on untouched %s threads=%d",
+                                  shape, nthreads[i]),
+                        dwpe + used, tail, npe - used);
+        if (i == 0)
+            one[0] = copy_of(y, ny), one[1] = copy_of(dwte, nte), one[2] = copy_of(dwpe, used);
+    }
+    B->free(ctx, ids), B->free(ctx, wte), B->free(ctx, wpe), B->free(ctx, y), B->free(ctx, dy);
+    B->free(ctx, dwte), B->free(ctx, dwpe);
+    free(ry), free(rdwte), free(rdwpe), free(tail);
+    for (int k = 0; k < 3; k++)
+        free(one[k]);
 }
 
 /* ---- layer norm ---- */
@@ -171,6 +228,37 @@ static void test_attention(int batch, int seq, int heads, int head_dim, float ra
     free(ry), free(rdqkv), free(one_y), free(one_d);
 }
 
+/* ---- softmax cross-entropy in place (kernels/cpu_optim.c; a language model's logits) ---- */
+
+static void test_xent_in_place(int n, int c, float range) {
+    char shape[96];
+    snprintf(shape, sizeof shape, "n=%d c=%d |logits|<=%g", n, c, range);
+    size_t nz = (size_t)n * c;
+    float *z = falloc(nz), *zz = falloc(nz), *dz = falloc(nz), *rdz = halloc(nz);
+    float *st = falloc(2), *st_in = falloc(2);
+    int32_t *lab = malloc((size_t)n * sizeof(int32_t));
+    int rcorr = -1;
+    fill_uniform(z, nz, -range, range);
+    for (int i = 0; i < n; i++) {
+        lab[i] = (int32_t)(rand_u64() % (uint64_t)c);
+        if (i % 2 == 0) z[(size_t)i * c + lab[i]] += range; /* some rows predicted correctly */
+    }
+    double rloss = ref_softmax_xent(n, c, z, lab, rdz, &rcorr);
+    fill_nan(dz, nz);
+    B->softmax_xent(ctx, n, c, z, lab, dz, st);
+    memcpy(zz, z, nz * sizeof(float));
+    B->softmax_xent(ctx, n, c, zz, lab, zz, st_in); /* the gradient over the logits */
+    float fl = (float)rloss, rc = (float)rcorr;
+    check_close(fmt_label("softmax_xent in place loss %s", shape), &st_in[0], &fl, 1, 1e-5, 1e-5);
+    check_close(fmt_label("softmax_xent in place correct %s", shape), &st_in[1], &rc, 1, 0, 0);
+    check_close(fmt_label("softmax_xent in place dlogits %s", shape), zz, rdz, nz, 1e-4 / n, 1e-4);
+    check_same_bits(fmt_label("softmax_xent in place = out of place %s", shape), zz, dz, nz);
+    check_same_bits(fmt_label("softmax_xent in place stats = out of place %s", shape), st_in, st,
+                    2);
+    B->free(ctx, z), B->free(ctx, zz), B->free(ctx, dz), B->free(ctx, st), B->free(ctx, st_in);
+    free(rdz), free(lab);
+}
+
 /* ---- finite differences ---- */
 
 typedef struct {
@@ -261,9 +349,46 @@ static void gradcheck_attention(int batch, int seq, int heads, int head_dim) {
     B->free(ctx, l.y), B->free(ctx, l.r);
 }
 
+typedef struct {
+    TokPosShape s;
+    float *ids, *wte, *wpe;
+} TokPosState;
+
+static void tokpos_fwd(GradLayer *l) {
+    TokPosState *st = l->state;
+    B->tokpos_forward(ctx, &st->s, st->ids, st->wte, st->wpe, l->y);
+}
+
+static void gradcheck_tokpos(int batch, int seq, int vocab, int dim) {
+    TokPosState st = {{batch, seq, vocab, dim}, NULL, NULL, NULL};
+    char name[96];
+    snprintf(name, sizeof name, "tokpos batch=%d seq=%d vocab=%d dim=%d", batch, seq, vocab, dim);
+    size_t rows = (size_t)batch * seq, ny = rows * dim, nte = (size_t)vocab * dim;
+    size_t npe = (size_t)seq * dim;
+    st.ids = falloc(rows), st.wte = falloc(nte), st.wpe = falloc(npe);
+    float *dwte = falloc(nte), *dwpe = falloc(npe);
+    GradLayer l = {tokpos_fwd, falloc(ny), falloc(ny), ny, &st, NULL, NULL, 0};
+    for (size_t r = 0; r < rows; r++)
+        st.ids[r] = (float)(rand_u64() % (uint64_t)(vocab + 1)); /* vocab: out of range */
+    fill_uniform(st.wte, nte, -1, 1);
+    fill_uniform(st.wpe, npe, -1, 1);
+    fill_uniform(l.r, ny, -1, 1);
+    B->tokpos_backward(ctx, &st.s, st.ids, l.r, dwte, dwpe);
+    Probe pr = grad_layer_probe(&l, 0);
+    fd_check(name, "dwte", &pr, st.wte, dwte, nte, 1e-2f, 1e-2);
+    fd_check(name, "dwpe", &pr, st.wpe, dwpe, npe, 1e-2f, 1e-2);
+    B->free(ctx, st.ids), B->free(ctx, st.wte), B->free(ctx, st.wpe), B->free(ctx, dwte);
+    B->free(ctx, dwpe), B->free(ctx, l.y), B->free(ctx, l.r);
+}
+
 int main(void) {
     kernel_test_init(0x7f0a);
     init_contexts();
+    /*          batch seq vocab dim */
+    test_tokpos(1, 1, 1, 1);
+    test_tokpos(2, 7, 5, 3);
+    test_tokpos(3, 11, 50, 13);
+    test_tokpos(8, 250, 11000, 37); /* split over threads: rows, and ids and positions */
     /*             rows dim */
     test_layernorm(1, 1);
     test_layernorm(5, 3);
@@ -279,6 +404,10 @@ int main(void) {
     test_attention(3, 29, 3, 13, 4.0f);  /* peaked probabilities */
     test_attention(4, 130, 3, 24, 1.0f); /* three blocks; 12 pairs split over threads */
 
+    test_xent_in_place(7, 5, 500.0f);   /* exp() would overflow without subtracting the max */
+    test_xent_in_place(3, 50257, 5.0f); /* GPT-2's vocabulary */
+
+    gradcheck_tokpos(2, 5, 4, 3);
     gradcheck_layernorm(3, 13);
     gradcheck_layernorm(2, 64);
     gradcheck_gelu(45);
