@@ -7,7 +7,8 @@
  * "Device" memory is host memory, so upload/download are copies and synchronize is a no-op.
  *
  * Threads: init() sets OpenBLAS's thread count to cfg->threads (process-wide, OpenBLAS has no
- * per-context setting); the non-GEMM loops run on the calling thread.
+ * per-context setting); the non-GEMM loops run on the calling thread, except the transformer's
+ * (cpu_transformer.c), which split their rows and attention heads over cpu_ctx_threads() threads.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 
@@ -124,6 +125,11 @@ static void cpu_describe(BackendCtx *ctx, char *buf, size_t len) {
 
 CpuBf16 *cpu_ctx_bf16(const BackendCtx *ctx) {
     return ctx ? ctx->bf16 : NULL;
+}
+
+int cpu_ctx_threads(const BackendCtx *ctx) {
+    if (!ctx) return 1;
+    return ctx->threads > 0 ? ctx->threads : cpu_blas()->get_num_threads();
 }
 
 void cpu_gemm(BackendCtx *ctx, int weight, int ta, int tb, int m, int n, int k, float alpha,
@@ -243,4 +249,14 @@ const BackendOps cpu_backend = {
     .lstm_forward = cpu_lstm_forward,
     .lstm_backward = cpu_lstm_backward,
     .all_finite = cpu_all_finite,
+    .tokpos_forward = cpu_tokpos_forward,
+    .tokpos_backward = cpu_tokpos_backward,
+    .layernorm_forward = cpu_layernorm_forward,
+    .layernorm_backward = cpu_layernorm_backward,
+    .gelu_forward = cpu_gelu_forward,
+    .gelu_backward = cpu_gelu_backward,
+    .attention_reserve_bytes = cpu_attention_reserve_bytes,
+    .attention_workspace_bytes = cpu_attention_workspace_bytes,
+    .attention_forward = cpu_attention_forward,
+    .attention_backward = cpu_attention_backward,
 };

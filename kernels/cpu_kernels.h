@@ -17,6 +17,9 @@ void cpu_gemm(BackendCtx *ctx, int weight, int ta, int tb, int m, int n, int k, 
               const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
 /* With --precision bf16 its engine's state (cpu_bf16.h), else NULL. */
 struct CpuBf16 *cpu_ctx_bf16(const BackendCtx *ctx);
+/* The threads a kernel of ctx may run on: --threads (cfg->threads), or OpenBLAS's count when none
+ * was set; 1 for a NULL ctx. */
+int cpu_ctx_threads(const BackendCtx *ctx);
 
 /* cpu_gemm.c */
 void cpu_fc_forward(BackendCtx *ctx, const FcShape *s, const float *x, const float *w,
@@ -105,5 +108,28 @@ void cpu_lstm_forward(BackendCtx *ctx, const LstmShape *s, const float *x, const
 void cpu_lstm_backward(BackendCtx *ctx, const LstmShape *s, const float *x, const float *w,
                        const float *y, const void *reserve, const float *dy, float *dx, float *dw,
                        float *db, void *work);
+
+/* cpu_transformer.c (split over cpu_ctx_threads() threads) */
+void cpu_tokpos_forward(BackendCtx *ctx, const TokPosShape *s, const float *ids, const float *wte,
+                        const float *wpe, float *y);
+void cpu_tokpos_backward(BackendCtx *ctx, const TokPosShape *s, const float *ids, const float *dy,
+                         float *dwte, float *dwpe);
+void cpu_layernorm_forward(BackendCtx *ctx, const LayerNormShape *s, const float *x,
+                           const float *gamma, const float *beta, float *y, float *mean,
+                           float *rstd);
+void cpu_layernorm_backward(BackendCtx *ctx, const LayerNormShape *s, const float *x,
+                            const float *gamma, const float *mean, const float *rstd,
+                            const float *dy, float *dx, float *dgamma, float *dbeta);
+/* in place allowed: y == x, dx == dy */
+void cpu_gelu_forward(BackendCtx *ctx, size_t n, const float *x, float *y);
+void cpu_gelu_backward(BackendCtx *ctx, size_t n, const float *x, const float *dy, float *dx);
+/* reserve: the probabilities [batch, heads, seq, seq]; work: a [seq, seq] per thread */
+size_t cpu_attention_reserve_bytes(BackendCtx *ctx, const AttentionShape *s);
+size_t cpu_attention_workspace_bytes(BackendCtx *ctx, const AttentionShape *s);
+void cpu_attention_forward(BackendCtx *ctx, const AttentionShape *s, const float *qkv, float *y,
+                           void *reserve, void *work);
+void cpu_attention_backward(BackendCtx *ctx, const AttentionShape *s, const float *qkv,
+                            const float *y, const void *reserve, const float *dy, float *dqkv,
+                            void *work);
 
 #endif

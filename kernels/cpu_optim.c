@@ -7,35 +7,22 @@
 
 /* ---- softmax cross-entropy ----------------------------------------------------------------- */
 
-/* max of z[n] (n >= 1), in VBLOCK lanes */
-static float vec_max(const float *restrict z, size_t n) {
-    float acc[VBLOCK];
-    for (int j = 0; j < VBLOCK; j++)
-        acc[j] = z[0];
-    size_t i = 0;
-    for (; i + VBLOCK <= n; i += VBLOCK)
-        for (int j = 0; j < VBLOCK; j++)
-            acc[j] = z[i + j] > acc[j] ? z[i + j] : acc[j];
-    float m = acc[0];
-    for (int j = 1; j < VBLOCK; j++)
-        m = acc[j] > m ? acc[j] : m;
-    for (; i < n; i++)
-        m = z[i] > m ? z[i] : m;
-    return m;
-}
-
 /* sum of exp(z[j] - m) over z[n], also written to d[n] unless d is NULL; dt_expf in VBLOCK float
- * lanes (each lane sums n/VBLOCK terms), the lanes added in double */
-static double vec_exp_sum(const float *restrict z, float *restrict d, size_t n, float m) {
+ * lanes (each lane sums n/VBLOCK terms), the lanes added in double. d may be z (in place): each
+ * block is read into temporaries before it is written, which vectorises without restrict. */
+static double vec_exp_sum(const float *z, float *d, size_t n, float m) {
     float acc[VBLOCK] = {0};
     size_t i = 0;
     if (d) {
-        for (; i + VBLOCK <= n; i += VBLOCK)
+        for (; i + VBLOCK <= n; i += VBLOCK) {
+            float e[VBLOCK];
+            for (int j = 0; j < VBLOCK; j++)
+                e[j] = dt_expf(z[i + j] - m);
             for (int j = 0; j < VBLOCK; j++) {
-                const float e = dt_expf(z[i + j] - m);
-                d[i + j] = e;
-                acc[j] += e;
+                acc[j] += e[j];
+                d[i + j] = e[j];
             }
+        }
     } else {
         for (; i + VBLOCK <= n; i += VBLOCK)
             for (int j = 0; j < VBLOCK; j++)
@@ -53,7 +40,8 @@ static double vec_exp_sum(const float *restrict z, float *restrict d, size_t n, 
 }
 
 /* logits[n,c], labels[n] -> stats = {mean loss, correct}; dlogits[n,c] = (softmax - onehot)/n
- * unless NULL.
+ * unless NULL. dlogits may be logits (in place, a language model's 50k-way rows): a row's logits
+ * are all read (its max, first maximum and label's logit) before its gradient overwrites them.
  * Per row: m = max z, S = sum exp(z - m), loss = log S - (z_label - m). A label outside [0, c)
  * gives a NaN loss and no one-hot term (never an out-of-bounds access). exp is dt_expf
  * (elem_math.h), which vectorises: libm's scalar expf made the 10000-way softmax of every position
@@ -69,21 +57,23 @@ void cpu_softmax_xent(BackendCtx *ctx, int n, int c, const float *logits, const 
         const float *z = logits + (size_t)i * c; /* z[c] */
         const int32_t label = labels[i];
 
-        const float m = vec_max(z, (size_t)c);
+        const float m = cpu_vmax(z, (size_t)c);
         int best = 0; /* the first maximum (NaN logits: none, stop at the end) */
         while (best < c - 1 && z[best] != m)
             best++;
         if (best == label) hits++;
+        const int valid = label >= 0 && label < c;
+        const float z_label = valid ? z[label] : 0.0f; /* read before d may overwrite z */
 
         /* c can be large (FCN-5: 26752 classes, the LSTMs' vocabulary: 10000 per position) */
         float *d = dlogits ? dlogits + (size_t)i * c : NULL; /* d[c]: exp(z - m), then scaled */
         const double sum = vec_exp_sum(z, d, (size_t)c, m);
         if (d) {
             cpu_vscale(d, (size_t)c, (float)(inv_n / sum));
-            if (label >= 0 && label < c) d[label] -= inv_n;
+            if (valid) d[label] -= inv_n;
         }
-        if (label >= 0 && label < c)
-            total += log(sum) - (double)(z[label] - m);
+        if (valid)
+            total += log(sum) - (double)(z_label - m);
         else
             total = NAN;
     }

@@ -1,5 +1,5 @@
 /* cpu_vec.h - the CPU kernels' shared vector helpers, each defined once: VBLOCK and the blocked
- * loops (add, add a scalar, scale, sum, fill). The branch-free exp, sigmoid and tanh the CPU
+ * loops (add, add a scalar, scale, sum, max, fill). The branch-free exp, sigmoid and tanh the CPU
  * kernels call (dt_expf, dt_sigmoidf, dt_tanhf) are kernels/elem_math.h's, shared with CUDA.
  *
  * Vectorisation: GCC 12 at plain -O2 uses the "very cheap" vectoriser cost model, which leaves a
@@ -64,6 +64,23 @@ static inline float cpu_vsum(const float *restrict x, size_t n) {
     for (; i < n; i++)
         s += x[i];
     return s;
+}
+
+/* max of z[n] (n >= 1), in VBLOCK lanes */
+static inline float cpu_vmax(const float *restrict z, size_t n) {
+    float acc[VBLOCK];
+    for (int j = 0; j < VBLOCK; j++)
+        acc[j] = z[0];
+    size_t i = 0;
+    for (; i + VBLOCK <= n; i += VBLOCK)
+        for (int j = 0; j < VBLOCK; j++)
+            acc[j] = z[i + j] > acc[j] ? z[i + j] : acc[j];
+    float m = acc[0];
+    for (int j = 1; j < VBLOCK; j++)
+        m = acc[j] > m ? acc[j] : m;
+    for (; i < n; i++)
+        m = z[i] > m ? z[i] : m;
+    return m;
 }
 
 /* d[n] = v, in blocks of VBLOCK lanes the compiler vectorises. */

@@ -1,7 +1,8 @@
 /* ref_kernels.h - naive reference kernels for the backend tests (tests/test_cpu_*.c, the bf16,
  * CUDA and model tests), one file per concern as in kernels/: ref_gemm.c (fully connected),
  * ref_conv.c, ref_pool.c, ref_elementwise.c (ReLU, concatenation, add, dropout), ref_optim.c
- * (softmax cross-entropy, SGD), ref_norm.c (LRN, batch norm), ref_recurrent.c (embedding, LSTM).
+ * (softmax cross-entropy, SGD), ref_norm.c (LRN, batch norm), ref_recurrent.c (embedding, LSTM),
+ * ref_transformer.c (layer norm, GELU, token and position embedding, causal self-attention).
  *
  * Written independently of the backends and as plainly as possible: direct nested loops over the
  * definitions, double accumulators, no BLAS, no im2col. Slow on purpose; only for small shapes.
@@ -91,5 +92,27 @@ void ref_embedding_backward(const EmbeddingShape *s, const float *ids, const flo
 void ref_lstm_forward(const LstmShape *s, const float *x, const float *w, const float *b, float *y);
 void ref_lstm_backward(const LstmShape *s, const float *x, const float *w, const float *b,
                        const float *dy, float *dx, float *dw, float *db);
+
+/* ---- transformer layers (ref_transformer.c) ---- */
+
+/* layer norm in double; the forward also returns each row's mean and 1/sqrt(var + eps); the
+ * backward recomputes them from x and writes dx, dgamma, dbeta */
+void ref_layernorm_forward(const LayerNormShape *s, const float *x, const float *gamma,
+                           const float *beta, float *y, float *mean, float *rstd);
+void ref_layernorm_backward(const LayerNormShape *s, const float *x, const float *gamma,
+                            const float *dy, float *dx, float *dgamma, float *dbeta);
+/* GELU, tanh approximation, with libm's tanh in double */
+void ref_gelu_forward(size_t n, const float *x, float *y);
+void ref_gelu_backward(size_t n, const float *x, const float *dy, float *dx);
+/* wte gather + wpe; ids outside [0, vocab) (NaN too) contribute nothing */
+void ref_tokpos_forward(const TokPosShape *s, const float *ids, const float *wte, const float *wpe,
+                        float *y);
+void ref_tokpos_backward(const TokPosShape *s, const float *ids, const float *dy, float *dwte,
+                         float *dwpe);
+/* causal attention per sample and head from its definition; the backward recomputes the
+ * probabilities and writes every element of dqkv */
+void ref_attention_forward(const AttentionShape *s, const float *qkv, float *y);
+void ref_attention_backward(const AttentionShape *s, const float *qkv, const float *dy,
+                            float *dqkv);
 
 #endif
