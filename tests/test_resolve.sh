@@ -36,7 +36,7 @@ expect_bad 0 "--target-acc: 0.5 is not accepted with --dataset synthetic (no tes
 expect_bad 0 "--eval-every: 5 is not accepted with --dataset synthetic (no test split)" --eval-every 5 $O
 # Options that do nothing in the chosen mode: a data folder with generated data, the size of
 # /samples without sampling (both were accepted and ignored).
-expect_bad 0 "--data-dir: '/usr/share' is not accepted with --dataset synthetic (read only by --dataset fashion-mnist, mnist or cifar10)" --data-dir /usr/share $O
+expect_bad 0 "--data-dir: '/usr/share' is not accepted with --dataset synthetic (read only by --dataset fashion-mnist, mnist, cifar10, text or tokens)" --data-dir /usr/share $O
 expect_bad 0 "--sample-max-s: 60 is not accepted with --sample-hz 0 (read only by --sample-hz above 0)" --sample-hz 0 --sample-max-s 60 $O
 # Sampling rates no run can use: below one sample per 1000 s (1e-6 ran for ever), above 1 kHz.
 for hz in 1e-06 1e-300 5000; do

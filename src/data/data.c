@@ -1,12 +1,14 @@
 /* data.c - synthetic samples (images or token sequences), the IDX reader (MNIST, Fashion-MNIST;
- * gzip files as shipped, or uncompressed) and the CIFAR-10 binary reader. Every file is validated
+ * gzip files as shipped, or uncompressed) and the CIFAR-10 binary reader; a language model's
+ * corpus (text, token shards) is data_tokens.c's, its windows taken here. Every file is validated
  * (magic or record size, dimensions, counts, label range) before training starts. Reading never
  * waits unbounded: only regular files are read (a FIFO would block until a writer comes), in
  * pieces with a look at dataset_interrupted between them. */
 #define _GNU_SOURCE /* O_CLOEXEC */
 #include "data.h"
-#include "alloc.h" /* defines: dt_mem_available, xmalloc, xrealloc */
-#include "rng.h"   /* defines: rng_mix, rng_uniform */
+#include "data_tokens.h" /* defines: corpus_open, corpus_window, corpus_free */
+#include "alloc.h"       /* defines: dt_mem_available, xmalloc, xrealloc */
+#include "rng.h"         /* defines: rng_mix, rng_uniform */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -385,6 +387,11 @@ int dataset_open(Dataset *ds, const char *name, const char *dir, int c, int h, i
         return 0;
     }
     if (!dir || !*dir) dir = dataset_default_dir(name);
+    if (!strcmp(name, "text") || !strcmp(name, "tokens")) {
+        if (corpus_open(ds, !strcmp(name, "text"), dir, w, classes, err, errlen) == 0) return 0;
+        dataset_close(ds);
+        return -1;
+    }
     if (!strcmp(name, "cifar10")) {
         if (load_cifar(ds, dir, err, errlen) == 0) return 0;
         dataset_close(ds);
@@ -412,6 +419,7 @@ int dataset_open(Dataset *ds, const char *name, const char *dir, int c, int h, i
 void dataset_close(Dataset *ds) {
     free(ds->train_images), free(ds->train_labels), free(ds->test_images), free(ds->test_labels);
     free(ds->pool), free(ds->pool_labels), free(ds->perm);
+    corpus_free(ds->corpus);
     memset(ds, 0, sizeof *ds);
 }
 
@@ -467,6 +475,8 @@ void dataset_fill(const Dataset *ds, const size_t *idx, int i0, int i1, float *x
         if (ds->pool) {
             if (dst) memcpy(dst, ds->pool + s * ds->sample_size, ds->sample_size * sizeof(float));
             memcpy(labels + (size_t)i * ls, ds->pool_labels + s * ls, ls * sizeof(int32_t));
+        } else if (ds->corpus) {
+            corpus_window(ds->corpus, 0, s, dst, labels + (size_t)i * ls);
         } else {
             if (dst) copy_image(ds->train_images + s * ds->sample_size, ds->sample_size, dst);
             labels[i] = ds->train_labels[s];
@@ -485,6 +495,11 @@ void dataset_train_batch(Dataset *ds, int64_t iter, int global_batch, int rank, 
 
 void dataset_test_batch(const Dataset *ds, size_t first, int n, float *x, int32_t *labels) {
     for (int i = 0; i < n; i++) {
+        if (ds->corpus) {
+            corpus_window(ds->corpus, 1, first + i, x + (size_t)i * ds->sample_size,
+                          labels + (size_t)i * (size_t)ds->label_size);
+            continue;
+        }
         copy_image(ds->test_images + (first + i) * ds->sample_size, ds->sample_size,
                    x + (size_t)i * ds->sample_size);
         labels[i] = ds->test_labels[first + i];

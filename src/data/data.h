@@ -1,5 +1,6 @@
 /* data.h - training and test samples: seeded synthetic data (images, or token sequences for the
- * language models), MNIST-format (IDX) files, or CIFAR-10's binary batches.
+ * language models), MNIST-format (IDX) files, CIFAR-10's binary batches, or a language model's
+ * corpus: text read as bytes, or llm.c's token shards (data_tokens.c).
  *
  * Sharding: iteration t's global batch is samples t*B .. t*B+B-1 of an epoch-wise shuffled order
  * that every rank computes identically from the seed; rank r of P takes the r-th slice of B/P.
@@ -12,8 +13,18 @@
 #include <stdint.h>
 
 /* --dataset: the data sets, named in the enum's order (base/names.h). */
-typedef enum { DATA_SYNTHETIC = 0, DATA_FASHION_MNIST, DATA_MNIST, DATA_CIFAR10 } DataSource;
-#define DATASET_NAMES "synthetic,fashion-mnist,mnist,cifar10"
+typedef enum {
+    DATA_SYNTHETIC = 0,
+    DATA_FASHION_MNIST,
+    DATA_MNIST,
+    DATA_CIFAR10,
+    DATA_TEXT,
+    DATA_TOKENS
+} DataSource;
+#define DATASET_NAMES "synthetic,fashion-mnist,mnist,cifar10,text,tokens"
+
+/* A language model's corpus, memory-mapped (data_tokens.c). */
+typedef struct TokenCorpus TokenCorpus;
 
 typedef struct {
     char name[32];
@@ -26,6 +37,7 @@ typedef struct {
     float *pool;          /* synthetic: [pool_n, sample_size] in [0,1) */
     int32_t *pool_labels; /* [pool_n, label_size] */
     size_t pool_n;
+    TokenCorpus *corpus; /* text, tokens: samples are windows of its files (ntrain, ntest) */
     uint64_t seed;
     uint32_t *perm; /* current epoch's order of the training samples */
     int64_t perm_epoch;
@@ -35,7 +47,9 @@ typedef struct {
  * are read from dir (or the default folder): "mnist" and "fashion-mnist" as IDX files (gzip or
  * plain), "cifar10" as CIFAR-10's binary version (data_batch_1.bin .. data_batch_5.bin, those
  * present, and test_batch.bin; records of 1 label byte + 3072 pixel bytes, channel-major).
- * Returns 0, or -1 with a one-line reason in err. */
+ * "text" and "tokens" are a language model's corpus (dir: a file or a folder, see data_tokens.c):
+ * samples of w tokens (c = h = 1), labels the next w tokens, every token below `classes` (the
+ * model's vocabulary). Returns 0, or -1 with a one-line reason in err. */
 int dataset_open(Dataset *ds, const char *name, const char *dir, int c, int h, int w, int classes,
                  uint64_t seed, char *err, size_t errlen);
 /* Synthetic token sequences for a language model: samples of seq token ids in [0, vocab) (stored as
@@ -63,7 +77,7 @@ void dataset_train_batch(Dataset *ds, int64_t iter, int global_batch, int rank, 
 void dataset_batch_indices(Dataset *ds, int64_t iter, int global_batch, int rank, int nranks,
                            size_t *idx);
 void dataset_fill(const Dataset *ds, const size_t *idx, int i0, int i1, float *x, int32_t *labels);
-/* Test samples first .. first+n-1 (real data only). */
+/* Test samples first .. first+n-1 (real data only; labels[n, label_size]). */
 void dataset_test_batch(const Dataset *ds, size_t first, int n, float *x, int32_t *labels);
 
 #endif

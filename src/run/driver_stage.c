@@ -262,7 +262,8 @@ void stage_evaluate(Driver *d, StageRun *s, double *accuracy, double *loss) {
     size_t begin = ds->ntest * (size_t)part / (size_t)parts;
     size_t end = ds->ntest * (size_t)(part + 1) / (size_t)parts;
     float *x = xmalloc((size_t)m->chunk * ds->sample_size * sizeof(float));
-    int32_t *labels = xmalloc((size_t)m->chunk * sizeof(int32_t));
+    const size_t ls = (size_t)ds->label_size; /* a language model: a label per position */
+    int32_t *labels = xmalloc((size_t)m->chunk * ls * sizeof(int32_t));
     const Layer *out = &m->layers[m->last - 1];
     double sums[2] = {0, 0}; /* correct, loss * samples */
     for (size_t i = begin; i < end; i += (size_t)m->chunk) {
@@ -271,7 +272,8 @@ void stage_evaluate(Driver *d, StageRun *s, double *accuracy, double *loss) {
             dataset_test_batch(ds, i, n, x, labels);
             if (first_stage)
                 m->be->upload(m->ctx, m->x, x, (size_t)n * ds->sample_size * sizeof(float));
-            if (last_stage) m->be->upload(m->ctx, m->labels, labels, (size_t)n * sizeof(int32_t));
+            if (last_stage)
+                m->be->upload(m->ctx, m->labels, labels, (size_t)n * ls * sizeof(int32_t));
         }
         P2pMessage msg = {0};
         if (!first_stage) {
@@ -297,6 +299,6 @@ void stage_evaluate(Driver *d, StageRun *s, double *accuracy, double *loss) {
     }
     free(x), free(labels);
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, comm));
-    *accuracy = sums[0] / (double)ds->ntest;
+    *accuracy = sums[0] / ((double)ds->ntest * (double)ls); /* of every position predicted */
     *loss = sums[1] / (double)ds->ntest;
 }

@@ -132,20 +132,37 @@ static void setup_stop_point(const Run *r) {
     exit(0);
 }
 
+/* A language model's corpus may have no evaluation split (data_tokens.c): then nothing is
+ * evaluated, and options that need it are bad input. */
+static void check_test_split(const Options *o, const Dataset *ds) {
+    const char *name = NAME_OF(DATASET_NAMES, o->dataset);
+    const char *dir = o->data_dir[0] ? o->data_dir : dataset_default_dir(name);
+    const char *why = "it has no evaluation data (a folder's *val* files, or the last 10% of one "
+                      "file long enough to split)";
+    usage_check_all(ds->ntest > 0 || !options_given(o, "eval-every"),
+                    "--eval-every: %d is not accepted with --dataset %s --data-dir %s: %s",
+                    o->eval_every, name, dir, why);
+    usage_check_all(ds->ntest > 0 || o->target_acc == 0,
+                    "--target-acc: %g is not accepted with --dataset %s --data-dir %s: %s",
+                    o->target_acc, name, dir, why);
+}
+
 /* Data (every rank reads; a missing or malformed file is bad input), the model for its shape,
- * this rank's stage of it on the backend, and the exchange among the stage's replicas. */
+ * this rank's stage of it on the backend, and the exchange among the stage's replicas. A language
+ * model's samples are p->in_w tokens long (--seq-len, resolve.c). */
 static void build(Run *r) {
     const Options *o = &r->opt;
     const RunPlan *p = &r->plan;
     char err[1024] = "";
     int ok =
-        p->md->vocab
-            ? dataset_open_tokens(&r->data, p->md->in_w, p->md->vocab, (uint64_t)o->seed) == 0
+        p->md->vocab && o->dataset == DATA_SYNTHETIC
+            ? dataset_open_tokens(&r->data, p->in_w, p->md->vocab, (uint64_t)o->seed) == 0
             : dataset_open(&r->data, NAME_OF(DATASET_NAMES, o->dataset), o->data_dir, p->in_c,
                            p->in_h, p->in_w, p->classes, (uint64_t)o->seed, err, sizeof err) == 0;
     setup_stop_point(r); /* before the verdict: a stopped read is no bad input */
     usage_check_all(ok, "%s", err);
     const Dataset *ds = &r->data;
+    if (o->dataset != DATA_SYNTHETIC) check_test_split(o, ds);
     r->md = plan_model(&r->plan_model, p->md, p->be, o->microbatches, ds->c, ds->h, ds->w,
                        ds->classes);
     pipeline_setup(&r->pipe, o, p->mode, &r->plan_model, &r->topo, 0);

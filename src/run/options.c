@@ -44,11 +44,18 @@ typedef struct {
 static const OptSpec SPECS[] = {
     {"model", T_CHOICE, F(model), NULL, 0, 0, "network to train"},
     {"dataset", T_ENUM, F(dataset), DATASET_NAMES, 0, 0,
-     "training data (synthetic: seeded random samples of the model's input shape; the default "
-     "of language models)"},
+     "training data (synthetic: seeded random samples of the model's input shape, the default "
+     "of language models; text and tokens, for language models: any file read as bytes, a "
+     "token per byte value, or llm.c's uint16 token shards)"},
     {"data-dir", T_STRING, F(data_dir), NULL, 0, 0,
-     "folder with the IDX files, or CIFAR-10's data_batch_N.bin and test_batch.bin (default: "
+     "folder with the IDX files, or CIFAR-10's data_batch_N.bin and test_batch.bin; text and "
+     "tokens: one file (its last 10% evaluates) or a folder of *train* and *val* files (tokens: "
+     "*train*.bin, *val*.bin; text without *train* files: every file trains) (default: "
      "/usr/share/datasets/<dataset>)"},
+    {"seq-len", T_INT, F(seq_len), NULL, 0, 0,
+     "tokens per sample of a language model (lstm32, lstm64, the transformers): 1 to the "
+     "model's context, its "
+     "input length (0: the context); the labels are the next tokens"},
     {"device", T_CHOICE, F(device), NULL, 0, 0,
      "compute backend (cuda: one GPU per rank, see --gpus-per-node)"},
     {"exchange", T_CHOICE, F(exchange), NULL, 0, 0, "gradient exchange strategy"},
@@ -193,6 +200,7 @@ static void set_defaults(Options *o) {
     o->model = "lenet";
     o->dataset = DATA_FASHION_MNIST;
     o->data_dir = "";
+    o->seq_len = 0;
     o->device = "cpu";
     o->exchange = "sync";
     o->transport = "mpi";

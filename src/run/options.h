@@ -24,8 +24,9 @@ typedef enum { TOGGLE_AUTO = 0, TOGGLE_ON, TOGGLE_OFF } Toggle;
  * among the registry's components (model, device, exchange, transport, schedule) by its name. */
 typedef struct {
     char *model;        /* lenet fcn5 fcn8 alexnet vgg16 googlenet resnet50 lstm32 lstm64 */
-    DataSource dataset; /* synthetic | fashion-mnist | mnist | cifar10 */
+    DataSource dataset; /* synthetic | fashion-mnist | mnist | cifar10 | text | tokens */
     char *data_dir;  /* "" = the data set's default folder */
+    int seq_len;     /* language models: tokens per sample; 0 = the model's context (resolve.c) */
     char *device;    /* cpu (cuda when built with it) */
     char *exchange;  /* sync */
     char *transport; /* mpi | nccl | hier */

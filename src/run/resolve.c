@@ -41,7 +41,7 @@ static const struct {
     int (*chosen)(const Options *o);
 } MODES[] = {
     {"--dataset synthetic", NULL, generated},
-    {"--dataset fashion-mnist, mnist or cifar10", "data-dir", on_files},
+    {"--dataset fashion-mnist, mnist, cifar10, text or tokens", "data-dir", on_files},
     {"--sample-hz 0", NULL, not_sampling},
     {"--sample-hz above 0", "sample-max-s", sampling},
 };
@@ -153,8 +153,13 @@ static const char *device_backends(void) {
     return names[0] ? names : "a GPU backend (not built)";
 }
 
+/* A language model's samples are [1, 1, seq] token ids, its classes its vocabulary, whatever the
+ * data set (synthetic, text or tokens); seq is --seq-len, or the model's context (its in_w). */
 static void nominal_shape(const Options *opt, RunPlan *p) {
-    if (opt->dataset == DATA_SYNTHETIC)
+    if (p->md->vocab)
+        p->in_c = 1, p->in_h = 1, p->in_w = opt->seq_len ? opt->seq_len : p->md->in_w,
+        p->classes = p->md->vocab;
+    else if (opt->dataset == DATA_SYNTHETIC)
         p->in_c = p->md->in_c, p->in_h = p->md->in_h, p->in_w = p->md->in_w,
         p->classes = p->md->classes;
     else if (opt->dataset == DATA_CIFAR10)
@@ -275,22 +280,48 @@ static void check_devices(const Options *opt, const RunPlan *p) {
                     opt->gpus_per_node, dt_hostname(), n);
 }
 
+/* --seq-len: a language model's, at most its context (the model's in_w). The resolved length is
+ * written back, so that the printed and recorded configuration say what runs. */
+static void check_seq_len(Options *opt, RunPlan *p) {
+    const ModelDesc *md = p->md;
+    usage_check_all(!opt->seq_len || md->vocab,
+                    "--seq-len: %d is not accepted with --model %s: not a language model (its "
+                    "input is an image); expected 0",
+                    opt->seq_len, md->name);
+    usage_check_all(opt->seq_len <= md->in_w,
+                    "--seq-len: %d is not accepted with --model %s: expected 1 to %d (its "
+                    "context), or 0 for the context",
+                    opt->seq_len, md->name, md->in_w);
+    if (md->vocab) opt->seq_len = p->in_w;
+}
+
 /* --dataset against the model, and the options that need a test split. */
 static void check_dataset(const Options *opt, const RunPlan *p) {
-    usage_check_all(!p->md->vocab || opt->dataset == DATA_SYNTHETIC,
+    const int lm = p->md->vocab > 0;
+    const int corpus = opt->dataset == DATA_TEXT || opt->dataset == DATA_TOKENS;
+    usage_check_all(!lm || opt->dataset == DATA_SYNTHETIC || corpus,
                     "--dataset: '%s' is not accepted with %s, a language model on token "
-                    "sequences: expected synthetic",
+                    "sequences: expected synthetic, text or tokens",
                     NAME_OF(DATASET_NAMES, opt->dataset), p->md->name);
+    usage_check_all(lm || !corpus,
+                    "--dataset: '%s' is not accepted with %s, a model of images: expected "
+                    "synthetic, fashion-mnist, mnist or cifar10",
+                    NAME_OF(DATASET_NAMES, opt->dataset), p->md->name);
+    usage_check_all(opt->dataset != DATA_TEXT || p->md->vocab >= 256,
+                    "--dataset: 'text' is not accepted with %s: its vocabulary of %d tokens is "
+                    "below the 256 byte values",
+                    p->md->name, p->md->vocab);
     /* Synthetic data have no test split: nothing would be evaluated, no target reached. */
     int no_test = opt->dataset == DATA_SYNTHETIC;
+    const char *with_test = lm ? "text or tokens" : "fashion-mnist, mnist or cifar10";
     usage_check_all(!no_test || opt->target_acc == 0,
                     "--target-acc: %g is not accepted with --dataset synthetic (no test split): "
-                    "expected fashion-mnist, mnist or cifar10",
-                    opt->target_acc);
+                    "expected %s",
+                    opt->target_acc, with_test);
     usage_check_all(!no_test || !options_given(opt, "eval-every"),
                     "--eval-every: %d is not accepted with --dataset synthetic (no test split): "
-                    "expected fashion-mnist, mnist or cifar10",
-                    opt->eval_every);
+                    "expected %s",
+                    opt->eval_every, with_test);
 }
 
 /* The exchange, the parallel mode, the device and the transport against each other and the
@@ -391,6 +422,7 @@ static void plan_workers(const Options *opt, const Topology *topo, RunPlan *p) {
 
 void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
     choose(opt, p);
+    check_seq_len(opt, p);
     check_reads(opt, p);
     check_devices(opt, p);
     check_precision(opt, p);
