@@ -3,10 +3,12 @@
  * would overflow without subtracting the max, FCN-5's 26752 classes; with and without dlogits)
  * and the SGD step over several steps with and without momentum, and the AdamW step over several
  * steps with and without weight decay, against the naive references (tests/ref_optim.c) and, for
- * AdamW, against PyTorch's values written out (torch.optim.AdamW); then the logit gradient against
- * finite differences of the loss (tests/gradcheck.h). */
+ * AdamW, against PyTorch's values written out (torch.optim.AdamW); AdamW over a shard of a layout
+ * with runs that decay and runs that do not (kernels/optimizer.c, what the parameter servers run);
+ * then the logit gradient against finite differences of the loss (tests/gradcheck.h). */
 #include "gradcheck.h"
 #include "kernel_test.h"
+#include "optimizer.h" /* defines: optimizer_adamw_ranges */
 #include "ref_kernels.h"
 
 #include <math.h>
@@ -139,6 +141,43 @@ static void test_adamw_torch(float wd) {
     B->free(ctx, p), B->free(ctx, g), B->free(ctx, m), B->free(ctx, v);
 }
 
+static int adamw_calls;
+static void counting_adamw(BackendCtx *c, size_t n, float *p, const float *g, float *m, float *v,
+                           const AdamWStep *a) {
+    adamw_calls++;
+    B->adamw_update(c, n, p, g, m, v, a);
+}
+
+/* optimizer_adamw_ranges on the shard [7, 33) of a layout of 40 parameters whose runs are [0, 10)
+ * decaying, [10, 15) not, [15, 25) and [25, 30) decaying (one stretch), [30, 35) not and [35, 40)
+ * in none: with zero gradients and moments only the decay moves a parameter (x 1 - lr wd), and
+ * the shard takes 4 calls. */
+static void test_adamw_ranges(void) {
+    const DecayRange r[] = {{0, 10, 1}, {10, 5, 0}, {15, 10, 1}, {25, 5, 1}, {30, 5, 0}};
+    const size_t lo = 7, hi = 33;
+    float *p = falloc(40), *g = falloc(40), *m = falloc(40), *v = falloc(40), want[40];
+    for (int i = 0; i < 40; i++)
+        p[i] = want[i] = (float)(i + 1);
+    for (size_t i = lo; i < hi; i++)
+        if ((i < 10) || (i >= 15 && i < 30)) want[i] *= 0.5f;
+    BackendOps counting = *B;
+    counting.adamw_update = counting_adamw;
+    const AdamWStep a = {.lr = 0.5f,
+                         .beta1 = 0.9f,
+                         .beta2 = 0.95f,
+                         .eps = 1e-8f,
+                         .weight_decay = 1.0f,
+                         .bias1 = 0.1f,
+                         .bias2 = 0.05f};
+    adamw_calls = 0;
+    optimizer_adamw_ranges(&counting, ctx, &a, r, 5, lo, hi - lo, p + lo, g + lo, m + lo, v + lo);
+    check_close("adamw over a shard's runs: decay on the decaying ones only", p, want, 40, 0, 0);
+    int32_t calls[1] = {adamw_calls}, four[1] = {4};
+    check_equal_i32("adamw over a shard's runs: one call per stretch of the same decay", calls,
+                    four, 1);
+    B->free(ctx, p), B->free(ctx, g), B->free(ctx, m), B->free(ctx, v);
+}
+
 /* ---- finite differences ---- */
 
 typedef struct {
@@ -192,6 +231,7 @@ int main(void) {
     test_adamw(17, 0.01f, 0.8f, 0.999f, 1e-6f, 0.01f, 7);
     test_adamw_torch(0.0f);
     test_adamw_torch(0.1f);
+    test_adamw_ranges();
 
     gradcheck_xent(4, 7);
     gradcheck_xent(1, 10);

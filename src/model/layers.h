@@ -57,6 +57,10 @@ enum {
     LK_BWD_READS_OUTPUT = 1 << 7, /* its own output (ReLU's mask, LRN, LSTM) */
     LK_GATHERS_WEIGHTS = 1 << 8,  /* forward reads only the parameter rows its input selects
                                      (an embedding: one row per token), not all of them */
+    /* AdamW's decoupled weight decay (nanoGPT's rule: tensors of 2 or more dimensions decay,
+     * biases and normalisation gains do not; model_decay_ranges): */
+    LK_DECAY_WEIGHTS = 1 << 9, /* its weights w decay (a matrix or filter bank) */
+    LK_DECAY_BIAS = 1 << 10,   /* its b decays too (a second matrix: wpe beside wte) */
 };
 
 typedef struct LayerKindOps {
