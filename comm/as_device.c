@@ -34,6 +34,19 @@ static void sealed_sgd(BackendCtx *c, size_t n, float *p, const float *g, float 
     cpu_backend.free(c, hp), cpu_backend.free(c, hg), cpu_backend.free(c, hv);
 }
 
+static void sealed_adamw(BackendCtx *c, size_t n, float *p, const float *g, float *m, float *v,
+                         const AdamWStep *a) {
+    size_t bytes = n * sizeof(float);
+    float *hp = cpu_backend.alloc(c, bytes), *hg = cpu_backend.alloc(c, bytes);
+    float *hm = cpu_backend.alloc(c, bytes), *hv = cpu_backend.alloc(c, bytes);
+    swap_copy(hp, p, bytes), swap_copy(hg, g, bytes), swap_copy(hm, m, bytes);
+    swap_copy(hv, v, bytes);
+    cpu_backend.adamw_update(c, n, hp, hg, hm, hv, a);
+    swap_copy(p, hp, bytes), swap_copy(m, hm, bytes), swap_copy(v, hv, bytes);
+    cpu_backend.free(c, hp), cpu_backend.free(c, hg), cpu_backend.free(c, hm);
+    cpu_backend.free(c, hv);
+}
+
 static const FakeDevice PLAIN = {
     .inner = &cpu_backend, .before = traffic, .over = {.device_memory = 1}};
 static const FakeDevice SEALED = {.inner = &cpu_backend,
@@ -41,7 +54,8 @@ static const FakeDevice SEALED = {.inner = &cpu_backend,
                                   .over = {.device_memory = 1,
                                            .upload = sealed_copy,
                                            .download = sealed_copy,
-                                           .sgd_update = sealed_sgd}};
+                                           .sgd_update = sealed_sgd,
+                                           .adamw_update = sealed_adamw}};
 
 const BackendOps *as_device_backend(int sealed) {
     static BackendOps plain, closed;
@@ -49,7 +63,7 @@ const BackendOps *as_device_backend(int sealed) {
         if (!plain.name) fake_device_table(&PLAIN, &plain);
         return &plain;
     }
-    if (!closed.name) { /* only the memory operations and the optimizer step */
+    if (!closed.name) { /* only the memory operations and the optimizer steps */
         BackendOps t;
         fake_device_table(&SEALED, &t);
         closed = (BackendOps){.name = t.name,
@@ -62,7 +76,8 @@ const BackendOps *as_device_backend(int sealed) {
                               .download = t.download,
                               .zero = t.zero,
                               .synchronize = t.synchronize,
-                              .sgd_update = t.sgd_update};
+                              .sgd_update = t.sgd_update,
+                              .adamw_update = t.adamw_update};
     }
     return &closed;
 }

@@ -7,8 +7,9 @@
  *   as_device_backend(0): the CPU backend's kernels all run on those buffers (dtbench with
  *     DTBENCH_CPU_AS_DEVICE=1, comm/parts.c; tests/exchange_avg --device staged);
  *   as_device_backend(1), sealed: the buffers hold every float byte-swapped and only the memory
- *     operations and the optimizer step (decode, the CPU's step, encode) are offered, so a part
- *     that read or wrote a buffer directly would see garbage (tests/staged_check.c). */
+ *     operations and the optimizer steps (SGD, AdamW: decode, the CPU's step, encode) are
+ *     offered, so a part that read or wrote a buffer directly would see garbage
+ *     (tests/staged_check.c). */
 #ifndef DTBENCH_AS_DEVICE_H
 #define DTBENCH_AS_DEVICE_H
 

@@ -219,6 +219,7 @@ const BackendOps cpu_backend = {
     .relu_backward = cpu_relu_backward,
     .softmax_xent = cpu_softmax_xent,
     .sgd_update = cpu_sgd_update,
+    .adamw_update = cpu_adamw_update,
     .timer_record = cpu_timer_record,
     .timer_elapsed = cpu_timer_elapsed,
     .axpy = cpu_axpy,

@@ -93,6 +93,8 @@ void cpu_softmax_xent(BackendCtx *ctx, int n, int c, const float *logits, const 
                       float *dlogits, float *stats);
 void cpu_sgd_update(BackendCtx *ctx, size_t n, float *p, const float *g, float *v, float lr,
                     float momentum, float weight_decay);
+void cpu_adamw_update(BackendCtx *ctx, size_t n, float *p, const float *g, float *m, float *v,
+                      const AdamWStep *a);
 int cpu_all_finite(BackendCtx *ctx, size_t n, const float *x);
 
 /* cpu_recurrent.c */

@@ -1,5 +1,6 @@
 /* cpu_optim.c - the CPU backend's loss and optimizer: softmax cross-entropy (vectorised max and
- * exp-sum per row) and the fused SGD-with-momentum update. Semantics: backend.h. */
+ * exp-sum per row), the fused SGD-with-momentum update and the fused AdamW update. Semantics:
+ * backend.h. */
 #include "cpu_kernels.h"
 #include "cpu_vec.h"
 
@@ -108,6 +109,39 @@ void cpu_sgd_update(BackendCtx *ctx, size_t n, float *restrict p, const float *r
         for (; i < n; i++)
             p[i] -= lr * (g[i] + weight_decay * p[i]);
     }
+}
+
+/* ---- AdamW --------------------------------------------------------------------------------- */
+
+/* One element of PyTorch's AdamW (backend.h's AdamWStep), in its order of operations:
+ *   p *= 1 - lr*wd;  m += (1 - beta1)(g - m);  v = beta2 v + (1 - beta2) g g;
+ *   p -= (lr / bias1) (m / (sqrt(v) / sqrt(bias2) + eps))
+ * decay = 1 - lr*wd, c1 = 1 - beta1, c2 = 1 - beta2, step = lr / bias1, root2 = sqrt(bias2): the
+ * same expression as kernels/cuda_elem.h's dt_adamw (tests/test_device_arith.c compares them bit
+ * for bit). */
+static inline void adamw_elem(float *p, float g, float *m, float *v, float decay, float c1,
+                              float b2, float c2, float step, float root2, float eps) {
+    const float pi = *p * decay;
+    const float mi = *m + c1 * (g - *m);
+    const float vi = b2 * *v + c2 * g * g;
+    *m = mi, *v = vi;
+    *p = pi - step * (mi / (sqrtf(vi) / root2 + eps));
+}
+
+/* Fused over p[n], g[n], m[n], v[n]: one pass, memory-bound (7 floats moved per parameter). The
+ * main loop covers a multiple of VBLOCK elements so that -O2 vectorises it (cpu_vec.h); sqrtf has
+ * no errno branch here (-fno-math-errno, Makefile.am). */
+void cpu_adamw_update(BackendCtx *ctx, size_t n, float *restrict p, const float *restrict g,
+                      float *restrict m, float *restrict v, const AdamWStep *a) {
+    (void)ctx;
+    const float decay = 1.0f - a->lr * a->weight_decay, c1 = 1.0f - a->beta1, b2 = a->beta2;
+    const float c2 = 1.0f - a->beta2, step = a->lr / a->bias1, root2 = sqrtf(a->bias2);
+    const float eps = a->eps;
+    size_t i = 0, nm = n & ~(size_t)(VBLOCK - 1); /* [0, nm): vectorised; [nm, n): tail */
+    for (; i < nm; i++)
+        adamw_elem(&p[i], g[i], &m[i], &v[i], decay, c1, b2, c2, step, root2, eps);
+    for (; i < n; i++)
+        adamw_elem(&p[i], g[i], &m[i], &v[i], decay, c1, b2, c2, step, root2, eps);
 }
 
 /* 1 if no element of x is inf or NaN: x - x is 0 for finite x and NaN otherwise, so one

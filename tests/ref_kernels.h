@@ -1,8 +1,8 @@
 /* ref_kernels.h - naive reference kernels for the backend tests (tests/test_cpu_*.c, the bf16,
  * CUDA and model tests), one file per concern as in kernels/: ref_gemm.c (fully connected),
  * ref_conv.c, ref_pool.c, ref_elementwise.c (ReLU, concatenation, add, dropout), ref_optim.c
- * (softmax cross-entropy, SGD), ref_norm.c (LRN, batch norm), ref_recurrent.c (embedding, LSTM),
- * ref_transformer.c (layer norm, GELU, token and position embedding, causal self-attention).
+ * (softmax cross-entropy, SGD, AdamW), ref_norm.c (LRN, batch norm), ref_recurrent.c (embedding,
+ * LSTM), ref_transformer.c (layer norm, GELU, token and position embedding, causal self-attention).
  *
  * Written independently of the backends and as plainly as possible: direct nested loops over the
  * definitions, double accumulators, no BLAS, no im2col. Slow on purpose; only for small shapes.
@@ -49,6 +49,12 @@ double ref_softmax_xent(int n, int c, const float *logits, const int32_t *labels
  * (momentum == 0: p = p - lr g', v untouched and may be NULL) */
 void ref_sgd_update(size_t n, float *p, const float *g, float *v, float lr, float momentum,
                     float weight_decay);
+
+/* one AdamW step t >= 1 (Loshchilov & Hutter's algorithm, eps where PyTorch adds it), in double:
+ * p = p (1 - lr wd); m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g^2;
+ * p = p - lr mhat / (sqrt(vhat) + eps), mhat = m / (1 - beta1^t), vhat = v / (1 - beta2^t) */
+void ref_adamw_update(size_t n, float *p, const float *g, float *m, float *v, int t, float lr,
+                      float beta1, float beta2, float eps, float weight_decay);
 
 /* ---- model-zoo layers (backend.h, "appended for the model zoo") ---- */
 

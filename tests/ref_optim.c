@@ -1,4 +1,4 @@
-/* ref_optim.c - naive reference kernels: softmax cross-entropy and the SGD step
+/* ref_optim.c - naive reference kernels: softmax cross-entropy, the SGD step and the AdamW step
  * (kernels/cpu_optim.c). Textbook definitions as nested loops with double accumulators; backward
  * passes written as gathers, sharing no structure with the backends' GEMM/im2col formulation
  * (ref_kernels.h). */
@@ -49,5 +49,22 @@ void ref_sgd_update(size_t n, float *p, const float *g, float *v, float lr, floa
             step = buf;
         }
         p[i] = (float)(p[i] - (double)lr * step);
+    }
+}
+
+/* ---- AdamW ---- */
+
+void ref_adamw_update(size_t n, float *p, const float *g, float *m, float *v, int t, float lr,
+                      float beta1, float beta2, float eps, float weight_decay) {
+    const double b1 = beta1, b2 = beta2;
+    const double bias1 = 1.0 - pow(b1, t), bias2 = 1.0 - pow(b2, t);
+    for (size_t i = 0; i < n; i++) {
+        const double gi = g[i];
+        const double mi = b1 * m[i] + (1.0 - b1) * gi;
+        const double vi = b2 * v[i] + (1.0 - b2) * gi * gi;
+        const double mhat = mi / bias1, vhat = vi / bias2;
+        const double decayed = (double)p[i] * (1.0 - (double)lr * weight_decay);
+        p[i] = (float)(decayed - (double)lr * mhat / (sqrt(vhat) + eps));
+        m[i] = (float)mi, v[i] = (float)vi;
     }
 }

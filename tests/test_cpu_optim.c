@@ -1,13 +1,17 @@
 /* test_cpu_optim.c - the CPU backend's loss and optimizer (kernels/cpu_optim.c): softmax
  * cross-entropy (loss, correct count and logit gradients; one class, extreme logits where exp()
  * would overflow without subtracting the max, FCN-5's 26752 classes; with and without dlogits)
- * and the SGD step over several steps with and without momentum, against the naive references
- * (tests/ref_optim.c); then the logit gradient against finite differences of the loss
- * (tests/gradcheck.h). */
+ * and the SGD step over several steps with and without momentum, and the AdamW step over several
+ * steps with and without weight decay, against the naive references (tests/ref_optim.c) and, for
+ * AdamW, against PyTorch's values written out (torch.optim.AdamW); AdamW over a shard of a layout
+ * with runs that decay and runs that do not (kernels/optimizer.c, what the parameter servers run);
+ * then the logit gradient against finite differences of the loss (tests/gradcheck.h). */
 #include "gradcheck.h"
 #include "kernel_test.h"
+#include "optimizer.h" /* defines: optimizer_adamw_ranges */
 #include "ref_kernels.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +70,114 @@ static void test_sgd(size_t n, float lr, float momentum, float wd, int steps) {
     free(rp), free(rv);
 }
 
+/* backend.h's AdamWStep of step t >= 1 */
+static AdamWStep adamw_step(float lr, float beta1, float beta2, float eps, float wd, int t) {
+    return (AdamWStep){.lr = lr,
+                       .beta1 = beta1,
+                       .beta2 = beta2,
+                       .eps = eps,
+                       .weight_decay = wd,
+                       .bias1 = (float)(1.0 - pow(beta1, t)),
+                       .bias2 = (float)(1.0 - pow(beta2, t))};
+}
+
+/* `steps` AdamW steps on n parameters against the reference; m and v stay the kernel's own. */
+static void test_adamw(size_t n, float lr, float beta1, float beta2, float eps, float wd,
+                       int steps) {
+    char shape[160];
+    snprintf(shape, sizeof shape, "n=%zu lr=%g betas=(%g,%g) eps=%g wd=%g steps=%d", n, lr, beta1,
+             beta2, eps, wd, steps);
+    float *p = falloc(n), *g = falloc(n), *m = falloc(n), *v = falloc(n); /* m, v: zeroed */
+    float *rp = halloc(n), *rm = halloc(n), *rv = halloc(n);
+    fill_uniform(p, n, -1, 1);
+    memcpy(rp, p, n * sizeof(float));
+    memset(rm, 0, n * sizeof(float)), memset(rv, 0, n * sizeof(float));
+    for (int t = 1; t <= steps; t++) {
+        fill_uniform(g, n, -1, 1);
+        if (t == 2) g[0] = 0.0f; /* a zero gradient after a non-zero one */
+        AdamWStep a = adamw_step(lr, beta1, beta2, eps, wd, t);
+        B->adamw_update(ctx, n, p, g, m, v, &a);
+        ref_adamw_update(n, rp, g, rm, rv, t, lr, beta1, beta2, eps, wd);
+    }
+    check_close(fmt_label("adamw_update p %s", shape), p, rp, n, 1e-6, 1e-5);
+    check_close(fmt_label("adamw_update m %s", shape), m, rm, n, 1e-6, 1e-5);
+    check_close(fmt_label("adamw_update v %s", shape), v, rv, n, 1e-7, 1e-5);
+    B->free(ctx, p), B->free(ctx, g), B->free(ctx, m), B->free(ctx, v);
+    free(rp), free(rm), free(rv);
+}
+
+/* Three steps on two parameters against the values of torch.optim.AdamW (PyTorch 1.13, float64)
+ * with lr 0.1, betas (0.9, 0.95), eps 1e-8, from p = (1, -0.5) and gradients (0.5, -2),
+ * (-0.25, 0.001), (1, 0). Step 1 by hand, weight decay 0.1: p = 1 x (1 - 0.1 x 0.1) = 0.99;
+ * m = 0.1 x 0.5 = 0.05, v = 0.05 x 0.25 = 0.0125; bias1 = 0.1, bias2 = 0.05; sqrt(v) / sqrt(bias2)
+ * = 0.5, so p = 0.99 - (0.1 / 0.1) x 0.05 / (0.5 + 1e-8) = 0.89 + 2e-9 = 0.890000002. */
+static void test_adamw_torch(float wd) {
+    static const float grads[3][2] = {{0.5f, -2.0f}, {-0.25f, 0.001f}, {1.0f, 0.0f}};
+    static const double want_wd0[3][2] = {{0.90000000199999997, -0.40000000050000001},
+                                          {0.87316305787582738, -0.33217293788201496},
+                                          {0.80828856549526495, -0.27906449766213709}};
+    static const double want_wd01[3][2] = {{0.89000000199999996, -0.3950000005},
+                                           {0.85426305785582735, -0.32322293787701495},
+                                           {0.78084593489670662, -0.26688226827836692}};
+    static const double want_m[2] = {0.11799999999999998, -0.16190999999999997};
+    static const double want_v[2] = {0.064250000000000057, 0.18050004750000015};
+    float *p = falloc(2), *g = falloc(2), *m = falloc(2), *v = falloc(2);
+    p[0] = 1.0f, p[1] = -0.5f;
+    for (int t = 1; t <= 3; t++) {
+        memcpy(g, grads[t - 1], sizeof grads[0]);
+        AdamWStep a = adamw_step(0.1f, 0.9f, 0.95f, 1e-8f, wd, t);
+        B->adamw_update(ctx, 2, p, g, m, v, &a);
+        const double *w = wd > 0 ? want_wd01[t - 1] : want_wd0[t - 1];
+        float want[2] = {(float)w[0], (float)w[1]};
+        check_close(fmt_label("adamw_update = torch.optim.AdamW wd=%g step %d", wd, t), p, want, 2,
+                    1e-6, 1e-6);
+    }
+    float wm[2] = {(float)want_m[0], (float)want_m[1]},
+          wv[2] = {(float)want_v[0], (float)want_v[1]};
+    check_close(fmt_label("adamw_update moments = torch.optim.AdamW's wd=%g", wd), m, wm, 2, 1e-7,
+                1e-6);
+    check_close(fmt_label("adamw_update second moments = torch.optim.AdamW's wd=%g", wd), v, wv, 2,
+                1e-8, 1e-6);
+    B->free(ctx, p), B->free(ctx, g), B->free(ctx, m), B->free(ctx, v);
+}
+
+static int adamw_calls;
+static void counting_adamw(BackendCtx *c, size_t n, float *p, const float *g, float *m, float *v,
+                           const AdamWStep *a) {
+    adamw_calls++;
+    B->adamw_update(c, n, p, g, m, v, a);
+}
+
+/* optimizer_adamw_ranges on the shard [7, 33) of a layout of 40 parameters whose runs are [0, 10)
+ * decaying, [10, 15) not, [15, 25) and [25, 30) decaying (one stretch), [30, 35) not and [35, 40)
+ * in none: with zero gradients and moments only the decay moves a parameter (x 1 - lr wd), and
+ * the shard takes 4 calls. */
+static void test_adamw_ranges(void) {
+    const DecayRange r[] = {{0, 10, 1}, {10, 5, 0}, {15, 10, 1}, {25, 5, 1}, {30, 5, 0}};
+    const size_t lo = 7, hi = 33;
+    float *p = falloc(40), *g = falloc(40), *m = falloc(40), *v = falloc(40), want[40];
+    for (int i = 0; i < 40; i++)
+        p[i] = want[i] = (float)(i + 1);
+    for (size_t i = lo; i < hi; i++)
+        if ((i < 10) || (i >= 15 && i < 30)) want[i] *= 0.5f;
+    BackendOps counting = *B;
+    counting.adamw_update = counting_adamw;
+    const AdamWStep a = {.lr = 0.5f,
+                         .beta1 = 0.9f,
+                         .beta2 = 0.95f,
+                         .eps = 1e-8f,
+                         .weight_decay = 1.0f,
+                         .bias1 = 0.1f,
+                         .bias2 = 0.05f};
+    adamw_calls = 0;
+    optimizer_adamw_ranges(&counting, ctx, &a, r, 5, lo, hi - lo, p + lo, g + lo, m + lo, v + lo);
+    check_close("adamw over a shard's runs: decay on the decaying ones only", p, want, 40, 0, 0);
+    int32_t calls[1] = {adamw_calls}, four[1] = {4};
+    check_equal_i32("adamw over a shard's runs: one call per stretch of the same decay", calls,
+                    four, 1);
+    B->free(ctx, p), B->free(ctx, g), B->free(ctx, m), B->free(ctx, v);
+}
+
 /* ---- finite differences ---- */
 
 typedef struct {
@@ -114,6 +226,12 @@ int main(void) {
     test_sgd(1003, 0.1f, 0.9f, 5e-4f, 3);
     test_sgd(1003, 0.05f, 0.0f, 1e-4f, 2); /* no momentum: v == NULL */
     test_sgd(17, 0.01f, 0.9f, 0.0f, 4);
+    test_adamw(1003, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f, 5); /* the vector loop and its tail */
+    test_adamw(1003, 6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 5); /* nanoGPT's GPT-2 settings */
+    test_adamw(17, 0.01f, 0.8f, 0.999f, 1e-6f, 0.01f, 7);
+    test_adamw_torch(0.0f);
+    test_adamw_torch(0.1f);
+    test_adamw_ranges();
 
     gradcheck_xent(4, 7);
     gradcheck_xent(1, 10);

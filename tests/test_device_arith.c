@@ -3,9 +3,9 @@
  * for the device and this test compiles as plain C; here they are driven in the same loops as
  * the GPU kernels (one "thread" per output or input element, the same summation order) and the
  * results are compared BIT FOR BIT with the CPU backend (cpu_backend, kernels/cpu*.c) where the
- * kernel adds the same terms in the same order: SGD, dropout mask and values, padded max pooling
- * forward and its gathering backward, average pooling, global average pooling, LRN forward and
- * backward, batch-norm inference and normalisation, embedding, the LSTM cell and its recurrence
+ * kernel adds the same terms in the same order: SGD, AdamW, dropout mask and values, padded max
+ * pooling forward and its gathering backward, average pooling, global average pooling, LRN forward
+ * and backward, batch-norm inference and normalisation, embedding, the LSTM cell and its recurrence
  * (exp, sigmoid and tanh are one definition for both, kernels/elem_math.h, whose accuracy
  * tests/test_cpu_elementwise checks against libm). Batch-norm backward (reductions in another
  * order) is checked within 1e-5 relative. Also the row-major to column-major GEMM mapping of the
@@ -52,6 +52,33 @@ static void test_sgd(void) {
         EXPECT(same_bits(p, p2, n) && same_bits(v, v2, n), "%s",
                mom ? "SGD with momentum = CPU bit for bit" : "SGD without momentum = CPU");
         free(p), free(g), free(v), free(p2), free(v2);
+    }
+}
+
+/* AdamW: cuda_optim_kernels.cu derives the step's constants as cpu_adamw_update does, then
+ * dt_adamw per element */
+static void test_adamw(void) {
+    const size_t n = 1003;
+    for (int wd = 0; wd < 2; wd++) {
+        float *p = rand_floats(n, -1, 1), *g = rand_floats(n, -1, 1);
+        float *m = rand_floats(n, -0.1f, 0.1f), *v = rand_floats(n, 0, 0.1f);
+        float *p2 = malloc(n * 4), *m2 = malloc(n * 4), *v2 = malloc(n * 4);
+        memcpy(p2, p, n * 4), memcpy(m2, m, n * 4), memcpy(v2, v, n * 4);
+        const AdamWStep a = {.lr = 6e-4f,
+                             .beta1 = 0.9f,
+                             .beta2 = 0.95f,
+                             .eps = 1e-8f,
+                             .weight_decay = wd ? 0.1f : 0.0f,
+                             .bias1 = 0.271f,
+                             .bias2 = 0.185494f};
+        cpu_backend.adamw_update(NULL, n, p, g, m, v, &a);
+        const float decay = 1.0f - a.lr * a.weight_decay, c1 = 1.0f - a.beta1;
+        const float c2 = 1.0f - a.beta2, step = a.lr / a.bias1, root2 = sqrtf(a.bias2);
+        for (size_t i = 0; i < n; i++)
+            dt_adamw(&p2[i], g[i], &m2[i], &v2[i], decay, c1, a.beta2, c2, step, root2, a.eps);
+        EXPECT(same_bits(p, p2, n) && same_bits(m, m2, n) && same_bits(v, v2, n),
+               "AdamW (weight decay %g) = CPU bit for bit", a.weight_decay);
+        free(p), free(g), free(m), free(v), free(p2), free(m2), free(v2);
     }
 }
 
@@ -416,6 +443,7 @@ static void test_nccl_logic(void) {
 
 int main(void) {
     test_sgd();
+    test_adamw();
     test_dropout();
     test_pooling();
     test_lrn();

@@ -8,6 +8,8 @@
  *   2. LeNet's model_backward against a chain of the naive reference kernels (every parameter),
  *      and FCN-5's against central finite differences of the loss (max-pool ties make finite
  *      differences unreliable for LeNet at float precision).
+ *   3. AdamW's weight decay falls on the weights of convolutions, fully connected, embedding and
+ *      LSTM layers only (model_decay_ranges), and model_adamw applies it there, also on a part.
  * The graph runtime on small models is tests/test_model_graph.c, pipeline cuts
  * tests/test_partition.c, the data sets tests/test_data.c. */
 #include "harness.h"
@@ -244,6 +246,94 @@ static void test_model_finite_differences(BackendCtx *ctx) {
     model_free(&m);
 }
 
+static int same_ranges(const DecayRange *a, const DecayRange *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (a[i].off != b[i].off || a[i].count != b[i].count || !a[i].decay != !b[i].decay)
+            return 0;
+    return 1;
+}
+
+/* The runs of decay of LeNet (every tensor a run: w decays, b not), ResNet-50 (convolutions
+ * without bias, each followed by a batch norm whose gain and shift do not decay) and LSTM-32. */
+static void test_decay_ranges(void) {
+    Model m;
+    model_plan(&m, &model_lenet, 1, 28, 28, 10, 1);
+    const DecayRange lenet[] = {{0, 500, 1},       {500, 20, 0},       {520, 25000, 1},
+                                {25520, 50, 0},    {25570, 400000, 1}, {425570, 500, 0},
+                                {426070, 5000, 1}, {431070, 10, 0}};
+    DecayRange got[8];
+    int n = model_decay_ranges(&m, got, 8);
+    EXPECT(n == 8 && same_ranges(got, lenet, 8), "lenet: %d runs of weight decay", n);
+    model_free(&m);
+
+    model_plan(&m, &model_resnet50, 3, 224, 224, 1000, 1);
+    n = model_decay_ranges(&m, NULL, 0);
+    DecayRange *r = calloc((size_t)n, sizeof *r);
+    model_decay_ranges(&m, r, n);
+    size_t decayed = 0, covered = 0;
+    int ordered = 1;
+    for (int i = 0; i < n; i++) {
+        ordered &= r[i].off == covered && (i == 0 || r[i].decay != r[i - 1].decay);
+        covered += r[i].count, decayed += r[i].decay ? r[i].count : 0;
+    }
+    /* the 53 convolutions and the fc weights (25,557,032 less the fc bias 1000, and each batch
+     * norm's 2 x channels: 53,120 in all) */
+    printf("resnet50: %d runs, %zu of %zu parameters decay\n", n, decayed, covered);
+    EXPECT(ordered && covered == m.nparams && decayed == 25557032 - 1000 - 53120 && n == 108,
+           "resnet50: convolution and fc weights decay, batch norms and the fc bias do not");
+    free(r);
+    model_free(&m);
+
+    model_plan(&m, &model_lstm32, 1, 1, 32, 10000, 1);
+    const size_t emb = 10000 * 256, lw = 4 * 256 * 512, lb = 4 * 256; /* an LSTM's w and b */
+    const DecayRange lstm[] = {{0, emb + lw, 1}, /* the embedding, then lstm1's w */
+                               {emb + lw, lb, 0},
+                               {emb + lw + lb, lw, 1},     /* lstm2 */
+                               {emb + 2 * lw + lb, lb, 0}, /* fc: */
+                               {emb + 2 * (lw + lb), 2560000, 1},
+                               {emb * 2 + 2 * (lw + lb), 10000, 0}};
+    n = model_decay_ranges(&m, got, 8);
+    EXPECT(n == 6 && same_ranges(got, lstm, 6),
+           "lstm32: the embedding, LSTM and fc weights decay, their biases not (%d runs)", n);
+    model_free(&m);
+}
+
+/* model_adamw with zero gradients moves only by the weight decay: decaying parameters are
+ * multiplied by 1 - lr x wd, the others stay; on the whole of LeNet and on a part of it (the
+ * offsets of a pipeline stage). */
+static void test_adamw_decay(BackendCtx *ctx) {
+    for (int first = 0; first <= 2; first += 2) {
+        Model m;
+        model_build_part(&m, &model_lenet, 1, 28, 28, 10, 2, 1, first, model_lenet.nlayers,
+                         &cpu_backend, ctx, 7);
+        model_use_adamw(&m);
+        float *before = malloc(m.nparams * sizeof(float));
+        memcpy(before, m.params, m.nparams * sizeof(float));
+        memset(m.grads, 0, m.nparams * sizeof(float));
+        const AdamWStep a = {.lr = 0.5f,
+                             .beta1 = 0.9f,
+                             .beta2 = 0.95f,
+                             .eps = 1e-8f,
+                             .weight_decay = 1.0f,
+                             .bias1 = 0.1f,
+                             .bias2 = 0.05f};
+        model_adamw(&m, &a);
+        int bad = 0;
+        for (int l = first; l < m.nlayers; l++) {
+            const Layer *L = &m.layers[l];
+            size_t w = L->w_off - m.param_base, b = L->b_off - m.param_base;
+            for (size_t i = 0; i < L->nw; i++)
+                bad += m.params[w + i] != 0.5f * before[w + i];
+            for (size_t i = 0; i < L->nb; i++)
+                bad += m.params[b + i] != before[b + i];
+        }
+        EXPECT(bad == 0, "lenet layers %d..: AdamW's decay on the weights only (%d off)", first,
+               bad);
+        free(before);
+        model_free(&m);
+    }
+}
+
 int main(void) {
     BackendConfig cfg = {.threads = 1};
     BackendCtx *ctx;
@@ -251,6 +341,8 @@ int main(void) {
     test_counts();
     test_model_vs_reference(ctx);
     test_model_finite_differences(ctx);
+    test_decay_ranges();
+    test_adamw_decay(ctx);
     cpu_backend.finalize(ctx);
     return check_summary();
 }

@@ -59,7 +59,7 @@ static const LayerOp no_ops[] = {{0, NULL}}; /* all it calls is mandatory in Bac
 
 const LayerKindOps layer_conv = {
     .name = "conv",
-    .flags = LK_OUTPUT_REUSABLE | LK_BWD_READS_INPUT,
+    .flags = LK_OUTPUT_REUSABLE | LK_BWD_READS_INPUT | LK_DECAY_WEIGHTS,
     .plan = conv_plan,
     .init = init_xavier,
     .plan_work = conv_plan_work,
@@ -107,7 +107,7 @@ static void fc_backward(const LayerStep *t) {
 
 const LayerKindOps layer_fc = {
     .name = "fc",
-    .flags = LK_TAKES_SEQUENCE | LK_OUTPUT_REUSABLE | LK_BWD_READS_INPUT,
+    .flags = LK_TAKES_SEQUENCE | LK_OUTPUT_REUSABLE | LK_BWD_READS_INPUT | LK_DECAY_WEIGHTS,
     .plan = fc_plan,
     .init = init_xavier,
     .forward = fc_forward,

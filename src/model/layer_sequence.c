@@ -37,7 +37,7 @@ static const LayerOp embedding_ops[] = {
 
 const LayerKindOps layer_embedding = {
     .name = "embedding",
-    .flags = LK_READS_TOKENS | LK_BWD_READS_INPUT | LK_GATHERS_WEIGHTS,
+    .flags = LK_READS_TOKENS | LK_BWD_READS_INPUT | LK_GATHERS_WEIGHTS | LK_DECAY_WEIGHTS,
     .plan = embedding_plan,
     .init = embedding_init,
     .forward = embedding_forward,
@@ -101,7 +101,7 @@ static const LayerOp lstm_ops[] = {LAYER_OP(lstm_reserve_bytes),
 
 const LayerKindOps layer_lstm = {
     .name = "lstm",
-    .flags = LK_TAKES_SEQUENCE | LK_BWD_READS_INPUT | LK_BWD_READS_OUTPUT,
+    .flags = LK_TAKES_SEQUENCE | LK_BWD_READS_INPUT | LK_BWD_READS_OUTPUT | LK_DECAY_WEIGHTS,
     .plan = lstm_plan,
     .init = lstm_init,
     .alloc = lstm_alloc,

@@ -57,10 +57,10 @@ enum {
     LK_BWD_READS_OUTPUT = 1 << 7, /* its own output (ReLU's mask, LRN, LSTM) */
     LK_GATHERS_WEIGHTS = 1 << 8,  /* forward reads only the parameter rows its input selects
                                      (an embedding: one row per token), not all of them */
-    /* AdamW's decoupled weight decay, on matrices only (nanoGPT, llm.c): its weights decay, and
-     * its bias too (a position table stored there) */
-    LK_DECAY_WEIGHTS = 1 << 9,
-    LK_DECAY_BIAS = 1 << 10,
+    /* AdamW's decoupled weight decay (nanoGPT's rule: tensors of 2 or more dimensions decay,
+     * biases and normalisation gains do not; model_decay_ranges): */
+    LK_DECAY_WEIGHTS = 1 << 9, /* its weights w decay (a matrix or filter bank) */
+    LK_DECAY_BIAS = 1 << 10,   /* its b decays too (a second matrix: wpe beside wte) */
     LK_DY_IN_Y = 1 << 11, /* the logits' gradient overwrites them (softmax_xent in place): a
                              language model over a large vocabulary holds one copy */
 };

@@ -299,7 +299,7 @@ void model_free(Model *m) {
         void *bufs[] = {m->params,       m->grads,      m->momentum, m->buffers,
                         m->x,            m->dx,         m->labels,   m->work,
                         m->grad_scratch, m->dy_scratch, m->stats,    m->x_act,
-                        m->origin};
+                        m->origin,       m->variance};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) m->be->free(c, bufs[i]);
         for (int i = 0; i < m->ndy_pool; i++)
@@ -474,11 +474,6 @@ void model_backward(Model *m, int n) {
 
 void model_backward_hook(Model *m, int n, GradsReadyFn ready, void *user) {
     model_backward_part_hook(m, 0, n, 0, 0, ready, user);
-}
-
-void model_sgd(Model *m, float lr, float momentum, float weight_decay) {
-    m->be->sgd_update(m->ctx, m->nparams, m->params, m->grads, m->momentum, lr, momentum,
-                      weight_decay);
 }
 
 int model_unscale_grads(Model *m) {

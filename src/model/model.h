@@ -19,6 +19,7 @@
 #define DTBENCH_MODEL_H
 
 #include "backend.h"
+#include "optimizer.h" /* defines: DecayRange */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -81,6 +82,7 @@ typedef struct ModelDesc {
                   (the next token) per position, and the loss is the mean over positions */
     const struct ModelDesc *small; /* variant used instead for images of at most 32x32 pixels
                                       (CIFAR-10, MNIST), NULL if none */
+    int adamw_default; /* the optimizer of --optimizer auto: 1 AdamW (the transformers), 0 SGD */
 } ModelDesc;
 
 typedef struct {
@@ -148,6 +150,7 @@ typedef struct {
     const BackendOps *be;
     BackendCtx *ctx;
     float *params, *grads, *momentum; /* [nparams] each, same layout */
+    float *variance; /* [nparams] AdamW's second moment (model_use_adamw), NULL: none */
     float *buffers;                   /* [nbuffers] */
     float *x;                         /* [batch, x_size] the part's input (fp32 NCHW) */
     /* The backend's activation format (backend.h's ActFormat; NCHW fp32 unless it declares
@@ -305,8 +308,20 @@ void model_backward_part(Model *m, int s0, int n, int slot, int accumulate);
 void model_backward_part_hook(Model *m, int s0, int n, int slot, int accumulate, GradsReadyFn ready,
                               void *user);
 
-/* SGD with momentum on all parameters this Model holds. */
+/* The optimizer (src/model/model_optim.c). SGD with momentum on all parameters this Model holds. */
 void model_sgd(Model *m, float lr, float momentum, float weight_decay);
+/* Allocates AdamW's second moment, m->variance (zeroed; m->momentum holds the first): once, after
+ * model_build_part, for a run that trains with AdamW. */
+void model_use_adamw(Model *m);
+/* AdamW step a on all parameters this Model holds (needs model_use_adamw): a->weight_decay on the
+ * parameters model_decay_ranges says decay, none on the others; one adamw_update per stretch. */
+void model_adamw(Model *m, const AdamWStep *a);
+/* The parameters of this Model (offsets into its buffers, [0, nparams) covered in order) in
+ * maximal runs of the same weight decay: the rows' kinds say which decay (layers.h's
+ * LK_DECAY_WEIGHTS and LK_DECAY_BIAS: the weights of convolutions, fully connected, embedding and
+ * LSTM layers; no bias, no normalisation's gain or shift). Writes the first `max` to out (NULL
+ * when max is 0) and returns how many there are. */
+int model_decay_ranges(const Model *m, DecayRange *out, int max);
 /* fp16's loss scaling, after the exchange: 1 if every gradient is finite, and then the gradients
  * are divided by m->loss_scale (unscaled for the optimizer); 0 (overflow) leaves them. */
 int model_unscale_grads(Model *m);
