@@ -30,7 +30,8 @@ ROOT_ATTRS = ["schema_version", "dtbench_version", "git_commit", "command_line",
               "mpi_library", "hdf5_version", "backend_info", "start_time", "slurm_job_id",
               "nranks", "nnodes", "iters", "warmup", "iters_total", "batch_global",
               "batch_per_rank", "model", "dataset", "exchange", "device", "param_count",
-              "flush_every", "timer_overhead_s", "clock_sync_rounds"]
+              "flush_every", "timer_overhead_s", "clock_sync_rounds", "tokens_per_sample",
+              "train_flops_per_sample", "peak_flops", "peak_flops_source"]
 
 
 def check_phases(f, p):

@@ -16,7 +16,8 @@
 #include "harness.h"
 #include "layers.h"
 #include "roofline.h"
-#include "fail.h" /* defines: check_fail */
+#include "clock.h" /* defines: dt_now */
+#include "fail.h"  /* defines: check_fail */
 
 #include <math.h>
 #include <stdio.h>
@@ -244,10 +245,36 @@ static void test_measured(void) {
     cpu_backend.finalize(ctx);
 }
 
+/* The compute peak alone (the root attribute peak_flops): the table's for a GPU it knows, else
+ * the product measured as roofline_peak measures it; the bandwidth is not measured. */
+static void test_peak_flops(void) {
+    BackendOps gpu = cpu_backend;
+    gpu.name = "fake-gpu", gpu.device_memory = 1;
+    BackendCtx *ctx;
+    BackendConfig cfg = {.threads = 1};
+    cpu_backend.init(&cfg, &ctx);
+    RooflinePeak known, cpu;
+    roofline_peak_flops(&gpu, ctx, "NVIDIA H200", PRECISION_FP32, (ActFormat){ACT_NCHW, ACT_FP32},
+                        &known);
+    EXPECT(known.flops == 67e12 && !strncmp(known.flops_how, "NVIDIA H200: ", 13),
+           "peak_flops of a GPU the table knows: %.4g (%s)", known.flops, known.flops_how);
+    const double t0 = dt_now();
+    roofline_peak_flops(&cpu_backend, ctx, cpu_backend.name, PRECISION_FP32,
+                        (ActFormat){ACT_NCHW, ACT_FP32}, &cpu);
+    const double took = dt_now() - t0;
+    EXPECT(cpu.flops > 1e8 && isnan(cpu.bandwidth) &&
+               !strncmp(cpu.flops_how, "measured at start", 17),
+           "peak_flops of the CPU: %.4g GFLOP/s (%s), bandwidth %g", cpu.flops / 1e9, cpu.flops_how,
+           cpu.bandwidth);
+    printf("peak_flops measured in %.3f s\n", took);
+    cpu_backend.finalize(ctx);
+}
+
 int main(void) {
     test_bf16_bytes();
     test_fused();
     test_table();
     test_measured();
+    test_peak_flops();
     return check_summary();
 }

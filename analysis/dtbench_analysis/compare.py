@@ -21,8 +21,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from . import configs, metrics, stats
-from .records import Record, internal, record
+from . import configs, metrics, stats, work
+from .records import Record, absent, internal, record
 from .runfile import Run
 
 
@@ -47,6 +47,9 @@ class ConfigGroup(Record):
     label: str = ""
     differing: Dict[str, str] = field(default_factory=dict)
     test: Optional[Dict[str, object]] = None
+    # work.group_rates at the throughput's median and bounds, where the files record them
+    tokens_per_s: Dict[str, Optional[float]] = absent()
+    mfu: Dict[str, Optional[float]] = absent()
     times: np.ndarray = internal()
 
 
@@ -104,7 +107,7 @@ def _group_stats(runs: List[Run], confidence: float, target: Optional[float]) ->
     shares = np.concatenate([metrics.exchange_share_per_iteration(r) for r in runs])
     stale = [r.measured("staleness").ravel() for r in runs if r.has("staleness")]
     medians = [metrics.iteration_times(r) for r in runs]
-    return ConfigGroup(
+    group = ConfigGroup(
         files=[r.path for r in runs], repeats=len(runs),
         incomplete=[r.path for r in runs if not r.is_complete],
         exchange=first.exchange, lockstep=first.lockstep, iterations=int(times.size),
@@ -120,6 +123,9 @@ def _group_stats(runs: List[Run], confidence: float, target: Optional[float]) ->
         exchange_median_s=_median_of(runs, "exchange"),
         staleness=metrics.staleness_distribution(np.concatenate(stale)) if stale else None,
         target=_targets(runs, target), times=times)
+    for key, values in work.group_rates(runs, tp).items():
+        setattr(group, key, values)
+    return group
 
 
 def compare(runs: Sequence[Run], ignore: Sequence[str] = (), baseline: int = 1,

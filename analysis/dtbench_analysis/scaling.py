@@ -26,7 +26,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from . import configs, metrics, stats
+from . import configs, metrics, stats, work
 from .records import Record, absent, record
 from .runfile import Run
 
@@ -60,6 +60,9 @@ class ScalingPoint(Record):
     speedup: Optional[float] = absent()
     efficiency: Optional[float] = absent()
     factors: Dict[str, str] = absent()
+    # work.group_rates at the throughput, where the files record what they need
+    tokens_per_s: Optional[float] = absent()
+    mfu: Optional[float] = absent()
 
 
 @record
@@ -93,7 +96,7 @@ def _point(runs: List[Run], unit: str, confidence: float) -> ScalingPoint:
         tp = float(np.median(rates)) if rates else None
         tp_lo = tp_hi = None
     shares = np.concatenate([metrics.exchange_share_per_iteration(r) for r in runs])
-    return ScalingPoint(
+    point = ScalingPoint(
         ranks=first.nranks, nodes=first.nnodes,
         p=first.nranks if unit == "ranks" else first.nnodes,
         batch_global=first.batch_global, batch_per_rank=first.batch_per_rank,
@@ -103,6 +106,9 @@ def _point(runs: List[Run], unit: str, confidence: float) -> ScalingPoint:
         time_median_s=t["median"], time_lo_s=t["lo"], time_hi_s=t["hi"], time_p95_s=p95,
         throughput=tp, throughput_lo=tp_lo, throughput_hi=tp_hi,
         exchange_share=float(np.median(shares)) if shares.size else None)
+    for key, values in work.group_rates(runs, {"median": tp}, ("median",)).items():
+        setattr(point, key, values["median"])
+    return point
 
 
 def _finish_series(kind: str, fixed: str, points: List[ScalingPoint],

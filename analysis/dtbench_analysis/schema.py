@@ -140,13 +140,16 @@ def int_attrs(attrs: Dict[str, object], path: str) -> None:
 OPTIONAL_ATTRS = {
     "int": ("batch_per_rank", "finished", "calibration_iters", "oversubscribed", "host_cores",
             "host_ranks_max", "stages", "microbatches", "replicas", "nworkers",
-            "staleness_bound", "ps_ranks", "sync_period", "param_count", "flush_every"),
+            "staleness_bound", "ps_ranks", "sync_period", "param_count", "flush_every",
+            "tokens_per_sample"),
     "float": ("timer_overhead_s", "target_accuracy", "calibration_exchange_s",
-              "calibration_busbw", "calibration_busbw_factor", "stop_latency_s"),
+              "calibration_busbw", "calibration_busbw_factor", "stop_latency_s",
+              "train_flops_per_sample", "peak_flops"),
     "str": ("model", "dataset", "exchange", "transport", "device", "tag", "parallel",
             "precision", "grad_dtype", "stop_reason", "stop_detail", "start_time", "end_time",
             "mpi_library", "backend_info", "launcher", "submit_line", "command_line",
-            "config_json", "calibration_method", "failed_nodes", "lost_ranks"),
+            "config_json", "calibration_method", "failed_nodes", "lost_ranks",
+            "peak_flops_source"),
 }
 
 

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from . import configs, energy, metrics, roofline
+from . import configs, energy, metrics, roofline, work
 from .records import Record, absent, record
 from .runfile import PHASES, STATUS_NAMES, Run
 from .units import MS, to_ms
@@ -28,6 +28,7 @@ DEFINITIONS = {
                       "= arrival wait (exchange_wait: blocked until the last rank ends "
                       "backward) + transfer (the rest); transfer and wait: the same median "
                       "for each part alone",
+    **work.DEFINITIONS,
     "slowest_rank": "rank with the highest median total, vs the median of the per-rank medians",
     "per_rank": "per rank, over its measured iterations: median and p95 of total, median of busy "
                 "(total minus exchange_wait when recorded, else minus exchange) and of exchange",
@@ -97,6 +98,15 @@ class Throughput(Record):
     critical_path_median_ms: Optional[float]    # None for runs not in lockstep
     iterations: int
     method: str
+    # work.py, in files that record what they need (absent otherwise): a language model's
+    # tokens/s, and the model FLOPs utilisation with its terms
+    tokens_per_sample: int = absent()
+    tokens_per_s: Optional[float] = absent()
+    train_flops_per_sample: float = absent()
+    peak_flops: float = absent()
+    peak_flops_source: str = absent()
+    devices: int = absent()
+    mfu: Optional[float] = absent()
 
 
 @record
@@ -297,6 +307,22 @@ def loading(run: Run) -> Optional[Loading]:
                    int(wait.size), to_ms(float(np.median(waits))) if waits.size else None)
 
 
+def throughput(run: Run, tp: Dict[str, object]) -> Throughput:
+    """metrics.throughput as a Throughput, with tokens/s and MFU where the file allows them
+    (work.py)."""
+    rate = tp["samples_per_s"]
+    out = Throughput(rate, to_ms(tp["critical_path_median_s"]), tp["iterations"], tp["method"])
+    tokens = work.tokens_per_sample(run)
+    if tokens:
+        out.tokens_per_sample, out.tokens_per_s = tokens, work.tokens_per_s(run, rate)
+    flops, peak = work.train_flops_per_sample(run), work.peak_flops(run)
+    if flops and peak:
+        out.train_flops_per_sample, out.peak_flops = flops, peak
+        out.peak_flops_source = str(run.attrs.get("peak_flops_source", ""))
+        out.devices, out.mfu = work.devices(run), work.mfu(run, rate)
+    return out
+
+
 def oversubscribed(run: Run) -> Optional[Dict[str, int]]:
     """dtbench's record that ranks x threads outnumbered a host's cores (root attributes
     oversubscribed, host_ranks_max, host_cores); None when not, or in older files."""
@@ -328,8 +354,7 @@ def summarize(run: Run) -> Summary:
                for r, h, c, m, s in zip(run.ranks["rank"], run.ranks["host"],
                                         run.ranks["completed"], measured, run.ranks["status"])],
         phases_ms=phases,
-        throughput=Throughput(tp["samples_per_s"], to_ms(tp["critical_path_median_s"]),
-                              tp["iterations"], tp["method"]),
+        throughput=throughput(run, tp),
         exchange_share=metrics.exchange_share(run),
         exchange_efficiency=exchange_efficiency(run, phases["exchange"]["median"]),
         oversubscribed=oversubscribed(run),

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from . import calibration, configs, energy, grouping, metrics, scaling
+from . import calibration, configs, energy, grouping, metrics, scaling, work
 from .runfile import Run
 
 MS = 1e3
@@ -85,10 +85,15 @@ def runs_table(runs: Sequence[Run], names=None, summaries=None) -> pd.DataFrame:
         row.update({"measured iters": int(run.ranks["measured"].max()),
                     "time/iter ms": _median(times) * MS,
                     "samples/s": tp["samples_per_s"],
+                    "tokens/s": work.tokens_per_s(run, tp["samples_per_s"]),
+                    "MFU": work.mfu(run, tp["samples_per_s"]),
                     "exchange share": metrics.exchange_share(run)["median"],
                     "exchange efficiency": calibration.efficiency(run, s)})
         rows.append(row)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    # tokens/s and MFU only where some file records what they need (work.py)
+    return table.drop(columns=[c for c in ("tokens/s", "MFU") if c in table
+                               and table[c].isna().all()])
 
 
 def phases(runs: Sequence[Run], names=None, summaries=None) -> pd.DataFrame:

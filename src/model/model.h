@@ -342,6 +342,10 @@ const char *model_layer_kind_name(const Model *m, int i);
 /* Layer table for --dry-run: name, output shape, parameters, forward FLOPs per sample. */
 void model_print(const Model *m, FILE *out);
 double model_flops_per_sample(const Model *m); /* forward, whole model */
+/* Training FLOPs per sample of the whole model, as a step computes them: each row's forward, its
+ * parameter gradients (flops_dw) and its input gradients (flops_dx) where it writes any (not for
+ * a row reading the data). The root attribute train_flops_per_sample (MFU), --dry-run's line. */
+double model_train_flops_per_sample(const Model *m);
 
 /* What row i of built part m (first <= i < last) computes and moves in one call on n samples, as
  * it runs (src/model/model_roofline.c): FLOPs, and the least bytes a forward and a backward must

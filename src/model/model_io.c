@@ -13,6 +13,24 @@ double model_flops_per_sample(const Model *m) {
     return f;
 }
 
+/* Backward FLOPs per sample of row L as a step runs it (model_roofline.c's rule, unfused): its
+ * parameter gradients, and its input gradients where it writes any (an input that is not the
+ * data); none for a row with neither. */
+static double backward_flops(const Layer *L) {
+    int dx = 0;
+    for (int k = 0; k < L->ninputs; k++)
+        dx |= L->inputs[k] >= 0;
+    if (!dx && L->nparams == 0) return 0.0;
+    return L->flops_dw + (dx ? L->flops_dx : 0.0);
+}
+
+double model_train_flops_per_sample(const Model *m) {
+    double f = 0;
+    for (int i = 0; i < m->nlayers; i++)
+        f += m->layers[i].flops + backward_flops(&m->layers[i]);
+    return f;
+}
+
 const char *model_layer_kind_name(const Model *m, int i) {
     return layer_kind(m->layers[i].d.kind)->name;
 }
@@ -31,14 +49,17 @@ void model_print(const Model *m, FILE *out) {
         if (L->d.inputs) fprintf(out, "  <- %s", L->d.inputs);
         fputc('\n', out);
     }
-    double f = model_flops_per_sample(m);
+    double f = model_flops_per_sample(m), t = model_train_flops_per_sample(m);
     fprintf(out, "  total parameters: %zu (%.2f MiB of float32)\n", m->total_params,
             m->total_params * 4.0 / 1048576.0);
     if (m->total_buffers)
         fprintf(out, "  non-trained state: %zu floats (batch-norm running mean and variance)\n",
                 m->total_buffers);
-    fprintf(out, "  forward FLOPs per sample: %.0f (%.3f GFLOP); training step ~3x: %.3f GFLOP\n",
-            f, f / 1e9, 3 * f / 1e9);
+    fprintf(out, "  forward FLOPs per sample: %.0f (%.3f GFLOP)\n", f, f / 1e9);
+    fprintf(out,
+            "  training FLOPs per sample: %.0f (%.3f GFLOP, %.2fx the forward: forward, parameter "
+            "and input gradients)\n",
+            t, t / 1e9, f > 0 ? t / f : 0.0);
 }
 
 static float *params_on_host(const Model *m) {

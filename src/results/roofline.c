@@ -189,3 +189,12 @@ void roofline_peak(const BackendOps *be, BackendCtx *ctx, const char *device, Pr
     measure_bandwidth(be, ctx, peak);
     measure_compute(be, ctx, precision, act, peak);
 }
+
+void roofline_peak_flops(const BackendOps *be, BackendCtx *ctx, const char *device,
+                         Precision precision, ActFormat act, RooflinePeak *peak) {
+    memset(peak, 0, sizeof *peak);
+    peak->bandwidth = peak->flops = NAN;
+    if (be->device_memory && roofline_known_gpu(device, precision, peak)) return;
+    snprintf(peak->bandwidth_how, ROOFLINE_HOW_LEN, "unknown: not measured");
+    measure_compute(be, ctx, precision, act, peak);
+}

@@ -31,4 +31,10 @@ int roofline_known_gpu(const char *device, Precision precision, RooflinePeak *pe
 void roofline_peak(const BackendOps *be, BackendCtx *ctx, const char *device, Precision precision,
                    ActFormat act, RooflinePeak *peak);
 
+/* Its compute peak alone, as roofline_peak finds it (the bandwidth is left NaN, not measured):
+ * the table's, else the product measured at start (half a second at most: the product grows to
+ * 10 ms, then the best of 5). The root attribute peak_flops (MFU) of every run. */
+void roofline_peak_flops(const BackendOps *be, BackendCtx *ctx, const char *device,
+                         Precision precision, ActFormat act, RooflinePeak *peak);
+
 #endif

@@ -226,14 +226,52 @@ static char *kernel_choices(const BackendOps *be, BackendCtx *ctx) {
 }
 
 /* --profile-layers' roofline in the result file: this rank's amounts (to free; NULL for a rank
- * that runs no layer) and its device's peaks in *peak, measured here where the table does not know
- * the device (a fraction of a second, before training). */
-static double *roofline_config(const Run *r, const DeviceInfo *dev, RooflinePeak *peak) {
+ * that runs no layer); its peaks are device_peak's. */
+static double *roofline_config(const Run *r) {
     if (r->opt.profile_layers <= 0 || r->role == EXCHANGE_SERVER) return NULL;
     double *amounts = xcalloc(PROFILE_AMOUNTS * (size_t)r->model.nlayers, sizeof *amounts);
     profile_amounts(&r->model, amounts);
-    roofline_peak(r->plan.be, r->ctx, dev->name, r->plan.precision, r->model.act, peak);
     return amounts;
+}
+
+/* This rank's device peaks (roofline.h), found before training where the table does not know the
+ * device (a fraction of a second): both with --profile-layers (its roofline), else the compute
+ * alone (the root attribute peak_flops, for MFU); NaN on a parameter server (it computes no
+ * step). */
+static void device_peak(const Run *r, const DeviceInfo *dev, RooflinePeak *peak) {
+    if (r->role == EXCHANGE_SERVER) {
+        memset(peak, 0, sizeof *peak);
+        peak->bandwidth = peak->flops = NAN;
+        snprintf(peak->flops_how, ROOFLINE_HOW_LEN, "unknown: a parameter server");
+        snprintf(peak->bandwidth_how, ROOFLINE_HOW_LEN, "unknown: a parameter server");
+    } else if (r->opt.profile_layers > 0)
+        roofline_peak(r->plan.be, r->ctx, dev->name, r->plan.precision, r->model.act, peak);
+    else
+        roofline_peak_flops(r->plan.be, r->ctx, dev->name, r->plan.precision, r->model.act, peak);
+}
+
+/* The root attribute peak_flops: the mean over the ranks that compute (all but parameter servers)
+ * of their devices' peaks, so that peak_flops x nworkers is the run's whole compute (NaN when
+ * some rank's is unknown); `how` (peak_flops_source): the first such rank's method. Collective. */
+static double run_peak_flops(const Run *r, const RooflinePeak *peak, char *how, size_t len) {
+    const int worker = r->role != EXCHANGE_SERVER;
+    double mine[3] = {worker && isfinite(peak->flops) ? peak->flops : 0.0,
+                      worker && isfinite(peak->flops), worker},
+           all[3];
+    MPI_CHECK(MPI_Allreduce(mine, all, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    int first = worker ? r->topo.rank : r->topo.nranks;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    char text[ROOFLINE_HOW_LEN];
+    snprintf(text, sizeof text, "%s", peak->flops_how);
+    if (first < r->topo.nranks)
+        MPI_CHECK(MPI_Bcast(text, sizeof text, MPI_CHAR, first, MPI_COMM_WORLD));
+    const int n = (int)all[2], known = (int)all[1];
+    if (n > 1)
+        snprintf(how, len, "rank %d: %s; the mean of %d ranks' own%s", first, text, n,
+                 known < n ? " (some unknown)" : "");
+    else
+        snprintf(how, len, "%s", text);
+    return n > 0 && known == n ? all[0] / n : NAN;
 }
 
 /* /profile's columns (--profile-layers): the whole model's layers, malloc'd into rcfg. */
@@ -254,7 +292,7 @@ static void profile_columns(const Model *pm, const Options *o, RecorderConfig *r
  * and kernels, the sampler's datasets and /profile's columns. One line and exit 2 when it cannot
  * be made. */
 static void open_file(Run *r, const RunAttr *attrs, int nattrs, const DeviceInfo *dev,
-                      int64_t sample_cap) {
+                      const RooflinePeak *peak, int64_t sample_cap) {
     const Options *o = &r->opt;
     const RunPlan *p = &r->plan;
     char err[1024] = "";
@@ -303,9 +341,8 @@ static void open_file(Run *r, const RunAttr *attrs, int nattrs, const DeviceInfo
         .sample_user = r->sampler,
     };
     profile_columns(&r->plan_model, o, &rcfg);
-    RooflinePeak peak;
-    double *amounts = roofline_config(r, dev, &peak);
-    rcfg.profile_amounts = amounts, rcfg.profile_peak = amounts ? &peak : NULL;
+    double *amounts = roofline_config(r);
+    rcfg.profile_amounts = amounts, rcfg.profile_peak = amounts ? peak : NULL;
     r->rec = p->rops->create(&rcfg, err, sizeof err);
     free(kernels), free((void *)rcfg.profile_names), free((void *)rcfg.profile_kinds);
     free((void *)rcfg.profile_flops), free(amounts);
@@ -327,6 +364,11 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
     const char *slurm = getenv("SLURM_JOB_ID");
     /* The batch template (slurm/) and dtbench-campaign set DTBENCH_SUBMIT_LINE. */
     const char *nodelist = getenv("SLURM_JOB_NODELIST"), *submit = getenv("DTBENCH_SUBMIT_LINE");
+    /* tokens/s and MFU (dtbench-analyze): tokens per sample, training FLOPs, the device's peak */
+    RooflinePeak peak;
+    device_peak(r, dev, &peak);
+    char peak_how[2 * ROOFLINE_HOW_LEN];
+    const double peak_flops = run_peak_flops(r, &peak, peak_how, sizeof peak_how);
     RunAttr attrs[] = {
         RUN_TEXT("dtbench_version", PACKAGE_VERSION),
         RUN_TEXT("git_commit", DTBENCH_GIT_COMMIT),
@@ -358,6 +400,10 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_INT("batch_global", o->batch),
         RUN_INT("batch_per_rank", r->batch),
         RUN_INT("param_count", (long long)r->model.total_params),
+        RUN_INT("tokens_per_sample", r->md->vocab > 0 ? r->plan_model.label_size : 0),
+        RUN_REAL("train_flops_per_sample", model_train_flops_per_sample(&r->plan_model)),
+        RUN_REAL("peak_flops", peak_flops),
+        RUN_TEXT("peak_flops_source", peak_how),
         RUN_INT("clock_sync_rounds", CLOCK_SYNC_ROUNDS),
         RUN_INT("host_cores", r->host_cores),
         RUN_INT("host_ranks_max", r->host_ranks_max),
@@ -388,7 +434,7 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
                      : NAN),
     };
     options_visit(o, collect_option, r);
-    open_file(r, attrs, (int)(sizeof attrs / sizeof attrs[0]), dev, sample_cap);
+    open_file(r, attrs, (int)(sizeof attrs / sizeof attrs[0]), dev, &peak, sample_cap);
 }
 
 void run_open_records(Run *r) {

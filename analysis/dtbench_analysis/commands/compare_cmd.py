@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
-from .. import configs, conventions, grouping, jsonout, metrics, stats
+from .. import configs, conventions, grouping, jsonout, metrics, stats, work
 from ..compare import Comparison, compare
 from ..runfile import Run
-from ..units import ms
+from ..units import ms, num
 from . import common
 
 
@@ -28,6 +28,19 @@ def staleness_text(st) -> str:
         + note
 
 
+def _work_text(g) -> str:
+    """tokens/s and MFU beside the throughput (work.py), where the files record them."""
+    parts = []
+    for key, name, fmt in (("tokens_per_s", "tokens/s", ".1f"), ("mfu", "MFU", ".2%")):
+        if key in g:
+            v = g[key]
+            ci = "" if v["lo"] is None or v["hi"] is None else \
+                f" [{format(v['lo'], fmt)}, {format(v['hi'], fmt)}]"
+            parts.append(f"{num(v['median'], fmt)} {name}{ci}" if key != "mfu" else
+                         f"{name} {num(v['median'], fmt)}{ci}")
+    return "; " + "; ".join(parts) if parts else ""
+
+
 def format_text(result: Comparison, runs: Sequence[Run]) -> str:
     groups = result.groups
     conf = result.confidence
@@ -43,6 +56,8 @@ def format_text(result: Comparison, runs: Sequence[Run]) -> str:
              f"{metrics.ITERATION_TIME_METHOD[False]}",
              f"  {conventions.warmup_statement(runs)}; median [{conf:.0%} CI, order statistics],"
              f" p95 over the pooled iterations"]
+    lines += [f"  {name}: {work.DEFINITIONS[key]}" for key, name in
+              (("tokens_per_s", "tokens/s"), ("mfu", "MFU")) if any(key in g for g in groups)]
     for i, g in enumerate(groups, 1):
         mark = conventions.INCOMPLETE_MARK if g.incomplete else ""
         t, tp = g.time_s, g.throughput
@@ -57,7 +72,7 @@ def format_text(result: Comparison, runs: Sequence[Run]) -> str:
                      f"[{ms(t['lo'])}, {ms(t['hi'])}], p95 {ms(t['p95'])} ms")
         ci = "" if tp["lo"] is None else f" [{tp['lo']:.1f}, {tp['hi']:.1f}]"
         tpm = "n/a" if tp["median"] is None else f"{tp['median']:.1f}"
-        lines.append(f"    throughput: {tpm} samples/s{ci}")
+        lines.append(f"    throughput: {tpm} samples/s{ci}" + _work_text(g))
         share = g.exchange_share
         lines.append("    exchange share: " + ("n/a" if share is None else f"{share:.1%}"))
         prec, sent = g.precision, g.bytes_sent_median

@@ -87,8 +87,8 @@ def _cell(value, column: str) -> Tuple[str, bool]:
     if isinstance(value, (bool, np.bool_)):
         return ("yes" if value else "no"), True
     if isinstance(value, (float, np.floating)):
-        if any(w in column for w in ("share", "efficiency", "fraction", "bubble")) and \
-                "ms" not in column:
+        if (any(w in column for w in ("share", "efficiency", "fraction", "bubble")) and
+                "ms" not in column) or column == "MFU":
             return f"{value:.1%}", False
         if column == "p":
             return f"{value:.3g}", False

@@ -5,11 +5,24 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .. import configs, conventions, jsonout, metrics, stats
+from .. import configs, conventions, jsonout, metrics, stats, work
 from ..runfile import Run
 from ..scaling import UNITS, ScalingResult, find_series
 from ..units import num
 from . import common
+
+
+#: (key, heading, width, format) of the columns work.py adds where the files allow them
+WORK_COLUMNS = (("tokens_per_s", "tokens/s", 11, ".1f"), ("mfu", "MFU", 7, ".2%"))
+
+
+def _work_columns(points) -> list:
+    """The WORK_COLUMNS some point has (the others are left out)."""
+    return [c for c in WORK_COLUMNS if any(c[0] in q for q in points)]
+
+
+def _work_cells(q, columns) -> str:
+    return "".join(f" {num(q.get(key), fmt):>{width}}" for key, _, width, fmt in columns)
 
 
 def format_text(result: ScalingResult, runs: Sequence[Run], unit: str,
@@ -26,6 +39,9 @@ def format_text(result: ScalingResult, runs: Sequence[Run], unit: str,
     if not lockstep:
         lines.append("  async/mixed runs: " + metrics.ITERATION_TIME_METHOD[False] +
                      "; throughput = " + "sum over ranks of batch_per_rank / median total")
+    points = [q for s in result.series for q in s.points] + list(result.unmatched)
+    columns = _work_columns(points)
+    lines += [f"  {heading}: {work.DEFINITIONS[key]}" for key, heading, _, _ in columns]
     for i, s in enumerate(result.series, 1):
         base = s.base
         lines += ["", f"== series {i}: {s.kind} scaling, {s.fixed} fixed",
@@ -37,7 +53,8 @@ def format_text(result: ScalingResult, runs: Sequence[Run], unit: str,
                   f"({', '.join(b.split('/')[-1] for b in base.files)})",
                   f"   {'ranks':>5} {'nodes':>5} {'batch':>6} {'b/rank':>6} {'runs':>4} "
                   f"{'iters':>6}  {'time/iter ms [CI]':<28}{'samples/s':>10} {'speedup':>8} "
-                  f"{'ideal':>6} {'effic.':>7} {'exch.':>6}"]
+                  f"{'ideal':>6} {'effic.':>7} {'exch.':>6}" +
+                  "".join(f" {heading:>{width}}" for _, heading, width, _ in columns)]
         for q in s.points:
             ci = f"{num(q.time_median_s, scale=1e3)} [{num(q.time_lo_s, scale=1e3)}, " \
                  f"{num(q.time_hi_s, scale=1e3)}]"
@@ -47,7 +64,8 @@ def format_text(result: ScalingResult, runs: Sequence[Run], unit: str,
                          f"{q.batch_per_rank:>6} {q.repeats:>4} {q.iterations:>6}  "
                          f"{ci:<28}{num(q.throughput, '.1f'):>10} "
                          f"{num(q.speedup, '.2f'):>8} {num(q.ideal_speedup, '.2f'):>6} "
-                         f"{num(q.efficiency, '.2f'):>7} {share:>6}{mark}")
+                         f"{num(q.efficiency, '.2f'):>7} {share:>6}"
+                         f"{_work_cells(q, columns)}{mark}")
     if result.unmatched:
         lines += ["", "not in any series (no run at another scale with the same global batch "
                   "or the same per-rank batch):"]
@@ -55,10 +73,16 @@ def format_text(result: ScalingResult, runs: Sequence[Run], unit: str,
             mark = conventions.INCOMPLETE_MARK if q.incomplete else ""
             lines.append(f"   {q.ranks} ranks, {q.nodes} nodes, batch {q.batch_global}:"
                          f" {num(q.time_median_s, scale=1e3)} ms per iteration, "
-                         f"{num(q.throughput, '.1f')} samples/s, {q.repeats} run(s){mark}  "
+                         f"{num(q.throughput, '.1f')} samples/s{_work_text(q)}, "
+                         f"{q.repeats} run(s){mark}  "
                          + configs.describe(q.factors))
     lines += conventions.incomplete_section(runs, "rows")
     return "\n".join(lines)
+
+
+def _work_text(q) -> str:
+    return "".join(f", {num(q.get(key), fmt)} {heading}" for key, heading, _, fmt in
+                   _work_columns([q]))
 
 
 def add_parser(subparsers) -> None:

@@ -66,15 +66,17 @@ def format_text(s: Summary) -> str:
     lines += _per_rank_lines(s)
     lines.append("")
     tp = s.throughput
+    tokens = "" if "tokens_per_s" not in tp else f" ({num(tp.tokens_per_s, '.1f')} tokens/s)"
     if tp.critical_path_median_ms is not None or tp.samples_per_s is None:
-        lines.append(f"  throughput: {num(tp.samples_per_s, '.1f')} samples/s = batch_global"
-                     f" / median critical path {num(tp.critical_path_median_ms)} ms "
+        lines.append(f"  throughput: {num(tp.samples_per_s, '.1f')} samples/s{tokens} = "
+                     f"batch_global / median critical path {num(tp.critical_path_median_ms)} ms "
                      f"(critical path = max over ranks of total per iteration; "
                      f"{tp.iterations} iterations measured by every rank)")
     else:
-        lines.append(f"  throughput: {num(tp.samples_per_s, '.1f')} samples/s = "
+        lines.append(f"  throughput: {num(tp.samples_per_s, '.1f')} samples/s{tokens} = "
                      f"{tp.method} (exchange={f['exchange']}: ranks do not advance in "
                      f"lockstep)")
+    lines += _work_lines(tp)
     sh = s.exchange_share
     pct = lambda v: num(None if v is None else v * 100, '.1f')  # noqa: E731
     parts = ("" if sh.get("transfer") is None else
@@ -127,6 +129,20 @@ def format_text(s: Summary) -> str:
                  f"mean {num(rec.record_mean_ms, '.4f')} ms per iteration (not in total); "
                  f"timer overhead {_duration(rec.timer_overhead_s)} per timestamp")
     return "\n".join(lines)
+
+
+def _work_lines(tp) -> List[str]:
+    """tokens/s's definition and the MFU with its terms, where the file records them."""
+    lines = []
+    if "tokens_per_s" in tp:
+        lines.append(f"  tokens/s = samples/s x {tp.tokens_per_sample} tokens per sample (the "
+                     f"sequence length)")
+    if "mfu" in tp:
+        lines.append(f"  MFU: {num(tp.mfu, '.2%')} = {tp.train_flops_per_sample / 1e9:.4g} GFLOP "
+                     f"per sample (forward + backward) x samples/s / ({tp.peak_flops / 1e9:.4g} "
+                     f"GFLOP/s peak x {tp.devices} device(s) that compute)")
+        lines.append(f"    peak: {tp.peak_flops_source or 'source not recorded'}")
+    return lines
 
 
 def _loading_line(ld: Loading) -> str:
