@@ -40,7 +40,7 @@
 
 #define MODEL_LM(name_, about_, ctx, voc, rows_)                                                   \
     .name = name_, .about = about_, .in_c = 1, .in_h = 1, .in_w = ctx, .classes = voc,             \
-    .nlayers = COUNT(rows_), .layers = rows_, .vocab = voc
+    .nlayers = COUNT(rows_), .layers = rows_, .vocab = voc, .adamw_default = 1
 
 /* ---- GPT-2 small ----------------------------------------------------------------------------- */
 
