@@ -475,10 +475,11 @@ typedef struct BackendOps {
     /* Softmax cross-entropy, mean over the batch.
      * logits[n,c], labels[n] -> stats[0] = the mean loss, stats[1] = the number of rows whose
      * argmax is the label (exact in float up to 2^24); dlogits[n,c] = (softmax - onehot)/n
-     * (dlogits may be NULL for evaluation, or logits itself: the gradient then overwrites the logits
- * row by row, so that a language model over a large vocabulary holds one copy). stats is backend memory (2 floats): the result stays
-     * on the device, queued like any kernel, and is read with download() when it is needed, so
-     * a training step never waits for its loss (see model_read_loss). */
+     * (dlogits may be NULL for evaluation, or logits itself: the gradient then overwrites the
+     * logits row by row, so that a language model over a large vocabulary holds one copy). stats
+     * is backend memory (2 floats): the result stays on the device, queued like any kernel, and
+     * is read with download() when it is needed, so a training step never waits for its loss
+     * (see model_read_loss). */
     void (*softmax_xent)(BackendCtx *ctx, int n, int c, const float *logits, const int32_t *labels,
                          float *dlogits, float *stats);
 

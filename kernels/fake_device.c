@@ -36,6 +36,10 @@ static const int ninputs = 0;
         const DropoutShape *: sizeof(DropoutShape),                                                \
         const EmbeddingShape *: sizeof(EmbeddingShape),                                            \
         const LstmShape *: sizeof(LstmShape),                                                      \
+        const TokPosShape *: sizeof(TokPosShape),                                                  \
+        const LayerNormShape *: sizeof(LayerNormShape),                                            \
+        const AttentionShape *: sizeof(AttentionShape),                                            \
+        const AdamWStep *: sizeof(AdamWStep),                                                      \
         const float *const *: (size_t)ninputs * sizeof(float *),                                   \
         float *const *: (size_t)ninputs * sizeof(float *),                                         \
         const size_t *: (size_t)ninputs * sizeof(size_t),                                          \

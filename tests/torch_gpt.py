@@ -1,6 +1,7 @@
 """torch_gpt.py - the PyTorch side of tests/test_vs_torch.sh for dtbench's transformers: GPT-2
-written independently of dtbench (torch.nn modules, torch.nn.functional.scaled_dot_product_attention
-with is_causal=True, GELU's tanh approximation, the head tied to the token embedding), trained from
+written independently of dtbench (torch.nn modules; attention by scaled_dot_product_attention with
+is_causal=True where this PyTorch has it, else nanoGPT's masked softmax; GELU's tanh approximation;
+the head tied to the token embedding), trained from
 dtbench's own initial parameters on the same token windows, the way dtbench trains it, in float32
 and float64. Writes the loss of every step (OUT.json: losses, losses_f64) and the final parameters
 (OUT.params: float32, dtbench's layout and header; OUT.params64: float64, raw).
@@ -51,7 +52,12 @@ class Block(nn.Module):
         b, t, c = x.shape
         q, k, v = self.c_attn(self.ln_1(x)).split(c, dim=2)
         q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if hasattr(F, "scaled_dot_product_attention"):
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:  # PyTorch before 2.0: nanoGPT's attention
+            att = (q @ k.transpose(-2, -1)) * (1.0 / (k.shape[-1] ** 0.5))
+            mask = torch.ones(t, t, dtype=torch.bool).tril()
+            y = att.masked_fill(~mask, float("-inf")).softmax(dim=-1) @ v
         x = x + self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c))
         return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
 
