@@ -41,10 +41,12 @@ void layer_init_uniform(const Layer *L, uint64_t key, float bound, float *w, flo
 }
 
 void layer_fill_normal(float *w, size_t n, uint64_t key, float std) {
-    for (size_t j = 0; j < n; j++) { /* Box-Muller on two counter-based uniforms */
-        const double u1 = (double)rng_uniform(key + 2 * j) + 0.5 / 16777216.0;
-        const double u2 = (double)rng_uniform(key + 2 * j + 1);
-        w[j] = (float)(std * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+    for (size_t j = 0; j < n; j += 2) { /* Box-Muller: two values from two counter-based uniforms */
+        const float u1 = rng_uniform(key + j) + 0.5f / 16777216.0f;
+        const float u2 = rng_uniform(key + j + 1) * 6.2831853f;
+        const float r = std * sqrtf(-2.0f * logf(u1));
+        w[j] = r * cosf(u2);
+        if (j + 1 < n) w[j + 1] = r * sinf(u2);
     }
 }
 
