@@ -3,7 +3,8 @@
 # norm, ReLU, residual add with projection shortcuts, global average pooling, fc) on CIFAR-10-format
 # data train 10 SGD steps with momentum in dtbench (1 rank) and in PyTorch (tests/torch_ref.py:
 # torch.nn modules, torch.optim.SGD), starting from the parameters dtbench initialised (saved by a
-# run with --lr 0). The loss of every step and the final parameters must agree with PyTorch's
+# run with --lr 0). The transformers likewise on a text (tests/torch_gpt.py): nanogpt-char 10 SGD
+# steps and 5 AdamW steps (nanoGPT's betas and weight decay), gpt2 at 16 tokens 3 SGD steps. The loss of every step and the final parameters must agree with PyTorch's
 # float64 run within LOSS_TOL / PARAM_TOL, or 10x PyTorch's own float32 error where that is larger
 # (a step where rounding decides the sign of a ReLU input); the test prints what it measured.
 # The training set holds exactly one batch, so every step trains on all of it: the order dtbench
@@ -45,3 +46,21 @@ vs_torch lenet lenet fashion-mnist fmnist 32 0.05
 mkdir -p cifar
 "$PYTHON" "$TESTS_SRCDIR/make_cifar10.py" cifar 16 16
 vs_torch resnet8 resnet8 cifar10 cifar 16 0.05
+
+# vs_torch_gpt NAME MODEL SEQ BATCH ITERS OPTIMIZER LR [--adamw]: a transformer on a text of exactly
+# one batch of SEQ-byte windows (the first BATCH x SEQ + 1 bytes of the GPL), in both, compared.
+vs_torch_gpt() {
+    local name=$1 model=$2 seq=$3 batch=$4 iters=$5 opt=$6 lr=$7 check=${8:-}
+    mkdir -p "$name-text"
+    head -c $((batch * seq + 1)) /usr/share/common-licenses/GPL-3 >"$name-text/train.txt"
+    local c="--model $model --dataset text --data-dir $name-text --seq-len $seq --batch $batch --warmup 0 --seed 7 --optimizer $opt"
+    [ "$opt" = sgd ] && c="$c --momentum 0.9" || c="$c --weight-decay 0.1 --beta2 0.95"
+    run_np 1 $c --iters 1 --lr 0 --output "$name-init.h5" --save-model "$name-init.params" >/dev/null
+    run_np 1 $c --iters "$iters" --lr "$lr" --output "$name.h5" --save-model "$name.params" >/dev/null
+    "$TORCH_PYTHON" "$TESTS_SRCDIR/torch_gpt.py" "$model" "$name-text/train.txt" "$seq" "$name-init.params" \
+        "$iters" "$opt" "$lr" "$name-torch.json" "$name-torch.params"
+    pycheck torch train "$name" --loss-tol "$LOSS_TOL" --param-tol "$PARAM_TOL" $check
+}
+vs_torch_gpt nanogpt-sgd nanogpt-char 32 4 10 sgd 0.01
+vs_torch_gpt nanogpt-adamw nanogpt-char 32 4 5 adamw 0.001 --adamw
+vs_torch_gpt gpt2-sgd gpt2 16 2 3 sgd 0.01
