@@ -4,8 +4,12 @@
  * The last N ranks are servers; server j holds shard j of the parameters (and of the momentum).
  * Every iteration a worker pushes each shard of its gradient to its server and pulls the shard's
  * current parameters back (point-to-point MPI; one message each way per server). A server applies
- * each push as it arrives (SGD with momentum, gradient scaled by 1/workers so that one round of
- * pushes moves the parameters as far as one synchronous step), and answers the worker's pull
+ * each push as it arrives with the run's optimizer on its shard: SGD with momentum, the gradient
+ * scaled by 1/workers so that one round of pushes moves the parameters as far as one synchronous
+ * step; AdamW, whose step length does not follow the gradient's scale, with the gradient as
+ * pushed and lr/workers for the same reason, its moments the shard's part of the model's buffers,
+ * its decay the runs of the layout that fall in the shard, its step t the pushes the shard has
+ * taken. It answers the worker's pull
  * only when the clock bound holds: a worker that has pushed c gradients gets parameters when
  * every unfinished worker has pushed at least c - S. S = 0 is lock-step. Why point-to-point and
  * not one-sided windows: the server must enforce the bound and count every push, which needs it
@@ -65,7 +69,7 @@ struct ExchangeState {
     /* server */
     int64_t applied, version;
     char *msg;   /* receive buffer */
-    float *grad; /* shard gradient, scaled */
+    float *grad; /* shard gradient (SGD: scaled by 1/workers) */
 };
 
 static size_t shard_len(const ExchangeState *st, int j) {
@@ -178,7 +182,10 @@ static void ps_serve(ExchangeState *st, float *params) {
     int64_t *pushes = xcalloc((size_t)W, sizeof(int64_t));
     int *done = xcalloc((size_t)W, sizeof(int));
     Pending *pending = xcalloc((size_t)W, sizeof(Pending));
-    float scale = 1.0f / (float)W;
+    const int adamw = c->optim.kind == OPTIMIZER_ADAMW;
+    Optimizer opt = c->optim; /* one round of W pushes moves as far as one synchronous step: */
+    float scale = adamw ? 1.0f : 1.0f / (float)W; /* SGD: each gradient / W */
+    if (adamw) opt.lr /= (float)W;                /* AdamW: each step lr / W */
 
     while (ndone < W) {
         MPI_Message m;
@@ -200,8 +207,9 @@ static void ps_serve(ExchangeState *st, float *params) {
                 for (size_t i = 0; i < n; i++)
                     st->grad[i] = g[i] * scale;
             }
-            c->be->sgd_update(c->ctx, n, params + st->lo[j], st->grad, c->velocity + st->lo[j],
-                              c->lr, c->momentum, c->weight_decay);
+            size_t lo = st->lo[j];
+            optimizer_update(c->be, c->ctx, &opt, st->applied + 1, lo, n, params + lo, st->grad,
+                             c->velocity + lo, c->variance ? c->variance + lo : NULL);
             pending[w] = (Pending){1, st->version - h.version, dt_now()};
             st->version++, st->applied++;
             pushes[w] = h.pushes;

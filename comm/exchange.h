@@ -14,6 +14,7 @@
 
 #include "backend.h"
 #include "communicator.h"
+#include "optimizer.h" /* defines: Optimizer, DecayRange */
 #include "topology.h"
 #include "transport.h"
 
@@ -35,9 +36,14 @@ typedef struct {
     const CollOps *device_coll;    /* collectives on device memory (NCCL) or NULL (registry) */
     int overlap;                   /* --overlap: buckets start while backward still runs */
     int progress_thread;           /* --progress thread (TransportConfig.progress_thread) */
-    /* The optimizer, for strategies that apply updates themselves (same SGD as the driver's). */
-    float lr, momentum, weight_decay;
-    float *velocity; /* [nparams] the model's momentum buffer */
+    /* The optimizer, for strategies that apply updates themselves (the driver's: SGD, or AdamW
+     * with the decaying runs of this layout, optim.ranges), and its state: */
+    Optimizer optim;
+    float *velocity; /* [nparams] the model's momentum buffer (AdamW: its first moment) */
+    float *variance; /* [nparams] AdamW's second moment (NULL with SGD) */
+    /* The updates applied to this rank's parameters so far, by the driver and the strategy
+     * alike: whoever applies one counts it here first (AdamW's step t). NULL: SGD only. */
+    int64_t *steps;
     /* Strategy settings (--staleness, --ps-ranks, --sync-period). */
     int staleness, ps_ranks, sync_period;
     /* --grad-dtype (GradDtype, comm/grad_cast.h): gradients cross the network in this type

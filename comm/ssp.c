@@ -7,7 +7,8 @@
  * Ring of S+1 slots, each a bucket engine of its own (its own duplicate of the communicator, so the
  * generations in flight never mix) and a buffer of [nparams + 1] floats: the gradient copy, then
  * the stop vote, so the vote posted at t is learnt by every rank at t+S and all stop after the
- * same iteration. finish() completes the S averages still in flight and applies them: no update
+ * same iteration. finish() completes the S averages still in flight and applies them with the
+ * run's optimizer (AdamW: steps counted on from the driver's, ExchangeConfig.steps): no update
  * is lost. Open MPI progresses non-blocking collectives only inside MPI calls: each iteration
  * progresses the slots in flight. */
 #include "calibrate.h"
@@ -116,8 +117,9 @@ static void ssp_finish(ExchangeState *st, float *params) {
         Slot *s = &st->slots[it % (st->S + 1)];
         if (s->iteration != it) continue;
         complete(st, s);
-        c->be->sgd_update(c->ctx, c->nparams, params, s->buf, c->velocity, c->lr, c->momentum,
-                          c->weight_decay);
+        const int64_t t = c->steps ? ++*c->steps : st->applied + 1;
+        optimizer_update(c->be, c->ctx, &c->optim, t, 0, c->nparams, params, s->buf, c->velocity,
+                         c->variance);
         st->applied++;
     }
 }

@@ -1,6 +1,7 @@
 /* staged.c - a host-staging wrapper that runs a host-memory exchange strategy (ssp, async: their
  * ExchangeOps.device_ok is 0) on a backend with device memory (CUDA). The wrapped strategy sees
- * host mirrors of the parameters, the gradients and the momentum buffer, and a host backend
+ * host mirrors of the parameters, the gradients and the optimizer's state (the momentum buffer;
+ * AdamW's second moment too), and a host backend
  * (ExchangeConfig.host_be) for the optimizer steps it applies itself; the wrapper moves data
  * between the device buffers and the mirrors with the device backend's download/upload.
  *
@@ -8,9 +9,9 @@
  * strategy sees this iteration's gradients), run the strategy, then upload what it left for the
  * driver: the parameters (EXCHANGE_PARAMS_UPDATED) or the averaged gradients
  * (EXCHANGE_APPLY_UPDATE; the driver's optimizer step runs on the device with the device's
- * momentum buffer). The momentum buffer is used by the strategies only in serve() and finish():
- * those download it with the parameters and upload both afterwards, so it is never on two
- * sides at once. Mirrors are allocated at create, never in a timed step. Transports on device
+ * momentum buffer). The optimizer's state is used by the strategies only in serve() and
+ * finish(): those download it with the parameters and upload both afterwards, so it is never on
+ * two sides at once. Mirrors are allocated at create, never in a timed step. Transports on device
  * memory (nccl) cannot serve host mirrors: the resolver refuses them with a staged strategy. */
 #include "exchange.h"
 #include "alloc.h" /* defines: xmalloc, xcalloc */
@@ -22,9 +23,10 @@
 struct ExchangeState {
     const ExchangeOps *inner;
     ExchangeState *in;
-    ExchangeConfig cfg;   /* the device side: cfg.be, cfg.ctx, cfg.velocity on the device */
+    ExchangeConfig cfg;   /* the device side: cfg.be, cfg.ctx, cfg.velocity, cfg.variance on the
+                             device */
     BackendCtx *host_ctx; /* cfg.host_be's context, made here */
-    float *p, *g, *v;     /* host mirrors [nparams] */
+    float *p, *g, *v, *s; /* host mirrors [nparams]; s: of the variance, when there is one */
 };
 
 static ExchangeState *staged_create(const ExchangeOps *inner, const ExchangeConfig *cfg, char *err,
@@ -36,20 +38,22 @@ static ExchangeState *staged_create(const ExchangeOps *inner, const ExchangeConf
     st->p = xcalloc(cfg->nparams ? cfg->nparams : 1, sizeof(float));
     st->g = xcalloc(cfg->nparams ? cfg->nparams : 1, sizeof(float));
     st->v = xcalloc(cfg->nparams ? cfg->nparams : 1, sizeof(float));
+    if (cfg->variance) st->s = xcalloc(cfg->nparams ? cfg->nparams : 1, sizeof(float));
     if (cfg->velocity) cfg->be->download(cfg->ctx, st->v, cfg->velocity, bytes);
+    if (cfg->variance) cfg->be->download(cfg->ctx, st->s, cfg->variance, bytes);
     if (cfg->host_be->init(NULL, &st->host_ctx) != 0) {
         snprintf(err, errlen, "--exchange %s: the host backend for staging did not start",
                  inner->name);
-        free(st->p), free(st->g), free(st->v), free(st);
+        free(st->p), free(st->g), free(st->v), free(st->s), free(st);
         return NULL;
     }
     ExchangeConfig hc = *cfg;
-    hc.be = cfg->host_be, hc.ctx = st->host_ctx, hc.velocity = st->v;
+    hc.be = cfg->host_be, hc.ctx = st->host_ctx, hc.velocity = st->v, hc.variance = st->s;
     hc.device_coll = NULL, hc.overlap = 0;
     st->in = inner->create(&hc, err, errlen);
     if (!st->in) {
         cfg->host_be->finalize(st->host_ctx);
-        free(st->p), free(st->g), free(st->v), free(st);
+        free(st->p), free(st->g), free(st->v), free(st->s), free(st);
         return NULL;
     }
     return st;
@@ -72,12 +76,13 @@ static int staged_exchange(ExchangeState *st, float *params, float *grads, Excha
     return done;
 }
 
-/* serve() and finish(): the parameters and the momentum buffer go through the host. */
+/* serve() and finish(): the parameters and the optimizer's state go through the host. */
 static void to_host(ExchangeState *st, const float *params) {
     const ExchangeConfig *c = &st->cfg;
     size_t bytes = c->nparams * sizeof(float);
     c->be->download(c->ctx, st->p, params, bytes);
     if (c->velocity) c->be->download(c->ctx, st->v, c->velocity, bytes);
+    if (c->variance) c->be->download(c->ctx, st->s, c->variance, bytes);
 }
 
 static void to_device(ExchangeState *st, float *params) {
@@ -85,6 +90,7 @@ static void to_device(ExchangeState *st, float *params) {
     size_t bytes = c->nparams * sizeof(float);
     c->be->upload(c->ctx, params, st->p, bytes);
     if (c->velocity) c->be->upload(c->ctx, c->velocity, st->v, bytes);
+    if (c->variance) c->be->upload(c->ctx, c->variance, st->s, bytes);
     c->be->synchronize(c->ctx); /* the mirrors may be reused at once */
 }
 
@@ -111,7 +117,7 @@ static void staged_report(ExchangeState *st, ExchangeStep *step) {
 static void staged_destroy(ExchangeState *st) {
     st->inner->destroy(st->in);
     st->cfg.host_be->finalize(st->host_ctx);
-    free(st->p), free(st->g), free(st->v), free(st);
+    free(st->p), free(st->g), free(st->v), free(st->s), free(st);
 }
 
 /* One wrapper table per wrapped strategy; create() needs to know which, hence one trampoline

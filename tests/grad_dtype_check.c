@@ -211,7 +211,7 @@ int main(int argc, char **argv) {
                           .host_be = registry_host_backend(),
                           .transport = a.tp,
                           .overlap = a.overlap,
-                          .lr = 1.0f,
+                          .optim = {.lr = 1.0f},
                           .velocity = velocity,
                           .staleness = 1,
                           .ps_ranks = 1,

@@ -84,6 +84,29 @@ static void fill_record(Driver *d, const StageRun *s, ExchangeStep *xs, double s
     }
 }
 
+/* The optimizer step on gradients that still need the factor gs (ExchangeStep.grad_scale: sync
+ * leaves the sum and 1/P), which costs no pass over them. SGD is linear in the gradient: lr x gs,
+ * weight decay / gs. AdamW is not, but it is invariant to a constant scale s of the gradients save
+ * for eps: its moments are then s and s^2 times PyTorch's, and m / (sqrt(v) + eps) is the same
+ * step with eps x s, that is eps / gs (bit for bit when P is a power of two). The moments hold one
+ * scale throughout: the first update's (d->adamw_scale); a later step with another (none of the
+ * strategies makes one) has its gradients rescaled to it first. */
+static void optimizer_step(Driver *d, double gs) {
+    const Optimizer *o = &d->set.optim;
+    Model *m = d->model;
+    const int64_t t = ++*d->optim_steps;
+    if (o->kind != OPTIMIZER_ADAMW) {
+        model_sgd(m, (float)(o->lr * gs), o->momentum, (float)(o->weight_decay / gs));
+        return;
+    }
+    if (d->adamw_scale == 0.0) d->adamw_scale = gs;
+    if (gs != d->adamw_scale)
+        m->be->scale(m->ctx, m->nparams, (float)(gs / d->adamw_scale), m->grads);
+    AdamWStep a = optimizer_adamw_step(o, t);
+    a.eps = (float)(o->eps / d->adamw_scale);
+    model_adamw(m, &a);
+}
+
 /* After the exchange: fp16's averaged gradients are checked and unscaled, an overflow (the same
  * on every rank: the average carries it) skipping the step everywhere (src/run/precision.h);
  * then the optimizer step where the exchange left it to the driver. Returns 1 when the step is
@@ -93,10 +116,8 @@ static int update(Driver *d, LossScaler *scaler, int done, const ExchangeStep *x
     Model *m = d->model;
     int skip = done == EXCHANGE_APPLY_UPDATE && o->loss_scaling &&
                loss_scaler_update(scaler, !model_unscale_grads(m));
-    if (done == EXCHANGE_APPLY_UPDATE && !skip) { /* grads x s: folded into lr and wd */
-        double gs = xs->grad_scale > 0 ? xs->grad_scale : 1.0;
-        model_sgd(m, (float)(o->lr * gs), o->momentum, (float)(o->weight_decay / gs));
-    }
+    if (done == EXCHANGE_APPLY_UPDATE && !skip) /* grads x s: folded into the step */
+        optimizer_step(d, xs->grad_scale > 0 ? xs->grad_scale : 1.0);
     return skip;
 }
 

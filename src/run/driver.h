@@ -42,7 +42,7 @@ typedef struct {
     double target_acc;     /* 0: none */
     double duration;       /* s after the run's start (t0) to stop at, 0: none */
     int overlap;           /* hand gradients to the exchange during the last backward step */
-    float lr, momentum, weight_decay;
+    Optimizer optim;       /* --optimizer (sgd or adamw), --lr, ... (the model knows its decay) */
     int loss_scaling;   /* --precision fp16: dynamic loss scaling (src/run/precision.h) */
     int prefetch;       /* load and upload the next batch during the step (src/run/prefetch.h) */
     int loader_threads; /* threads making the batches with prefetch (src/data/loader.h) */
@@ -66,6 +66,12 @@ typedef struct {
     Straggler straggler;
     struct LayerProfile *profile; /* --profile-layers (src/results/profile.h), NULL: off */
     struct StepGraphs *graphs;    /* made by driver_run from set.graph_parts; NULL: none */
+    /* The optimizer's updates applied to this rank's parameters (AdamW's step t: 1 at the first,
+     * warm-up included), shared with the strategy (ExchangeConfig.steps), which counts those it
+     * applies itself; and the gradient scale AdamW's moments hold (the first update's
+     * ExchangeStep.grad_scale, folded into eps; 0: none yet). */
+    int64_t *optim_steps;
+    double adamw_scale;
 } Driver;
 
 typedef struct {

@@ -168,7 +168,12 @@ static void build(Run *r) {
     model_build_part(&r->model, r->md, ds->c, ds->h, ds->w, ds->classes, r->batch,
                      r->pipe.microbatches, r->pipe.first[r->pipe.stage],
                      r->pipe.first[r->pipe.stage + 1], p->be, r->ctx, (uint64_t)o->seed);
+    if (o->optimizer == OPTIMIZER_ADAMW) model_use_adamw(&r->model);
     setup_stop_point(r);
+    Optimizer optim = run_optimizer(o); /* with the runs of its decay, for the strategy */
+    r->ndecay = model_decay_ranges(&r->model, NULL, 0);
+    r->decay = xcalloc((size_t)r->ndecay + 1, sizeof(DecayRange));
+    optim.nranges = model_decay_ranges(&r->model, r->decay, r->ndecay), optim.ranges = r->decay;
 
     double bucket = o->bucket_mb * 1048576.0 / sizeof(float);
     ExchangeConfig xcfg = {
@@ -179,10 +184,10 @@ static void build(Run *r) {
         .be = p->be,
         .ctx = r->ctx,
         .host_be = registry_host_backend(), /* staged strategies on GPUs (comm/staged.c) */
-        .lr = (float)o->lr,
-        .momentum = (float)o->momentum,
-        .weight_decay = (float)o->weight_decay,
+        .optim = optim,
         .velocity = r->model.momentum,
+        .variance = r->model.variance,
+        .steps = &r->optim_steps,
         .staleness = o->staleness,
         .ps_ranks = o->ps_ranks,
         .sync_period = o->sync_period,
@@ -247,6 +252,7 @@ static TrainResult train(Run *r) {
             .nshards = piped ? r->pipe.replicas : r->worker_count,
             .straggler = r->plan.straggler,
             .profile = profile_create(&r->model, o->warmup, o->profile_layers),
+            .optim_steps = &r->optim_steps,
         };
         d.set.prefetch = r->prefetch, d.set.graph_parts = r->graph_parts;
         d.set.loader_threads = r->prefetch ? r->loader_threads : 0;
@@ -313,6 +319,7 @@ static void finish(Run *r, const TrainResult *res) {
 static void release(Run *r) {
     r->plan.xops->destroy(r->xstate);
     model_free(&r->model);
+    free(r->decay);
     model_free(&r->plan_model);
     pipeline_free(&r->pipe);
     r->plan.be->finalize(r->ctx);

@@ -98,9 +98,22 @@ static const OptSpec SPECS[] = {
     {"iters", T_INT, F(iters), NULL, 1, 0, "measured training iterations"},
     {"warmup", T_INT, F(warmup), NULL, 0, 0,
      "warm-up iterations run before the measured ones, recorded and flagged"},
+    {"optimizer", T_ENUM, F(optimizer), OPTIMIZER_NAMES, 0, 0,
+     "the update: sgd (PyTorch's SGD with --momentum, --weight-decay added to the gradient), "
+     "adamw (PyTorch's AdamW with --beta1, --beta2, --eps, --weight-decay decoupled and only on "
+     "tensors of 2 or more dimensions, nanoGPT's rule: the weights of convolutions, fully "
+     "connected, embedding and LSTM layers, not biases or normalisation parameters), or auto "
+     "(the model's own: adamw for the transformers, sgd for the others)"},
     {"lr", T_DOUBLE, F(lr), NULL, 0, 0, "learning rate"},
     {"momentum", T_DOUBLE, F(momentum), NULL, 0, 0, "SGD momentum"},
-    {"weight-decay", T_DOUBLE, F(weight_decay), NULL, 0, 0, "L2 weight decay"},
+    {"beta1", T_DOUBLE, F(beta1), NULL, 0, 1, "AdamW: decay rate of the gradient's mean"},
+    {"beta2", T_DOUBLE, F(beta2), NULL, 0, 1,
+     "AdamW: decay rate of the gradient's uncentred variance (0.95: nanoGPT's and llm.c's GPT-2)"},
+    {"eps", T_DOUBLE, F(eps), NULL, 0, 0,
+     "AdamW: added to the square root of the variance estimate"},
+    {"weight-decay", T_DOUBLE, F(weight_decay), NULL, 0, 0,
+     "weight decay: sgd adds it times the parameters to the gradient (L2); adamw multiplies the "
+     "weights it decays by 1 - lr x it before each step (decoupled; nanoGPT uses 0.1)"},
     {"seed", T_LONG, F(seed), NULL, 0, 0,
      "seed for initial parameters, data order and synthetic data"},
     {"threads", T_INT, F(threads), NULL, 1, 0, "BLAS threads per rank"},
@@ -184,7 +197,7 @@ _Static_assert(sizeof(DataSource) == sizeof(int) && sizeof(ProgressMode) == size
                    sizeof(ConvAlgoChoice) == sizeof(int) &&
                    sizeof(ActLayoutChoice) == sizeof(int) && sizeof(Toggle) == sizeof(int) &&
                    sizeof(GradDtype) == sizeof(int) && sizeof(ParallelMode) == sizeof(int) &&
-                   sizeof(Precision) == sizeof(int),
+                   sizeof(Precision) == sizeof(int) && sizeof(OptimizerKind) == sizeof(int),
                "T_ENUM fields are set and read as int");
 
 static void set_defaults(Options *o) {
@@ -226,6 +239,10 @@ static void set_defaults(Options *o) {
     o->lr = 0.01;
     o->momentum = 0.9;
     o->weight_decay = 0.0;
+    o->optimizer = OPTIMIZER_AUTO;
+    o->beta1 = 0.9;
+    o->beta2 = 0.95;
+    o->eps = 1e-8;
     o->bucket_mb = 25.0;
     o->calibrate_iters = 5;
     o->grad_dtype = GRAD_FP32;

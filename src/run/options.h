@@ -7,6 +7,7 @@
 #include "backend.h"   /* defines: Precision, ConvAlgoChoice, ActLayoutChoice and their names */
 #include "data.h"      /* defines: DataSource, DATASET_NAMES */
 #include "grad_cast.h" /* defines: GradDtype, GRAD_DTYPE_NAMES */
+#include "optimizer.h" /* defines: OptimizerKind, OPTIMIZER_NAMES */
 #include "transport.h" /* defines: ProgressMode, PROGRESS_NAMES */
 
 #include <stddef.h>
@@ -56,7 +57,9 @@ typedef struct {
     ProgressMode progress;      /* poll | thread: how in-flight MPI collectives advance */
     double sample_hz;    /* sampler rate, 0 = off */
     double sample_max_s; /* sampler capacity in seconds of run */
+    OptimizerKind optimizer; /* sgd | adamw | auto (the model's; resolve.c sets sgd or adamw) */
     double lr, momentum, weight_decay;
+    double beta1, beta2, eps; /* AdamW */
     double bucket_mb;
     int calibrate_iters; /* exchange calibration repetitions, 0 = off */
     GradDtype grad_dtype; /* fp32 | bf16 | fp16: gradients on the wire (comm/grad_cast.h) */

@@ -36,6 +36,12 @@ static int sampling(const Options *o) {
 static int not_sampling(const Options *o) {
     return !sampling(o);
 }
+static int sgd(const Options *o) {
+    return o->optimizer == OPTIMIZER_SGD;
+}
+static int adamw(const Options *o) {
+    return o->optimizer == OPTIMIZER_ADAMW;
+}
 static const struct {
     const char *label, *reads;
     int (*chosen)(const Options *o);
@@ -44,6 +50,8 @@ static const struct {
     {"--dataset fashion-mnist, mnist or cifar10", "data-dir", on_files},
     {"--sample-hz 0", NULL, not_sampling},
     {"--sample-hz above 0", "sample-max-s", sampling},
+    {"--optimizer sgd", "momentum", sgd}, /* auto: resolved before (choose_optimizer) */
+    {"--optimizer adamw", "beta1,beta2,eps", adamw},
 };
 #define NMODES ((int)(sizeof MODES / sizeof MODES[0]))
 
@@ -163,6 +171,27 @@ static void nominal_shape(const Options *opt, RunPlan *p) {
         p->in_c = 1, p->in_h = 28, p->in_w = 28, p->classes = 10;
 }
 
+/* --optimizer auto: the model's own (ModelDesc.adamw_default), decided here once; the options of
+ * the other optimizer are then refused by check_reads (MODES). */
+static void choose_optimizer(Options *opt, const RunPlan *p) {
+    if (opt->optimizer == OPTIMIZER_AUTO)
+        opt->optimizer = p->md->adamw_default ? OPTIMIZER_ADAMW : OPTIMIZER_SGD;
+}
+
+/* AdamW: a backend that has its update, and betas below 1 (bias correction divides by
+ * 1 - beta^t). */
+static void check_optimizer(const Options *opt, const RunPlan *p) {
+    if (opt->optimizer != OPTIMIZER_ADAMW) return;
+    usage_check_all(p->be->adamw_update != NULL,
+                    "--optimizer: 'adamw' is not accepted with --device %s: it has no AdamW "
+                    "update; expected sgd",
+                    opt->device);
+    usage_check_all(opt->beta1 < 1,
+                    "--beta1: %g is not accepted: expected a number from 0 to below 1", opt->beta1);
+    usage_check_all(opt->beta2 < 1,
+                    "--beta2: %g is not accepted: expected a number from 0 to below 1", opt->beta2);
+}
+
 /* The components, by name, and the parallel mode with its schedule. */
 static void choose(Options *opt, RunPlan *p) {
     memset(p, 0, sizeof *p);
@@ -192,6 +221,7 @@ static void choose(Options *opt, RunPlan *p) {
                         opt->schedule, NAME_OF(PARALLEL_NAMES, opt->parallel));
     }
     nominal_shape(opt, p);
+    choose_optimizer(opt, p);
 }
 
 /* --precision: the backend must run it on this machine (a CPU bf16 needs AVX512-BF16 or an
@@ -392,6 +422,7 @@ void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
     check_reads(opt, p);
     check_devices(opt, p);
     check_precision(opt, p);
+    check_optimizer(opt, p);
     check_dataset(opt, p);
     check_combination(opt, topo, p);
     check_progress(opt, p);

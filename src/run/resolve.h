@@ -37,7 +37,8 @@ typedef struct {
 } RunPlan;
 
 /* Checks opt against the components and the ranks (collective over COMM_WORLD) and fills plan.
- * Sets opt->schedule to the schedule that will run (data with --parallel data). The stages and
+ * Sets opt->schedule to the schedule that will run (data with --parallel data) and
+ * opt->optimizer to the optimizer (auto: the model's, ModelDesc.adamw_default). The stages and
  * micro-batches, which need the model, are checked by pipeline_setup. */
 void resolve_plan(Options *opt, const Topology *topo, RunPlan *plan);
 

@@ -32,6 +32,11 @@ typedef struct {
     Pipeline pipe;
     BackendCtx *ctx;
     Model model; /* this rank's stage (the whole model in data parallelism) */
+    /* The optimizer's updates applied to model (Driver.optim_steps, ExchangeConfig.steps), and
+     * its weight decay's runs (model_decay_ranges, for ExchangeConfig.optim) */
+    int64_t optim_steps;
+    DecayRange *decay;
+    int ndecay;
     int batch;   /* samples per iteration of this rank's replica */
     ExchangeState *xstate;
     ExchangeCalibration calibration; /* --calibrate-iters (comm/calibrate.c) */
@@ -61,6 +66,8 @@ void run_free_records(Run *r);
 void run_warn_cores(const Run *r);
 /* The driver's numbers from the options. */
 DriverSettings run_driver_settings(const Options *o);
+/* The optimizer the options describe (resolved: sgd or adamw), without its decay's runs. */
+Optimizer run_optimizer(const Options *o);
 /* How the ranks were started, as the root attribute `launcher` records it: "mpirun" (Open MPI's
  * mpirun/mpiexec, also inside a Slurm job; MPICH's Hydra), "srun" (a Slurm step, direct launch),
  * "other" (another PMI launcher) or "none" (started alone). Read from the environment the launcher

@@ -18,7 +18,9 @@ int limits_check(const Options *o, const ExchangeOps *x, const Model *plan, int 
     }
     per_sample += 2.0 * (double)plan->in_c * plan->in_h * plan->in_w * sizeof(float);
     double activations = per_sample * batch;
-    double weights = 4.0 * params * sizeof(float); /* parameters, gradients, momentum, exchange */
+    /* parameters, gradients, momentum (AdamW's first moment), exchange; AdamW's second moment */
+    double copies = o->optimizer == OPTIMIZER_ADAMW ? 5.0 : 4.0;
+    double weights = copies * params * sizeof(float);
     double delayed = x->delays_grads ? ((double)o->staleness + 1) * params * sizeof(float) : 0;
     double timings = 2.0 * ((double)o->iters + o->warmup) * sizeof(double);
     double need = activations + weights + delayed + timings;

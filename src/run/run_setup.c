@@ -31,6 +31,16 @@
 #define DTBENCH_GIT_COMMIT "unknown"
 #endif
 
+Optimizer run_optimizer(const Options *o) {
+    return (Optimizer){.kind = o->optimizer,
+                       .lr = (float)o->lr,
+                       .weight_decay = (float)o->weight_decay,
+                       .momentum = (float)o->momentum,
+                       .beta1 = (float)o->beta1,
+                       .beta2 = (float)o->beta2,
+                       .eps = (float)o->eps};
+}
+
 DriverSettings run_driver_settings(const Options *o) {
     return (DriverSettings){
         .warmup = o->warmup,
@@ -40,9 +50,7 @@ DriverSettings run_driver_settings(const Options *o) {
         .target_acc = o->target_acc,
         .duration = o->duration,
         .overlap = o->overlap,
-        .lr = (float)o->lr,
-        .momentum = (float)o->momentum,
-        .weight_decay = (float)o->weight_decay,
+        .optim = run_optimizer(o),
         .loss_scaling = precision_loss_scaling(o->precision),
     };
 }
