@@ -8,7 +8,8 @@
 #      counted on from the driver's) and async with 2 workers, one final model each; through the
 #      host-staging wrapper (DTBENCH_CPU_AS_DEVICE=1, the second moment mirrored) ssp and async
 #      train the parameters of their host runs, bit for bit; and the strategies on the sealed
-#      fake device (tests/staged_check ... adamw);
+#      fake device (tests/staged_check ... adamw); on the counting fake device, a step keeps its
+#      rules (src/run/count_device.h) and trains the CPU run's parameters;
 #   3. refusals, exit 2 in one line and no file: --momentum with adamw, --beta1, --beta2 or --eps
 #      with sgd (also sgd as the zoo's auto), a beta of 1; auto is sgd for the zoo;
 #   4. against torch.optim.AdamW (nanoGPT's two parameter groups) from dtbench's initial
@@ -66,6 +67,18 @@ for x in ssp async; do
     echo "$out"
 done
 pass "adamw: ssp (S=1) and async train, staged through the host as on it"
+# On the counting fake device (src/run/count_device.h): a step with AdamW's update keeps the
+# step's rules (nothing allocated or waited for inside it, graphs replayed) and trains the
+# parameters of the plain CPU run, bit for bit.
+c="--model lenet --dataset synthetic --batch 4 --warmup 1 --iters 3 --seed 5 --sample-hz 0 --optimizer adamw --weight-decay 0.1"
+timeout -k 5 120 "$DTBENCH" $c --output cpu.h5 --save-model cpu.params >/dev/null
+DTBENCH_COUNT_DEVICE="$WORK/adamw.count" timeout -k 5 120 "$DTBENCH" $c --output dev.h5 \
+    --save-model dev.params >dev.log 2>&1 || { cat dev.log; fail "adamw on the counting device"; }
+# (AdamW's update: one launch per run of the same decay, LeNet's 8 tensors, beside the 2 replays)
+"$PYTHON" "$TESTS_SRCDIR/check_counts.py" adamw.count --h5 dev.h5 --iters 4 --graphs 4 --launches 10 ||
+    fail "adamw: a step rule of the counting device"
+cmp -s cpu.params dev.params || fail "adamw: the counting device trains other parameters"
+pass "adamw on the counting device: the step's rules, the CPU's parameters"
 
 # 3. Refusals: one line, exit 2, no file.
 bad="--model lenet --dataset synthetic --batch 8 --iters 1 --output bad.h5"
