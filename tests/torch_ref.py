@@ -4,16 +4,20 @@ and in float64, and writes the loss of every step (OUT.json: losses, losses_f64)
 parameters (OUT.params: float32, dtbench's layout and header; OUT.params64: float64, raw).
 
 Usage: torch_ref.py MODEL DATA_DIR INIT.params ITERS LR MOMENTUM OUT.json OUT.params
+                   [adamw BETA1 BETA2 EPS WEIGHT_DECAY]
   MODEL     lenet (Fashion-MNIST IDX files in DATA_DIR), resnet8 or resnet50 (CIFAR-10 binary
             batches)
   INIT      dtbench --save-model file (64-byte DTBMODEL header, then float32 parameters in the
             order of src/model/models.c's rows: per layer its weights, then its bias; batch norm: scale,
             then shift)
+  adamw     torch.optim.AdamW instead of SGD (MOMENTUM unused), with WEIGHT_DECAY on the parameters
+            of 2 or more dimensions and none on the others (nanoGPT's groups)
 The training set must hold exactly one batch: every step trains on all of it (dtbench visits it
 in a shuffled order; the mean loss, the summed gradients and batch norm's batch statistics do
 not depend on the order, so no sampler needs to be reimplemented here).
-Written independently of dtbench: torch.nn modules, torch.optim.SGD (momentum, no dampening),
-cross-entropy averaged over the batch, batch norm in training mode (momentum 0.1, eps 1e-5).
+Written independently of dtbench: torch.nn modules, torch.optim.SGD (momentum, no dampening) or
+torch.optim.AdamW, cross-entropy averaged over the batch, batch norm in training mode (momentum
+0.1, eps 1e-5).
 Needs torch and numpy only (Debian's python3-torch, installed by scripts/setup.sh)."""
 import gzip
 import json
@@ -129,8 +133,18 @@ def read_cifar(folder):
     return recs[:, 1:].reshape(-1, 3, 32, 32), recs[:, 0]
 
 
-def train(net, flat, x, y, iters, lr, momentum, dtype):
-    """net from the flat parameters, trained `iters` SGD steps in `dtype`: (losses, parameters)."""
+def optimizer(params, lr, momentum, adamw):
+    """SGD, or with adamw = (beta1, beta2, eps, weight_decay) AdamW in nanoGPT's two groups."""
+    if not adamw:
+        return torch.optim.SGD(params, lr=lr, momentum=momentum)
+    beta1, beta2, eps, wd = adamw
+    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": wd},
+              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=lr, betas=(beta1, beta2), eps=eps)
+
+
+def train(net, flat, x, y, iters, lr, momentum, dtype, adamw=None):
+    """net from the flat parameters, trained `iters` steps in `dtype`: (losses, parameters)."""
     net = net.to(dtype)
     params = list(net.parameters())
     off = 0
@@ -141,7 +155,7 @@ def train(net, flat, x, y, iters, lr, momentum, dtype):
     net.train()
     x = torch.from_numpy(x.astype(np.float64) / 255.0).to(dtype)  # dtbench's scaling
     y = torch.from_numpy(y.astype(np.int64))
-    opt = torch.optim.SGD(params, lr=lr, momentum=momentum)
+    opt = optimizer(params, lr, momentum, adamw)
     losses = []
     for _ in range(iters):
         opt.zero_grad()
@@ -155,6 +169,7 @@ def train(net, flat, x, y, iters, lr, momentum, dtype):
 def main():
     model, folder, init, iters, lr, momentum, out_json, out_params = sys.argv[1:9]
     iters, lr, momentum = int(iters), float(lr), float(momentum)
+    adamw = tuple(float(v) for v in sys.argv[10:14]) if sys.argv[9:10] == ["adamw"] else None
     torch.set_num_threads(1)
     build = {"lenet": lenet, "resnet8": lambda: resnet8(10), "resnet50": lambda: resnet50(10)}
     if model not in build:
@@ -166,8 +181,8 @@ def main():
         sys.exit(f"{model}: PyTorch has {total} parameters, {init} holds {flat.size}")
     # float32 (what dtbench computes in) and float64 (the exact answer to within float32's
     # rounding): their distance is how sensitive this run is to rounding.
-    l32, p32 = train(build[model](), flat, x, y, iters, lr, momentum, torch.float32)
-    l64, p64 = train(build[model](), flat, x, y, iters, lr, momentum, torch.float64)
+    l32, p32 = train(build[model](), flat, x, y, iters, lr, momentum, torch.float32, adamw)
+    l64, p64 = train(build[model](), flat, x, y, iters, lr, momentum, torch.float64, adamw)
     with open(out_json, "w") as f:
         json.dump({"model": model, "torch": torch.__version__, "batch": int(x.shape[0]),
                    "parameters": total, "losses": l32, "losses_f64": l64}, f)
