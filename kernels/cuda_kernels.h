@@ -23,12 +23,13 @@ cudaError_t dtk_bias_add(cudaStream_t st, int n, int out, const float *b, float 
 cudaError_t dtk_bias_grad(cudaStream_t st, int n, int out, const float *dy, float *db);
 
 /* ---- loss and optimizer (cuda_optim_kernels.cu) -------------------------------------------- */
-/* Softmax cross-entropy over logits[n,c] (backend.h): dlogits[n,c] (skipped when NULL),
- * stats[0] = mean loss, stats[1] = correct predictions. Scratch: row_loss[n] (double) and
- * row_hit[n] (int) of device memory, n <= their capacity. */
+/* Softmax cross-entropy over logits[n,c] (backend.h): dlogits[n,c] (skipped when NULL; may be
+ * logits, in place), stats[0] = mean loss, stats[1] = correct predictions. Scratch: row_loss
+ * (double) and row_hit (int) of `scratch` entries of device memory, any n (min(n, scratch)
+ * blocks, each summing its rows in order). */
 cudaError_t dtk_softmax_xent(cudaStream_t st, int n, int c, const float *logits,
                              const int32_t *labels, float *dlogits, float *stats, double *row_loss,
-                             int *row_hit);
+                             int *row_hit, int scratch);
 /* PyTorch SGD over n parameters (backend.h): g' = g + wd*p; v = momentum*v + g'; p -= lr*v
  * (momentum == 0: p -= lr*g', v untouched) */
 cudaError_t dtk_sgd_update(cudaStream_t st, size_t n, float *p, const float *g, float *v, float lr,

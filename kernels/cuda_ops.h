@@ -81,7 +81,7 @@ void cuda_dropout_backward(BackendCtx *ctx, const DropoutShape *s, const uint8_t
                            const float *dy, float *dx);
 
 /* ---- loss and optimizer (cuda_optim.c) ------------------------------------------------------ */
-/* Grows its scratch (synchronising) only for more rows than made at init (XENT_ROWS0). */
+/* Any number of rows on the scratch made at init (XENT_ROWS0); dlogits may be logits. */
 void cuda_softmax_xent(BackendCtx *ctx, int n, int c, const float *logits, const int32_t *labels,
                        float *dlogits, float *stats);
 void cuda_sgd_update(BackendCtx *ctx, size_t n, float *p, const float *g, float *v, float lr,
