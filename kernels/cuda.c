@@ -305,5 +305,6 @@ const BackendOps cuda_backend = {
     /* loss and optimizer (cuda_optim.c, cuda_precision.c) */
     .softmax_xent = cuda_softmax_xent,
     .sgd_update = cuda_sgd_update,
+    .adamw_update = cuda_adamw_update,
     .all_finite = cuda_all_finite,
 };

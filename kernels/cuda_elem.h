@@ -30,6 +30,19 @@ DT_HD float dt_sgd_plain(float p, float g, float lr, float wd) {
     return p - lr * (g + wd * p);
 }
 
+/* ---- AdamW (backend.h's AdamWStep), PyTorch's order of operations -------------------------- */
+/* p *= decay; m += c1 (g - m); v = b2 v + c2 g g; p -= step (m / (sqrt(v) / root2 + eps)), with
+ * decay = 1 - lr*wd, c1 = 1 - beta1, c2 = 1 - beta2, step = lr / bias1, root2 = sqrt(bias2) (as
+ * kernels/cpu_optim.c's cpu_adamw_update computes them) */
+DT_HD void dt_adamw(float *p, float g, float *m, float *v, float decay, float c1, float b2,
+                    float c2, float step, float root2, float eps) {
+    const float pi = *p * decay;
+    const float mi = *m + c1 * (g - *m);
+    const float vi = b2 * *v + c2 * g * g;
+    *m = mi, *v = vi;
+    *p = pi - step * (mi / (sqrtf(vi) / root2 + eps));
+}
+
 /* ---- softmax cross-entropy: one element of dlogits = exp(z - m) * (inv_n / S) - [label] inv_n */
 DT_HD float dt_xent_grad(float e, float scale, int is_label, float inv_n) {
     float v = e * scale;

@@ -34,6 +34,9 @@ cudaError_t dtk_softmax_xent(cudaStream_t st, int n, int c, const float *logits,
  * (momentum == 0: p -= lr*g', v untouched) */
 cudaError_t dtk_sgd_update(cudaStream_t st, size_t n, float *p, const float *g, float *v, float lr,
                            float momentum, float weight_decay);
+/* PyTorch AdamW over n parameters (backend.h's AdamWStep; a is read on the host at launch) */
+cudaError_t dtk_adamw_update(cudaStream_t st, size_t n, float *p, const float *g, float *m,
+                             float *v, const AdamWStep *a);
 
 /* ---- element-wise (cuda_elementwise_kernels.cu) -------------------------------------------- */
 cudaError_t dtk_scale(cudaStream_t st, size_t n, float *x, float s); /* x[n] *= s */

@@ -86,6 +86,8 @@ void cuda_softmax_xent(BackendCtx *ctx, int n, int c, const float *logits, const
                        float *dlogits, float *stats);
 void cuda_sgd_update(BackendCtx *ctx, size_t n, float *p, const float *g, float *v, float lr,
                      float momentum, float weight_decay);
+void cuda_adamw_update(BackendCtx *ctx, size_t n, float *p, const float *g, float *m, float *v,
+                       const AdamWStep *a);
 
 /* ---- embedding and LSTM (cuda_recurrent.c) -------------------------------------------------- */
 void cuda_embedding_forward(BackendCtx *ctx, const EmbeddingShape *s, const float *ids,

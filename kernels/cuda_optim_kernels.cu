@@ -1,8 +1,9 @@
 /* cuda_optim_kernels.cu - the loss and optimizer kernels (launchers in cuda_kernels.h): softmax
- * cross-entropy with its loss and accuracy, and the SGD step. Each mirrors the CPU backend's
- * arithmetic (kernels/cpu_optim.c) closely enough for the tolerances of tests/test_cuda_kernels.c:
- * double accumulators where the CPU uses them (softmax sums, the loss); the SGD step per element
- * is cuda_elem.h's, checked bit for bit on the host by tests/test_device_arith.c. */
+ * cross-entropy with its loss and accuracy, the SGD step and the AdamW step. Each mirrors the CPU
+ * backend's arithmetic (kernels/cpu_optim.c) closely enough for the tolerances of
+ * tests/test_cuda_kernels.c: double accumulators where the CPU uses them (softmax sums, the loss);
+ * the SGD and AdamW steps per element are cuda_elem.h's, checked bit for bit on the host by
+ * tests/test_device_arith.c. */
 #include "cuda_elem.h" /* per-element arithmetic shared with tests/test_device_arith.c */
 #include "cuda_grid.h" /* defines: THREADS, blocks_for, GRID_LOOP */
 #include "cuda_kernels.h"
@@ -162,5 +163,33 @@ extern "C" cudaError_t dtk_sgd_update(cudaStream_t st, size_t n, float *p, const
                                                                weight_decay);
     else
         sgd_plain_kernel<<<blocks_for(n), THREADS, 0, st>>>(n, p, g, lr, weight_decay);
+    return cudaGetLastError();
+}
+
+/* ---- AdamW ------------------------------------------------------------------------ */
+
+__global__ void adamw_kernel(size_t n, float *__restrict__ p, const float *__restrict__ g,
+                             float *__restrict__ m, float *__restrict__ v, float decay, float c1,
+                             float b2, float c2, float step, float root2, float eps)
+{
+    GRID_LOOP(i, n) {
+        float pi = p[i], mi = m[i], vi = v[i];
+        dt_adamw(&pi, g[i], &mi, &vi, decay, c1, b2, c2, step, root2, eps);
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = pi;
+    }
+}
+
+extern "C" cudaError_t dtk_adamw_update(cudaStream_t st, size_t n, float *p, const float *g,
+                                        float *m, float *v, const AdamWStep *a)
+{
+    if (n == 0) return cudaSuccess;
+    /* the step's constants, as kernels/cpu_optim.c derives them (host arithmetic, one rounding
+     * each; sqrtf is correctly rounded on both sides) */
+    const float decay = 1.0f - a->lr * a->weight_decay, c1 = 1.0f - a->beta1;
+    const float c2 = 1.0f - a->beta2, step = a->lr / a->bias1, root2 = sqrtf(a->bias2);
+    adamw_kernel<<<blocks_for(n), THREADS, 0, st>>>(n, p, g, m, v, decay, c1, a->beta2, c2, step,
+                                                    root2, a->eps);
     return cudaGetLastError();
 }
