@@ -6,7 +6,8 @@
 #define DTBENCH_CUDA_KERNELS_H
 
 #include "backend.h"
-#include "cuda_plan.h" /* defines: BnGrid */
+#include "cuda_plan.h"        /* defines: BnGrid */
+#include "cuda_transformer.h" /* defines: LnColGrid */
 
 #include <cuda_runtime.h>
 #include <stddef.h>
@@ -116,6 +117,30 @@ cudaError_t dtk_lstm_cell_forward(cudaStream_t st, const LstmShape *s, int t, fl
 cudaError_t dtk_lstm_cell_backward(cudaStream_t st, const LstmShape *s, int t, const float *gates,
                                    const float *cell, const float *dy, const float *dh_rec,
                                    float *dcell, float *dgates);
+
+/* ---- transformer (cuda_transformer_kernels.cu; per-thread arithmetic in cuda_transformer.h) -- */
+cudaError_t dtk_tokpos_forward(cudaStream_t st, const TokPosShape *s, const float *ids,
+                               const float *wte, const float *wpe, float *y);
+/* dwpe summed over the samples in order; dwte zeroed and summed per id in position order, each
+ * block owning TOKPOS_VROWS of its rows (no atomics) */
+cudaError_t dtk_tokpos_backward(cudaStream_t st, const TokPosShape *s, const float *ids,
+                                const float *dy, float *dwte, float *dwpe);
+cudaError_t dtk_layernorm_forward(cudaStream_t st, const LayerNormShape *s, const float *x,
+                                  const float *gamma, const float *beta, float *y, float *mean,
+                                  float *rstd);
+/* dx per row; dgamma, dbeta through partials [2 * g->splits * s->dim] doubles on the grid g */
+cudaError_t dtk_layernorm_backward(cudaStream_t st, const LayerNormShape *s, const LnColGrid *g,
+                                   double *partials, const float *x, const float *gamma,
+                                   const float *mean, const float *rstd, const float *dy,
+                                   float *dx, float *dgamma, float *dbeta);
+cudaError_t dtk_gelu_forward(cudaStream_t st, size_t n, const float *x, float *y);
+cudaError_t dtk_gelu_backward(cudaStream_t st, size_t n, const float *x, const float *dy,
+                              float *dx);
+/* rows of P [rows, T] (row R: query R % T), in place: the causal softmax of the scores; and
+ * d = the softmax's backward of dP in d, times scale, from P */
+cudaError_t dtk_att_softmax(cudaStream_t st, size_t rows, int T, float *p);
+cudaError_t dtk_att_softmax_back(cudaStream_t st, size_t rows, int T, const float *p, float *d,
+                                 float scale);
 
 #ifdef __cplusplus
 }
