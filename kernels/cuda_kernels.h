@@ -131,8 +131,8 @@ cudaError_t dtk_layernorm_forward(cudaStream_t st, const LayerNormShape *s, cons
 /* dx per row; dgamma, dbeta through partials [2 * g->splits * s->dim] doubles on the grid g */
 cudaError_t dtk_layernorm_backward(cudaStream_t st, const LayerNormShape *s, const LnColGrid *g,
                                    double *partials, const float *x, const float *gamma,
-                                   const float *mean, const float *rstd, const float *dy,
-                                   float *dx, float *dgamma, float *dbeta);
+                                   const float *mean, const float *rstd, const float *dy, float *dx,
+                                   float *dgamma, float *dbeta);
 cudaError_t dtk_gelu_forward(cudaStream_t st, size_t n, const float *x, float *y);
 cudaError_t dtk_gelu_backward(cudaStream_t st, size_t n, const float *x, const float *dy,
                               float *dx);

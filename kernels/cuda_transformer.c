@@ -21,9 +21,9 @@
  * init (ctx->bn_partials, used only within a call, in stream order), the attention's scratch is
  * the caller's workspace. No atomics: every run gives the same bits. */
 #include <config.h>
-#include "cuda_check.h"       /* defines: CUDA_CHECK, CUBLAS_CHECK */
-#include "cuda_ctx.h"         /* defines: struct BackendCtx, BN_PARTIALS_CAP */
-#include "cuda_kernels.h"     /* defines: dtk_* launchers */
+#include "cuda_check.h"   /* defines: CUDA_CHECK, CUBLAS_CHECK */
+#include "cuda_ctx.h"     /* defines: struct BackendCtx, BN_PARTIALS_CAP */
+#include "cuda_kernels.h" /* defines: dtk_* launchers */
 #include "cuda_ops.h"
 #include "cuda_precision.h"   /* defines: cuda_prec_16bit */
 #include "cuda_transformer.h" /* defines: att_gemm, ln_col_grid */

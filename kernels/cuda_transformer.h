@@ -1,9 +1,11 @@
-/* cuda_transformer.h - what the CUDA backend's transformer kernels (kernels/cuda_transformer*.{c,cu},
- * backend.h's "transformer" group) compute per thread, written once and compiled twice: as
+/* cuda_transformer.h - what the CUDA backend's transformer kernels
+ * (kernels/cuda_transformer*.{c,cu}, backend.h's "transformer" group) compute per thread, written
+ * once and compiled twice: as
  * __host__ __device__ functions by nvcc (cuda_transformer_kernels.cu calls them) and as plain
  * static inline C by tests/test_device_transformer.c, which plays every block and thread of each
- * launch on the CPU with them. Also the plain-C plans the host side follows (cuda_transformer_plan.c):
- * the grid of layer norm's parameter gradients and the strided batched GEMMs of the attention.
+ * launch on the CPU with them. Also the plain-C plans the host side follows
+ * (cuda_transformer_plan.c): the grid of layer norm's parameter gradients and the strided batched
+ * GEMMs of the attention.
  *
  * A warp takes a row (layer norm, the attention's softmax): lane l of the warp's W = 32 visits
  * the row's elements l, l + W, ... in order and keeps one partial (dt_lane_*), and the warp
@@ -22,17 +24,19 @@
 #include <math.h>
 #include <stddef.h>
 
-#define DT_LANES  32 /* a warp */
-#define DT_WARPS  8  /* warps (rows) per block of the row kernels: 256 threads */
-#define LN_COLS   32 /* layer norm's parameter gradients: columns of a block ... */
-#define LN_LANES  8  /* ... and its row lanes (LN_COLS * LN_LANES = 256 threads) */
+#define DT_LANES     32 /* a warp */
+#define DT_WARPS     8  /* warps (rows) per block of the row kernels: 256 threads */
+#define LN_COLS      32 /* layer norm's parameter gradients: columns of a block ... */
+#define LN_LANES     8  /* ... and its row lanes (LN_COLS * LN_LANES = 256 threads) */
 #define TOKPOS_VROWS 64 /* rows of dwte a block of the tokpos backward owns */
 
-/* ---- a warp's partials ------------------------------------------------------------------------ */
+/* ---- a warp's partials ------------------------------------------------------------------------
+ */
 /* lane `lane` of W: the sum of x[j] over j = lane, lane + W, ... < n, in that order */
 DT_HD float dt_lane_sum(const float *x, int n, int lane, int W) {
     float s = 0.0f;
-    for (int j = lane; j < n; j += W) s += x[j];
+    for (int j = lane; j < n; j += W)
+        s += x[j];
     return s;
 }
 /* the same for (x[j] - m)^2 */
@@ -47,13 +51,15 @@ DT_HD float dt_lane_sqdev(const float *x, int n, int lane, int W, float m) {
 /* the largest of x[j] over the lane's j (-inf for none) */
 DT_HD float dt_lane_max(const float *x, int n, int lane, int W) {
     float m = -INFINITY;
-    for (int j = lane; j < n; j += W) m = x[j] > m ? x[j] : m;
+    for (int j = lane; j < n; j += W)
+        m = x[j] > m ? x[j] : m;
     return m;
 }
 /* the sum of a[j] * b[j] over the lane's j */
 DT_HD float dt_lane_dot(const float *a, const float *b, int n, int lane, int W) {
     float s = 0.0f;
-    for (int j = lane; j < n; j += W) s += a[j] * b[j];
+    for (int j = lane; j < n; j += W)
+        s += a[j] * b[j];
     return s;
 }
 
@@ -62,10 +68,13 @@ DT_HD float dt_lane_dot(const float *a, const float *b, int n, int lane, int W) 
  * every lane ends with the value returned. */
 static inline float dt_lanes_sum(const float *v0) {
     float v[DT_LANES], t[DT_LANES];
-    for (int l = 0; l < DT_LANES; l++) v[l] = v0[l];
+    for (int l = 0; l < DT_LANES; l++)
+        v[l] = v0[l];
     for (int off = DT_LANES / 2; off > 0; off /= 2) {
-        for (int l = 0; l < DT_LANES; l++) t[l] = v[l] + v[l ^ off];
-        for (int l = 0; l < DT_LANES; l++) v[l] = t[l];
+        for (int l = 0; l < DT_LANES; l++)
+            t[l] = v[l] + v[l ^ off];
+        for (int l = 0; l < DT_LANES; l++)
+            v[l] = t[l];
     }
     for (int l = 1; l < DT_LANES; l++)
         if (memcmp(&v[l], &v[0], sizeof v[0]) != 0) return NAN; /* never: a + b = b + a */
@@ -73,12 +82,14 @@ static inline float dt_lanes_sum(const float *v0) {
 }
 static inline float dt_lanes_max(const float *v0) {
     float m = -INFINITY;
-    for (int l = 0; l < DT_LANES; l++) m = v0[l] > m ? v0[l] : m;
+    for (int l = 0; l < DT_LANES; l++)
+        m = v0[l] > m ? v0[l] : m;
     return m;
 }
 #endif
 
-/* ---- layer norm (backend.h's LayerNormShape), one warp per row -------------------------------- */
+/* ---- layer norm (backend.h's LayerNormShape), one warp per row --------------------------------
+ */
 DT_HD float dt_ln_mean(float sum, int n) {
     return sum / (float)n;
 }
@@ -140,13 +151,15 @@ DT_HD void dt_ln_col_thread(const float *x, const float *dy, const float *mean, 
 /* v[LN_LANES] (stride `stride` apart) added in lane order */
 DT_HD double dt_ln_col_lanes(const double *v, int stride) {
     double s = 0.0;
-    for (int l = 0; l < LN_LANES; l++) s += v[l * stride];
+    for (int l = 0; l < LN_LANES; l++)
+        s += v[l * stride];
     return s;
 }
 /* column c's sum over the splits of part[splits][dim], in split order */
 DT_HD float dt_ln_col_finish(const double *part, int splits, int dim, int c) {
     double s = 0.0;
-    for (int k = 0; k < splits; k++) s += part[(size_t)k * dim + c];
+    for (int k = 0; k < splits; k++)
+        s += part[(size_t)k * dim + c];
     return (float)s;
 }
 
@@ -181,14 +194,17 @@ DT_HD float dt_lane_exp(float *p, int n, int lane, int W, float m) {
     return s;
 }
 DT_HD void dt_att_lane_scale(float *p, int n, int width, int lane, int W, float inv) {
-    for (int j = lane; j < width; j += W) p[j] = j < n ? p[j] * inv : 0.0f;
+    for (int j = lane; j < width; j += W)
+        p[j] = j < n ? p[j] * inv : 0.0f;
 }
 DT_HD void dt_att_lane_grad(float *d, const float *p, int n, int width, int lane, int W, float dot,
                             float scale) {
-    for (int j = lane; j < width; j += W) d[j] = j < n ? p[j] * (d[j] - dot) * scale : 0.0f;
+    for (int j = lane; j < width; j += W)
+        d[j] = j < n ? p[j] * (d[j] - dot) * scale : 0.0f;
 }
 
-/* ---- token and position embedding (backend.h's TokPosShape) ----------------------------------- */
+/* ---- token and position embedding (backend.h's TokPosShape) -----------------------------------
+ */
 /* y = wte[id] + wpe[t], or wpe[t] itself for an id outside the vocabulary (id < 0: wte unread) */
 DT_HD float dt_tokpos_y(int id, float wte, float wpe) {
     return id >= 0 ? wte + wpe : wpe;
@@ -207,14 +223,17 @@ DT_HD int dt_tokpos_owned(float id, int vocab, int v0, int v1) {
  * the warps before it (counts[0 .. warp)) and by the lanes below it in its warp's ballot */
 DT_HD int dt_tokpos_slot(const int *counts, int warp, unsigned ballot, int lane) {
     int before = 0;
-    for (int k = 0; k < warp; k++) before += counts[k];
+    for (int k = 0; k < warp; k++)
+        before += counts[k];
     const unsigned below = ballot & ((1u << lane) - 1u);
     int c = 0;
-    for (unsigned b = below; b; b &= b - 1u) c++; /* popcount */
+    for (unsigned b = below; b; b &= b - 1u)
+        c++; /* popcount */
     return before + c;
 }
 
-/* ---- the attention's products (cuda_transformer_plan.c) --------------------------------------- */
+/* ---- the attention's products (cuda_transformer_plan.c) ---------------------------------------
+ */
 /* Per sample b, each product is one strided batched GEMM over the heads (count = heads): the q, k,
  * v of head h are the columns [h*D, (h+1)*D) of qkv's rows (stride 3C, C = heads*D), k at + C and
  * v at + 2C; y and dy rows of stride C; P the reserve [batch, heads, T, T]; the workspace one
@@ -230,10 +249,10 @@ typedef struct {
     long long stride; /* floats from one head's matrix to the next */
 } AttOperand;
 typedef struct {
-    ColGemm g;        /* column-major: C = alpha op(a) op(b) */
+    ColGemm g; /* column-major: C = alpha op(a) op(b) */
     float alpha;
     AttOperand a, b, c;
-    int count;        /* heads */
+    int count; /* heads */
 } AttGemm;
 #ifdef __cplusplus
 extern "C" {

@@ -58,8 +58,7 @@ AttGemm att_gemm(const AttentionShape *s, AttProduct p, int sample) {
     const AttOperand P = operand(ATT_P, b * H * TT, (long long)TT);
     const AttOperand out = operand(ATT_OUT, b * T * C, D); /* y, dy */
     const AttOperand dS = operand(ATT_WORK, 0, (long long)TT);
-    const AttOperand dq = operand(ATT_DQKV, b * T * L, D),
-                     dk = operand(ATT_DQKV, b * T * L + C, D),
+    const AttOperand dq = operand(ATT_DQKV, b * T * L, D), dk = operand(ATT_DQKV, b * T * L + C, D),
                      dv = operand(ATT_DQKV, b * T * L + 2 * (size_t)C, D);
     switch (p) {
     case ATT_S: /* P = scale Q K^T */

@@ -9,8 +9,8 @@ static int token(float id, int vocab) {
     return id >= 0.0f && id < (float)vocab ? (int)id : -1;
 }
 
-void gref_tokpos_forward(const TokPosShape *s, const float *ids, const float *wte,
-                         const float *wpe, float *y) {
+void gref_tokpos_forward(const TokPosShape *s, const float *ids, const float *wte, const float *wpe,
+                         float *y) {
     const size_t D = (size_t)s->dim;
     for (size_t r = 0; r < (size_t)s->batch * s->seq; r++) {
         const int id = token(ids[r], s->vocab);
@@ -112,9 +112,9 @@ double gref_gelu_grad(double x) {
 }
 
 /* the pair (b, h)'s q, k, v row t, element d */
-#define Q(b, t, h, d) qkv[((size_t)(b) * T + (t)) * 3 * C + (size_t)(h) * D + (d)]
-#define K(b, t, h, d) qkv[((size_t)(b) * T + (t)) * 3 * C + C + (size_t)(h) * D + (d)]
-#define V(b, t, h, d) qkv[((size_t)(b) * T + (t)) * 3 * C + 2 * C + (size_t)(h) * D + (d)]
+#define Q(b, t, h, d) qkv[((size_t)(b)*T + (t)) * 3 * C + (size_t)(h)*D + (d)]
+#define K(b, t, h, d) qkv[((size_t)(b)*T + (t)) * 3 * C + C + (size_t)(h)*D + (d)]
+#define V(b, t, h, d) qkv[((size_t)(b)*T + (t)) * 3 * C + 2 * C + (size_t)(h)*D + (d)]
 
 /* P of pair (b, h) in double [T][T], zeros above the diagonal */
 static void probs(const AttentionShape *s, const float *qkv, int b, int h, double *p) {
@@ -162,9 +162,10 @@ void gref_attention_backward(const AttentionShape *s, const float *qkv, const fl
     const int T = s->seq, D = s->head_dim, H = s->heads;
     const size_t C = (size_t)H * D;
     const double scale = 1.0 / sqrt((double)D);
-    double *p = malloc((size_t)T * T * sizeof(double)), *ds = malloc((size_t)T * T * sizeof(double));
-#define DY(b, t, h, d) dy[((size_t)(b) * T + (t)) * C + (size_t)(h) * D + (d)]
-#define DQ(b, t, h, d, part) dqkv[((size_t)(b) * T + (t)) * 3 * C + (part) * C + (size_t)(h) * D + (d)]
+    double *p = malloc((size_t)T * T * sizeof(double)),
+           *ds = malloc((size_t)T * T * sizeof(double));
+#define DY(b, t, h, d)       dy[((size_t)(b)*T + (t)) * C + (size_t)(h)*D + (d)]
+#define DQ(b, t, h, d, part) dqkv[((size_t)(b)*T + (t)) * 3 * C + (part)*C + (size_t)(h)*D + (d)]
     for (int b = 0; b < s->batch; b++)
         for (int h = 0; h < H; h++) {
             probs(s, qkv, b, h, p);
@@ -212,7 +213,7 @@ void gref_adamw_double(size_t n, double *p, const float *g, double *m, double *v
         m[i] = a->beta1 * m[i] + (1.0 - a->beta1) * g[i];
         v[i] = a->beta2 * v[i] + (1.0 - a->beta2) * (double)g[i] * g[i];
         const double mhat = m[i] / a->bias1, vhat = v[i] / a->bias2;
-        p[i] = p[i] * (1.0 - (double)a->lr * a->weight_decay) -
-               a->lr * mhat / (sqrt(vhat) + a->eps);
+        p[i] =
+            p[i] * (1.0 - (double)a->lr * a->weight_decay) - a->lr * mhat / (sqrt(vhat) + a->eps);
     }
 }

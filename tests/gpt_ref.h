@@ -9,8 +9,8 @@
 
 #include <stddef.h>
 
-void gref_tokpos_forward(const TokPosShape *s, const float *ids, const float *wte,
-                         const float *wpe, float *y);
+void gref_tokpos_forward(const TokPosShape *s, const float *ids, const float *wte, const float *wpe,
+                         float *y);
 /* dwte [vocab, dim] and dwpe [seq, dim] overwritten; *repeats = the most positions of one id */
 void gref_tokpos_backward(const TokPosShape *s, const float *ids, const float *dy, float *dwte,
                           float *dwpe, int *repeats);

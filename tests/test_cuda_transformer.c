@@ -68,7 +68,8 @@ static int cpu_has(int present, const char *name) {
 static void test_tokpos(int batch, int seq, int vocab, int dim) {
     const TokPosShape s = {.batch = batch, .seq = seq, .vocab = vocab, .dim = dim};
     const size_t rows = (size_t)batch * seq, D = (size_t)dim, ny = rows * D, nw = (size_t)vocab * D;
-    float *ids = halloc(rows), *wte = rand_floats(nw, -1, 1), *wpe = rand_floats((size_t)seq * D, -1, 1);
+    float *ids = halloc(rows), *wte = rand_floats(nw, -1, 1),
+          *wpe = rand_floats((size_t)seq * D, -1, 1);
     float *dy = rand_floats(ny, -1, 1);
     for (size_t r = 0; r < rows; r++)
         ids[r] = r % 7 == 0 ? 11.0f : r % 29 == 3 ? -1.0f : (float)(rand_u64() % (uint64_t)vocab);
@@ -101,7 +102,8 @@ static void test_tokpos(int batch, int seq, int vocab, int dim) {
         free(cy), free(cw), free(cp);
     }
     void *d[] = {gids, gwte, gwpe, gdy, gy, gdwte, gdwpe};
-    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) G->free(gctx, d[i]);
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
+        G->free(gctx, d[i]);
     free(ids), free(wte), free(wpe), free(dy), free(ry), free(rw), free(rp), free(fw), free(first);
 }
 
@@ -144,14 +146,16 @@ static void test_layernorm(int rows, int dim) {
         free(cy), free(cm), free(cr), free(cdx), free(cdg), free(cdb);
     }
     void *d[] = {gx, gdy, gg, gb, gy, gm, gr, gdx, gdg, gdb};
-    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) G->free(gctx, d[i]);
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
+        G->free(gctx, d[i]);
     free(x), free(dy), free(gamma), free(beta), free(ry), free(rm), free(rr), free(rdx), free(rdg),
         free(rdb), free(first), free(first_b);
 }
 
 static void test_gelu(size_t n) {
     float *x = halloc(n), *dy = rand_floats(n, -1, 1), *ry = halloc(n), *rdx = halloc(n);
-    for (size_t i = 0; i < n; i++) x[i] = -10.0f + 20.0f * (float)i / (float)n;
+    for (size_t i = 0; i < n; i++)
+        x[i] = -10.0f + 20.0f * (float)i / (float)n;
     for (size_t i = 0; i < n; i++)
         ry[i] = (float)gref_gelu(x[i]), rdx[i] = (float)(dy[i] * gref_gelu_grad(x[i]));
     float *gx = up(x, n * 4), *gdy = up(dy, n * 4), *gy = dnan(n), *gdx = dnan(n);
@@ -177,7 +181,8 @@ static void test_attention(int batch, int seq, int heads, int head_dim) {
     const AttentionShape s = {.batch = batch, .seq = seq, .heads = heads, .head_dim = head_dim};
     const size_t Cm = (size_t)heads * head_dim, nq = (size_t)batch * seq * 3 * Cm,
                  ny = (size_t)batch * seq * Cm, np = (size_t)batch * heads * seq * seq;
-    const size_t rb = G->attention_reserve_bytes(gctx, &s), wb = G->attention_workspace_bytes(gctx, &s);
+    const size_t rb = G->attention_reserve_bytes(gctx, &s),
+                 wb = G->attention_workspace_bytes(gctx, &s);
     float *qkv = rand_floats(nq, -1, 1), *dy = rand_floats(ny, -1, 1);
     float *ry = halloc(ny), *rp = halloc(np), *rdq = halloc(nq);
     gref_attention_forward(&s, qkv, ry, rp);
@@ -206,7 +211,8 @@ static void test_attention(int batch, int seq, int heads, int head_dim) {
         free(cy), free(cdq), free(cres), free(cwork);
     }
     void *d[] = {gq, gdy, gy, gdq, res, work};
-    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) G->free(gctx, d[i]);
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
+        G->free(gctx, d[i]);
     free(qkv), free(dy), free(ry), free(rp), free(rdq), free(first);
 }
 
@@ -220,7 +226,8 @@ static void test_adamw(size_t n, float wd) {
     float *gp = up(p, n * 4), *gm = up(m, n * 4), *gv = up(v, n * 4), *gg = G->alloc(gctx, n * 4);
     for (int t = 1; t <= 3; t++) {
         fill_uniform(g, n, -1, 1);
-        AdamWStep a = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = wd};
+        AdamWStep a = {
+            .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = wd};
         a.bias1 = 1.0f - powf(a.beta1, (float)t), a.bias2 = 1.0f - powf(a.beta2, (float)t);
         G->upload(gctx, gg, g, n * 4);
         G->adamw_update(gctx, n, gp, gg, gm, gv, &a);
@@ -237,7 +244,8 @@ static void test_xent_in_place(int n, int c) {
     const size_t nz = (size_t)n * c;
     float *z = rand_floats(nz, -4, 4), *rdz = halloc(nz), stats[2], stats2[2];
     int32_t *lab = malloc((size_t)n * 4);
-    for (int i = 0; i < n; i++) lab[i] = (int32_t)(rand_u64() % (uint64_t)c);
+    for (int i = 0; i < n; i++)
+        lab[i] = (int32_t)(rand_u64() % (uint64_t)c);
     int correct = 0;
     const float want[2] = {(float)ref_softmax_xent(n, c, z, lab, rdz, &correct), 0};
     float *gz = up(z, nz * 4), *gd = dnan(nz), *gs = dnan(2), *gs2 = dnan(2);

@@ -1,24 +1,21 @@
 /* test_device_transformer.c - the CUDA backend's transformer kernels and AdamW played on the CPU,
  * no GPU needed: every block, warp and lane of each launch of kernels/cuda_transformer_kernels.cu
- * (and of adamw_update's grid) runs the functions it runs on the device (kernels/cuda_transformer.h,
- * cuda_elem.h: compiled here as plain C), and the attention's cuBLAS calls (att_gemm,
- * kernels/cuda_transformer_plan.c) run through cblas_sgemm(CblasColMajor), which takes cuBLAS's
- * arguments, against the float64 references of tests/gpt_ref.c. Tolerances (|got - ref| <=
- * max(atol, rtol |ref|), fp32 against float64):
- *   layer norm: mean, rstd 1e-5; y 1e-5 (1 + |y|) (1 + |mean| rstd), dx 2e-5 rstd (1 + |mean|
- *               rstd): a float mean is off by half an ulp of |mean|, which xhat carries times rstd;
- *               dgamma 1e-5 sum_rows |dy| (1 + |mean| rstd), dbeta 1e-5; on dy = 1, dbeta exactly
- *               the row count (each row summed once by the grid)
- *   GELU: 1e-6 absolute, 1e-5 relative (dt_expf within 2 ulp)
- *   causal softmax rows: 1e-6 relative to the row's largest p, exact zeros above the diagonal;
- *               its backward 1e-5 of the row's largest p (|dP| + |rowsum(dP P)|) scale
- *   attention through the GEMM plan: y 2e-5, dqkv 5e-5 (absolute, inputs in [-1, 1))
- *   tokpos: y, dwpe bit for bit (one add per term, the CPU's order); dwte bit for bit against the
- *               float sum in position order (the CPU backend's) and within 1e-6 x repeats of float64
- *   AdamW: bit for bit against backend.h's formula in float (PyTorch's order), 1e-6 relative
- *               against the textbook form in double, 3 steps
- * Left to a GPU (tests/test_cuda_transformer.c): the launches' indexing on the device, the
- * shuffles, cuBLAS's own arithmetic and nvcc honouring -fmad=false. */
+ * (and of adamw_update's grid) runs the functions it runs on the device
+ * (kernels/cuda_transformer.h, cuda_elem.h: compiled here as plain C), and the attention's cuBLAS
+ * calls (att_gemm, kernels/cuda_transformer_plan.c) run through cblas_sgemm(CblasColMajor), which
+ * takes cuBLAS's arguments, against the float64 references of tests/gpt_ref.c. Tolerances (|got -
+ * ref| <= max(atol, rtol |ref|), fp32 against float64): layer norm: mean, rstd 1e-5; y 1e-5 (1 +
+ * |y|) (1 + |mean| rstd), dx 2e-5 rstd (1 + |mean| rstd): a float mean is off by half an ulp of
+ * |mean|, which xhat carries times rstd; dgamma 1e-5 sum_rows |dy| (1 + |mean| rstd), dbeta 1e-5;
+ * on dy = 1, dbeta exactly the row count (each row summed once by the grid) GELU: 1e-6 absolute,
+ * 1e-5 relative (dt_expf within 2 ulp) causal softmax rows: 1e-6 relative to the row's largest p,
+ * exact zeros above the diagonal; its backward 1e-5 of the row's largest p (|dP| + |rowsum(dP P)|)
+ * scale attention through the GEMM plan: y 2e-5, dqkv 5e-5 (absolute, inputs in [-1, 1)) tokpos: y,
+ * dwpe bit for bit (one add per term, the CPU's order); dwte bit for bit against the float sum in
+ * position order (the CPU backend's) and within 1e-6 x repeats of float64 AdamW: bit for bit
+ * against backend.h's formula in float (PyTorch's order), 1e-6 relative against the textbook form
+ * in double, 3 steps Left to a GPU (tests/test_cuda_transformer.c): the launches' indexing on the
+ * device, the shuffles, cuBLAS's own arithmetic and nvcc honouring -fmad=false. */
 #include "backend.h"
 #include "cuda_elem.h"
 #include "cuda_transformer.h"
@@ -34,7 +31,8 @@
 #define SMS      3     /* a small GPU: the tests' small tensors still take several blocks */
 #define PART_CAP 65536 /* the batch-norm scratch's pairs (cuda_ctx.h BN_PARTIALS_CAP) */
 
-/* ---- layer norm -------------------------------------------------------------------------------- */
+/* ---- layer norm --------------------------------------------------------------------------------
+ */
 
 /* ln_forward_kernel / ln_dx_kernel: a warp per row, lanes' partials, butterfly */
 static void play_ln_forward(const LayerNormShape *s, const float *x, const float *gamma,
@@ -42,9 +40,11 @@ static void play_ln_forward(const LayerNormShape *s, const float *x, const float
     float v[DT_LANES];
     for (int row = 0; row < s->rows; row++) {
         const float *xr = x + (size_t)row * s->dim;
-        for (int l = 0; l < DT_LANES; l++) v[l] = dt_lane_sum(xr, s->dim, l, DT_LANES);
+        for (int l = 0; l < DT_LANES; l++)
+            v[l] = dt_lane_sum(xr, s->dim, l, DT_LANES);
         const float m = dt_ln_mean(dt_lanes_sum(v), s->dim);
-        for (int l = 0; l < DT_LANES; l++) v[l] = dt_lane_sqdev(xr, s->dim, l, DT_LANES, m);
+        for (int l = 0; l < DT_LANES; l++)
+            v[l] = dt_lane_sqdev(xr, s->dim, l, DT_LANES, m);
         const float r = dt_ln_rstd(dt_lanes_sum(v), s->dim, s->eps);
         mean[row] = m, rstd[row] = r;
         for (int j = 0; j < s->dim; j++)
@@ -98,8 +98,8 @@ static void play_ln_cols(const LayerNormShape *s, const LnColGrid *g, const floa
 }
 
 static void test_ln_grid(void) {
-    const int shapes[][3] = {{8192, 768, 132}, {1024, 768, 132}, {37, 50, 3}, {1, 1, 3},
-                             {100000, 3, 132}, {64, 4096, 132}, {5, 65536, 8}};
+    const int shapes[][3] = {{8192, 768, 132}, {1024, 768, 132}, {37, 50, 3},  {1, 1, 3},
+                             {100000, 3, 132}, {64, 4096, 132},  {5, 65536, 8}};
     int ok = 1;
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         LnColGrid g;
@@ -109,8 +109,8 @@ static void test_ln_grid(void) {
               (long long)g.splits * g.chunk >= rows && (long long)(g.splits - 1) * g.chunk < rows &&
               (long long)g.splits * dim <= PART_CAP && g.splits <= 65535;
         if (!ok) {
-            printf("  [%d x %d] colblocks %d splits %d chunk %d\n", rows, dim, g.colblocks, g.splits,
-                   g.chunk);
+            printf("  [%d x %d] colblocks %d splits %d chunk %d\n", rows, dim, g.colblocks,
+                   g.splits, g.chunk);
             break;
         }
     }
@@ -126,8 +126,10 @@ static void test_layernorm(int rows, int dim, int sms, long long cap) {
     float *x = rand_floats(n, -1, 1), *dy = rand_floats(n, -1, 1);
     float *gamma = rand_floats((size_t)dim, 0.5f, 1.5f), *beta = rand_floats((size_t)dim, -1, 1);
     for (int r = 0; r < rows; r += 3) /* rows of other scales and far from zero */
-        for (int j = 0; j < dim; j++) x[(size_t)r * dim + j] = 40.0f + 0.01f * x[(size_t)r * dim + j];
-    float *y = halloc(n), *dx = halloc(n), *mean = halloc((size_t)rows), *rstd = halloc((size_t)rows);
+        for (int j = 0; j < dim; j++)
+            x[(size_t)r * dim + j] = 40.0f + 0.01f * x[(size_t)r * dim + j];
+    float *y = halloc(n), *dx = halloc(n), *mean = halloc((size_t)rows),
+          *rstd = halloc((size_t)rows);
     float *ry = halloc(n), *rdx = halloc(n), *rm = halloc((size_t)rows), *rr = halloc((size_t)rows);
     float *dg = halloc((size_t)dim), *db = halloc((size_t)dim), *rdg = halloc((size_t)dim),
           *rdb = halloc((size_t)dim);
@@ -160,7 +162,8 @@ static void test_layernorm(int rows, int dim, int sms, long long cap) {
     gref_layernorm_backward(&s, x, gamma, dy, rdx, rdg, rdb);
     for (size_t i = 0; i < n; i++) { /* dx relative to its row's scale rstd and conditioning */
         const size_t r = i / (size_t)dim;
-        const double e = fabs((double)dx[i] - rdx[i]) / (rr[r] * (1.0 + fabs((double)rm[r]) * rr[r]));
+        const double e =
+            fabs((double)dx[i] - rdx[i]) / (rr[r] * (1.0 + fabs((double)rm[r]) * rr[r]));
         worst_dx = e > worst_dx || isnan(e) ? e : worst_dx;
         ok_dx &= e <= 2e-5;
     }
@@ -174,12 +177,16 @@ static void test_layernorm(int rows, int dim, int sms, long long cap) {
         worst_dg = e > worst_dg || isnan(e) ? e : worst_dg;
         ok_dg &= e <= 1e-5;
     }
-    EXPECT(ok_dg, "layernorm dgamma %s: max abs diff / sum |dy| (1 + |mean| rstd) %.3g "
-           "(tolerance 1e-5)", shape, worst_dg);
+    EXPECT(ok_dg,
+           "layernorm dgamma %s: max abs diff / sum |dy| (1 + |mean| rstd) %.3g "
+           "(tolerance 1e-5)",
+           shape, worst_dg);
     check_close(fmt_label("layernorm dbeta %s", shape), db, rdb, (size_t)dim, 1e-5, 1e-5);
-    for (size_t i = 0; i < n; i++) dy[i] = 1.0f; /* each row counted once: dbeta = rows exactly */
+    for (size_t i = 0; i < n; i++)
+        dy[i] = 1.0f; /* each row counted once: dbeta = rows exactly */
     play_ln_cols(&s, &g, x, dy, mean, rstd, dg, db);
-    for (int j = 0; j < dim; j++) rdb[j] = (float)rows;
+    for (int j = 0; j < dim; j++)
+        rdb[j] = (float)rows;
     check_same_bits(fmt_label("layernorm dbeta on dy = 1 %s: the row count", shape), db, rdb,
                     (size_t)dim);
     free(x), free(dy), free(gamma), free(beta), free(y), free(dx), free(mean), free(rstd);
@@ -191,7 +198,8 @@ static void test_layernorm(int rows, int dim, int sms, long long cap) {
 static void test_gelu(void) {
     const size_t n = 20001;
     float *x = halloc(n), *y = halloc(n), *d = halloc(n), *ry = halloc(n), *rd = halloc(n);
-    for (size_t i = 0; i < n; i++) x[i] = -12.0f + 24.0f * (float)i / (float)(n - 1);
+    for (size_t i = 0; i < n; i++)
+        x[i] = -12.0f + 24.0f * (float)i / (float)(n - 1);
     for (size_t i = 0; i < n; i++) { /* the kernels' loops: one element a thread */
         y[i] = dt_gelu(x[i]), d[i] = 1.0f * dt_gelu_grad(x[i]);
         ry[i] = (float)gref_gelu(x[i]), rd[i] = (float)gref_gelu_grad(x[i]);
@@ -201,18 +209,22 @@ static void test_gelu(void) {
     free(x), free(y), free(d), free(ry), free(rd);
 }
 
-/* ---- attention --------------------------------------------------------------------------------- */
+/* ---- attention ---------------------------------------------------------------------------------
+ */
 
 static void play_softmax(size_t rows, int T, float *p) {
     float v[DT_LANES];
     for (size_t row = 0; row < rows; row++) {
         float *pr = p + row * T;
         const int n = (int)(row % (size_t)T) + 1;
-        for (int l = 0; l < DT_LANES; l++) v[l] = dt_lane_max(pr, n, l, DT_LANES);
+        for (int l = 0; l < DT_LANES; l++)
+            v[l] = dt_lane_max(pr, n, l, DT_LANES);
         const float m = dt_lanes_max(v);
-        for (int l = 0; l < DT_LANES; l++) v[l] = dt_lane_exp(pr, n, l, DT_LANES, m);
+        for (int l = 0; l < DT_LANES; l++)
+            v[l] = dt_lane_exp(pr, n, l, DT_LANES, m);
         const float inv = 1.0f / dt_lanes_sum(v);
-        for (int l = 0; l < DT_LANES; l++) dt_att_lane_scale(pr, n, T, l, DT_LANES, inv);
+        for (int l = 0; l < DT_LANES; l++)
+            dt_att_lane_scale(pr, n, T, l, DT_LANES, inv);
     }
 }
 
@@ -222,9 +234,11 @@ static void play_softmax_back(size_t rows, int T, const float *p, float *d, floa
         const float *pr = p + row * T;
         float *dr = d + row * T;
         const int n = (int)(row % (size_t)T) + 1;
-        for (int l = 0; l < DT_LANES; l++) v[l] = dt_lane_dot(dr, pr, n, l, DT_LANES);
+        for (int l = 0; l < DT_LANES; l++)
+            v[l] = dt_lane_dot(dr, pr, n, l, DT_LANES);
         const float dot = dt_lanes_sum(v);
-        for (int l = 0; l < DT_LANES; l++) dt_att_lane_grad(dr, pr, n, T, l, DT_LANES, dot, scale);
+        for (int l = 0; l < DT_LANES; l++)
+            dt_att_lane_grad(dr, pr, n, T, l, DT_LANES, dot, scale);
     }
 }
 
@@ -244,11 +258,16 @@ static void play_attention(const AttentionShape *s, const float *qkv, float *y, 
                            const float *dy, float *dqkv) {
     float *work = halloc(att_work_floats(s));
     float *const fw[ATT_BUFS] = {[ATT_QKV] = (float *)qkv, [ATT_P] = P, [ATT_OUT] = y};
-    for (int b = 0; b < s->batch; b++) play_gemm(s, ATT_S, b, fw);
+    for (int b = 0; b < s->batch; b++)
+        play_gemm(s, ATT_S, b, fw);
     play_softmax((size_t)s->batch * s->heads * s->seq, s->seq, P);
-    for (int b = 0; b < s->batch; b++) play_gemm(s, ATT_Y, b, fw);
-    float *const bw[ATT_BUFS] = {[ATT_QKV] = (float *)qkv, [ATT_P] = P, [ATT_OUT] = (float *)dy,
-                                 [ATT_WORK] = work, [ATT_DQKV] = dqkv};
+    for (int b = 0; b < s->batch; b++)
+        play_gemm(s, ATT_Y, b, fw);
+    float *const bw[ATT_BUFS] = {[ATT_QKV] = (float *)qkv,
+                                 [ATT_P] = P,
+                                 [ATT_OUT] = (float *)dy,
+                                 [ATT_WORK] = work,
+                                 [ATT_DQKV] = dqkv};
     for (int b = 0; b < s->batch; b++) {
         play_gemm(s, ATT_DP, b, bw);
         play_softmax_back((size_t)s->heads * s->seq, s->seq, P + (size_t)b * att_work_floats(s),
@@ -272,10 +291,14 @@ static void test_softmax_rows(int T) {
     for (size_t r = 0; r < rows; r++) {
         const int len = (int)(r % (size_t)T) + 1;
         double mx = -INFINITY, sum = 0, big = 0, dot = 0, bigd = 0;
-        for (int j = 0; j < len; j++) mx = fmax(mx, s0[r * T + j]);
-        for (int j = 0; j < len; j++) sum += e[j] = exp(s0[r * T + j] - mx);
-        for (int j = 0; j < len; j++) big = fmax(big, e[j] / sum);
-        for (int j = 0; j < len; j++) dot += (double)d0[r * T + j] * p[r * T + j];
+        for (int j = 0; j < len; j++)
+            mx = fmax(mx, s0[r * T + j]);
+        for (int j = 0; j < len; j++)
+            sum += e[j] = exp(s0[r * T + j] - mx);
+        for (int j = 0; j < len; j++)
+            big = fmax(big, e[j] / sum);
+        for (int j = 0; j < len; j++)
+            dot += (double)d0[r * T + j] * p[r * T + j];
         for (int j = 0; j < len; j++) {
             const double err = fabs(p[r * T + j] - e[j] / sum) / big;
             worst = fmax(worst, err), ok &= err <= 1e-6;
@@ -286,12 +309,17 @@ static void test_softmax_rows(int T) {
             const double err = fabs(d[r * T + j] - ds[j]) / (bigd > 0 ? bigd : 1);
             worst_b = fmax(worst_b, err), ok_b &= err <= 1e-5;
         }
-        for (int j = len; j < T; j++) zeros &= p[r * T + j] == 0.0f && d[r * T + j] == 0.0f;
+        for (int j = len; j < T; j++)
+            zeros &= p[r * T + j] == 0.0f && d[r * T + j] == 0.0f;
     }
-    EXPECT(ok && zeros, "causal softmax rows T=%d: max diff %.3g of the row's largest p "
-           "(tolerance 1e-6), exact zeros above the diagonal", T, worst);
-    EXPECT(ok_b, "causal softmax backward T=%d: max diff %.3g of the row's largest "
-           "p (|dP| + |dot|) scale (tolerance 1e-5)", T, worst_b);
+    EXPECT(ok && zeros,
+           "causal softmax rows T=%d: max diff %.3g of the row's largest p "
+           "(tolerance 1e-6), exact zeros above the diagonal",
+           T, worst);
+    EXPECT(ok_b,
+           "causal softmax backward T=%d: max diff %.3g of the row's largest "
+           "p (|dP| + |dot|) scale (tolerance 1e-5)",
+           T, worst_b);
     free(p), free(d), free(s0), free(d0), free(e), free(ds);
 }
 
@@ -315,7 +343,8 @@ static void test_attention(int batch, int seq, int heads, int head_dim) {
     free(qkv), free(dy), free(y), free(dqkv), free(P), free(ry), free(rdq), free(rP);
 }
 
-/* ---- tokpos ------------------------------------------------------------------------------------ */
+/* ---- tokpos ------------------------------------------------------------------------------------
+ */
 
 /* tokpos_dwte_kernel: block k owns rows [v0, v1), THREADS threads in warps, chunks of ids */
 static void play_dwte(const TokPosShape *s, const float *ids, const float *dy, float *dwte) {
@@ -325,7 +354,8 @@ static void play_dwte(const TokPosShape *s, const float *ids, const float *dy, f
     int list[T], counts[WARPS];
     for (int v0 = 0; v0 < s->vocab; v0 += TOKPOS_VROWS) {
         const int v1 = v0 + TOKPOS_VROWS < s->vocab ? v0 + TOKPOS_VROWS : s->vocab;
-        for (int v = v0; v < v1; v++) memset(dwte + v * D, 0, D * sizeof(float));
+        for (int v = v0; v < v1; v++)
+            memset(dwte + v * D, 0, D * sizeof(float));
         for (int base = 0; base < rows; base += T) {
             unsigned ballot[WARPS] = {0};
             for (int t = 0; t < T; t++) {
@@ -336,17 +366,20 @@ static void play_dwte(const TokPosShape *s, const float *ids, const float *dy, f
             int total = 0;
             for (int w = 0; w < WARPS; w++) {
                 counts[w] = 0;
-                for (unsigned b = ballot[w]; b; b &= b - 1u) counts[w]++;
+                for (unsigned b = ballot[w]; b; b &= b - 1u)
+                    counts[w]++;
                 total += counts[w];
             }
-            for (int k = 0; k < T; k++) list[k] = -1;
+            for (int k = 0; k < T; k++)
+                list[k] = -1;
             for (int t = 0; t < T; t++)
                 if (ballot[t / DT_LANES] >> (t % DT_LANES) & 1u)
                     list[dt_tokpos_slot(counts, t / DT_LANES, ballot[t / DT_LANES], t % DT_LANES)] =
                         base + t;
             for (int k = 0; k < total; k++) {
                 const size_t id = (size_t)dt_token(ids[list[k]], s->vocab);
-                for (size_t c = 0; c < D; c++) dwte[id * D + c] += dy[(size_t)list[k] * D + c];
+                for (size_t c = 0; c < D; c++)
+                    dwte[id * D + c] += dy[(size_t)list[k] * D + c];
             }
         }
     }
@@ -358,9 +391,9 @@ static void test_tokpos(int batch, int seq, int vocab, int dim) {
     float *ids = halloc(rows), *wte = rand_floats((size_t)vocab * D, -1, 1);
     float *wpe = rand_floats((size_t)seq * D, -1, 1), *dy = rand_floats(ny, -1, 1);
     for (size_t r = 0; r < rows; r++) /* some popular ids, some outside the vocabulary */
-        ids[r] = r % 5 == 0   ? 3.0f
+        ids[r] = r % 5 == 0    ? 3.0f
                  : r % 17 == 1 ? (r % 2 ? -1.0f : (float)vocab)
-                              : (float)(rand_u64() % (uint64_t)vocab);
+                               : (float)(rand_u64() % (uint64_t)vocab);
     float *y = halloc(ny), *ry = halloc(ny), *dwte = halloc((size_t)vocab * D);
     float *fw = halloc((size_t)vocab * D), *rw = halloc((size_t)vocab * D);
     float *dwpe = halloc((size_t)seq * D), *rp = halloc((size_t)seq * D);
@@ -371,7 +404,8 @@ static void test_tokpos(int batch, int seq, int vocab, int dim) {
     }
     for (size_t e = 0; e < (size_t)seq * D; e++) { /* tokpos_dwpe_kernel */
         float acc = batch > 0 ? dy[e] : 0.0f;
-        for (int b = 1; b < batch; b++) acc += dy[(size_t)b * seq * D + e];
+        for (int b = 1; b < batch; b++)
+            acc += dy[(size_t)b * seq * D + e];
         dwpe[e] = acc;
     }
     play_dwte(&s, ids, dy, dwte);
@@ -391,7 +425,8 @@ static void test_tokpos(int batch, int seq, int vocab, int dim) {
     free(dwpe), free(rp);
 }
 
-/* ---- AdamW ------------------------------------------------------------------------------------- */
+/* ---- AdamW -------------------------------------------------------------------------------------
+ */
 
 static void test_adamw(float wd) {
     const size_t n = 4099;
@@ -401,21 +436,24 @@ static void test_adamw(float wd) {
            *dv = calloc(n, sizeof(double));
     memset(m, 0, n * 4), memset(v, 0, n * 4), memcpy(fp, p, n * 4), memset(fm, 0, n * 4),
         memset(fv, 0, n * 4);
-    for (size_t i = 0; i < n; i++) dp[i] = p[i];
+    for (size_t i = 0; i < n; i++)
+        dp[i] = p[i];
     for (int t = 1; t <= 3; t++) {
         fill_uniform(g, n, -1, 1);
         g[0] = 0.0f, g[1] = 1e-30f; /* v = 0 and v's underflow: eps keeps the step finite */
-        AdamWStep a = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = wd};
+        AdamWStep a = {
+            .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = wd};
         a.bias1 = 1.0f - powf(a.beta1, (float)t), a.bias2 = 1.0f - powf(a.beta2, (float)t);
         /* adamw_kernel: its launcher's constants, then one element a thread */
-        const float decay = 1.0f - a.lr * a.weight_decay, c1 = 1.0f - a.beta1,
-                    c2 = 1.0f - a.beta2, step = a.lr / a.bias1, root2 = sqrtf(a.bias2);
+        const float decay = 1.0f - a.lr * a.weight_decay, c1 = 1.0f - a.beta1, c2 = 1.0f - a.beta2,
+                    step = a.lr / a.bias1, root2 = sqrtf(a.bias2);
         for (size_t i = 0; i < n; i++)
             dt_adamw(&p[i], g[i], &m[i], &v[i], decay, c1, a.beta2, c2, step, root2, a.eps);
         gref_adamw_float(n, fp, g, fm, fv, &a);
         gref_adamw_double(n, dp, g, dm, dv, &a);
     }
-    for (size_t i = 0; i < n; i++) dpf[i] = (float)dp[i];
+    for (size_t i = 0; i < n; i++)
+        dpf[i] = (float)dp[i];
     check_same_bits(fmt_label("adamw wd=%g p after 3 steps = backend.h's formula in float", wd), p,
                     fp, n);
     check_same_bits("adamw m, v = backend.h's formula", m, fm, n);
@@ -439,9 +477,9 @@ int main(void) {
     test_attention(2, 7, 3, 4);
     test_attention(2, 33, 2, 16);
     test_attention(1, 64, 4, 8);
-    test_tokpos(3, 11, 300, 17);  /* several blocks of vocabulary rows, one chunk */
-    test_tokpos(4, 200, 70, 33);  /* 800 positions: several chunks of ids */
-    test_tokpos(0, 5, 10, 3);     /* no samples: zero gradients */
+    test_tokpos(3, 11, 300, 17); /* several blocks of vocabulary rows, one chunk */
+    test_tokpos(4, 200, 70, 33); /* 800 positions: several chunks of ids */
+    test_tokpos(0, 5, 10, 3);    /* no samples: zero gradients */
     test_adamw(0.0f);
     test_adamw(0.1f);
     return check_summary();
