@@ -19,10 +19,10 @@
 #include "backend.h"
 #include "cuda_elem.h"
 #include "cuda_transformer.h"
+#include "dev_transformer.h"
 #include "gpt_ref.h"
 #include "harness.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,69 +33,6 @@
 
 /* ---- layer norm --------------------------------------------------------------------------------
  */
-
-/* ln_forward_kernel / ln_dx_kernel: a warp per row, lanes' partials, butterfly */
-static void play_ln_forward(const LayerNormShape *s, const float *x, const float *gamma,
-                            const float *beta, float *y, float *mean, float *rstd) {
-    float v[DT_LANES];
-    for (int row = 0; row < s->rows; row++) {
-        const float *xr = x + (size_t)row * s->dim;
-        for (int l = 0; l < DT_LANES; l++)
-            v[l] = dt_lane_sum(xr, s->dim, l, DT_LANES);
-        const float m = dt_ln_mean(dt_lanes_sum(v), s->dim);
-        for (int l = 0; l < DT_LANES; l++)
-            v[l] = dt_lane_sqdev(xr, s->dim, l, DT_LANES, m);
-        const float r = dt_ln_rstd(dt_lanes_sum(v), s->dim, s->eps);
-        mean[row] = m, rstd[row] = r;
-        for (int j = 0; j < s->dim; j++)
-            y[(size_t)row * s->dim + j] = dt_ln_y(xr[j], m, r, gamma[j], beta[j]);
-    }
-}
-
-static void play_ln_dx(const LayerNormShape *s, const float *x, const float *gamma,
-                       const float *mean, const float *rstd, const float *dy, float *dx) {
-    float vg[DT_LANES], vx[DT_LANES];
-    for (int row = 0; row < s->rows; row++) {
-        const size_t o = (size_t)row * s->dim;
-        for (int l = 0; l < DT_LANES; l++)
-            dt_ln_lane_back(x + o, dy + o, gamma, s->dim, l, DT_LANES, mean[row], rstd[row], &vg[l],
-                            &vx[l]);
-        const float a = dt_lanes_sum(vg) / (float)s->dim, b = dt_lanes_sum(vx) / (float)s->dim;
-        for (int j = 0; j < s->dim; j++)
-            dx[o + j] = dt_ln_dx(x[o + j], dy[o + j], gamma[j], mean[row], rstd[row], a, b);
-    }
-}
-
-/* ln_cols_kernel over the grid, then ln_cols_finish_kernel */
-static void play_ln_cols(const LayerNormShape *s, const LnColGrid *g, const float *x,
-                         const float *dy, const float *mean, const float *rstd, float *dgamma,
-                         float *dbeta) {
-    double *part = malloc(2 * (size_t)g->splits * s->dim * sizeof(double));
-    double sh_g[LN_LANES][LN_COLS], sh_b[LN_LANES][LN_COLS];
-    for (int cb = 0; cb < g->colblocks; cb++)
-        for (int split = 0; split < g->splits; split++) {
-            const int r0 = split * g->chunk;
-            const int r1 = r0 + g->chunk < s->rows ? r0 + g->chunk : s->rows;
-            for (int th = 0; th < LN_COLS * LN_LANES; th++) {
-                const int tc = th % LN_COLS, lane = th / LN_COLS, col = cb * LN_COLS + tc;
-                sh_g[lane][tc] = sh_b[lane][tc] = 0.0;
-                if (col < s->dim)
-                    dt_ln_col_thread(x, dy, mean, rstd, s->dim, col, r0, r1, lane, &sh_g[lane][tc],
-                                     &sh_b[lane][tc]);
-            }
-            for (int tc = 0; tc < LN_COLS && cb * LN_COLS + tc < s->dim; tc++) {
-                const int col = cb * LN_COLS + tc;
-                part[(size_t)split * s->dim + col] = dt_ln_col_lanes(&sh_g[0][tc], LN_COLS);
-                part[(size_t)(g->splits + split) * s->dim + col] =
-                    dt_ln_col_lanes(&sh_b[0][tc], LN_COLS);
-            }
-        }
-    for (int c = 0; c < s->dim; c++) {
-        dgamma[c] = dt_ln_col_finish(part, g->splits, s->dim, c);
-        dbeta[c] = dt_ln_col_finish(part + (size_t)g->splits * s->dim, g->splits, s->dim, c);
-    }
-    free(part);
-}
 
 static void test_ln_grid(void) {
     const int shapes[][3] = {{8192, 768, 132}, {1024, 768, 132}, {37, 50, 3},  {1, 1, 3},
@@ -212,71 +149,6 @@ static void test_gelu(void) {
 /* ---- attention ---------------------------------------------------------------------------------
  */
 
-static void play_softmax(size_t rows, int T, float *p) {
-    float v[DT_LANES];
-    for (size_t row = 0; row < rows; row++) {
-        float *pr = p + row * T;
-        const int n = (int)(row % (size_t)T) + 1;
-        for (int l = 0; l < DT_LANES; l++)
-            v[l] = dt_lane_max(pr, n, l, DT_LANES);
-        const float m = dt_lanes_max(v);
-        for (int l = 0; l < DT_LANES; l++)
-            v[l] = dt_lane_exp(pr, n, l, DT_LANES, m);
-        const float inv = 1.0f / dt_lanes_sum(v);
-        for (int l = 0; l < DT_LANES; l++)
-            dt_att_lane_scale(pr, n, T, l, DT_LANES, inv);
-    }
-}
-
-static void play_softmax_back(size_t rows, int T, const float *p, float *d, float scale) {
-    float v[DT_LANES];
-    for (size_t row = 0; row < rows; row++) {
-        const float *pr = p + row * T;
-        float *dr = d + row * T;
-        const int n = (int)(row % (size_t)T) + 1;
-        for (int l = 0; l < DT_LANES; l++)
-            v[l] = dt_lane_dot(dr, pr, n, l, DT_LANES);
-        const float dot = dt_lanes_sum(v);
-        for (int l = 0; l < DT_LANES; l++)
-            dt_att_lane_grad(dr, pr, n, T, l, DT_LANES, dot, scale);
-    }
-}
-
-/* one att_gemm product of one sample through cblas, as cublasSgemmStridedBatched takes it */
-static void play_gemm(const AttentionShape *s, AttProduct p, int b, float *const base[ATT_BUFS]) {
-    const AttGemm a = att_gemm(s, p, b);
-    for (int i = 0; i < a.count; i++)
-        cblas_sgemm(CblasColMajor, a.g.trans_a ? CblasTrans : CblasNoTrans,
-                    a.g.trans_b ? CblasTrans : CblasNoTrans, a.g.m, a.g.n, a.g.k, a.alpha,
-                    base[a.a.buf] + a.a.off + i * a.a.stride, a.g.lda,
-                    base[a.b.buf] + a.b.off + i * a.b.stride, a.g.ldb, 0.0f,
-                    base[a.c.buf] + a.c.off + i * a.c.stride, a.g.ldc);
-}
-
-/* cuda_attention_forward and _backward, step by step */
-static void play_attention(const AttentionShape *s, const float *qkv, float *y, float *P,
-                           const float *dy, float *dqkv) {
-    float *work = halloc(att_work_floats(s));
-    float *const fw[ATT_BUFS] = {[ATT_QKV] = (float *)qkv, [ATT_P] = P, [ATT_OUT] = y};
-    for (int b = 0; b < s->batch; b++)
-        play_gemm(s, ATT_S, b, fw);
-    play_softmax((size_t)s->batch * s->heads * s->seq, s->seq, P);
-    for (int b = 0; b < s->batch; b++)
-        play_gemm(s, ATT_Y, b, fw);
-    float *const bw[ATT_BUFS] = {[ATT_QKV] = (float *)qkv,
-                                 [ATT_P] = P,
-                                 [ATT_OUT] = (float *)dy,
-                                 [ATT_WORK] = work,
-                                 [ATT_DQKV] = dqkv};
-    for (int b = 0; b < s->batch; b++) {
-        play_gemm(s, ATT_DP, b, bw);
-        play_softmax_back((size_t)s->heads * s->seq, s->seq, P + (size_t)b * att_work_floats(s),
-                          work, att_scale(s));
-        play_gemm(s, ATT_DQ, b, bw), play_gemm(s, ATT_DK, b, bw), play_gemm(s, ATT_DV, b, bw);
-    }
-    free(work);
-}
-
 static void test_softmax_rows(int T) {
     const size_t rows = 3 * (size_t)T, n = rows * T;
     float *p = rand_floats(n, -30, 30), *d = rand_floats(n, -1, 1), *s0 = halloc(n);
@@ -346,45 +218,6 @@ static void test_attention(int batch, int seq, int heads, int head_dim) {
 /* ---- tokpos ------------------------------------------------------------------------------------
  */
 
-/* tokpos_dwte_kernel: block k owns rows [v0, v1), THREADS threads in warps, chunks of ids */
-static void play_dwte(const TokPosShape *s, const float *ids, const float *dy, float *dwte) {
-    enum { T = 256, WARPS = T / DT_LANES };
-    const size_t D = (size_t)s->dim;
-    const int rows = s->batch * s->seq;
-    int list[T], counts[WARPS];
-    for (int v0 = 0; v0 < s->vocab; v0 += TOKPOS_VROWS) {
-        const int v1 = v0 + TOKPOS_VROWS < s->vocab ? v0 + TOKPOS_VROWS : s->vocab;
-        for (int v = v0; v < v1; v++)
-            memset(dwte + v * D, 0, D * sizeof(float));
-        for (int base = 0; base < rows; base += T) {
-            unsigned ballot[WARPS] = {0};
-            for (int t = 0; t < T; t++) {
-                const int r = base + t;
-                if (r < rows && dt_tokpos_owned(ids[r], s->vocab, v0, v1))
-                    ballot[t / DT_LANES] |= 1u << (t % DT_LANES);
-            }
-            int total = 0;
-            for (int w = 0; w < WARPS; w++) {
-                counts[w] = 0;
-                for (unsigned b = ballot[w]; b; b &= b - 1u)
-                    counts[w]++;
-                total += counts[w];
-            }
-            for (int k = 0; k < T; k++)
-                list[k] = -1;
-            for (int t = 0; t < T; t++)
-                if (ballot[t / DT_LANES] >> (t % DT_LANES) & 1u)
-                    list[dt_tokpos_slot(counts, t / DT_LANES, ballot[t / DT_LANES], t % DT_LANES)] =
-                        base + t;
-            for (int k = 0; k < total; k++) {
-                const size_t id = (size_t)dt_token(ids[list[k]], s->vocab);
-                for (size_t c = 0; c < D; c++)
-                    dwte[id * D + c] += dy[(size_t)list[k] * D + c];
-            }
-        }
-    }
-}
-
 static void test_tokpos(int batch, int seq, int vocab, int dim) {
     const TokPosShape s = {.batch = batch, .seq = seq, .vocab = vocab, .dim = dim};
     const size_t rows = (size_t)batch * seq, D = (size_t)dim, ny = rows * D;
@@ -397,17 +230,8 @@ static void test_tokpos(int batch, int seq, int vocab, int dim) {
     float *y = halloc(ny), *ry = halloc(ny), *dwte = halloc((size_t)vocab * D);
     float *fw = halloc((size_t)vocab * D), *rw = halloc((size_t)vocab * D);
     float *dwpe = halloc((size_t)seq * D), *rp = halloc((size_t)seq * D);
-    for (size_t e = 0; e < ny; e++) { /* tokpos_forward_kernel */
-        const size_t r = e / D, c = e % D, t = r % (size_t)seq;
-        const int id = dt_token(ids[r], vocab);
-        y[e] = dt_tokpos_y(id, id >= 0 ? wte[(size_t)id * D + c] : 0.0f, wpe[t * D + c]);
-    }
-    for (size_t e = 0; e < (size_t)seq * D; e++) { /* tokpos_dwpe_kernel */
-        float acc = batch > 0 ? dy[e] : 0.0f;
-        for (int b = 1; b < batch; b++)
-            acc += dy[(size_t)b * seq * D + e];
-        dwpe[e] = acc;
-    }
+    play_tokpos_forward(&s, ids, wte, wpe, y);
+    play_dwpe(&s, dy, dwpe);
     play_dwte(&s, ids, dy, dwte);
     int repeats;
     gref_tokpos_forward(&s, ids, wte, wpe, ry);
@@ -463,6 +287,106 @@ static void test_adamw(float wd) {
         free(dv);
 }
 
+/* ---- against the CPU backend's kernels, where it has them -------------------------------------
+ */
+
+static int cpu_has(int present, const char *name) {
+    if (!present) printf("note: the CPU backend has no %s: checked against float64 only\n", name);
+    return present;
+}
+
+/* The played kernels against cpu_backend on the same inputs: GELU and tokpos bit for bit (the same
+ * expressions and adds in the same order), AdamW bit for bit; layer norm within 1e-5 and the
+ * attention within 1e-5 (other summation orders). */
+static void test_vs_cpu(void) {
+    BackendCtx *cc = NULL;
+    const BackendConfig cfg = {.threads = 2};
+    if (!EXPECT(cpu_backend.init(&cfg, &cc) == 0, "the CPU backend starts")) return;
+    if (cpu_has(cpu_backend.gelu_forward && cpu_backend.gelu_backward, "gelu")) {
+        const size_t n = 10007;
+        float *x = rand_floats(n, -9, 9), *dy = rand_floats(n, -1, 1), *y = halloc(n),
+              *dx = halloc(n), *cy = halloc(n), *cdx = halloc(n);
+        for (size_t i = 0; i < n; i++)
+            y[i] = dt_gelu(x[i]), dx[i] = dy[i] * dt_gelu_grad(x[i]);
+        cpu_backend.gelu_forward(cc, n, x, cy), cpu_backend.gelu_backward(cc, n, x, dy, cdx);
+        check_same_bits("gelu forward = CPU backend", y, cy, n);
+        check_same_bits("gelu backward = CPU backend", dx, cdx, n);
+        free(x), free(dy), free(y), free(dx), free(cy), free(cdx);
+    }
+    if (cpu_has(cpu_backend.tokpos_forward && cpu_backend.tokpos_backward, "tokpos")) {
+        const TokPosShape s = {.batch = 3, .seq = 300, .vocab = 70, .dim = 33};
+        const size_t rows = 900, ny = rows * 33, nw = 70 * 33, np = 300 * 33;
+        float *ids = halloc(rows), *wte = rand_floats(nw, -1, 1), *wpe = rand_floats(np, -1, 1);
+        float *dy = rand_floats(ny, -1, 1), *y = halloc(ny), *cy = halloc(ny), *w = halloc(nw),
+              *cw = halloc(nw), *p = halloc(np), *cp = halloc(np);
+        for (size_t r = 0; r < rows; r++)
+            ids[r] = r % 9 == 4 ? -1.0f : (float)(rand_u64() % 72);
+        play_tokpos_forward(&s, ids, wte, wpe, y), play_dwpe(&s, dy, p), play_dwte(&s, ids, dy, w);
+        cpu_backend.tokpos_forward(cc, &s, ids, wte, wpe, cy);
+        cpu_backend.tokpos_backward(cc, &s, ids, dy, cw, cp);
+        check_same_bits("tokpos y = CPU backend", y, cy, ny);
+        check_same_bits("tokpos dwte = CPU backend", w, cw, nw);
+        check_same_bits("tokpos dwpe = CPU backend", p, cp, np);
+        free(ids), free(wte), free(wpe), free(dy), free(y), free(cy), free(w), free(cw), free(p),
+            free(cp);
+    }
+    if (cpu_has(cpu_backend.layernorm_forward && cpu_backend.layernorm_backward, "layernorm")) {
+        const LayerNormShape s = {.rows = 200, .dim = 96, .eps = 1e-5f};
+        const size_t n = 200 * 96;
+        float *x = rand_floats(n, -2, 2), *dy = rand_floats(n, -1, 1),
+              *g = rand_floats(96, 0.5f, 1.5f), *b = rand_floats(96, -1, 1);
+        float *o[6], *c[6]; /* y, dx, mean, rstd, dgamma, dbeta */
+        const size_t len[6] = {n, n, 200, 200, 96, 96};
+        for (int k = 0; k < 6; k++)
+            o[k] = halloc(len[k]), c[k] = halloc(len[k]);
+        LnColGrid grid;
+        ln_col_grid(s.rows, s.dim, SMS, PART_CAP, &grid);
+        play_ln_forward(&s, x, g, b, o[0], o[2], o[3]);
+        play_ln_dx(&s, x, g, o[2], o[3], dy, o[1]);
+        play_ln_cols(&s, &grid, x, dy, o[2], o[3], o[4], o[5]);
+        cpu_backend.layernorm_forward(cc, &s, x, g, b, c[0], c[2], c[3]);
+        cpu_backend.layernorm_backward(cc, &s, x, g, c[2], c[3], dy, c[1], c[4], c[5]);
+        const char *names[6] = {"y", "dx", "mean", "rstd", "dgamma", "dbeta"};
+        for (int k = 0; k < 6; k++)
+            check_close(fmt_label("layernorm %s vs CPU backend", names[k]), o[k], c[k], len[k],
+                        1e-5, 1e-5);
+        for (int k = 0; k < 6; k++)
+            free(o[k]), free(c[k]);
+        free(x), free(dy), free(g), free(b);
+    }
+    if (cpu_has(cpu_backend.attention_forward && cpu_backend.attention_backward, "attention")) {
+        const AttentionShape s = {.batch = 2, .seq = 70, .heads = 3, .head_dim = 16};
+        const size_t nq = 2 * 70 * 3 * 48, ny = 2 * 70 * 48;
+        float *qkv = rand_floats(nq, -1, 1), *dy = rand_floats(ny, -1, 1), *y = halloc(ny),
+              *cy = halloc(ny), *dq = halloc(nq), *cdq = halloc(nq),
+              *P = halloc(att_reserve_floats(&s));
+        void *res = malloc(cpu_backend.attention_reserve_bytes(cc, &s) + 4);
+        void *work = malloc(cpu_backend.attention_workspace_bytes(cc, &s) + 4);
+        play_attention(&s, qkv, y, P, dy, dq);
+        cpu_backend.attention_forward(cc, &s, qkv, cy, res, work);
+        cpu_backend.attention_backward(cc, &s, qkv, cy, res, dy, cdq, work);
+        check_close("attention y vs CPU backend", y, cy, ny, 1e-5, 0);
+        check_close("attention dqkv vs CPU backend", dq, cdq, nq, 1e-5, 0);
+        free(qkv), free(dy), free(y), free(cy), free(dq), free(cdq), free(P), free(res), free(work);
+    }
+    if (cpu_has(cpu_backend.adamw_update != NULL, "adamw_update")) {
+        const size_t n = 1001;
+        float *p = rand_floats(n, -1, 1), *g = rand_floats(n, -1, 1), *m = rand_floats(n, -1, 1),
+              *v = rand_floats(n, 0, 1), *cp = halloc(n), *cm = halloc(n), *cv = halloc(n);
+        memcpy(cp, p, n * 4), memcpy(cm, m, n * 4), memcpy(cv, v, n * 4);
+        const AdamWStep a = {
+            1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f - 0.9f * 0.9f, 1.0f - 0.999f * 0.999f};
+        const float decay = 1.0f - a.lr * a.weight_decay, c1 = 1.0f - a.beta1, c2 = 1.0f - a.beta2;
+        for (size_t i = 0; i < n; i++)
+            dt_adamw(&p[i], g[i], &m[i], &v[i], decay, c1, a.beta2, c2, a.lr / a.bias1,
+                     sqrtf(a.bias2), a.eps);
+        cpu_backend.adamw_update(cc, n, cp, g, cm, cv, &a);
+        check_same_bits("adamw p = CPU backend", p, cp, n);
+        free(p), free(g), free(m), free(v), free(cp), free(cm), free(cv);
+    }
+    cpu_backend.finalize(cc);
+}
+
 int main(void) {
     rand_seed(7);
     test_ln_grid();
@@ -482,5 +406,6 @@ int main(void) {
     test_tokpos(0, 5, 10, 3);    /* no samples: zero gradients */
     test_adamw(0.0f);
     test_adamw(0.1f);
+    test_vs_cpu();
     return check_summary();
 }
