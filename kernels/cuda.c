@@ -302,6 +302,17 @@ const BackendOps cuda_backend = {
     .lstm_workspace_bytes = cuda_lstm_workspace_bytes,
     .lstm_forward = cuda_lstm_forward,
     .lstm_backward = cuda_lstm_backward,
+    /* transformer (cuda_transformer.c) */
+    .tokpos_forward = cuda_tokpos_forward,
+    .tokpos_backward = cuda_tokpos_backward,
+    .layernorm_forward = cuda_layernorm_forward,
+    .layernorm_backward = cuda_layernorm_backward,
+    .gelu_forward = cuda_gelu_forward,
+    .gelu_backward = cuda_gelu_backward,
+    .attention_reserve_bytes = cuda_attention_reserve_bytes,
+    .attention_workspace_bytes = cuda_attention_workspace_bytes,
+    .attention_forward = cuda_attention_forward,
+    .attention_backward = cuda_attention_backward,
     /* loss and optimizer (cuda_optim.c, cuda_precision.c) */
     .softmax_xent = cuda_softmax_xent,
     .sgd_update = cuda_sgd_update,

@@ -6,7 +6,8 @@
 #define DTBENCH_CUDA_KERNELS_H
 
 #include "backend.h"
-#include "cuda_plan.h" /* defines: BnGrid */
+#include "cuda_plan.h"        /* defines: BnGrid */
+#include "cuda_transformer.h" /* defines: LnColGrid */
 
 #include <cuda_runtime.h>
 #include <stddef.h>
@@ -23,12 +24,13 @@ cudaError_t dtk_bias_add(cudaStream_t st, int n, int out, const float *b, float 
 cudaError_t dtk_bias_grad(cudaStream_t st, int n, int out, const float *dy, float *db);
 
 /* ---- loss and optimizer (cuda_optim_kernels.cu) -------------------------------------------- */
-/* Softmax cross-entropy over logits[n,c] (backend.h): dlogits[n,c] (skipped when NULL),
- * stats[0] = mean loss, stats[1] = correct predictions. Scratch: row_loss[n] (double) and
- * row_hit[n] (int) of device memory, n <= their capacity. */
+/* Softmax cross-entropy over logits[n,c] (backend.h): dlogits[n,c] (skipped when NULL; may be
+ * logits, in place), stats[0] = mean loss, stats[1] = correct predictions. Scratch: row_loss
+ * (double) and row_hit (int) of `scratch` entries of device memory, any n (min(n, scratch)
+ * blocks, each summing its rows in order). */
 cudaError_t dtk_softmax_xent(cudaStream_t st, int n, int c, const float *logits,
                              const int32_t *labels, float *dlogits, float *stats, double *row_loss,
-                             int *row_hit);
+                             int *row_hit, int scratch);
 /* PyTorch SGD over n parameters (backend.h): g' = g + wd*p; v = momentum*v + g'; p -= lr*v
  * (momentum == 0: p -= lr*g', v untouched) */
 cudaError_t dtk_sgd_update(cudaStream_t st, size_t n, float *p, const float *g, float *v, float lr,
@@ -115,6 +117,30 @@ cudaError_t dtk_lstm_cell_forward(cudaStream_t st, const LstmShape *s, int t, fl
 cudaError_t dtk_lstm_cell_backward(cudaStream_t st, const LstmShape *s, int t, const float *gates,
                                    const float *cell, const float *dy, const float *dh_rec,
                                    float *dcell, float *dgates);
+
+/* ---- transformer (cuda_transformer_kernels.cu; per-thread arithmetic in cuda_transformer.h) -- */
+cudaError_t dtk_tokpos_forward(cudaStream_t st, const TokPosShape *s, const float *ids,
+                               const float *wte, const float *wpe, float *y);
+/* dwpe summed over the samples in order; dwte zeroed and summed per id in position order, each
+ * block owning TOKPOS_VROWS of its rows (no atomics) */
+cudaError_t dtk_tokpos_backward(cudaStream_t st, const TokPosShape *s, const float *ids,
+                                const float *dy, float *dwte, float *dwpe);
+cudaError_t dtk_layernorm_forward(cudaStream_t st, const LayerNormShape *s, const float *x,
+                                  const float *gamma, const float *beta, float *y, float *mean,
+                                  float *rstd);
+/* dx per row; dgamma, dbeta through partials [2 * g->splits * s->dim] doubles on the grid g */
+cudaError_t dtk_layernorm_backward(cudaStream_t st, const LayerNormShape *s, const LnColGrid *g,
+                                   double *partials, const float *x, const float *gamma,
+                                   const float *mean, const float *rstd, const float *dy, float *dx,
+                                   float *dgamma, float *dbeta);
+cudaError_t dtk_gelu_forward(cudaStream_t st, size_t n, const float *x, float *y);
+cudaError_t dtk_gelu_backward(cudaStream_t st, size_t n, const float *x, const float *dy,
+                              float *dx);
+/* rows of P [rows, T] (row R: query R % T), in place: the causal softmax of the scores; and
+ * d = the softmax's backward of dP in d, times scale, from P */
+cudaError_t dtk_att_softmax(cudaStream_t st, size_t rows, int T, float *p);
+cudaError_t dtk_att_softmax_back(cudaStream_t st, size_t rows, int T, const float *p, float *d,
+                                 float scale);
 
 #ifdef __cplusplus
 }

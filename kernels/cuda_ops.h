@@ -81,7 +81,7 @@ void cuda_dropout_backward(BackendCtx *ctx, const DropoutShape *s, const uint8_t
                            const float *dy, float *dx);
 
 /* ---- loss and optimizer (cuda_optim.c) ------------------------------------------------------ */
-/* Grows its scratch (synchronising) only for more rows than made at init (XENT_ROWS0). */
+/* Any number of rows on the scratch made at init (XENT_ROWS0); dlogits may be logits. */
 void cuda_softmax_xent(BackendCtx *ctx, int n, int c, const float *logits, const int32_t *labels,
                        float *dlogits, float *stats);
 void cuda_sgd_update(BackendCtx *ctx, size_t n, float *p, const float *g, float *v, float lr,
@@ -101,6 +101,29 @@ void cuda_lstm_forward(BackendCtx *ctx, const LstmShape *s, const float *x, cons
 void cuda_lstm_backward(BackendCtx *ctx, const LstmShape *s, const float *x, const float *w,
                         const float *y, const void *reserve, const float *dy, float *dx, float *dw,
                         float *db, void *work);
+
+/* ---- transformer (cuda_transformer.c) ------------------------------------------------------- */
+/* fp32 activations only (not the NHWC 16-bit format); the attention's products in the precision
+ * of --precision; nothing allocated (layer norm's partial sums in the batch-norm scratch) */
+void cuda_tokpos_forward(BackendCtx *ctx, const TokPosShape *s, const float *ids, const float *wte,
+                         const float *wpe, float *y);
+void cuda_tokpos_backward(BackendCtx *ctx, const TokPosShape *s, const float *ids, const float *dy,
+                          float *dwte, float *dwpe);
+void cuda_layernorm_forward(BackendCtx *ctx, const LayerNormShape *s, const float *x,
+                            const float *gamma, const float *beta, float *y, float *mean,
+                            float *rstd);
+void cuda_layernorm_backward(BackendCtx *ctx, const LayerNormShape *s, const float *x,
+                             const float *gamma, const float *mean, const float *rstd,
+                             const float *dy, float *dx, float *dgamma, float *dbeta);
+void cuda_gelu_forward(BackendCtx *ctx, size_t n, const float *x, float *y);
+void cuda_gelu_backward(BackendCtx *ctx, size_t n, const float *x, const float *dy, float *dx);
+size_t cuda_attention_reserve_bytes(BackendCtx *ctx, const AttentionShape *s);
+size_t cuda_attention_workspace_bytes(BackendCtx *ctx, const AttentionShape *s);
+void cuda_attention_forward(BackendCtx *ctx, const AttentionShape *s, const float *qkv, float *y,
+                            void *reserve, void *work);
+void cuda_attention_backward(BackendCtx *ctx, const AttentionShape *s, const float *qkv,
+                             const float *y, const void *reserve, const float *dy, float *dqkv,
+                             void *work);
 
 /* ---- the copy stream and step replay (cuda_stream.c) ---------------------------------------- */
 /* Made at init and freed at finalize (cuda.c): the copy stream, its events, cuBLAS's workspace. */

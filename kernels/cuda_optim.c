@@ -8,18 +8,13 @@
 #include "cuda_kernels.h" /* defines: dtk_softmax_xent, dtk_sgd_update, dtk_adamw_update */
 #include "cuda_ops.h"
 
+/* Any number of rows with the scratch made at init (XENT_ROWS0 partial sums): nothing grows or
+ * waits in a step, so a language model's batch * seq rows are captured in a graph like any
+ * other; dlogits may be logits (in place, backend.h). */
 void cuda_softmax_xent(BackendCtx *ctx, int n, int c, const float *logits, const int32_t *labels,
                        float *dlogits, float *stats) {
-    if (n > ctx->xent_cap) { /* more rows than made at init (XENT_ROWS0): grows once */
-        CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
-        if (ctx->row_loss) CUDA_CHECK(cudaFree(ctx->row_loss));
-        if (ctx->row_hit) CUDA_CHECK(cudaFree(ctx->row_hit));
-        CUDA_CHECK(cudaMalloc((void **)&ctx->row_loss, (size_t)n * sizeof(double)));
-        CUDA_CHECK(cudaMalloc((void **)&ctx->row_hit, (size_t)n * sizeof(int)));
-        ctx->xent_cap = n;
-    }
     CUDA_CHECK(dtk_softmax_xent(ctx->stream, n, c, logits, labels, dlogits, stats, ctx->row_loss,
-                                ctx->row_hit));
+                                ctx->row_hit, ctx->xent_cap));
 }
 
 void cuda_sgd_update(BackendCtx *ctx, size_t n, float *p, const float *g, float *v, float lr,

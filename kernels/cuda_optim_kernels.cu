@@ -22,66 +22,83 @@ __device__ static void argmax_merge(float &m, int &best, float v, int j)
     }
 }
 
-/* One block per row i of logits[n,c]:
+/* Rows i = blockIdx.x, blockIdx.x + gridDim.x, ... of logits[n,c], one at a time per block:
  *   m = max_j z, S = sum_j exp(z_j - m) (double), loss_i = log S - (z_label - m),
  *   dlogits_j = exp(z_j - m) * (inv_n / S) - [j == label] * inv_n,
  *   hit_i = (first argmax == label).
+ * The block's rows' losses are added in row order into row_loss[blockIdx.x] (double) and their
+ * hits into row_hit[blockIdx.x]: a grid of min(n, scratch) blocks takes any number of rows
+ * (a language model's batch * seq) with the scratch made at init, and the sums' order is fixed
+ * by n and the scratch (one row per block, as before, up to the scratch's rows).
+ * dlogits may be logits (in place, backend.h): every read of a row's logits happens before the
+ * barriers that precede its first write (the label's logit is read at the row's start), and each
+ * thread then writes only the elements it reads; hence no __restrict__ on the two.
  * A label outside [0, c) gives a NaN loss and no one-hot term. */
-__global__ void xent_rows_kernel(int c, const float *__restrict__ logits,
-                                 const int32_t *__restrict__ labels, float *__restrict__ dlogits,
-                                 float inv_n, double *__restrict__ row_loss,
-                                 int *__restrict__ row_hit)
+__global__ void xent_rows_kernel(int n, int c, const float *logits,
+                                 const int32_t *__restrict__ labels, float *dlogits, float inv_n,
+                                 double *__restrict__ row_loss, int *__restrict__ row_hit)
 {
     __shared__ float s_max[THREADS];
     __shared__ int s_arg[THREADS];
     __shared__ double s_sum[THREADS];
-    const int row = blockIdx.x, tid = threadIdx.x;
-    const float *z = logits + (size_t)row * c;
-    const int label = labels[row];
+    const int tid = threadIdx.x;
+    double block_loss = 0.0;
+    int block_hits = 0;
+    for (int row = blockIdx.x; row < n; row += gridDim.x) {
+        const float *z = logits + (size_t)row * c;
+        const int label = labels[row];
+        const int valid = label >= 0 && label < c;
+        const float z_label = valid && tid == 0 ? z[label] : 0.0f; /* before any write */
 
-    float m = -INFINITY;
-    int best = 0x7fffffff;
-    for (int j = tid; j < c; j += blockDim.x) argmax_merge(m, best, z[j], j);
-    s_max[tid] = m, s_arg[tid] = best;
-    __syncthreads();
-    for (int half = blockDim.x / 2; half > 0; half /= 2) {
-        if (tid < half) {
-            float v = s_max[tid];
-            int a = s_arg[tid];
-            argmax_merge(v, a, s_max[tid + half], s_arg[tid + half]);
-            s_max[tid] = v, s_arg[tid] = a;
+        float m = -INFINITY;
+        int best = 0x7fffffff;
+        for (int j = tid; j < c; j += blockDim.x) argmax_merge(m, best, z[j], j);
+        s_max[tid] = m, s_arg[tid] = best;
+        __syncthreads();
+        for (int half = blockDim.x / 2; half > 0; half /= 2) {
+            if (tid < half) {
+                float v = s_max[tid];
+                int a = s_arg[tid];
+                argmax_merge(v, a, s_max[tid + half], s_arg[tid + half]);
+                s_max[tid] = v, s_arg[tid] = a;
+            }
+            __syncthreads();
         }
+        m = s_max[0];
+        best = s_arg[0];
         __syncthreads();
-    }
-    m = s_max[0];
-    best = s_arg[0];
-    __syncthreads();
 
-    double sum = 0.0;
-    for (int j = tid; j < c; j += blockDim.x) sum += (double)expf(z[j] - m);
-    s_sum[tid] = sum;
-    __syncthreads();
-    for (int half = blockDim.x / 2; half > 0; half /= 2) {
-        if (tid < half) s_sum[tid] += s_sum[tid + half];
+        double sum = 0.0;
+        for (int j = tid; j < c; j += blockDim.x) sum += (double)expf(z[j] - m);
+        s_sum[tid] = sum;
         __syncthreads();
-    }
-    sum = s_sum[0];
+        for (int half = blockDim.x / 2; half > 0; half /= 2) {
+            if (tid < half) s_sum[tid] += s_sum[tid + half];
+            __syncthreads();
+        }
+        sum = s_sum[0];
 
-    const int valid = label >= 0 && label < c;
-    if (dlogits) {
-        float *d = dlogits + (size_t)row * c;
-        const float scale = (float)(inv_n / sum);
-        for (int j = tid; j < c; j += blockDim.x)
-            d[j] = dt_xent_grad(expf(z[j] - m), scale, valid && j == label, inv_n);
+        if (dlogits) { /* each thread overwrites only the z[j] it reads here */
+            float *d = dlogits + (size_t)row * c;
+            const float scale = (float)(inv_n / sum);
+            for (int j = tid; j < c; j += blockDim.x)
+                d[j] = dt_xent_grad(expf(z[j] - m), scale, valid && j == label, inv_n);
+        }
+        if (tid == 0) {
+            block_loss += valid ? log(sum) - (double)(z_label - m) : (double)NAN;
+            block_hits += best == label;
+        }
+        __syncthreads(); /* the shared arrays are the next row's */
     }
     if (tid == 0) {
-        row_loss[row] = valid ? log(sum) - (double)(z[label] - m) : (double)NAN;
-        row_hit[row] = best == label;
+        row_loss[blockIdx.x] = block_loss;
+        row_hit[blockIdx.x] = block_hits;
     }
 }
 
-/* One block: stats = {mean of row_loss, sum of row_hit}, in a fixed order (deterministic). */
-__global__ void xent_finish_kernel(int n, const double *__restrict__ row_loss,
+/* One block: stats = {sum of row_loss[parts] / n, sum of row_hit[parts]}, in a fixed order
+ * (deterministic). */
+__global__ void xent_finish_kernel(int parts, int n, const double *__restrict__ row_loss,
                                    const int *__restrict__ row_hit, float *__restrict__ stats)
 {
     __shared__ double s_loss[THREADS];
@@ -89,7 +106,7 @@ __global__ void xent_finish_kernel(int n, const double *__restrict__ row_loss,
     const int tid = threadIdx.x;
     double l = 0.0;
     int h = 0;
-    for (int i = tid; i < n; i += blockDim.x) l += row_loss[i], h += row_hit[i];
+    for (int i = tid; i < parts; i += blockDim.x) l += row_loss[i], h += row_hit[i];
     s_loss[tid] = l, s_hit[tid] = h;
     __syncthreads();
     for (int half = blockDim.x / 2; half > 0; half /= 2) {
@@ -104,15 +121,17 @@ __global__ void xent_finish_kernel(int n, const double *__restrict__ row_loss,
 
 extern "C" cudaError_t dtk_softmax_xent(cudaStream_t st, int n, int c, const float *logits,
                                         const int32_t *labels, float *dlogits, float *stats,
-                                        double *row_loss, int *row_hit)
+                                        double *row_loss, int *row_hit, int scratch)
 {
-    if (n > 0 && c > 0) {
-        xent_rows_kernel<<<n, THREADS, 0, st>>>(c, logits, labels, dlogits, 1.0f / (float)n,
-                                                row_loss, row_hit);
+    const int parts = n < scratch ? n : scratch; /* blocks, each leaving one partial sum */
+    if (n > 0 && c > 0 && parts > 0) {
+        xent_rows_kernel<<<parts, THREADS, 0, st>>>(n, c, logits, labels, dlogits,
+                                                    1.0f / (float)n, row_loss, row_hit);
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) return e;
     }
-    xent_finish_kernel<<<1, THREADS, 0, st>>>(c > 0 ? n : 0, row_loss, row_hit, stats);
+    xent_finish_kernel<<<1, THREADS, 0, st>>>(c > 0 && parts > 0 ? parts : 0, n, row_loss,
+                                              row_hit, stats);
     return cudaGetLastError();
 }
 

@@ -69,6 +69,7 @@ progs=(src/dtbench src/dtbench-cuda.so tests/cuda_probe tests/test_cuda_kernels 
        tests/test_device_arith tests/exchange_avg tests/sampler_check bench/nccl_busbw
        tests/test_cuda_precision tests/test_cuda_algos tests/layer_compare
        tests/test_device_nhwc tests/test_device_bn16 tests/test_cuda_nhwc bench/gpu_kernels
+       tests/test_cuda_transformer
        tests/test_cpu_{backend,gemm,conv,pool,norm,elementwise,optim,recurrent})
 "$B/src/dtbench" --version | grep "($COMMIT)" >/dev/null || die "the build is not stamped with $COMMIT"
 for p in "${progs[@]}"; do

@@ -64,6 +64,7 @@ cuda-kernels-tf32    1  30 cpu     a result that moves without TF32 was computed
 cuda-zoo-tf32        1  30 cpu     the same for the zoo
 cuda-precision       6  60 gpu     tf32, bf16, fp16 products within their bounds
 cuda-nhwc            2  60 gpu     every NHWC 16-bit kernel against the CPU
+cuda-transformer     3  60 gpu     the transformer's kernels, AdamW, in-place softmax vs float64, CPU
 gpu-train           22  90 gpu,h5  GPU = CPU iterations; a run's phases, loss, metadata; 2 ranks
 gpu-step            25  90 gpu,h5  prefetched and replayed steps = eager ones; evaluations; a stop
 gpu-phases          35 120 gpu,h5  one rank, each model and precision: phases <= total, exchange <= 1%
@@ -285,6 +286,7 @@ run_step() {
         fi ;;
     device-arith | cuda-plan | device-nhwc | cuda-kernels | cuda-zoo | cuda-precision | cuda-nhwc)
         step "$n" "$l" "$t/test_${n//-/_}" ;;
+    cuda-transformer) step "$n" "$l" "$t/test_cuda_transformer" ;;
     layer-compare-cpu) step "$n" "$l" "$LAYER_COMPARE" --model lenet --a cpu --b cpu64 --quiet ;;
     *-notf32) step "$n" "$l" env NVIDIA_TF32_OVERRIDE=0 "$t/test_$(sed 's/-notf32//; s/-/_/g' <<<"$n")" ;;
     *-tf32) # a result that moves without TF32 was computed with it

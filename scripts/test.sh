@@ -44,7 +44,7 @@ took setup "$t"
 
 # Tests that need a GPU (they exit 77 without one): shell patterns over make check's test names.
 GPU_TESTS="tests/test_gpu_*.sh tests/test_cuda_kernels tests/test_cuda_zoo tests/test_cuda_precision
-    tests/test_cuda_algos tests/test_cuda_bn tests/test_cuda_nhwc"
+    tests/test_cuda_algos tests/test_cuda_bn tests/test_cuda_nhwc tests/test_cuda_transformer"
 if nvidia-smi -L >/dev/null 2>&1; then have_gpu=1; else have_gpu=0; fi
 # matches NAME PATTERNS: NAME matches one of the space-separated shell PATTERNS
 matches() {
