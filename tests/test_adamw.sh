@@ -12,7 +12,7 @@
 #      fake device (tests/staged_check ... adamw); on the counting fake device, a step keeps its
 #      rules (src/run/count_device.h) and trains the CPU run's parameters;
 #   3. refusals, exit 2 in one line and no file: --momentum with adamw, --beta1, --beta2 or --eps
-#      with sgd (also sgd as the zoo's auto), a beta of 1; auto is sgd for the zoo;
+#      with sgd (also sgd as the zoo's auto), a beta of 1, an eps of 0; auto is sgd for the zoo;
 #   4. against torch.optim.AdamW (nanoGPT's two parameter groups) from dtbench's initial
 #      parameters: 10 steps, every loss and the final parameters (skipped without torch).
 . "$(dirname "$0")/lib.sh"
@@ -92,6 +92,7 @@ expect_bad 1 "--beta2: 0.99 is not accepted with --optimizer sgd" $bad --beta2 0
 expect_bad 1 "--eps: 1e-06 is not accepted with --optimizer sgd" $bad --exchange ssp --eps 1e-6
 expect_bad 1 "--beta1: 1 is not accepted: expected a number from 0 to below 1" \
     $bad --optimizer adamw --beta1 1
+expect_bad 1 "--eps: 0 is not accepted: expected a number above 0" $bad --optimizer adamw --eps 0
 expect_bad 1 "--optimizer: 'adam' is not accepted: expected one of sgd,adamw,auto" $bad --optimizer adam
 out=$(run_np 1 --model lenet --dataset synthetic --batch 8 --iters 1 --warmup 0 --momentum 0.5 --output auto.h5)
 grep -q '^  optimizer  *sgd$' <<<"$out" || fail "--optimizer auto is not sgd for lenet: $out"
