@@ -1,7 +1,8 @@
 # test_adamw.sh - --optimizer adamw (PyTorch's AdamW; weight decay on the tensors of 2 or more
 # dimensions only, nanoGPT's rule) end to end, on LeNet:
 #   1. data parallelism: 2 ranks (sync: the gradient sum's 1/P folded into eps) train the
-#      parameters 1 rank trains; ssp with S = 0 (its engine averages) those of sync, bit for bit;
+#      parameters 1 rank trains, and so do 2 pipeline stages (each updating its part, its decay
+#      runs offset); ssp with S = 0 (its engine averages) those of sync, bit for bit;
 #      async with one worker and two servers (each updating its shard, with the decay runs that
 #      fall in it and its own moments) those of 1 rank, bit for bit;
 #   2. the stale strategies train: ssp with S = 1 (its finish applies the last update, its step
@@ -11,7 +12,7 @@
 #      fake device (tests/staged_check ... adamw); on the counting fake device, a step keeps its
 #      rules (src/run/count_device.h) and trains the CPU run's parameters;
 #   3. refusals, exit 2 in one line and no file: --momentum with adamw, --beta1, --beta2 or --eps
-#      with sgd (also sgd as the zoo's auto), a beta of 1; auto is sgd for the zoo;
+#      with sgd (also sgd as the zoo's auto), a beta of 1, an eps of 0; auto is sgd for the zoo;
 #   4. against torch.optim.AdamW (nanoGPT's two parameter groups) from dtbench's initial
 #      parameters: 10 steps, every loss and the final parameters (skipped without torch).
 . "$(dirname "$0")/lib.sh"
@@ -35,10 +36,11 @@ compare() { "$PYTHON" "$TESTS_SRCDIR/compare_params.py" "$@"; }
 train one 1 --eps 1e-4
 train two 2 --eps 1e-4
 h5check finished two.h5 --ranks 2 --iters 8
-compare "$TOL" one.params two.params
+train stages 2 --eps 1e-4 --parallel model --microbatches 2
+compare "$TOL" one.params two.params stages.params
 train async-shards 3 --eps 1e-4 --exchange async --ps-ranks 2 --staleness 0
 compare 0 one.params async-shards.params
-pass "adamw: 2 ranks train the parameters of 1; async's 2 servers those of 1, bit for bit"
+pass "adamw: 2 ranks and 2 pipeline stages train the parameters of 1; async's 2 servers those of 1, bit for bit"
 train sync-eps8 2
 train ssp0-eps8 2 --exchange ssp --staleness 0
 cmp -s sync-eps8.params ssp0-eps8.params || fail "adamw: ssp S=0 and sync differ"
@@ -90,6 +92,7 @@ expect_bad 1 "--beta2: 0.99 is not accepted with --optimizer sgd" $bad --beta2 0
 expect_bad 1 "--eps: 1e-06 is not accepted with --optimizer sgd" $bad --exchange ssp --eps 1e-6
 expect_bad 1 "--beta1: 1 is not accepted: expected a number from 0 to below 1" \
     $bad --optimizer adamw --beta1 1
+expect_bad 1 "--eps: 0 is not accepted: expected a number above 0" $bad --optimizer adamw --eps 0
 expect_bad 1 "--optimizer: 'adam' is not accepted: expected one of sgd,adamw,auto" $bad --optimizer adam
 out=$(run_np 1 --model lenet --dataset synthetic --batch 8 --iters 1 --warmup 0 --momentum 0.5 --output auto.h5)
 grep -q '^  optimizer  *sgd$' <<<"$out" || fail "--optimizer auto is not sgd for lenet: $out"

@@ -14,6 +14,8 @@
  *                                          route each gradient to the same maximum)
  *   softmax loss 1e-5, dlogits 1e-4 * max(1/n, |ref|), correct count exact
  *   SGD                                    1e-6 * max(1, |ref|) (the GPU may fuse multiply-adds)
+ *   AdamW p, m, v                          1e-5 * max(1, 0.1, 0.01 resp., |ref|) against the
+ *                                          float64 reference over several steps
  * Each result line keeps its form "<what>: max abs diff <X> ..." (tests/compare_tf32_logs.py reads
  * it); the checks are counted by tests/harness.h. Exit status: 0 all pass, 1 a failure, 77 no
  * GPU. */
@@ -307,6 +309,33 @@ static void test_sgd(size_t n, float lr, float momentum, float wd, int steps) {
     free(p), free(g), free(v);
 }
 
+/* AdamW over several steps against the reference (m and v start at 0, as the model's do) */
+static void test_adamw(size_t n, float lr, float wd, int steps) {
+    char shape[96];
+    snprintf(shape, sizeof shape, "n=%zu lr=%g wd=%g steps=%d", n, lr, wd, steps);
+    const float b1 = 0.9f, b2 = 0.95f, eps = 1e-8f;
+    float *p = host(n, -1, 1), *g = host(n, -1, 1), *m = halloc(n), *v = halloc(n);
+    memset(m, 0, n * 4), memset(v, 0, n * 4);
+    float *dp = dev_copy(p, n * 4), *dg = dev_copy(g, n * 4), *dm = dev_copy(m, n * 4);
+    float *dv = dev_copy(v, n * 4);
+    for (int t = 1; t <= steps; t++) {
+        const AdamWStep a = {.lr = lr,
+                             .beta1 = b1,
+                             .beta2 = b2,
+                             .eps = eps,
+                             .weight_decay = wd,
+                             .bias1 = (float)(1.0 - pow(b1, t)),
+                             .bias2 = (float)(1.0 - pow(b2, t))};
+        ref_adamw_update(n, p, g, m, v, t, lr, b1, b2, eps, wd);
+        B->adamw_update(ctx, n, dp, dg, dm, dv, &a);
+    }
+    check("adamw_update p", shape, dp, p, n, 1e-5, 1.0);
+    check("adamw_update m", shape, dm, m, n, 1e-5, 0.1);
+    check("adamw_update v", shape, dv, v, n, 1e-5, 0.01);
+    B->free(ctx, dp), B->free(ctx, dg), B->free(ctx, dm), B->free(ctx, dv);
+    free(p), free(g), free(m), free(v);
+}
+
 /* ---- phase timer ---- */
 
 static void test_timer(void) {
@@ -367,6 +396,8 @@ int main(void) {
     test_sgd(1000, 0.01f, 0.9f, 0.0f, 3);
     test_sgd(1001, 0.1f, 0.0f, 1e-4f, 2);
     test_sgd((size_t)1 << 20, 0.05f, 0.9f, 5e-4f, 4);
+    test_adamw(1001, 1e-3f, 0.0f, 3);
+    test_adamw((size_t)1 << 20, 6e-4f, 0.1f, 4);
 
     test_timer();
 

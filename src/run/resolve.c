@@ -183,8 +183,8 @@ static void choose_optimizer(Options *opt, const RunPlan *p) {
         opt->optimizer = p->md->adamw_default ? OPTIMIZER_ADAMW : OPTIMIZER_SGD;
 }
 
-/* AdamW: a backend that has its update, and betas below 1 (bias correction divides by
- * 1 - beta^t). */
+/* AdamW: a backend that has its update, betas below 1 (bias correction divides by 1 - beta^t) and
+ * an eps a float holds above 0 (a parameter whose gradient is 0 would take 0/0: NaN). */
 static void check_optimizer(const Options *opt, const RunPlan *p) {
     if (opt->optimizer != OPTIMIZER_ADAMW) return;
     usage_check_all(p->be->adamw_update != NULL,
@@ -195,6 +195,10 @@ static void check_optimizer(const Options *opt, const RunPlan *p) {
                     "--beta1: %g is not accepted: expected a number from 0 to below 1", opt->beta1);
     usage_check_all(opt->beta2 < 1,
                     "--beta2: %g is not accepted: expected a number from 0 to below 1", opt->beta2);
+    usage_check_all((float)opt->eps > 0,
+                    "--eps: %g is not accepted: expected a number above 0 that a float holds (with "
+                    "0, a parameter whose gradient is 0 would become NaN)",
+                    opt->eps);
 }
 
 /* The components, by name, and the parallel mode with its schedule. */
