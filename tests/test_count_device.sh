@@ -3,7 +3,7 @@
 # memory, every call counted per iteration, copies of prefetched batches deferred until the
 # compute stream waits for them, graphs captured without running and replayed by running again
 # with the same calls) through the real driver:
-#   1. LeNet, ResNet-8 and an LSTM: no allocation and no host synchronisation inside a step, one
+#   1. LeNet, ResNet-8, an LSTM and a transformer (nanogpt-char): no allocation and no host synchronisation inside a step, one
 #      weight cast per step, the next batch's uploads queued while the step's kernels are,
 #      graphs captured once per input slot and part and replayed after (tests/check_counts.py);
 #      the saved parameters bit for bit those of the plain CPU run, with graphs and prefetch on
@@ -50,15 +50,17 @@ attr() { # attr FILE NAME: a root attribute of a result file
     "$PYTHON" -c 'import sys, h5py; print(h5py.File(sys.argv[1], "r").attrs[sys.argv[2]])' "$@"
 }
 
-# 1. the step's rules, three models
-for m in lenet resnet8 lstm32; do
-    plain "$m-cpu" 1 --model "$m" $common
-    counted "$m" 1 --model "$m" $common
+# 1. the step's rules, four models (the transformer on 16-token sequences)
+for m in lenet resnet8 lstm32 nanogpt-char; do
+    # the transformer with SGD: one update launch, as the zoo (AdamW: tests/test_adamw.sh)
+    [ "$m" = nanogpt-char ] && m_args="--seq-len 16 --optimizer sgd" || m_args=""
+    plain "$m-cpu" 1 --model "$m" $m_args $common
+    counted "$m" 1 --model "$m" $m_args $common
     [ "$(attr "$WORK/$m.h5" prefetch)" = on ] || fail "$m: prefetch not used on the fake device"
     [ "$(attr "$WORK/$m.h5" graphs)" = forward,backward ] || fail "$m: graphs not used"
     $CHECK "$WORK/$m.count" --h5 "$WORK/$m.h5" --iters $ITERS --graphs 4 || fail "$m: a step rule (above)"
     same "$m" "$m-cpu"
-    counted "$m-eager" 1 --model "$m" $common --graphs off --prefetch off
+    counted "$m-eager" 1 --model "$m" $m_args $common --graphs off --prefetch off
     $CHECK "$WORK/$m-eager.count" --iters $ITERS --eager --no-prefetch || fail "$m: eager rules"
     same "$m-eager" "$m-cpu"
     pass "$m: prefetched and replayed = eager = plain CPU, bit for bit; the step's rules hold"
