@@ -6,8 +6,10 @@
 #   3. it trains, every rank finishing every iteration with a finite loss, in every exchange
 #      strategy (sync over mpi and hier, with --overlap, ssp, async with a parameter server,
 #      mixed), with AdamW, its default;
-#   4. what cannot apply is refused in one line (exit 2, no file): a pipeline (the head and the
-#      token embedding share one table), a sequence longer than the context.
+#   4. a pipeline trains it to the parameters of 1 rank (GPipe on 2 stages, 1F1B on 4, 2 replicas
+#      of 2 stages): the head on the last stage multiplies by its copy of the token table, whose
+#      gradient goes to stage 0 and whose update comes back (src/run/pipeline_tied.c);
+#   5. a sequence longer than the context is refused in one line (exit 2, no file).
 . "$(dirname "$0")/lib.sh"
 cd "$WORK"
 
@@ -56,8 +58,19 @@ strategy async 3 --exchange async --ps-ranks 1
 strategy mixed 4 --exchange mixed --ranks-per-node 2
 pass "nanogpt-char trains with sync (mpi, hier + overlap), ssp, async and mixed"
 
-# 4. refusals
+# 4. pipelines = one process (the same SGD run as 2.; 2 micro-batches per replica or more)
+pipe() {
+    local name=$1 np=$2
+    shift 2
+    run_np "$np" $common $sgd "$@" --output "$name.h5" --save-model "$name.params" >/dev/null
+}
+pipe gpipe2 2 --parallel model --schedule gpipe --microbatches 2
+pipe 1f1b4 4 --parallel model --schedule 1f1b --microbatches 4
+pipe hybrid 4 --parallel hybrid --stages 2 --microbatches 2
+"$PYTHON" "$TESTS_SRCDIR/compare_params.py" "$TOL" dp1.params gpipe2.params 1f1b4.params hybrid.params
+pass "nanogpt-char: GPipe on 2 stages, 1F1B on 4 and 2 x 2 hybrid train the parameters of 1 rank"
+
+# 5. refusals
 O="--output bad.h5"
-expect_bad 2 "--parallel: 'model' is not accepted with nanogpt-char" --model nanogpt-char --dataset synthetic --parallel model $O
 expect_bad 0 "--seq-len: 512 is not accepted" --model nanogpt-char --dataset synthetic --seq-len 512 $O
-pass "a pipeline and a sequence beyond the context are refused in one line"
+pass "a sequence beyond the context is refused in one line"

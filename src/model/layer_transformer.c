@@ -42,13 +42,24 @@ static void tokpos_forward(const LayerStep *t) {
 }
 
 /* The head tied to this row wrote its part of the token table's gradient first (it runs earlier
- * in the backward order, into its own buffer): added here, where the table's gradient is made. */
+ * in the backward order, into its own buffer): added here, where the table's gradient is made.
+ * A head on a later pipeline stage sent its part summed over the iteration (model.h, tied_*):
+ * added once, by the call the driver marked. */
 static void tokpos_backward(const LayerStep *t) {
     const Layer *L = t->L;
+    Model *m = t->m;
     TokPosShape s = tokpos_shape(L, t->n);
-    t->m->be->tokpos_backward(t->m->ctx, &s, t->x, t->dy, t->dw, t->db);
-    if (L->tied_by >= 0)
-        t->m->be->axpy(t->m->ctx, L->nw, 1.0f, t->m->layers[L->tied_by].aux, t->dw);
+    m->be->tokpos_backward(m->ctx, &s, t->x, t->dy, t->dw, t->db);
+    if (s.seq < L->d.positions) /* positions beyond the sequence: no gradient (the kernel leaves
+                                   them, and db may be scratch that another row wrote) */
+        m->be->zero(m->ctx, t->db + (size_t)s.seq * s.dim,
+                    (size_t)(L->d.positions - s.seq) * s.dim * sizeof(float));
+    if (L->tied_by >= 0 && L->tied_by < m->last)
+        m->be->axpy(m->ctx, L->nw, 1.0f, m->layers[L->tied_by].aux, t->dw);
+    else if (L->tied_by >= 0 && m->tied_pending) {
+        m->be->axpy(m->ctx, L->nw, 1.0f, m->tied_grad, t->dw);
+        m->tied_pending = 0;
+    }
 }
 
 static const LayerOp tokpos_ops[] = {
@@ -216,6 +227,11 @@ static const Layer *tied_row(const Model *m, const Layer *L) {
     return &m->layers[L->tied];
 }
 
+/* 1: the table is in this part; 0: in an earlier pipeline stage (this part holds its copy) */
+static int tied_here(const Model *m, const Layer *L) {
+    return L->tied >= m->first;
+}
+
 /* logits [seq, 1, vocab] = x [seq, 1, width] wte^T, wte the tied row's token table */
 static void lm_head_plan(Model *m, Layer *L, const Layer *P) {
     (void)P;
@@ -234,9 +250,12 @@ static void lm_head_plan(Model *m, Layer *L, const Layer *P) {
     L->flops_dw = L->flops_dx = L->flops;
 }
 
-/* the token table's gradient from this row, which the tied row adds to its own (tokpos_backward) */
+/* the token table's gradient from one micro-batch, which the tied row adds to its own
+ * (tokpos_backward), or which adds to the sum sent to the table's stage (micro-batches after the
+ * first; the first writes the sum) */
 static void lm_head_alloc(Model *m, Layer *L) {
-    L->aux = layer_alloc(m, tied_row(m, L)->nw * sizeof(float));
+    if (tied_here(m, L) || m->slots > 1)
+        L->aux = layer_alloc(m, tied_row(m, L)->nw * sizeof(float));
 }
 
 static FcShape lm_head_shape(const LayerStep *t) {
@@ -245,6 +264,7 @@ static FcShape lm_head_shape(const LayerStep *t) {
 }
 
 static const float *lm_head_weights(const LayerStep *t) {
+    if (!tied_here(t->m, t->L)) return t->m->tied_w;
     return t->m->params + (tied_row(t->m, t->L)->w_off - t->m->param_base);
 }
 
@@ -254,8 +274,13 @@ static void lm_head_forward(const LayerStep *t) {
 }
 
 static void lm_head_backward(const LayerStep *t) {
+    Model *m = t->m;
     FcShape s = lm_head_shape(t);
-    t->m->be->fc_backward(t->m->ctx, &s, t->x, lm_head_weights(t), t->dy, t->dx, t->L->aux, NULL);
+    const int sum_here = !tied_here(m, t->L) && !t->accumulate; /* the first micro-batch's */
+    float *dw = sum_here ? m->tied_grad : t->L->aux;
+    m->be->fc_backward(m->ctx, &s, t->x, lm_head_weights(t), t->dy, t->dx, dw, NULL);
+    if (!tied_here(m, t->L) && t->accumulate)
+        m->be->axpy(m->ctx, m->tied_count, 1.0f, t->L->aux, m->tied_grad);
 }
 
 static const LayerOp lm_head_ops[] = {LAYER_OP(axpy), {0, NULL}};

@@ -26,6 +26,7 @@ typedef struct {
     Model *m;
     Layer *L;
     int i, s0, n, slot, train;
+    int accumulate;       /* backward: this micro-batch's parameter gradients add to the others' */
     const float *x;       /* input 0 */
     const float *w, *b;   /* parameters (b NULL: no bias) */
     float *y;             /* output */

@@ -210,6 +210,28 @@ static void assign_gradient_buffers(Model *m) {
     free(slot_of), free(in_use);
 }
 
+/* A row computing with a table another stage holds (a tied head on the last stage): its copy of
+ * the table, initialised as the table's row initialises it, and the gradient it sends; the
+ * table's stage: the gradient it receives (model.h, tied_*). */
+static void tie_stages(Model *m) {
+    for (int i = m->first; i < m->last; i++) {
+        const Layer *L = &m->layers[i];
+        if (L->tied_by >= m->last) { /* the table, read by a later stage */
+            m->tied_count = L->nw;
+            m->tied_grad = layer_alloc(m, L->nw * sizeof(float));
+        }
+        if (L->tied < 0 || L->tied >= m->first) continue;
+        const Layer *T = &m->layers[L->tied]; /* the table, in an earlier stage */
+        float *host = xmalloc((T->nparams + 1) * sizeof(float));
+        init_layer(T, L->tied, m->seed, host, host + T->nw);
+        m->tied_count = T->nw;
+        m->tied_w = layer_alloc(m, T->nw * sizeof(float));
+        m->tied_grad = layer_alloc(m, T->nw * sizeof(float));
+        m->be->upload(m->ctx, m->tied_w, host, T->nw * sizeof(float));
+        free(host);
+    }
+}
+
 void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes,
                       int batch, int microbatches, int first, int last, const BackendOps *be,
                       BackendCtx *ctx, uint64_t seed) {
@@ -276,6 +298,7 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
     }
     if (m->work_bytes) m->work = layer_alloc(m, m->work_bytes);
     init_part(m);
+    tie_stages(m);
     model_declare_weights(m);
     if (be->weights_ready) be->weights_ready(ctx, m->params, m->nparams); /* may allocate */
 }
@@ -299,7 +322,7 @@ void model_free(Model *m) {
         void *bufs[] = {m->params,       m->grads,      m->momentum, m->buffers,
                         m->x,            m->dx,         m->labels,   m->work,
                         m->grad_scratch, m->dy_scratch, m->stats,    m->x_act,
-                        m->origin,       m->variance};
+                        m->origin,       m->variance,   m->tied_w,   m->tied_grad};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) m->be->free(c, bufs[i]);
         for (int i = 0; i < m->ndy_pool; i++)
@@ -440,6 +463,7 @@ void model_backward_part_hook(Model *m, int s0, int n, int slot, int accumulate,
             .train = 1,
             .x = layer_input_y(m, L, 0, s0),
             .w = param(m, L->w_off),
+            .accumulate = accumulate,
             .dy = layer_dy_at(m, L, s0),
             .dw = g,
             .db = g && L->nb ? g + L->nw : NULL,

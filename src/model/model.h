@@ -151,6 +151,15 @@ typedef struct {
     BackendCtx *ctx;
     float *params, *grads, *momentum; /* [nparams] each, same layout */
     float *variance; /* [nparams] AdamW's second moment (model_use_adamw), NULL: none */
+    /* A table two pipeline stages share (a language model's token table, which its head on the
+     * last stage multiplies by; src/run/pipeline_tied.c keeps them equal). On the stage of the
+     * head: tied_w, its copy of the table, and tied_grad, the head's gradient of it summed over
+     * the iteration's micro-batches, for the table's stage. On the table's stage: tied_grad, that
+     * gradient as received, which the table's backward adds once when tied_pending is set. NULL,
+     * 0: none (one stage holds both, or the model has no tied rows). */
+    float *tied_w, *tied_grad;
+    size_t tied_count; /* floats of the table */
+    int tied_pending;
     float *buffers;                   /* [nbuffers] */
     float *x;                         /* [batch, x_size] the part's input (fp32 NCHW) */
     /* The backend's activation format (backend.h's ActFormat; NCHW fp32 unless it declares

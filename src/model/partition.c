@@ -17,7 +17,6 @@ int partition_cuts(const Model *plan, int *cut_ok) {
         const Layer *L = &plan->layers[s];
         for (int k = 0; k < L->ninputs; k++)
             if (L->inputs[k] < lowest) lowest = L->inputs[k];
-        if (L->tied >= 0 && L->tied - 1 < lowest) lowest = L->tied - 1; /* one stage holds both */
         cut_ok[s] = s > 0 && lowest >= s - 1;
         count += cut_ok[s];
     }

@@ -191,6 +191,7 @@ TrainResult driver_run(Driver *d) {
         int done = d->xops->exchange(d->xstate, m->params, m->grads, &xs);
         be->timer_record(ctx, MARK_EXCHANGE);
         int skip = update(d, &scaler, done, &xs);
+        tied_refresh(&s.tied, d->pipe, m); /* the last stage's copy of a shared table */
         be->timer_record(ctx, MARK_UPDATE);
 
         /* Outside the timed phases from here on. */

@@ -58,6 +58,7 @@ void stage_init(StageRun *s, const Driver *d) {
         s->h_y = xcalloc(out ? out : 1, sizeof(float));
         s->h_dy = xcalloc(out ? out : 1, sizeof(float));
     }
+    tied_init(&s->tied, p, m);
 }
 
 /* Where a message's payload lives on the host: the device slice's host copy, or the slice. */
@@ -79,6 +80,7 @@ void stage_free(StageRun *s) {
     free(s->steps), free(s->losses);
     free(s->fwd_in), free(s->fwd_out), free(s->bwd_in), free(s->bwd_out);
     free(s->h_x), free(s->h_y), free(s->h_dy), free(s->h_dx);
+    tied_free(&s->tied);
     memset(s, 0, sizeof *s);
 }
 
@@ -178,6 +180,11 @@ static void backward_step(Driver *d, StageRun *s, int64_t it, int j, int nth, in
         s->vote |= signals_stop_requested() != 0;
         s->decision = s->vote; /* the last stage's vote covers every stage */
     }
+    if (final) { /* stage 0: the tied head's gradient of the table, added by this backward */
+        double u0 = dt_now();
+        tied_recv_grad(&s->tied, p, m);
+        s->st.recv += dt_now() - u0;
+    }
     double c0 = dt_now();
     if (final && d->set.overlap && d->xops->grads_ready)
         model_backward_part_hook(m, j * mb, mb, j, nth > 0, grads_ready, d);
@@ -207,6 +214,7 @@ static void backward_step(Driver *d, StageRun *s, int64_t it, int j, int nth, in
                  k - 1, 1, j, p->pipe_comm);
         p2p_progress(s->bwd_out, p->microbatches);
         s->st.bytes += (double)in_floats * sizeof(float);
+        if (final) tied_send_grad(&s->tied, p, m); /* the last stage: its head's, summed */
         s->st.send += dt_now() - c1;
     }
 }
@@ -247,6 +255,7 @@ void stage_iteration(Driver *d, StageRun *s, int64_t it) {
         if (k < K - 1) p2p_wait(&s->fwd_out[j]);
         if (k > 0) p2p_wait(&s->bwd_out[j]);
     }
+    tied_wait(&s->tied);
     if (K > 1) s->st.send += dt_now() - s0;
 }
 

@@ -7,6 +7,7 @@
 
 #include "driver.h"
 #include "pipeline_p2p.h"
+#include "pipeline_tied.h"
 
 /* Phase marks on the backend's timeline (BackendOps.timer_record slots). */
 enum { MARK_START, MARK_DATA, MARK_FORWARD, MARK_BACKWARD, MARK_EXCHANGE, MARK_UPDATE,
@@ -29,6 +30,7 @@ typedef struct {
      * activations in (in_floats each) and out (out_floats), gradients in (out) and out (in).
      * NULL on host backends (the messages use the model's buffers directly). */
     float *h_x, *h_y, *h_dy, *h_dx;
+    TiedLink tied; /* a table the first and last stage share (pipeline_tied.h) */
 } StageRun;
 
 void stage_init(StageRun *s, const Driver *d);

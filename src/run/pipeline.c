@@ -40,14 +40,6 @@ void pipeline_setup(Pipeline *p, const Options *opt, ParallelMode mode, const Mo
     } else {
         int K = opt->stages ? opt->stages : (p->mode == PARALLEL_MODEL ? nranks : 2);
         p->stages = K;
-        const Layer *tied = NULL; /* a row computing with another's table (a tied LM head) */
-        for (int i = 0; i < n && !tied; i++)
-            if (plan->layers[i].tied >= 0) tied = &plan->layers[i];
-        usage_check_all(!tied,
-                        "--parallel: '%s' is not accepted with %s: its %s and %s share one table, "
-                        "which pipeline stages cannot hold on two ranks yet: expected data",
-                        NAME_OF(PARALLEL_NAMES, p->mode), plan->desc->name,
-                        tied ? tied->d.name : "", tied ? plan->layers[tied->tied].d.name : "");
         char cuts[400];
         partition_cuts_text(plan, cuts, sizeof cuts);
         int *cut_ok = xcalloc((size_t)n, sizeof(int));
