@@ -51,10 +51,12 @@
 #include <string.h>
 
 extern const ModelDesc model_lenet, model_fcn5, model_fcn8, model_alexnet, model_vgg16,
-    model_googlenet, model_resnet50, model_lstm32, model_lstm64, model_resnet8;
+    model_googlenet, model_resnet50, model_lstm32, model_lstm64, model_resnet8, model_gpt2,
+    model_nanogpt_char;
 static const ModelDesc *const MODELS[] = {
     &model_lenet,     &model_fcn5,     &model_fcn8,   &model_alexnet, &model_vgg16,
-    &model_googlenet, &model_resnet50, &model_lstm32, &model_lstm64,  &model_resnet8};
+    &model_googlenet, &model_resnet50, &model_lstm32, &model_lstm64,  &model_resnet8,
+    &model_gpt2,      &model_nanogpt_char};
 
 typedef struct {
     const char *text;

@@ -47,7 +47,8 @@ param_diff() {
 
 native=("resnet50 --batch 8" "lenet --batch 16" "googlenet --batch 4" "vgg16 --batch 2"
     "alexnet --batch 8" "fcn5 --batch 8" "fcn8 --batch 8" "resnet8 --input 3,32,32 --batch 16"
-    "lstm32 --batch 8" "lstm64 --batch 8")
+    "lstm32 --batch 8" "lstm64 --batch 8" "nanogpt-char --input 1,1,64 --batch 4"
+    "gpt2 --input 1,1,64 --batch 2")
 for spec in "${native[@]}"; do
     m=${spec%% *}
     # shellcheck disable=SC2086 # spec holds options
@@ -73,7 +74,7 @@ pass "$m fp32 --chained: parameters after one step $gpu from the CPU's; the CPU 
 
 small=("lenet" "fcn5 --input 512,1,1 --classes 100" "alexnet --input 3,32,32"
     "vgg16 --input 3,32,32 --batch 1" "googlenet --input 3,64,64" "resnet50 --input 3,64,64"
-    "lstm32")
+    "lstm32" "nanogpt-char --input 1,1,32")
 for p in tf32 bf16 bf16:nchw fp16 fp16:nchw; do
     for spec in "${small[@]}"; do
         m=${spec%% *}

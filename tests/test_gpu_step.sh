@@ -1,8 +1,9 @@
 # test_gpu_step.sh - batch prefetch and step replay on a GPU leave training what it was. Skipped
 # (77) without the CUDA backend or without a GPU; the same rules are checked on the CPU by
 # tests/test_count_device.sh.
-#   1. LeNet, ResNet-8 and LSTM-32 in fp32, LeNet in bf16 and fp16, and AlexNet (dropout: its
-#      kernels read the step's sample origin from device memory) in fp32 and bf16: 6 iterations
+#   1. LeNet, ResNet-8 and LSTM-32 in fp32, LeNet in bf16 and fp16, AlexNet (dropout: its
+#      kernels read the step's sample origin from device memory) in fp32 and bf16, and the
+#      transformer nanogpt-char in fp32 and bf16 (no convolutions: its plans list is empty): 6 iterations
 #      with the prefetch and graphs on (the defaults) against both off; the file says what ran
 #      (prefetch on, graphs forward,backward). fp32: the parameters agree within 1e-5 (AlexNet's
 #      61 million: 1e-4; strict fp32 admits cuDNN's atomic algorithms: two runs differ by fp32
@@ -20,7 +21,7 @@
 
 steps="--dataset synthetic --batch 32 --warmup 1 --iters 5 --lr 0.05 --seed 5 --sample-hz 0"
 for spec in lenet:fp32:1e-5 resnet8:fp32:1e-5 lstm32:fp32:1e-5 lenet:bf16:0 lenet:fp16:0 \
-    alexnet:fp32:1e-4 alexnet:bf16:0; do
+    alexnet:fp32:1e-4 alexnet:bf16:0 nanogpt-char:fp32:1e-5 nanogpt-char:bf16:0; do
     IFS=: read -r m prec tol <<<"$spec"
     name=$m-$prec
     algo=()

@@ -25,7 +25,8 @@ LC=${LAYER_COMPARE:-$(dirname "$DTBENCH")/../tests/layer_compare}
 # well-posed normalisation; FCN at 512 features and 100 classes)
 specs=("lenet" "fcn5 --input 512,1,1 --classes 100" "fcn8 --input 512,1,1 --classes 100"
     "alexnet --input 3,32,32" "vgg16 --input 3,32,32 --batch 1" "googlenet --input 3,64,64"
-    "resnet50 --input 3,64,64" "resnet8 --input 3,32,32" "lstm32" "lstm64")
+    "resnet50 --input 3,64,64" "resnet8 --input 3,32,32" "lstm32" "lstm64"
+    "nanogpt-char --input 1,1,32")
 for spec in "${specs[@]}"; do
     m=${spec%% *}
     t0=$(date +%s.%N)
