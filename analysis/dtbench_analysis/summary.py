@@ -293,15 +293,25 @@ def layer_profile(run: Run) -> Optional[LayerProfile]:
     return LayerProfile(n, first, cost, layers, peaks)
 
 
+# A prefetched step that found its batch not yet made records the wait, at least 1 ns (so that a
+# wait is never 0); one that waited less than this, or less than WAIT_SHARE of its iteration, lost
+# nothing that matters (a loader finishing while the step was asked for it): not counted.
+WAIT_FLOOR_S = 20e-6
+WAIT_SHARE = 0.01
+
+
 def loading(run: Run) -> Optional[Loading]:
-    """Where the measured iterations' batches were made and whether the step waited for them;
-    None in files without /iterations/load."""
+    """Where the measured iterations' batches were made and whether the step waited for them
+    (more than WAIT_FLOOR_S and WAIT_SHARE of the iteration's total); None in files without
+    /iterations/load."""
     if not (run.has("load") and run.has("load_wait")):
         return None
     load, wait = run.measured("load"), run.measured("load_wait")
+    total = run.measured("total") if run.has("total") else np.zeros_like(wait)
+    counted = np.isfinite(wait) & (wait > np.maximum(WAIT_FLOOR_S, WAIT_SHARE * np.nan_to_num(total)))
     load, wait = load[np.isfinite(load)], wait[np.isfinite(wait)]
     prefetch = str(run.attrs.get("prefetch", "off")) == "on"
-    waits = wait[wait > 0] if prefetch else wait
+    waits = run.measured("load_wait")[counted] if prefetch else wait
     return Loading(prefetch, int(run.attrs.get("loader_threads", 0)),
                    to_ms(float(np.median(load))) if load.size else None, int(waits.size),
                    int(wait.size), to_ms(float(np.median(waits))) if waits.size else None)

@@ -465,6 +465,24 @@ def test_loading_prefetched(write):
     assert "the step waited for its batch in 2 of 40 rank-iterations" in format_text(s)
 
 
+def test_loading_counts_waits_that_matter(write):
+    """A prefetched step that waited 1 ns (the floor a wait is recorded at: the loader finished as
+    the step asked) or less than 1% of its iteration did not wait for its loader; one that waited
+    more did. The threshold is stated in the line."""
+    wait = np.zeros((4, 12))
+    wait[:, 2:] = 1e-9                   # every step "waited" at the floor
+    wait[0, 4] = 15e-6                   # under 20 us
+    wait[1, 6] = 0.0009                  # 0.9 ms of a 100 ms iteration: under 1%
+    wait[2, 8] = 0.003                   # 3% of it: counted
+    path = write(overrides={"load": np.full((4, 12), 0.030), "load_wait": wait,
+                            "total": np.full((4, 12), 0.100)},
+                 attrs={"prefetch": "on", "loader_threads": np.int32(1)})
+    s = summarize(load_run(path))
+    assert s["loading"]["waited"] == 1 and s["loading"]["wait_median_ms"] == approx(3)
+    assert "waited for its batch in 1 of 40 rank-iterations" in format_text(s)
+    assert "a wait counts above 20 us and 1% of its iteration" in format_text(s)
+
+
 def test_loading_kept_up_and_unprefetched(write):
     kept = summarize(load_run(write(overrides={"load": np.full((4, 12), 0.01),
                                                "load_wait": np.zeros((4, 12))},

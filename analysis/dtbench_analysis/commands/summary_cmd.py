@@ -7,7 +7,8 @@ from typing import List, Optional
 
 from .. import inputs, jsonout
 from ..runfile import PHASES
-from ..summary import (OVERHEAD_OF_ITERATION, ExchangeEfficiency, LayerProfile, Loading, Summary,
+from ..summary import (OVERHEAD_OF_ITERATION, WAIT_FLOOR_S, WAIT_SHARE, ExchangeEfficiency,
+                       LayerProfile, Loading, Summary,
                        summarize)
 from ..units import num
 from . import common
@@ -154,6 +155,8 @@ def _loading_line(ld: Loading) -> str:
             f"the step waited for its batch in {ld.waited} of {ld.measured} rank-iterations "
             f"(median {num(ld.wait_median_ms, '.3f')} ms, inside data): the loader limited "
             f"the step there")
+    kept += (f" (a wait counts above {WAIT_FLOOR_S * 1e6:.0f} us and {WAIT_SHARE:.0%} of its "
+             f"iteration)")
     return (f"  data loading: {ld.threads} loader thread(s) made each batch in "
             f"{num(ld.load_median_ms, '.3f')} ms (median) during the previous step; {kept}")
 
