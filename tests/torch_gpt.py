@@ -14,7 +14,6 @@ Usage: torch_gpt.py MODEL TEXT SEQ INIT.params ITERS OPTIMIZER LR OUT.json OUT.p
   OPTIMIZER  sgd (momentum 0.9, no weight decay) or adamw (betas 0.9, 0.95, eps 1e-8, weight
              decay 0.1 on the tensors of 2 or more dimensions, as nanoGPT configures it)
 Needs torch and numpy only (Debian's python3-torch, installed by scripts/setup.sh)."""
-import json
 import os
 import sys
 
@@ -26,7 +25,7 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from torch_ref import read_params  # noqa: E402
+from torch_ref import read_params, write_results  # noqa: E402
 
 SHAPES = {  # blocks, heads, width, context, vocabulary
     "nanogpt-char": (6, 6, 384, 256, 256),
@@ -124,15 +123,10 @@ def main():
     total = sum(p.numel() for p in GPT(*SHAPES[model]).parameters())
     if total != flat.size:
         sys.exit(f"{model}: PyTorch has {total} parameters, {init} holds {flat.size}")
-    l32, p32 = train(GPT(*SHAPES[model]), flat, x, y, iters, optimizer, lr, torch.float32)
-    l64, p64 = train(GPT(*SHAPES[model]), flat, x, y, iters, optimizer, lr, torch.float64)
-    with open(out_json, "w") as f:
-        json.dump({"model": model, "torch": torch.__version__, "batch": n, "parameters": total,
-                   "losses": l32, "losses_f64": l64}, f)
-    with open(out_params, "wb") as f:  # float32 run, in dtbench's layout
-        f.write(head)
-        f.write(p32.astype("<f4").tobytes())
-    p64.astype("<f8").tofile(out_params + "64")  # float64 run, raw
+    run32 = train(GPT(*SHAPES[model]), flat, x, y, iters, optimizer, lr, torch.float32)
+    run64 = train(GPT(*SHAPES[model]), flat, x, y, iters, optimizer, lr, torch.float64)
+    write_results(out_json, out_params, head, {"model": model, "batch": n, "parameters": total},
+                  run32, run64)
 
 
 if __name__ == "__main__":

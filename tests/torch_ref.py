@@ -183,13 +183,20 @@ def main():
     # rounding): their distance is how sensitive this run is to rounding.
     l32, p32 = train(build[model](), flat, x, y, iters, lr, momentum, torch.float32, adamw)
     l64, p64 = train(build[model](), flat, x, y, iters, lr, momentum, torch.float64, adamw)
+    write_results(out_json, out_params, head, {"model": model, "batch": int(x.shape[0]),
+                                               "parameters": total}, (l32, p32), (l64, p64))
+
+
+def write_results(out_json, out_params, head, about, run32, run64):
+    """OUT.json (about, the losses of both runs), OUT.params (the float32 run's parameters in
+    dtbench's layout, after INIT's header) and OUT.params64 (the float64 run's, raw)."""
     with open(out_json, "w") as f:
-        json.dump({"model": model, "torch": torch.__version__, "batch": int(x.shape[0]),
-                   "parameters": total, "losses": l32, "losses_f64": l64}, f)
-    with open(out_params, "wb") as f:  # float32 run, in dtbench's layout
+        json.dump({**about, "torch": torch.__version__, "losses": run32[0],
+                   "losses_f64": run64[0]}, f)
+    with open(out_params, "wb") as f:
         f.write(head)
-        f.write(p32.astype("<f4").tobytes())
-    p64.astype("<f8").tofile(out_params + "64")  # float64 run, raw
+        f.write(run32[1].astype("<f4").tobytes())
+    run64[1].astype("<f8").tofile(out_params + "64")
 
 
 if __name__ == "__main__":
