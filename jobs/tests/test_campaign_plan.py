@@ -330,3 +330,49 @@ def test_collect_index_names_the_sweep(tmp_path):
     lines = open(index).read().splitlines()
     assert n == 2 and lines[0].startswith("file,run,sweep,attempt,")
     assert lines[1].split(",")[2] == "weak-async"
+
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+
+
+def test_transformer_scaling_example_is_the_study_its_header_describes(tmp_path):
+    """jobs/examples/transformer-scaling.toml (every example also plans against the real dtbench
+    in test_campaign_spec.py): nanogpt-char at 64 tokens, each strategy at 1-16 nodes strong
+    (global batch 32) and weak (a fixed batch per training rank, met by the strong run at 8
+    nodes), two repeats, the 2-node small-bucket runs, and the run and array counts its header's
+    plan line gives."""
+    path = os.path.join(EXAMPLES, "transformer-scaling.toml")
+    spec = load(path, cwd=str(tmp_path))
+    runs = plan.expand(spec)
+    header = [line for line in open(path) if line.startswith("#   dtbench-campaign plan ")]
+    assert len(header) == 1 and header[0].split("#")[2].strip() == \
+        f"{len(runs)} runs in {len(_jobs(spec))} job arrays" == "94 runs in 10 job arrays"
+    for r in runs:
+        assert {k: r.options[k] for k in ("model", "dataset", "seq-len", "iters", "warmup")} == \
+            {"model": "nanogpt-char", "dataset": "synthetic", "seq-len": 64, "iters": 6, "warmup": 2}
+    series: dict = {}
+    for r in runs:
+        if r.sweep.startswith("small-buckets"):
+            assert (r.nodes, r.options["bucket-mb"], r.options["batch"]) == (2, 1, 32)
+            continue
+        strategy = r.options.get("transport") or r.options.get("exchange")
+        assert r.tasks_per_node == (1 if strategy in ("sync", "ssp") else 2), r.id
+        servers = r.options.get("ps-ranks", 0)
+        assert servers == (r.nodes if strategy == "async" else 0), r.id
+        kind = r.sweep.split("-")[0]
+        series.setdefault((strategy, kind), {}).setdefault(r.nodes, []).append(
+            (r.options["batch"], r.options["batch"] // (r.ranks - servers), r.repeat))
+    assert sorted(series) == sorted((s, k) for s in ("sync", "ssp", "hier", "mixed", "async")
+                                    for k in ("strong", "weak"))
+    for (strategy, kind), by_nodes in series.items():
+        assert all(sorted(x[2] for x in v) == [0, 1] for v in by_nodes.values()), (strategy, kind)
+        if kind == "strong":
+            assert sorted(by_nodes) == [1, 2, 4, 8, 16]
+            assert {x[0] for v in by_nodes.values() for x in v} == {32}
+        else:
+            assert sorted(by_nodes) == [1, 2, 4, 16]
+            # one batch per training rank, the strong run's at 8 nodes (which stands in for it)
+            per_rank = {x[1] for v in by_nodes.values() for x in v}
+            assert per_rank == {series[strategy, "strong"][8][0][1]}, (strategy, per_rank)
+    assert {r.options["batch"] for r in runs if r.nodes == 16 and r.sweep.startswith("weak")} == {64}
+    assert len(runs) == 2 * (5 * 5 + 5 * 4 + 2)
