@@ -53,3 +53,37 @@ pass "a fast loader: batches made and uploaded during the previous step"
 run plain 0.01 8 --batch 8 --device cpu
 loads plain --min-load 0.01
 pass "without prefetch: the making inside data, none in the exchange"
+
+# The loader threads run at the lowest priority (SCHED_IDLE, policy 5 in /proc's stat; else nice
+# 19): under the default binding one shares the driver's core, and its wake-up must not preempt
+# the driver before it records the data mark and queues the step.
+DTBENCH_COUNT_DEVICE="$WORK/prio.count" DTBENCH_TEST_LOAD_DELAY=0.02 timeout -k 5 120 \
+    "$DTBENCH" $common --iters 100000 --duration 30 --batch 8 --output "$WORK/prio.h5" \
+    >"$WORK/prio.log" 2>&1 &
+pid=$!
+descendants() { # the process $1 and those below it ($pid is timeout's: the wrapper, the program)
+    local all=$1 new=$1
+    while [ -n "$new" ]; do
+        new=$(pgrep -P "$(tr ' ' , <<<"$new")" | paste -sd' ' || true)
+        all="$all $new"
+    done
+    echo $all
+}
+prio=""
+for _ in $(seq 200); do
+    for t in $(for k in $(descendants $pid); do echo /proc/$k/task/*; done); do
+        [ "$(cat "$t/comm" 2>/dev/null)" = dtbench-loader ] || continue
+        # fields after the command's ")": 3 state ... 19 nice ... 41 policy
+        prio=$(sed 's/.*) //' "$t/stat" | awk '{print "policy=" $39 " nice=" $17}')
+    done
+    [ -n "$prio" ] && break
+    sleep 0.1
+done
+kill -TERM $pid 2>/dev/null
+wait $pid || true
+echo "loader thread: ${prio:-none named dtbench-loader}"
+case "$prio" in
+policy=5*|*nice=19) ;;
+*) fail "the loader thread is not at the lowest priority: ${prio:-none named dtbench-loader}" ;;
+esac
+pass "loader threads at the lowest priority ($prio)"
