@@ -421,6 +421,10 @@ typedef struct BackendOps {
      * output feeds several others) and loss scaling. */
     void (*axpy)(BackendCtx *ctx, size_t n, float alpha, const float *x, float *y);
     void (*scale)(BackendCtx *ctx, size_t n, float alpha, float *x);
+    /* Optional: x[n] *= alpha * factor[0], factor backend memory read when the kernel runs (fp16's
+     * loss scale: a replayed graph reads each step's own, so one graph serves every scale). NULL:
+     * the model passes the scale to scale() by value, and step graphs are keyed on it. */
+    void (*scale_by)(BackendCtx *ctx, size_t n, float alpha, const float *factor, float *x);
     /* Optional: y[n] += x[n] on activations in the backend's format (the gradient of an output
      * read by several layers). NULL: axpy with alpha 1 (fp32 activations). */
     void (*act_add)(BackendCtx *ctx, size_t n, const float *x, float *y);

@@ -125,6 +125,8 @@
     X(void, axpy, (BackendCtx *ctx, size_t n, float alpha, const float *x, float *y),              \
       (ctx, n, alpha, x, y))                                                                       \
     X(void, scale, (BackendCtx *ctx, size_t n, float alpha, float *x), (ctx, n, alpha, x))         \
+    X(void, scale_by, (BackendCtx *ctx, size_t n, float alpha, const float *factor, float *x),     \
+      (ctx, n, alpha, factor, x))                                                                  \
     X(void, act_add, (BackendCtx *ctx, size_t n, const float *x, float *y), (ctx, n, x, y))        \
                                                                                                    \
     X(void, embedding_forward, (BackendCtx *ctx, const EmbeddingShape *s, const float *ids,        \

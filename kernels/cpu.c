@@ -224,6 +224,7 @@ const BackendOps cpu_backend = {
     .timer_elapsed = cpu_timer_elapsed,
     .axpy = cpu_axpy,
     .scale = cpu_scale,
+    .scale_by = cpu_scale_by,
     .copy = cpu_copy,
     .avgpool_forward = cpu_avgpool_forward,
     .avgpool_backward = cpu_avgpool_backward,

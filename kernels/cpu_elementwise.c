@@ -53,6 +53,11 @@ void cpu_scale(BackendCtx *ctx, size_t n, float alpha, float *restrict x) {
     cpu_vscale(x, n, alpha);
 }
 
+void cpu_scale_by(BackendCtx *ctx, size_t n, float alpha, const float *factor, float *restrict x) {
+    (void)ctx;
+    cpu_vscale(x, n, alpha * factor[0]); /* the product scale() would be given */
+}
+
 void cpu_copy(BackendCtx *ctx, void *dst, const void *src, size_t bytes) {
     (void)ctx;
     if (dst != src) memmove(dst, src, bytes);

@@ -76,6 +76,7 @@ void cpu_relu_forward(BackendCtx *ctx, size_t n, const float *x, float *y);
 void cpu_relu_backward(BackendCtx *ctx, size_t n, const float *y, const float *dy, float *dx);
 void cpu_axpy(BackendCtx *ctx, size_t n, float alpha, const float *x, float *y);
 void cpu_scale(BackendCtx *ctx, size_t n, float alpha, float *x);
+void cpu_scale_by(BackendCtx *ctx, size_t n, float alpha, const float *factor, float *x);
 void cpu_copy(BackendCtx *ctx, void *dst, const void *src, size_t bytes);
 void cpu_concat_forward(BackendCtx *ctx, int batch, int ninputs, const float *const *xs,
                         const size_t *sizes, float *y);

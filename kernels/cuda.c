@@ -294,6 +294,7 @@ const BackendOps cuda_backend = {
     .add_backward = cuda_add_backward,
     .axpy = cuda_axpy,
     .scale = cuda_scale,
+    .scale_by = cuda_scale_by,
     .act_add = cuda_act_add,
     /* recurrent (cuda_recurrent.c) */
     .embedding_forward = cuda_embedding_forward,

@@ -58,20 +58,23 @@ typedef struct {
     float ms;
     size_t memory;
     cudnnMathType_t math;
+    int deterministic; /* cuDNN's determinism field: CUDNN_DETERMINISTIC */
 } Cand;
 typedef struct {
     Cand c[CANDIDATES];
     int n;
 } Cands;
 
-/* r[0..got) of any of cuDNN's three *AlgoPerf_t types (the same fields) into cs */
+/* r[0..got) of any of cuDNN's three *AlgoPerf_t types (the same fields) into cs, each with
+ * cuDNN's own word on its determinism */
 #define TAKE(cs, r, got, timed)                                                                    \
     do {                                                                                           \
         (cs)->n = (got);                                                                           \
         for (int i_ = 0; i_ < (got); i_++)                                                         \
             (cs)->c[i_] =                                                                          \
                 (Cand){(int)(r)[i_].algo, (r)[i_].status, (timed) ? (r)[i_].time : -1.0f,          \
-                       (r)[i_].memory, (r)[i_].mathType};                                          \
+                       (r)[i_].memory, (r)[i_].mathType,                                           \
+                       (r)[i_].determinism == CUDNN_DETERMINISTIC};                                \
     } while (0)
 
 /* cuDNN's heuristic ranking of every direction, under the precision's math type. */
@@ -110,9 +113,16 @@ static size_t find_buffer_bytes(const BackendCtx *ctx, const ConvShape *s) {
     return (nx + nw + ny) * plan_elem_bytes(ctx);
 }
 
+/* Candidate c as the chooser (cuda_plan.h) sees it */
+static AlgoPerf algo_perf(const Cand *c) {
+    return (AlgoPerf){c->algo, c->status == CUDNN_STATUS_SUCCESS, c->math == CUDNN_FMA_MATH,
+                      c->memory, c->deterministic};
+}
+
 /* 1 when the precision admits candidate c of direction dir */
 static int admitted(const BackendCtx *ctx, ConvDir dir, const Cand *c) {
-    return conv_algo_admitted(rule(ctx), dir, c->algo, c->math == CUDNN_FMA_MATH);
+    const AlgoPerf a = algo_perf(c);
+    return conv_algo_admitted(rule(ctx), dir, &a);
 }
 
 /* Every direction timed by cudnnFind*AlgorithmEx on x, W, y of the plan's shape filled with
@@ -164,16 +174,31 @@ static void timed_candidates(BackendCtx *ctx, ConvPlan *p, size_t limit, Cands c
  * -1 when none does. */
 static int choose(const BackendCtx *ctx, ConvDir dir, const Cands *cs, size_t limit) {
     AlgoPerf ap[CANDIDATES];
-    for (int i = 0; i < cs->n; i++)
-        ap[i] = (AlgoPerf){cs->c[i].algo, cs->c[i].status == CUDNN_STATUS_SUCCESS,
-                           cs->c[i].math == CUDNN_FMA_MATH, cs->c[i].memory};
+    for (int i = 0; i < cs->n; i++) ap[i] = algo_perf(&cs->c[i]);
     return pick_algo(dir, ap, cs->n, limit, rule(ctx));
+}
+
+/* The algorithm of direction dir when no candidate qualifies (conv_fallback_algo): the one that
+ * needs no workspace; under bf16 and fp16 in a backward direction none (its ALGO_0 adds
+ * atomically, and the replay check wants the same bits): the run is refused in one line. */
+static int fallback(const BackendCtx *ctx, const ConvPlan *p, ConvDir dir, size_t limit) {
+    const int algo = conv_fallback_algo(dir, rule(ctx));
+    if (algo >= 0) return algo;
+    const ConvShape *s = &p->s;
+    char msg[320];
+    snprintf(msg, sizeof msg,
+             "%s: cuDNN offers no deterministic direct-sum %s algorithm for the convolution "
+             "%dx%dx%dx%d, %dx%d -> %d, stride %d, pad %d, within %zu bytes of workspace (ALGO_0 "
+             "adds atomically); use --precision tf32 or fp32",
+             ctx->precision == PRECISION_FP16 ? "fp16" : "bf16",
+             conv_dir_name(dir), s->batch, s->c_in, s->h_in, s->w_in, s->k, s->k, s->c_out,
+             s->stride, s->pad, limit);
+    check_fail(__FILE__, __LINE__, "plan_algorithms", msg);
 }
 
 /* Chooses the forward, backward-data and backward-filter algorithms of plan p, each within `limit`
  * bytes of workspace: timed (--conv-algo find, `timed`) or by cuDNN's heuristics; and records
- * their math types, workspaces and measured times. When no candidate qualifies: the algorithm
- * that needs no workspace, under the precision's math type. */
+ * their math types, workspaces and measured times. When no candidate qualifies: fallback's. */
 static void plan_algorithms(BackendCtx *ctx, ConvPlan *p, size_t limit, int timed) {
     /* fp32: ask for strict fp32; the others for tensor cores */
     const cudnnMathType_t ask =
@@ -182,17 +207,18 @@ static void plan_algorithms(BackendCtx *ctx, ConvPlan *p, size_t limit, int time
     CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, ask));
     heuristic_candidates(ctx, p, cs);
     if (timed) timed_candidates(ctx, p, limit, cs);
-    const Cand *c[DIRECTIONS], none = {-1, CUDNN_STATUS_NOT_SUPPORTED, -1.0f, 0, ask};
+    Cand none[DIRECTIONS];
+    const Cand *c[DIRECTIONS];
     for (int d = 0; d < DIRECTIONS; d++) {
         const int k = choose(ctx, (ConvDir)d, &cs[d], limit);
-        c[d] = k >= 0 ? &cs[d].c[k] : &none;
+        if (k < 0) /* no workspace, the precision's math type, no measured time */
+            none[d] = (Cand){fallback(ctx, p, (ConvDir)d, limit), CUDNN_STATUS_SUCCESS, -1.0f, 0,
+                             ask, 1};
+        c[d] = k >= 0 ? &cs[d].c[k] : &none[d];
     }
-    p->fwd = c[FWD]->algo >= 0 ? (cudnnConvolutionFwdAlgo_t)c[FWD]->algo
-                               : CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM; /* no workspace */
-    p->bwd_data = c[BWD_DATA]->algo >= 0 ? (cudnnConvolutionBwdDataAlgo_t)c[BWD_DATA]->algo
-                                         : CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
-    p->bwd_filter = c[BWD_FILTER]->algo >= 0 ? (cudnnConvolutionBwdFilterAlgo_t)c[BWD_FILTER]->algo
-                                             : CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
+    p->fwd = (cudnnConvolutionFwdAlgo_t)c[FWD]->algo;
+    p->bwd_data = (cudnnConvolutionBwdDataAlgo_t)c[BWD_DATA]->algo;
+    p->bwd_filter = (cudnnConvolutionBwdFilterAlgo_t)c[BWD_FILTER]->algo;
     p->fwd_math = c[FWD]->math, p->fwd_ms = c[FWD]->ms;
     p->bwd_data_math = c[BWD_DATA]->math, p->bwd_data_ms = c[BWD_DATA]->ms;
     p->bwd_filter_math = c[BWD_FILTER]->math, p->bwd_filter_ms = c[BWD_FILTER]->ms;

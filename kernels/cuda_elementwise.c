@@ -59,6 +59,10 @@ void cuda_scale(BackendCtx *ctx, size_t n, float alpha, float *x) {
     CUDA_CHECK(dtk_scale(ctx->stream, n, x, alpha));
 }
 
+void cuda_scale_by(BackendCtx *ctx, size_t n, float alpha, const float *factor, float *x) {
+    CUDA_CHECK(dtk_scale_by(ctx->stream, n, x, alpha, factor));
+}
+
 void cuda_copy(BackendCtx *ctx, void *dst, const void *src, size_t bytes) {
     if (bytes && dst != src)
         CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ctx->stream));

@@ -19,6 +19,19 @@ extern "C" cudaError_t dtk_scale(cudaStream_t st, size_t n, float *x, float s)
     return cudaGetLastError();
 }
 
+__global__ void scale_by_kernel(size_t n, float *x, float s, const float *f)
+{
+    const float t = s * *f; /* the product the host would pass to scale_kernel */
+    GRID_LOOP(i, n) x[i] *= t;
+}
+
+extern "C" cudaError_t dtk_scale_by(cudaStream_t st, size_t n, float *x, float s, const float *f)
+{
+    if (n == 0) return cudaSuccess;
+    scale_by_kernel<<<blocks_for(n), THREADS, 0, st>>>(n, x, s, f);
+    return cudaGetLastError();
+}
+
 __global__ void axpy_kernel(size_t n, float alpha, const float *__restrict__ x,
                             float *__restrict__ y)
 {

@@ -41,6 +41,8 @@ cudaError_t dtk_adamw_update(cudaStream_t st, size_t n, float *p, const float *g
 
 /* ---- element-wise (cuda_elementwise_kernels.cu) -------------------------------------------- */
 cudaError_t dtk_scale(cudaStream_t st, size_t n, float *x, float s); /* x[n] *= s */
+/* x[n] *= s * f[0], f device memory read when the kernel runs */
+cudaError_t dtk_scale_by(cudaStream_t st, size_t n, float *x, float s, const float *f);
 cudaError_t dtk_axpy(cudaStream_t st, size_t n, float alpha, const float *x, float *y);
 cudaError_t dtk_add(cudaStream_t st, size_t n, const float *a, const float *b, float *y);
 cudaError_t dtk_dropout_forward(cudaStream_t st, const DropoutShape *s, const float *x, float *y,

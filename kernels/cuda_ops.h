@@ -68,6 +68,7 @@ void cuda_relu_forward(BackendCtx *ctx, size_t n, const float *x, float *y);
 void cuda_relu_backward(BackendCtx *ctx, size_t n, const float *y, const float *dy, float *dx);
 void cuda_axpy(BackendCtx *ctx, size_t n, float alpha, const float *x, float *y);
 void cuda_scale(BackendCtx *ctx, size_t n, float alpha, float *x);
+void cuda_scale_by(BackendCtx *ctx, size_t n, float alpha, const float *factor, float *x);
 void cuda_copy(BackendCtx *ctx, void *dst, const void *src, size_t bytes);
 void cuda_concat_forward(BackendCtx *ctx, int batch, int ninputs, const float *const *xs,
                          const size_t *sizes, float *y);

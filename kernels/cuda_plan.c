@@ -99,34 +99,34 @@ int nhwc_grid(long long rows, int c, int vec, int threads, int sms, int blocks_p
     return 1;
 }
 
-/* cuDNN 9's legacy algorithm numbers (cudnn_ops.h), per direction; atomic: documented by cuDNN
- * as non-deterministic (partial sums added atomically, in an order that changes from run to run) */
+/* cuDNN 9's legacy algorithm numbers (cudnn_ops.h), per direction. Whether a result is
+ * deterministic is cuDNN's own word, the determinism field of each of its results (AlgoPerf), not
+ * this table's. */
 static const struct {
     const char *name;
     AlgoFamily family;
-    int atomic;
 } ALGOS[CONV_DIRS][8] = {
-    [CONV_FWD] = {{"IMPLICIT_GEMM", ALGO_DIRECT_SUM, 0},
-                  {"IMPLICIT_PRECOMP_GEMM", ALGO_DIRECT_SUM, 0},
-                  {"GEMM", ALGO_DIRECT_SUM, 0},
-                  {"DIRECT", ALGO_DIRECT_SUM, 0},
-                  {"FFT", ALGO_TRANSFORM, 0},
-                  {"FFT_TILING", ALGO_TRANSFORM, 0},
-                  {"WINOGRAD", ALGO_TRANSFORM, 0},
-                  {"WINOGRAD_NONFUSED", ALGO_TRANSFORM, 0}},
-    [CONV_BWD_DATA] = {{"ALGO_0", ALGO_DIRECT_SUM, 1},
-                       {"ALGO_1", ALGO_DIRECT_SUM, 0},
-                       {"FFT", ALGO_TRANSFORM, 0},
-                       {"FFT_TILING", ALGO_TRANSFORM, 0},
-                       {"WINOGRAD", ALGO_TRANSFORM, 0},
-                       {"WINOGRAD_NONFUSED", ALGO_TRANSFORM, 0}},
-    [CONV_BWD_FILTER] = {{"ALGO_0", ALGO_DIRECT_SUM, 1},
-                         {"ALGO_1", ALGO_DIRECT_SUM, 0},
-                         {"FFT", ALGO_TRANSFORM, 0},
-                         {"ALGO_3", ALGO_DIRECT_SUM, 1},
-                         {"WINOGRAD", ALGO_TRANSFORM, 0},
-                         {"WINOGRAD_NONFUSED", ALGO_TRANSFORM, 0},
-                         {"FFT_TILING", ALGO_TRANSFORM, 0}},
+    [CONV_FWD] = {{"IMPLICIT_GEMM", ALGO_DIRECT_SUM},
+                  {"IMPLICIT_PRECOMP_GEMM", ALGO_DIRECT_SUM},
+                  {"GEMM", ALGO_DIRECT_SUM},
+                  {"DIRECT", ALGO_DIRECT_SUM},
+                  {"FFT", ALGO_TRANSFORM},
+                  {"FFT_TILING", ALGO_TRANSFORM},
+                  {"WINOGRAD", ALGO_TRANSFORM},
+                  {"WINOGRAD_NONFUSED", ALGO_TRANSFORM}},
+    [CONV_BWD_DATA] = {{"ALGO_0", ALGO_DIRECT_SUM},
+                       {"ALGO_1", ALGO_DIRECT_SUM},
+                       {"FFT", ALGO_TRANSFORM},
+                       {"FFT_TILING", ALGO_TRANSFORM},
+                       {"WINOGRAD", ALGO_TRANSFORM},
+                       {"WINOGRAD_NONFUSED", ALGO_TRANSFORM}},
+    [CONV_BWD_FILTER] = {{"ALGO_0", ALGO_DIRECT_SUM},
+                         {"ALGO_1", ALGO_DIRECT_SUM},
+                         {"FFT", ALGO_TRANSFORM},
+                         {"ALGO_3", ALGO_DIRECT_SUM},
+                         {"WINOGRAD", ALGO_TRANSFORM},
+                         {"WINOGRAD_NONFUSED", ALGO_TRANSFORM},
+                         {"FFT_TILING", ALGO_TRANSFORM}},
 };
 
 static int known(ConvDir dir, int algo) {
@@ -149,14 +149,19 @@ int conv_algo_strict_fp32(ConvDir dir, int algo, int fma_math) {
     return fma_math && conv_algo_family(dir, algo) == ALGO_DIRECT_SUM;
 }
 
-int conv_algo_16bit(ConvDir dir, int algo) {
-    return conv_algo_family(dir, algo) == ALGO_DIRECT_SUM && !ALGOS[dir][algo].atomic;
+int conv_algo_16bit(ConvDir dir, int algo, int deterministic) {
+    return conv_algo_family(dir, algo) == ALGO_DIRECT_SUM && deterministic;
 }
 
-int conv_algo_admitted(ConvRule rule, ConvDir dir, int algo, int fma_math) {
-    return rule == CONV_RULE_STRICT_FP32 ? conv_algo_strict_fp32(dir, algo, fma_math)
-           : rule == CONV_RULE_16BIT     ? conv_algo_16bit(dir, algo)
+int conv_algo_admitted(ConvRule rule, ConvDir dir, const AlgoPerf *a) {
+    return rule == CONV_RULE_STRICT_FP32 ? conv_algo_strict_fp32(dir, a->algo, a->fma_math)
+           : rule == CONV_RULE_16BIT     ? conv_algo_16bit(dir, a->algo, a->deterministic)
                                          : 1;
+}
+
+int conv_fallback_algo(ConvDir dir, ConvRule rule) {
+    /* forward IMPLICIT_GEMM is a deterministic direct sum; backward ALGO_0 adds atomically */
+    return rule == CONV_RULE_16BIT && dir != CONV_FWD ? -1 : 0;
 }
 
 double conv_fp32_bound(double k, double sum_abs) {
@@ -176,7 +181,7 @@ double prec16_bound(double u, double u_out, double k, double sum_abs, double out
 int pick_algo(ConvDir dir, const AlgoPerf *perf, int count, size_t limit, ConvRule rule) {
     for (int i = 0; i < count; i++)
         if (perf[i].ok && perf[i].memory <= limit &&
-            conv_algo_admitted(rule, dir, perf[i].algo, perf[i].fma_math))
+            conv_algo_admitted(rule, dir, &perf[i]))
             return i;
     return -1;
 }

@@ -72,30 +72,49 @@ int conv_algo_strict_fp32(ConvDir dir, int algo, int fma_math);
 /* The bound above for an output of K products whose absolute values add up to sum_abs. */
 double conv_fp32_bound(double k, double sum_abs);
 
+/* One entry of cuDNN's ranked algorithm list (cudnnGet*Algorithm_v7, or cudnnFind*Algorithm*),
+ * reduced to what the choice needs. ok: status == CUDNN_STATUS_SUCCESS; fma_math: its math type
+ * is CUDNN_FMA_MATH; deterministic: its determinism field is CUDNN_DETERMINISTIC (cuDNN's word
+ * for this result: shape, math type and all). */
+typedef struct {
+    int algo;
+    int ok;
+    int fma_math;
+    size_t memory;
+    int deterministic;
+} AlgoPerf;
+
 /* What bf16 and fp16 admit (docs/gpu.md "Which convolution algorithms the 16-bit precisions
- * admit"): a direct sum (ALGO_DIRECT_SUM) that cuDNN documents as deterministic, under any math
- * type (tensor cores): forward IMPLICIT_GEMM, IMPLICIT_PRECOMP_GEMM, GEMM, DIRECT; backward-data
- * and backward-filter ALGO_1. Refused:
+ * admit"): a direct sum (ALGO_DIRECT_SUM) whose cuDNN result says CUDNN_DETERMINISTIC
+ * (`deterministic`: cuDNN's determinism field of that result, not a table of algorithm numbers),
+ * under any math type (tensor cores): typically forward IMPLICIT_GEMM, IMPLICIT_PRECOMP_GEMM,
+ * GEMM, DIRECT; backward-data and backward-filter ALGO_1. Refused:
  *   - FFT and Winograd: their error follows the transformed tile or plane, not an output's own
  *     products. fp16's 1x28x28 5x5 -> 20 input gradient on an H200 (cuDNN 9.19, timed choice)
  *     was 5.5 u of its own |products| off (u = 2^-11), beyond any direct sum: its 16-bit
  *     products summed in fp32 and rounded once are 0.35 u off on the same inputs, summed in
  *     fp16 2.1 to 2.7 u; an FFT computed in fp16 is 4.2 u off (tests/test_prec16.c);
- *   - the atomic ones (backward-data ALGO_0, backward-filter ALGO_0 and ALGO_3, documented as
- *     non-deterministic): partial sums added in an order that changes from run to run round a
- *     16-bit result differently, by up to a whole 16-bit unit (2^-8 of a value in bf16) where
- *     the partial sums themselves are 16-bit. LeNet's bf16 step replayed from graphs ended
- *     0.00193 from the eager one after 6 steps on an H200: the size of +-1 bf16 unit in half of
- *     one step's convolution weight gradients (a CPU model gives 0.0019), 100 times what
- *     differences of fp32's size give (1.4e-5).
+ *   - any result cuDNN reports CUDNN_NON_DETERMINISTIC (the atomic ones: backward-data ALGO_0,
+ *     backward-filter ALGO_0 and ALGO_3): partial sums added in an order that changes from run
+ *     to run round a 16-bit result differently, by up to a whole 16-bit unit (2^-8 of a value
+ *     in bf16) where the partial sums themselves are 16-bit. LeNet's bf16 step replayed from
+ *     graphs ended 0.00193 from the eager one after 6 steps on an H200: the size of +-1 bf16
+ *     unit in half of one step's convolution weight gradients (a CPU model gives 0.0019), 100
+ *     times what differences of fp32's size give (1.4e-5).
  * An admitted algorithm's output then obeys prec16_bound, and two runs that chose the same
  * algorithms (--conv-algo heuristic: every run) give the same bits. */
-int conv_algo_16bit(ConvDir dir, int algo);
+int conv_algo_16bit(ConvDir dir, int algo, int deterministic);
 
 /* The rules by precision: tf32 admits anything cuDNN runs (CONV_RULE_ANY), fp32
  * conv_algo_strict_fp32, bf16 and fp16 conv_algo_16bit. */
 typedef enum { CONV_RULE_ANY = 0, CONV_RULE_STRICT_FP32 = 1, CONV_RULE_16BIT = 2 } ConvRule;
-int conv_algo_admitted(ConvRule rule, ConvDir dir, int algo, int fma_math);
+int conv_algo_admitted(ConvRule rule, ConvDir dir, const AlgoPerf *a);
+
+/* The algorithm to take for direction dir when pick_algo finds none: 0 (IMPLICIT_GEMM / ALGO_0, a
+ * direct sum without workspace) under fp32 and tf32 and for the forward direction; -1 for the
+ * 16-bit backward directions, whose ALGO_0 adds atomically (non-deterministic): the run is then
+ * refused in one line (kernels/cuda_conv.c), never silently run on it. */
+int conv_fallback_algo(ConvDir dir, ConvRule rule);
 
 /* The bound on |computed - reference| of an output of K products of inputs rounded to a 16-bit
  * type of unit roundoff u (2^-8 bf16, 2^-11 fp16), summed in fp32 in any order and rounded at the
@@ -109,20 +128,9 @@ int conv_algo_admitted(ConvRule rule, ConvDir dir, int algo, int fma_math);
  * NVIDIA tensor cores", PeerJ CS 2021). Products of two 16-bit values are exact in fp32. */
 double prec16_bound(double u, double u_out, double k, double sum_abs, double out_abs);
 
-/* One entry of cuDNN's ranked algorithm list (cudnnGet*Algorithm_v7, or cudnnFind*Algorithm*),
- * reduced to what the choice needs. ok: status == CUDNN_STATUS_SUCCESS; fma_math: its math type
- * is CUDNN_FMA_MATH. */
-typedef struct {
-    int algo;
-    int ok;
-    int fma_math;
-    size_t memory;
-} AlgoPerf;
-
 /* Index into perf[count] of the algorithm to use for direction dir: the best-ranked usable one
  * that fits in `limit` bytes of workspace and that the precision's rule admits; -1 when none is
- * (the caller then takes algorithm 0 of the direction, IMPLICIT_GEMM / ALGO_0, a direct sum
- * without workspace, under the precision's math type). */
+ * (the caller then takes conv_fallback_algo, under the precision's math type). */
 int pick_algo(ConvDir dir, const AlgoPerf *perf, int count, size_t limit, ConvRule rule);
 
 /* How the batch-norm kernels (kernels/cuda_norm_kernels.cu) cover x[n, c, spatial] (NCHW): a grid

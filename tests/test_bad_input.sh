@@ -13,11 +13,11 @@ expect_bad 0 "--exchange: 'allgather' is not accepted: expected one of sync,asyn
 expect_bad 0 "--device: 'tpu' is not accepted" --device tpu $O
 expect_bad 0 "--bogus: unknown option" --bogus $O
 expect_bad 0 "--iters: a value is required" $O --iters
-expect_bad 0 "--batch: '0' is not accepted: expected an integer >= 1" --batch 0 $O
-expect_bad 0 "--batch: '-3' is not accepted: expected an integer >= 1" --batch -3 $O
-expect_bad 0 "--batch: 'abc' is not accepted: expected an integer >= 1" --batch abc $O
-expect_bad 0 "--iters: '0' is not accepted: expected an integer >= 1" --iters 0 $O
-expect_bad 0 "--warmup: '-1' is not accepted: expected an integer >= 0" --warmup -1 $O
+expect_bad 0 "--batch: '0' is not accepted: expected an integer from 1 to 1073741824" --batch 0 $O
+expect_bad 0 "--batch: '-3' is not accepted: expected an integer from 1 to 1073741824" --batch -3 $O
+expect_bad 0 "--batch: 'abc' is not accepted: expected an integer from 1 to 1073741824" --batch abc $O
+expect_bad 0 "--iters: '0' is not accepted: expected an integer from 1 to 1073741824" --iters 0 $O
+expect_bad 0 "--warmup: '-1' is not accepted: expected an integer from 0 to 1073741824" --warmup -1 $O
 expect_bad 0 "--threads: '0' is not accepted" --threads 0 $O
 expect_bad 0 "--lr: '-0.1' is not accepted: expected a number >= 0" --lr -0.1 $O
 expect_bad 0 "--bucket-mb: 'x' is not accepted" --bucket-mb x $O
@@ -30,7 +30,7 @@ expect_bad 0 "--straggler: '3' is not accepted: expected RANK:FACTOR" --straggle
 expect_bad 0 "--straggler: '1:0.5' is not accepted" --straggler 1:0.5 $O
 expect_bad 2 "--straggler: rank 5 is not accepted: the job has ranks 0 to 1" --straggler 5:2 $O
 expect_bad 0 "--target-acc: '1.5' is not accepted: expected a number from 0 to 1" --target-acc 1.5 $O
-expect_bad 0 "--staleness: '-1' is not accepted: expected an integer >= 0" --staleness -1 $O
+expect_bad 0 "--staleness: '-1' is not accepted: expected an integer from 0 to 1073741824" --staleness -1 $O
 
 # Data: a missing folder, a missing file, a malformed file.
 expect_bad 2 "--data-dir: /nonexistent/fmnist has no train-images-idx3-ubyte" --data-dir /nonexistent/fmnist $O

@@ -10,6 +10,7 @@
 #      and with both off; AlexNet too, whose dropout masks follow the step's samples: its kernels
 #      read the batch's origin from device memory, so a replayed step draws that step's mask (the
 #      plain CPU run passes the origin as a value: a device run that drew a stale mask differs);
+#      and a loss scale halved by an overflow, read from device memory: no graph captured again;
 #   2. the modes: evaluation passes on Fashion-MNIST (their last chunk smaller), data parallelism
 #      on 2 ranks, with --overlap (forward replayed, backward eager), a pipeline of 2 stages with
 #      2 micro-batches (graphs refused, the reason in the file), and a stop while a batch is in
@@ -76,6 +77,29 @@ counted alexnet-eager 1 $ax --graphs off --prefetch off
 $CHECK "$WORK/alexnet-eager.count" --iters $ITERS --eager --no-prefetch || fail "alexnet: eager rules"
 same alexnet-eager alexnet-cpu
 pass "alexnet (dropout): replayed = eager = plain CPU, bit for bit: each step's own masks"
+
+# fp16's loss scale read from device memory: an overflow forced in iteration 3 halves the scale
+# (DTBENCH_TEST_LOSS_SCALING: the fp16 loss scaler on fp32, which the CPU runs); the graphs of
+# iterations 1 and 2 replay under both scales, none is captured again in a timed step.
+export DTBENCH_TEST_LOSS_SCALING=1 DTBENCH_TEST_OVERFLOW=3
+ls="--model lenet --dataset synthetic --batch 4 --warmup 1 --iters 5 --seed 5 --sample-hz 0"
+plain scale-cpu 1 $ls
+counted scale 1 $ls
+unset DTBENCH_TEST_LOSS_SCALING DTBENCH_TEST_OVERFLOW
+"$PYTHON" - "$WORK/scale.count" "$WORK/scale.h5" <<'PY' || fail "loss scale: a graph captured again"
+import sys, h5py
+caps = {}
+for line in open(sys.argv[1]):
+    if line.startswith("count "):
+        kv = dict(t.split("=", 1) for t in line.split()[1:])
+        caps[int(kv["iter"])] = int(kv["captures"])
+scales = list(h5py.File(sys.argv[2], "r")["iterations/loss_scale"][0])
+per_iter = [caps[i] for i in sorted(caps) if i >= 0]  # -1: the set-up
+print(f"loss scales {scales}, captures per iteration {per_iter}")
+sys.exit(0 if len(set(scales)) == 2 and per_iter == [0, 2, 2, 0, 0, 0] else 1)
+PY
+same scale scale-cpu
+pass "fp16 loss scale: one graph per slot and part serves every scale; plain CPU's parameters"
 
 # 2. modes: evaluations (10 test images in chunks of 4: the last one of 2), 2 data-parallel
 # ranks, a pipeline, a stop with a batch in flight

@@ -91,21 +91,24 @@ static int heuristics(const Sweep *w, ConvDir dir, AlgoPerf *ap) {
                                                            MAX_ALGOS, &got, p));
         for (int i = 0; i < got; i++)
             ap[i] = (AlgoPerf){p[i].algo, p[i].status == CUDNN_STATUS_SUCCESS,
-                               p[i].mathType == CUDNN_FMA_MATH, p[i].memory};
+                               p[i].mathType == CUDNN_FMA_MATH, p[i].memory,
+                               p[i].determinism == CUDNN_DETERMINISTIC};
     } else if (dir == CONV_BWD_DATA) {
         cudnnConvolutionBwdDataAlgoPerf_t p[MAX_ALGOS];
         CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(dnn, w->w, w->y, w->conv, w->x,
                                                                 MAX_ALGOS, &got, p));
         for (int i = 0; i < got; i++)
             ap[i] = (AlgoPerf){p[i].algo, p[i].status == CUDNN_STATUS_SUCCESS,
-                               p[i].mathType == CUDNN_FMA_MATH, p[i].memory};
+                               p[i].mathType == CUDNN_FMA_MATH, p[i].memory,
+                               p[i].determinism == CUDNN_DETERMINISTIC};
     } else {
         cudnnConvolutionBwdFilterAlgoPerf_t p[MAX_ALGOS];
         CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(dnn, w->x, w->y, w->conv, w->w,
                                                                   MAX_ALGOS, &got, p));
         for (int i = 0; i < got; i++)
             ap[i] = (AlgoPerf){p[i].algo, p[i].status == CUDNN_STATUS_SUCCESS,
-                               p[i].mathType == CUDNN_FMA_MATH, p[i].memory};
+                               p[i].mathType == CUDNN_FMA_MATH, p[i].memory,
+                               p[i].determinism == CUDNN_DETERMINISTIC};
     }
     return got;
 }

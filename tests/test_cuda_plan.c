@@ -79,10 +79,10 @@ static void expect_pick(const char *what, ConvDir dir, const AlgoPerf *p, int co
 /* The workspace limit and the ranking, as before the rule. */
 static void test_pick_basics(void) {
     const AlgoPerf ranked[] = {
-        {.algo = 1, .ok = 1, .fma_math = 0, .memory = 0},       /* TF32 possible */
-        {.algo = 2, .ok = 0, .fma_math = 1, .memory = 0},       /* not supported */
-        {.algo = 1, .ok = 1, .fma_math = 1, .memory = 1 << 20}, /* needs 1 MiB */
-        {.algo = 0, .ok = 1, .fma_math = 1, .memory = 0},
+        {.algo = 1, .ok = 1, .fma_math = 0, .memory = 0, .deterministic = 1}, /* TF32 possible */
+        {.algo = 2, .ok = 0, .fma_math = 1, .memory = 0, .deterministic = 1}, /* not supported */
+        {.algo = 1, .ok = 1, .fma_math = 1, .memory = 1 << 20, .deterministic = 1}, /* 1 MiB */
+        {.algo = 0, .ok = 1, .fma_math = 1, .memory = 0, .deterministic = 1},
     };
     expect_pick("strict fp32 that fits", CONV_FWD, ranked, 4, 1 << 20, CONV_RULE_STRICT_FP32, 2);
     expect_pick("smaller limit skips the 1 MiB one", CONV_FWD, ranked, 4, 1000,
@@ -144,42 +144,72 @@ static void test_rule(void) {
     }
 }
 
-/* The 16-bit rule: the direct sums cuDNN documents as deterministic, under any math type; no
- * FFT, Winograd, atomic (backward ALGO_0, backward-filter ALGO_3) or unknown algorithm. A ranking
- * like the timed one of fp16's 1x28x28 5x5 input gradient: a transform first, ALGO_0 next. */
+/* The 16-bit rule: the direct sums whose cuDNN result says CUDNN_DETERMINISTIC, under any math
+ * type; no FFT, Winograd, non-deterministic (cuDNN reports the atomic backward ALGO_0 and
+ * backward-filter ALGO_3 so) or unknown algorithm. A ranking like the timed one of fp16's 1x28x28
+ * 5x5 input gradient: a transform first, ALGO_0 next. */
 static const int ATOMIC[CONV_DIRS][2] = {
     [CONV_FWD] = {-1, -1}, [CONV_BWD_DATA] = {0, -1}, [CONV_BWD_FILTER] = {0, 3}};
 static const int DETERMINISTIC[CONV_DIRS][4] = {[CONV_FWD] = {0, 1, 2, 3},
                                                 [CONV_BWD_DATA] = {1, -1, -1, -1},
                                                 [CONV_BWD_FILTER] = {1, -1, -1, -1}};
 
+/* Whether the 16-bit rule's word is cuDNN's determinism field: a deterministic direct sum that
+ * cuDNN reports CUDNN_NON_DETERMINISTIC is refused; an atomic number it reports deterministic is
+ * a direct sum and admitted (the field, not a table of numbers, decides). */
+static int rule_16bit_by_field(ConvDir dir) {
+    int ok = !conv_algo_16bit(dir, 8, 1) && !conv_algo_16bit(dir, -1, 1);
+    for (int i = 0; i < 4; i++) {
+        const int a = DETERMINISTIC[dir][i];
+        ok = ok && !conv_algo_16bit(dir, TRANSFORMS[dir][i], 1) &&
+             (a < 0 || (conv_algo_16bit(dir, a, 1) && !conv_algo_16bit(dir, a, 0)));
+    }
+    for (int i = 0; i < 2; i++)
+        ok = ok && (ATOMIC[dir][i] < 0 || (!conv_algo_16bit(dir, ATOMIC[dir][i], 0) &&
+                                          conv_algo_16bit(dir, ATOMIC[dir][i], 1)));
+    return ok;
+}
+
 static void test_rule_16bit(void) {
     for (int d = 0; d < CONV_DIRS; d++) {
         const ConvDir dir = (ConvDir)d;
-        int ok = !conv_algo_16bit(dir, 8) && !conv_algo_16bit(dir, -1);
-        for (int i = 0; i < 4; i++)
-            ok = ok && !conv_algo_16bit(dir, TRANSFORMS[d][i]) &&
-                 (DETERMINISTIC[d][i] < 0 || conv_algo_16bit(dir, DETERMINISTIC[d][i]));
-        for (int i = 0; i < 2; i++)
-            ok = ok && (ATOMIC[d][i] < 0 || !conv_algo_16bit(dir, ATOMIC[d][i]));
-        printf(
-            "16-bit rule %s: FFT, Winograd, atomic and unknown numbers refused, the deterministic "
-            "direct sums admitted %s\n",
-            conv_dir_name(dir), ok ? "ok" : "FAIL");
+        const int ok = rule_16bit_by_field(dir);
+        printf("16-bit rule %s: FFT, Winograd, unknown numbers and every result cuDNN reports "
+               "non-deterministic refused, the deterministic direct sums admitted %s\n",
+               conv_dir_name(dir), ok ? "ok" : "FAIL");
         check_count(ok);
-        AlgoPerf ranked[4] = {
-            {.algo = TRANSFORMS[d][1], .ok = 1, .fma_math = 0, .memory = 0},
+        const int det = DETERMINISTIC[d][0];
+        AlgoPerf ranked[5] = {
+            {.algo = TRANSFORMS[d][1], .ok = 1, .fma_math = 0, .memory = 0, .deterministic = 1},
             {.algo = ATOMIC[d][0] >= 0 ? ATOMIC[d][0] : TRANSFORMS[d][3], .ok = 1, .memory = 0},
-            {.algo = DETERMINISTIC[d][0], .ok = 1, .fma_math = 0, .memory = 1 << 20},
-            {.algo = DETERMINISTIC[d][0], .ok = 1, .fma_math = 1, .memory = 0},
+            {.algo = det, .ok = 1, .fma_math = 0, .memory = 0, .deterministic = 0},
+            {.algo = det, .ok = 1, .fma_math = 0, .memory = 1 << 20, .deterministic = 1},
+            {.algo = det, .ok = 1, .fma_math = 1, .memory = 0, .deterministic = 1},
         };
-        expect_pick("bf16/fp16: the deterministic direct sum after a transform and an atomic one",
-                    dir, ranked, 4, 1 << 20, CONV_RULE_16BIT, 2);
-        expect_pick("bf16/fp16: under FMA math too when it fits", dir, ranked, 4, 0,
-                    CONV_RULE_16BIT, 3);
-        expect_pick("bf16/fp16: only a transform and an atomic one offered", dir, ranked, 2,
-                    1 << 30, CONV_RULE_16BIT, -1);
-        expect_pick("tf32 takes the transform", dir, ranked, 4, 0, CONV_RULE_ANY, 0);
+        expect_pick("bf16/fp16: the deterministic direct sum after a transform, an atomic one and "
+                    "one cuDNN reports non-deterministic",
+                    dir, ranked, 5, 1 << 20, CONV_RULE_16BIT, 3);
+        expect_pick("bf16/fp16: under FMA math too when it fits", dir, ranked, 5, 0,
+                    CONV_RULE_16BIT, 4);
+        expect_pick("bf16/fp16: only a transform, an atomic and a non-deterministic one offered",
+                    dir, ranked, 3, 1 << 30, CONV_RULE_16BIT, -1);
+        expect_pick("tf32 takes the transform", dir, ranked, 5, 0, CONV_RULE_ANY, 0);
+    }
+}
+
+/* With nothing admitted: algorithm 0 (no workspace) for fp32, tf32 and every forward direction;
+ * for a 16-bit backward direction none (its ALGO_0 adds atomically): the run is refused, never
+ * silently run on the non-deterministic algorithm. */
+static void test_fallback(void) {
+    for (int d = 0; d < CONV_DIRS; d++) {
+        const ConvDir dir = (ConvDir)d;
+        const int want16 = dir == CONV_FWD ? 0 : -1;
+        const int ok = conv_fallback_algo(dir, CONV_RULE_STRICT_FP32) == 0 &&
+                       conv_fallback_algo(dir, CONV_RULE_ANY) == 0 &&
+                       conv_fallback_algo(dir, CONV_RULE_16BIT) == want16;
+        printf("fallback %s: fp32 and tf32 algorithm 0, bf16/fp16 %s %s\n", conv_dir_name(dir),
+               want16 < 0 ? "refused" : "algorithm 0", ok ? "ok" : "FAIL");
+        check_count(ok);
     }
 }
 
@@ -360,6 +390,7 @@ int main(void) {
     test_pick_basics();
     test_rule();
     test_rule_16bit();
+    test_fallback();
     test_bound();
     test_cpu_convs();
     test_transform_flagged();

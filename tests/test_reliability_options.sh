@@ -13,6 +13,10 @@ expect_bad 2 "--iters: " $S --iters 1073741824
 # Values past the parser's bound say the bound.
 expect_bad 0 "--batch: '2147483648' is not accepted: expected an integer from 1 to 1073741824" $S --batch 2147483648
 expect_bad 0 "--iters: '99999999999999999999' is not accepted: expected an integer from 1 to 1073741824" $S --iters 99999999999999999999
+# Every integer option's refusal names its whole range, below or above it.
+expect_bad 0 "--seed: '99999999999999999999' is not accepted: expected an integer from 0 to 9223372036854775807" $S --seed 99999999999999999999
+expect_bad 0 "--seed: '-1' is not accepted: expected an integer from 0 to 9223372036854775807" $S --seed -1
+expect_bad 0 "--threads: '0' is not accepted: expected an integer from 1 to 1073741824" $S --threads 0
 expect_bad 0 "--target-acc: 'inf' is not accepted" $S --target-acc inf
 expect_bad 0 "--lr: 'nan' is not accepted" $S --lr nan
 # A one-dash option is named, not the word before it.

@@ -38,7 +38,7 @@ expect_bad 0 "--stages: 9 is not accepted: lenet can be split into at most 7 sta
 expect_bad 0 "--stages: 2 is not accepted with --parallel data" --stages 2 $O
 expect_bad 0 "--microbatches: 3 is not accepted: it must divide the batch of each replica" --parallel model --batch 16 --microbatches 3 $O
 expect_bad 0 "--microbatches: 2 is not accepted with --parallel data" --microbatches 2 $O
-expect_bad 0 "--microbatches: '0' is not accepted: expected an integer >= 1" --microbatches 0 $O
+expect_bad 0 "--microbatches: '0' is not accepted: expected an integer from 1 to 1073741824" --microbatches 0 $O
 expect_bad 4 "--batch: 7 is not accepted with 2 replicas of the pipeline" --parallel hybrid --batch 7 $O
 expect_bad 2 "--split: 12 is not accepted: googlenet cannot be cut before layer 12" --model googlenet --dataset synthetic --parallel model --split 12 $O
 expect_bad 2 "--split: '3,5' is not accepted: 2 stages take 1 indices" --parallel model --split 3,5 $O

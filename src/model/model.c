@@ -322,7 +322,8 @@ void model_free(Model *m) {
         void *bufs[] = {m->params,       m->grads,      m->momentum, m->buffers,
                         m->x,            m->dx,         m->labels,   m->work,
                         m->grad_scratch, m->dy_scratch, m->stats,    m->x_act,
-                        m->origin,       m->variance,   m->tied_w,   m->tied_grad};
+                        m->origin,       m->variance,   m->tied_w,   m->tied_grad,
+                        m->loss_scale_dev};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) m->be->free(c, bufs[i]);
         for (int i = 0; i < m->ndy_pool; i++)
@@ -364,6 +365,18 @@ const char *model_missing_op(const Model *m, const BackendOps *be, int microbatc
 void model_set_sample_origin(Model *m, uint64_t origin) {
     m->sample_origin = origin;
     if (m->origin) m->be->upload(m->ctx, m->origin, &m->sample_origin, sizeof m->sample_origin);
+}
+
+void model_set_loss_scale(Model *m, float scale) {
+    const int changed = scale != m->loss_scale;
+    m->loss_scale = scale;
+    if (!m->be->device_memory || !m->be->scale_by) return;
+    if (!m->loss_scale_dev) {
+        m->loss_scale_dev = m->be->alloc(m->ctx, sizeof *m->loss_scale_dev);
+        m->be->upload(m->ctx, m->loss_scale_dev, &m->loss_scale, sizeof m->loss_scale);
+    } else if (changed) {
+        m->be->upload(m->ctx, m->loss_scale_dev, &m->loss_scale, sizeof m->loss_scale);
+    }
 }
 
 /* ---- forward, loss, backward -------------------------------------------------------------- */
@@ -408,6 +421,10 @@ void model_loss_queue(Model *m, int s0, int n, int train, float grad_scale) {
     float *dlogits = train ? layer_dy_at(m, L, s0) : NULL;
     m->be->softmax_xent(m->ctx, rows, m->classes, logits, m->labels + (size_t)s0 * m->label_size,
                         dlogits, m->stats);
+    if (dlogits && m->loss_scale_dev) { /* fp16: the scale read when the kernel runs */
+        m->be->scale_by(m->ctx, (size_t)rows * m->classes, grad_scale, m->loss_scale_dev, dlogits);
+        return;
+    }
     if (m->loss_scale > 0.0f) grad_scale *= m->loss_scale; /* fp16: the scaled loss's gradient */
     if (dlogits && grad_scale != 1.0f)
         m->be->scale(m->ctx, (size_t)rows * m->classes, grad_scale, dlogits);

@@ -182,6 +182,9 @@ typedef struct {
                              * when they run (a replayed step reads its own); NULL: no dropout,
                              * or a host backend (the kernels get the value) */
     float loss_scale; /* --precision fp16: the loss gradient is multiplied by it (0 or 1: none) */
+    float *loss_scale_dev; /* [1] loss_scale in device memory, which the loss gradient's kernel
+                            * reads when it runs (one step graph for every scale); NULL: none
+                            * set yet, or a backend without scale_by (the value is passed) */
     struct LayerObserver *observer; /* model_set_observer; NULL: none */
 } Model;
 
@@ -286,6 +289,13 @@ const ModelDesc *model_for_input(const ModelDesc *d, int c, int h, int w);
  * device, with dropout layers, the value is also queued into device memory (m->origin, ordered
  * before the step's kernels), where their kernels read it: call it outside a captured step. */
 void model_set_sample_origin(Model *m, uint64_t origin);
+
+/* fp16's loss scale (m->loss_scale). On a device with scale_by, the value is also queued into
+ * device memory (m->loss_scale_dev, ordered before the step's kernels; allocated by the first
+ * call: make it before the timed loop), where the loss gradient's kernel reads it, so that a
+ * replayed step scales by that step's scale; queued only when it changes. Call it outside a
+ * captured step. */
+void model_set_loss_scale(Model *m, float scale);
 
 /* Forward pass on the first n <= chunk samples of m->x / m->labels, then the loss.
  * Returns the mean loss; *correct gets the number of right predictions (per position for a

@@ -199,8 +199,8 @@ static const Rule RULES[BM_COUNT] = {
     [BM_host_free] = {MEMORY}, [BM_download] = {WAITS}, [BM_timer_elapsed] = {WAITS},
     [BM_synchronize] = {SYNC}, [BM_upload] = {UPLOAD, offsetof(FakeArgs_upload, dst_dev), 0},
     [BM_timer_record] = {MARK}, [BM_weights_ready] = {CAST}, [BM_all_finite] = {FINITE},
-    WRITES(zero, p), WRITES(copy, dst), WRITES(axpy, y), WRITES(scale, x), WRITES(sgd_update, p),
-    WRITES(adamw_update, p),
+    WRITES(zero, p), WRITES(copy, dst), WRITES(axpy, y), WRITES(scale, x), WRITES(scale_by, x),
+    WRITES(sgd_update, p), WRITES(adamw_update, p),
     WEIGHTS(fc_forward), WEIGHTS(fc_backward), WEIGHTS(conv_forward), WEIGHTS(conv_backward),
     WEIGHTS(lstm_forward), WEIGHTS(lstm_backward),
     /* queries, the lifetime, and the prefetch and graphs (below), which check themselves */

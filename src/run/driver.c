@@ -150,6 +150,7 @@ TrainResult driver_run(Driver *d) {
     TrainResult res = {.last_accuracy = -1.0};
     LossScaler scaler;
     loss_scaler_init(&scaler);
+    if (o->loss_scaling) model_set_loss_scale(m, (float)scaler.scale); /* allocates: not timed */
     Prefetch pf;
     prefetch_init(&pf, d);
     d->graphs = step_graphs_create(m, o->graph_parts);
@@ -167,7 +168,7 @@ TrainResult driver_run(Driver *d) {
          * the vote makes it the same one. */
         if (o->duration > 0 && start - d->clock_offset - d->t0 >= o->duration) duration_stop = 1;
         s.vote = signals_stop_requested() != 0 || target_stop || duration_stop;
-        if (o->loss_scaling) m->loss_scale = (float)scaler.scale;
+        if (o->loss_scaling) model_set_loss_scale(m, (float)scaler.scale);
         stage_iteration(d, &s, it); /* records MARK_FORWARD */
         be->timer_record(ctx, MARK_BACKWARD);
         /* the next batch uploads while this step's kernels run (on a device), if the loader

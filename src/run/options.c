@@ -332,13 +332,10 @@ static const char *set_value(Options *o, const OptSpec *s, const char *arg, char
         long v = strtol(arg, &end, 10);
         if (errno || end == arg || *end || v < (long)s->min || (s->type == T_INT && v > 1 << 30) ||
             (s->max > 0 && v > (long)s->max)) {
+            /* Every refusal names the whole accepted range, the bound passed or not. */
             long top = s->max > 0 ? (long)s->max : (s->type == T_INT ? 1L << 30 : LONG_MAX);
-            if (end != arg && !*end && (errno == ERANGE || v > top) && top != LONG_MAX)
-                snprintf(err, len, "--%s: '%s' is not accepted: expected an integer from %ld to %ld",
-                         s->name, arg, (long)s->min, top); /* say the bound that was passed */
-            else
-                snprintf(err, len, "--%s: '%s' is not accepted: expected an integer >= %ld",
-                         s->name, arg, (long)s->min);
+            snprintf(err, len, "--%s: '%s' is not accepted: expected an integer from %ld to %ld",
+                     s->name, arg, (long)s->min, top);
             return err;
         }
         if (s->type == T_INT)

@@ -77,7 +77,9 @@ static void backward_work(void *arg) {
 static void *graph_for(StepGraphs *g, int part, int n) {
     const Model *m = g->m;
     const int fwd = part == STEP_GRAPH_FORWARD;
-    GraphEntry key = {NULL, part, n, m->x, fwd ? m->labels : NULL, fwd ? m->loss_scale : 0.0f};
+    /* the loss scale is part of the key only where the kernel gets it as a value */
+    const float scale = fwd && !m->loss_scale_dev ? m->loss_scale : 0.0f;
+    GraphEntry key = {NULL, part, n, m->x, fwd ? m->labels : NULL, scale};
     for (int i = 0; i < STEP_GRAPH_CACHE; i++) {
         const GraphEntry *c = &g->cache[i];
         if (c->graph && c->part == key.part && c->n == key.n && c->x == key.x &&

@@ -7,12 +7,14 @@
  * backward run eagerly (lazy set-up: cuBLAS, 16-bit scratch, softmax scratch, plans of shapes
  * first seen); from the second step on, each part runs from the graph captured for the
  * arguments it reads that may change between steps: the input and label buffers (the batch
- * prefetch alternates two, src/run/prefetch.h) and the fp16 loss scale. Dropout's mask follows the
- * batch's first sample, which its kernels read from backend memory (model_set_sample_origin
- * queues it there before the step), so a replayed step draws that step's mask: models with
- * dropout (AlexNet, VGG16, GoogLeNet) are replayed too. A new combination is captured
- * when first met (with prefetch: steps 1 and 2, in the warm-up by default; fp16: again when the
- * loss scale changes); at most STEP_GRAPH_CACHE graphs are kept.
+ * prefetch alternates two, src/run/prefetch.h). Dropout's mask follows the batch's first sample,
+ * which its kernels read from backend memory (model_set_sample_origin queues it there before the
+ * step), so a replayed step draws that step's mask: models with dropout (AlexNet, VGG16,
+ * GoogLeNet) are replayed too. fp16's loss scale is read from backend memory the same way
+ * (model_set_loss_scale, the backend's scale_by), so a change of scale replays the same graph;
+ * only a backend without scale_by keys graphs on the scale's value. A new combination is
+ * captured when first met (with prefetch: steps 1 and 2, in the warm-up by default); at most
+ * STEP_GRAPH_CACHE graphs are kept.
  *
  * Phase marks stay on the device's clock: the graph is split at the phase boundary. The driver
  * records MARK_DATA before the forward graph, MARK_FORWARD between the two and MARK_BACKWARD
