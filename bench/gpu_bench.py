@@ -51,14 +51,25 @@ HEADLINE = [("resnet50", 256, "bf16", "vs"), ("lenet", 64, "fp32", "vs"),
             ("lstm32", 64, "fp32", "vs"), ("fcn5", 64, "fp32", "vs"),
             ("googlenet", 128, "bf16", "vs"), ("vgg16", 64, "bf16", "vs"),
             ("alexnet", 128, "bf16", "vs"), ("resnet50", 256, "fp32", "vs")]
-# --all: the headline cells, what graphs and prefetching gain, then the whole zoo in each precision
+# --all: the headline cells, what graphs and prefetching gain, GPT-2 in bf16 (TRANSFORMER_CELLS),
+# then the whole zoo in each precision
 ABLATIONS = [("lenet", 64, "fp32", "graphs"), ("lstm32", 64, "fp32", "graphs"),
              ("resnet50", 256, "bf16", "prefetch"), ("resnet50", 256, "bf16", "graphs")]
 ZOO = [("lenet", 64), ("lstm32", 64), ("fcn5", 64), ("resnet50", 256), ("resnet50", 64),
        ("alexnet", 128), ("vgg16", 64), ("googlenet", 128)]
-# The CPU rehearsal (--device cpu): small, to prove the script, not to measure.
+# The transformers (--all, or --models gpt2): GPT-2 124M at its context, 8 x 1024 tokens a step, in
+# bf16 against PyTorch's autocast with scaled_dot_product_attention (flash attention) and fused
+# AdamW; both sides AdamW with weight decay 0.1 (TRANSFORMER_ARGS). Not a headline cell: the
+# one-call session (scripts/gpu_session.sh) has no room for it; its own step there is
+# gpu-bench-gpt2 (--only).
+TRANSFORMER_CELLS = [("gpt2", 8, "bf16", "vs")]
+TRANSFORMERS = ("nanogpt-char", "gpt2", "gpt2-medium")
+TRANSFORMER_ARGS = ["--optimizer", "adamw", "--weight-decay", "0.1"]
+# The CPU rehearsal (--device cpu): small, to prove the script, not to measure; --models
+# nanogpt-char rehearses a transformer's cell (REHEARSAL_GPT, about a minute on 2 cores).
 REHEARSAL = [("lenet", 8, "fp32", "vs"), ("lenet", 8, "bf16", "vs"), ("lstm32", 4, "fp32", "vs"),
              ("lenet", 8, "fp32", "graphs")]
+REHEARSAL_GPT = [("nanogpt-char", 1, "fp32", "vs")]
 
 # Step times, ms (dtbench, PyTorch): the H200 run of 2026-11-28 where it measured them (LeNet,
 # LSTM-32, FCN-5, AlexNet in fp32; ResNet-50 b256 in fp32, tf32 and bf16; VGG16 and GoogLeNet in
@@ -73,11 +84,14 @@ STEP_MS = {"lenet:64": (0.274, 1.92), "lstm32:64": (3.10, 6.12), "fcn5:64": (1.7
            "resnet50:64": (124, 87), "resnet50:64:bf16": (84, 47), "resnet50:64:fp16": (87, 37),
            "resnet50:64:tf32": (80, 44), "resnet50:256": (275, 281),
            "resnet50:256:tf32": (91, 117), "resnet50:256:bf16": (82.8, 55.7),
-           "lenet:8": (20, 15), "lstm32:4": (60, 40)}
+           "lenet:8": (20, 15), "lstm32:4": (60, 40), "nanogpt-char:1": (1000, 1000),
+           # not measured on a GPU yet: PyTorch at ~250 TFLOP/s on its ~7 TFLOP a step, dtbench
+           # (no fused attention) guessed at 3x its time
+           "gpt2:8:bf16": (120, 35)}
 DT_START_S = {"fcn5": 2.8, "fcn8": 3.0, "alexnet": 2.6, "vgg16": 3.0, "googlenet": 2.0,
-              "resnet50": 3.0}
+              "resnet50": 3.0, "gpt2": 4.0}
 PT_BUILD_S = {"lenet": 0.3, "lstm32": 0.5, "fcn5": 1.5, "alexnet": 1.5, "vgg16": 2.5,
-              "googlenet": 2.0, "resnet50": 2.5}
+              "googlenet": 2.0, "resnet50": 2.5, "gpt2": 3.0}
 PT_PROCESS_S = 12.0
 CPU_START_S = (1.5, 1.0)  # the rehearsal: dtbench, a PyTorch request
 MEASURE_S = 1.5
@@ -86,11 +100,11 @@ MIN_ROUNDS, MIN_ITERS, MIN_WARMUP = 2, 10, 3
 
 def plan_cells(a):
     if a.device == "cpu":
-        cells = list(REHEARSAL)
+        cells = REHEARSAL + (REHEARSAL_GPT if a.models else [])
     elif not (a.all or a.models or a.configs):
         cells = list(HEADLINE)
     else:
-        cells = HEADLINE + ABLATIONS
+        cells = HEADLINE + ABLATIONS + TRANSFORMER_CELLS
         cells += [(m, b, c, "vs") for c in CONFIGS for m, b in ZOO
                   if (m, b, c, "vs") not in cells]
     models = set(a.models.split()) if a.models else None
@@ -110,7 +124,7 @@ def steps_of(a, cell):
     iters = min(200, max(MIN_ITERS, math.ceil(MEASURE_S / slow)))
     warmup = min(20, max(MIN_WARMUP, math.ceil(0.2 / slow)))
     if a.device == "cpu":
-        warmup, iters = 1, 5
+        warmup, iters = 1, (2 if cell[0] in TRANSFORMERS else 5)
     return (a.warmup if a.warmup is not None else warmup,
             a.iters if a.iters is not None else iters)
 
@@ -195,13 +209,20 @@ class TorchSide:
         self.p = None
 
 
+def model_args(model):
+    """Both sides' arguments of a transformer: its sequence (the context) and AdamW."""
+    if model not in TRANSFORMERS:
+        return []
+    return ["--seq-len", str(tab.TOKENS[model])] + TRANSFORMER_ARGS
+
+
 def dtbench_cmd(a, cell, side, rnd, out, warmup, iters):
     model, batch, config, kind = cell
     cmd = shlex.split(a.mpirun) + [a.dtbench] if a.mpirun else [a.dtbench]
     cmd += ["--model", model, "--dataset", "synthetic", "--batch", str(batch),
             "--warmup", str(warmup), "--iters", str(iters), "--device", a.device,
             "--sample-hz", "0", "--calibrate-iters", "0", "--seed", str(rnd + 1),
-            "--output", out, "--overwrite"] + CONFIGS[config][0]
+            "--output", out, "--overwrite"] + CONFIGS[config][0] + model_args(model)
     if side == "B" and kind != "vs":
         cmd += ABLATION[kind]
     return cmd + a.fallback
@@ -211,6 +232,7 @@ def torch_argv(a, cell, rnd, warmup, iters):
     model, batch, config, _ = cell
     argv = ["--model", model, "--batch", str(batch), "--iters", str(iters), "--warmup",
             str(warmup), "--device", a.device, "--seed", str(rnd + 1)] + CONFIGS[config][1]
+    argv += model_args(model)
     return argv + (["--data", "pinned"] if a.device == "cuda" else [])
 
 

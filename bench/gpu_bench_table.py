@@ -14,7 +14,9 @@ checks of what dtbench records on its ONE rank, over every dtbench run of the ce
   phases  whether any completed iteration's data + forward + backward + exchange + update exceed
           its total by more than 1e-9 of it (warm-up iterations included): phases are parts of
           the iteration, so they cannot add up to more.
-A cell against PyTorch misses its target when the ratio is below 1.0.
+A cell against PyTorch misses its target when the ratio is below 1.0. The language models'
+cells add tokens/s: samples/s times the tokens of a sample (TOKENS: the model's context, at which
+bench/gpu_bench.py runs them), a line each under the table.
 """
 import csv
 import json
@@ -34,12 +36,15 @@ PRECISION_NOTE = ("precision: fp32 = strict fp32 on both sides (TF32 off); tf32 
                   "--precision tf32 against PyTorch's defaults (TF32 convolutions, fp32 matmuls, "
                   "cudnn.benchmark off); bf16 = dtbench --precision bf16 against autocast bf16 + "
                   "channels_last + cudnn.benchmark; fp16 = the same in fp16 with GradScaler")
-CELL_RE = re.compile(r"^(?P<model>[a-z0-9]+)-b(?P<batch>\d+)-(?P<config>[a-z0-9]+)"
+# Tokens of one sample of the language models, as their cells run them (--seq-len on both sides)
+TOKENS = {"lstm32": 32, "lstm64": 64, "nanogpt-char": 256, "gpt2": 1024, "gpt2-medium": 1024}
+CELL_RE = re.compile(r"^(?P<model>[a-z0-9]+(?:-[a-z]+)*)-b(?P<batch>\d+)-(?P<config>[a-z0-9]+)"
                      r"(?:-(?P<kind>graphs|prefetch)-off)?$")
 RUN_KEYS = ("cell", "model", "batch", "config", "kind", "round", "side", "program", "error",
             "median_ms", "p5_ms", "p95_ms", "data_ms", "exch_pct", "phase_over", "phase_worst",
             "iters_read", "wall_s", "graphs", "prefetch", "file", "command")
-CELL_KEYS = ("model", "batch", "config", "kind", "a_sps", "b_sps", "ratio", "a_ms", "b_ms",
+CELL_KEYS = ("model", "batch", "config", "kind", "a_sps", "b_sps", "a_tps", "b_tps", "ratio",
+             "a_ms", "b_ms",
              "a_spread", "b_spread", "a_data_ms", "exch_pct", "phase_over", "phase_iters",
              "phase_worst", "graphs", "steps", "verdict", "misses")
 
@@ -149,6 +154,9 @@ def summarise(cell, runs, rounds):
            "graphs": sides["A"][0][0].get("graphs", ""),
            "steps": f"{rounds}x{dt_runs[0]['steps']}+{dt_runs[0]['warmup']}"}
     row["ratio"] = row["a_sps"] / row["b_sps"]
+    tokens = TOKENS.get(model)  # tokens/s of the language models; "" for the others
+    row["a_tps"], row["b_tps"] = ((row["a_sps"] * tokens, row["b_sps"] * tokens) if tokens
+                                  else ("", ""))
     row["misses"] = misses(row)
     row["verdict"] = ("MISS" if row["misses"] else "ok" if kind == "vs" else "-") + (
         " (noisy)" if max(a["spread"], b["spread"]) > NOISY_PCT else "")
@@ -174,18 +182,25 @@ def misses(row):
 
 
 def fmt_table(rows, notes, footer):
-    head = (f"{'model':10} {'batch':>5} {'prec':5} {'compared':18} {'dtbench/s':>10} "
+    head = (f"{'model':12} {'batch':>5} {'prec':5} {'compared':18} {'dtbench/s':>10} "
             f"{'other/s':>10} {'ratio':>6} {'spread%':>11} {'data ms':>8} {'exch%':>6} "
             f"{'phases':>7} {'graphs':16} {'steps':9} verdict")
     lines = [head]
     for r in rows:
         other = "pytorch" if r["kind"] == "vs" else f"{r['kind']} off"
         phases = "ok" if not r["phase_over"] else f"{r['phase_over']} over"
-        lines.append(f"{r['model']:10} {r['batch']:>5} {r['config']:5} {'dtbench/' + other:18} "
+        lines.append(f"{r['model']:12} {r['batch']:>5} {r['config']:5} {'dtbench/' + other:18} "
                      f"{r['a_sps']:10.1f} {r['b_sps']:10.1f} {r['ratio']:6.2f} "
                      f"{r['a_spread']:5.1f}/{r['b_spread']:<5.1f} {r['a_data_ms']:8.3f} "
                      f"{r['exch_pct']:6.2f} {phases:>7} {r['graphs'] or '-':16} "
                      f"{r['steps'] or '-':9} {r['verdict']}")
+    for r in rows:
+        if r["a_tps"] != "":
+            other = "PyTorch" if r["kind"] == "vs" else f"{r['kind']} off"
+            lines.append(f"tokens/s: {r['model']} b{r['batch']} {r['config']}"
+                         + ("" if r["kind"] == "vs" else f" ({r['kind']} off)")
+                         + f": dtbench {r['a_tps']:.0f}, {other} {r['b_tps']:.0f} "
+                         f"({TOKENS[r['model']]} tokens a sample)")
     missed = [r for r in rows if r["misses"]]
     lines.append(f"targets: ratio >= {RATIO_TARGET:.1f} against PyTorch; exchange <= "
                  f"{EXCHANGE_MAX_PCT:g}% of the total on one rank; phases <= total. "

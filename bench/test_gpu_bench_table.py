@@ -1,7 +1,8 @@
 """test_gpu_bench_table.py - bench/gpu_bench_table.py's table on results folders made here (no
 GPU, no PyTorch): result files of dtbench written by h5py in the layout of docs/hdf5-layout.md
 and PyTorch's JSON, with the figures and phases chosen so that each target is met or missed by
-a known amount. Run by bench/test_gpu_bench_table.sh; prints "ok" lines, exits 1 on a failure.
+a known amount; the language models' tokens/s. Run by bench/test_gpu_bench_table.sh; prints "ok"
+lines, exits 1 on a failure.
 """
 import csv
 import json
@@ -194,11 +195,40 @@ def check_old_and_bad(d):
               p.stderr)
 
 
+def check_tokens(d):
+    # GPT-2 b8 in bf16 (1024 tokens a sample): dtbench 100 ms, PyTorch 40 ms a step: 81920 and
+    # 204800 tokens/s, 0.40x; nanogpt-char (a model's name with a hyphen) b2 at 256 tokens: 1 s
+    # against 2 s, 512 and 256 tokens/s; LeNet has no tokens/s
+    tok = os.path.join(d, "tokens")
+    warm = [5, 5]
+
+    def cell(a_ms, b_ms):
+        return [(0, "A", "dtbench", dt(warm + [a_ms] * 4)), (0, "B", "torch", pt(b_ms)),
+                (1, "B", "torch", pt(b_ms)), (1, "A", "dtbench", dt(warm + [a_ms] * 4))]
+    make_folder(tok, {"gpt2-b8-bf16": cell(100, 40), "nanogpt-char-b2-fp32": cell(1000, 2000),
+                      "lenet-b64-fp32": cell(1, 2)})
+    text, cells = table_of(tok)
+    lines = text.splitlines()
+    check("a model's name with a hyphen: parsed", tab.parse_cell("nanogpt-char-b2-fp32-graphs-off")
+          == ("nanogpt-char", 2, "fp32", "graphs"), tab.parse_cell("nanogpt-char-b2-fp32"))
+    g = cells[("gpt2", "bf16", "vs")]
+    check("gpt2: 81920 against 204800 tokens/s, 0.40x", abs(float(g["a_tps"]) - 81920) < 1e-6
+          and abs(float(g["b_tps"]) - 204800) < 1e-6 and abs(float(g["ratio"]) - 0.4) < 1e-9, g)
+    check("gpt2: its tokens/s line", "tokens/s: gpt2 b8 bf16: dtbench 81920, PyTorch 204800 "
+          "(1024 tokens a sample)" in lines, text)
+    n = cells[("nanogpt-char", "fp32", "vs")]
+    check("nanogpt-char: 512 against 256 tokens/s", abs(float(n["a_tps"]) - 512) < 1e-6
+          and abs(float(n["b_tps"]) - 256) < 1e-6 and n["verdict"] == "ok", n)
+    check("lenet: no tokens/s", cells[("lenet", "fp32", "vs")]["a_tps"] == ""
+          and not any(ln.startswith("tokens/s: lenet") for ln in lines), text)
+
+
 def main():
     with tempfile.TemporaryDirectory() as d:
         first_folder(d)
         check_first(d)
         check_old_and_bad(d)
+        check_tokens(d)
     print("ok" if not failures else f"{failures} check(s) failed")
     return 1 if failures else 0
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_gpu_bench_table.sh - the table of bench/gpu_bench.sh (bench/gpu_bench_table.py) on results
 # folders made without a GPU (bench/test_gpu_bench_table.py): ratios, the exchange share and the
-# phases of one rank, the misses and by how much, failed runs, first-version folders.
+# phases of one rank, the misses and by how much, failed runs, first-version folders, tokens/s.
 # Needs a python with h5py and numpy: $H5_PYTHON, else $PYTHON (make check sets it to the one
 # configure found, .venv's), else python3. Prints "ok" and exits 0 on success; part of make check.
 set -euo pipefail

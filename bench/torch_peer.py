@@ -16,9 +16,21 @@ data, forward, backward, exchange and update phases of one iteration):
   2. optimizer.zero_grad();
   3. forward pass and nn.CrossEntropyLoss (softmax cross-entropy, mean over the batch);
   4. backward pass;
-  5. optimizer.step() (SGD, momentum 0.9, lr 0.01, no weight decay).
+  5. optimizer.step() (SGD, momentum 0.9, lr 0.01, no weight decay; the transformers: AdamW,
+     below).
 Nothing else (no printing, no loss.item() sync) is inside the timed region: loss values are
 read after the clock stops.
+
+The transformers (nanogpt-char, gpt2, gpt2-medium) are tests/torch_gpt.py's GPT, imported from
+there (written independently of dtbench; the head tied to the token embedding, counted once).
+--seq-len: tokens per sample (default: the model's context); the samples are windows of uniform
+random token ids whose labels are the next tokens; the loss is the mean cross-entropy over every
+position. Attention: F.scaled_dot_product_attention(is_causal=True) where this PyTorch has it
+(2.0 and later; flash attention on a GPU in bf16/fp16), else nanoGPT's masked softmax.
+--optimizer auto (the default) takes dtbench's choice: AdamW for the transformers, with
+nanoGPT's groups (--weight-decay, default 0.1, on the tensors of 2 or more dimensions; none on
+biases and layer norms), betas (--beta1, --beta2) 0.9 and 0.95, eps 1e-8, fused on a GPU where
+torch.optim.AdamW has it (as nanoGPT takes it); SGD for the others.
 
 --device cuda: the network and optimizer live on the GPU. The clock is read after
 torch.cuda.synchronize() on both sides of the step, so a step ends when its update has run on the
@@ -38,19 +50,25 @@ torch.backends.cudnn.benchmark (as dtbench's --conv-algo find times the algorith
 """
 import argparse
 import contextlib
+import inspect
 import json
 import os
 import sys
 import time
 
 
-MODELS = ("lenet", "fcn5", "fcn8", "alexnet", "vgg16", "googlenet", "resnet50", "lstm32", "lstm64")
+TRANSFORMERS = ("nanogpt-char", "gpt2", "gpt2-medium")
+MODELS = ("lenet", "fcn5", "fcn8", "alexnet", "vgg16", "googlenet", "resnet50", "lstm32",
+          "lstm64") + TRANSFORMERS
 # dtbench's counts (src/model/models.c); PyTorch's nn.LSTM carries a second, redundant bias vector per
 # layer (b_hh beside b_ih: 4*256 floats, 2048 in all), which dtbench's LSTM (one bias, as in
 # DLBench's TensorFlow model) does not have.
 EXPECTED_PARAMS = {"lenet": 431080, "fcn5": 117997696, "fcn8": 130586752, "alexnet": 61100840,
                    "vgg16": 138357544, "googlenet": 6998552, "resnet50": 25557032,
-                   "lstm32": 6180624 + 2048, "lstm64": 6180624 + 2048}
+                   "lstm32": 6180624 + 2048, "lstm64": 6180624 + 2048,
+                   "nanogpt-char": 10844160, "gpt2": 124439808, "gpt2-medium": 354823168}
+# blocks, heads, width, context, vocabulary (tests/torch_gpt.py's SHAPES, and GPT-2 medium)
+GPT_MEDIUM = (24, 16, 1024, 1024, 50257)
 FCN_DIM = 26752      # input features and classes of fcn5/fcn8
 FCN_HIDDEN = 2048
 VOCAB, LSTM_HIDDEN = 10000, 256
@@ -68,8 +86,18 @@ def parse_args(argv=None):
     p.add_argument("--pool-batches", type=int, default=4,
                    help="distinct pre-generated batches the steps cycle through (default 4)")
     p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--seq-len", type=int, default=0,
+                   help="tokens per sample of a transformer (default 0: the model's context)")
+    p.add_argument("--optimizer", choices=("auto", "sgd", "adamw"), default="auto",
+                   help="auto: AdamW for the transformers, SGD for the others (as dtbench's)")
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--beta1", type=float, default=0.9)
+    p.add_argument("--beta2", type=float, default=0.95)
+    p.add_argument("--eps", type=float, default=1e-8)
+    p.add_argument("--weight-decay", type=float, default=None,
+                   help="AdamW's, on the tensors of 2 or more dimensions (default 0.1); SGD's "
+                        "L2 term (default 0)")
     p.add_argument("--zero-grad", choices=("none", "zero"), default="none",
                    help="optimizer.zero_grad(set_to_none=True) ('none', PyTorch 2.x default and "
                         "the faster one) or set_to_none=False ('zero', fills the gradients with 0)")
@@ -95,6 +123,12 @@ def parse_args(argv=None):
     a = p.parse_args(argv)
     if a.batch < 1 or a.iters < 1 or a.warmup < 0 or a.threads < 1 or a.pool_batches < 1:
         p.error("batch, iters, threads, pool-batches must be >= 1 and warmup >= 0")
+    if a.seq_len < 0 or (a.seq_len and a.model not in TRANSFORMERS):
+        p.error("--seq-len: a transformer's, >= 0")
+    if a.optimizer == "auto":
+        a.optimizer = "adamw" if a.model in TRANSFORMERS else "sgd"
+    if a.weight_decay is None:
+        a.weight_decay = 0.1 if a.optimizer == "adamw" else 0.0
     return a
 
 
@@ -107,6 +141,7 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import torch                      # noqa: E402
 import torch.nn as nn             # noqa: E402
+import torch.nn.functional as F   # noqa: E402
 
 
 class Inception(nn.Module):
@@ -218,7 +253,43 @@ def build_zoo(model):
     return LanguageModel(), (seq,), VOCAB
 
 
-def build(model):
+def build_gpt(model, seq):
+    """tests/torch_gpt.py's GPT (the tests folder beside this one); (net, (seq,), vocabulary)."""
+    tests = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    from torch_gpt import GPT, SHAPES
+    shape = GPT_MEDIUM if model == "gpt2-medium" else SHAPES[model]
+    seq = seq or shape[3]
+    if seq > shape[3]:
+        sys.exit(f"torch_peer: --seq-len {seq} is beyond {model}'s context {shape[3]}")
+    net = GPT(*shape)
+    for m in net.modules():  # GPT-2's initialisation, as nanoGPT's (the loss starts near ln V)
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, 0.0, 0.02)
+        if isinstance(m, nn.Linear):
+            nn.init.zeros_(m.bias)
+    return net, (seq,), shape[4]
+
+
+def make_optimizer(a, net):
+    """SGD (momentum, L2 weight decay) or AdamW with nanoGPT's groups (decay on the tensors of 2
+    or more dimensions), fused on a GPU where this PyTorch has it, as nanoGPT takes it."""
+    if a.optimizer == "sgd":
+        return torch.optim.SGD(net.parameters(), lr=a.lr, momentum=a.momentum,
+                               weight_decay=a.weight_decay)
+    params = list(net.parameters())
+    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": a.weight_decay},
+              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    extra = {}
+    if a.device == "cuda" and "fused" in inspect.signature(torch.optim.AdamW).parameters:
+        extra["fused"] = True
+    return torch.optim.AdamW(groups, lr=a.lr, betas=(a.beta1, a.beta2), eps=a.eps, **extra)
+
+
+def build(model, seq=0):
+    if model in TRANSFORMERS:
+        return build_gpt(model, seq)
     if model not in ("lenet", "fcn5", "fcn8"):
         return build_zoo(model)
     if model == "lenet":
@@ -311,7 +382,7 @@ def main():
     scaler = torch.cuda.amp.GradScaler() if a.precision == "fp16" else None
     sync = torch.cuda.synchronize if cuda else (lambda: None)
 
-    net, in_shape, classes = build(a.model)
+    net, in_shape, classes = build(a.model, a.seq_len)
     net = net.float().to(dev).train()
     layout = torch.channels_last if a.channels_last else torch.contiguous_format
     if a.channels_last:
@@ -320,7 +391,7 @@ def main():
     assert nparams == EXPECTED_PARAMS[a.model], (a.model, nparams, EXPECTED_PARAMS[a.model])
 
     loss_fn = nn.CrossEntropyLoss()
-    opt = torch.optim.SGD(net.parameters(), lr=a.lr, momentum=a.momentum)
+    opt = make_optimizer(a, net)
     set_to_none = a.zero_grad == "none"
 
     # Synthetic data, generated once before the run (not timed): a pool of samples that the
@@ -330,6 +401,11 @@ def main():
         seq = in_shape[0]
         pool_x = torch.randint(0, VOCAB, (pool_n, seq), dtype=torch.int64)
         pool_y = torch.randint(0, VOCAB, (pool_n * seq,), dtype=torch.int64)
+        labels_per_sample = seq
+    elif a.model in TRANSFORMERS:  # windows of seq + 1 tokens: the labels are the next tokens
+        seq = in_shape[0]
+        tokens = torch.randint(0, classes, (pool_n, seq + 1), dtype=torch.int64)
+        pool_x, pool_y = tokens[:, :-1].contiguous(), tokens[:, 1:].reshape(-1)
         labels_per_sample = seq
     else:
         pool_x = torch.rand((pool_n,) + in_shape, dtype=torch.float32)
@@ -376,7 +452,7 @@ def main():
         opt.zero_grad(set_to_none=set_to_none)
         with (torch.autocast(a.device, dtype=amp_dtype) if amp_dtype else contextlib.nullcontext()):
             out = net(x)
-            loss = loss_fn(out, y)
+            loss = loss_fn(out.reshape(-1, out.shape[-1]) if out.dim() == 3 else out, y)
         if scaler:
             scaler.scale(loss).backward()
         else:
@@ -411,6 +487,13 @@ def main():
         "model": a.model,
         "threads": a.threads,
         "batch": a.batch,
+        "seq_len": in_shape[0] if labels_per_sample > 1 else None,
+        "tokens_per_step": a.batch * labels_per_sample if labels_per_sample > 1 else None,
+        "optimizer": a.optimizer,
+        "attention": None if a.model not in TRANSFORMERS else (
+            "scaled_dot_product_attention" if hasattr(F, "scaled_dot_product_attention")
+            else "masked softmax"),
+        "adamw_fused": bool(opt.defaults.get("fused")) if a.optimizer == "adamw" else None,
         "iters": a.iters,
         "warmup": a.warmup,
         "param_count": nparams,
@@ -453,8 +536,8 @@ def main():
                                      "step from page-locked memory",
                            "device": "batch slice of a pool on the GPU"}[a.data]
                           + " + zero_grad + forward + CrossEntropyLoss + backward + "
-                          "SGD(momentum) step" + (", between torch.cuda.synchronize()" if cuda
-                                                  else "")),
+                          + ("AdamW" if a.optimizer == "adamw" else "SGD(momentum)") + " step"
+                          + (", between torch.cuda.synchronize()" if cuda else "")),
     }
     if not a.no_times:
         result["step_times_s"] = times

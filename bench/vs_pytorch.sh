@@ -6,6 +6,7 @@
 # Run from the build tree (where src/dtbench is), e.g.
 #   /work/main/bench/vs_pytorch.sh                         # lenet and fcn5, 1 thread
 #   bench/vs_pytorch.sh --models "lenet fcn5 fcn8" --threads "1 2" --dtbench build/src/dtbench
+#   bench/vs_pytorch.sh --models nanogpt-char --threads "1 2"   # a transformer: AdamW, seq 256
 #   bench/vs_pytorch.sh --parse run1.h5 [run2.h5 ...]      # only print the median total of files
 # See bench/README.md, or --help.
 #
@@ -13,10 +14,15 @@
 #   dtbench : the HDF5 /iterations/total of each measured iteration, i.e. from the iteration's
 #             start to the end of its update: data (loading the synthetic batch into the input
 #             buffer), forward + loss, backward, exchange (trivial with 1 rank), update (SGD with
-#             momentum), plus the gaps between them. The recorder's own cost is not in it.
+#             momentum; the transformers: AdamW), plus the gaps between them. The recorder's own
+#             cost is not in it.
 #   pytorch : time.perf_counter around: copying the step's batch out of a pool of synthetic
 #             samples generated before the run, zero_grad, forward, CrossEntropyLoss, backward,
-#             optimizer.step (SGD with momentum). Generating random data is outside both.
+#             optimizer.step (SGD with momentum; the transformers: AdamW with nanoGPT's groups).
+#             Generating random data is outside both.
+# The transformers (nanogpt-char, gpt2, gpt2-medium) train on windows of --seq-len random tokens
+# (the same length on both sides) with AdamW, betas 0.9/0.95, eps 1e-8, weight decay 0.1 on the
+# tensors of 2 or more dimensions; the table adds their tokens/s (batch x seq-len per step).
 # Rounds alternate (dtbench, torch, dtbench, torch, ...) so that neither side always runs on a
 # warmer or cooler machine; each side's median is taken over its measured steps of all rounds.
 set -euo pipefail
@@ -39,14 +45,19 @@ KEEP=0
 CORETYPE=""
 STRICT=0
 TOLERANCE=0
-ZOO="lenet fcn5 fcn8 alexnet vgg16 googlenet resnet50 lstm32 lstm64"
+TRANSFORMERS="nanogpt-char gpt2 gpt2-medium"
+ZOO="lenet fcn5 fcn8 alexnet vgg16 googlenet resnet50 lstm32 lstm64 $TRANSFORMERS"
 declare -A ITERS=([lenet]=200 [fcn5]=10 [fcn8]=10 [alexnet]=8 [vgg16]=3 [googlenet]=6 [resnet50]=4
-                  [lstm32]=10 [lstm64]=6)
+                  [lstm32]=10 [lstm64]=6 [nanogpt-char]=5 [gpt2]=3 [gpt2-medium]=2)
 declare -A WARMUP=([lenet]=20 [fcn5]=3 [fcn8]=3 [alexnet]=2 [vgg16]=1 [googlenet]=2 [resnet50]=1
-                  [lstm32]=2 [lstm64]=2)
-# Per-model batch: the 224x224 networks take seconds per step on one core at 64.
+                  [lstm32]=2 [lstm64]=2 [nanogpt-char]=1 [gpt2]=1 [gpt2-medium]=1)
+# Per-model batch: the 224x224 networks take seconds per step on one core at 64; so do the
+# transformers at a few thousand tokens (nanogpt-char 8 x 256 tokens: ~150 GFLOP a step).
 declare -A BATCHES=([lenet]=64 [fcn5]=64 [fcn8]=64 [alexnet]=16 [vgg16]=4 [googlenet]=8
-                    [resnet50]=8 [lstm32]=32 [lstm64]=32)
+                    [resnet50]=8 [lstm32]=32 [lstm64]=32 [nanogpt-char]=8 [gpt2]=2 [gpt2-medium]=1)
+# Tokens per sample of the language models (--seq-len, both sides): nanogpt-char at its context,
+# GPT-2 at 128 of its 1024 so that a step fits a CPU core in seconds. The LSTMs' are fixed.
+declare -A SEQS=([lstm32]=32 [lstm64]=64 [nanogpt-char]=256 [gpt2]=128 [gpt2-medium]=128)
 PARSE_FILES=()
 
 usage() {
@@ -62,12 +73,16 @@ usage: $0 [options]
                         (default: "$MODELS")
   --threads "LIST"      thread counts (default: "$THREADS")
   --batch N | MODEL=N   batch size of both sides, for every model or one (defaults: lenet, fcn5,
-                        fcn8 64; alexnet 16; vgg16 4; googlenet, resnet50 8; lstm32, lstm64 32)
+                        fcn8 64; alexnet 16; vgg16 4; googlenet, resnet50 8; lstm32, lstm64 32;
+                        nanogpt-char 8; gpt2 2; gpt2-medium 1)
+  --seq-len N | MODEL=N tokens per sample of the transformers, both sides (defaults: nanogpt-char
+                        256, its context; gpt2, gpt2-medium 128)
   --rounds N            alternating rounds per side (default: $ROUNDS)
   --iters MODEL=N       measured iterations of MODEL (defaults: lenet=200 fcn5=10 fcn8=10
-                        alexnet=8 vgg16=3 googlenet=6 resnet50=4 lstm32=10 lstm64=6)
+                        alexnet=8 vgg16=3 googlenet=6 resnet50=4 lstm32=10 lstm64=6
+                        nanogpt-char=5 gpt2=3 gpt2-medium=2)
   --warmup MODEL=N      warm-up iterations of MODEL (defaults: lenet=20 fcn5=3 fcn8=3, 1 or 2 for
-                        the others)
+                        the others, 1 for the transformers)
   --lenet-iters N, --lenet-warmup N, --fcn5-iters N, ... : same as above
   --mpirun CMD          mpirun to use (default: mpirun)
   --mpirun-args "ARGS"  extra mpirun arguments
@@ -89,13 +104,19 @@ EOF
 die() { echo "vs_pytorch: error: $*" >&2; exit 2; }
 log() { echo "vs_pytorch: $*" >&2; }
 
-set_count() {  # set_count ITERS|WARMUP|BATCHES MODEL=N
+set_count() {  # set_count ITERS|WARMUP|BATCHES|SEQS MODEL=N
     local arr=$1 kv=$2
-    [[ $kv =~ ^([a-z0-9]+)=([0-9]+)$ && " $ZOO " == *" ${BASH_REMATCH[1]} "* ]] \
+    [[ $kv =~ ^([a-z0-9-]+)=([0-9]+)$ && " $ZOO " == *" ${BASH_REMATCH[1]} "* ]] \
         || die "bad $arr value '$kv' (want MODEL=N, MODEL among $ZOO)"
-    if [[ $arr == ITERS ]]; then ITERS[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
-    elif [[ $arr == BATCHES ]]; then BATCHES[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
-    else WARMUP[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}; fi
+    if [[ $arr == SEQS && " $TRANSFORMERS " != *" ${BASH_REMATCH[1]} "* ]]; then
+        die "--seq-len: ${BASH_REMATCH[1]} is not a transformer ($TRANSFORMERS)"
+    fi
+    case $arr in
+        ITERS) ITERS[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]} ;;
+        BATCHES) BATCHES[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]} ;;
+        SEQS) SEQS[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]} ;;
+        *) WARMUP[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]} ;;
+    esac
 }
 
 while (($#)); do
@@ -108,6 +129,13 @@ while (($#)); do
             else
                 [[ $2 =~ ^[1-9][0-9]*$ ]] || die "--batch must be a positive integer or MODEL=N"
                 for m in $ZOO; do BATCHES[$m]=$2; done
+            fi
+            shift 2 ;;
+        --seq-len)
+            if [[ $2 == *=* ]]; then set_count SEQS "$2"
+            else
+                [[ $2 =~ ^[1-9][0-9]*$ ]] || die "--seq-len must be a positive integer or MODEL=N"
+                for m in $TRANSFORMERS; do SEQS[$m]=$2; done
             fi
             shift 2 ;;
         --rounds) ROUNDS=$2; shift 2 ;;
@@ -273,12 +301,20 @@ if awk -v l="$(loadavg)" 'BEGIN{exit !(l+0 > 0.5)}'; then
     log "warning: load average $(loadavg) before starting: other work shares the CPUs, timings will be noisy"
 fi
 
+# The transformers' sequence length and optimizer, the same on both sides (dtbench's AdamW
+# defaults written out: betas 0.9, 0.95, eps 1e-8)
+TRANSFORMER_ARGS=(--optimizer adamw --beta1 0.9 --beta2 0.95 --eps 1e-8 --weight-decay 0.1)
+model_args() {  # model_args MODEL: the transformer's arguments of both sides, else nothing
+    if [[ " $TRANSFORMERS " == *" $1 "* ]]; then echo --seq-len "${SEQS[$1]}" "${TRANSFORMER_ARGS[@]}"; fi
+}
+
 run_dtbench() {  # model threads round -> writes $TMPDIR_RUN/dt_<m>_<t>_<r>.h5
     local m=$1 t=$2 r=$3
     local out="$TMPDIR_RUN/dt_${m}_t${t}_r${r}.h5" lg="$TMPDIR_RUN/dt_${m}_t${t}_r${r}.log"
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2086,SC2046
     if ! OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t "${MPI[@]}" "$DTBENCH" --model "$m" \
             --dataset synthetic --batch "${BATCHES[$m]}" --iters "${ITERS[$m]}" --warmup "${WARMUP[$m]}" \
+            $(model_args "$m") \
             $([[ $DEVICE == cpu ]] && echo --threads "$t") --device "$DEVICE" --output "$out" --overwrite $DTBENCH_ARGS >"$lg" 2>&1; then
         tail -n 30 "$lg" >&2
         die "dtbench failed ($m, $t threads, round $r); log above"
@@ -289,16 +325,17 @@ run_dtbench() {  # model threads round -> writes $TMPDIR_RUN/dt_<m>_<t>_<r>.h5
 run_torch() {  # model threads round -> writes $TMPDIR_RUN/pt_<m>_<t>_<r>.json
     local m=$1 t=$2 r=$3
     local out="$TMPDIR_RUN/pt_${m}_t${t}_r${r}.json" lg="$TMPDIR_RUN/pt_${m}_t${t}_r${r}.log"
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2086,SC2046
     if ! OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t "$TORCH_PYTHON" "$PEER" --model "$m" \
             --batch "${BATCHES[$m]}" --iters "${ITERS[$m]}" --warmup "${WARMUP[$m]}" --threads "$t" \
-            --device "$DEVICE" $TORCH_ARGS >"$out" 2>"$lg"; then
+            $(model_args "$m") --device "$DEVICE" $TORCH_ARGS >"$out" 2>"$lg"; then
         cat "$lg" >&2
         die "torch peer failed ($m, $t threads, round $r)"
     fi
 }
 
 ms() { awk -v x="$1" 'BEGIN{printf "%.3f", x*1000}'; }
+tok_s() { awk -v b="${BATCHES[$1]}" -v s="${SEQS[$1]}" -v x="$2" 'BEGIN{printf "%.1f", b*s/x}'; }
 
 ROWS=()
 declare -A VERDICT=()
@@ -326,16 +363,23 @@ for m in $MODELS; do
         log "$m, $t thread(s): pooled medians over $dt_n dtbench and $pt_n pytorch steps"
         ratio=$(awk -v p="$pt_med" -v d="$dt_med" 'BEGIN{printf "%.3f", p/d}')
         ok=$(awk -v r="$ratio" -v tol="$TOLERANCE" 'BEGIN{print (r >= 1 - tol/100) ? "yes" : "no"}')
-        ROWS+=("$(printf '%-9s %5s %7s %16s %16s %15s' "$m" "${BATCHES[$m]}" "$t" "$(ms "$dt_med")" "$(ms "$pt_med")" "$ratio")")
+        seq=${SEQS[$m]:--} dt_tok=- pt_tok=-
+        if [[ $seq != - ]]; then  # tokens per second: batch x seq-len over the median step
+            dt_tok=$(tok_s "$m" "$dt_med") pt_tok=$(tok_s "$m" "$pt_med")
+            log "$m, $t thread(s): dtbench $dt_tok tokens/s, pytorch $pt_tok tokens/s"
+        fi
+        ROWS+=("$(printf '%-12s %5s %5s %7s %16s %16s %15s %13s %13s' "$m" "${BATCHES[$m]}" "$seq" "$t" \
+            "$(ms "$dt_med")" "$(ms "$pt_med")" "$ratio" "$dt_tok" "$pt_tok")")
         if [[ -z ${VERDICT[$m]:-} || $ok == no ]]; then VERDICT[$m]=$ok; fi
     done
 done
 
 echo
 echo "[$DEVICE] dtbench (1 MPI rank) vs PyTorch $("$TORCH_PYTHON" -c 'import torch; print(torch.__version__)'), median time per training step over $ROUNDS rounds"
-printf '%-9s %5s %7s %16s %16s %15s\n' model batch threads "dtbench ms/step" "pytorch ms/step" "pytorch/dtbench"
+printf '%-12s %5s %5s %7s %16s %16s %15s %13s %13s\n' model batch seq threads "dtbench ms/step" \
+    "pytorch ms/step" "pytorch/dtbench" "dtbench tok/s" "pytorch tok/s"
 for row in "${ROWS[@]}"; do echo "$row"; done
-echo "(ratio > 1: dtbench is faster; < 1: PyTorch is faster)"
+echo "(ratio > 1: dtbench is faster; < 1: PyTorch is faster; tok/s: batch x seq over the median step)"
 echo
 status=0
 for m in $MODELS; do

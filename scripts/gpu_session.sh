@@ -14,8 +14,8 @@
 # with every step they add up to about 8 minutes. --plan prints the steps, their estimates and
 # limits, and stops. A step that cannot run says why. SUMMARY, printed last, has one line per
 # step. Exit status 0 when every step that ran passed. --only runs the named steps (and the
-# probe), also those the default leaves out (step-fcn8, step-lstm64). Nothing here needs a
-# package registry or the network.
+# probe), also those the default leaves out (step-fcn8, step-lstm64, gpu-bench-gpt2). Nothing
+# here needs a package registry or the network.
 set -uo pipefail
 PACK=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 TREE=$PACK/tree
@@ -84,13 +84,16 @@ step-fcn8           10  60 gpu,extra ... FCN-8 b32 (FCN-5's layer kinds)
 step-lstm64          3  30 gpu,extra ... LSTM-64 b8 (LSTM-32's layers, 64 steps)
 layer-compare      135 200 gpu     every model in every precision, layer by layer, GPU against CPU
 gpu-bench            0   0 gpu,h5  the headline cells against PyTorch (every cell if --only names it)
+gpu-bench-gpt2       0   0 gpu,h5,extra GPT-2 8 x 1024 tokens, bf16, against PyTorch's flash attention: tokens/s
 gpu-bench-rehearsal 20 120 nogpu,h5 the benchmark's script on the CPU (no GPU: nothing measured)
 profile-resnet50     4  60 gpu     ResNet-50 b64, layer by layer (--profile-layers)
 cuda-algos          25  90 gpu     every cuDNN algorithm against float64 (ResNet-50 at batch 2)
 "
 # step-fcn8 and step-lstm64 are left out by default (13 s): their layers are FCN-5's and
-# LSTM-32's, and the layer comparison checks both models. step-vgg16 runs at batch 2, as the layer
-# comparison does (batch 4 took 18 s, 7 of them the CPU's step).
+# LSTM-32's, and the layer comparison checks both models. gpu-bench-gpt2 (about 35 s: the
+# benchmark's own plan) too: the default session is at its budget already; --only names it.
+# step-vgg16 runs at batch 2, as the layer comparison does (batch 4 took 18 s, 7 of them the CPU's
+# step).
 # Kernel microbenchmarks: their step goes between gpu-bench and profile-resnet50 (a line in
 # STEPS, and its command in run_step below).
 PROBE_S=8 # the probe and the set-up before the first step (7 s in the H200 run)
@@ -98,9 +101,10 @@ PROBE_S=8 # the probe and the set-up before the first step (7 s in the H200 run)
 # gpu-bench: the headline cells; named by --only, every cell as far as the budget allows
 BENCH_ARGS=()
 [[ $ONLY == *",gpu-bench,"* ]] && BENCH_ARGS=(--all)
-bench_plan() { # the total of gpu-bench's own plan (bench/gpu_bench.py), in seconds
+GPT2_ARGS=(--models gpt2 --configs bf16) # gpu-bench-gpt2's cell
+bench_plan() { # bench_plan ARGS: the total of gpu_bench.py's plan with ARGS, in seconds
     local t
-    t=$(python3 "$TREE/bench/gpu_bench.py" --plan-only "${BENCH_ARGS[@]}" 2>/dev/null |
+    t=$(python3 "$TREE/bench/gpu_bench.py" --plan-only "$@" 2>/dev/null |
         sed -n 's/^total: est \([0-9]*\) s.*/\1/p')
     echo "${t:-140}"
 }
@@ -110,7 +114,7 @@ wanted() { # wanted NAME NEEDS: asked for (--only), or in the default run
 }
 print_plan() { # the steps that run on a GPU machine, their estimates, limits and running total
     local name est limit needs what t=$PROBE_S bench
-    bench=$(bench_plan)
+    bench=$(bench_plan "${BENCH_ARGS[@]}")
     printf '%-20s %5s %6s %8s  %-9s %s\n' step est limit "by then" needs "what it checks"
     printf '%-20s %5s %6s %8s  %-9s %s\n' probe "$PROBE_S" - "$PROBE_S" "" \
         "versions, libraries, what dtbench loads"
@@ -119,6 +123,8 @@ print_plan() { # the steps that run on a GPU machine, their estimates, limits an
         if [ "$name" = gpu-bench ]; then
             est=$((bench + 5)) limit=$((bench + 40))
             ((est <= BUDGET - t)) || est=$((BUDGET - t)) # --all: as far as the budget allows
+        elif [ "$name" = gpu-bench-gpt2 ]; then
+            est=$(($(bench_plan "${GPT2_ARGS[@]}") + 5)) limit=$((est + 35))
         fi
         t=$((t + est))
         printf '%-20s %5s %6s %8s  %-9s %s\n' "$name" "$est" "$limit" "$t" "$needs" "$what"
@@ -315,6 +321,9 @@ run_step() {
         l=$(cut_to_left "$l")
         step "$n" "$l" bash "$TREE/bench/gpu_bench.sh" --out "$LOG/bench" --budget $((l - 10)) \
             "${BENCH_ARGS[@]}" ;;
+    gpu-bench-gpt2) l=$(cut_to_left "$l")
+        step "$n" "$l" bash "$TREE/bench/gpu_bench.sh" --out "$LOG/bench-gpt2" --budget $((l - 10)) \
+            "${GPT2_ARGS[@]}" ;;
     gpu-bench-rehearsal) l=$(cut_to_left "$l")
         step "$n" "$l" bash "$TREE/bench/gpu_bench.sh" --device cpu --out "$LOG/bench-rehearsal" \
             --budget $((l - 10)) ;;
@@ -333,8 +342,10 @@ print_plan >"$LOG/PLAN" # what this run was expected to take, beside what it too
 while read -r name est limit needs what <&3; do # (fd 3: the steps' commands get no stdin)
     [ -n "$name" ] && wanted "$name" "$needs" || continue
     if [ "$name" = gpu-bench ]; then
-        bp=$(bench_plan)
+        bp=$(bench_plan "${BENCH_ARGS[@]}")
         limit=$((bp + 40))
+    elif [ "$name" = gpu-bench-gpt2 ]; then
+        limit=$(($(bench_plan "${GPT2_ARGS[@]}") + 40))
     fi
     if needs nogpu "$needs" && [ "$NGPUS" -ge 1 ]; then continue; fi
     if needs gpu "$needs" && [ "$NGPUS" -lt 1 ]; then

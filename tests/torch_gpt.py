@@ -55,7 +55,7 @@ class Block(nn.Module):
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:  # PyTorch before 2.0: nanoGPT's attention
             att = (q @ k.transpose(-2, -1)) * (1.0 / (k.shape[-1] ** 0.5))
-            mask = torch.ones(t, t, dtype=torch.bool).tril()
+            mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
             y = att.masked_fill(~mask, float("-inf")).softmax(dim=-1) @ v
         x = x + self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c))
         return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
@@ -72,7 +72,7 @@ class GPT(nn.Module):
         self.ln_f = nn.LayerNorm(width)
 
     def forward(self, idx):
-        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
         for block in self.h:
             x = block(x)
         return self.ln_f(x) @ self.wte.weight.T
