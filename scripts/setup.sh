@@ -36,23 +36,40 @@ if [ -n "$missing$missing_norec" ]; then
 fi
 /usr/bin/python3 -c "import torch" 2>/dev/null || echo "setup: warning: /usr/bin/python3 cannot import torch: tests/test_vs_torch.sh will skip"
 
-if [ ! -x .venv/bin/python ]; then
-    echo "setup: creating .venv"
-    python3 -m venv --system-site-packages .venv
-fi
-# The packages must come from this tree: .venv also sees the system's site-packages, where
-# another checkout may have installed them.
-from_here() { .venv/bin/python -c "import os, $1; assert $1.__file__.startswith(os.getcwd() + '/')" 2>/dev/null; }
-if ! .venv/bin/python -c "import h5py, numpy, pandas, matplotlib, scipy, pyarrow, pytest, xdist, hypothesis" 2>/dev/null || ! from_here dtbench_analysis; then
-    echo "setup: installing Python packages into .venv"
-    .venv/bin/python -m pip install -q --disable-pip-version-check $PY_PACKAGES
-    .venv/bin/python -m pip install -q --disable-pip-version-check -e analysis
-fi
-# The campaign tool (jobs/): .venv/bin/dtbench-campaign.
-if ! from_here dtbench_campaign; then
-    echo "setup: installing dtbench-campaign into .venv"
-    .venv/bin/python -m pip install -q --disable-pip-version-check -e jobs
-fi
+# The Python side (.venv) is made in the background while dtbench builds (configure only records
+# the interpreter's path): most of its time is spent downloading. pip --no-compile: Python compiles
+# a module when it is first imported, only those the tests import (byte-compiling all of pandas,
+# SciPy, Matplotlib and pyarrow took 30 s of CPU here).
+python_side() {
+    if [ ! -x .venv/bin/python ]; then
+        echo "setup: creating .venv"
+        python3 -m venv --system-site-packages .venv
+    fi
+    # The packages must come from this tree: .venv also sees the system's site-packages, where
+    # another checkout may have installed them.
+    from_here() { .venv/bin/python -c "import os, $1; assert $1.__file__.startswith(os.getcwd() + '/')" 2>/dev/null; }
+    local pip=(.venv/bin/python -m pip install -q --no-compile --disable-pip-version-check)
+    if ! .venv/bin/python -c "import h5py, numpy, pandas, matplotlib, scipy, pyarrow, pytest, xdist, hypothesis" 2>/dev/null || ! from_here dtbench_analysis; then
+        echo "setup: installing Python packages into .venv"
+        "${pip[@]}" $PY_PACKAGES
+        "${pip[@]}" -e analysis
+    fi
+    # The campaign tool (jobs/): .venv/bin/dtbench-campaign.
+    if ! from_here dtbench_campaign; then
+        echo "setup: installing dtbench-campaign into .venv"
+        "${pip[@]}" -e jobs
+    fi
+}
+python_side &
+python_pid=$!
+# python_done: waits for the Python side; exits on its failure
+python_done() {
+    wait "$python_pid" || {
+        echo "setup: the Python packages could not be installed into .venv (above)"
+        exit 1
+    }
+}
+trap '[ -z "${python_pid:-}" ] || kill "$python_pid" 2>/dev/null' EXIT
 
 if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt Makefile.in ]; then
     echo "setup: autoreconf"
@@ -62,6 +79,7 @@ if [ ! -f Makefile ] || [ configure -nt config.status ] || [ -n "${CONFIGURE_FLA
     echo "setup: configure ${CONFIGURE_FLAGS:-}"
     ./configure PYTHON="$PWD/.venv/bin/python" ${CONFIGURE_FLAGS:-} >config.out 2>&1 || {
         cat config.out
+        python_done
         exit 1
     }
     sed -n '/configuration summary/,$p' config.out
@@ -69,6 +87,9 @@ fi
 echo "setup: make"
 make -j"$(nproc)" >make.out 2>&1 || {
     tail -40 make.out
+    python_done
     exit 1
 }
+python_done
+python_pid=""
 echo "setup: dtbench built: $PWD/bin/dtbench (it runs the program, src/dtbench)"

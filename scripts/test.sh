@@ -9,6 +9,8 @@
 #                   build, CPU-only, in sanitize/ (Makefile.am says which)
 #   the scaling study with --study (what CI runs): tests/test_slurm_study.sh, 16 emulated nodes
 #                   under Slurm (README.md, "Scaling study"), not part of make check
+#   the long checks with --long (what CI runs): LONG_TESTS below, tests whose subject make check
+#                   covers more cheaply (Makefile.am: LONG_TESTS)
 # and ends with the time each part took and the total, then one line "N passed, N failed,
 # N skipped" over all of them. Tests run side by side, one more than there are cores (many of them
 # spend their time waiting: MPI start-up, timeouts, Slurm; TEST_JOBS=N sets how many; Makefile.am
@@ -19,13 +21,14 @@
 # avx512_bf16; pytest may not skip at all once scripts/setup.sh has run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-full=0 sanitize=0 study=0
+full=0 sanitize=0 study=0 long=0
 for a in "$@"; do
     case $a in
     --full) full=1 ;;
     --sanitize) sanitize=1 ;;
     --study) study=1 ;;
-    *) echo "usage: scripts/test.sh [--full] [--sanitize] [--study]" >&2; exit 2 ;;
+    --long) long=1 ;;
+    *) echo "usage: scripts/test.sh [--full] [--sanitize] [--study] [--long]" >&2; exit 2 ;;
     esac
 done
 t_begin=$(date +%s)
@@ -148,6 +151,30 @@ else
     count "make distcheck" fail
 fi
 took distcheck "$t"
+
+# The long checks (Makefile.am: LONG_TESTS): gpt2 against PyTorch (make check's
+# tests/test_vs_torch.sh checks nanogpt-char, the same layer kinds at a tenth of the size).
+LONG_TESTS="tests/test_vs_torch_gpt2.sh"
+if [ "$long" = 1 ]; then
+    echo "== make check TESTS=\"$LONG_TESTS\" (the long checks)"
+    t_long=$(date +%s)
+    make -j"$jobs" check TESTS="$LONG_TESTS" >long.out 2>&1
+    grep -E '^(PASS|FAIL|SKIP|XFAIL|XPASS|ERROR):' long.out
+    for t in $LONG_TESTS; do
+        if grep -q "^PASS: $t\$" long.out; then
+            count "$t" pass
+            grep -E '^ok' "$(log_of "$t")"
+        elif grep -q "^SKIP: $t\$" long.out; then # no torch: not a machine's lack once set up
+            echo "unexpected skip: $t: $(grep -v '^ *$' "$(log_of "$t")" | tail -2 | tr '\n' ' ')"
+            count "$t (skipped)" fail
+        else
+            tail -30 "$(log_of "$t")" 2>/dev/null || tail -30 long.out
+            count "$t" fail
+            fail_logs="$fail_logs $(log_of "$t")"
+        fi
+    done
+    took long "$t_long"
+fi
 
 if [ "$study" = 1 ]; then
     echo "== make check TESTS=tests/test_slurm_study.sh (the scaling study, 16 emulated nodes)"
