@@ -12,8 +12,11 @@
 #      is then short;
 #   3. the same without prefetch (the plain CPU backend): the making is inside data
 #      (load_wait = load, data >= load) and the exchange stays at most 1% of the total.
-#   4. the loader threads run at the lowest priority (SCHED_IDLE), and on one core with the
-#      driver their wake-up stays out of the data phase (p90 of data under 1 ms).
+#   4. the loader threads run at the lowest priority (SCHED_IDLE), so that their wake-up cannot
+#      preempt the driver on a shared core (what that saves is a timing, measured by hand: one
+#      core, batches 2 ms slower to make, data phase p90 4.3-7.3 ms at the default priority and
+#      0.06-0.09 ms at SCHED_IDLE, on 2 shared cores at load 9; under a test suite's load the
+#      loader is late often enough that no bound holds, so it is not asserted here).
 # The driver used to make the next batch on its own thread after queueing backward and before
 # the exchange: a device that finished backward sooner then sat idle until the batch was made,
 # and that idle time was recorded as exchange (part 1 fails there: the exchange is over 80% of
@@ -89,25 +92,3 @@ policy=5*|*nice=19) ;;
 *) fail "the loader thread is not at the lowest priority: ${prio:-none named dtbench-loader}" ;;
 esac
 pass "loader threads at the lowest priority ($prio)"
-
-# ... and so a loader thread on the driver's core stays out of the data phase: one core
-# (taskset), a LeNet step of batch 64 (~50 ms under load) and batches 2 ms slower to make, all
-# made in time. At the default priority the loader's wake-up preempted the driver between the
-# start and data marks: data p90 4.3-7.3 ms, mean 1.0-2.9 ms in 5 runs on 2 shared cores (load
-# 9); at SCHED_IDLE p90 0.06-0.09 ms, mean 0.08-0.24 ms.
-DTBENCH_COUNT_DEVICE="$WORK/core.count" DTBENCH_TEST_LOAD_DELAY=0.002 timeout -k 5 300 \
-    taskset -c 0 "$DTBENCH" $common --iters 150 --batch 64 --output "$WORK/core.h5" \
-    >"$WORK/core.log" 2>&1 || { cat "$WORK/core.log"; fail "core: dtbench"; }
-"$PYTHON" - "$WORK/core.h5" <<'PY' || fail "one core: the loader's wake-up in the data phase"
-import sys, h5py, numpy as np
-f = h5py.File(sys.argv[1], "r")
-w = int(f.attrs["warmup"])
-data = f["iterations/data"][0][w:] * 1e3
-late = int((f["iterations/load_wait"][0][w:] > 0).sum())
-p90 = np.percentile(data, 90)
-print(f"one core: data median {np.median(data):.3f} ms, p90 {p90:.3f} ms, mean {data.mean():.3f} ms; "
-      f"{late} of {len(data)} batches late")
-sys.exit(0 if p90 < 1.0 else 1)
-PY
-pass "one core: the loader stays out of the data phase (p90 under 1 ms)"
-
