@@ -25,7 +25,8 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from torch_ref import read_params, write_results  # noqa: E402
+from torch_ref import load_flat, read_params, write_results  # noqa: E402
+from torch_ref import optimizer as make_optimizer  # noqa: E402
 
 SHAPES = {  # blocks, heads, width, context, vocabulary
     "nanogpt-char": (6, 6, 384, 256, 256),
@@ -80,22 +81,8 @@ class GPT(nn.Module):
 
 def train(net, flat, x, y, iters, optimizer, lr, dtype):
     """net from the flat parameters, trained `iters` steps in `dtype`: (losses, parameters)."""
-    net = net.to(dtype)
-    params = list(net.parameters())
-    off = 0
-    with torch.no_grad():
-        for p in params:
-            p.copy_(torch.from_numpy(flat[off:off + p.numel()].astype(np.float64)).view_as(p))
-            off += p.numel()
-    assert off == flat.size, (off, flat.size)
-    if optimizer == "adamw":
-        decay = [p for p in params if p.dim() >= 2]
-        rest = [p for p in params if p.dim() < 2]
-        opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
-                                 {"params": rest, "weight_decay": 0.0}],
-                                lr=lr, betas=(0.9, 0.95), eps=1e-8)
-    else:
-        opt = torch.optim.SGD(params, lr=lr, momentum=0.9)
+    net, params = load_flat(net, flat, dtype)
+    opt = make_optimizer(params, lr, 0.9, (0.9, 0.95, 1e-8, 0.1) if optimizer == "adamw" else None)
     losses = []
     for _ in range(iters):
         opt.zero_grad()

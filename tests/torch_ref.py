@@ -143,8 +143,9 @@ def optimizer(params, lr, momentum, adamw):
     return torch.optim.AdamW(groups, lr=lr, betas=(beta1, beta2), eps=eps)
 
 
-def train(net, flat, x, y, iters, lr, momentum, dtype, adamw=None):
-    """net from the flat parameters, trained `iters` steps in `dtype`: (losses, parameters)."""
+def load_flat(net, flat, dtype):
+    """net in `dtype` with the flat parameters (dtbench's layout: its parameters' order), and
+    the list of its parameters."""
     net = net.to(dtype)
     params = list(net.parameters())
     off = 0
@@ -152,6 +153,13 @@ def train(net, flat, x, y, iters, lr, momentum, dtype, adamw=None):
         for p in params:
             p.copy_(torch.from_numpy(flat[off:off + p.numel()].astype(np.float64)).view_as(p))
             off += p.numel()
+    assert off == flat.size, (off, flat.size)
+    return net, params
+
+
+def train(net, flat, x, y, iters, lr, momentum, dtype, adamw=None):
+    """net from the flat parameters, trained `iters` steps in `dtype`: (losses, parameters)."""
+    net, params = load_flat(net, flat, dtype)
     net.train()
     x = torch.from_numpy(x.astype(np.float64) / 255.0).to(dtype)  # dtbench's scaling
     y = torch.from_numpy(y.astype(np.int64))
