@@ -248,25 +248,42 @@ static void ln_backward_rows(void *arg, size_t r0, size_t r1, int part) {
                   j->rstd[r]);
 }
 
-#define LN_COLS 256 /* columns of dgamma and dbeta summed at once (their double sums: 4 KiB) */
+#define LN_COLS 256 /* columns of dgamma and dbeta summed at once */
+#define LN_ROWS 32  /* rows summed in float before their sums join the double ones */
+
+/* g[n] += dy * (x - m) * r, b[n] += dy: one row's terms of dgamma and dbeta */
+static void ln_col_terms(float *restrict g, float *restrict b, const float *restrict x,
+                         const float *restrict dy, size_t n, float m, float r) {
+    size_t i = 0;
+    for (; i + VBLOCK <= n; i += VBLOCK)
+        for (int j = 0; j < VBLOCK; j++) {
+            g[i + j] += dy[i + j] * ((x[i + j] - m) * r);
+            b[i + j] += dy[i + j];
+        }
+    for (; i < n; i++) {
+        g[i] += dy[i] * ((x[i] - m) * r);
+        b[i] += dy[i];
+    }
+}
 
 /* dgamma[c] = sum over rows of dy * xhat, dbeta[c] = sum of dy, for the columns [c0, c1): each
- * thread owns columns (no partial sums to combine, the same bits whatever the split), a block of
- * LN_COLS at a time down every row, the products in float, the sums in double. */
+ * thread owns columns (no partial sums to combine: the same bits whatever the split), LN_COLS of
+ * them at a time down every row, LN_ROWS rows summed in float lanes, those sums added in double. */
 static void ln_backward_cols(void *arg, size_t c0, size_t c1, int part) {
     (void)part;
     const LnJob *j = arg;
-    const size_t dim = (size_t)j->s->dim;
+    const size_t dim = (size_t)j->s->dim, rows = (size_t)j->s->rows;
     for (size_t cb = c0; cb < c1; cb += LN_COLS) {
         const size_t n = c1 - cb < LN_COLS ? c1 - cb : LN_COLS;
         double sg[LN_COLS] = {0}, sb[LN_COLS] = {0};
-        for (size_t r = 0; r < (size_t)j->s->rows; r++) {
-            const float *x = j->x + r * dim + cb, *dy = j->dy + r * dim + cb;
-            const float m = j->mean[r], rs = j->rstd[r];
-            for (size_t c = 0; c < n; c++) {
-                sg[c] += (double)(dy[c] * ((x[c] - m) * rs));
-                sb[c] += (double)dy[c];
-            }
+        for (size_t r0 = 0; r0 < rows; r0 += LN_ROWS) {
+            float g[LN_COLS] = {0}, b[LN_COLS] = {0};
+            const size_t r1 = rows - r0 < LN_ROWS ? rows : r0 + LN_ROWS;
+            for (size_t r = r0; r < r1; r++)
+                ln_col_terms(g, b, j->x + r * dim + cb, j->dy + r * dim + cb, n, j->mean[r],
+                             j->rstd[r]);
+            for (size_t c = 0; c < n; c++)
+                sg[c] += g[c], sb[c] += b[c];
         }
         for (size_t c = 0; c < n; c++)
             j->dgamma[cb + c] = (float)sg[c], j->dbeta[cb + c] = (float)sb[c];

@@ -6,7 +6,6 @@
  * threads (shapes large enough that the kernels split them; every thread count must give the
  * 1-thread bits); then every backward pass against finite differences of the kernels' own forward
  * (tests/gradcheck.h). Odd sizes throughout: dims not a multiple of VBLOCK. */
-#include "cpu_kernels.h" /* defines: the kernels (cpu_backend's members) */
 #include "gradcheck.h"
 #include "kernel_test.h"
 #include "ref_kernels.h"
