@@ -118,6 +118,8 @@ void ref_tokpos_backward(const TokPosShape *s, const float *ids, const float *dy
 /* causal attention per sample and head from its definition; the backward recomputes the
  * probabilities and writes every element of dqkv */
 void ref_attention_forward(const AttentionShape *s, const float *qkv, float *y);
+/* the probabilities P [batch, heads, seq, seq] (zeros above the diagonal) */
+void ref_attention_probs(const AttentionShape *s, const float *qkv, float *p);
 void ref_attention_backward(const AttentionShape *s, const float *qkv, const float *dy,
                             float *dqkv);
 

@@ -168,6 +168,18 @@ static void ref_probs(const AttentionShape *s, const float *qkv, int b, int h, d
     }
 }
 
+void ref_attention_probs(const AttentionShape *s, const float *qkv, float *p) {
+    const size_t TT = (size_t)s->seq * s->seq;
+    double *pd = dalloc(TT);
+    for (int b = 0; b < s->batch; b++)
+        for (int h = 0; h < s->heads; h++) {
+            ref_probs(s, qkv, b, h, pd);
+            for (size_t e = 0; e < TT; e++)
+                p[((size_t)b * s->heads + h) * TT + e] = (float)pd[e];
+        }
+    free(pd);
+}
+
 void ref_attention_forward(const AttentionShape *s, const float *qkv, float *y) {
     const int T = s->seq, D = s->head_dim;
     const size_t c = (size_t)s->heads * D;

@@ -1,5 +1,5 @@
 /* test_cuda_transformer.c - the CUDA backend's transformer members, AdamW and the in-place softmax
- * cross-entropy on a GPU, against the float64 references of tests/gpt_ref.c and against the CPU
+ * cross-entropy on a GPU, against the float64 references of tests/ref_transformer.c (and gpt_ref.c) and against the CPU
  * backend's kernels where it has them (a member the CPU backend lacks is said so, and compared
  * with the reference alone). Exits 77 (skipped) when no GPU is visible. fp32 (strict: cuBLAS's
  * default math) unless NVIDIA_TF32_OVERRIDE says otherwise; outputs are pre-filled with NaN.
@@ -77,8 +77,9 @@ static void test_tokpos(int batch, int seq, int vocab, int dim) {
     float *gdy = up(dy, ny * 4), *gy = dnan(ny), *gdwte = dnan(nw), *gdwpe = dnan((size_t)seq * D);
     float *ry = halloc(ny), *rw = halloc(nw), *rp = halloc((size_t)seq * D), *fw = halloc(nw);
     int repeats;
-    gref_tokpos_forward(&s, ids, wte, wpe, ry);
-    gref_tokpos_backward(&s, ids, dy, rw, rp, &repeats);
+    ref_tokpos_forward(&s, ids, wte, wpe, ry);
+    ref_tokpos_backward(&s, ids, dy, rw, rp);
+    repeats = gref_id_repeats(&s, ids);
     gref_tokpos_dwte_float(&s, ids, dy, fw);
     char sh[80];
     snprintf(sh, sizeof sh, "b%d T%d vocab %d dim %d", batch, seq, vocab, dim);
@@ -117,8 +118,8 @@ static void test_layernorm(int rows, int dim) {
           *gdb = dnan(Dm);
     float *ry = halloc(n), *rm = halloc(R), *rr = halloc(R), *rdx = halloc(n), *rdg = halloc(Dm),
           *rdb = halloc(Dm);
-    gref_layernorm_forward(&s, x, gamma, beta, ry, rm, rr);
-    gref_layernorm_backward(&s, x, gamma, dy, rdx, rdg, rdb);
+    ref_layernorm_forward(&s, x, gamma, beta, ry, rm, rr);
+    ref_layernorm_backward(&s, x, gamma, dy, rdx, rdg, rdb);
     char sh[48];
     snprintf(sh, sizeof sh, "%dx%d", rows, dim);
     const double sums = 1e-5 * sqrt((double)rows);
@@ -156,8 +157,8 @@ static void test_gelu(size_t n) {
     float *x = halloc(n), *dy = rand_floats(n, -1, 1), *ry = halloc(n), *rdx = halloc(n);
     for (size_t i = 0; i < n; i++)
         x[i] = -10.0f + 20.0f * (float)i / (float)n;
-    for (size_t i = 0; i < n; i++)
-        ry[i] = (float)gref_gelu(x[i]), rdx[i] = (float)(dy[i] * gref_gelu_grad(x[i]));
+    ref_gelu_forward(n, x, ry);
+    ref_gelu_backward(n, x, dy, rdx);
     float *gx = up(x, n * 4), *gdy = up(dy, n * 4), *gy = dnan(n), *gdx = dnan(n);
     G->gelu_forward(gctx, n, gx, gy);
     G->gelu_backward(gctx, n, gx, gdy, gdx);
@@ -185,8 +186,9 @@ static void test_attention(int batch, int seq, int heads, int head_dim) {
                  wb = G->attention_workspace_bytes(gctx, &s);
     float *qkv = rand_floats(nq, -1, 1), *dy = rand_floats(ny, -1, 1);
     float *ry = halloc(ny), *rp = halloc(np), *rdq = halloc(nq);
-    gref_attention_forward(&s, qkv, ry, rp);
-    gref_attention_backward(&s, qkv, dy, rdq);
+    ref_attention_forward(&s, qkv, ry);
+    ref_attention_probs(&s, qkv, rp);
+    ref_attention_backward(&s, qkv, dy, rdq);
     float *gq = up(qkv, nq * 4), *gdy = up(dy, ny * 4), *gy = dnan(ny), *gdq = dnan(nq);
     float *res = dnan(rb / 4), *work = dnan(wb / 4 + 1);
     char sh[64];

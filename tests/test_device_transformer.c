@@ -3,7 +3,7 @@
  * (and of adamw_update's grid) runs the functions it runs on the device
  * (kernels/cuda_transformer.h, cuda_elem.h: compiled here as plain C), and the attention's cuBLAS
  * calls (att_gemm, kernels/cuda_transformer_plan.c) run through cblas_sgemm(CblasColMajor), which
- * takes cuBLAS's arguments, against the float64 references of tests/gpt_ref.c. Tolerances (|got -
+ * takes cuBLAS's arguments, against the float64 references of tests/ref_transformer.c and tests/gpt_ref.c. Tolerances (|got -
  * ref| <= max(atol, rtol |ref|), fp32 against float64): layer norm: mean, rstd 1e-5; y 1e-5 (1 +
  * |y|) (1 + |mean| rstd), dx 2e-5 rstd (1 + |mean| rstd): a float mean is off by half an ulp of
  * |mean|, which xhat carries times rstd; dgamma 1e-5 sum_rows |dy| (1 + |mean| rstd), dbeta 1e-5;
@@ -22,6 +22,7 @@
 #include "dev_transformer.h"
 #include "gpt_ref.h"
 #include "harness.h"
+#include "ref_kernels.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -71,7 +72,7 @@ static void test_layernorm(int rows, int dim, int sms, long long cap) {
     float *dg = halloc((size_t)dim), *db = halloc((size_t)dim), *rdg = halloc((size_t)dim),
           *rdb = halloc((size_t)dim);
     play_ln_forward(&s, x, gamma, beta, y, mean, rstd);
-    gref_layernorm_forward(&s, x, gamma, beta, ry, rm, rr);
+    ref_layernorm_forward(&s, x, gamma, beta, ry, rm, rr);
     char shape[32];
     snprintf(shape, sizeof shape, "%dx%d", rows, dim);
     /* A row's float mean is off by up to half an ulp of |mean|, which xhat = (x - mean) rstd
@@ -96,7 +97,7 @@ static void test_layernorm(int rows, int dim, int sms, long long cap) {
            g.splits, g.chunk);
     play_ln_dx(&s, x, gamma, mean, rstd, dy, dx);
     play_ln_cols(&s, &g, x, dy, mean, rstd, dg, db);
-    gref_layernorm_backward(&s, x, gamma, dy, rdx, rdg, rdb);
+    ref_layernorm_backward(&s, x, gamma, dy, rdx, rdg, rdb);
     for (size_t i = 0; i < n; i++) { /* dx relative to its row's scale rstd and conditioning */
         const size_t r = i / (size_t)dim;
         const double e =
@@ -137,10 +138,14 @@ static void test_gelu(void) {
     float *x = halloc(n), *y = halloc(n), *d = halloc(n), *ry = halloc(n), *rd = halloc(n);
     for (size_t i = 0; i < n; i++)
         x[i] = -12.0f + 24.0f * (float)i / (float)(n - 1);
-    for (size_t i = 0; i < n; i++) { /* the kernels' loops: one element a thread */
+    for (size_t i = 0; i < n; i++) /* the kernels' loops: one element a thread */
         y[i] = dt_gelu(x[i]), d[i] = 1.0f * dt_gelu_grad(x[i]);
-        ry[i] = (float)gref_gelu(x[i]), rd[i] = (float)gref_gelu_grad(x[i]);
-    }
+    float *ones = halloc(n);
+    for (size_t i = 0; i < n; i++)
+        ones[i] = 1.0f;
+    ref_gelu_forward(n, x, ry);
+    ref_gelu_backward(n, x, ones, rd);
+    free(ones);
     check_close("gelu forward on [-12, 12]", y, ry, n, 1e-6, 1e-5);
     check_close("gelu backward (dy = 1) on [-12, 12]", d, rd, n, 1e-6, 1e-5);
     free(x), free(y), free(d), free(ry), free(rd);
@@ -204,8 +209,9 @@ static void test_attention(int batch, int seq, int heads, int head_dim) {
     float *ry = halloc(ny), *rdq = halloc(nq), *rP = halloc(att_reserve_floats(&s));
     fill_nan(y, ny), fill_nan(dqkv, nq), fill_nan(P, att_reserve_floats(&s));
     play_attention(&s, qkv, y, P, dy, dqkv);
-    gref_attention_forward(&s, qkv, ry, rP);
-    gref_attention_backward(&s, qkv, dy, rdq);
+    ref_attention_forward(&s, qkv, ry);
+    ref_attention_probs(&s, qkv, rP);
+    ref_attention_backward(&s, qkv, dy, rdq);
     char shape[64];
     snprintf(shape, sizeof shape, "b%d T%d h%d d%d", batch, seq, heads, head_dim);
     check_close(fmt_label("attention P (reserve) %s", shape), P, rP, att_reserve_floats(&s), 1e-6,
@@ -234,8 +240,9 @@ static void test_tokpos(int batch, int seq, int vocab, int dim) {
     play_dwpe(&s, dy, dwpe);
     play_dwte(&s, ids, dy, dwte);
     int repeats;
-    gref_tokpos_forward(&s, ids, wte, wpe, ry);
-    gref_tokpos_backward(&s, ids, dy, rw, rp, &repeats);
+    ref_tokpos_forward(&s, ids, wte, wpe, ry);
+    ref_tokpos_backward(&s, ids, dy, rw, rp);
+    repeats = gref_id_repeats(&s, ids);
     gref_tokpos_dwte_float(&s, ids, dy, fw);
     char shape[64];
     snprintf(shape, sizeof shape, "b%d T%d vocab %d dim %d", batch, seq, vocab, dim);
