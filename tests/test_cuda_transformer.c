@@ -1,8 +1,9 @@
 /* test_cuda_transformer.c - the CUDA backend's transformer members, AdamW and the in-place softmax
- * cross-entropy on a GPU, against the float64 references of tests/ref_transformer.c (and gpt_ref.c) and against the CPU
- * backend's kernels where it has them (a member the CPU backend lacks is said so, and compared
- * with the reference alone). Exits 77 (skipped) when no GPU is visible. fp32 (strict: cuBLAS's
- * default math) unless NVIDIA_TF32_OVERRIDE says otherwise; outputs are pre-filled with NaN.
+ * cross-entropy on a GPU, against the float64 references of tests/ref_transformer.c (and
+ * gpt_ref.c) and against the CPU backend's kernels where it has them (a member the CPU
+ * backend lacks is said so, and compared with the reference alone). Exits 77 (skipped) when no
+ * GPU is visible. fp32 (strict: cuBLAS's default math) unless NVIDIA_TF32_OVERRIDE says
+ * otherwise; outputs are pre-filled with NaN.
  * Tolerances, |got - ref| <= max(atol, rtol |ref|):
  *   tokpos       y, dwpe and dwte bit for bit against the CPU backend (the same adds in the same
  *                order), dwte within 1e-6 x repeats of float64
