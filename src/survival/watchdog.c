@@ -82,6 +82,29 @@ static struct {
     atomic_int abandoning; /* watchdog_abandon_run: the thread judges no one any more */
 } wd;
 
+/* The thread's naps end early when the watchdog stops (stop_thread): a run's exit does not wait
+ * out a nap. */
+static pthread_mutex_t nap_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t nap_cv = PTHREAD_COND_INITIALIZER; /* on CLOCK_REALTIME */
+
+static void nap(long ns) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += ns;
+    until.tv_sec += until.tv_nsec / 1000000000L, until.tv_nsec %= 1000000000L;
+    pthread_mutex_lock(&nap_mu);
+    while (!wd.stop && pthread_cond_timedwait(&nap_cv, &nap_mu, &until) != ETIMEDOUT) continue;
+    pthread_mutex_unlock(&nap_mu);
+}
+
+static void stop_thread(void) {
+    pthread_mutex_lock(&nap_mu);
+    wd.stop = 1;
+    pthread_cond_broadcast(&nap_cv);
+    pthread_mutex_unlock(&nap_mu);
+    pthread_join(wd.thread, NULL);
+}
+
 static double mono(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -373,9 +396,9 @@ static void *watch(void *unused) {
         double now = mono();
         if (now >= next) send_all(WD_HEARTBEAT), records_resend(), next = now + wd.interval;
         /* Asleep, not waiting on the socket: a datagram per recorded iteration would wake this
-         * thread as often (watchdog_records.h); sooner when the last drain was large. */
-        struct timespec nap = {0, drained > 64 ? 10000000 : 100000000};
-        nanosleep(&nap, NULL);
+         * thread as often (watchdog_records.h); sooner when the last drain was large, or while a
+         * neighbour is still unheard (watchdog_start waits for them all). */
+        nap(drained > 64 || atomic_load(&wd.heard) < wd.nnb ? 10000000L : 100000000L);
         now = mono();
         /* This thread did not run for a while (host frozen, suspended, starved): that time is
          * not the neighbours' silence. */
@@ -469,8 +492,7 @@ static int heard_from_all(MPI_Comm comm, char *err, size_t errlen) {
         atomic_store(&wd.judging, 1);
         return 0;
     }
-    wd.stop = 1;
-    pthread_join(wd.thread, NULL);
+    stop_thread();
     close(wd.fd);
     witness_stop();
     records_free();
@@ -543,8 +565,7 @@ int watchdog_start(MPI_Comm comm, double timeout, const char *result_path, char 
 
 void watchdog_stop(void) {
     if (!wd.on) return;
-    wd.stop = 1;
-    pthread_join(wd.thread, NULL);
+    stop_thread();
     send_all(WD_GOODBYE), send_all(WD_GOODBYE); /* twice: a datagram may be dropped */
     witness_stop();
     close(wd.fd);
