@@ -9,8 +9,11 @@
 #                   build, CPU-only, in sanitize/ (Makefile.am says which)
 #   the scaling study with --study (what CI runs): tests/test_slurm_study.sh, 16 emulated nodes
 #                   under Slurm (README.md, "Scaling study"), not part of make check
-#   the long checks with --long (what CI runs): LONG_TESTS below, tests whose subject make check
-#                   covers more cheaply (Makefile.am: LONG_TESTS)
+#   the long checks with --long (what CI runs): make check runs every test whole (with
+#                   DTBENCH_TEST_LONG=1 the tests also run their slower variations: more ranks,
+#                   strategies and cases, runs to a target accuracy; tests/lib.sh: long_part),
+#                   then LONG_TESTS below, tests whose subject make check covers more cheaply
+#                   (Makefile.am: LONG_TESTS)
 # and ends with the time each part took and the total, then one line "N passed, N failed,
 # N skipped" over all of them. Tests run side by side, one more than there are cores (many of them
 # spend their time waiting: MPI start-up, timeouts, Slurm; TEST_JOBS=N sets how many; Makefile.am
@@ -85,7 +88,8 @@ echo "== make -j$jobs check"
 # Build the test programs, then run the tests side by side (tests/run_test.sh keeps the Slurm
 # clusters one at a time); each test's own time is in its .log's mtime order, its output in .log.
 t=$(date +%s)
-make -j"$jobs" check TESTS= >check.out 2>&1 && make -j"$jobs" check >>check.out 2>&1
+make -j"$jobs" check TESTS= >check.out 2>&1 &&
+    DTBENCH_TEST_LONG=$long make -j"$jobs" check >>check.out 2>&1
 took "make check" "$t"
 grep -E '^(PASS|FAIL|SKIP|XFAIL|XPASS|ERROR):' check.out
 for t in $(sed -n 's/^PASS: //p' check.out); do count "$t" pass; done
@@ -118,8 +122,11 @@ t=$(date +%s)
 # fixtures, real dtbench runs among them, made once). Much of their time is waiting (the emulated
 # nodes' links, Chromium, dtbench starting MPI), so on 2 cores: 3 min 50 s in one process,
 # 2 min 30 s with a worker per core, 2 min 5 s with two.
+# The tests marked long (real runs across emulated nodes, a report of real runs) only with --long.
+marks="not long"
+[ "$long" = 1 ] && marks=""
 .venv/bin/python -m pytest -q -rfEsx -p no:cacheprovider -n "$((2 * cores))" --dist loadfile \
-    analysis/tests jobs/tests --junitxml=pytest.xml >pytest.out 2>&1
+    -m "$marks" analysis/tests jobs/tests --junitxml=pytest.xml >pytest.out 2>&1
 grep -E "^(SKIPPED|FAILED|ERROR|XFAIL)" pytest.out # -rfEsx: each failure, error, skip and expected failure, with its reason
 tail -1 pytest.out
 read -r py_tests py_fail py_err py_skip < <(.venv/bin/python - <<'PY'

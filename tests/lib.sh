@@ -183,6 +183,15 @@ pass() {
     echo "ok: $*"
 }
 
+# long_part WHAT : status 0 under the long checks (DTBENCH_TEST_LONG=1: scripts/test.sh --long,
+# what CI runs), where a test also runs WHAT, its slower variations (more ranks, more strategies,
+# runs to a target accuracy); otherwise prints that the quick suite leaves WHAT to them, status 1.
+long_part() {
+    [ "${DTBENCH_TEST_LONG:-0}" = 1 ] && return 0
+    echo "left to the long checks (scripts/test.sh --long): $1"
+    return 1
+}
+
 # expect_bad NRANKS PATTERN ARGS... : dtbench must exit 2 with one error line matching PATTERN
 # (NRANKS 0: without mpirun), print nothing else on stderr, and leave no bad.h5 in the current
 # folder.

@@ -9,32 +9,34 @@ TEST_EXCHANGE=${TEST_EXCHANGE:-$(dirname "$DTBENCH")/../tests/exchange_avg}
 # xchg NRANKS ARGS... : exchange_avg on NRANKS ranks; fails the test on any wrong average.
 xchg() { run_check 120 "$1" "$TEST_EXCHANGE" "${@:2}"; }
 
-# hier: 2 nodes x 2, 2 x 3 (P = 6: not a power of two), 1 node x 4, 4 nodes x 1; buckets of 1000
-# floats over 10007 (a 7-float bucket; 1000 is not a multiple of 3: tails through the scratch).
-xchg 4 hier 2
+# The cases: hier on 2 nodes x 2, 2 x 3 (P = 6: not a power of two), 1 node x 4, 4 nodes x 1, in
+# buckets of 1000 floats over 10007 (a 7-float bucket; 1000 is not a multiple of 3: tails through
+# the scratch); buckets smaller than a node (only tails), and a single bucket of 5 floats on
+# 2-rank nodes; flat MPI; --progress thread (progress threads run the buckets started during
+# backward: flat mpi's first bucket must be summed while the caller makes no MPI call; every level
+# of hier too); buckets staged through host copies as on a GPU without CUDA-aware MPI (--device
+# staged: the transport must hold every staging buffer from setup on, iteration 0 grows no heap).
+# The quick suite runs one case of each kind, the long checks every case.
 xchg 4 hier 2 --overlap
 xchg 6 hier 3
-xchg 6 hier 3 --overlap
-xchg 4 hier 4 --overlap
-xchg 4 hier 1
-# buckets smaller than a node (only tails), and a single bucket of 5 floats on 2-rank nodes
 xchg 6 hier 3 --nparams 20 --bucket 2 --overlap
 xchg 4 hier 2 --nparams 5 --bucket 5
-# flat MPI
-xchg 4 mpi 2 --overlap
 xchg 3 mpi 1
-# --progress thread: progress threads run the buckets started during backward (flat mpi: the
-# first bucket must be summed while the caller makes no MPI call), every level of hier too
 xchg 4 mpi 2 --overlap --progress-thread
-xchg 3 mpi 1 --overlap --progress-thread --nparams 400009 --bucket 40000
-xchg 4 hier 2 --overlap --progress-thread
-xchg 6 hier 3 --nparams 20 --bucket 2 --overlap --progress-thread
-xchg 4 hier 2 --device staged --nparams 400009 --bucket 40000 --overlap --progress-thread
-# buckets staged through host copies as on a GPU without CUDA-aware MPI (--device staged); the
-# transport must hold every staging buffer from setup on (iteration 0 grows no heap)
-xchg 4 mpi 1 --device staged --nparams 400009 --bucket 40000
 xchg 4 hier 2 --device staged --nparams 400009 --bucket 40000 --overlap
-xchg 6 hier 3 --device staged --nparams 400009 --bucket 40000
+if long_part "the other 11 exchanges of exchange_avg"; then
+    xchg 4 hier 2
+    xchg 6 hier 3 --overlap
+    xchg 4 hier 4 --overlap
+    xchg 4 hier 1
+    xchg 4 mpi 2 --overlap
+    xchg 3 mpi 1 --overlap --progress-thread --nparams 400009 --bucket 40000
+    xchg 4 hier 2 --overlap --progress-thread
+    xchg 6 hier 3 --nparams 20 --bucket 2 --overlap --progress-thread
+    xchg 4 hier 2 --device staged --nparams 400009 --bucket 40000 --overlap --progress-thread
+    xchg 4 mpi 1 --device staged --nparams 400009 --bucket 40000
+    xchg 6 hier 3 --device staged --nparams 400009 --bucket 40000
+fi
 pass "exchange: exact averages for hier and mpi on 1-6 ranks, 1-4 nodes, with and without overlap (polled and on progress threads), host and staged buffers; staging allocated at setup"
 
 # Whole runs: the hierarchy and overlap change only the order of float sums.
@@ -80,7 +82,11 @@ pass "--progress thread: sync --overlap (mpi, hier) trains the 1-rank parameters
 # "nodes" of 2 (each stage's replicas are one rank per node: the transport must take the
 # topology of the stage's communicator, not the job's; that crashed with "malloc(): invalid
 # size"), with and without overlap. Each must train the 1-rank parameters.
-for spec in "mpi:" "hier:--ranks-per-node 2" "hier:--ranks-per-node 2 --overlap" "hier:--ranks-per-node 4"; do
+specs="hier:--ranks-per-node 2 --overlap" # the quick suite; the long checks all four
+long_part "hybrid with mpi, and hier on 1 and 2 nodes without overlap" &&
+    specs="mpi:|hier:--ranks-per-node 2|$specs|hier:--ranks-per-node 4"
+IFS='|' read -ra specs <<<"$specs"
+for spec in "${specs[@]}"; do
     tp=${spec%%:*} args=${spec#*:}
     name=$(echo "$tp$args" | tr -dc 'a-z0-9')
     run_np 4 $common --parallel hybrid --stages 2 --transport "$tp" $args --bucket-mb 0.1 \

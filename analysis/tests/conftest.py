@@ -14,6 +14,11 @@ import synthetic
 KILLED_COMPLETED = [8, 4, 8, 8]     # of iters_total 12 (warm-up 2, flush_every 4)
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "long: a long check, deselected by scripts/test.sh unless --long (what CI runs)")
+
+
 @pytest.fixture
 def write(tmp_path):
     """write(**kwargs) -> path of a new synthetic file in tmp_path (see synthetic.write_run)."""

@@ -13,6 +13,7 @@ import tempfile
 
 import h5py
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -137,6 +138,7 @@ def _answers(path, argv, case):
         assert out.getvalue() == "" and len(lines) >= 1, (case, argv, out.getvalue())
 
 
+@pytest.mark.long  # scripts/test.sh --long: the quick suite has test_bad_files' odd files
 @FUZZ
 @given(st.lists(edits, min_size=1, max_size=4), st.sampled_from(COMMANDS))
 def test_odd_files_never_raise(edits_, argv):

@@ -30,6 +30,10 @@ import pytest
 import realruns
 from dtbench_analysis import cli
 
+#: a long check (predict on runs across emulated nodes), run by scripts/test.sh --long (what CI runs): the quick
+#: suite checks the same command on files written by the tests
+pytestmark = pytest.mark.long
+
 RATE = "200mbit"
 RATE_BYTES = 25e6
 HELDOUT_BOUND = 0.25

@@ -163,6 +163,7 @@ def test_compare_real_runs(capsys, real_runs, tmp_path):
     assert 0.0 <= test["p"] <= 1.0 and test["n_a"] == 8 and test["n_b"] == 8
 
 
+@pytest.mark.long  # scripts/test.sh --long; test_report renders the same sections quickly
 def test_report_of_real_runs_renders(capsys, real_runs, tmp_path, chromium):
     out = tmp_path / "report.html"
     assert main(["report", real_runs["dir"], "-o", str(out)]) == 0

@@ -14,6 +14,10 @@ import dtbench_analysis
 from dtbench_analysis.cli import main
 from dtbench_analysis.plotting import plt
 
+#: a long check (the report on a folder of real runs), run by scripts/test.sh --long (what CI runs): the quick
+#: suite checks the same command on files written by the tests
+pytestmark = pytest.mark.long
+
 #: every section that must show figures for this folder, and the figures it must have
 EXPECTED = {"time": ["fig-phases"], "scaling": ["fig-scaling"],
             "ranks": ["fig-heatmap-1", "fig-heatmap-2", "fig-heatmap-3", "fig-gantt"],

@@ -191,7 +191,13 @@ EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 KNOWN_REFUSALS: dict = {}
 
 
-@pytest.mark.parametrize("name", sorted(os.listdir(EXAMPLES)))
+#: the studies of 94 runs: planned by the long checks (scripts/test.sh --long, what CI runs)
+LONG_EXAMPLES = {"scaling-study.toml", "transformer-scaling.toml"}
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.long) if n in LONG_EXAMPLES else n
+    for n in sorted(os.listdir(EXAMPLES))])
 def test_examples_plan_with_this_dtbench(name, tmp_path, monkeypatch, capsys):
     """Every shipped example plans against the real dtbench: each option, and dtbench --dry-run
     --ranks N of a run per option value and rank count."""
