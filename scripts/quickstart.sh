@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# quickstart.sh - sets everything up (scripts/setup.sh), then runs the main job: LeNet on
+# quickstart.sh - installs and builds what the main job needs (scripts/setup.sh --runtime: no
+# test-only packages such as Slurm, Chromium or PyTorch), then runs the main job: LeNet on
 # Fashion-MNIST, data-parallel on 2 ranks, 500 measured iterations, into a new HDF5 file under
 # results/ (never overwriting an earlier one), and prints its summary with dtbench-analyze.
 # Extra arguments go to dtbench (e.g. --iters 100).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --runtime
 
 # Open MPI as root on a small machine: allow root, more ranks than cores, and yield when idle.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

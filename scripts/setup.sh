@@ -1,25 +1,46 @@
 #!/usr/bin/env bash
-# setup.sh - brings a fresh Debian machine (or cluster node, as root) to a built dtbench:
-#   1. installs the Debian packages that are missing (PyTorch among them: python3-torch),
-#   2. makes a Python virtual environment .venv (seeing the system's packages) with h5py, numpy,
-#      pandas, matplotlib, scipy, pyarrow, pytest, pytest-xdist (the Python tests on every core),
-#      hypothesis (the tools' fuzz tests), the analysis package (dtbench-analyze) and the campaign
-#      tool (dtbench-campaign, jobs/), both editable (chromium, a Debian package, renders the HTML
-#      report in its test),
+# setup.sh [--runtime] - brings a fresh Debian machine (or cluster node, as root) to a built dtbench:
+#   1. installs the Debian packages that are missing,
+#   2. makes a Python virtual environment .venv (seeing the system's packages) with the analysis
+#      package (dtbench-analyze) and the campaign tool (dtbench-campaign, jobs/), both editable,
+#      and their dependencies (h5py, numpy, pandas, matplotlib, scipy, pyarrow),
 #   3. builds dtbench in the source tree (autoreconf, configure, make).
+# With --runtime (scripts/quickstart.sh) only what a run and its analysis need: the compiler,
+# autotools, Open MPI, parallel HDF5, OpenBLAS, oneDNN, zlib, the Fashion-MNIST data set and the
+# Python side above. Without it (scripts/test.sh) also what only the tests need: pytest,
+# pytest-xdist (the Python tests on every core) and hypothesis (the tools' fuzz tests) in .venv,
+# and the Debian packages chromium (renders the HTML report in its tests), slurm-wlm and munge
+# (the emulated Slurm clusters), iproute2 and util-linux (their network namespaces) and
+# python3-torch (the tests against PyTorch). A machine set up with --runtime gets the rest from
+# a later run without it; nothing is rebuilt for that.
 # Idempotent: a second run only rebuilds what changed. CONFIGURE_FLAGS passes extra configure
 # options (e.g. --without-cuda).
 set -euo pipefail
+runtime=0
+for a in "$@"; do
+    case $a in
+    --runtime) runtime=1 ;;
+    *) echo "usage: scripts/setup.sh [--runtime]" >&2; exit 2 ;;
+    esac
+done
 cd "$(dirname "$0")/.."
 
+# What dtbench, its analysis and the quickstart's job need.
 DEB_PACKAGES="libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libopenblas-dev libdnnl-dev zlib1g-dev
-  autoconf automake libtool pkg-config make gcc python3 python3-venv dataset-fashion-mnist chromium
-  slurm-wlm munge iproute2 util-linux"
-PY_PACKAGES="h5py numpy pandas matplotlib scipy pyarrow pytest pytest-xdist hypothesis"
-# PyTorch for the tests against it (tests/test_vs_torch.sh) and bench/vs_pytorch.sh: Debian's
-# CPU-only python3-torch, for /usr/bin/python3 (PyPI's torch wheel pulls ~3 GB of CUDA packages).
-# Without recommends: those add Qt, GStreamer and VA drivers.
-DEB_NORECOMMENDS="python3-torch"
+  autoconf automake libtool pkg-config make gcc python3 python3-venv dataset-fashion-mnist"
+PY_PACKAGES="h5py numpy pandas matplotlib scipy pyarrow" # analysis/pyproject.toml's dependencies
+PY_IMPORTS="h5py, numpy, pandas, matplotlib, scipy, pyarrow"
+DEB_NORECOMMENDS=""
+if [ "$runtime" = 0 ]; then
+    # What only the tests need (the test extras of analysis/ and jobs/ pyproject.toml).
+    DEB_PACKAGES="$DEB_PACKAGES chromium slurm-wlm munge iproute2 util-linux"
+    PY_PACKAGES="$PY_PACKAGES pytest pytest-xdist hypothesis"
+    PY_IMPORTS="$PY_IMPORTS, pytest, xdist, hypothesis"
+    # PyTorch for the tests against it (tests/test_vs_torch.sh) and bench/vs_pytorch.sh: Debian's
+    # CPU-only python3-torch, for /usr/bin/python3 (PyPI's torch wheel pulls ~3 GB of CUDA
+    # packages). Without recommends: those add Qt, GStreamer and VA drivers.
+    DEB_NORECOMMENDS="python3-torch"
+fi
 
 installed() { grep -q "install ok installed" <<<"$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)"; }
 missing="" missing_norec=""
@@ -34,7 +55,7 @@ if [ -n "$missing$missing_norec" ]; then
     [ -z "$missing" ] || apt_install $missing
     [ -z "$missing_norec" ] || apt_install --no-install-recommends $missing_norec
 fi
-/usr/bin/python3 -c "import torch" 2>/dev/null || echo "setup: warning: /usr/bin/python3 cannot import torch: tests/test_vs_torch.sh will skip"
+[ "$runtime" = 1 ] || /usr/bin/python3 -c "import torch" 2>/dev/null || echo "setup: warning: /usr/bin/python3 cannot import torch: tests/test_vs_torch.sh will skip"
 
 # The Python side (.venv) is made in the background while dtbench builds (configure only records
 # the interpreter's path): most of its time is spent downloading. pip --no-compile: Python compiles
@@ -49,7 +70,7 @@ python_side() {
     # another checkout may have installed them.
     from_here() { .venv/bin/python -c "import os, $1; assert $1.__file__.startswith(os.getcwd() + '/')" 2>/dev/null; }
     local pip=(.venv/bin/python -m pip install -q --no-compile --disable-pip-version-check)
-    if ! .venv/bin/python -c "import h5py, numpy, pandas, matplotlib, scipy, pyarrow, pytest, xdist, hypothesis" 2>/dev/null || ! from_here dtbench_analysis; then
+    if ! .venv/bin/python -c "import $PY_IMPORTS" 2>/dev/null || ! from_here dtbench_analysis; then
         echo "setup: installing Python packages into .venv"
         "${pip[@]}" $PY_PACKAGES
         "${pip[@]}" -e analysis

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# test.sh - sets everything up (scripts/setup.sh) and runs the whole test suite:
+# test.sh - sets everything up, test-only packages included (scripts/setup.sh, without
+# --runtime: docs/building.md), and runs the whole test suite:
 #   make check      C kernel/model tests and the MPI + HDF5 shell tests (2 and 4 ranks)
 #   pytest          the analysis package (analysis/tests) and the campaign tool (jobs/tests)
 #   make distcheck  the release tarball, configured --without-cuda (so CI builds both the tree's
@@ -8,7 +9,7 @@
 #   make check-sanitize-ci   with --sanitize (what CI runs): the tests again in an ASan/UBSan
 #                   build, CPU-only, in sanitize/ (Makefile.am says which)
 #   the scaling study with --study (what CI runs): tests/test_slurm_study.sh, 16 emulated nodes
-#                   under Slurm (README.md, "Scaling study"), not part of make check
+#                   under Slurm (docs/scaling-study.md), not part of make check
 #   the long checks with --long (what CI runs): make check runs every test whole (with
 #                   DTBENCH_TEST_LONG=1 the tests also run their slower variations: more ranks,
 #                   strategies and cases, runs to a target accuracy; tests/lib.sh: long_part),

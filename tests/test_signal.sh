@@ -2,7 +2,8 @@
 # or SIGUSR1 to ONE rank makes every rank stop after the same iteration, write what it has and
 # close the file, marked stop_reason=signal and status 2 on every rank. SIGPIPE ends no rank. (SIGTERM to mpirun also
 # works, but mpirun SIGKILLs the ranks odls_base_sigkill_timeout later, so on a loaded machine the
-# outcome would be Open MPI's timing, not dtbench's: see README, "Stopping a run early".)
+# outcome would be Open MPI's timing, not dtbench's: see docs/reliability.md,
+# "Stopping a run early".)
 . "$(dirname "$0")/lib.sh"
 
 # start_run FILE [NP [ARGS]] : a long run in the background; waits until 2 blocks are written.

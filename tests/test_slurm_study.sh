@@ -1,4 +1,4 @@
-# test_slurm_study.sh - the scaling study of README.md's "Scaling study", end to end, on a real Slurm
+# test_slurm_study.sh - the scaling study of docs/scaling-study.md, end to end, on a real Slurm
 # of 16 emulated nodes (tests/vcluster.sh) whose links are shaped to STUDY_RATE (200 Mbit/s) each
 # way, checked against the result files (tests/check_study.py):
 #   1. jobs/examples/scaling-study.toml (LeNet, 1-16 nodes, strong and weak, sync over mpi and
@@ -10,7 +10,7 @@
 #      times are those of the files.
 #   3. predict, fitted on the sync and hier runs of 1-4 nodes (--shared-cores: the emulated nodes
 #      share this machine's cores), predicts the 8- and 16-node runs: iteration within 30%,
-#      transfer within 25% (why: check_study.py and README.md).
+#      transfer within 25% (why: check_study.py and docs/scaling-study.md).
 #   4. every process of one node killed during a 16-node sync run and during a 16-node async run
 #      (one parameter server per node): the survivors close the file within seconds,
 #      failed_nodes names exactly that node, every rank keeps every iteration it completed,

@@ -99,7 +99,7 @@ def _measure_and_predict(tmp_path, attempt):
     proc = subprocess.run(["bash", "-c", SCRIPT], env=env, capture_output=True, text=True,
                           timeout=240)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    if os.environ.get("DTBENCH_PREDICT_KEEP"):  # keep the runs (e.g. for README's example)
+    if os.environ.get("DTBENCH_PREDICT_KEEP"):  # keep the runs (e.g. for analysis/README.md's example)
         shutil.copytree(out, os.environ["DTBENCH_PREDICT_KEEP"], dirs_exist_ok=True)
     files = sorted(str(p) for p in out.glob("*.h5"))
     assert len(files) == 9
