@@ -381,6 +381,15 @@ static void check_combination(const Options *opt, const Topology *topo, const Ru
     usage_check_all(!opt->overlap || x->grads_ready != NULL,
                     "--overlap: the %s exchange cannot start buckets during backward",
                     opt->exchange);
+    usage_check_all(!x->transports || names_find(x->transports, p->tops->name) >= 0,
+                    "--transport: '%s' is not accepted with --exchange %s: expected %s",
+                    opt->transport, opt->exchange, x->transports ? x->transports : "");
+}
+
+/* A strategy that always starts its buckets during backward (ExchangeOps.overlaps): --overlap
+ * is what runs, and what the printed and recorded configuration say. */
+static void imply_overlap(Options *opt, const RunPlan *p) {
+    if (p->xops->overlaps) opt->overlap = 1;
 }
 
 /* --profile-layers: within the measured iterations, one micro-batch, the layers it can time. */
@@ -462,6 +471,7 @@ void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
     check_precision(opt, p);
     check_optimizer(opt, p);
     check_dataset(opt, p);
+    imply_overlap(opt, p);
     check_combination(opt, topo, p);
     check_progress(opt, p);
     check_profile(opt, p);
