@@ -142,6 +142,9 @@ typedef struct ExchangeOps {
      * (device memory; its contents are destroyed). With iters 0 it only runs one unmeasured
      * exchange, so that the transport allocates at setup what it keeps across iterations. */
     void (*calibrate)(ExchangeState *st, float *buf, int iters, ExchangeCalibration *out);
+    /* Optional, for a strategy that shards the optimizer's state (shards_optimizer): the
+     * parameters this rank updates, whose state (SGD's momentum, AdamW's two moments) it holds. */
+    size_t (*shard_size)(ExchangeState *st);
     /* For the resolver (src/run/resolve.c). reads: the long options the strategy reads
      * (comma-separated; given explicitly with a strategy that does not read them, they are
      * refused; "overlap" needs grads_ready). pipeline_ok: 1 when it can average the gradients of

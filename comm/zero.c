@@ -264,6 +264,10 @@ static void zero_counts(ExchangeState *st, int64_t *pushed, int64_t *applied) {
     *pushed = *applied = st->updates;
 }
 
+static size_t zero_shard_size(ExchangeState *st) {
+    return st->shard_floats;
+}
+
 static void zero_destroy(ExchangeState *st) {
     const BackendOps *be = st->cfg.be;
     if (st->rs) OPS->destroy(st->rs), OPS->destroy(st->ag);
@@ -289,6 +293,7 @@ const ExchangeOps zero1_exchange = {
     .counts = zero_counts,
     .destroy = zero_destroy,
     .report = zero_report,
+    .shard_size = zero_shard_size,
 };
 
 const ExchangeOps zero2_exchange = {
@@ -308,4 +313,5 @@ const ExchangeOps zero2_exchange = {
     .destroy = zero_destroy,
     .grads_ready = zero_grads_ready,
     .report = zero_report,
+    .shard_size = zero_shard_size,
 };
