@@ -72,9 +72,12 @@ typedef struct {
     /* Sharding strategies (zero.c; 0 elsewhere): the parts of the exchange spent completing the
      * gradients' reduce-scatters after backward and in the parameters' all-gathers, s (the
      * optimizer's step on the shard lies between them), and the payload handed to each, bytes
-     * (bytes_sent and bytes_recv are their sum). */
+     * (bytes_sent and bytes_recv are the sum of the three kinds'). */
     double reduce_scatter, allgather;
     double reduce_scatter_bytes, allgather_bytes;
+    /* and with --transport hier (sharded inside a node, FSDP's HYBRID_SHARD) the allreduce of
+     * each shard across the nodes, between reduce-scatter and update: s, bytes */
+    double allreduce, allreduce_bytes;
     /* The factor the gradients still need (0 or 1: they are averaged). sync leaves the SUM and
      * 1/P here (decided by exchange_engine, below): the driver's update is the one step that
      * folds it in (src/run/driver.c: lr x s, weight decay / s; the momentum buffer then holds P

@@ -13,39 +13,35 @@
 #        rounding of each sum, carried through the steps; a 1/P missed, or a shard updated twice
 #        or not at all, moves them by 1e-4 and more); the parameters did move;
 #   2. nanogpt-char (the transformer, AdamW, its decay runs) on 2 ranks: zero1 and zero2 train
-#      sync's parameters bit for bit;
+#      sync's parameters bit for bit; over --transport hier (sharded in a node, replicated across
+#      nodes) on 2 nodes of 2 and 4 of 1, LeNet trains the parameters of sync over hier;
 #   3. the records (tests/check_zero.py records): bytes and times of the reduce-scatters and the
 #      all-gathers, the memory per rank (the optimizer's state 1/P of sync's, balanced within one
 #      parameter), zero2's reduce-scatters hidden behind backward;
-#   4. refusals in one line, exit 2, no file: transports other than mpi, --overlap with zero1
+#   4. refusals in one line, exit 2, no file: nccl (where built), --overlap with zero1
 #      (zero2 implies it), pipelines, options the strategies do not read.
 . "$(dirname "$0")/lib.sh"
 cd "$WORK"
 
 compare() { "$PYTHON" "$TESTS_SRCDIR/compare_params.py" "$@"; }
-lenet="--model lenet --dataset synthetic --batch 12 --warmup 1 --iters 3 --seed 5 --sample-hz 0 --bucket-mb 0.01 --weight-decay 0.01"
+lenet="--model lenet --dataset synthetic --batch 12 --warmup 1 --iters 3 --seed 5 --sample-hz 0"
+lenet="$lenet --bucket-mb 0.01 --weight-decay 0.01"
 train() { # NAME NRANKS ARGS...: 4 steps of LeNet, saves NAME.params
     local name=$1 np=$2
     shift 2
     run_np "$np" $lenet "$@" --output "$name.h5" --save-model "$name.params" >/dev/null
 }
-# same NAME NRANKS TOL ARGS...: sync and $ZERO (zero1 and zero2) with ARGS; zero's parameters
-# within TOL of sync's (0: identical files)
+# same NAME NRANKS TOL ARGS...: sync and $ZERO (default zero1 and zero2) with ARGS; zero's
+# parameters within TOL of sync's (0: bit for bit)
 same() {
-    local name=$1 np=$2 tol=$3 x
+    local name=$1 np=$2 tol=$3 x zs=()
     shift 3
-    for x in sync ${ZERO:-zero1 zero2}; do train "$name-$x" "$np" --exchange "$x" "$@"; done
-    if [ "$tol" = 0 ]; then
-        for x in ${ZERO:-zero1 zero2}; do
-            cmp -s "$name-sync.params" "$name-$x.params" ||
-                { compare 0 "$name-sync.params" "$name-$x.params" || true; fail "$name: $x is not sync bit for bit"; }
-        done
-    else
-        local zs=()
-        for x in ${ZERO:-zero1 zero2}; do zs+=("$name-$x.params"); done
-        compare "$tol" "$name-sync.params" "${zs[@]}" >/dev/null ||
-            { compare "$tol" "$name-sync.params" "${zs[@]}" || true; fail "$name: zero is not sync within $tol"; }
-    fi
+    for x in sync ${ZERO:-zero1 zero2}; do
+        train "$name-$x" "$np" --exchange "$x" "$@"
+        [ "$x" = sync ] || zs+=("$name-$x.params")
+    done
+    compare "$tol" "$name-sync.params" "${zs[@]}" >compare.out ||
+        { cat compare.out; fail "$name: zero is not sync within $tol"; }
 }
 
 # 1. LeNet.
@@ -56,7 +52,8 @@ same adamw2 2 0 $adamw
 same bf16 2 0 --grad-dtype bf16
 pass "lenet: zero1, zero2 = sync bit for bit on 1 and 2 ranks (sgd, adamw, --grad-dtype bf16)"
 DTBENCH_CPU_AS_DEVICE=1 train staged-zero2 2 --exchange zero2 $adamw
-cmp -s adamw2-zero2.params staged-zero2.params || fail "zero2 staged through the host: other parameters"
+cmp -s adamw2-zero2.params staged-zero2.params ||
+    fail "zero2 staged through the host: other parameters"
 pass "lenet: zero2 on the posing device (collectives staged through the host) = on the host"
 # eps 1e-4, as tests/test_adamw.sh: far above the rounding of the gradients, so that a rounding in
 # the summation order of a near-zero gradient cannot decide the sign of its step
@@ -70,7 +67,8 @@ done
 pass "lenet: zero1, zero2 = sync within 2e-6 on 3 and 4 ranks (sgd, adamw); the parameters moved"
 
 # 2. The transformer.
-gpt="--model nanogpt-char --seq-len 8 --batch 4 --warmup 1 --iters 2 --seed 3 --sample-hz 0 --bucket-mb 4 --weight-decay 0.1"
+gpt="--model nanogpt-char --seq-len 8 --batch 4 --warmup 1 --iters 2 --seed 3 --sample-hz 0"
+gpt="$gpt --bucket-mb 4 --weight-decay 0.1"
 for x in sync zero1 zero2; do
     run_np 2 $gpt --exchange $x --output gpt-$x.h5 --save-model gpt-$x.params >/dev/null
 done
@@ -79,23 +77,37 @@ for x in zero1 zero2; do
 done
 pass "nanogpt-char (adamw): zero1, zero2 = sync bit for bit on 2 ranks"
 
+# 2b. Sharded inside a node, replicated across nodes (--transport hier, FSDP's HYBRID_SHARD): 2
+# nodes of 2 (and zero1 on 4 nodes of 1), the sums those of sync over hier (a reduce-scatter in
+# the node, the shard's allreduce across nodes): bit for bit.
+hier="--transport hier --optimizer adamw --eps 1e-4 --lr 0.001"
+same hier2 4 0 $hier --ranks-per-node 2
+ZERO=zero1 same hier1 4 0 $hier --ranks-per-node 1 # one rank a node: no reduce-scatter
+pass "lenet: zero1, zero2 over hier (2 nodes of 2; zero1 on 4 of 1) = sync over hier bit for bit"
+
 # 3. Records.
 pycheck zero records adamw4-zero1.h5 adamw4-sync.h5 --stage 1
 pycheck zero records sgd3-zero2.h5 sgd3-sync.h5 --stage 2
 pycheck zero records bf16-zero2.h5 bf16-sync.h5 --stage 2
 pycheck zero records gpt-zero2.h5 gpt-sync.h5 --stage 2
-out=$(run_np 1 --model lenet --dataset synthetic --batch 4 --iters 1 --warmup 0 --sample-hz 0 --exchange zero2 --output one.h5)
+pycheck zero records hier2-zero2.h5 hier2-sync.h5 --stage 2
+pycheck zero records hier1-zero1.h5 hier1-sync.h5 --stage 1
+out=$(run_np 1 --model lenet --dataset synthetic --batch 4 --iters 1 --warmup 0 --sample-hz 0 \
+    --exchange zero2 --output one.h5)
 grep -q '^  overlap  *yes$' <<<"$out" || fail "zero2 does not print --overlap as implied: $out"
 pass "records: collectives' bytes and times, memory per rank; zero2 runs with --overlap"
 
 # 4. Refusals.
 bad="--model lenet --dataset synthetic --batch 8 --iters 1 --output bad.h5"
-expect_bad 0 "--transport: 'hier' is not accepted with --exchange zero1: expected mpi" \
-    $bad --exchange zero1 --transport hier
+if "$DTBENCH" --help | grep -q 'transport {.*nccl'; then
+    expect_bad 0 "--transport: 'nccl' is not accepted with --exchange zero1: expected mpi,hier" \
+        $bad --exchange zero1 --transport nccl
+fi
 expect_bad 0 "--overlap: not accepted with --exchange zero1 (read only by --exchange sync, --exchange zero2)" \
     $bad --exchange zero1 --overlap
 expect_bad 0 "--exchange: 'zero2' is not accepted with --parallel model" \
     $bad --exchange zero2 --parallel model
 expect_bad 0 "--calibrate-iters: 3 is not accepted with --exchange zero2" \
     $bad --exchange zero2 --calibrate-iters 3
-expect_bad 0 "--staleness: 1 is not accepted with --exchange zero1" $bad --exchange zero1 --staleness 1
+expect_bad 0 "--staleness: 1 is not accepted with --exchange zero1" \
+    $bad --exchange zero1 --staleness 1

@@ -40,7 +40,8 @@ EVAL_FIELDS = ("iteration", "time", "accuracy", "loss")
 #: Optional per-iteration datasets written by newer dtbench versions (used when present).
 OPTIONAL_ITERATION_FIELDS = ("staleness", "version", "bytes_recv", "exchange_wait",
                              "straggler_delay", "exchange_hidden", "exchange_reduce_scatter",
-                             "exchange_allgather", "bytes_reduce_scatter", "bytes_allgather")
+                             "exchange_allgather", "bytes_reduce_scatter", "bytes_allgather",
+                             "exchange_allreduce", "bytes_allreduce")
 #: Optional sampler datasets of /samples, shape (nranks, capacity); /ranks/samples_written says
 #: how many entries of each row are valid.
 SAMPLE_FIELDS = ("time", "power_w", "memory_mib", "utilization")

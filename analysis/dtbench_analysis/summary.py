@@ -50,7 +50,8 @@ DEFINITIONS = {
     "collectives": "--exchange zero1, zero2: medians over the measured rank-iterations of the "
                    "reduce-scatters completed after backward and of the all-gathers (both "
                    "inside exchange), and of their payloads (bytes_reduce_scatter, "
-                   "bytes_allgather)",
+                   "bytes_allgather); with --transport hier also the shards' allreduce across "
+                   "the nodes (exchange_allreduce, bytes_allreduce)",
     "oversubscribed": "dtbench found more ranks x threads (--threads, plus a --progress thread) on "
                       "a host than it has online cores (root attribute oversubscribed); "
                       "host_ranks_max and host_cores as recorded",
@@ -204,6 +205,9 @@ class Collectives(Record):
     allgather_ms: Optional[float]
     reduce_scatter_bytes: Optional[float]
     allgather_bytes: Optional[float]
+    # --transport hier (sharded inside a node): the shards' allreduce across the nodes
+    allreduce_ms: Optional[float] = absent()
+    allreduce_bytes: Optional[float] = absent()
 
 
 @record
@@ -256,10 +260,16 @@ def collectives(run: Run) -> Optional[Collectives]:
     if not all(run.has(k) for k in keys):
         return None
     med = {k: metrics.distribution(run.measured(k))["median"] for k in keys}
-    if not med["bytes_allgather"]:
+    across = {k: metrics.distribution(run.measured(k))["median"] if run.has(k) else None
+              for k in ("exchange_allreduce", "bytes_allreduce")}
+    if not med["bytes_allgather"] and not across["bytes_allreduce"]:
         return None
-    return Collectives(to_ms(med["exchange_reduce_scatter"]), to_ms(med["exchange_allgather"]),
-                       med["bytes_reduce_scatter"], med["bytes_allgather"])
+    out = Collectives(to_ms(med["exchange_reduce_scatter"]), to_ms(med["exchange_allgather"]),
+                      med["bytes_reduce_scatter"], med["bytes_allgather"])
+    if across["bytes_allreduce"]:
+        out.allreduce_ms = to_ms(across["exchange_allreduce"])
+        out.allreduce_bytes = across["bytes_allreduce"]
+    return out
 
 
 def exchange_efficiency(run: Run, exchange_ms: Optional[float]) -> Optional[ExchangeEfficiency]:

@@ -38,6 +38,8 @@ typedef struct {
      * payload handed to each, bytes */
     double exchange_reduce_scatter, exchange_allgather;
     double bytes_reduce_scatter, bytes_allgather;
+    /* and with --transport hier, the shards' allreduce across the nodes, s and bytes */
+    double exchange_allreduce, bytes_allreduce;
 } IterRecord;
 
 typedef struct {

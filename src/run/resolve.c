@@ -374,6 +374,9 @@ static void check_combination(const Options *opt, const Topology *topo, const Ru
     usage_check_all(opt->ranks_per_node == 0 || topo->nranks % opt->ranks_per_node == 0,
                     "--ranks-per-node: %d does not divide the %d ranks", opt->ranks_per_node,
                     topo->nranks);
+    usage_check_all(!x->transports || names_find(x->transports, p->tops->name) >= 0,
+                    "--transport: '%s' is not accepted with --exchange %s: expected %s",
+                    opt->transport, opt->exchange, x->transports ? x->transports : "");
     usage_check_all(!p->tops->device_only || be->device_memory,
                     "--transport %s: it averages GPU buffers; it needs --device %s (with --device "
                     "%s use mpi or hier)",
@@ -381,9 +384,6 @@ static void check_combination(const Options *opt, const Topology *topo, const Ru
     usage_check_all(!opt->overlap || x->grads_ready != NULL,
                     "--overlap: the %s exchange cannot start buckets during backward",
                     opt->exchange);
-    usage_check_all(!x->transports || names_find(x->transports, p->tops->name) >= 0,
-                    "--transport: '%s' is not accepted with --exchange %s: expected %s",
-                    opt->transport, opt->exchange, x->transports ? x->transports : "");
 }
 
 /* A strategy that always starts its buckets during backward (ExchangeOps.overlaps): --overlap

@@ -106,10 +106,12 @@ def format_text(s: Summary) -> str:
                  f"(median bytes_sent; gradients in {wire} on the wire)")
     if s.collectives:
         c = s.collectives
+        across = "" if "allreduce_ms" not in c else \
+            f", allreduce across nodes {num(c.allreduce_ms)} ms ({_bytes(c.allreduce_bytes)})"
         lines.append(f"  collectives: reduce-scatter {num(c.reduce_scatter_ms)} ms "
                      f"({_bytes(c.reduce_scatter_bytes)}), all-gather {num(c.allgather_ms)} ms "
-                     f"({_bytes(c.allgather_bytes)}) per rank per iteration (medians; inside "
-                     f"exchange)")
+                     f"({_bytes(c.allgather_bytes)}){across} per rank per iteration (medians; "
+                     f"inside exchange)")
     if s.memory:
         m = s.memory
         lines.append(f"  memory per rank: parameters {num(m.params_mib, '.1f')} MiB, gradients "
