@@ -17,7 +17,8 @@
 #      nodes) on 2 nodes of 2 and 4 of 1, LeNet trains the parameters of sync over hier;
 #   3. the records (tests/check_zero.py records): bytes and times of the reduce-scatters and the
 #      all-gathers, the memory per rank (the optimizer's state 1/P of sync's, balanced within one
-#      parameter), zero2's reduce-scatters hidden behind backward;
+#      parameter), zero2's reduce-scatters hidden behind backward; the memory estimate that
+#      refuses impossible runs counts the stage;
 #   4. refusals in one line, exit 2, no file: nccl (where built), --overlap with zero1
 #      (zero2 implies it), pipelines, options the strategies do not read.
 . "$(dirname "$0")/lib.sh"
@@ -96,6 +97,22 @@ out=$(run_np 1 --model lenet --dataset synthetic --batch 4 --iters 1 --warmup 0 
     --exchange zero2 --output one.h5)
 grep -q '^  overlap  *yes$' <<<"$out" || fail "zero2 does not print --overlap as implied: $out"
 pass "records: collectives' bytes and times, memory per rank; zero2 runs with --overlap"
+# The memory estimate counts the stage: the same impossible run (terabytes of activations,
+# refused before any allocation on any machine) needs 2 copies of the parameters less per rank
+# with zero1 on 2 ranks than with sync (no exchange copy, half of AdamW's two moments: 3 copies
+# instead of 5).
+need() { # EXCHANGE: the GB per rank the refusal names
+    local out
+    out=$(run_refused 2 --model gpt2 --seq-len 64 --batch 1048576 --optimizer adamw \
+        --exchange "$1" --output bad.h5 2>&1 || true)
+    sed -n 's/.*needs about \([0-9.]*\) GB.*/\1/p' <<<"$out" | head -1
+}
+n=$("$DTBENCH" --model gpt2 --dry-run | sed -n 's/.*total parameters: \([0-9]*\).*/\1/p')
+s=$(need sync) z=$(need zero1)
+[ -n "$s" ] && [ -n "$z" ] && [ -n "$n" ] || fail "no estimate in the refusals: '$s' '$z' ($n parameters)"
+awk -v s="$s" -v z="$z" -v n="$n" 'BEGIN { d = s - z - 2 * 4 * n / 1e9; exit !(d < 0.11 && d > -0.11) }' ||
+    fail "memory estimate: sync $s GB, zero1 $z GB per rank; expected 2 x $n floats less"
+pass "memory estimate: zero1 on 2 ranks $z GB per rank, sync $s GB (2 x $n floats less)"
 
 # 4. Refusals.
 bad="--model lenet --dataset synthetic --batch 8 --iters 1 --output bad.h5"
