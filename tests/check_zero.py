@@ -16,7 +16,8 @@ tests/test_zero.sh). Exit 0 when the check holds, 1 with one line.
         (1 float per parameter with SGD, 2 with AdamW) adds up over a node's ranks (all ranks
         without hier) to the model's, and no rank holds more than one parameter's state more
         than another; SYNC holds the whole state on every rank and records no reduce-scatter,
-        all-gather or shard allreduce.
+        all-gather or shard allreduce;
+      - every rank ends with the same parameters (/ranks/param_hash).
 """
 import numpy as np
 
@@ -32,6 +33,7 @@ def load(path):
                "bytes_reduce_scatter", "bytes_allgather", "bytes_sent", "exchange_allreduce",
                "bytes_allreduce")}
         mem = {k: f["ranks/memory_" + k][:] for k in ("params", "grads", "optimizer")}
+        mem["hash"] = f["ranks/param_hash"][:]
         attrs = {"exchange": text(f.attrs["exchange"]), "nranks": int(f.attrs["nranks"]),
                  "N": int(f.attrs["param_count"]), "grad_dtype": text(f.attrs["grad_dtype"]),
                  "nnodes": int(f.attrs["nnodes"]),
@@ -52,6 +54,7 @@ def records(a):
     expect(sat["exchange"] == "sync" and sat["N"] == N and sat["nranks"] == P,
            f"{a.sync}: not the same run with sync")
     expect(np.isfinite(it["exchange"]).all(), f"{a.zero}: unwritten iterations")
+    expect(len(set(mem["hash"])) == 1, f"{a.zero}: the ranks end with other parameters")
     k = 2 if at["optimizer"] == "adamw" else 1
     wire = WIRE_BYTES[at["grad_dtype"]]
     ag, rs, ar = it["bytes_allgather"], it["bytes_reduce_scatter"], it["bytes_allreduce"]
