@@ -1,7 +1,8 @@
 /* exchange.h - the gradient-exchange seam: one const struct of function pointers per strategy,
  * one file each in comm/: sync.c (allreduce every iteration), ssp.c (stale-synchronous
  * allreduce), async_ps.c (Downpour parameter server), mixed.c (sync inside a node, asynchronous
- * elastic averaging across nodes).
+ * elastic averaging across nodes), zero.c (ZeRO stages 1 and 2: reduce-scatter, an update of this
+ * rank's shard with its shard of the optimizer's state, all-gather).
  *
  * After the backward pass the driver hands the strategy the rank's parameters and gradients
  * (one contiguous buffer each, on the backend's device). The strategy either leaves averaged
@@ -41,6 +42,7 @@ typedef struct {
     Optimizer optim;
     float *velocity; /* [nparams] the model's momentum buffer (AdamW: its first moment) */
     float *variance; /* [nparams] AdamW's second moment (NULL with SGD) */
+    /* (both NULL for a strategy that shards the optimizer's state: ExchangeOps.shards_optimizer) */
     /* The updates applied to this rank's parameters so far, by the driver and the strategy
      * alike: whoever applies one counts it here first (AdamW's step t). NULL: SGD only. */
     int64_t *steps;
@@ -67,6 +69,15 @@ typedef struct {
     double wait;       /* s of the exchange spent waiting for other ranks (arrival imbalance,
                           a staleness bound, a busy server), the rest being transfer */
     double hidden;     /* exchange work done while backward still ran, s (set by report()) */
+    /* Sharding strategies (zero.c; 0 elsewhere): the parts of the exchange spent completing the
+     * gradients' reduce-scatters after backward and in the parameters' all-gathers, s (the
+     * optimizer's step on the shard lies between them), and the payload handed to each, bytes
+     * (bytes_sent and bytes_recv are the sum of the three kinds'). */
+    double reduce_scatter, allgather;
+    double reduce_scatter_bytes, allgather_bytes;
+    /* and with --transport hier (sharded inside a node, FSDP's HYBRID_SHARD) the allreduce of
+     * each shard across the nodes, between reduce-scatter and update: s, bytes */
+    double allreduce, allreduce_bytes;
     /* The factor the gradients still need (0 or 1: they are averaged). sync leaves the SUM and
      * 1/P here (decided by exchange_engine, below): the driver's update is the one step that
      * folds it in (src/run/driver.c: lr x s, weight decay / s; the momentum buffer then holds P
@@ -134,6 +145,9 @@ typedef struct ExchangeOps {
      * (device memory; its contents are destroyed). With iters 0 it only runs one unmeasured
      * exchange, so that the transport allocates at setup what it keeps across iterations. */
     void (*calibrate)(ExchangeState *st, float *buf, int iters, ExchangeCalibration *out);
+    /* Optional, for a strategy that shards the optimizer's state (shards_optimizer): the
+     * parameters this rank updates, whose state (SGD's momentum, AdamW's two moments) it holds. */
+    size_t (*shard_size)(ExchangeState *st);
     /* For the resolver (src/run/resolve.c). reads: the long options the strategy reads
      * (comma-separated; given explicitly with a strategy that does not read them, they are
      * refused; "overlap" needs grads_ready). pipeline_ok: 1 when it can average the gradients of
@@ -143,12 +157,19 @@ typedef struct ExchangeOps {
      * every replica applies the same averaged gradients in the same iteration, so that a step
      * can be skipped everywhere at once (fp16's loss scaler). in_flight: which of its settings
      * leaves collectives in flight while compute runs, what a progress thread can drive
-     * (--progress thread). */
+     * (--progress thread). overlaps: 1 when it always starts buckets during backward (--overlap
+     * is implied: the resolver sets it). transports: the --transport values it runs over
+     * (comma-separated; NULL: every one). shards_optimizer: 1 when it keeps the optimizer's state
+     * itself, for the part of the parameters this rank updates (ExchangeConfig.velocity and
+     * variance NULL: the driver allocates none; the memory estimate counts 1/P of it). */
     const char *reads;
     int pipeline_ok;
     int delays_grads;
     int same_update;
     enum { IN_FLIGHT_NEVER, IN_FLIGHT_OVERLAP, IN_FLIGHT_STALENESS } in_flight;
+    int overlaps;
+    const char *transports;
+    int shards_optimizer;
 } ExchangeOps;
 
 /* For the strategies (comm/transport.c): the bucket engine that averages over `comm` (cfg->comm,

@@ -42,6 +42,8 @@ extern const ExchangeOps sync_exchange;  /* comm/sync.c */
 extern const ExchangeOps ssp_exchange;   /* comm/ssp.c */
 extern const ExchangeOps async_exchange; /* comm/async_ps.c */
 extern const ExchangeOps mixed_exchange; /* comm/mixed.c */
+extern const ExchangeOps zero1_exchange; /* comm/zero.c */
+extern const ExchangeOps zero2_exchange; /* comm/zero.c */
 
 static const BackendOps *const BACKENDS[] = {
     &cpu_backend,
@@ -49,8 +51,8 @@ static const BackendOps *const BACKENDS[] = {
     &cuda_row,
 #endif
 };
-static const ExchangeOps *const EXCHANGES[] = {&sync_exchange, &async_exchange, &ssp_exchange,
-                                               &mixed_exchange};
+static const ExchangeOps *const EXCHANGES[] = {&sync_exchange,  &async_exchange, &ssp_exchange,
+                                               &mixed_exchange, &zero1_exchange, &zero2_exchange};
 static const TransportOps *const TRANSPORTS[] = {
     &mpi_transport,
 #ifdef DTBENCH_NCCL

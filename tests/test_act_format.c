@@ -54,6 +54,7 @@ static float *train(const ModelDesc *d, const BackendOps *be, int mb, float *los
     Model m;
     model_build_part(&m, d, d->in_c, d->in_h, d->in_w, d->classes, BATCH, mb, 0, d->nlayers, be,
                      ctx, 11);
+    model_use_optimizer(&m, 0);
     act_fake_grads = m.grads, act_fake_ngrads = m.nparams;
     const int calls_built = act_fake_weights_calls;
     const size_t nx = (size_t)BATCH * m.x_size;

@@ -201,6 +201,7 @@ static float *train(const ModelDesc *d, const BackendOps *be, int mb, float *los
     Model m;
     model_build_part(&m, d, d->in_c, d->in_h, d->in_w, d->classes, BATCH, mb, 0, d->nlayers, be,
                      ctx, 5);
+    model_use_optimizer(&m, 0);
     const size_t nx = (size_t)BATCH * m.x_size;
     float *x = xmalloc(nx * sizeof *x);
     int32_t labels[BATCH];

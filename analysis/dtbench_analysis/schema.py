@@ -34,11 +34,14 @@ RANK_FIELDS = (
 #: Optional per-rank datasets (used when present): role 0 worker / 1 parameter server, the
 #: update counts of the exchange, and the hash of the final parameters.
 OPTIONAL_RANK_FIELDS = ("role", "updates_pushed", "updates_applied", "iterations_done",
-                        "param_hash", "sample_source", "device_name")
+                        "param_hash", "sample_source", "device_name", "memory_params",
+                        "memory_grads", "memory_optimizer")
 EVAL_FIELDS = ("iteration", "time", "accuracy", "loss")
 #: Optional per-iteration datasets written by newer dtbench versions (used when present).
 OPTIONAL_ITERATION_FIELDS = ("staleness", "version", "bytes_recv", "exchange_wait",
-                             "straggler_delay", "exchange_hidden")
+                             "straggler_delay", "exchange_hidden", "exchange_reduce_scatter",
+                             "exchange_allgather", "bytes_reduce_scatter", "bytes_allgather",
+                             "exchange_allreduce", "bytes_allreduce")
 #: Optional sampler datasets of /samples, shape (nranks, capacity); /ranks/samples_written says
 #: how many entries of each row are valid.
 SAMPLE_FIELDS = ("time", "power_w", "memory_mib", "utilization")
@@ -50,7 +53,7 @@ PROFILE_AMOUNTS = ("forward_flop", "backward_flop", "forward_bytes", "backward_b
 PROFILE_PEAKS, PROFILE_PEAK_METHODS = ("peak_bandwidth", "peak_flops"), \
     ("peak_bandwidth_method", "peak_flops_method")
 #: Exchange strategies whose ranks advance in lockstep (an iteration ends for all ranks together).
-LOCKSTEP_EXCHANGES = ("sync", "ssp")
+LOCKSTEP_EXCHANGES = ("sync", "ssp", "zero1", "zero2")
 #: Meaning of /ranks/status values.
 STATUS_NAMES = {0: "not finished", 1: "completed", 2: "stopped early", 3: "error"}
 #: The main factors of a run (root attributes), as shown by every command.

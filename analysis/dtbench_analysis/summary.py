@@ -43,6 +43,15 @@ DEFINITIONS = {
                            "busbw: median bytes_sent / median (exchange - exchange_wait) x "
                            "calibration_busbw_factor (nccl-tests' bus bandwidth); bytes are "
                            "those on the wire (half of fp32's with --grad-dtype bf16/fp16)",
+    "memory": "per rank, the bytes of the model's parameters, gradients and optimizer state "
+              "(/ranks/memory_*: the plan's, from the buffers dtbench allocated; the optimizer's "
+              "state of the rank's shard with --exchange zero1 or zero2), the largest over the "
+              "ranks, MiB",
+    "collectives": "--exchange zero1, zero2: medians over the measured rank-iterations of the "
+                   "reduce-scatters completed after backward and of the all-gathers (both "
+                   "inside exchange), and of their payloads (bytes_reduce_scatter, "
+                   "bytes_allgather); with --transport hier also the shards' allreduce across "
+                   "the nodes (exchange_allreduce, bytes_allreduce)",
     "oversubscribed": "dtbench found more ranks x threads (--threads, plus a --progress thread) on "
                       "a host than it has online cores (root attribute oversubscribed); "
                       "host_ranks_max and host_cores as recorded",
@@ -178,6 +187,30 @@ class LayerProfile(Record):
 
 
 @record
+class MemoryPerRank(Record):
+    """What each rank holds for the model (/ranks/memory_*: the plan's bytes, from the buffers
+    dtbench allocated, not a measurement), the largest over the ranks, MiB: with --exchange zero1
+    or zero2 the optimizer's state is the rank's shard of it."""
+    params_mib: float
+    grads_mib: float
+    optimizer_mib: float
+    total_mib: float
+
+
+@record
+class Collectives(Record):
+    """A sharded exchange's collectives per iteration (--exchange zero1, zero2): medians over the
+    measured rank-iterations of the time after backward and the payload of each."""
+    reduce_scatter_ms: Optional[float]
+    allgather_ms: Optional[float]
+    reduce_scatter_bytes: Optional[float]
+    allgather_bytes: Optional[float]
+    # --transport hier (sharded inside a node): the shards' allreduce across the nodes
+    allreduce_ms: Optional[float] = absent()
+    allreduce_bytes: Optional[float] = absent()
+
+
+@record
 class Summary(Record):
     """Everything ``summary`` reports about one run (times in ms)."""
     file: str
@@ -205,6 +238,38 @@ class Summary(Record):
     definitions: Dict[str, str]
     layers: Optional[LayerProfile] = None       # with --profile-layers
     loading: Optional[Loading] = None           # files that record load and load_wait
+    memory: Optional[MemoryPerRank] = None      # files that record /ranks/memory_*
+    collectives: Optional[Collectives] = None   # sharded exchanges (zero1, zero2)
+
+
+def memory_per_rank(run: Run) -> Optional[MemoryPerRank]:
+    """/ranks/memory_* as MemoryPerRank; None in files without them."""
+    keys = ("memory_params", "memory_grads", "memory_optimizer")
+    if not all(k in run.ranks for k in keys):
+        return None
+    largest = [float(np.nanmax(run.ranks[k].to_numpy(dtype=float))) / 2**20 for k in keys]
+    total = float(np.nanmax(sum(run.ranks[k].to_numpy(dtype=float) for k in keys))) / 2**20
+    return MemoryPerRank(*largest, total)
+
+
+def collectives(run: Run) -> Optional[Collectives]:
+    """The reduce-scatters' and all-gathers' medians; None where the file records none (other
+    exchanges record zeros, older files nothing)."""
+    keys = ("exchange_reduce_scatter", "exchange_allgather", "bytes_reduce_scatter",
+            "bytes_allgather")
+    if not all(run.has(k) for k in keys):
+        return None
+    med = {k: metrics.distribution(run.measured(k))["median"] for k in keys}
+    across = {k: metrics.distribution(run.measured(k))["median"] if run.has(k) else None
+              for k in ("exchange_allreduce", "bytes_allreduce")}
+    if not med["bytes_allgather"] and not across["bytes_allreduce"]:
+        return None
+    out = Collectives(to_ms(med["exchange_reduce_scatter"]), to_ms(med["exchange_allgather"]),
+                      med["bytes_reduce_scatter"], med["bytes_allgather"])
+    if across["bytes_allreduce"]:
+        out.allreduce_ms = to_ms(across["exchange_allreduce"])
+        out.allreduce_bytes = across["bytes_allreduce"]
+    return out
 
 
 def exchange_efficiency(run: Run, exchange_ms: Optional[float]) -> Optional[ExchangeEfficiency]:
@@ -379,7 +444,9 @@ def summarize(run: Run) -> Summary:
                           run.attrs.get("timer_overhead_s")),
         definitions=DEFINITIONS,
         layers=layer_profile(run),
-        loading=loading(run))
+        loading=loading(run),
+        memory=memory_per_rank(run),
+        collectives=collectives(run))
 
 
 def _per_rank(run: Run) -> List[Dict[str, object]]:

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from . import calibration, configs, energy, grouping, metrics, scaling, work
+from . import calibration, configs, energy, grouping, metrics, scaling, summary, work
 from .runfile import Run
 
 MS = 1e3
@@ -89,10 +89,12 @@ def runs_table(runs: Sequence[Run], names=None, summaries=None) -> pd.DataFrame:
                     "MFU": work.mfu(run, tp["samples_per_s"]),
                     "exchange share": metrics.exchange_share(run)["median"],
                     "exchange efficiency": calibration.efficiency(run, s)})
+        mem = summary.memory_per_rank(run)  # the stages side by side: memory against time
+        row["memory/rank MiB"] = mem.total_mib if mem else np.nan
         rows.append(row)
     table = pd.DataFrame(rows)
-    # tokens/s and MFU only where some file records what they need (work.py)
-    return table.drop(columns=[c for c in ("tokens/s", "MFU") if c in table
+    # tokens/s, MFU and memory only where some file records what they need (work.py)
+    return table.drop(columns=[c for c in ("tokens/s", "MFU", "memory/rank MiB") if c in table
                                and table[c].isna().all()])
 
 

@@ -4,10 +4,11 @@ no iterations): every command uses it when present and none trips over it."""
 
 import json
 
+import h5py
 import numpy as np
 import pytest
 
-from dtbench_analysis import load_run
+from dtbench_analysis import load_run, tables
 from dtbench_analysis.cli import main
 
 SHAPE = (4, 12)
@@ -95,3 +96,34 @@ def test_run_killed_during_warmup_everywhere(capsys, write, complete_file, tmp_p
         assert main([argv[0], complete_file, early] + argv[1:]) == 0, argv
     out = capsys.readouterr().out
     assert "rank 2 after 0/12" in out
+
+
+def test_sharded_exchange_summary(capsys, write):
+    """A zero2 run (sharded exchange) records its collectives per iteration and its memory per
+    rank: summary reports their medians and the largest rank's memory, compare's runs table the
+    memory per rank beside the time; a sync run without those collectives reports none."""
+    over = {"exchange_reduce_scatter": np.full(SHAPE, 0.003),
+            "exchange_allgather": np.full(SHAPE, 0.002),
+            "bytes_reduce_scatter": np.full(SHAPE, 4e6), "bytes_allgather": np.full(SHAPE, 4e6)}
+    zero = write(exchange="zero2", overrides=over)
+    sync = write(exchange="sync", overrides={k: np.zeros(SHAPE) for k in over})
+    for path, optimizer in ((zero, [2e6, 2e6, 2e6, 2e6 + 8]), (sync, [8e6] * 4)):
+        with h5py.File(path, "a") as f:
+            f["ranks/memory_params"] = np.full(4, 4e6)
+            f["ranks/memory_grads"] = np.full(4, 4e6)
+            f["ranks/memory_optimizer"] = np.array(optimizer)
+    assert main(["summary", zero, "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["collectives"]["reduce_scatter_ms"] == pytest.approx(3.0)
+    assert s["collectives"]["allgather_bytes"] == pytest.approx(4e6)
+    assert s["memory"]["optimizer_mib"] == pytest.approx((2e6 + 8) / 2**20)
+    assert s["memory"]["total_mib"] == pytest.approx((10e6 + 8) / 2**20)
+    assert main(["summary", sync, "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["collectives"] is None and s["memory"]["optimizer_mib"] == pytest.approx(8e6 / 2**20)
+    assert main(["summary", zero]) == 0
+    out = capsys.readouterr().out
+    assert "collectives: reduce-scatter 3" in out and "memory per rank:" in out
+    table = tables.runs_table([load_run(zero), load_run(sync)])
+    assert list(table["memory/rank MiB"]) == pytest.approx([(10e6 + 8) / 2**20, 16e6 / 2**20])
+    assert load_run(zero).lockstep

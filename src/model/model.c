@@ -259,8 +259,6 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
     if (interrupted()) return;
     m->grads = layer_alloc(m, pbytes);
     if (interrupted()) return;
-    m->momentum = layer_alloc(m, pbytes);
-    if (interrupted()) return;
     if (m->nbuffers) m->buffers = layer_alloc(m, m->nbuffers * sizeof(float));
     m->x = layer_alloc(m, (size_t)batch * m->x_size * sizeof(float));
     if (first > 0) m->dx = layer_alloc(m, (size_t)batch * m->x_size * sizeof(float));
@@ -306,6 +304,7 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
 void model_build(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes, int batch,
                  const BackendOps *be, BackendCtx *ctx, uint64_t seed) {
     model_build_part(m, d, in_c, in_h, in_w, classes, batch, 1, 0, d->nlayers, be, ctx, seed);
+    model_use_optimizer(m, 0); /* SGD's momentum: what the tests' steps need */
 }
 
 void model_free(Model *m) {

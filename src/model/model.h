@@ -149,8 +149,11 @@ typedef struct {
 
     const BackendOps *be;
     BackendCtx *ctx;
-    float *params, *grads, *momentum; /* [nparams] each, same layout */
-    float *variance; /* [nparams] AdamW's second moment (model_use_adamw), NULL: none */
+    float *params, *grads; /* [nparams] each, same layout */
+    /* [nparams] each: the optimizer's state (model_use_optimizer), NULL until then, and for good
+     * in a run whose exchange keeps the state of its shard itself (ExchangeOps.shards_optimizer):
+     * SGD's momentum (AdamW's first moment) and AdamW's second moment */
+    float *momentum, *variance;
     /* A table two pipeline stages share (a language model's token table, which its head on the
      * last stage multiplies by; src/run/pipeline_tied.c keeps them equal). On the stage of the
      * head: tied_w, its copy of the table, and tied_grad, the head's gradient of it summed over
@@ -255,12 +258,13 @@ int model_choose_layout(const Model *m, const BackendOps *be, Precision precisio
 /* Infers shapes and sizes only (no allocation): for --dry-run, splitting and tests. When the input
  * does not fit the model (a layer's output would be empty), m->problem says where. */
 void model_plan(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes, int batch);
-/* model_plan + allocation of the whole model on the backend + seeded parameter initialisation. */
+/* model_plan + allocation of the whole model on the backend + seeded parameter initialisation,
+ * with SGD's momentum (model_use_optimizer(m, 0)). */
 void model_build(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes, int batch,
                  const BackendOps *be, BackendCtx *ctx, uint64_t seed);
 /* The same for layers [first, last) only, with activations for `batch` samples run in
  * micro-batches of batch / microbatches (which must divide it). Parameters are initialised to the
- * values the whole model would give them. */
+ * values the whole model would give them. No optimizer state: model_use_optimizer. */
 /* Set by the program (or NULL: never): a non-zero return between two allocations or two layers'
  * initialisation leaves the rest of model_build_part undone (the model is then only fit for
  * model_free), for a run that was asked to stop while it sets up: FCN-5's build zeroes and fills
@@ -329,8 +333,11 @@ void model_backward_part_hook(Model *m, int s0, int n, int slot, int accumulate,
 
 /* The optimizer (src/model/model_optim.c). SGD with momentum on all parameters this Model holds. */
 void model_sgd(Model *m, float lr, float momentum, float weight_decay);
-/* Allocates AdamW's second moment, m->variance (zeroed; m->momentum holds the first): once, after
- * model_build_part, for a run that trains with AdamW. */
+/* Allocates the optimizer's state where not yet allocated, zeroed: m->momentum (SGD's momentum,
+ * AdamW's first moment) and, with adamw, m->variance (AdamW's second moment); after
+ * model_build_part, for a run whose driver applies the update (model_sgd, model_adamw). */
+void model_use_optimizer(Model *m, int adamw);
+/* model_use_optimizer(m, 1). */
 void model_use_adamw(Model *m);
 /* AdamW step a on all parameters this Model holds (needs model_use_adamw): a->weight_decay on the
  * parameters model_decay_ranges says decay, none on the others; one adamw_update per stretch. */

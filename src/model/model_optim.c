@@ -11,8 +11,13 @@ void model_sgd(Model *m, float lr, float momentum, float weight_decay) {
                       weight_decay);
 }
 
+void model_use_optimizer(Model *m, int adamw) {
+    if (!m->momentum) m->momentum = layer_alloc(m, m->nparams * sizeof(float));
+    if (adamw && !m->variance) m->variance = layer_alloc(m, m->nparams * sizeof(float));
+}
+
 void model_use_adamw(Model *m) {
-    if (!m->variance) m->variance = layer_alloc(m, m->nparams * sizeof(float));
+    model_use_optimizer(m, 1);
 }
 
 /* Calls fn(user, off, count, decay) for each maximal run of this Model's parameters with the same

@@ -41,5 +41,21 @@ const IterField ITER_FIELDS[] = {
     FIELD(load_wait, "s",
           "part of data the step waited for its batch to be made (with --prefetch: 0 when the "
           "loader had made it during the previous step and its upload was queued then)"),
+    FIELD(exchange_reduce_scatter, "s",
+          "sharded exchange (zero1, zero2): the gradients' reduce-scatters completed after "
+          "backward, inside exchange (0 with other strategies)"),
+    FIELD(exchange_allgather, "s",
+          "sharded exchange (zero1, zero2): the updated parameters' all-gathers, inside exchange "
+          "(0 with other strategies)"),
+    FIELD(bytes_reduce_scatter, "bytes",
+          "sharded exchange: gradient payload handed to the reduce-scatters (--grad-dtype's type)"),
+    FIELD(bytes_allgather, "bytes",
+          "sharded exchange: parameter payload handed to the all-gathers (fp32)"),
+    FIELD(exchange_allreduce, "s",
+          "sharded exchange with --transport hier (sharded inside a node): the shards' "
+          "allreduce across the nodes, inside exchange (0 elsewhere)"),
+    FIELD(bytes_allreduce, "bytes",
+          "sharded exchange with --transport hier: gradient payload handed to the shards' "
+          "allreduce across the nodes (--grad-dtype's type)"),
 };
 const int ITER_NFIELDS = (int)(sizeof ITER_FIELDS / sizeof ITER_FIELDS[0]);

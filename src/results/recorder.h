@@ -33,6 +33,13 @@ typedef struct {
     /* the batch: the time spent making it (by the loader's threads with --prefetch, else inside
      * `data` on the driver's thread) and the part of `data` the step waited for it, s */
     double load, load_wait;
+    /* sharding exchanges (--exchange zero1|zero2; 0 elsewhere): the gradients' reduce-scatters
+     * completed after backward and the parameters' all-gathers, s (inside `exchange`), and the
+     * payload handed to each, bytes */
+    double exchange_reduce_scatter, exchange_allgather;
+    double bytes_reduce_scatter, bytes_allgather;
+    /* and with --transport hier, the shards' allreduce across the nodes, s and bytes */
+    double exchange_allreduce, bytes_allreduce;
 } IterRecord;
 
 typedef struct {
@@ -109,6 +116,8 @@ typedef struct {
     int role; /* EXCHANGE_WORKER (0) or EXCHANGE_SERVER (1) */
     long long pid;
     double clock_offset_start, clock_rtt;
+    /* bytes this rank holds for parameters, gradients and the optimizer's state (the plan's) */
+    double memory_params, memory_grads, memory_optimizer;
     /* /ranks/<key>: one fixed-length string per rank (the same keys on every rank), e.g. the
      * device name and library versions */
     const RunAttr *rank_text;

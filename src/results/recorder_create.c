@@ -42,6 +42,11 @@ static const struct {
     {"samples_written", "entries of this rank's row of /samples written so far"},
     {"iterations_done", "iterations the rank completed, kept or not (warm-up included): more than "
                         "completed when some could not be written"},
+    {"memory_params", "bytes of parameters this rank holds (the plan: its layers' parameters)"},
+    {"memory_grads", "bytes of gradients this rank holds (the model's gradient buffer)"},
+    {"memory_optimizer",
+     "bytes of optimizer state this rank holds (SGD's momentum, AdamW's two moments): the "
+     "whole model's, or its shard's with --exchange zero1 or zero2"},
 };
 
 static const struct {
@@ -218,7 +223,8 @@ static void create_rank_sets(Recorder *r, hid_t file, const RecorderConfig *c) {
     hid_t types[R_N] = {H5T_STD_I32LE, host_type,      H5T_STD_I32LE,  H5T_STD_I32LE,
                         H5T_STD_I64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE,
                         H5T_STD_I64LE, H5T_STD_I32LE,  H5T_STD_U64LE,  H5T_STD_I32LE,
-                        H5T_STD_I64LE, H5T_STD_I64LE,  H5T_STD_I64LE,  H5T_STD_I64LE};
+                        H5T_STD_I64LE, H5T_STD_I64LE,  H5T_STD_I64LE,  H5T_STD_I64LE,
+                        H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE};
     hid_t g = H5_CHECK(H5Gcreate2(file, "ranks", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     for (int i = 0; i < R_N; i++) {
         const void *fill = H5Tequal(types[i], H5T_IEEE_F64LE) > 0 ? (const void *)&nan : NULL;
@@ -248,6 +254,9 @@ static void create_rank_sets(Recorder *r, hid_t file, const RecorderConfig *c) {
     rec_write_rank_value(r, R_PID, H5T_NATIVE_LLONG, &c->pid);
     rec_write_rank_value(r, R_OFF0, H5T_NATIVE_DOUBLE, &c->clock_offset_start);
     rec_write_rank_value(r, R_RTT, H5T_NATIVE_DOUBLE, &c->clock_rtt);
+    rec_write_rank_value(r, R_MEM_PARAMS, H5T_NATIVE_DOUBLE, &c->memory_params);
+    rec_write_rank_value(r, R_MEM_GRADS, H5T_NATIVE_DOUBLE, &c->memory_grads);
+    rec_write_rank_value(r, R_MEM_OPTIM, H5T_NATIVE_DOUBLE, &c->memory_optimizer);
     H5Tclose(host_type);
     for (int i = 0; i < c->nrank_text; i++) {
         char text[RANK_TEXT_LEN] = {0};

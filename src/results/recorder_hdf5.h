@@ -30,6 +30,9 @@ enum {
     R_APPLIED,
     R_SAMPLES,
     R_ITERS_DONE,
+    R_MEM_PARAMS,
+    R_MEM_GRADS,
+    R_MEM_OPTIM,
     R_N
 };
 

@@ -77,6 +77,9 @@ static void fill_record(Driver *d, const StageRun *s, ExchangeStep *xs, double s
     r->loss = stage_loss(d, s);
     r->bytes_sent = xs->bytes_sent, r->bytes_recv = xs->bytes_recv;
     r->staleness = xs->staleness, r->version = xs->version, r->exchange_wait = xs->wait;
+    r->exchange_reduce_scatter = xs->reduce_scatter, r->exchange_allgather = xs->allgather;
+    r->bytes_reduce_scatter = xs->reduce_scatter_bytes, r->bytes_allgather = xs->allgather_bytes;
+    r->exchange_allreduce = xs->allreduce, r->bytes_allreduce = xs->allreduce_bytes;
     r->straggler_delay = s->straggler_delay;
     if (K > 1) {
         r->pipe_compute = s->st.compute, r->pipe_send = s->st.send, r->pipe_recv = s->st.recv;

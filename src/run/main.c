@@ -169,8 +169,9 @@ static void build(Run *r) {
     decide_step(r, &r->plan_model, &r->pipe);
     r->batch = o->batch / (r->pipe.mode == PARALLEL_DATA ? p->nworkers : r->pipe.replicas);
     usage_check_all(limits_check(o, p->xops, &r->plan_model, r->pipe.first[r->pipe.stage],
-                                 r->pipe.first[r->pipe.stage + 1], r->batch, r->topo.local_size,
-                                 err, sizeof err) == 0,
+                                 r->pipe.first[r->pipe.stage + 1], r->batch,
+                                 r->pipe.mode == PARALLEL_DATA ? p->nworkers : r->pipe.replicas,
+                                 r->topo.local_size, err, sizeof err) == 0,
                     "%s", err); /* memory, before any allocation (run_limits.h) */
 
     ActFormat act;
@@ -185,7 +186,9 @@ static void build(Run *r) {
     model_build_part(&r->model, r->md, ds->c, ds->h, ds->w, ds->classes, r->batch,
                      r->pipe.microbatches, r->pipe.first[r->pipe.stage],
                      r->pipe.first[r->pipe.stage + 1], p->be, r->ctx, (uint64_t)o->seed);
-    if (o->optimizer == OPTIMIZER_ADAMW) model_use_adamw(&r->model);
+    /* the optimizer's state: the driver's, or a sharding exchange's (for its shard, at create) */
+    if (!p->xops->shards_optimizer)
+        model_use_optimizer(&r->model, o->optimizer == OPTIMIZER_ADAMW);
     setup_stop_point(r);
     Optimizer optim = run_optimizer(o); /* with the runs of its decay, for the strategy */
     r->ndecay = model_decay_ranges(&r->model, NULL, 0);

@@ -374,6 +374,9 @@ static void check_combination(const Options *opt, const Topology *topo, const Ru
     usage_check_all(opt->ranks_per_node == 0 || topo->nranks % opt->ranks_per_node == 0,
                     "--ranks-per-node: %d does not divide the %d ranks", opt->ranks_per_node,
                     topo->nranks);
+    usage_check_all(!x->transports || names_find(x->transports, p->tops->name) >= 0,
+                    "--transport: '%s' is not accepted with --exchange %s: expected %s",
+                    opt->transport, opt->exchange, x->transports ? x->transports : "");
     usage_check_all(!p->tops->device_only || be->device_memory,
                     "--transport %s: it averages GPU buffers; it needs --device %s (with --device "
                     "%s use mpi or hier)",
@@ -381,6 +384,12 @@ static void check_combination(const Options *opt, const Topology *topo, const Ru
     usage_check_all(!opt->overlap || x->grads_ready != NULL,
                     "--overlap: the %s exchange cannot start buckets during backward",
                     opt->exchange);
+}
+
+/* A strategy that always starts its buckets during backward (ExchangeOps.overlaps): --overlap
+ * is what runs, and what the printed and recorded configuration say. */
+static void imply_overlap(Options *opt, const RunPlan *p) {
+    if (p->xops->overlaps) opt->overlap = 1;
 }
 
 /* --profile-layers: within the measured iterations, one micro-batch, the layers it can time. */
@@ -462,6 +471,7 @@ void resolve_plan(Options *opt, const Topology *topo, RunPlan *p) {
     check_precision(opt, p);
     check_optimizer(opt, p);
     check_dataset(opt, p);
+    imply_overlap(opt, p);
     check_combination(opt, topo, p);
     check_progress(opt, p);
     check_profile(opt, p);

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 int limits_check(const Options *o, const ExchangeOps *x, const Model *plan, int first, int last,
-                 int batch, int ranks_on_node, char *err, size_t errlen) {
+                 int batch, int replicas, int ranks_on_node, char *err, size_t errlen) {
     double per_sample = 0, params = 0;
     for (int l = first; l < last && l < plan->nlayers; l++) {
         const Layer *L = &plan->layers[l];
@@ -18,8 +18,12 @@ int limits_check(const Options *o, const ExchangeOps *x, const Model *plan, int 
     }
     per_sample += 2.0 * (double)plan->in_c * plan->in_h * plan->in_w * sizeof(float);
     double activations = per_sample * batch;
-    /* parameters, gradients, momentum (AdamW's first moment), exchange; AdamW's second moment */
-    double copies = o->optimizer == OPTIMIZER_ADAMW ? 5.0 : 4.0;
+    /* parameters, gradients, exchange; momentum (AdamW's first moment) and AdamW's second
+     * moment, 1/replicas of them where the exchange shards them (ZeRO: comm/zero.c, which needs
+     * no exchange copy either: it works in place) */
+    double state = o->optimizer == OPTIMIZER_ADAMW ? 2.0 : 1.0;
+    double copies = 3.0 + state;
+    if (x->shards_optimizer) copies = 2.0 + state / (replicas > 0 ? replicas : 1);
     double weights = copies * params * sizeof(float);
     double delayed = x->delays_grads ? ((double)o->staleness + 1) * params * sizeof(float) : 0;
     double timings = 2.0 * ((double)o->iters + o->warmup) * sizeof(double);

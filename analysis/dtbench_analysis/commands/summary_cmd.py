@@ -104,6 +104,19 @@ def format_text(s: Summary) -> str:
     wire = s.precision.get("grad_dtype", "fp32")
     lines.append(f"  exchange payload: {_bytes(s.bytes_sent_median)} per rank per iteration "
                  f"(median bytes_sent; gradients in {wire} on the wire)")
+    if s.collectives:
+        c = s.collectives
+        across = "" if "allreduce_ms" not in c else \
+            f", allreduce across nodes {num(c.allreduce_ms)} ms ({_bytes(c.allreduce_bytes)})"
+        lines.append(f"  collectives: reduce-scatter {num(c.reduce_scatter_ms)} ms "
+                     f"({_bytes(c.reduce_scatter_bytes)}), all-gather {num(c.allgather_ms)} ms "
+                     f"({_bytes(c.allgather_bytes)}){across} per rank per iteration (medians; "
+                     f"inside exchange)")
+    if s.memory:
+        m = s.memory
+        lines.append(f"  memory per rank: parameters {num(m.params_mib, '.1f')} MiB, gradients "
+                     f"{num(m.grads_mib, '.1f')} MiB, optimizer state {num(m.optimizer_mib, '.1f')}"
+                     f" MiB, {num(m.total_mib, '.1f')} MiB in all (the plan's; the largest rank)")
     if s.loading:
         lines.append(_loading_line(s.loading))
     ev = s.final_eval

@@ -1,0 +1,130 @@
+# test_zero.sh - the sharded exchanges, --exchange zero1 and zero2 (ZeRO's stages 1 and 2,
+# comm/zero.c), against plain sync:
+#   1. LeNet, buckets of 0.01 MiB (several buckets; on 3 ranks the lowest one's tail, which P
+#      does not divide, through the scratch): zero1 and zero2 train sync's parameters after 4
+#      steps
+#      - bit for bit on 1 (zero1) and 2 ranks (a sum of two is the same in any order; the 1/P
+#        folded into the step as the driver folds sync's), with SGD (momentum, weight decay) and
+#        AdamW (weight decay on the decaying runs cut to each shard), also with --grad-dtype bf16
+#        (the gradients summed in bf16 by both) and through the host-staging path
+#        (DTBENCH_CPU_AS_DEVICE=1, the device's buffers staged by the collectives);
+#      - within 2e-6 on 3 (zero2, SGD) and 4 ranks (zero1 with SGD, both with AdamW), where the
+#        reduce-scatter adds the ranks' gradients in another order than the allreduce (float
+#        rounding of each sum, carried through the steps; a 1/P missed, or a shard updated twice
+#        or not at all, moves them by 1e-4 and more); the parameters did move;
+#   2. nanogpt-char (the transformer, AdamW, its decay runs) on 2 ranks: zero1 and zero2 train
+#      sync's parameters bit for bit; over --transport hier (sharded in a node, replicated across
+#      nodes) on 2 nodes of 2 and 4 of 1, LeNet trains the parameters of sync over hier;
+#   3. the records (tests/check_zero.py records): bytes and times of the reduce-scatters and the
+#      all-gathers, the memory per rank (the optimizer's state 1/P of sync's, balanced within one
+#      parameter), zero2's reduce-scatters hidden behind backward; the memory estimate that
+#      refuses impossible runs counts the stage;
+#   4. refusals in one line, exit 2, no file: nccl (where built), --overlap with zero1
+#      (zero2 implies it), pipelines, options the strategies do not read.
+. "$(dirname "$0")/lib.sh"
+cd "$WORK"
+
+compare() { "$PYTHON" "$TESTS_SRCDIR/compare_params.py" "$@"; }
+lenet="--model lenet --dataset synthetic --batch 12 --warmup 1 --iters 3 --seed 5 --sample-hz 0"
+lenet="$lenet --bucket-mb 0.01 --weight-decay 0.01"
+train() { # NAME NRANKS ARGS...: 4 steps of LeNet, saves NAME.params
+    local name=$1 np=$2
+    shift 2
+    run_np "$np" $lenet "$@" --output "$name.h5" --save-model "$name.params" >/dev/null
+}
+# same NAME NRANKS TOL ARGS...: sync and $ZERO (default zero1 and zero2) with ARGS; zero's
+# parameters within TOL of sync's (0: bit for bit)
+same() {
+    local name=$1 np=$2 tol=$3 x zs=()
+    shift 3
+    for x in sync ${ZERO:-zero1 zero2}; do
+        train "$name-$x" "$np" --exchange "$x" "$@"
+        [ "$x" = sync ] || zs+=("$name-$x.params")
+    done
+    compare "$tol" "$name-sync.params" "${zs[@]}" >compare.out ||
+        { cat compare.out; fail "$name: zero is not sync within $tol"; }
+}
+
+# 1. LeNet.
+adamw="--optimizer adamw --eps 1e-4 --lr 0.001"
+ZERO=zero1 same sgd1 1 0 # one rank: no collective, the gradients stepped where they are
+same sgd2 2 0
+same adamw2 2 0 $adamw
+same bf16 2 0 --grad-dtype bf16
+pass "lenet: zero1, zero2 = sync bit for bit on 1 and 2 ranks (sgd, adamw, --grad-dtype bf16)"
+DTBENCH_CPU_AS_DEVICE=1 train staged-zero2 2 --exchange zero2 $adamw
+cmp -s adamw2-zero2.params staged-zero2.params ||
+    fail "zero2 staged through the host: other parameters"
+pass "lenet: zero2 on the posing device (collectives staged through the host) = on the host"
+# eps 1e-4, as tests/test_adamw.sh: far above the rounding of the gradients, so that a rounding in
+# the summation order of a near-zero gradient cannot decide the sign of its step
+ZERO=zero1 same sgd4 4 2e-6
+same adamw4 4 2e-6 $adamw
+ZERO=zero2 same sgd3 3 2e-6
+run_np 1 $lenet --lr 0 --output init.h5 --save-model init.params >/dev/null
+for p in sgd4-zero1 adamw4-zero2 sgd3-zero2; do
+    if compare 1e-3 init.params $p.params >/dev/null; then fail "$p moved no parameter by 1e-3"; fi
+done
+pass "lenet: zero1, zero2 = sync within 2e-6 on 3 and 4 ranks (sgd, adamw); the parameters moved"
+
+# 2. The transformer.
+gpt="--model nanogpt-char --seq-len 8 --batch 4 --warmup 1 --iters 2 --seed 3 --sample-hz 0"
+gpt="$gpt --bucket-mb 4 --weight-decay 0.1"
+for x in sync zero1 zero2; do
+    run_np 2 $gpt --exchange $x --output gpt-$x.h5 --save-model gpt-$x.params >/dev/null
+done
+for x in zero1 zero2; do
+    cmp -s gpt-sync.params gpt-$x.params || fail "nanogpt-char: $x is not sync bit for bit"
+done
+pass "nanogpt-char (adamw): zero1, zero2 = sync bit for bit on 2 ranks"
+
+# 2b. Sharded inside a node, replicated across nodes (--transport hier, FSDP's HYBRID_SHARD): 2
+# nodes of 2 (and zero1 on 4 nodes of 1), the sums those of sync over hier (a reduce-scatter in
+# the node, the shard's allreduce across nodes): bit for bit.
+hier="--transport hier --optimizer adamw --eps 1e-4 --lr 0.001"
+same hier2 4 0 $hier --ranks-per-node 2
+ZERO=zero1 same hier1 4 0 $hier --ranks-per-node 1 # one rank a node: no reduce-scatter
+pass "lenet: zero1, zero2 over hier (2 nodes of 2; zero1 on 4 of 1) = sync over hier bit for bit"
+
+# 3. Records.
+pycheck zero records adamw4-zero1.h5 adamw4-sync.h5 --stage 1
+pycheck zero records sgd3-zero2.h5 sgd3-sync.h5 --stage 2
+pycheck zero records bf16-zero2.h5 bf16-sync.h5 --stage 2
+pycheck zero records gpt-zero2.h5 gpt-sync.h5 --stage 2
+pycheck zero records hier2-zero2.h5 hier2-sync.h5 --stage 2
+pycheck zero records hier1-zero1.h5 hier1-sync.h5 --stage 1
+out=$(run_np 1 --model lenet --dataset synthetic --batch 4 --iters 1 --warmup 0 --sample-hz 0 \
+    --exchange zero2 --output one.h5)
+grep -q '^  overlap  *yes$' <<<"$out" || fail "zero2 does not print --overlap as implied: $out"
+pass "records: collectives' bytes and times, memory per rank; zero2 runs with --overlap"
+# The memory estimate counts the stage: the same impossible run (terabytes of activations,
+# refused before any allocation on any machine) needs 2 copies of the parameters less per rank
+# with zero1 on 2 ranks than with sync (no exchange copy, half of AdamW's two moments: 3 copies
+# instead of 5).
+need() { # EXCHANGE: the GB per rank the refusal names
+    local out
+    out=$(run_refused 2 --model gpt2 --seq-len 64 --batch 1048576 --optimizer adamw \
+        --exchange "$1" --output bad.h5 2>&1 || true)
+    sed -n 's/.*needs about \([0-9.]*\) GB.*/\1/p' <<<"$out" | head -1
+}
+n=$("$DTBENCH" --model gpt2 --dry-run | sed -n 's/.*total parameters: \([0-9]*\).*/\1/p')
+s=$(need sync) z=$(need zero1)
+[ -n "$s" ] && [ -n "$z" ] && [ -n "$n" ] || fail "no estimate in the refusals: '$s' '$z' ($n parameters)"
+awk -v s="$s" -v z="$z" -v n="$n" 'BEGIN { d = s - z - 2 * 4 * n / 1e9; exit !(d < 0.11 && d > -0.11) }' ||
+    fail "memory estimate: sync $s GB, zero1 $z GB per rank; expected 2 x $n floats less"
+pass "memory estimate: zero1 on 2 ranks $z GB per rank, sync $s GB (2 x $n floats less)"
+
+# 4. Refusals.
+bad="--model lenet --dataset synthetic --batch 8 --iters 1 --output bad.h5"
+if "$DTBENCH" --help | grep -q 'transport {.*nccl'; then
+    expect_bad 0 "--transport: 'nccl' is not accepted with --exchange zero1: expected mpi,hier" \
+        $bad --exchange zero1 --transport nccl
+fi
+expect_bad 0 "--overlap: not accepted with --exchange zero1 (read only by --exchange sync, --exchange zero2)" \
+    $bad --exchange zero1 --overlap
+expect_bad 0 "--exchange: 'zero2' is not accepted with --parallel model" \
+    $bad --exchange zero2 --parallel model
+expect_bad 0 "--calibrate-iters: 3 is not accepted with --exchange zero2" \
+    $bad --exchange zero2 --calibrate-iters 3
+expect_bad 0 "--staleness: 1 is not accepted with --exchange zero1" \
+    $bad --exchange zero1 --staleness 1
