@@ -185,17 +185,24 @@ TrainResult driver_run(Driver *d) {
          * phase itself is read from the device's marks (fill_record). Alone in the job there
          * is no one to vote with or wait for: the host goes on queueing, and the device runs
          * the update right after backward, as it would without an exchange. */
-        if (be->device_memory && d->topo->nranks > 1) be->synchronize(ctx);
+        if (be->device_memory && d->topo->nranks > 1) {
+            prefetch_upload_during(&pf, d, it + 1, MARK_BACKWARD, 0); /* while backward runs */
+            be->synchronize(ctx);
+        }
 
         /* The stage's replicas average their gradients; the stop decision travels with them. */
         ExchangeStep xs = {.iteration = it, .stop_requested = s.decision};
         int done = d->xops->exchange(d->xstate, m->params, m->grads, &xs);
         be->timer_record(ctx, MARK_EXCHANGE);
+        if (o->loss_scaling) /* fp16's overflow check waits for the device */
+            prefetch_upload_during(&pf, d, it + 1, MARK_EXCHANGE, 0);
         int skip = update(d, &scaler, done, &xs);
         tied_refresh(&s.tied, d->pipe, m); /* the last stage's copy of a shared table */
         be->timer_record(ctx, MARK_UPDATE);
 
-        /* Outside the timed phases from here on. */
+        /* Outside the timed phases from here on. The record waits for the device: the next
+         * batch's upload is queued first, as soon as the loader has made it. */
+        prefetch_upload_during(&pf, d, it + 1, MARK_UPDATE, 1);
         fill_record(d, &s, &xs, start, &r);
         r.record = record_cost;
         r.loss_scale = o->loss_scaling ? m->loss_scale : 1.0, r.step_skipped = skip;
