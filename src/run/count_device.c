@@ -28,6 +28,9 @@
  *   uploads     synchronous uploads
  *   prefetches  prefetch_upload calls; overlapped: those queued while kernels were queued and not
  *               yet waited for (on a device they run while those kernels compute)
+ *   idle_gap    prefetch_upload calls between MARK_BACKWARD and MARK_EXCHANGE while the device
+ *               had nothing left to compute: host work a device would sit idle for, recorded as
+ *               exchange
  *   captures, replays   graphs captured, graph launches */
 #define _GNU_SOURCE /* nanosleep */
 #include "count_device.h"
@@ -46,7 +49,7 @@
 
 typedef struct {
     long launches, kernels, allocs, step_syncs, syncs, fences, casts, uploads, prefetches,
-        overlapped, captures, replays, outside;
+        overlapped, idle_gap, captures, replays, outside;
 } Counts;
 
 /* A graph of the fake: the work it was captured from and the trace of its calls. */
@@ -71,6 +74,7 @@ static struct {
     long long iter;   /* -1: before the first MARK_START */
     int in_step;      /* between MARK_START and MARK_BACKWARD */
     int in_iteration; /* between MARK_START and MARK_UPDATE */
+    int in_gap;       /* between MARK_BACKWARD and MARK_EXCHANGE */
     double step;      /* DTBENCH_COUNT_DEVICE_STEP: s the device computes an iteration (0: none) */
     double busy_until; /* dt_now() at which the iteration's queued work is done */
     long queued;      /* launches since the host last waited */
@@ -96,11 +100,11 @@ static void report(void) {
     const Counts *c = &C.c;
     fprintf(f,
             "count pid=%ld iter=%lld launches=%ld kernels=%ld allocs=%ld step_syncs=%ld syncs=%ld "
-            "fences=%ld casts=%ld uploads=%ld prefetches=%ld overlapped=%ld captures=%ld "
-            "replays=%ld outside=%ld\n",
+            "fences=%ld casts=%ld uploads=%ld prefetches=%ld overlapped=%ld idle_gap=%ld "
+            "captures=%ld replays=%ld outside=%ld\n",
             (long)getpid(), C.iter, c->launches, c->kernels, c->allocs, c->step_syncs, c->syncs,
-            c->fences, c->casts, c->uploads, c->prefetches, c->overlapped, c->captures, c->replays,
-            c->outside);
+            c->fences, c->casts, c->uploads, c->prefetches, c->overlapped, c->idle_gap, c->captures,
+            c->replays, c->outside);
     fclose(f);
 }
 
@@ -200,7 +204,9 @@ static void mark(int slot) {
         C.iter++, C.in_step = 1, C.in_iteration = 1, C.queued = 0;
         C.busy_until = dt_now() + C.step;
     } else if (slot == MARK_BACKWARD) {
-        C.in_step = 0;
+        C.in_step = 0, C.in_gap = 1;
+    } else if (slot == MARK_EXCHANGE) {
+        C.in_gap = 0;
     } else if (slot == MARK_UPDATE) {
         C.in_iteration = 0;
     }
@@ -340,6 +346,7 @@ static void count_prefetch_upload(BackendCtx *c, int slot, void *dst, const void
     C.slot_state[s] = SLOT_LOADING;
     C.c.prefetches++;
     if (C.queued > 0) C.c.overlapped++;
+    if (C.in_gap && device_idle()) C.c.idle_gap++;
 }
 static void count_prefetch_wait(BackendCtx *c, int slot) {
     const int s = slot_of(slot);

@@ -170,11 +170,13 @@ TrainResult driver_run(Driver *d) {
         s.vote = signals_stop_requested() != 0 || target_stop || duration_stop;
         if (o->loss_scaling) model_set_loss_scale(m, (float)scaler.scale);
         stage_iteration(d, &s, it); /* records MARK_FORWARD */
-        be->timer_record(ctx, MARK_BACKWARD);
         /* the next batch uploads while this step's kernels run (on a device), if the loader
-         * has made it; never a wait for the loader here (prefetch.h) */
+         * has made it; never a wait for the loader here, and before the backward mark: a
+         * device that keeps up with the host (an eager launch-bound step) would sit idle in the
+         * exchange phase while the host queues the copy (prefetch.h) */
         prefetch_release(&pf, d, it);
         prefetch_upload_next(&pf, d, it + 1);
+        be->timer_record(ctx, MARK_BACKWARD);
         if (o->loss_scaling && d->topo->rank == 0 && precision_test_overflow(it)) {
             const float inf = INFINITY; /* tests: an overflow on one rank */
             be->upload(ctx, m->grads, &inf, sizeof inf);
