@@ -192,7 +192,12 @@ TrainResult driver_run(Driver *d) {
             be->synchronize(ctx);
         }
 
-        /* The stage's replicas average their gradients; the stop decision travels with them. */
+        /* The stage's replicas average their gradients; the stop decision travels with them.
+         * One stage reads the stop request again here, as late as the vote can still travel:
+         * a signal that came during a long step (seconds on a CPU) ends the run after this
+         * iteration, not after another one. (A pipeline's stages hold their replica's decision
+         * from the step's messages: they must agree.) */
+        if (d->pipe->stages == 1) s.decision |= signals_stop_requested() != 0;
         ExchangeStep xs = {.iteration = it, .stop_requested = s.decision};
         int done = d->xops->exchange(d->xstate, m->params, m->grads, &xs);
         be->timer_record(ctx, MARK_EXCHANGE);
