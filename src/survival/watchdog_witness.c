@@ -13,6 +13,7 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -141,6 +142,7 @@ int witness_exec_main(int argc, char **argv) {
     const int fd = atoi(argv[2]), from_rank = atoi(argv[3]), rank = atoi(argv[5]);
     const uint64_t token = strtoull(argv[4], NULL, 10);
     const double linger = strtod(argv[6], NULL);
+    prctl(PR_SET_NAME, "dtbench"); /* run as /proc/self/exe: named "exe" otherwise */
     pid_t child = fork();
     if (child == 0) witness_main(fd, from_rank, token, rank, linger);
     return child < 0 ? 1 : 0;
