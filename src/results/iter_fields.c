@@ -41,5 +41,9 @@ const IterField ITER_FIELDS[] = {
     FIELD(load_wait, "s",
           "part of data the step waited for its batch to be made (with --prefetch: 0 when the "
           "loader had made it during the previous step and its upload was queued then)"),
+    FIELD(wall, "s",
+          "host time of the iteration: from the previous one's record (the first: the training "
+          "loop's start) to its own, evaluations left out; total and what the host does outside "
+          "it (waking from its wait, reading the loss, recording)"),
 };
 const int ITER_NFIELDS = (int)(sizeof ITER_FIELDS / sizeof ITER_FIELDS[0]);

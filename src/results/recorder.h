@@ -33,6 +33,9 @@ typedef struct {
     /* the batch: the time spent making it (by the loader's threads with --prefetch, else inside
      * `data` on the driver's thread) and the part of `data` the step waited for it, s */
     double load, load_wait;
+    /* host seconds from the previous iteration's record (the first: the loop's start) to this
+     * one's, evaluations left out: total and the host's time outside it (see iter_fields.c) */
+    double wall;
 } IterRecord;
 
 typedef struct {

@@ -154,6 +154,7 @@ TrainResult driver_run(Driver *d) {
     Prefetch pf;
     prefetch_init(&pf, d);
     d->graphs = step_graphs_create(m, o->graph_parts);
+    double recorded = dt_now(); /* the previous record handed over (IterRecord.wall) */
 
     for (int64_t it = 0; it < total; it++) {
         IterRecord r;
@@ -218,6 +219,7 @@ TrainResult driver_run(Driver *d) {
             d->rops->record_profile(d->rec, prof, prow, prow + m->nlayers);
         if (it >= o->warmup) totals[it - o->warmup] = r.total;
         double rec_start = dt_now();
+        r.wall = rec_start - recorded, recorded = rec_start;
         d->rops->record_iteration(d->rec, it, &r);
         record_cost = dt_now() - rec_start;
         res.iterations = it + 1;
@@ -230,7 +232,9 @@ TrainResult driver_run(Driver *d) {
 
         int eval_due = o->eval_every > 0 ? (it + 1) % o->eval_every == 0 : 0;
         if (evaluates && nevals > 0 && evals < nevals && (eval_due || it + 1 == total)) {
+            double e0 = dt_now();
             res.last_accuracy = evaluate(d, &s, it, evals++);
+            recorded += dt_now() - e0; /* not the next iteration's time */
             prefetch_release(&pf, d, it); /* it uploaded its test batches into this slot */
             if (o->target_acc > 0 && res.last_accuracy >= o->target_acc) target_stop = 1;
         }
