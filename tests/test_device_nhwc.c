@@ -38,6 +38,17 @@ static void test_maps(void) {
                 }
     }
     EXPECT(!bad, "dt_nhwc_of_nchw and dt_nchw_of_nhwc are layout.h's maps (%d wrong)", bad);
+    /* the element kernels' division (bias, dropout): 32-bit below 2^32, 64-bit above */
+    const size_t es[] = {0, 1, 63, 64, 4095, 0xffffffffu, (size_t)1 << 32, ((size_t)5 << 33) + 7};
+    const size_t ds[] = {1, 3, 64, 1000, 0xffffffffu, (size_t)1 << 32};
+    bad = 0;
+    for (size_t i = 0; i < sizeof es / sizeof es[0]; i++)
+        for (size_t j = 0; j < sizeof ds / sizeof ds[0]; j++) {
+            size_t r;
+            const size_t q = dt16_divmod(es[i], ds[j], &r);
+            bad += q != es[i] / ds[j] || r != es[i] % ds[j];
+        }
+    EXPECT(!bad, "dt16_divmod = / and %% below and above 2^32 (%d wrong)", bad);
 }
 
 static void test_conversions(void) {
@@ -140,8 +151,11 @@ static void test_elementwise(void) {
         y[i] = dt16_add(x[i], z[i], HALF), ref[i] = dt16_r(r[i], HALF);
     ok &= same16(y, ref, total);
     float *b = rand_floats(c, -1, 1);
-    for (size_t i = 0; i < total; i++)
-        y[i] = dt16_bias(x[i], b[i % c], HALF), ref[i] = dt16_r(xf[i] + b[i % c], HALF);
+    for (size_t i = 0; i < total; i++) { /* bias_kernel */
+        size_t ch;
+        (void)dt16_divmod(i, c, &ch);
+        y[i] = dt16_bias(x[i], b[ch], HALF), ref[i] = dt16_r(xf[i] + b[i % c], HALF);
+    }
     ok &= same16(y, ref, total);
     EXPECT(ok, "%s: ReLU, its backward, the residual add, the bias = the CPU's, rounded",
            type_name());
@@ -185,9 +199,7 @@ static void test_elementwise(void) {
     const float keep_scale = dt_dropout_scale(s.rate);
     const uint64_t first = s.first_sample + (s.origin ? *s.origin : 0);
     for (size_t e = 0; e < total; e++) { /* dropout_kernel */
-        const size_t i = e / s.size, q = e % s.size;
-        const uint64_t key = dt_dropout_key(s.seed, first + (uint64_t)i);
-        const int keep = dt_dropout_keep(key, dt16_dropout_j(q, s.c, s.hw), s.rate);
+        const int keep = dt16_dropout_keep_at(&s, first, e);
         mask[e] = (uint8_t)keep;
         y[e] = dt16_dropout(x[e], keep, keep_scale, HALF);
     }
