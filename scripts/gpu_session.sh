@@ -47,14 +47,15 @@ done
 # in 13 s; layer-compare: 22 of 53 comparisons in 84 s, the rest on small inputs at ~1.5 s); for
 # a step made smaller since, its new size (step-vgg16 at batch 2: half of the CPU's 7 s;
 # cuda-algos at ResNet-50's batch 2: a quarter of its float64 references, 68 s at batch 8);
-# gpu-phases: 23 short dtbench runs at gpu-precision's pace (4 runs in 8 s), 1.5 s each;
+# gpu-phases: short dtbench runs at gpu-precision's pace (4 runs in 8 s), 1.5 s each;
 # layer-compare: 5 s more for its CPU 16-bit references (tests/check_chained.py);
 # gpu-bench's from its own plan (bench/gpu_bench.py --plan-only) and 5 s of set-up (40 s in its
 # limit). Not yet run on a GPU, estimated: kernel-bench, one round of 10 calls a case (PyTorch's
 # start, 12 s in gpu_bench's plan, and 24 cases a side at ~0.2 s of allocation and calls);
 # profile-resnet50 and -googlenet, 4 iterations each at the benchmark cell's pace and start-up
-# (gpu_bench.py's DT_START_S); gpu-phases: 26 runs at 1.5 s. Needs: gpu (skipped without one), cpu (runs anywhere), h5 (reads result files: h5py),
-# cs (compute-sanitizer), nogpu (only without a GPU), extra (only when --only names it).
+# (gpu_bench.py's DT_START_S); gpu-phases: 26 runs at 1.5 s. Needs: gpu (skipped without one),
+# cpu (runs anywhere), h5 (reads result files: h5py), cs (compute-sanitizer), nogpu (only without
+# a GPU), extra (only when --only names it).
 STEPS="
 mpi-runtime          2  30 cpu     the packed Open MPI runtime: 2 ranks plan a model, quietly
 device-arith         1  30 cpu     the kernels' per-element arithmetic = the CPU backend's
@@ -72,7 +73,7 @@ cuda-nhwc            2  60 gpu     every NHWC 16-bit kernel against the CPU
 cuda-transformer     3  60 gpu     the transformer's kernels, AdamW, in-place softmax vs float64, CPU
 gpu-train           22  90 gpu,h5  GPU = CPU iterations; a run's phases, loss, metadata; 2 ranks
 gpu-step            25  90 gpu,h5  prefetched and replayed steps = eager ones; evaluations; a stop
-gpu-phases          39 120 gpu,h5  one rank, each model and precision: phases <= total, exchange <= 1%
+gpu-phases          39 120 gpu,h5  one rank, each model and precision: phases <= total, exch. <= 1%
 gpu-exchange        12  60 gpu,h5  exchanges on GPU buffers: exact averages
 gpu-precision        8  60 gpu,h5  LeNet in tf32, bf16, fp16 within 1 point of fp32
 memcheck-zoo         2  60 gpu,cs  compute-sanitizer memcheck of test_cuda_zoo
@@ -91,8 +92,8 @@ layer-compare      135 200 gpu     every model in every precision, layer by laye
 gpu-bench            0   0 gpu,h5  the headline cells against PyTorch (every cell if --only names it)
 gpu-bench-gpt2       0   0 gpu,h5,extra GPT-2 8 x 1024 tokens, bf16, against PyTorch's flash attention: tokens/s
 gpu-bench-rehearsal 20 120 nogpu,h5 the benchmark's script on the CPU (no GPU: nothing measured)
-kernel-bench        20  90 gpu     batch norm, pooling, LRN alone against PyTorch's: GB/s, share of peak
-profile-resnet50     5  60 gpu     ResNet-50 bf16 b256 (its benchmark cell), layer by layer (--profile-layers)
+kernel-bench        20  90 gpu     batch norm, pooling, LRN alone against PyTorch's
+profile-resnet50     5  60 gpu     ResNet-50 bf16 b256 (its benchmark cell), layer by layer
 profile-googlenet    3  60 gpu     GoogLeNet bf16 b128 (its benchmark cell), layer by layer
 cuda-algos          25  90 gpu,extra every cuDNN algorithm against float64 (ResNet-50 at batch 2)
 "

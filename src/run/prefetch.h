@@ -29,8 +29,9 @@
  * phase and load_wait, never as another phase. The batches, their order and every sample are
  * those of the unprefetched loop (the same dataset_train_batch slices, only made on other threads
  * and earlier). Evaluations upload their test batches into the slot of the step just computed
- * (the other one holds the next batch) and release it again. A stop leaves at most one batch in the making (abandoned) and one copy in
- * flight: prefetch_free waits for the copy before freeing. */
+ * (the other one holds the next batch) and release it again. A stop leaves at most one batch in
+ * the making (abandoned) and one copy in flight: prefetch_free waits for the copy before
+ * freeing. */
 #ifndef DTBENCH_PREFETCH_H
 #define DTBENCH_PREFETCH_H
 

@@ -117,7 +117,8 @@ int witness_start(uint64_t token, int rank, double linger) {
     char a_fd[16], a_from[16], a_token[24], a_rank[16], a_linger[32];
     snprintf(a_fd, sizeof a_fd, "%d", fd), snprintf(a_from, sizeof a_from, "%d", from_rank);
     snprintf(a_token, sizeof a_token, "%llu", (unsigned long long)token);
-    snprintf(a_rank, sizeof a_rank, "%d", rank), snprintf(a_linger, sizeof a_linger, "%.17g", linger);
+    snprintf(a_rank, sizeof a_rank, "%d", rank);
+    snprintf(a_linger, sizeof a_linger, "%.17g", linger);
     char *argv[] = {"dtbench", "--witness", a_fd, a_from, a_token, a_rank, a_linger, NULL};
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
