@@ -306,9 +306,12 @@ typedef struct BackendOps {
     /* record(slot) marks a point on the backend's timeline (CPU: reads the clock;
      * CUDA: records an event on the compute stream, no synchronisation). elapsed(a, b) returns the
      * seconds between two marks of the SAME iteration and may block until b has happened; the
-     * driver calls it only after the iteration, outside the timed phases. */
+     * driver calls it only after the iteration, outside the timed phases. Optional done(slot):
+     * 1 when the mark has happened, without waiting (CUDA: cudaEventQuery), so that the host can
+     * do other work while the device computes; NULL: marks happen when recorded (CPU). */
     void (*timer_record)(BackendCtx *ctx, int slot);
     double (*timer_elapsed)(BackendCtx *ctx, int slot_a, int slot_b);
+    int (*timer_done)(BackendCtx *ctx, int slot);
 
     /* ---- matrix products: fully connected and convolution ------------------------------------ */
     /* Fully connected. dx may be NULL (first layer: no input gradient needed).

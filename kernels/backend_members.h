@@ -53,6 +53,7 @@
                                                                                                    \
     X(void, timer_record, (BackendCtx *ctx, int slot), (ctx, slot))                                \
     X(double, timer_elapsed, (BackendCtx *ctx, int slot_a, int slot_b), (ctx, slot_a, slot_b))     \
+    X(int, timer_done, (BackendCtx *ctx, int slot), (ctx, slot))                                   \
                                                                                                    \
     X(void, fc_forward, (BackendCtx *ctx, const FcShape *s, const float *x, const float *w,        \
       const float *b, float *y), (ctx, s, x, w, b, y))                                             \

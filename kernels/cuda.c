@@ -223,6 +223,19 @@ static double cuda_timer_elapsed(BackendCtx *ctx, int slot_a, int slot_b) {
     return 1e-3 * (double)ms;
 }
 
+/* 1 when mark slot has happened on the device; never waits (a query, for the host's work
+ * between the step's launches and its wait: src/run/prefetch.c). */
+static int cuda_timer_done(BackendCtx *ctx, int slot) {
+    if (slot < 0 || slot >= BACKEND_TIMER_SLOTS) return 1;
+    cudaError_t e = cudaEventQuery(ctx->marks[slot]);
+    if (e == cudaErrorNotReady) {
+        (void)cudaGetLastError(); /* not ready is not an error: clear it */
+        return 0;
+    }
+    CUDA_CHECK(e);
+    return 1;
+}
+
 /* Grouped as in backend.h. */
 const BackendOps cuda_backend = {
     .name = "cuda",
@@ -260,6 +273,7 @@ const BackendOps cuda_backend = {
     /* phase timer */
     .timer_record = cuda_timer_record,
     .timer_elapsed = cuda_timer_elapsed,
+    .timer_done = cuda_timer_done,
     /* fully connected and convolution (cuda_gemm.c, cuda_conv.c) */
     .fc_forward = cuda_fc_forward,
     .fc_backward = cuda_fc_backward,

@@ -195,13 +195,21 @@ extern "C" cudaError_t dth_add(cudaStream_t st, int half, size_t n, const void *
 template <int HALF>
 __global__ void bias_kernel(size_t total, int c, const float *__restrict__ b, dt16 *__restrict__ y)
 {
-    GRID_LOOP(i, total) y[i] = dt16_bias(y[i], b[i % (size_t)c], HALF);
+    GRID_LOOP(i, total) {
+        size_t ch;
+        (void)dt16_divmod(i, (size_t)c, &ch);
+        y[i] = dt16_bias(y[i], b[ch], HALF);
+    }
 }
 template <int HALF>
 __global__ void round_bias_kernel(size_t total, int c, const float *__restrict__ acc,
                                   const float *__restrict__ b, dt16 *__restrict__ y)
 {
-    GRID_LOOP(i, total) y[i] = dt16_r(b ? acc[i] + b[i % (size_t)c] : acc[i], HALF);
+    GRID_LOOP(i, total) {
+        size_t ch = 0;
+        if (b) (void)dt16_divmod(i, (size_t)c, &ch);
+        y[i] = dt16_r(b ? acc[i] + b[ch] : acc[i], HALF);
+    }
 }
 
 extern "C" cudaError_t dth_bias(cudaStream_t st, int half, size_t rows, int c, const float *b,
@@ -224,9 +232,7 @@ __global__ void dropout_kernel(DropoutShape s, const dt16 *__restrict__ x, dt16 
     const float keep_scale = dt_dropout_scale(s.rate);
     const uint64_t first = s.first_sample + (s.origin ? *s.origin : 0); /* this step's */
     GRID_LOOP(e, (size_t)s.batch * s.size) {
-        const size_t i = e / s.size, q = e % s.size;
-        const uint64_t key = dt_dropout_key(s.seed, first + (uint64_t)i);
-        const int keep = dt_dropout_keep(key, dt16_dropout_j(q, s.c, s.hw), s.rate);
+        const int keep = dt16_dropout_keep_at(&s, first, e);
         mask[e] = (uint8_t)keep;
         y[e] = dt16_dropout(x[e], keep, keep_scale, HALF);
     }

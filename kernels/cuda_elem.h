@@ -234,4 +234,57 @@ DT_HD int dt_token(float id, int vocab) {
     return id >= 0.0f && id < (float)vocab ? (int)id : -1;
 }
 
+/* ---- concatenation (backend.h's concat_*) ---------------------------------------------------
+ * y[rows][total] holds the inputs' [rows][size_i] blocks side by side (NHWC: rows of pixels, sizes
+ * in channels). One launch moves all of it, a thread per unit of y of `unit` bytes: 16 down to the
+ * value's size, the largest that divides every input's row and the pointers' alignment (in place
+ * of one strided 2-D copy per input, whose NHWC rows are 128-768 bytes). */
+#define DT_CONCAT_MAX 8
+typedef struct {
+    int n;                           /* inputs */
+    uint32_t units;                  /* units in a row of y */
+    uint32_t off[DT_CONCAT_MAX + 1]; /* input i's units in a row of y: off[i] .. off[i + 1] - 1 */
+    void *part[DT_CONCAT_MAX];       /* input i: read forward, written backward (NULL: skipped) */
+} DtConcat;
+
+/* The plan of n inputs of sizes[i] values of eb bytes a row, `rows` rows, y and the inputs at
+ * parts (NULL: none): *c and *unit (bytes). 0 where one launch does not serve: more than
+ * DT_CONCAT_MAX inputs, or 2^31 units or more (the kernel counts in 32 bits). */
+DT_HD int dt_concat_plan(DtConcat *c, int n, const size_t *sizes, size_t eb, size_t rows,
+                         const void *y, void *const *parts, size_t *unit) {
+    if (n < 1 || n > DT_CONCAT_MAX || eb == 0) return 0;
+    uintptr_t align = (uintptr_t)y;
+    size_t u = 16, total = 0;
+    for (int i = 0; i < n; i++) {
+        total += sizes[i];
+        if (parts[i]) align |= (uintptr_t)parts[i];
+    }
+    for (; u > eb; u /= 2) {
+        int fits = align % u == 0;
+        for (int i = 0; i < n; i++)
+            fits &= sizes[i] * eb % u == 0;
+        if (fits) break;
+    }
+    const size_t units = total * eb / u;
+    if (rows == 0 || units == 0 || units > 0x7fffffffu / rows) return 0;
+    c->n = n, c->units = (uint32_t)units, c->off[0] = 0;
+    for (int i = 0; i < n; i++) {
+        c->off[i + 1] = c->off[i] + (uint32_t)(sizes[i] * eb / u);
+        c->part[i] = parts[i];
+    }
+    *unit = u;
+    return 1;
+}
+
+/* Unit u of y: its input *i, and the unit's place in that input (its row times the input's units
+ * a row, plus its column). */
+DT_HD size_t dt_concat_at(const DtConcat *c, uint32_t u, int *i) {
+    const uint32_t row = u / c->units, col = u - row * c->units;
+    int j = 0;
+    while (col >= c->off[j + 1])
+        j++;
+    *i = j;
+    return (size_t)row * (c->off[j + 1] - c->off[j]) + (col - c->off[j]);
+}
+
 #endif

@@ -164,6 +164,19 @@ DT_HD dt16 dt16_relu_grad(dt16 y, dt16 dy, int half) {
 DT_HD dt16 dt16_add(dt16 a, dt16 b, int half) {
     return dt16_r(dt16_f(a, half) + dt16_f(b, half), half);
 }
+/* e / d, and e % d in *r, in 32-bit arithmetic where both fit (every tensor of fewer than 2^32
+ * values): a GPU has no 64-bit divide instruction but a long software sequence, which an element
+ * kernel would run per element. The same result either way. */
+DT_HD size_t dt16_divmod(size_t e, size_t d, size_t *r) {
+    if ((e | d) <= 0xffffffffu) {
+        const uint32_t e32 = (uint32_t)e, d32 = (uint32_t)d, q = e32 / d32;
+        *r = e32 - q * d32;
+        return q;
+    }
+    const size_t q = e / d;
+    *r = e - q * d;
+    return q;
+}
 /* y = x + b[c] of a bias over rows of channels (a convolution's or fc's bias, in fp32) */
 DT_HD dt16 dt16_bias(dt16 x, float b, int half) {
     return dt16_r(dt16_f(x, half) + b, half);
@@ -195,7 +208,18 @@ DT_HD void dt16_add_unit(const dt16 *a, const dt16 *b, dt16 *y, size_t u, int ve
 /* dropout: element q of a sample stored NHWC [hw][c] (s->hw > 0) is element j of the NCHW mask
  * definition (backend.h's DropoutShape); kept values are scaled as the CPU does */
 DT_HD uint64_t dt16_dropout_j(size_t q, int c, int hw) {
-    return hw > 0 ? (uint64_t)(q % (size_t)c) * (uint64_t)hw + q / (size_t)c : (uint64_t)q;
+    if (hw <= 0) return (uint64_t)q;
+    size_t ch;
+    const size_t p = dt16_divmod(q, (size_t)c, &ch);
+    return (uint64_t)ch * (uint64_t)hw + p;
+}
+/* whether element e of the batch (sample e / size) is kept; first: the batch's first sample
+ * (DropoutShape.first_sample plus the origin read from memory) */
+DT_HD int dt16_dropout_keep_at(const DropoutShape *s, uint64_t first, size_t e) {
+    size_t q;
+    const size_t i = dt16_divmod(e, s->size, &q);
+    const uint64_t key = dt_dropout_key(s->seed, first + (uint64_t)i);
+    return dt_dropout_keep(key, dt16_dropout_j(q, s->c, s->hw), s->rate);
 }
 DT_HD dt16 dt16_dropout(dt16 x, int keep, float keep_scale, int half) {
     return keep ? dt16_r(dt16_f(x, half) * keep_scale, half) : (dt16)0;

@@ -75,8 +75,21 @@ static size_t act_bytes(const BackendCtx *ctx) {
     return ctx->act16 ? 2 : sizeof(float);
 }
 
-/* Input i is a [batch, sizes[i]] block of rows landing at column offset off of y[batch, total]:
- * one strided 2-D copy per input (NHWC: rows of pixels, sizes in channels; backend.h). */
+/* Input i is a [batch, sizes[i]] block of rows landing at column offset off of y[batch, total]
+ * (NHWC: rows of pixels, sizes in channels; backend.h). NHWC 16-bit: one kernel for all inputs
+ * (cuda_elem.h's DtConcat: its rows of 128-768 bytes are far too short for copies); NCHW rows
+ * are whole samples: one strided 2-D copy per input. */
+static int concat_kernel(BackendCtx *ctx, int batch, int ninputs, const size_t *sizes, void *y,
+                         void *const *parts, int backward) {
+    DtConcat c;
+    size_t unit;
+    if (!ctx->act16 ||
+        !dt_concat_plan(&c, ninputs, sizes, act_bytes(ctx), (size_t)batch, y, parts, &unit))
+        return 0;
+    CUDA_CHECK(dtk_concat(ctx->stream, &c, unit, (size_t)batch * c.units, y, backward));
+    return 1;
+}
+
 void cuda_concat_forward(BackendCtx *ctx, int batch, int ninputs, const float *const *xs,
                          const size_t *sizes, float *y) {
     const size_t eb = act_bytes(ctx);
@@ -84,6 +97,10 @@ void cuda_concat_forward(BackendCtx *ctx, int batch, int ninputs, const float *c
     for (int i = 0; i < ninputs; i++)
         total += sizes[i];
     if (batch <= 0) return;
+    void *parts[DT_CONCAT_MAX] = {NULL};
+    for (int i = 0; i < ninputs && i < DT_CONCAT_MAX; i++)
+        parts[i] = (void *)xs[i]; /* read only */
+    if (concat_kernel(ctx, batch, ninputs, sizes, y, parts, 0)) return;
     for (int i = 0; i < ninputs; i++) {
         if (sizes[i])
             CUDA_CHECK(cudaMemcpy2DAsync((char *)y + off * eb, total * eb, xs[i], sizes[i] * eb,
@@ -100,6 +117,7 @@ void cuda_concat_backward(BackendCtx *ctx, int batch, int ninputs, const size_t 
     for (int i = 0; i < ninputs; i++)
         total += sizes[i];
     if (batch <= 0) return;
+    if (concat_kernel(ctx, batch, ninputs, sizes, (void *)dy, (void *const *)dxs, 1)) return;
     for (int i = 0; i < ninputs; i++) {
         if (dxs[i] && sizes[i])
             CUDA_CHECK(cudaMemcpy2DAsync(dxs[i], sizes[i] * eb, (const char *)dy + off * eb,

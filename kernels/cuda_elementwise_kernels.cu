@@ -97,3 +97,48 @@ extern "C" cudaError_t dtk_dropout_backward(cudaStream_t st, const DropoutShape 
     dropout_bwd_kernel<<<blocks_for(n), THREADS, 0, st>>>(*s, mask, dy, dx);
     return cudaGetLastError();
 }
+
+/* ---- concatenation: a thread per unit of y (cuda_elem.h's dt_concat_at) ------------------- */
+
+template <typename U>
+__global__ void concat_kernel(DtConcat c, uint32_t n, U *__restrict__ y)
+{
+    for (uint32_t u = blockIdx.x * blockDim.x + threadIdx.x; u < n; u += gridDim.x * blockDim.x) {
+        int i;
+        const size_t k = dt_concat_at(&c, u, &i);
+        y[u] = ((const U *)c.part[i])[k];
+    }
+}
+template <typename U>
+__global__ void concat_back_kernel(DtConcat c, uint32_t n, const U *__restrict__ dy)
+{
+    for (uint32_t u = blockIdx.x * blockDim.x + threadIdx.x; u < n; u += gridDim.x * blockDim.x) {
+        int i;
+        const size_t k = dt_concat_at(&c, u, &i);
+        if (c.part[i]) ((U *)c.part[i])[k] = dy[u];
+    }
+}
+template <typename U>
+static void concat_launch(cudaStream_t st, const DtConcat *c, uint32_t n, void *y, int backward)
+{
+    if (backward)
+        concat_back_kernel<U><<<blocks_for(n), THREADS, 0, st>>>(*c, n, (const U *)y);
+    else
+        concat_kernel<U><<<blocks_for(n), THREADS, 0, st>>>(*c, n, (U *)y);
+}
+
+extern "C" cudaError_t dtk_concat(cudaStream_t st, const DtConcat *c, size_t unit, size_t units,
+                                  void *y, int backward)
+{
+    if (units == 0) return cudaSuccess;
+    if (units > 0x7fffffffu) return cudaErrorInvalidValue; /* dt_concat_plan refuses those */
+    const uint32_t n = (uint32_t)units;
+    switch (unit) {
+    case 16: concat_launch<uint4>(st, c, n, y, backward); break;
+    case 8: concat_launch<uint2>(st, c, n, y, backward); break;
+    case 4: concat_launch<uint32_t>(st, c, n, y, backward); break;
+    case 2: concat_launch<uint16_t>(st, c, n, y, backward); break;
+    default: return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
+}

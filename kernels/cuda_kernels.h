@@ -6,6 +6,7 @@
 #define DTBENCH_CUDA_KERNELS_H
 
 #include "backend.h"
+#include "cuda_elem.h"        /* defines: DtConcat */
 #include "cuda_plan.h"        /* defines: BnGrid */
 #include "cuda_transformer.h" /* defines: LnColGrid */
 
@@ -49,6 +50,11 @@ cudaError_t dtk_dropout_forward(cudaStream_t st, const DropoutShape *s, const fl
                                 uint8_t *mask);
 cudaError_t dtk_dropout_backward(cudaStream_t st, const DropoutShape *s, const uint8_t *mask,
                                  const float *dy, float *dx);
+/* Concatenation in one launch (cuda_elem.h's DtConcat, dt_concat_plan): forward y[u] = its
+ * input's unit; backward (dy = y) each input's unit = dy[u], inputs without a gradient skipped.
+ * units: rows x c->units; unit: 16, 8, 4 or 2 bytes. */
+cudaError_t dtk_concat(cudaStream_t st, const DtConcat *c, size_t unit, size_t units, void *y,
+                       int backward);
 
 /* ---- pooling (cuda_pool_kernels.cu) -------------------------------------------------------- */
 /* Max pooling with padding (pad 0: the unpadded layer), argmax = ih*w_in + iw of the first

@@ -8,13 +8,15 @@
 # the GPU tests of the whole program, memcheck, one training step per model GPU against CPU, the
 # layer-by-layer comparison of every model in every precision, the benchmark's headline cells
 # against PyTorch (bench/gpu_bench.sh; without a GPU its rehearsal on the CPU instead), the
-# per-layer profile of ResNet-50 and the cuDNN algorithm sweep. The order is the order of what
+# memory-bound kernels alone against PyTorch's (bench/gpu_kernels.sh) and the per-layer profiles
+# of ResNet-50 and GoogLeNet in bf16 at their benchmark batches. The order is the order of what
 # each tells: no step starts after --budget seconds (default 490), so a budget that runs out
 # loses the last ones. Each step's estimate comes from the H200 run of 2026-11-28 (docs/gpu.md);
 # with every step they add up to about 8 minutes. --plan prints the steps, their estimates and
 # limits, and stops. A step that cannot run says why. SUMMARY, printed last, has one line per
 # step. Exit status 0 when every step that ran passed. --only runs the named steps (and the
-# probe), also those the default leaves out (step-fcn8, step-lstm64, gpu-bench-gpt2). Nothing
+# probe), also those the default leaves out (step-fcn8, step-lstm64, step-alexnet,
+# gpu-bench-gpt2, cuda-algos). Nothing
 # here needs a package registry or the network.
 set -uo pipefail
 PACK=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -45,11 +47,15 @@ done
 # in 13 s; layer-compare: 22 of 53 comparisons in 84 s, the rest on small inputs at ~1.5 s); for
 # a step made smaller since, its new size (step-vgg16 at batch 2: half of the CPU's 7 s;
 # cuda-algos at ResNet-50's batch 2: a quarter of its float64 references, 68 s at batch 8);
-# gpu-phases: 23 short dtbench runs at gpu-precision's pace (4 runs in 8 s), 1.5 s each;
+# gpu-phases: short dtbench runs at gpu-precision's pace (4 runs in 8 s), 1.5 s each;
 # layer-compare: 5 s more for its CPU 16-bit references (tests/check_chained.py);
 # gpu-bench's from its own plan (bench/gpu_bench.py --plan-only) and 5 s of set-up (40 s in its
-# limit). Needs: gpu (skipped without one), cpu (runs anywhere), h5 (reads result files: h5py),
-# cs (compute-sanitizer), nogpu (only without a GPU), extra (only when --only names it).
+# limit). Not yet run on a GPU, estimated: kernel-bench, one round of 10 calls a case (PyTorch's
+# start, 12 s in gpu_bench's plan, and 24 cases a side at ~0.2 s of allocation and calls);
+# profile-resnet50 and -googlenet, 4 iterations each at the benchmark cell's pace and start-up
+# (gpu_bench.py's DT_START_S); gpu-phases: 26 runs at 1.5 s. Needs: gpu (skipped without one),
+# cpu (runs anywhere), h5 (reads result files: h5py), cs (compute-sanitizer), nogpu (only without
+# a GPU), extra (only when --only names it).
 STEPS="
 mpi-runtime          2  30 cpu     the packed Open MPI runtime: 2 ranks plan a model, quietly
 device-arith         1  30 cpu     the kernels' per-element arithmetic = the CPU backend's
@@ -67,7 +73,7 @@ cuda-nhwc            2  60 gpu     every NHWC 16-bit kernel against the CPU
 cuda-transformer     3  60 gpu     the transformer's kernels, AdamW, in-place softmax vs float64, CPU
 gpu-train           22  90 gpu,h5  GPU = CPU iterations; a run's phases, loss, metadata; 2 ranks
 gpu-step            25  90 gpu,h5  prefetched and replayed steps = eager ones; evaluations; a stop
-gpu-phases          35 120 gpu,h5  one rank, each model and precision: phases <= total, exchange <= 1%
+gpu-phases          39 120 gpu,h5  one rank, each model and precision: phases <= total, exch. <= 1%
 gpu-exchange        12  60 gpu,h5  exchanges on GPU buffers: exact averages
 gpu-precision        8  60 gpu,h5  LeNet in tf32, bf16, fp16 within 1 point of fp32
 memcheck-zoo         2  60 gpu,cs  compute-sanitizer memcheck of test_cuda_zoo
@@ -77,7 +83,7 @@ step-resnet50       12  60 gpu     one dtbench step GPU = CPU, kernel math from 
 step-lenet           3  30 gpu     ... LeNet b64
 step-googlenet       7  60 gpu     ... GoogLeNet b8
 step-vgg16          10  60 gpu     ... VGG16 b2
-step-alexnet         8  60 gpu     ... AlexNet b16
+step-alexnet         8  60 gpu,extra ... AlexNet b16
 step-fcn5           10  60 gpu     ... FCN-5 b32
 step-lstm32          3  30 gpu     ... LSTM-32 b8
 step-fcn8           10  60 gpu,extra ... FCN-8 b32 (FCN-5's layer kinds)
@@ -86,16 +92,19 @@ layer-compare      135 200 gpu     every model in every precision, layer by laye
 gpu-bench            0   0 gpu,h5  the headline cells against PyTorch (every cell if --only names it)
 gpu-bench-gpt2       0   0 gpu,h5,extra GPT-2 8 x 1024 tokens, bf16, against PyTorch's flash attention: tokens/s
 gpu-bench-rehearsal 20 120 nogpu,h5 the benchmark's script on the CPU (no GPU: nothing measured)
-profile-resnet50     4  60 gpu     ResNet-50 b64, layer by layer (--profile-layers)
-cuda-algos          25  90 gpu     every cuDNN algorithm against float64 (ResNet-50 at batch 2)
+kernel-bench        20  90 gpu     batch norm, pooling, LRN alone against PyTorch's
+profile-resnet50     5  60 gpu     ResNet-50 bf16 b256 (its benchmark cell), layer by layer
+profile-googlenet    3  60 gpu     GoogLeNet bf16 b128 (its benchmark cell), layer by layer
+cuda-algos          25  90 gpu,extra every cuDNN algorithm against float64 (ResNet-50 at batch 2)
 "
 # step-fcn8 and step-lstm64 are left out by default (13 s): their layers are FCN-5's and
 # LSTM-32's, and the layer comparison checks both models. gpu-bench-gpt2 (about 35 s: the
 # benchmark's own plan) too: the default session is at its budget already; --only names it.
 # step-vgg16 runs at batch 2, as the layer comparison does (batch 4 took 18 s, 7 of them the CPU's
-# step).
-# Kernel microbenchmarks: their step goes between gpu-bench and profile-resnet50 (a line in
-# STEPS, and its command in run_step below).
+# step). To fit the kernel benchmark and the 16-bit profiles, step-alexnet (AlexNet's layers: the
+# layer comparison in every precision, its whole step: gpu-bench's cell and gpu-step's dropout
+# replay) and cuda-algos (every algorithm's accuracy; the chosen ones are in the layer
+# comparison) run only when --only names them.
 PROBE_S=8 # the probe and the set-up before the first step (7 s in the H200 run)
 
 # gpu-bench: the headline cells; named by --only, every cell as far as the budget allows
@@ -299,16 +308,18 @@ run_step() {
         local base=${n%-tf32}
         [ -f "$LOG/$base.log" ] && [ -f "$LOG/$base-notf32.log" ] || return 0
         step "$n" "$l" "$PY" "$TREE/tests/compare_tf32_logs.py" "$LOG/$base.log" "$LOG/$base-notf32.log" ;;
-    gpu-train | gpu-step | gpu-exchange | gpu-precision | layer-compare)
+    gpu-train | gpu-step | gpu-exchange | gpu-precision)
         step "$n" "$l" bash "$TREE/tests/test_${n//-/_}.sh" ;;
+    layer-compare) step "$n" "$l" bash "$TREE/tests/test_gpu_layer_compare.sh" ;;
     gpu-phases) # tf32 runs fp32's step with other products; FCN-8 and LSTM-64 FCN-5's and
-        # LSTM-32's layers; graphs off where the step differs most (the full matrix: --only)
+        # LSTM-32's layers; graphs off where the step differs most and where launches bound it
+        # (LeNet, FCN-5, LSTM-32: the host's work beside the device; the full matrix: --only)
         if [[ $ONLY == *",gpu-phases,"* ]]; then
             step "$n" "$l" bash "$TREE/tests/test_gpu_phases.sh"
         else
             step "$n" "$l" env PHASES_PRECISIONS="fp32 bf16 fp16" \
                 PHASES_MODELS="lenet fcn5 alexnet vgg16 googlenet resnet50 lstm32" \
-                PHASES_OFF_MODELS="googlenet resnet50" \
+                PHASES_OFF_MODELS="lenet fcn5 lstm32 googlenet resnet50" \
                 bash "$TREE/tests/test_gpu_phases.sh"
         fi ;;
     memcheck-zoo | memcheck-nhwc)
@@ -327,11 +338,16 @@ run_step() {
     gpu-bench-rehearsal) l=$(cut_to_left "$l")
         step "$n" "$l" bash "$TREE/bench/gpu_bench.sh" --device cpu --out "$LOG/bench-rehearsal" \
             --budget $((l - 10)) ;;
-    profile-resnet50) step "$n" "$l" mpirun -np 1 "$DTBENCH" --model resnet50 --dataset synthetic \
-        --batch 64 --iters 5 --warmup 3 --profile-layers 5 --device cuda --sample-hz 0 \
-        --output "$LOG/profile-resnet50.h5" ;;
+    kernel-bench) step "$n" "$l" env GPU_KERNELS="$BIN/bench/gpu_kernels" bash \
+        "$TREE/bench/gpu_kernels.sh" --rounds 1 --iters 10 --warmup 3 --torch-python "$PY" \
+        --out "$LOG/kernels" ;;
+    profile-*) # the benchmark's bf16 cells (bench/gpu_bench.py's HEADLINE), 2 profiled iterations
+        local m=${n#profile-} b=256
+        [ "$m" = googlenet ] && b=128
+        step "$n" "$l" mpirun -np 1 "$DTBENCH" --model "$m" --dataset synthetic --batch "$b" \
+            --precision bf16 --iters 2 --warmup 2 --profile-layers 2 --device cuda --sample-hz 0 \
+            --output "$LOG/$n.h5" ;;
     cuda-algos) step "$n" "$l" "$t/test_cuda_algos" --batch 2 ;;
-    # kernel-bench) step "$n" "$l" ... ;;  (kernel microbenchmarks: see STEPS)
     *) note "FAIL  $n: no command for this step (gpu_session.sh's run_step)"; failed=1 ;;
     esac
 }

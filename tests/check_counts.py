@@ -15,7 +15,10 @@ iteration and process, `count pid=P iter=I key=value ...`). For every process an
     had not made that batch by then: then the next iteration queues them first thing, not
     overlapped (iteration 0 always does: its batch is the first); the last queues none beyond
     the run; at most 2 fences (--pipeline: the stages synchronise before the next batch is
-    queued: no overlap required). Which batches were late is the run's file's word (--h5:
+    queued: no overlap required); none queued between the backward and exchange marks while the
+    device had nothing left to compute (idle_gap 0: a device that keeps up with the host, an
+    eager launch-bound step, would sit idle while the host queues it, and that idle time is
+    recorded as exchange). Which batches were late is the run's file's word (--h5:
     /iterations/load_wait > 0 on the process's rank, found by its pid in /ranks); without it,
     none but the first;
   - graphs: --graphs C: C captures in all, in iterations 1 and 2 only (one per input slot and
@@ -77,6 +80,9 @@ def check(it, n, c, a, base_kernels, late):
                            "while no kernel was queued (no overlap)")
         if c["fences"] > 2:
             bad.append(f"{c['fences']} prefetch fences")
+        if c["idle_gap"]:
+            bad.append(f"{c['idle_gap']} uploads queued between the backward and exchange marks "
+                       "with nothing left to compute (the device idles there, as exchange)")
     if a.eager and (c["captures"] or c["replays"] or c["launches"] != c["kernels"]):
         bad.append("graphs used although they are off")
     if a.graphs is not None:

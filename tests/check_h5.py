@@ -35,7 +35,8 @@ ROOT_ATTRS = ["schema_version", "dtbench_version", "git_commit", "command_line",
 
 
 def check_phases(f, p):
-    """Every iteration's phases add up to no more than its total; alone (p == 1) there is nothing
+    """Every iteration's phases add up to no more than its total, which its wall time (where
+    recorded) holds; alone (p == 1) there is nothing
     to exchange, so the exchange is at most 1% of the measured iterations' total."""
     it = f["iterations"]
     parts = sum(it[k][:] for k in PHASES[:-1])
@@ -44,6 +45,12 @@ def check_phases(f, p):
         r, i = np.unravel_index(np.argmax(over), over.shape)
         die(f"phases add up to more than the total: rank {r} iteration {i} by "
             f"{parts[r, i] - it['total'][r, i]:.3g} s ({int((over > 0).sum())} iterations)")
+    if "wall" in it:  # the iteration's host time holds its total (a device's clock: 0.1%)
+        short = it["total"][:] * (1 - 1e-3) - 1e-6 - it["wall"][:]
+        if (short > 0).any():
+            r, i = np.unravel_index(np.argmax(short), short.shape)
+            die(f"wall shorter than total: rank {r} iteration {i}, {it['wall'][r, i]:.6f} s "
+                f"against {it['total'][r, i]:.6f} s ({int((short > 0).sum())} iterations)")
     if p == 1:
         w = int(f.attrs["warmup"])
         ex, tot = it["exchange"][0, w:], it["total"][0, w:]

@@ -110,8 +110,9 @@ class Table:
             return b * i, b * i, 4 * b * (i + o), 4 * b * (o + i)
         if kind == "relu":
             return b * i, b * i, 4 * b * (i + o), 4 * b * 3 * o
-        if kind == "batchnorm":  # gamma and beta: P = 2c
-            return b * 5 * i, b * 8 * i, 4 * (b * (i + o) + P), 4 * (b * (o + i + i) + P + P // 2)
+        if kind == "batchnorm":  # gamma and beta: P = 2c; forward: x read twice (statistics)
+            return b * 5 * i, b * 8 * i, 4 * (b * (2 * i + o) + P), \
+                4 * (b * (o + i + i) + P + P // 2)
         if kind == "add":
             return b * o, 0.0, 4 * b * (i + o), 4 * b * (o + i)
         die(f"no formula for a layer of kind {kind}")
@@ -131,7 +132,7 @@ class Table:
             o, P = rows[j]["out"], rows[j]["params"]
             want[0] += b * o * (2 if add else 1)
             want[1] += b * o
-            want[2] = 4 * (b * ((3 if add else 2) * o) + P)
+            want[2] = 4 * (b * ((4 if add else 3) * o) + P)  # x twice, (z,) y
             want[3] = 4 * (b * (o + o + o + (o if add else 0) + o) + P + P // 2)
         return want
 

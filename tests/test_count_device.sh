@@ -4,7 +4,9 @@
 # compute stream waits for them, graphs captured without running and replayed by running again
 # with the same calls) through the real driver:
 #   1. LeNet, ResNet-8, an LSTM and a transformer (nanogpt-char): no allocation and no host synchronisation inside a step, one
-#      weight cast per step, the next batch's uploads queued while the step's kernels are,
+#      weight cast per step, the next batch's uploads queued while the step's kernels are and
+#      never between the backward and exchange marks while the device has nothing to compute
+#      (there it would sit idle, recorded as exchange: an eager launch-bound step's case),
 #      graphs captured once per input slot and part and replayed after (tests/check_counts.py);
 #      the saved parameters bit for bit those of the plain CPU run, with graphs and prefetch on
 #      and with both off; AlexNet too, whose dropout masks follow the step's samples: its kernels

@@ -140,6 +140,35 @@ static double normwise(const float *got, const float *ref, size_t n) {
     return rr > 0 ? sqrt(dd / rr) : sqrt(dd);
 }
 
+/* Concatenation of ca and cb channels as rows of pixels of n samples of hw pixels, and its split
+ * (skip_a: the first input has no gradient, which stays untouched); 1 when both are exact. */
+static int concat_case(size_t n, size_t hw, size_t ca, size_t cb, int skip_a) {
+    const size_t c = ca + cb, t = n * c * hw;
+    float *a = rnd(n * ca * hw, -1, 1), *b = rnd(n * cb * hw, -1, 1), *cat = malloc(t * 4);
+    for (size_t i = 0; i < n; i++) { /* the CPU's NCHW concatenation per sample */
+        memcpy(cat + i * c * hw, a + i * ca * hw, ca * hw * 4);
+        memcpy(cat + i * c * hw + ca * hw, b + i * cb * hw, cb * hw * 4);
+    }
+    const float *xs[2] = {up16(a, n, ca, hw), up16(b, n, cb, hw)};
+    const size_t sizes[2] = {ca, cb};
+    void *o = poison16(t);
+    G->concat_forward(gctx, (int)(n * hw), 2, xs, sizes, o);
+    float *got = down16(o, n, c, hw);
+    int ok = exact(got, cat, t);
+    free(got);
+    float *outs[2] = {poison16(n * ca * hw), poison16(n * cb * hw)}, *grads[2] = {outs[0], outs[1]};
+    if (skip_a) grads[0] = NULL;
+    G->concat_backward(gctx, (int)(n * hw), 2, sizes, o, grads);
+    got = down16(outs[0], n, ca, hw);
+    for (size_t i = 0; skip_a && i < n * ca * hw; i++) /* poison16's pattern, untouched */
+        ok &= !(got[i] == got[i]);
+    if (!skip_a) ok &= exact(got, a, n * ca * hw);
+    free(got);
+    got = down16(outs[1], n, cb, hw), ok &= exact(got, b, n * cb * hw), free(got);
+    free(a), free(b), free(cat);
+    return ok;
+}
+
 /* ---- element-wise ---------------------------------------------------------------------------- */
 
 static void test_elementwise(void) {
@@ -186,25 +215,10 @@ static void test_elementwise(void) {
     got = down16(o, n, c, hw), ok &= exact(got, r, t), free(got);
     EXPECT(ok, "%s: dropout of an NHWC image: the CPU's mask and values, forward and backward",
            tname());
-    /* concatenation of 5 and 7 channels as rows of pixels, and its split */
-    const size_t ca = 5, cb = 7;
-    float *a = rnd(n * ca * hw, -1, 1), *b = rnd(n * cb * hw, -1, 1), *cat = malloc(t * 4);
-    memset(cat, 0, t * 4);
-    for (size_t i = 0; i < n; i++) { /* the CPU's NCHW concatenation per sample */
-        memcpy(cat + i * c * hw, a + i * ca * hw, ca * hw * 4);
-        memcpy(cat + i * c * hw + ca * hw, b + i * cb * hw, cb * hw * 4);
-    }
-    const float *xs[2] = {up16(a, n, ca, hw), up16(b, n, cb, hw)};
-    const size_t sizes[2] = {ca, cb};
-    G->concat_forward(gctx, (int)(n * hw), 2, xs, sizes, o);
-    got = down16(o, n, c, hw), ok = exact(got, cat, t), free(got);
-    float *outs[2] = {poison16(n * ca * hw), poison16(n * cb * hw)};
-    G->concat_backward(gctx, (int)(n * hw), 2, sizes, o, outs);
-    got = down16(outs[0], n, ca, hw), ok &= exact(got, a, n * ca * hw), free(got);
-    got = down16(outs[1], n, cb, hw), ok &= exact(got, b, n * cb * hw), free(got);
+    ok = concat_case(n, hw, 5, 7, 0); /* 2-byte units (the concatenation kernel's, cuda_elem.h) */
+    ok &= concat_case(n, hw, 16, 24, 1); /* 16-byte units, the first input without gradient */
     EXPECT(ok, "%s: concatenation of channels (rows of pixels) and its split", tname());
-    free(x), free(z), free(g), free(r), free(r2), free(xin), free(cm), free(gm), free(a), free(b);
-    free(cat);
+    free(x), free(z), free(g), free(r), free(r2), free(xin), free(cm), free(gm);
 }
 
 /* ---- pooling, LRN ---------------------------------------------------------------------------- */

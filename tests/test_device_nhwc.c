@@ -6,6 +6,8 @@
  *   - the index maps NCHW <-> NHWC against layout.h, the input conversion, the 16-bit transposes
  *     of a flattened fc's input, the filters' KRSC copies with their biases (weights_ready) and
  *     the filter gradient widened back, bit for bit;
+ *   - the concatenation's kernels (one launch for every input, in units of 16 bytes down to one
+ *     value): the inputs side by side, forward and backward, whatever the alignment;
  *   - ReLU, its backward, the residual add, a bias over rows, dropout (the NCHW mask of an NHWC
  *     image, DropoutShape.c/hw), max pooling with and without padding (argmax too), average
  *     pooling, global average pooling, LRN, forward and backward: bit for bit the CPU's result of
@@ -38,6 +40,17 @@ static void test_maps(void) {
                 }
     }
     EXPECT(!bad, "dt_nhwc_of_nchw and dt_nchw_of_nhwc are layout.h's maps (%d wrong)", bad);
+    /* the element kernels' division (bias, dropout): 32-bit below 2^32, 64-bit above */
+    const size_t es[] = {0, 1, 63, 64, 4095, 0xffffffffu, (size_t)1 << 32, ((size_t)5 << 33) + 7};
+    const size_t ds[] = {1, 3, 64, 1000, 0xffffffffu, (size_t)1 << 32};
+    bad = 0;
+    for (size_t i = 0; i < sizeof es / sizeof es[0]; i++)
+        for (size_t j = 0; j < sizeof ds / sizeof ds[0]; j++) {
+            size_t r;
+            const size_t q = dt16_divmod(es[i], ds[j], &r);
+            bad += q != es[i] / ds[j] || r != es[i] % ds[j];
+        }
+    EXPECT(!bad, "dt16_divmod = / and %% below and above 2^32 (%d wrong)", bad);
 }
 
 static void test_conversions(void) {
@@ -140,8 +153,11 @@ static void test_elementwise(void) {
         y[i] = dt16_add(x[i], z[i], HALF), ref[i] = dt16_r(r[i], HALF);
     ok &= same16(y, ref, total);
     float *b = rand_floats(c, -1, 1);
-    for (size_t i = 0; i < total; i++)
-        y[i] = dt16_bias(x[i], b[i % c], HALF), ref[i] = dt16_r(xf[i] + b[i % c], HALF);
+    for (size_t i = 0; i < total; i++) { /* bias_kernel */
+        size_t ch;
+        (void)dt16_divmod(i, c, &ch);
+        y[i] = dt16_bias(x[i], b[ch], HALF), ref[i] = dt16_r(xf[i] + b[i % c], HALF);
+    }
     ok &= same16(y, ref, total);
     EXPECT(ok, "%s: ReLU, its backward, the residual add, the bias = the CPU's, rounded",
            type_name());
@@ -185,9 +201,7 @@ static void test_elementwise(void) {
     const float keep_scale = dt_dropout_scale(s.rate);
     const uint64_t first = s.first_sample + (s.origin ? *s.origin : 0);
     for (size_t e = 0; e < total; e++) { /* dropout_kernel */
-        const size_t i = e / s.size, q = e % s.size;
-        const uint64_t key = dt_dropout_key(s.seed, first + (uint64_t)i);
-        const int keep = dt_dropout_keep(key, dt16_dropout_j(q, s.c, s.hw), s.rate);
+        const int keep = dt16_dropout_keep_at(&s, first, e);
         mask[e] = (uint8_t)keep;
         y[e] = dt16_dropout(x[e], keep, keep_scale, HALF);
     }
@@ -202,6 +216,80 @@ static void test_elementwise(void) {
            type_name());
     free(x), free(z), free(g), free(xf), free(zf), free(gf), free(r), free(r2), free(y), free(ref);
     free(b), free(xn), free(mask), free(cmask), free(yref);
+}
+
+/* ---- concatenation: concat_kernel and concat_back_kernel, every unit played --------------- */
+
+/* rows rows of n inputs of sizes[i] values of eb bytes; input `skip` without a gradient (-1:
+ * none); offset: bytes the inputs' buffers start past 16-byte alignment. The expected unit. */
+static void test_concat(int n, const size_t *sizes, size_t eb, size_t rows, int skip,
+                        size_t offset, size_t want_unit) {
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += sizes[i];
+    const size_t yb = rows * total * eb;
+    unsigned char *y = aligned_alloc(16, yb + 16), *ref = malloc(yb), *parts[DT_CONCAT_MAX];
+    unsigned char *back[DT_CONCAT_MAX], *bref[DT_CONCAT_MAX];
+    void *ps[DT_CONCAT_MAX], *bs[DT_CONCAT_MAX];
+    for (int i = 0; i < n; i++) {
+        const size_t b = rows * sizes[i] * eb;
+        parts[i] = (unsigned char *)aligned_alloc(16, b + 32) + offset;
+        back[i] = (unsigned char *)aligned_alloc(16, b + 32) + offset;
+        bref[i] = malloc(b);
+        for (size_t k = 0; k < b; k++)
+            parts[i][k] = (unsigned char)rand(), back[i][k] = bref[i][k] = 0xa5;
+        ps[i] = parts[i], bs[i] = i == skip ? NULL : back[i];
+    }
+    DtConcat c;
+    size_t unit = 0;
+    int ok = dt_concat_plan(&c, n, sizes, eb, rows, y, ps, &unit) && unit == want_unit;
+    if (ok) {
+        for (uint32_t u = 0; u < rows * c.units; u++) { /* concat_kernel */
+            int i;
+            const size_t k = dt_concat_at(&c, u, &i);
+            memcpy(y + u * unit, (const unsigned char *)c.part[i] + k * unit, unit);
+        }
+        for (size_t r = 0, off = 0; r < rows; r++, off = 0) /* the definition */
+            for (int i = 0; i < n; off += sizes[i], i++)
+                memcpy(ref + (r * total + off) * eb, parts[i] + r * sizes[i] * eb, sizes[i] * eb);
+        ok = memcmp(y, ref, yb) == 0;
+        ok &= dt_concat_plan(&c, n, sizes, eb, rows, y, bs, &unit) == 1;
+        for (uint32_t u = 0; u < rows * c.units; u++) { /* concat_back_kernel, dy = y */
+            int i;
+            const size_t k = dt_concat_at(&c, u, &i);
+            if (c.part[i]) memcpy((unsigned char *)c.part[i] + k * unit, y + u * unit, unit);
+        }
+        for (size_t r = 0, off = 0; r < rows; r++, off = 0)
+            for (int i = 0; i < n; off += sizes[i], i++)
+                if (i != skip)
+                    memcpy(bref[i] + r * sizes[i] * eb, y + (r * total + off) * eb, sizes[i] * eb);
+        for (int i = 0; i < n; i++)
+            ok &= memcmp(back[i], bref[i], rows * sizes[i] * eb) == 0;
+    }
+    EXPECT(ok,
+           "concatenation of %d inputs of %zu-byte values, %zu rows (unit %zu bytes, want %zu%s): "
+           "forward and backward = the inputs side by side",
+           n, eb, rows, unit, want_unit, skip >= 0 ? "; an input without gradient untouched" : "");
+    for (int i = 0; i < n; i++)
+        free(parts[i] - offset), free(back[i] - offset), free(bref[i]);
+    free(y), free(ref);
+}
+
+static void test_concats(void) {
+    const size_t inception[] = {64, 128, 32, 32}, odd[] = {3, 5, 8}, pairs[] = {6, 10, 2};
+    test_concat(4, inception, 2, 18, -1, 0, 16); /* GoogLeNet's NHWC rows: 16-byte units */
+    test_concat(4, inception, 2, 18, 2, 8, 8);   /* inputs 8 bytes off alignment */
+    test_concat(3, odd, 2, 7, 1, 0, 2);          /* odd channels: value by value */
+    test_concat(3, pairs, 2, 5, -1, 0, 4);
+    test_concat(3, odd, 4, 6, 0, 4, 4);          /* fp32 values */
+    test_concat(4, inception, 4, 3, -1, 0, 16);
+    const size_t many[DT_CONCAT_MAX + 1] = {8, 8, 8, 8, 8, 8, 8, 8, 8};
+    void *none[DT_CONCAT_MAX + 1] = {NULL};
+    DtConcat c;
+    size_t unit;
+    EXPECT(!dt_concat_plan(&c, DT_CONCAT_MAX + 1, many, 2, 4, none[0], none, &unit) &&
+               !dt_concat_plan(&c, 2, many, 2, (size_t)1 << 30, none[0], none, &unit),
+           "more than %d inputs, or 2^31 units, left to the 2-D copies", DT_CONCAT_MAX);
 }
 
 /* ---- pooling and LRN ------------------------------------------------------------------------- */
@@ -331,6 +419,7 @@ static void test_lrn(int c, int size, int vec, float beta) {
 
 int main(void) {
     test_maps();
+    test_concats();
     for (HALF = 0; HALF <= 1; HALF++) {
         test_conversions();
         test_filters();

@@ -5,6 +5,10 @@
 #      unpacking, ~10 s, and its 25 s reserve): the whole command in 9 minutes;
 #   2. every step of the plan, and the ones only --only runs, has a command in run_step (else the
 #      session would fail it on the GPU machine: "no command for this step");
+#   2b. the default plan has the 16-bit figures: the per-layer profiles of ResNet-50 and GoogLeNet
+#      in bf16 at the batches of their benchmark cells, and the kernel microbenchmark
+#      (bench/gpu_kernels.sh); every test script run_step names is a GPU test that exists (the
+#      layer comparison ran tests/test_layer_compare.sh, the CPU's, for a while);
 #   3. the benchmark's step is its headline cells (bench/gpu_bench.py --plan-only: ResNet-50 b256
 #      bf16 first, 8 cells), and --only gpu-bench gives it every cell;
 #   4. a --budget that is not a number of seconds is refused (exit 2, one line).
@@ -39,6 +43,22 @@ done <<<"$steps"
 ((n >= 30)) || fail "only $n steps read from STEPS"
 covered no-such-step && fail "run_step's patterns match anything"
 ok "$n steps, each with a command; the default ones in the plan"
+
+for st in kernel-bench profile-resnet50 profile-googlenet; do
+    grep -q "^$st " <<<"$plan" || fail "no $st in the default plan"
+done
+body=$(sed -n '/^run_step() {$/,/^}$/p' "$S")
+grep -q -- '--precision bf16' <<<"$(grep -A6 '^    profile-\*)' <<<"$body")" ||
+    fail "the profile steps do not run bf16"
+grep -q 'googlenet ] && b=128' <<<"$body" && grep -q 'b=256' <<<"$body" ||
+    fail "the profile steps are not at the benchmark's batches (256, GoogLeNet 128)"
+for f in $(grep -o 'tests/test_[a-z0-9_]*\.sh' <<<"$body" | sort -u); do
+    [ -f "$ROOT/$f" ] || fail "run_step runs $f, which does not exist"
+    [[ $f == tests/test_gpu_* ]] || fail "run_step runs $f, not a GPU test"
+done
+grep -q '^    layer-compare) .*tests/test_gpu_layer_compare\.sh' <<<"$body" ||
+    fail "the layer-compare step does not run tests/test_gpu_layer_compare.sh"
+ok "kernel-bench and the bf16 profiles in the plan; run_step's test scripts: GPU tests"
 
 cells=$(python3 "$ROOT/bench/gpu_bench.py" --plan-only | grep -E '^[a-z0-9]+-b[0-9]+-' | cut -d' ' -f1)
 [ "$(sed -n 1p <<<"$cells")" = resnet50-b256-bf16 ] && [ "$(grep -c . <<<"$cells")" = 8 ] ||

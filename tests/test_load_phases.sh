@@ -10,9 +10,16 @@
 #   2. a loader faster than the step (1 ms a batch, a LeNet step of batch 64): most batches are
 #      made and their uploads queued during the previous step (load_wait 0), and the data phase
 #      is then short;
-#   3. the same without prefetch (the plain CPU backend): the making is inside data
+#   3. a device step longer than a batch's making, the host queueing it in no time (a graphed GPU
+#      step: DTBENCH_COUNT_DEVICE_STEP, the fake device's queued work done 150 ms after the
+#      iteration's start; batches of 40 ms): each batch is made while the host waits for the
+#      step, and its upload is queued then, during the step (load_wait 0, overlapped:
+#      check_counts.py), not in the next data phase. The driver used to look for the made batch
+#      once, right after queueing, and then block in the record's wait, so that every upload
+#      waited for the next data phase (load_wait > 0 in every iteration: this part fails there);
+#   4. the same without prefetch (the plain CPU backend): the making is inside data
 #      (load_wait = load, data >= load) and the exchange stays at most 1% of the total.
-#   4. the loader threads run at the lowest priority (SCHED_IDLE), so that their wake-up cannot
+#   5. the loader threads run at the lowest priority (SCHED_IDLE), so that their wake-up cannot
 #      preempt the driver on a shared core (what that saves is a timing, measured by hand: one
 #      core, batches 2 ms slower to make, data phase p90 4.3-7.3 ms at the default priority and
 #      0.06-0.09 ms at SCHED_IDLE, on 2 shared cores at load 9; under a test suite's load the
@@ -54,6 +61,12 @@ pass "a slow loader: its time in data and load_wait, none in the exchange"
 DTBENCH_COUNT_DEVICE="$WORK/fast.count" run fast 0.001 20 --batch 64
 loads fast --prefetch --min-load 0.001 --late few
 pass "a fast loader: batches made and uploaded during the previous step"
+
+DTBENCH_COUNT_DEVICE_STEP=0.15 DTBENCH_COUNT_DEVICE="$WORK/lag.count" run lag 0.04 10 --batch 4
+loads lag --prefetch --min-load 0.04 --late few
+"$PYTHON" "$TESTS_SRCDIR/check_counts.py" "$WORK/lag.count" --h5 "$WORK/lag.h5" --iters 11 \
+    --graphs 4 || fail "lag: a step rule (above)"
+pass "a device step longer than the loader: each batch uploaded during the step before its own"
 
 run plain 0.01 8 --batch 8 --device cpu
 loads plain --min-load 0.01

@@ -55,8 +55,8 @@ static Amounts alone(const Model *m, int j, int n) {
     case LAYER_FC:
         return (Amounts){n * F, n * F * (dx > 0 ? 2 : 1), n * (in + out) + params,
                          n * (out + in + dx) + params + weights};
-    case LAYER_BATCHNORM:
-        return (Amounts){n * 5 * vals, n * 8 * vals, n * (in + out) + params,
+    case LAYER_BATCHNORM: /* forward: x read for the statistics, then to normalise */
+        return (Amounts){n * 5 * vals, n * 8 * vals, n * (2 * in + out) + params,
                          n * (out + in + dx) + params + weights};
     case LAYER_RELU:
         return (Amounts){n * vals, n * vals, n * (in + out), n * 3 * out};
@@ -136,8 +136,8 @@ static void test_fused(void) {
         model_layer_cost(&m, j, BATCH, &c);
         Amounts want = alone(&m, j, BATCH);
         if (L->d.kind == LAYER_BATCHNORM && L->fuse_relu >= 0) {
-            /* x read, z read (with the add), y written: each value once; dy and y read, dx
-             * (and dz) written; the group's FLOPs */
+            /* x read twice (the statistics, then the normalisation), z read (with the add), y
+             * written; dy and y read, dx (and dz) written; the group's FLOPs */
             const double o = BATCH * (double)L->out_size * 2.0, P = 4.0 * (double)(L->nw + L->nb);
             const int add = L->fuse_add >= 0;
             const Amounts relu = alone(&m, L->fuse_relu, BATCH);
@@ -146,7 +146,7 @@ static void test_fused(void) {
                 const Amounts a = alone(&m, L->fuse_add, BATCH);
                 want.fwd_flop += a.fwd_flop, want.bwd_flop += a.bwd_flop;
             }
-            want.fwd_bytes = (add ? 3 : 2) * o + P;
+            want.fwd_bytes = (add ? 4 : 3) * o + P;
             want.bwd_bytes = (add ? 5 : 4) * o + P + 4.0 * (double)L->nw;
             groups++;
         } else if (L->d.kind == LAYER_CONV && L->fuse_relu >= 0) {

@@ -22,7 +22,10 @@ DEFINITIONS = {
     "phases": "over all ranks x measured iterations (warm-up and unwritten iterations excluded); "
               "percentiles by linear interpolation",
     "throughput": "batch_global / median over iterations of the critical path "
-                  "(critical path = max over ranks of total, iterations measured by every rank)",
+                  "(critical path = max over ranks of total, iterations measured by every rank); "
+                  "in files that record wall (the iteration's host time), of the max over ranks "
+                  "of wall instead where its median is over 2% above the critical path's "
+                  "(basis: wall)",
     "exchange_share": "median over iterations of (sum over ranks of exchange) / "
                       "(sum over ranks of total), iterations measured by every rank; exchange "
                       "= arrival wait (exchange_wait: blocked until the last rank ends "
@@ -107,6 +110,10 @@ class Throughput(Record):
     critical_path_median_ms: Optional[float]    # None for runs not in lockstep
     iterations: int
     method: str
+    # files that record wall: the median wall time per iteration (lockstep runs), and whether
+    # samples_per_s comes from it ("wall": over 2% above the critical path) or from total
+    wall_median_ms: Optional[float] = absent()
+    basis: str = absent()
     # work.py, in files that record what they need (absent otherwise): a language model's
     # tokens/s, and the model FLOPs utilisation with its terms
     tokens_per_sample: int = absent()
@@ -387,6 +394,8 @@ def throughput(run: Run, tp: Dict[str, object]) -> Throughput:
     (work.py)."""
     rate = tp["samples_per_s"]
     out = Throughput(rate, to_ms(tp["critical_path_median_s"]), tp["iterations"], tp["method"])
+    if run.has("wall"):
+        out.wall_median_ms, out.basis = to_ms(tp["wall_median_s"]), tp["basis"]
     tokens = work.tokens_per_sample(run)
     if tokens:
         out.tokens_per_sample, out.tokens_per_s = tokens, work.tokens_per_s(run, rate)

@@ -56,6 +56,37 @@ def test_throughput_rotating_straggler(write):
     assert metrics.per_rank_median(run, "total").tolist() == approx([0.040] * 4)
 
 
+def test_throughput_from_wall_where_host_time_outside_total(write):
+    """Files that record wall (the iteration's host time, total included): where its median is
+    over 2% above the critical path of total, samples/s come from it (the host's time outside
+    total, a sizeable share of sub-millisecond steps, is part of the rate); within 2% from
+    total as before. Lockstep: the max over ranks per iteration; others: per rank."""
+    total = np.full((4, 12), 0.040)
+    wall = np.full((4, 12), 0.050)
+    wall[1] = 0.048                                   # the max over ranks is rank 0's 50 ms
+    s = summarize(load_run(write(slow_rank=None, overrides={"total": total, "wall": wall})))
+    tp = s["throughput"]
+    assert tp["basis"] == "wall" and tp["wall_median_ms"] == approx(50)
+    assert tp["samples_per_s"] == approx(syn.BATCH_GLOBAL / 0.050)
+    assert tp["critical_path_median_ms"] == approx(40)
+    assert "median wall time per iteration 50.000 ms" in format_text(s)
+    near = load_run(write(slow_rank=None, overrides={"total": total, "wall": total * 1.019}))
+    tp = metrics.throughput(near)
+    assert tp["basis"] == "total" and tp["samples_per_s"] == approx(syn.BATCH_GLOBAL / 0.040)
+    assert tp["wall_median_s"] == approx(0.040 * 1.019)
+    # not in lockstep: each rank's own median, wall only where that rank's is over 2% above
+    wall = np.full((4, 12), 0.0404)
+    wall[3] = 0.080
+    tp = metrics.throughput(load_run(write(slow_rank=None, exchange="async",
+                                           overrides={"total": total, "wall": wall})))
+    per_rank = syn.BATCH_GLOBAL / 4
+    assert tp["basis"] == "wall"
+    assert tp["samples_per_s"] == approx(3 * per_rank / 0.040 + per_rank / 0.080)
+    # files without wall: total alone, no basis said
+    tp = summarize(load_run(write()))["throughput"]
+    assert "basis" not in tp and "wall_median_ms" not in tp
+
+
 def test_exchange_share(complete_file):
     share = summarize(load_run(complete_file))["exchange_share"]
     # per iteration: 4 * 5 ms / (3 * 40 + 80) ms = 0.1 (a mean of per-rank ratios would be 0.109)

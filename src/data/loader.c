@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { FREE, WAITING, PREPARING, COPYING, MADE };
@@ -134,7 +135,11 @@ Loader *loader_create(Dataset *ds, int global_batch, int shard, int nshards, int
         l->req[s].idx = xmalloc(((size_t)l->n + 1) * sizeof(size_t));
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->work, NULL);
-    pthread_cond_init(&l->done, NULL);
+    pthread_condattr_t monotonic; /* loader_wait_for's deadline: on dt_now's clock */
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->done, &monotonic);
+    pthread_condattr_destroy(&monotonic);
     l->threads = xcalloc((size_t)l->nthreads, sizeof *l->threads);
     sigset_t all, old;
     sigfillset(&all);
@@ -162,6 +167,21 @@ void loader_submit(Loader *l, int slot, int64_t it, float *x, int32_t *labels) {
 int loader_ready(Loader *l, int slot) {
     lock(l);
     int made = l->req[slot].state == MADE;
+    unlock(l);
+    return made;
+}
+
+int loader_wait_for(Loader *l, int slot, double seconds) {
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    long ns = until.tv_nsec + (long)(seconds * 1e9);
+    until.tv_sec += ns / 1000000000L, until.tv_nsec = ns % 1000000000L;
+    lock(l);
+    const Request *r = &l->req[slot];
+    int rc = 0;
+    while (r->state != MADE && r->state != FREE && rc == 0)
+        rc = pthread_cond_timedwait(&l->done, &l->mu, &until);
+    int made = r->state == MADE;
     unlock(l);
     return made;
 }

@@ -28,6 +28,8 @@ Loader *loader_create(Dataset *ds, int global_batch, int shard, int nshards, int
 void loader_submit(Loader *l, int slot, int64_t it, float *x, int32_t *labels);
 /* 1 when slot's batch is made (loader_wait would not block). */
 int loader_ready(Loader *l, int slot);
+/* Waits at most `seconds` (under a second) for slot's batch; 1 when it is made. */
+int loader_wait_for(Loader *l, int slot, double seconds);
 /* Blocks until slot's batch is made. Returns the seconds this call waited; *made: the seconds
  * the loader took to make the batch (from starting it to its last sample). */
 double loader_wait(Loader *l, int slot, double *made);

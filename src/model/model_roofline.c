@@ -4,7 +4,9 @@
  * two bounds it (src/results/roofline.h).
  *
  * The least traffic of one call on n samples, whatever the kernels do: a forward reads every
- * input and its parameters once and writes its output once; a backward reads dy, the inputs or
+ * input and its parameters once and writes its output once (a batch norm reads its input twice:
+ * its statistics over the whole batch come before the normalisation, and a batch does not stay
+ * in cache); a backward reads dy, the inputs or
  * the output where its kind needs them (layers.h's LK_BWD_READS_*), writes each input gradient
  * that exists (none for the data) and its parameter gradients, and reads the weights when it
  * writes an input gradient. Values are counted in the format the tensor is stored in: the
@@ -37,8 +39,9 @@ static void row_cost(const Model *m, int i, int n, LayerCost *c) {
         if (layer_input_grad(m, L, k, 0)) dx += bytes;
     }
     const double weights_read = flags & LK_GATHERS_WEIGHTS ? n * (double)L->out_size * f32 : params;
+    const double reads = L->d.kind == LAYER_BATCHNORM ? 2.0 : 1.0; /* statistics, normalisation */
     c->forward_flop = n * L->flops;
-    c->forward_bytes = n * (in + out) + weights_read;
+    c->forward_bytes = n * (reads * in + out) + weights_read;
     c->backward_flop = c->backward_bytes = 0.0;
     if (dx == 0.0 && L->nw + L->nb == 0) return; /* nothing to compute backward */
     c->backward_flop = n * (L->flops_dw + (dx > 0.0 ? L->flops_dx : 0.0));

@@ -57,5 +57,9 @@ const IterField ITER_FIELDS[] = {
     FIELD(bytes_allreduce, "bytes",
           "sharded exchange with --transport hier: gradient payload handed to the shards' "
           "allreduce across the nodes (--grad-dtype's type)"),
+    FIELD(wall, "s",
+          "host time of the iteration: from the previous one's record (the first: the training "
+          "loop's start) to its own, evaluations left out; total and what the host does outside "
+          "it (waking from its wait, reading the loss, recording)"),
 };
 const int ITER_NFIELDS = (int)(sizeof ITER_FIELDS / sizeof ITER_FIELDS[0]);

@@ -40,6 +40,9 @@ typedef struct {
     double bytes_reduce_scatter, bytes_allgather;
     /* and with --transport hier, the shards' allreduce across the nodes, s and bytes */
     double exchange_allreduce, bytes_allreduce;
+    /* host seconds from the previous iteration's record (the first: the loop's start) to this
+     * one's, evaluations left out: total and the host's time outside it (see iter_fields.c) */
+    double wall;
 } IterRecord;
 
 typedef struct {

@@ -5,6 +5,11 @@
  * batch prefetch and the graphs are its own, played on the CPU. Its timer reads as a GPU's does:
  * each elapsed time rounded to float milliseconds (cudaEventElapsedTime).
  *
+ * DTBENCH_COUNT_DEVICE_STEP=S models a device that computes for S after each iteration's start
+ * mark while the host queues in no time (a graphed GPU step): until then timer_done reports no
+ * mark as happened and every host wait (synchronize, download, timer_elapsed, all_finite) sleeps
+ * until then; the kernels themselves still run on the CPU when queued.
+ *
  * Iterations are read off the driver's phase marks: MARK_START opens one (and closes the line of
  * the previous), MARK_BACKWARD ends its compute (no host synchronisation before it), MARK_UPDATE
  * ends it (no allocation before it). The report line's fields:
@@ -23,8 +28,13 @@
  *   uploads     synchronous uploads
  *   prefetches  prefetch_upload calls; overlapped: those queued while kernels were queued and not
  *               yet waited for (on a device they run while those kernels compute)
+ *   idle_gap    prefetch_upload calls between MARK_BACKWARD and MARK_EXCHANGE while the device
+ *               had nothing left to compute: host work a device would sit idle for, recorded as
+ *               exchange
  *   captures, replays   graphs captured, graph launches */
+#define _GNU_SOURCE /* nanosleep */
 #include "count_device.h"
+#include "clock.h"        /* defines: dt_now */
 #include "driver_stage.h" /* defines: MARK_START, MARK_BACKWARD, MARK_UPDATE */
 #include "fail.h"         /* defines: check_fail */
 #include "fake_device.h"  /* defines: FakeDevice, FAKE_ARGS */
@@ -34,11 +44,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct {
     long launches, kernels, allocs, step_syncs, syncs, fences, casts, uploads, prefetches,
-        overlapped, captures, replays, outside;
+        overlapped, idle_gap, captures, replays, outside;
 } Counts;
 
 /* A graph of the fake: the work it was captured from and the trace of its calls. */
@@ -63,6 +74,9 @@ static struct {
     long long iter;   /* -1: before the first MARK_START */
     int in_step;      /* between MARK_START and MARK_BACKWARD */
     int in_iteration; /* between MARK_START and MARK_UPDATE */
+    int in_gap;       /* between MARK_BACKWARD and MARK_EXCHANGE */
+    double step;      /* DTBENCH_COUNT_DEVICE_STEP: s the device computes an iteration (0: none) */
+    double busy_until; /* dt_now() at which the iteration's queued work is done */
     long queued;      /* launches since the host last waited */
     Counts c;
     FakeGraph *capture; /* being captured */
@@ -86,11 +100,11 @@ static void report(void) {
     const Counts *c = &C.c;
     fprintf(f,
             "count pid=%ld iter=%lld launches=%ld kernels=%ld allocs=%ld step_syncs=%ld syncs=%ld "
-            "fences=%ld casts=%ld uploads=%ld prefetches=%ld overlapped=%ld captures=%ld "
-            "replays=%ld outside=%ld\n",
+            "fences=%ld casts=%ld uploads=%ld prefetches=%ld overlapped=%ld idle_gap=%ld "
+            "captures=%ld replays=%ld outside=%ld\n",
             (long)getpid(), C.iter, c->launches, c->kernels, c->allocs, c->step_syncs, c->syncs,
-            c->fences, c->casts, c->uploads, c->prefetches, c->overlapped, c->captures, c->replays,
-            c->outside);
+            c->fences, c->casts, c->uploads, c->prefetches, c->overlapped, c->idle_gap, c->captures,
+            c->replays, c->outside);
     fclose(f);
 }
 
@@ -138,8 +152,20 @@ static void no_capture(const char *what) {
     breach(msg);
 }
 
+/* DTBENCH_COUNT_DEVICE_STEP: the queued work is done busy_until (the host waits until then). */
+static int device_idle(void) {
+    return dt_now() >= C.busy_until;
+}
+static void wait_device(void) {
+    for (double left; (left = C.busy_until - dt_now()) > 0;) {
+        struct timespec ts = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static void host_waits(const char *what) {
     no_capture(what);
+    wait_device();
     if (C.in_step)
         C.c.step_syncs++;
     else
@@ -176,8 +202,11 @@ static void mark(int slot) {
         report();
         memset(&C.c, 0, sizeof C.c);
         C.iter++, C.in_step = 1, C.in_iteration = 1, C.queued = 0;
+        C.busy_until = dt_now() + C.step;
     } else if (slot == MARK_BACKWARD) {
-        C.in_step = 0;
+        C.in_step = 0, C.in_gap = 1;
+    } else if (slot == MARK_EXCHANGE) {
+        C.in_gap = 0;
     } else if (slot == MARK_UPDATE) {
         C.in_iteration = 0;
     }
@@ -207,6 +236,7 @@ static const Rule RULES[BM_COUNT] = {
     [BM_precision_ok] = {UNCOUNTED}, [BM_act_format_for] = {UNCOUNTED},
     [BM_activation_format] = {UNCOUNTED}, [BM_init] = {UNCOUNTED}, [BM_finalize] = {UNCOUNTED},
     [BM_describe] = {UNCOUNTED}, [BM_describe_kernels] = {UNCOUNTED},
+    [BM_timer_done] = {UNCOUNTED},
     [BM_weights_layout] = {UNCOUNTED}, [BM_conv_workspace_bytes] = {UNCOUNTED},
     [BM_lstm_reserve_bytes] = {UNCOUNTED}, [BM_lstm_workspace_bytes] = {UNCOUNTED},
     [BM_prefetch_upload] = {UNCOUNTED}, [BM_prefetch_wait] = {UNCOUNTED},
@@ -280,6 +310,11 @@ static void count_describe(BackendCtx *ctx, char *buf, size_t len) {
 static double count_timer_elapsed(BackendCtx *c, int a, int b) {
     return 1e-3 * (double)(float)(1e3 * cpu_backend.timer_elapsed(c, a, b));
 }
+/* Every mark of the iteration happens when its work is done (DTBENCH_COUNT_DEVICE_STEP). */
+static int count_timer_done(BackendCtx *c, int slot) {
+    (void)c, (void)slot;
+    return device_idle();
+}
 
 /* ---- batch prefetch: copies deferred until the compute stream waits for them ---------------- */
 
@@ -311,6 +346,7 @@ static void count_prefetch_upload(BackendCtx *c, int slot, void *dst, const void
     C.slot_state[s] = SLOT_LOADING;
     C.c.prefetches++;
     if (C.queued > 0) C.c.overlapped++;
+    if (C.in_gap && device_idle()) C.c.idle_gap++;
 }
 static void count_prefetch_wait(BackendCtx *c, int slot) {
     const int s = slot_of(slot);
@@ -366,7 +402,7 @@ static void count_graph_free(BackendCtx *c, void *graph) {
 static const FakeDevice COUNT = {
     .inner = &cpu_backend, .before = count_call,
     .over = {.device_memory = 1, .finalize = count_finalize, .describe = count_describe,
-             .timer_elapsed = count_timer_elapsed,
+             .timer_elapsed = count_timer_elapsed, .timer_done = count_timer_done,
              .host_alloc = count_host_alloc, .host_free = count_host_free,
              .prefetch_upload = count_prefetch_upload, .prefetch_wait = count_prefetch_wait,
              .prefetch_release = count_prefetch_release, .prefetch_fence = count_prefetch_fence,
@@ -379,6 +415,10 @@ const BackendOps *count_device_wrap(const BackendOps *be) {
     static BackendOps t;
     const char *path = getenv("DTBENCH_COUNT_DEVICE");
     if (be != &cpu_backend || !path || !*path) return be;
-    if (!t.name) C.path = path, fake_device_table(&COUNT, &t);
+    if (!t.name) {
+        const char *step = getenv("DTBENCH_COUNT_DEVICE_STEP");
+        C.path = path, C.step = step ? atof(step) : 0.0;
+        fake_device_table(&COUNT, &t);
+    }
     return &t;
 }

@@ -157,6 +157,7 @@ TrainResult driver_run(Driver *d) {
     Prefetch pf;
     prefetch_init(&pf, d);
     d->graphs = step_graphs_create(m, o->graph_parts);
+    double recorded = dt_now(); /* the previous record handed over (IterRecord.wall) */
 
     for (int64_t it = 0; it < total; it++) {
         IterRecord r;
@@ -173,11 +174,13 @@ TrainResult driver_run(Driver *d) {
         s.vote = signals_stop_requested() != 0 || target_stop || duration_stop;
         if (o->loss_scaling) model_set_loss_scale(m, (float)scaler.scale);
         stage_iteration(d, &s, it); /* records MARK_FORWARD */
-        be->timer_record(ctx, MARK_BACKWARD);
         /* the next batch uploads while this step's kernels run (on a device), if the loader
-         * has made it; never a wait for the loader here (prefetch.h) */
+         * has made it; never a wait for the loader here, and before the backward mark: a
+         * device that keeps up with the host (an eager launch-bound step) would sit idle in the
+         * exchange phase while the host queues the copy (prefetch.h) */
         prefetch_release(&pf, d, it);
         prefetch_upload_next(&pf, d, it + 1);
+        be->timer_record(ctx, MARK_BACKWARD);
         if (o->loss_scaling && d->topo->rank == 0 && precision_test_overflow(it)) {
             const float inf = INFINITY; /* tests: an overflow on one rank */
             be->upload(ctx, m->grads, &inf, sizeof inf);
@@ -188,17 +191,29 @@ TrainResult driver_run(Driver *d) {
          * phase itself is read from the device's marks (fill_record). Alone in the job there
          * is no one to vote with or wait for: the host goes on queueing, and the device runs
          * the update right after backward, as it would without an exchange. */
-        if (be->device_memory && d->topo->nranks > 1) be->synchronize(ctx);
+        if (be->device_memory && d->topo->nranks > 1) {
+            prefetch_upload_during(&pf, d, it + 1, MARK_BACKWARD, 0); /* while backward runs */
+            be->synchronize(ctx);
+        }
 
-        /* The stage's replicas average their gradients; the stop decision travels with them. */
+        /* The stage's replicas average their gradients; the stop decision travels with them.
+         * One stage reads the stop request again here, as late as the vote can still travel:
+         * a signal that came during a long step (seconds on a CPU) ends the run after this
+         * iteration, not after another one. (A pipeline's stages hold their replica's decision
+         * from the step's messages: they must agree.) */
+        if (d->pipe->stages == 1) s.decision |= signals_stop_requested() != 0;
         ExchangeStep xs = {.iteration = it, .stop_requested = s.decision};
         int done = d->xops->exchange(d->xstate, m->params, m->grads, &xs);
         be->timer_record(ctx, MARK_EXCHANGE);
+        if (o->loss_scaling) /* fp16's overflow check waits for the device */
+            prefetch_upload_during(&pf, d, it + 1, MARK_EXCHANGE, 0);
         int skip = update(d, &scaler, done, &xs);
         tied_refresh(&s.tied, d->pipe, m); /* the last stage's copy of a shared table */
         be->timer_record(ctx, MARK_UPDATE);
 
-        /* Outside the timed phases from here on. */
+        /* Outside the timed phases from here on. The record waits for the device: the next
+         * batch's upload is queued first, as soon as the loader has made it. */
+        prefetch_upload_during(&pf, d, it + 1, MARK_UPDATE, 1);
         fill_record(d, &s, &xs, start, &r);
         r.record = record_cost;
         r.loss_scale = o->loss_scaling ? m->loss_scale : 1.0, r.step_skipped = skip;
@@ -207,6 +222,7 @@ TrainResult driver_run(Driver *d) {
             d->rops->record_profile(d->rec, prof, prow, prow + m->nlayers);
         if (it >= o->warmup) totals[it - o->warmup] = r.total;
         double rec_start = dt_now();
+        r.wall = rec_start - recorded, recorded = rec_start;
         d->rops->record_iteration(d->rec, it, &r);
         record_cost = dt_now() - rec_start;
         res.iterations = it + 1;
@@ -219,7 +235,9 @@ TrainResult driver_run(Driver *d) {
 
         int eval_due = o->eval_every > 0 ? (it + 1) % o->eval_every == 0 : 0;
         if (evaluates && nevals > 0 && evals < nevals && (eval_due || it + 1 == total)) {
+            double e0 = dt_now();
             res.last_accuracy = evaluate(d, &s, it, evals++);
+            recorded += dt_now() - e0; /* not the next iteration's time */
             prefetch_release(&pf, d, it); /* it uploaded its test batches into this slot */
             if (o->target_acc > 0 && res.last_accuracy >= o->target_acc) target_stop = 1;
         }

@@ -21,6 +21,7 @@
 #include "fail.h"    /* defines: check_fail */
 #include "outputs.h" /* defines: dt_exit_status */
 #include "watchdog.h"
+#include "watchdog_witness.h" /* defines: witness_exec_main */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -349,6 +350,8 @@ static void release(Run *r) {
 }
 
 int main(int argc, char **argv) {
+    /* the node witness of a rank (--peer-timeout), spawned by it: no signals, no MPI */
+    if (argc > 1 && !strcmp(argv[1], "--witness")) return witness_exec_main(argc, argv);
     signals_install(); /* first: a stop asked for during start-up is kept, not fatal */
     /* the set-up's long loops end early on a stop (see setup_stop_point) */
     dataset_interrupted = model_interrupted = calibrate_interrupted = signals_stop_requested;

@@ -101,6 +101,26 @@ void prefetch_upload_next(Prefetch *p, Driver *d, int64_t it) {
     queue_upload(p, d, it);
 }
 
+/* How long the host waits for the loader between two looks at the device: the most it can be
+ * late to notice that the device finished the step before the loader made the batch. */
+#define POLL_S 100e-6
+
+void prefetch_upload_during(Prefetch *p, Driver *d, int64_t it, int mark, int when_idle) {
+    const int s = (int)(it % BACKEND_PREFETCH_SLOTS);
+    if (!p->on || it >= p->total || p->asked[s] != it || p->queued[s] == it) return;
+    const BackendOps *be = d->model->be;
+    for (;;) {
+        const int idle = !be->timer_done || be->timer_done(d->model->ctx, mark);
+        if (idle && !when_idle) return; /* host work now would leave the device idle */
+        if (loader_ready(p->loader, s)) {
+            prefetch_upload_next(p, d, it);
+            return;
+        }
+        if (idle) return; /* the batch is late: prefetch_take waits for it */
+        loader_wait_for(p->loader, s, POLL_S);
+    }
+}
+
 void prefetch_release(Prefetch *p, Driver *d, int64_t it) {
     if (p->on) d->model->be->prefetch_release(d->model->ctx, (int)(it % BACKEND_PREFETCH_SLOTS));
 }

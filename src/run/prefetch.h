@@ -14,16 +14,24 @@
  *   forward, backward queued;
  *   prefetch_release(t): that work is the last to read slot t % 2;
  *   prefetch_upload_next(t + 1): if the loader has made batch t + 1, its upload is queued behind
- *                the slot's release and runs while the step computes; if not, the driver's
- *                thread does not wait for it here (the device would sit idle in the exchange
- *                phase): prefetch_take(t + 1) waits for it inside the next data phase.
- * So nothing the host does to make a batch lies between the end of backward and the exchange,
- * and a loader slower than the step shows as the data phase and load_wait, never as another
- * phase. The batches, their order and every sample are those of the unprefetched loop (the same
- * dataset_train_batch slices, only made on other threads and earlier). Evaluations upload their
- * test batches into the slot of the step just computed (the other one holds the next batch) and
- * release it again. A stop leaves at most one batch in the making (abandoned) and one copy in
- * flight: prefetch_free waits for the copy before freeing. */
+ *                the slot's release and runs while the step computes (before the backward mark:
+ *                no host work for it lies between backward and the exchange);
+ *   prefetch_upload_during(t + 1): where the host would next wait for the device (the exchange's
+ *                synchronisation, fp16's overflow check, the record's read of the marks), it
+ *                waits for the loader instead while the device still computes, and queues the
+ *                upload as soon as the batch is made, so that a batch made during the step is
+ *                uploaded during it (a graphed step is queued in a fraction of a millisecond,
+ *                long before a batch is made); once the device is done it stops waiting: a
+ *                batch still in the making then is late, and prefetch_take(t + 1) waits for it
+ *                inside the next data phase.
+ * So nothing the host does to make a batch lies between the end of backward and the exchange
+ * while the device has nothing to compute, and a loader slower than the step shows as the data
+ * phase and load_wait, never as another phase. The batches, their order and every sample are
+ * those of the unprefetched loop (the same dataset_train_batch slices, only made on other threads
+ * and earlier). Evaluations upload their test batches into the slot of the step just computed
+ * (the other one holds the next batch) and release it again. A stop leaves at most one batch in
+ * the making (abandoned) and one copy in flight: prefetch_free waits for the copy before
+ * freeing. */
 #ifndef DTBENCH_PREFETCH_H
 #define DTBENCH_PREFETCH_H
 
@@ -58,6 +66,11 @@ void prefetch_init(Prefetch *p, Driver *d);
 void prefetch_take(Prefetch *p, Driver *d, int64_t it, double *load, double *load_wait);
 /* After the step's compute is queued: batch it's upload, if the loader has made it (see above). */
 void prefetch_upload_next(Prefetch *p, Driver *d, int64_t it);
+/* Before a host wait for the device: until timer mark `mark` has happened, waits for the loader
+ * and queues batch it's upload once it is made; when_idle 1: also once the mark has happened, if
+ * the batch is made by then (0: host work would leave the device idle). At once when the upload
+ * is queued already or the backend cannot tell (no timer_done: marks happen when recorded). */
+void prefetch_upload_during(Prefetch *p, Driver *d, int64_t it, int mark, int when_idle);
 /* The compute work queued so far is the last to read iteration it's slot. */
 void prefetch_release(Prefetch *p, Driver *d, int64_t it);
 /* Abandons a batch in the making, waits for copies in flight, points the model back at its own

@@ -1,6 +1,5 @@
-/* watchdog_witness.c - the node witness of a rank (see watchdog_witness.h). Forked from a rank
- * that may run several threads, so the witness calls only async-signal-safe functions (no
- * malloc, no stdio) from fork to _exit. */
+/* watchdog_witness.c - the node witness of a rank (see watchdog_witness.h): spawned as a process
+ * of its own (witness_exec_main), which forks the witness and ends. */
 #define _GNU_SOURCE
 #include "watchdog_witness.h"
 #include "watchdog_wire.h"
@@ -11,6 +10,10 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -97,6 +100,11 @@ static _Noreturn void witness_main(int fd, int from_rank, uint64_t token, int ra
     }
 }
 
+/* Started by posix_spawn (a vfork: the rank's pages are neither shared with it nor made
+ * copy-on-write for the rank, which a fork of a rank holding gigabytes of parameters would do:
+ * every page the rank then writes first would be copied, seconds in its first iteration, and the
+ * witness would keep the originals), as `dtbench --witness SOCK PIPE TOKEN RANK LINGER`. That
+ * small process forks the witness (no child of the rank's) and ends. */
 int witness_start(uint64_t token, int rank, double linger) {
     if (sock < 0) return -1;
     int pipefd[2];
@@ -104,19 +112,41 @@ int witness_start(uint64_t token, int rank, double linger) {
         close(sock), sock = -1;
         return -1;
     }
-    pid_t child = fork();
-    if (child == 0) { /* double fork: the witness is no child of the rank's */
-        if (fork() == 0) witness_main(sock, pipefd[0], token, rank, linger);
-        _exit(0);
-    }
+    /* the two descriptors the witness keeps, without close-on-exec, above both */
+    const int fd = (sock > pipefd[0] ? sock : pipefd[0]) + 1, from_rank = fd + 1;
+    char a_fd[16], a_from[16], a_token[24], a_rank[16], a_linger[32];
+    snprintf(a_fd, sizeof a_fd, "%d", fd), snprintf(a_from, sizeof a_from, "%d", from_rank);
+    snprintf(a_token, sizeof a_token, "%llu", (unsigned long long)token);
+    snprintf(a_rank, sizeof a_rank, "%d", rank);
+    snprintf(a_linger, sizeof a_linger, "%.17g", linger);
+    char *argv[] = {"dtbench", "--witness", a_fd, a_from, a_token, a_rank, a_linger, NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, sock, fd);
+    posix_spawn_file_actions_adddup2(&fa, pipefd[0], from_rank);
+    pid_t child = -1;
+    int rc = posix_spawn(&child, "/proc/self/exe", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
     close(pipefd[0]), close(sock), sock = -1;
-    if (child < 0) {
+    int st = 0;
+    if (rc != 0 || waitpid(child, &st, 0) != child || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
         close(pipefd[1]);
+        errno = rc ? rc : ECHILD;
         return -1;
     }
-    waitpid(child, NULL, 0);
     bye = pipefd[1];
     return 0;
+}
+
+int witness_exec_main(int argc, char **argv) {
+    if (argc != 7) return 2;
+    const int fd = atoi(argv[2]), from_rank = atoi(argv[3]), rank = atoi(argv[5]);
+    const uint64_t token = strtoull(argv[4], NULL, 10);
+    const double linger = strtod(argv[6], NULL);
+    prctl(PR_SET_NAME, "dtbench"); /* run as /proc/self/exe: named "exe" otherwise */
+    pid_t child = fork();
+    if (child == 0) witness_main(fd, from_rank, token, rank, linger);
+    return child < 0 ? 1 : 0;
 }
 
 void witness_stop(void) {

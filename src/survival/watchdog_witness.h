@@ -20,6 +20,10 @@ int witness_open(uint32_t *port);
  * 0, or -1 when it could not be started (the neighbours then judge without it). */
 int witness_start(uint64_t token, int rank, double linger);
 
+/* `dtbench --witness ...` (what witness_start runs): starts the witness; 0, or non-zero when it
+ * could not. */
+int witness_exec_main(int argc, char **argv);
+
 /* The rank ends normally: the witness leaves at once. */
 void witness_stop(void);
 
