@@ -42,7 +42,7 @@ struct Recorder {
     MPI_Comm comm;
     const RecordKeeper *keeper; /* RecorderConfig.keeper */
     hid_t file;
-    hid_t iter_sets[32]; /* one per ITER_FIELDS row, shape (nranks, iters_total) */
+    hid_t iter_sets[48]; /* one per ITER_FIELDS row, shape (nranks, iters_total) */
     hid_t rank_sets[R_N];
     hid_t eval_sets[4];
     int rank, nranks, flush_every;
