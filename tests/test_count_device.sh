@@ -53,8 +53,11 @@ attr() { # attr FILE NAME: a root attribute of a result file
     "$PYTHON" -c 'import sys, h5py; print(h5py.File(sys.argv[1], "r").attrs[sys.argv[2]])' "$@"
 }
 
-# 1. the step's rules, four models (the transformer on 16-token sequences)
-for m in lenet resnet8 lstm32 nanogpt-char; do
+# 1. the step's rules, four models (the transformer on 16-token sequences; the quick suite: LeNet
+#    and the transformer)
+models="lenet nanogpt-char"
+long_part "the step's rules on resnet8 and lstm32" && models="lenet resnet8 lstm32 nanogpt-char"
+for m in $models; do
     # the transformer with SGD: one update launch, as the zoo (AdamW: tests/test_adamw.sh)
     [ "$m" = nanogpt-char ] && m_args="--seq-len 16 --optimizer sgd" || m_args=""
     plain "$m-cpu" 1 --model "$m" $m_args $common

@@ -9,7 +9,7 @@
 #      (srun launcher) and one stopped with `dtbench-campaign cancel` (mpirun launcher) leave
 #      closed files with every completed iteration, marked stopped early; status says so; the
 #      time from signal to closed file is printed and must be under 2 s.
-#   3. `dtbench-campaign local` runs the campaign's mpirun runs with plain mpirun across the two
+#   3. (the long checks) `dtbench-campaign local` runs the campaign's mpirun runs with plain mpirun across the two
 #      emulated nodes (no Slurm).
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_SRCDIR/vcluster.sh"
@@ -171,13 +171,15 @@ pycheck slurm stopped "$WORK/early.json" --reason cancelled --setup-stop
 pass "time limit, scancel and dtbench-campaign cancel (also during start-up) leave closed files marked stopped early"
 
 # ---- 3. local: plain mpirun across the emulated nodes -------------------------------------------
-printf 'n1 slots=2\nn2 slots=2\n' >"$WORK/hosts"
-export OMPI_MCA_plm_rsh_agent="$VC/agent" OMPI_MCA_plm_rsh_no_tree_spawn=1
-rx0_n2=$(vc_rx_bytes n2)
-vc_on n1 "$PYTHON" -m dtbench_campaign local "$WORK/smoke.toml" --results "$WORK/results/local" \
-    --hostfile "$WORK/hosts" --only '*mpirun*' | tee "$WORK/local.log"
-rx1_n2=$(vc_rx_bytes n2)
-campaign status "$WORK/smoke.toml" --results "$WORK/results/local" --only '*mpirun*' --json >"$WORK/local.json"
-pycheck slurm local "$WORK/local.json" --received n2=$((rx1_n2 - rx0_n2))
-pass "dtbench-campaign local ran the campaign across the emulated nodes"
+if long_part "dtbench-campaign local across the emulated nodes"; then
+    printf 'n1 slots=2\nn2 slots=2\n' >"$WORK/hosts"
+    export OMPI_MCA_plm_rsh_agent="$VC/agent" OMPI_MCA_plm_rsh_no_tree_spawn=1
+    rx0_n2=$(vc_rx_bytes n2)
+    vc_on n1 "$PYTHON" -m dtbench_campaign local "$WORK/smoke.toml" --results "$WORK/results/local" \
+        --hostfile "$WORK/hosts" --only '*mpirun*' | tee "$WORK/local.log"
+    rx1_n2=$(vc_rx_bytes n2)
+    campaign status "$WORK/smoke.toml" --results "$WORK/results/local" --only '*mpirun*' --json >"$WORK/local.json"
+    pycheck slurm local "$WORK/local.json" --received n2=$((rx1_n2 - rx0_n2))
+    pass "dtbench-campaign local ran the campaign across the emulated nodes"
+fi
 echo "test_slurm: $(($(date +%s) - t_start)) s after the cluster was up"
