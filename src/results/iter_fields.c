@@ -41,5 +41,9 @@ const IterField ITER_FIELDS[] = {
     FIELD(load_wait, "s",
           "part of data the step waited for its batch to be made (with --prefetch: 0 when the "
           "loader had made it during the previous step and its upload was queued then)"),
+    FIELD(tp_comm, "s",
+          "tensor group: its allreduces of activations and gradients (--parallel tensor), "
+          "included in forward and backward, not in exchange"),
+    FIELD(tp_bytes, "bytes", "tensor group: payload this rank handed to its allreduces"),
 };
 const int ITER_NFIELDS = (int)(sizeof ITER_FIELDS / sizeof ITER_FIELDS[0]);

@@ -33,6 +33,9 @@ typedef struct {
     /* the batch: the time spent making it (by the loader's threads with --prefetch, else inside
      * `data` on the driver's thread) and the part of `data` the step waited for it, s */
     double load, load_wait;
+    /* tensor parallelism (--parallel tensor; 0 otherwise): the tensor group's allreduces inside
+     * forward and backward (and evaluation before the iteration), s, and their payload, bytes */
+    double tp_comm, tp_bytes;
 } IterRecord;
 
 typedef struct {

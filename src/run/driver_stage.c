@@ -265,7 +265,8 @@ void stage_evaluate(Driver *d, StageRun *s, double *accuracy, double *loss) {
     const Pipeline *p = d->pipe;
     const int first_stage = p->stage == 0, last_stage = p->stage == p->stages - 1;
     const int together = d->xops->lockstep;
-    const MPI_Comm comm = together ? MPI_COMM_WORLD : MPI_COMM_SELF;
+    /* a tensor group's ranks evaluate the same samples: summed over the replicas only */
+    const MPI_Comm comm = !together ? MPI_COMM_SELF : p->tp > 1 ? p->stage_comm : MPI_COMM_WORLD;
     const int part = together ? p->replica : 0, parts = together ? p->replicas : 1;
     model_average_buffers(m, together ? p->stage_comm : MPI_COMM_SELF);
     size_t begin = ds->ntest * (size_t)part / (size_t)parts;

@@ -175,7 +175,14 @@ static const OptSpec SPECS[] = {
     {"parallel", T_ENUM, F(parallel), PARALLEL_NAMES, 0, 0,
      "data: every rank trains the whole model on its share of the batch; model: the layers are "
      "split into --stages consecutive stages, one per rank, a pipeline; hybrid: data-parallel "
-     "replicas of such a pipeline"},
+     "replicas of such a pipeline; tensor: each transformer block's matrices split over a group "
+     "of --tp ranks (Megatron-LM), data-parallel replicas of the group on the other ranks"},
+    {"tp", T_INT, F(tp), NULL, 0, 0,
+     "with --parallel tensor: ranks per tensor group, consecutive ranks (0: every rank). The "
+     "QKV projection and the MLP's first fc are split by columns (heads / N each), the output "
+     "projections by rows, with one allreduce of activations per split pair in forward and one "
+     "of input gradients in backward; embeddings, layer norms and the tied head are replicated "
+     "on every rank of the group"},
     {"stages", T_INT, F(stages), NULL, 0, 0,
      "pipeline stages (0: one per rank with --parallel model, 2 with hybrid)"},
     {"split", T_STRING, F(split), NULL, 0, 0,

@@ -6,13 +6,39 @@
 #include "model_sync.h"
 #include "partition.h"
 #include "pipeline_p2p.h"
+#include "names.h"
 #include "alloc.h" /* defines: xcalloc, xmalloc */
+#include "fail.h"  /* defines: check_fail */
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- configuration -------------------------------------------------------------------------- */
+
+/* --parallel tensor: --tp N (0: every rank) against the model and the ranks; groups of N
+ * consecutive ranks, the replicas of a group on the rest. */
+static void tensor_layout(Pipeline *p, const Options *opt, const Model *plan, const Topology *topo,
+                          int dry_run) {
+    const int nranks = topo->nranks, n = opt->tp ? opt->tp : nranks;
+    char why[256] = "", sizes[128] = "";
+    model_tensor_sizes(plan, 64, sizes, sizeof sizes);
+    usage_check_all(n >= 2,
+                    "--tp: %d is not accepted with --parallel tensor%s: a group needs 2 or more "
+                    "ranks; expected one of %s",
+                    n, opt->tp ? "" : " on 1 rank", sizes[0] ? sizes : "none (the model does not split)");
+    usage_check_all(!model_tensor_problem(plan, n, why, sizeof why),
+                    "--tp: %d is not accepted with --model %s: %s; expected %s%s", n,
+                    plan->desc->name, why, sizes[0] ? "one of " : "--parallel data, model or hybrid",
+                    sizes);
+    if (dry_run != 1)
+        usage_check_all(nranks % n == 0,
+                        "--tp: %d is not accepted on %d ranks: the ranks must be a multiple of "
+                        "the group (groups x replicas)",
+                        n, nranks);
+    p->tp = n, p->tp_rank = topo->rank % n;
+    p->replicas = nranks % n == 0 ? nranks / n : 1, p->replica = topo->rank / n;
+}
 
 void pipeline_setup(Pipeline *p, const Options *opt, ParallelMode mode, const Model *plan,
                     const Topology *topo, int dry_run) {
@@ -22,21 +48,28 @@ void pipeline_setup(Pipeline *p, const Options *opt, ParallelMode mode, const Mo
     p->mode = mode;
     p->microbatches = opt->microbatches;
 
-    if (p->mode == PARALLEL_DATA) {
+    usage_check_all(p->mode == PARALLEL_TENSOR || !options_given(opt, "tp"),
+                    "--tp: %d is not accepted with --parallel %s: a tensor group needs "
+                    "--parallel tensor",
+                    opt->tp, NAME_OF(PARALLEL_NAMES, p->mode));
+    p->tp = 1, p->tp_comm = MPI_COMM_NULL;
+    if (p->mode == PARALLEL_DATA || p->mode == PARALLEL_TENSOR) {
+        const char *mode = NAME_OF(PARALLEL_NAMES, p->mode);
         usage_check_all(opt->stages <= 1,
-                        "--stages: %d is not accepted with --parallel data (pipeline stages need "
+                        "--stages: %d is not accepted with --parallel %s (pipeline stages need "
                         "--parallel model or hybrid)",
-                        opt->stages);
+                        opt->stages, mode);
         usage_check_all(!opt->split[0],
-                        "--split: '%s' is not accepted with --parallel data (it places pipeline "
+                        "--split: '%s' is not accepted with --parallel %s (it places pipeline "
                         "stages: --parallel model or hybrid)",
-                        opt->split);
+                        opt->split, mode);
         usage_check_all(opt->microbatches == 1,
-                        "--microbatches: %d is not accepted with --parallel data (micro-batches "
+                        "--microbatches: %d is not accepted with --parallel %s (micro-batches "
                         "are pipelined: --parallel model or hybrid)",
-                        opt->microbatches);
+                        opt->microbatches, mode);
         p->stages = 1;
         p->replicas = nranks, p->replica = topo->rank;
+        if (p->mode == PARALLEL_TENSOR) tensor_layout(p, opt, plan, topo, dry_run);
     } else {
         int K = opt->stages ? opt->stages : (p->mode == PARALLEL_MODEL ? nranks : 2);
         p->stages = K;
@@ -98,6 +131,13 @@ void pipeline_setup(Pipeline *p, const Options *opt, ParallelMode mode, const Mo
         p->stage_comm = MPI_COMM_WORLD;
         return;
     }
+    if (p->mode == PARALLEL_TENSOR) {
+        MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, p->replica, p->tp_rank, &p->tp_comm));
+        MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, p->tp_rank, p->replica, &p->stage_comm));
+        MPI_CHECK(MPI_Comm_set_errhandler(p->tp_comm, MPI_ERRORS_RETURN));
+        MPI_CHECK(MPI_Comm_set_errhandler(p->stage_comm, MPI_ERRORS_RETURN));
+        return;
+    }
     MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, p->replica, p->stage, &p->pipe_comm));
     MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, p->stage, p->replica, &p->stage_comm));
     MPI_CHECK(MPI_Comm_set_errhandler(p->pipe_comm, MPI_ERRORS_RETURN));
@@ -106,6 +146,7 @@ void pipeline_setup(Pipeline *p, const Options *opt, ParallelMode mode, const Mo
 
 void pipeline_free(Pipeline *p) {
     if (p->pipe_comm != MPI_COMM_NULL) MPI_CHECK(MPI_Comm_free(&p->pipe_comm));
+    if (p->tp_comm != MPI_COMM_NULL) MPI_CHECK(MPI_Comm_free(&p->tp_comm));
     if (p->stage_comm != MPI_COMM_NULL && p->stage_comm != MPI_COMM_WORLD)
         MPI_CHECK(MPI_Comm_free(&p->stage_comm));
     free(p->first);
@@ -114,6 +155,13 @@ void pipeline_free(Pipeline *p) {
 
 void pipeline_print(const Pipeline *p, const Model *plan, FILE *out) {
     double total = model_flops_per_sample(plan);
+    if (p->mode == PARALLEL_TENSOR) {
+        fprintf(out,
+                "tensor: groups of %d ranks x %d replicas (%d ranks); the blocks' projections "
+                "split over each group, the rest replicated\n",
+                p->tp, p->replicas, p->tp * p->replicas);
+        return;
+    }
     fprintf(out,
             "pipeline: %d stages x %d replicas (%d ranks), %d micro-batches per replica batch\n",
             p->stages, p->replicas, p->stages * p->replicas, p->microbatches);
@@ -131,7 +179,36 @@ void pipeline_print(const Pipeline *p, const Model *plan, FILE *out) {
 
 /* ---- parameters --------------------------------------------------------- */
 
+/* Replica 0's tensor group: rank 0 gathers every rank's slices and writes the unsplit model,
+ * after checking that the replicated rows agree (they are never averaged: the same inputs and
+ * the same sums give the same values on every rank). */
+static int save_tensor(const Pipeline *p, const Model *m, const char *path) {
+    const int n = p->tp, count = (int)m->nparams;
+    float *mine = xmalloc((m->nparams + 1) * sizeof(float)), *all = NULL, *whole = NULL;
+    m->be->download(m->ctx, mine, m->params, m->nparams * sizeof(float));
+    if (p->tp_rank == 0) all = xmalloc((size_t)n * m->nparams * sizeof(float) + 1);
+    MPI_CHECK(MPI_Gather(mine, count, MPI_FLOAT, all, count, MPI_FLOAT, 0, p->tp_comm));
+    int rc = 0;
+    if (p->tp_rank == 0) {
+        const float **ranks = xcalloc((size_t)n, sizeof *ranks);
+        for (int r = 0; r < n; r++)
+            ranks[r] = all + (size_t)r * m->nparams;
+        whole = xmalloc((m->tp.whole_params + 1) * sizeof(float));
+        int bad = model_tensor_gather(m, ranks, whole);
+        if (bad >= 0)
+            check_fail(__FILE__, __LINE__, "tensor group: replicated parameters differ",
+                       m->layers[bad].d.name);
+        Model unsplit = *m; /* the file's header: the whole model's count */
+        unsplit.total_params = m->tp.whole_params;
+        rc = model_save_params(&unsplit, whole, path);
+        free(ranks);
+    }
+    free(mine), free(all), free(whole);
+    return rc;
+}
+
 int pipeline_save_model(const Pipeline *p, const Model *m, const char *path) {
+    if (p->mode == PARALLEL_TENSOR) return p->replica == 0 ? save_tensor(p, m, path) : 0;
     if (p->mode == PARALLEL_DATA) {
         if (p->replica != 0) return 0;
         return model_save(m, path);
