@@ -1,0 +1,55 @@
+# test_tensor.sh - tensor parallelism (--parallel tensor --tp N, docs/model-parallelism.md):
+#   1. nanogpt-char on short sequences trains with SGD on groups of 2 and 3 ranks to the
+#      parameters of 1 rank (the slices gathered by --save-model into the unsplit layout), and
+#      with AdamW on a group of 2 and on 2 replicas of a group of 2 (data x tensor, 4 ranks);
+#   2. the records: each rank's tensor-group allreduces (tp_comm, tp_bytes: 4 per block and
+#      iteration), one loss per group, one set of parameters per group rank over the replicas,
+#      slices that differ within a group; none without a group;
+#   3. refusals in one line (exit 2, no file): a group the heads do not divide, a model without
+#      transformer blocks, --tp outside --parallel tensor, ranks that are not whole groups.
+. "$(dirname "$0")/lib.sh"
+cd "$WORK"
+
+# 1. = one process, within test_transformer.sh's bound: float32 sums in another order (the
+# row-parallel outputs and the input gradients summed over the group) over 4 steps.
+TOL=2e-5
+common="--model nanogpt-char --dataset synthetic --seq-len 16 --batch 4 --iters 4 --warmup 0 --seed 5"
+sgd="--optimizer sgd --lr 0.05 --momentum 0.9"
+# AdamW divides by sqrt(v) + eps: a weight whose gradient is rounding noise (1e-10) moves by up to
+# lr with eps 1e-8, in data parallelism as here; eps 1e-6 keeps such noise from deciding a step.
+adamw="--optimizer adamw --lr 1e-3 --eps 1e-6"
+run() {
+    local name=$1 np=$2
+    shift 2
+    run_np "$np" $common "$@" --output "$name.h5" --save-model "$name.params" >/dev/null
+}
+run sgd1 1 $sgd
+run sgd-tp2 2 $sgd --parallel tensor --tp 2
+run sgd-tp3 3 $sgd --parallel tensor --tp 3
+"$PYTHON" "$TESTS_SRCDIR/compare_params.py" "$TOL" sgd1.params sgd-tp2.params sgd-tp3.params
+pass "nanogpt-char, SGD: groups of 2 and 3 ranks train the parameters of 1 rank"
+run adamw1 1 $adamw
+run adamw-tp2 2 $adamw --parallel tensor --tp 2
+run adamw-2x2 4 $adamw --parallel tensor --tp 2
+"$PYTHON" "$TESTS_SRCDIR/compare_params.py" "$TOL" adamw1.params adamw-tp2.params adamw-2x2.params
+pass "nanogpt-char, AdamW: a group of 2, and 2 replicas of it, train the parameters of 1 rank"
+
+# 2. the records
+h5check finished sgd-tp2.h5 --ranks 2 --iters 4
+h5check finished sgd-tp3.h5 --ranks 3 --iters 4
+h5check finished adamw-2x2.h5 --ranks 4 --iters 4
+pycheck tensor records sgd-tp2.h5 --tp 2 --blocks 6 --width 384
+pycheck tensor records sgd-tp3.h5 --tp 3 --blocks 6 --width 384
+pycheck tensor records adamw-2x2.h5 --tp 2 --blocks 6 --width 384
+pycheck tensor none sgd1.h5
+pass "tp_comm and tp_bytes recorded per rank, groups and replicas consistent"
+
+# 3. refusals
+O="--output bad.h5"
+expect_bad 0 "--tp: 4 is not accepted with --model nanogpt-char: .*6 heads.*expected one of 2,3,6" \
+    $common --parallel tensor --tp 4 --dry-run --ranks 4 $O
+expect_bad 0 "--tp: 2 is not accepted with --model lenet: lenet does not split" \
+    --model lenet --parallel tensor --tp 2 --dry-run --ranks 2 $O
+expect_bad 0 "--tp: 2 is not accepted with --parallel data" $common --tp 2 $O
+expect_bad 0 "--tp: 2 is not accepted on 3 ranks" $common --parallel tensor --tp 2 --dry-run --ranks 3 $O
+pass "tensor groups that cannot be are refused in one line"
