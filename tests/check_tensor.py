@@ -3,12 +3,13 @@ tp_bytes, docs/model-parallelism.md), for test_tensor.sh. Exit 0 when the check 
 line.
 
   records FILE --tp N --blocks B --width C
-                  a finished run of groups of N ranks of a transformer of B blocks of width C:
-                  every rank spent time in its group's allreduces, within forward + backward;
-                  each iteration's payload is 4 allreduces per block (2 in forward, 2 in
-                  backward) of the rank's batch x tokens x C floats; the ranks of a group record
-                  one loss; the replicas of a group rank hold one set of parameters, the ranks of
-                  a group different ones (their slices)
+                  a finished run of groups of N ranks (on each of its stages) of a transformer
+                  of B blocks of width C: every rank spent time in its group's allreduces, within
+                  forward + backward; each iteration's payload, summed over a replica's stages,
+                  is 4 allreduces per block (2 in forward, 2 in backward) of the replica's
+                  batch x tokens x C floats; the ranks of a group record one loss; the replicas
+                  of a stage's group rank hold one set of parameters, the ranks of a group
+                  different ones (their slices)
   none FILE       a run without a tensor group records tp_comm and tp_bytes as 0
 """
 import numpy as np
@@ -21,17 +22,22 @@ def records(a):
     f = h5(a.file)
     it, n = f["iterations"], a.tp
     p, iters = int(f.attrs["nranks"]), int(f.attrs["iters_total"])
-    expect(p % n == 0, f"{p} ranks are not groups of {n}")
+    k = int(f.attrs["stages"])
+    expect(p % (n * k) == 0, f"{p} ranks are not groups of {n} x {k} stage(s)")
     comm, sent = it["tp_comm"][:], it["tp_bytes"][:]
     expect(comm.shape == (p, iters), f"tp_comm of shape {comm.shape}, expected {(p, iters)}")
     expect((comm > 0).all(), f"a rank recorded no tensor-group time: {comm.min(axis=1)}")
     phases = it["forward"][:] + it["backward"][:]
     expect((comm <= phases * 1.02 + 1e-4).all(),
            f"tp_comm exceeds forward + backward: {comm.max()} > {phases.max()}")
+    # rank = (replica x stages + stage) x tp + group rank: a replica's stages hold every block once
     batch, tokens = int(f.attrs["batch_per_rank"]), int(f.attrs["tokens_per_sample"])
     want = 4.0 * a.blocks * batch * tokens * a.width * 4
-    expect((sent == want).all(), f"tp_bytes {sorted(set(sent.ravel()))}, expected {want:.0f}")
-    if p > n:  # the replicas exchange the rank's slice: less than the whole model's gradient
+    by_stage = sent.reshape(p // (n * k), k, n, iters)
+    expect((by_stage.sum(axis=1) == want).all(),
+           f"tp_bytes summed over the stages {sorted(set(by_stage.sum(axis=1).ravel()))}, "
+           f"expected {want:.0f}")
+    if p > n * k:  # the replicas exchange the rank's slice: less than the whole model's gradient
         xs = it["bytes_sent"][:]
         expect(((xs > 0) & (xs < 4 * int(f.attrs["param_count"]))).all(),
                f"the replicas' exchange sent {sorted(set(xs.ravel()))} bytes")
@@ -40,11 +46,15 @@ def records(a):
         ranks = list(range(g * n, g * n + n))
         expect((loss[ranks] == loss[ranks[0]]).all(), f"group {g}: its ranks record other losses")
     hashes = f["ranks/param_hash"][:]
-    for q in range(n):
-        expect(len(set(hashes[q::n])) == 1, f"group rank {q}: replicas hold other parameters")
-    expect(len(set(hashes[:n])) == n, "ranks of a group hold the same parameters, not slices")
-    print(f"ok: {a.file}: {p // n} group(s) of {n}; tensor allreduces {sent[0, 0]:.0f} bytes and "
-          f"median {1e3 * np.median(comm):.2f} ms per iteration "
+    for q in range(n * k):
+        expect(len(set(hashes[q::n * k])) == 1, f"stage and group rank {q}: replicas hold other "
+               f"parameters")
+    for g in range(k):
+        expect(len(set(hashes[g * n:(g + 1) * n])) == n,
+               "ranks of a group hold the same parameters, not slices")
+    print(f"ok: {a.file}: {p // (n * k)} replica(s) of {k} stage(s) of groups of {n}; tensor "
+          f"allreduces {by_stage.sum(axis=1)[0, 0, 0]:.0f} bytes per replica and median "
+          f"{1e3 * np.median(comm):.2f} ms per rank-iteration "
           f"({100 * comm.sum() / it['total'][:].sum():.1f}% of the total)")
 
 

@@ -2,11 +2,14 @@
 #   1. nanogpt-char on short sequences trains with SGD on groups of 2 and 3 ranks to the
 #      parameters of 1 rank (the slices gathered by --save-model into the unsplit layout), and
 #      with AdamW on a group of 2 and on 2 replicas of a group of 2 (data x tensor, 4 ranks);
+#      pipeline x tensor (GPipe on 2 stages of groups of 2) with SGD, and in the long checks 3D
+#      (2 replicas x 2 stages x groups of 2 on 8 ranks, 1F1B);
 #   2. the records: each rank's tensor-group allreduces (tp_comm, tp_bytes: 4 per block and
 #      iteration), one loss per group, one set of parameters per group rank over the replicas,
 #      slices that differ within a group; none without a group;
 #   3. refusals in one line (exit 2, no file): a group the heads do not divide, a model without
-#      transformer blocks, --tp outside --parallel tensor, ranks that are not whole groups.
+#      transformer blocks, --tp outside --parallel tensor, ranks that are not whole groups (or
+#      groups x stages), micro-batches without stages.
 . "$(dirname "$0")/lib.sh"
 cd "$WORK"
 
@@ -33,14 +36,25 @@ run adamw-tp2 2 $adamw --parallel tensor --tp 2
 run adamw-2x2 4 $adamw --parallel tensor --tp 2
 "$PYTHON" "$TESTS_SRCDIR/compare_params.py" "$TOL" adamw1.params adamw-tp2.params adamw-2x2.params
 pass "nanogpt-char, AdamW: a group of 2, and 2 replicas of it, train the parameters of 1 rank"
+run pipe-tp 4 $sgd --parallel tensor --tp 2 --stages 2 --microbatches 2
+threed=""
+if long_part "3D: 2 replicas x 2 stages x groups of 2 on 8 ranks"; then
+    run 3d 8 $sgd --parallel tensor --tp 2 --stages 2 --microbatches 2 --schedule 1f1b
+    threed=3d.params
+fi
+"$PYTHON" "$TESTS_SRCDIR/compare_params.py" "$TOL" sgd1.params pipe-tp.params $threed
+pass "nanogpt-char, SGD: 2 pipeline stages of groups of 2 train the parameters of 1 rank"
 
 # 2. the records
 h5check finished sgd-tp2.h5 --ranks 2 --iters 4
 h5check finished sgd-tp3.h5 --ranks 3 --iters 4
 h5check finished adamw-2x2.h5 --ranks 4 --iters 4
+h5check finished pipe-tp.h5 --ranks 4 --iters 4
 pycheck tensor records sgd-tp2.h5 --tp 2 --blocks 6 --width 384
 pycheck tensor records sgd-tp3.h5 --tp 3 --blocks 6 --width 384
 pycheck tensor records adamw-2x2.h5 --tp 2 --blocks 6 --width 384
+pycheck tensor records pipe-tp.h5 --tp 2 --blocks 6 --width 384
+[ -z "$threed" ] || pycheck tensor records 3d.h5 --tp 2 --blocks 6 --width 384
 pycheck tensor none sgd1.h5
 pass "tp_comm and tp_bytes recorded per rank, groups and replicas consistent"
 
@@ -52,4 +66,8 @@ expect_bad 0 "--tp: 2 is not accepted with --model lenet: lenet does not split" 
     --model lenet --parallel tensor --tp 2 --dry-run --ranks 2 $O
 expect_bad 0 "--tp: 2 is not accepted with --parallel data" $common --tp 2 $O
 expect_bad 0 "--tp: 2 is not accepted on 3 ranks" $common --parallel tensor --tp 2 --dry-run --ranks 3 $O
+expect_bad 0 "--stages: 2 is not accepted with --parallel tensor --tp 2 on 6 ranks" \
+    $common --parallel tensor --tp 2 --stages 2 --dry-run --ranks 6 $O
+expect_bad 0 "--microbatches: 2 is not accepted with --parallel tensor without --stages" \
+    $common --parallel tensor --tp 2 --microbatches 2 --dry-run --ranks 2 $O
 pass "tensor groups that cannot be are refused in one line"

@@ -308,10 +308,12 @@ void model_build_tensor(Model *m, const ModelDesc *d, int in_c, int in_h, int in
 const char *model_tensor_problem(const Model *plan, int n, char *why, size_t len);
 /* The group sizes from 2 to max that plan splits over, comma-separated into list. */
 void model_tensor_sizes(const Model *plan, int max, char *list, size_t len);
-/* The whole model's parameters (model_save's layout) from every rank's: ranks[r] holds rank r's
- * nparams (m is any rank's). Returns -1, or the first replicated row whose parameters differ
- * between ranks (they must not). */
+/* The unsplit parameters of this part's layers (model_save's layout, from layer `first` on) from
+ * every group rank's: ranks[r] holds rank r's nparams (m is any rank's part). Returns -1, or the
+ * first replicated row whose parameters differ between ranks (they must not). */
 int model_tensor_gather(const Model *m, const float *const *ranks, float *whole);
+/* The unsplit parameter count of layers [first, last) of m (planned, split or not). */
+size_t model_tensor_whole_count(const Model *m, int first, int last);
 
 /* The first backend function this model's layers need that `be` lacks (NULL: none), with the
  * layer in *layer; with micro-batches (> 1), also what accumulating their gradients needs. */

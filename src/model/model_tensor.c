@@ -134,10 +134,17 @@ static int differs(const Model *m, const float *const *ranks, size_t off, size_t
     return 0;
 }
 
+size_t model_tensor_whole_count(const Model *m, int first, int last) {
+    size_t n = 0;
+    for (int i = first; i < last; i++)
+        n += m->tp.size > 1 ? model_tensor_whole(m, &m->layers[i]).nparams : m->layers[i].nparams;
+    return n;
+}
+
 int model_tensor_gather(const Model *m, const float *const *ranks, float *whole) {
     int bad = -1;
     size_t at = 0;
-    for (int i = 0; i < m->nlayers; i++) {
+    for (int i = m->first; i < m->last; i++) {
         const Layer *L = &m->layers[i];
         const size_t off = L->w_off - m->param_base;
         if (L->tp_role == TP_COLUMN || L->tp_role == TP_ROW) {

@@ -265,8 +265,7 @@ void stage_evaluate(Driver *d, StageRun *s, double *accuracy, double *loss) {
     const Pipeline *p = d->pipe;
     const int first_stage = p->stage == 0, last_stage = p->stage == p->stages - 1;
     const int together = d->xops->lockstep;
-    /* a tensor group's ranks evaluate the same samples: summed over the replicas only */
-    const MPI_Comm comm = !together ? MPI_COMM_SELF : p->tp > 1 ? p->stage_comm : MPI_COMM_WORLD;
+    const MPI_Comm comm = together ? MPI_COMM_WORLD : MPI_COMM_SELF;
     const int part = together ? p->replica : 0, parts = together ? p->replicas : 1;
     model_average_buffers(m, together ? p->stage_comm : MPI_COMM_SELF);
     size_t begin = ds->ntest * (size_t)part / (size_t)parts;
@@ -308,6 +307,8 @@ void stage_evaluate(Driver *d, StageRun *s, double *accuracy, double *loss) {
         }
     }
     free(x), free(labels);
+    if (p->tp_rank > 0) /* a tensor group's ranks evaluated the same samples: counted once */
+        sums[0] = sums[1] = 0.0;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, comm));
     *accuracy = sums[0] / ((double)ds->ntest * (double)ls); /* of every position predicted */
     *loss = sums[1] / (double)ds->ntest;

@@ -76,6 +76,8 @@ static int all_readers(const Options *o, const RunPlan *p, Reader *r, int *nchos
     n = add_modes(o, 1, r, n);
     if (p->sched->pipeline)
         snprintf(r[n].label, sizeof r[n].label, "--schedule %s", p->sched->name);
+    else if (p->mode == PARALLEL_TENSOR)
+        snprintf(r[n].label, sizeof r[n].label, "--parallel tensor without --stages");
     else
         snprintf(r[n].label, sizeof r[n].label, "--parallel data");
     r[n++].reads = p->sched->reads;
@@ -217,11 +219,13 @@ static void choose(Options *opt, RunPlan *p) {
     p->rops = registry_recorder("hdf5");
     p->mode = opt->parallel;
     const ScheduleOps *named = registry_schedule(opt->schedule);
-    if (p->mode == PARALLEL_DATA || p->mode == PARALLEL_TENSOR) { /* one stage */
+    /* one stage: data parallelism, and tensor groups without --stages */
+    if (p->mode == PARALLEL_DATA || (p->mode == PARALLEL_TENSOR && opt->stages <= 1)) {
         p->sched = registry_schedule("data");
         usage_check_all(!options_given(opt, "schedule") || named == p->sched,
                         "--schedule: '%s' is not accepted with --parallel %s: expected data "
-                        "(pipeline schedules need --parallel model or hybrid)",
+                        "(pipeline schedules need --parallel model, hybrid, or tensor with "
+                        "--stages)",
                         opt->schedule, NAME_OF(PARALLEL_NAMES, opt->parallel));
         opt->schedule = (char *)p->sched->name;
     } else {
