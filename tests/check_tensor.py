@@ -11,6 +11,9 @@ line.
                   of a stage's group rank hold one set of parameters, the ranks of a group
                   different ones (their slices)
   none FILE       a run without a tensor group records tp_comm and tp_bytes as 0
+  same-eval REF FILE --tol T
+                  FILE's evaluations (accuracy and loss, each recorded once per evaluation
+                  whatever the group) are REF's within T
 """
 import numpy as np
 
@@ -23,6 +26,7 @@ def records(a):
     it, n = f["iterations"], a.tp
     p, iters = int(f.attrs["nranks"]), int(f.attrs["iters_total"])
     k = int(f.attrs["stages"])
+    expect(int(f.attrs["tp"]) == n, f"root attribute tp {f.attrs['tp']}, expected {n}")
     expect(p % (n * k) == 0, f"{p} ranks are not groups of {n} x {k} stage(s)")
     comm, sent = it["tp_comm"][:], it["tp_bytes"][:]
     expect(comm.shape == (p, iters), f"tp_comm of shape {comm.shape}, expected {(p, iters)}")
@@ -67,10 +71,24 @@ def none(a):
     print(f"ok: {a.file}: no tensor-group records")
 
 
+def same_eval(a):
+    """FILE's evaluations equal REF's within --tol: a group's ranks evaluate the same samples,
+    which count once, so the accuracy and loss are one process's."""
+    ref, f = h5(a.ref)["eval"], h5(a.file)["eval"]
+    for name in ("accuracy", "loss"):
+        x, y = ref[name][:], f[name][:]
+        expect(x.shape == y.shape and x.size > 0 and not np.isnan(y).any(),
+               f"{a.file}: /eval/{name} {y}, expected the shape of {a.ref}'s {x}")
+        expect(np.abs(x - y).max() <= a.tol, f"{a.file}: /eval/{name} {y}, {a.ref}: {x}")
+    print(f"ok: {a.file}: evaluations as {a.ref}'s (accuracy {f['accuracy'][-1]:.4f}, "
+          f"loss {f['loss'][-1]:.4f})")
+
+
 if __name__ == "__main__":
     ap, sub = parser(__doc__)
     command(sub, records, ("file",), ("--tp", {"type": int, "required": True}),
             ("--blocks", {"type": int, "required": True}),
             ("--width", {"type": int, "required": True}))
     command(sub, none, ("file",))
+    command(sub, same_eval, ("ref",), ("file",), ("--tol", {"type": float, "required": True}))
     main(ap)

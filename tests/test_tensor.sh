@@ -1,6 +1,7 @@
 # test_tensor.sh - tensor parallelism (--parallel tensor --tp N, docs/model-parallelism.md):
 #   1. nanogpt-char on short sequences trains with SGD on groups of 2 and 3 ranks to the
-#      parameters of 1 rank (the slices gathered by --save-model into the unsplit layout), and
+#      parameters of 1 rank (the slices gathered by --save-model into the unsplit layout) and
+#      evaluates as 1 rank does, and
 #      with AdamW on a group of 2 and on 2 replicas of a group of 2 (data x tensor, 4 ranks);
 #      pipeline x tensor (GPipe on 2 stages of groups of 2) with SGD, and in the long checks 3D
 #      (2 replicas x 2 stages x groups of 2 on 8 ranks, 1F1B);
@@ -16,11 +17,16 @@ cd "$WORK"
 # 1. = one process, within test_transformer.sh's bound: float32 sums in another order (the
 # row-parallel outputs and the input gradients summed over the group) over 4 steps.
 TOL=2e-5
-common="--model nanogpt-char --dataset synthetic --seq-len 16 --batch 4 --iters 4 --warmup 0 --seed 5"
-sgd="--optimizer sgd --lr 0.05 --momentum 0.9"
+common="--model nanogpt-char --seq-len 16 --batch 4 --iters 4 --warmup 0 --seed 5"
+# The SGD runs read text (the head of a file Debian ships; its last 10% evaluates, every 2
+# iterations): a group's ranks evaluate the same windows, which must count once.
+TEXT=/usr/share/common-licenses/GPL-3 # base-files: on every Debian system
+[ -r "$TEXT" ] || TEXT="$TESTS_SRCDIR/../README.md"
+head -c 6000 "$TEXT" >text.txt
+sgd="--optimizer sgd --lr 0.05 --momentum 0.9 --dataset text --data-dir text.txt --eval-every 2"
 # AdamW divides by sqrt(v) + eps: a weight whose gradient is rounding noise (1e-10) moves by up to
 # lr with eps 1e-8, in data parallelism as here; eps 1e-6 keeps such noise from deciding a step.
-adamw="--optimizer adamw --lr 1e-3 --eps 1e-6"
+adamw="--optimizer adamw --lr 1e-3 --eps 1e-6 --dataset synthetic"
 run() {
     local name=$1 np=$2
     shift 2
@@ -44,6 +50,8 @@ if long_part "3D: 2 replicas x 2 stages x groups of 2 on 8 ranks"; then
 fi
 "$PYTHON" "$TESTS_SRCDIR/compare_params.py" "$TOL" sgd1.params pipe-tp.params $threed
 pass "nanogpt-char, SGD: 2 pipeline stages of groups of 2 train the parameters of 1 rank"
+for f in sgd-tp2 sgd-tp3 pipe-tp ${threed:+3d}; do pycheck tensor same-eval sgd1.h5 "$f.h5" --tol 1e-5; done
+pass "their evaluations are those of 1 rank"
 
 # 2. the records
 h5check finished sgd-tp2.h5 --ranks 2 --iters 4

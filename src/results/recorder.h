@@ -34,7 +34,7 @@ typedef struct {
      * `data` on the driver's thread) and the part of `data` the step waited for it, s */
     double load, load_wait;
     /* tensor parallelism (--parallel tensor; 0 otherwise): the tensor group's allreduces inside
-     * forward and backward (and evaluation before the iteration), s, and their payload, bytes */
+     * forward and backward, s, and their payload, bytes */
     double tp_comm, tp_bytes;
 } IterRecord;
 

@@ -161,6 +161,7 @@ TrainResult driver_run(Driver *d) {
         IterRecord r;
         memset(&r, 0, sizeof r);
         profile_begin(d->profile, it); /* marks each layer when `it` is profiled */
+        if (d->tensor) tensor_group_take(d->tensor, NULL, NULL); /* not an evaluation's */
         double start = dt_now();
         be->timer_record(ctx, MARK_START);
         load_batch(d, &pf, it, x, labels, &r);

@@ -425,6 +425,7 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_TEXT("parallel", NAME_OF(PARALLEL_NAMES, o->parallel)),
         RUN_INT("stages", r->pipe.stages),
         RUN_INT("replicas", r->pipe.replicas),
+        RUN_INT("tp", r->pipe.tp), /* ranks per tensor group, 1: none */
         RUN_INT("microbatches", r->pipe.microbatches),
         RUN_TEXT("stage_first_layers", r->pipe.split_text),
         RUN_INT("calibration_iters", r->calibration.iters),
