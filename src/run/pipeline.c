@@ -23,10 +23,14 @@ static void tensor_layout(Pipeline *p, const Options *opt, const Model *plan, co
     const int nranks = topo->nranks, n = opt->tp ? opt->tp : nranks;
     char why[256] = "", sizes[128] = "";
     model_tensor_sizes(plan, 64, sizes, sizeof sizes);
-    usage_check_all(n >= 2,
+    usage_check_all(sizes[0] || opt->tp,
+                    "--parallel: 'tensor' is not accepted with --model %s: %s; expected data, "
+                    "model or hybrid",
+                    plan->desc->name, model_tensor_problem(plan, 2, why, sizeof why));
+    usage_check_all(n >= 2 || !sizes[0],
                     "--tp: %d is not accepted with --parallel tensor%s: a group needs 2 or more "
                     "ranks; expected one of %s",
-                    n, opt->tp ? "" : " on 1 rank", sizes[0] ? sizes : "none (the model does not split)");
+                    n, opt->tp ? "" : " on 1 rank", sizes);
     usage_check_all(!model_tensor_problem(plan, n, why, sizeof why),
                     "--tp: %d is not accepted with --model %s: %s; expected %s%s", n,
                     plan->desc->name, why, sizes[0] ? "one of " : "--parallel data, model or hybrid",
