@@ -5,11 +5,13 @@
 #      with AdamW on a group of 2 and on 2 replicas of a group of 2 (data x tensor, 4 ranks);
 #      pipeline x tensor (GPipe on 2 stages of groups of 2) with SGD, and in the long checks 3D
 #      (2 replicas x 2 stages x groups of 2 on 8 ranks, 1F1B);
+#      FCN-5 (fc-ReLU-fc pairs) and LeNet (its classifier split, its convolutions replicated) on
+#      Fashion-MNIST train on a group of 2 to the parameters of 1 rank and evaluate as it does;
 #   2. the records: each rank's tensor-group allreduces (tp_comm, tp_bytes: 4 per block and
 #      iteration), one loss per group, one set of parameters per group rank over the replicas,
 #      slices that differ within a group; none without a group;
 #   3. refusals in one line (exit 2, no file): a group the heads do not divide, a model without
-#      transformer blocks, --tp outside --parallel tensor, ranks that are not whole groups (or
+#      pairs of fully connected rows (ResNet-50), --tp outside --parallel tensor, ranks that are not whole groups (or
 #      groups x stages), micro-batches without stages.
 . "$(dirname "$0")/lib.sh"
 cd "$WORK"
@@ -53,6 +55,19 @@ pass "nanogpt-char, SGD: 2 pipeline stages of groups of 2 train the parameters o
 for f in sgd-tp2 sgd-tp3 pipe-tp ${threed:+3d}; do pycheck tensor same-eval sgd1.h5 "$f.h5" --tol 1e-5; done
 pass "their evaluations are those of 1 rank"
 
+# fully connected pairs: FCN-5's hidden layers, LeNet's classifier (the test images: 256)
+FMNIST_SMALL=$(fmnist_small)
+for model in fcn5 lenet; do
+    images="--model $model --dataset fashion-mnist --data-dir $FMNIST_SMALL --batch 16 --iters 4"
+    images="$images --warmup 0 --lr 0.05 --seed 11"
+    run_np 1 $images --output "$model-1.h5" --save-model "$model-1.params" >/dev/null
+    run_np 2 $images --parallel tensor --tp 2 --output "$model-tp2.h5" \
+        --save-model "$model-tp2.params" >/dev/null
+    "$PYTHON" "$TESTS_SRCDIR/compare_params.py" "$TOL" "$model-1.params" "$model-tp2.params"
+    pycheck tensor same-eval "$model-1.h5" "$model-tp2.h5" --tol 1e-5
+done
+pass "FCN-5 and LeNet on a group of 2 train and evaluate as 1 rank"
+
 # 2. the records
 h5check finished sgd-tp2.h5 --ranks 2 --iters 4
 h5check finished sgd-tp3.h5 --ranks 3 --iters 4
@@ -70,8 +85,8 @@ pass "tp_comm and tp_bytes recorded per rank, groups and replicas consistent"
 O="--output bad.h5"
 expect_bad 0 "--tp: 4 is not accepted with --model nanogpt-char: .*6 heads.*expected one of 2,3,6" \
     $common --parallel tensor --tp 4 --dry-run --ranks 4 $O
-expect_bad 0 "--tp: 2 is not accepted with --model lenet: lenet does not split" \
-    --model lenet --parallel tensor --tp 2 --dry-run --ranks 2 $O
+expect_bad 0 "--tp: 2 is not accepted with --model resnet50: resnet50 does not split" \
+    --model resnet50 --parallel tensor --tp 2 --dry-run --ranks 2 $O
 expect_bad 0 "--tp: 2 is not accepted with --parallel data" $common --tp 2 $O
 expect_bad 0 "--tp: 2 is not accepted on 3 ranks" $common --parallel tensor --tp 2 --dry-run --ranks 3 $O
 expect_bad 0 "--stages: 2 is not accepted with --parallel tensor --tp 2 on 6 ranks" \

@@ -2,73 +2,104 @@
  * over a tensor group, their shapes there, and the slices of their parameters.
  *
  * A split pair is an fc read only by an attention row (the QKV projection: its columns form 3
- * blocks, q, k and v) or by a GELU, itself read only by an fc: Megatron-LM's attention and MLP.
- * The first fc is column-parallel: rank r holds the rows [r q, (r + 1) q) of each block of its
- * weights [out, in] (q = block / size) and of its bias, so that it computes the q, k and v of the
- * heads [r H/size, (r + 1) H/size), or 4C/size of the MLP's columns. The attention runs on H/size
- * heads, the GELU on the local columns. The second fc is row-parallel: rank r holds the columns
- * [r in, (r + 1) in) of its weights [out, size x in] and the whole bias (replicated, added by
- * rank 0 alone: model.c). Every other row is replicated. */
+ * blocks, q, k and v), a GELU or a ReLU, itself read only by an fc: Megatron-LM's attention and
+ * MLP, and the fully connected layers of FCN-5/8 and of LeNet's classifier, pair by pair in
+ * table order (a row in one pair at most). The first fc is column-parallel: rank r holds the
+ * rows [r q, (r + 1) q) of each block of its weights [out, in] (q = block / size) and of its
+ * bias, so that it computes the q, k and v of the heads [r H/size, (r + 1) H/size), or its share
+ * of the MLP's columns. The attention runs on H/size heads, the activation on the local columns.
+ * The second fc is row-parallel: rank r holds the columns [r in, (r + 1) in) of its weights
+ * [out, size x in] and the whole bias (replicated, added by rank 0 alone: model.c). Every other
+ * row is replicated. */
 #include "layers.h"
+#include "alloc.h" /* defines: xcalloc */
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-/* Row i starts a split pair (see above): its blocks (3 before attention, 1 before GELU), the
- * middle row in *mid and the row-parallel fc in *row; 0 when it does not. */
+/* Row i starts a split pair (see above): its blocks (3 before attention, 1 before an
+ * activation), the middle row in *mid and the row-parallel fc in *row; 0 when it does not. */
 static int tensor_pair(const Model *m, int i, int *mid, int *row) {
     const Layer *A = &m->layers[i];
     if (A->d.kind != LAYER_FC || A->consumers != 1 || A->last_consumer < 0) return 0;
     const int j = A->last_consumer;
     const Layer *B = &m->layers[j];
-    if (B->d.kind != LAYER_ATTENTION && B->d.kind != LAYER_GELU) return 0;
+    const LayerKind k_mid = B->d.kind;
+    if (k_mid != LAYER_ATTENTION && k_mid != LAYER_GELU && k_mid != LAYER_RELU) return 0;
     if (B->ninputs != 1 || B->inputs[0] != i || B->consumers != 1 || B->last_consumer < 0)
         return 0;
     const int k = B->last_consumer;
     const Layer *C = &m->layers[k];
     if (C->d.kind != LAYER_FC || C->ninputs != 1 || C->inputs[0] != j) return 0;
     *mid = j, *row = k;
-    return B->d.kind == LAYER_ATTENTION ? 3 : 1;
+    return k_mid == LAYER_ATTENTION ? 3 : 1;
+}
+
+/* The pairs in table order, none sharing a row: calls fn(m, i, j, k, blocks, user) for each until
+ * it returns non-zero, which is returned; 0 after the last. */
+typedef int (*PairFn)(Model *m, int i, int j, int k, int blocks, void *user);
+static int each_pair(Model *m, PairFn fn, void *user) {
+    char *taken = xcalloc((size_t)m->nlayers + 1, 1);
+    int rc = 0;
+    for (int i = 0; i < m->nlayers && !rc; i++) {
+        int j, k;
+        const int g = taken[i] ? 0 : tensor_pair(m, i, &j, &k);
+        if (!g) continue;
+        taken[j] = taken[k] = 1;
+        rc = fn(m, i, j, k, g, user);
+    }
+    free(taken);
+    return rc;
+}
+
+static int mark_pair(Model *m, int i, int j, int k, int g, void *user) {
+    (void)user;
+    const int n = m->tp.size;
+    Layer *A = &m->layers[i], *B = &m->layers[j], *C = &m->layers[k];
+    A->tp_role = TP_COLUMN, A->tp_groups = g, A->d.out /= n;
+    B->tp_role = TP_LOCAL;
+    if (B->d.kind == LAYER_ATTENTION) B->d.heads /= n;
+    C->tp_role = TP_ROW, C->tp_groups = 1;
+    return 0;
 }
 
 void model_tensor_roles(Model *m) {
-    const int n = m->tp.size;
-    for (int i = 0; i < m->nlayers; i++) {
-        int j, k;
-        const int g = tensor_pair(m, i, &j, &k);
-        if (!g) continue;
-        Layer *A = &m->layers[i], *B = &m->layers[j], *C = &m->layers[k];
-        A->tp_role = TP_COLUMN, A->tp_groups = g, A->d.out /= n;
-        B->tp_role = TP_LOCAL;
-        if (B->d.kind == LAYER_ATTENTION) B->d.heads /= n;
-        C->tp_role = TP_ROW, C->tp_groups = 1;
+    (void)each_pair(m, mark_pair, NULL);
+}
+
+typedef struct {
+    int n, pairs;
+    char *why;
+    size_t len;
+} PairCheck;
+
+static int check_pair(Model *m, int i, int j, int k, int g, void *user) {
+    (void)k;
+    PairCheck *c = user;
+    const Layer *A = &m->layers[i], *B = &m->layers[j];
+    const int block = (A->seq ? A->out_w : A->out_c) / g, n = c->n;
+    c->pairs++;
+    if (B->d.kind == LAYER_ATTENTION && B->d.heads % n) {
+        snprintf(c->why, c->len, "%s has %d heads, which a group of %d does not divide",
+                 B->d.name, B->d.heads, n);
+        return 1;
     }
+    if (block % n) {
+        snprintf(c->why, c->len, "%s has %d outputs per block, which a group of %d does not divide",
+                 A->d.name, block, n);
+        return 1;
+    }
+    return 0;
 }
 
 const char *model_tensor_problem(const Model *plan, int n, char *why, size_t len) {
-    int pairs = 0;
-    for (int i = 0; i < plan->nlayers; i++) {
-        int j, k;
-        const int g = tensor_pair(plan, i, &j, &k);
-        if (!g) continue;
-        pairs++;
-        const Layer *A = &plan->layers[i], *B = &plan->layers[j];
-        const int block = (A->seq ? A->out_w : A->out_c) / g;
-        if (B->d.kind == LAYER_ATTENTION && B->d.heads % n) {
-            snprintf(why, len, "%s has %d heads, which a group of %d does not divide", B->d.name,
-                     B->d.heads, n);
-            return why;
-        }
-        if (block % n) {
-            snprintf(why, len, "%s has %d outputs per block, which a group of %d does not divide",
-                     A->d.name, block, n);
-            return why;
-        }
-    }
-    if (pairs) return NULL;
+    PairCheck c = {n, 0, why, len};
+    if (each_pair((Model *)plan, check_pair, &c)) return why; /* (reads it only) */
+    if (c.pairs) return NULL;
     snprintf(why, len,
-             "%s does not split (only transformer blocks do: a projection read by attention or "
-             "GELU, then an fc)",
+             "%s does not split (only pairs of fully connected rows do: an fc read by attention, "
+             "GELU or ReLU, then an fc)",
              plan->desc->name);
     return why;
 }

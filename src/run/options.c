@@ -182,8 +182,9 @@ static const OptSpec SPECS[] = {
      "with --parallel tensor: ranks per tensor group, consecutive ranks (0: every rank). The "
      "QKV projection and the MLP's first fc are split by columns (heads / N each), the output "
      "projections by rows, with one allreduce of activations per split pair in forward and one "
-     "of input gradients in backward; embeddings, layer norms and the tied head are replicated "
-     "on every rank of the group"},
+     "of input gradients in backward (so are fc-ReLU-fc pairs: FCN-5/8, LeNet's classifier); "
+     "embeddings, layer norms, the tied head and every other row are replicated on every rank "
+     "of the group"},
     {"stages", T_INT, F(stages), NULL, 0, 0,
      "pipeline stages (0: one per rank with --parallel model, 2 with hybrid, 1 with tensor)"},
     {"split", T_STRING, F(split), NULL, 0, 0,
