@@ -33,8 +33,8 @@ static void tensor_layout(Pipeline *p, const Options *opt, const Model *plan, co
                     n, opt->tp ? "" : " on 1 rank", sizes);
     usage_check_all(!model_tensor_problem(plan, n, why, sizeof why),
                     "--tp: %d is not accepted with --model %s: %s; expected %s%s", n,
-                    plan->desc->name, why, sizes[0] ? "one of " : "--parallel data, model or hybrid",
-                    sizes);
+                    plan->desc->name, why,
+                    sizes[0] ? "one of " : "--parallel data, model or hybrid", sizes);
     if (dry_run != 1)
         usage_check_all(nranks % n == 0,
                         "--tp: %d is not accepted on %d ranks: the ranks must be a multiple of "
