@@ -27,8 +27,7 @@ static int tensor_pair(const Model *m, int i, int *mid, int *row) {
     const Layer *B = &m->layers[j];
     const LayerKind k_mid = B->d.kind;
     if (k_mid != LAYER_ATTENTION && k_mid != LAYER_GELU && k_mid != LAYER_RELU) return 0;
-    if (B->ninputs != 1 || B->inputs[0] != i || B->consumers != 1 || B->last_consumer < 0)
-        return 0;
+    if (B->ninputs != 1 || B->inputs[0] != i || B->consumers != 1 || B->last_consumer < 0) return 0;
     const int k = B->last_consumer;
     const Layer *C = &m->layers[k];
     if (C->d.kind != LAYER_FC || C->ninputs != 1 || C->inputs[0] != j) return 0;
@@ -81,8 +80,8 @@ static int check_pair(Model *m, int i, int j, int k, int g, void *user) {
     const int block = (A->seq ? A->out_w : A->out_c) / g, n = c->n;
     c->pairs++;
     if (B->d.kind == LAYER_ATTENTION && B->d.heads % n) {
-        snprintf(c->why, c->len, "%s has %d heads, which a group of %d does not divide",
-                 B->d.name, B->d.heads, n);
+        snprintf(c->why, c->len, "%s has %d heads, which a group of %d does not divide", B->d.name,
+                 B->d.heads, n);
         return 1;
     }
     if (block % n) {

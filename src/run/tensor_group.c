@@ -27,10 +27,8 @@ TensorGroup *tensor_group_create(MPI_Comm comm, const BackendOps *be, BackendCtx
     TensorGroup *g = xcalloc(1, sizeof *g);
     g->coll = coll_mpi.create(comm, be, ctx, be->device_memory);
     if (coll_mpi.set_blocking) coll_mpi.set_blocking(g->coll, 1);
-    *tp = (ModelTensor){.size = g->coll->size,
-                        .rank = g->coll->rank,
-                        .allreduce = group_allreduce,
-                        .user = g};
+    *tp = (ModelTensor){
+        .size = g->coll->size, .rank = g->coll->rank, .allreduce = group_allreduce, .user = g};
     return g;
 }
 
