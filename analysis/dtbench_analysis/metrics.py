@@ -172,7 +172,8 @@ def busy(run: Run) -> np.ndarray:
 def per_rank_table(run: Run) -> pd.DataFrame:
     """One row per rank: rank, host, node, measured, and the median (and p95 of total) of its
     measured iterations, in seconds: total, busy (total minus waiting), exchange, and the
-    optional ``exchange_wait``/``staleness`` when recorded."""
+    optional ``exchange_wait``/``staleness`` when recorded, and the tensor group's allreduces
+    (``tp_comm``) and the pipeline bubble (``pipe_idle``) when not all 0."""
     cols = {
         "total_median": run.measured("total"),
         "busy_median": busy(run),
@@ -182,6 +183,11 @@ def per_rank_table(run: Run) -> pd.DataFrame:
         cols["wait_median"] = run.measured("exchange_wait")
     if run.has("staleness"):
         cols["staleness_median"] = staleness(run)
+    # model parallelism's own communication beside the exchange, where the run has it: a tensor
+    # group's allreduces (--parallel tensor) and a pipeline stage's bubble
+    for name, field in (("tensor_median", "tp_comm"), ("bubble_median", "pipe_idle")):
+        if run.has(field) and np.nan_to_num(run.measured(field)).any():
+            cols[name] = run.measured(field)
     out = run.ranks[["rank", "host", "node", "measured"]].copy().reset_index(drop=True)
     with np.errstate(all="ignore"):
         for name, values in cols.items():

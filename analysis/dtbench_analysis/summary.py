@@ -76,7 +76,8 @@ DEFINITIONS = {
 }
 
 #: per-rank columns of metrics.per_rank_table in seconds (reported in ms, suffix _ms)
-TIME_COLUMNS = ("total_median", "total_p95", "busy_median", "exchange_median", "wait_median")
+TIME_COLUMNS = ("total_median", "total_p95", "busy_median", "exchange_median", "wait_median",
+                "tensor_median", "bubble_median")
 #: the exchange's overhead over the library (transfer - calibration) is material, and warned
 #: about, from this share of the median iteration on, and only where the transfer also lies
 #: outside the calibration's own spread: less changes no conclusion drawn from the run, and a

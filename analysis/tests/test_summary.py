@@ -526,3 +526,21 @@ def test_loading_kept_up_and_unprefetched(write):
     assert "on the driver's thread, inside data: 2.000 ms per batch" in format_text(plain)
     old = summarize(load_run(write()))   # a file without /iterations/load
     assert old["loading"] is None and "data loading" not in format_text(old)
+
+
+def test_per_rank_tensor_and_bubble(write):
+    """A run whose ranks spent time in a tensor group's allreduces (tp_comm) and in a pipeline's
+    bubble (pipe_idle) shows each rank's medians beside its exchange; a run without them shows
+    neither column."""
+    tp = np.zeros((4, 12))
+    tp[0, 2:], tp[1, 2:] = 0.010, 0.030
+    idle = np.full((4, 12), 0.002)
+    s = summarize(load_run(write(overrides={"tp_comm": tp, "pipe_idle": idle})))
+    rows = s["per_rank"]
+    assert rows[0]["tensor_median_ms"] == approx(10) and rows[1]["tensor_median_ms"] == approx(30)
+    assert rows[2]["tensor_median_ms"] == approx(0) and rows[0]["bubble_median_ms"] == approx(2)
+    assert "tensor ms" in format_text(s) and "bubble ms" in format_text(s)
+    plain = summarize(load_run(write(overrides={"tp_comm": np.zeros((4, 12)),
+                                                "pipe_idle": np.zeros((4, 12))})))
+    assert "tensor_median_ms" not in plain["per_rank"][0]
+    assert "tensor ms" not in format_text(plain)

@@ -89,6 +89,17 @@ typedef struct LayerKindOps {
 /* The row of a kind (src/model/layer_kinds.c). */
 const LayerKindOps *layer_kind(LayerKind kind);
 
+/* Tensor parallelism (src/model/model_tensor.c; ModelTensor in model.h). */
+/* Marks the split rows (tp_role, tp_groups) of m, whose inputs are resolved, and narrows their
+ * descriptions (a column-parallel fc's outputs, an attention's heads) to one rank's share. */
+void model_tensor_roles(Model *m);
+/* Split row L as the whole model plans it (its parameter counts and widths unsplit). */
+Layer model_tensor_whole(const Model *m, const Layer *L);
+/* Between the whole row's parameters (whole: weights then bias, as model_tensor_whole counts
+ * them) and rank r's slice (part: L's): to_part 1 copies the slice out of whole, 0 into it. */
+void model_tensor_copy(const Model *m, const Layer *L, int r, float *whole, float *part,
+                       int to_part);
+
 /* ---- for the rows: services of the interpreter (src/model/layer_services.c)
  * --------------------------
  */

@@ -58,6 +58,11 @@ static void plan_layer(Model *m, int i) {
 
 void model_plan(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes,
                 int batch) {
+    model_plan_tensor(m, d, in_c, in_h, in_w, classes, batch, NULL);
+}
+
+void model_plan_tensor(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes,
+                       int batch, const ModelTensor *tp) {
     memset(m, 0, sizeof *m);
     m->desc = d;
     m->nlayers = d->nlayers;
@@ -66,8 +71,8 @@ void model_plan(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int 
     m->slots = 1;
     m->act = (ActFormat){ACT_NCHW, ACT_FP32}, m->act_bytes = sizeof(float);
     m->in_c = in_c, m->in_h = in_h, m->in_w = in_w, m->classes = classes;
+    if (tp && tp->size > 1) m->tp = *tp;
 
-    size_t off = 0, boff = 0;
     for (int i = 0; i < d->nlayers; i++) {
         Layer *L = &m->layers[i];
         L->d = d->layers[i];
@@ -81,12 +86,19 @@ void model_plan(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int 
                 m->layers[L->inputs[k]].last_consumer = i;
                 m->layers[L->inputs[k]].consumers++;
             }
+    }
+    if (m->tp.size > 1) model_tensor_roles(m); /* the split rows' widths, before planning */
+    size_t off = 0, boff = 0, whole = 0;
+    for (int i = 0; i < d->nlayers; i++) {
+        Layer *L = &m->layers[i];
         plan_layer(m, i);
         L->w_off = off, L->b_off = off + L->nw;
         off += L->nparams;
+        whole += m->tp.size > 1 ? model_tensor_whole(m, L).nparams : L->nparams;
         L->buf_off = boff;
         boff += L->nbuf;
     }
+    m->tp.whole_params = whole;
     const Layer *last = &m->layers[d->nlayers - 1];
     m->label_size = last->seq > 0 ? last->seq : 1;
     m->classes = (int)(last->out_size / (size_t)m->label_size);
@@ -118,6 +130,20 @@ static int interrupted(void) {
     return model_interrupted && model_interrupted();
 }
 
+/* Row i's part of the parameters: a row split over a tensor group initialises the whole row's
+ * (the same values one process draws), then keeps this rank's slice. */
+static void init_slice(const Model *m, const Layer *L, int i, float *w) {
+    if (L->tp_role != TP_COLUMN && L->tp_role != TP_ROW) {
+        init_layer(L, i, m->seed, w, w + L->nw);
+        return;
+    }
+    const Layer F = model_tensor_whole(m, L);
+    float *full = xmalloc((F.nparams + 1) * sizeof(float));
+    init_layer(&F, i, m->seed, full, full + F.nw);
+    model_tensor_copy(m, L, m->tp.rank, full, w, 1);
+    free(full);
+}
+
 static void init_part(Model *m) {
     float *host = xmalloc((m->nparams + m->nbuffers + 1) * sizeof(float));
     float *hbuf = host + m->nparams;
@@ -128,7 +154,7 @@ static void init_part(Model *m) {
         }
         const Layer *L = &m->layers[i];
         float *w = host + (L->w_off - m->param_base);
-        init_layer(L, i, m->seed, w, w + L->nw);
+        init_slice(m, L, i, w);
         if (L->nbuf) { /* running mean 0, running variance 1 */
             float *r = hbuf + (L->buf_off - m->buf_base);
             for (size_t j = 0; j < L->nbuf; j++)
@@ -235,7 +261,14 @@ static void tie_stages(Model *m) {
 void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes,
                       int batch, int microbatches, int first, int last, const BackendOps *be,
                       BackendCtx *ctx, uint64_t seed) {
-    model_plan(m, d, in_c, in_h, in_w, classes, batch);
+    model_build_tensor(m, d, in_c, in_h, in_w, classes, batch, microbatches, first, last, be, ctx,
+                       seed, NULL);
+}
+
+void model_build_tensor(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes,
+                        int batch, int microbatches, int first, int last, const BackendOps *be,
+                        BackendCtx *ctx, uint64_t seed, const ModelTensor *tp) {
+    model_plan_tensor(m, d, in_c, in_h, in_w, classes, batch, tp);
     if (m->problem[0]) {
         fprintf(stderr, "dtbench: %s\n", m->problem);
         abort(); /* the driver checks m->problem before building */
@@ -380,6 +413,12 @@ void model_set_loss_scale(Model *m, float scale) {
 
 /* ---- forward, loss, backward -------------------------------------------------------------- */
 
+/* A row-parallel row on a rank other than the group's first: its output is a partial sum, to
+ * which rank 0 alone adds the bias. */
+static int tensor_partial(const Model *m, const Layer *L) {
+    return L->tp_role == TP_ROW && m->tp.rank != 0;
+}
+
 static float *param(const Model *m, size_t off) {
     return m->params + (off - m->param_base);
 }
@@ -404,11 +443,13 @@ void model_forward_part(Model *m, int s0, int n, int slot, int train) {
             .train = train,
             .x = layer_input_y(m, L, 0, s0),
             .w = param(m, L->w_off),
-            .b = L->nb ? param(m, L->b_off) : NULL, /* NULL: no bias */
+            .b = L->nb && !tensor_partial(m, L) ? param(m, L->b_off) : NULL, /* NULL: none */
             .y = layer_y_at(m, L, s0),
         };
         if (m->observer) model_observe(&s, LAYER_FORWARD_BEGIN);
         layer_kind(L->d.kind)->forward(&s);
+        if (L->tp_role == TP_ROW) /* the partial sums of the group: Megatron's g */
+            m->tp.allreduce(m->tp.user, s.y, (size_t)n * L->out_size);
         if (m->observer) model_observe(&s, LAYER_FORWARD_END);
     }
 }
@@ -489,6 +530,8 @@ void model_backward_part_hook(Model *m, int s0, int n, int slot, int accumulate,
         };
         if (m->observer) model_observe(&s, LAYER_BACKWARD_BEGIN);
         K->backward(&s);
+        if (L->tp_role == TP_COLUMN && s.dx) /* the input's gradient, summed: Megatron's f */
+            m->tp.allreduce(m->tp.user, s.dx, (size_t)n * layer_input_size(m, L, 0));
         if (!(K->flags & LK_OWN_INPUT_GRADS))
             layer_finish_input_grad(&s, 0, (size_t)n * layer_input_size(m, L, 0));
         if (accumulate && L->nparams)

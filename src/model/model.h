@@ -105,6 +105,10 @@ typedef struct {
      * one computes with (tied), the row that computes with this one's (tied_by); -1: none. Both
      * sit in the same part (partition.c never cuts between them). */
     int tied, tied_by;
+    /* Tensor parallelism (ModelTensor): TP_COLUMN, TP_LOCAL or TP_ROW when this row is split
+     * across the tensor group, with tp_groups the blocks its columns form (3 for a QKV
+     * projection: q, k, v); TP_NONE: replicated (and every row without a group). */
+    int tp_role, tp_groups;
     int in_c, in_h, in_w;     /* per-sample input [c,h,w] (the first input) */
     int out_c, out_h, out_w;  /* per-sample output [c,h,w]; a sequence is [seq, 1, features] */
     int seq;                  /* > 0: the output is a sequence of seq positions */
@@ -125,6 +129,23 @@ typedef struct {
                               and 1/std; lstm: [slots] reserve of aux_slot_bytes */
     size_t aux_slot_bytes; /* batch norm, lstm */
 } Layer;
+
+/* Tensor parallelism (Megatron-LM, Shoeybi et al. 2019; src/model/model_tensor.c): a group of
+ * `size` ranks splits each transformer block's matrices. The QKV projection and the MLP's first
+ * fc are column-parallel (rank r holds the output columns of its heads H/size, resp. 4C/size),
+ * attention and GELU run on the local columns, the output projections are row-parallel (input
+ * C/size, resp. 4C/size; the bias is added by rank 0 only). `allreduce` sums a buffer over the
+ * group: called by the model after a row-parallel forward (its output, Megatron's g) and after a
+ * column-parallel backward (its input gradient, f). Embeddings, layer norms, residual adds and
+ * the tied head are replicated: their gradients are the same on every rank of the group. */
+typedef enum { TP_NONE, TP_COLUMN, TP_LOCAL, TP_ROW } TensorRole;
+typedef void (*TensorAllreduceFn)(void *user, float *buf, size_t count);
+typedef struct {
+    int size, rank; /* size 0 or 1: no tensor parallelism */
+    TensorAllreduceFn allreduce;
+    void *user;
+    size_t whole_params; /* the unsplit model's parameters (model_plan_tensor sets it) */
+} ModelTensor;
 
 typedef struct {
     const ModelDesc *desc;
@@ -189,6 +210,8 @@ typedef struct {
                             * reads when it runs (one step graph for every scale); NULL: none
                             * set yet, or a backend without scale_by (the value is passed) */
     struct LayerObserver *observer; /* model_set_observer; NULL: none */
+    ModelTensor tp; /* tensor parallelism (size <= 1: none); total_params then counts the
+                       rank's slices */
 } Model;
 
 /* Per-layer observation, for the layer-by-layer comparison (tests/layer_compare.c) and the
@@ -274,6 +297,27 @@ void model_build_part(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w
                       int batch, int microbatches, int first, int last, const BackendOps *be,
                       BackendCtx *ctx, uint64_t seed);
 void model_free(Model *m);
+
+/* Tensor parallelism (ModelTensor, src/model/model_tensor.c). model_build_tensor: as
+ * model_build_part, as rank tp->rank of a tensor group of tp->size: the split rows hold their
+ * slices (initialised as the whole model's, then sliced), and tp->allreduce is called between
+ * layers. model_plan_tensor: the same planning only. */
+void model_plan_tensor(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes,
+                       int batch, const ModelTensor *tp);
+void model_build_tensor(Model *m, const ModelDesc *d, int in_c, int in_h, int in_w, int classes,
+                        int batch, int microbatches, int first, int last, const BackendOps *be,
+                        BackendCtx *ctx, uint64_t seed, const ModelTensor *tp);
+/* Why the planned whole model `plan` cannot split over a tensor group of n (NULL: it can): no
+ * transformer block, or heads / widths n does not divide. */
+const char *model_tensor_problem(const Model *plan, int n, char *why, size_t len);
+/* The group sizes from 2 to max that plan splits over, comma-separated into list. */
+void model_tensor_sizes(const Model *plan, int max, char *list, size_t len);
+/* The unsplit parameters of this part's layers (model_save's layout, from layer `first` on) from
+ * every group rank's: ranks[r] holds rank r's nparams (m is any rank's part). Returns -1, or the
+ * first replicated row whose parameters differ between ranks (they must not). */
+int model_tensor_gather(const Model *m, const float *const *ranks, float *whole);
+/* The unsplit parameter count of layers [first, last) of m (planned, split or not). */
+size_t model_tensor_whole_count(const Model *m, int first, int last);
 
 /* The first backend function this model's layers need that `be` lacks (NULL: none), with the
  * layer in *layer; with micro-batches (> 1), also what accumulating their gradients needs. */

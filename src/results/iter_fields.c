@@ -61,5 +61,9 @@ const IterField ITER_FIELDS[] = {
           "host time of the iteration: from the previous one's record (the first: the training "
           "loop's start) to its own, evaluations left out; total and what the host does outside "
           "it (waking from its wait, reading the loss, recording)"),
+    FIELD(tp_comm, "s",
+          "tensor group: its allreduces of activations and gradients (--parallel tensor), "
+          "included in forward and backward, not in exchange"),
+    FIELD(tp_bytes, "bytes", "tensor group: payload this rank handed to its allreduces"),
 };
 const int ITER_NFIELDS = (int)(sizeof ITER_FIELDS / sizeof ITER_FIELDS[0]);

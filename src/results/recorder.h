@@ -43,6 +43,9 @@ typedef struct {
     /* host seconds from the previous iteration's record (the first: the loop's start) to this
      * one's, evaluations left out: total and the host's time outside it (see iter_fields.c) */
     double wall;
+    /* tensor parallelism (--parallel tensor; 0 otherwise): the tensor group's allreduces inside
+     * forward and backward, s, and their payload, bytes */
+    double tp_comm, tp_bytes;
 } IterRecord;
 
 typedef struct {

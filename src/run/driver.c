@@ -9,6 +9,7 @@
 #include "profile.h"   /* defines: profile_begin, profile_end (--profile-layers) */
 #include "signals.h"
 #include "step_graph.h" /* defines: step_graphs_create (--graphs) */
+#include "tensor_group.h" /* defines: tensor_group_take (--parallel tensor) */
 #include "alloc.h"      /* defines: xmalloc */
 #include "clock.h"      /* defines: dt_now */
 
@@ -85,6 +86,7 @@ static void fill_record(Driver *d, const StageRun *s, ExchangeStep *xs, double s
         r->pipe_compute = s->st.compute, r->pipe_send = s->st.send, r->pipe_recv = s->st.recv;
         r->pipe_idle = s->st.idle, r->pipe_bytes = s->st.bytes;
     }
+    if (d->tensor) tensor_group_take(d->tensor, &r->tp_comm, &r->tp_bytes);
 }
 
 /* The optimizer step on gradients that still need the factor gs (ExchangeStep.grad_scale: sync
@@ -163,6 +165,7 @@ TrainResult driver_run(Driver *d) {
         IterRecord r;
         memset(&r, 0, sizeof r);
         profile_begin(d->profile, it); /* marks each layer when `it` is profiled */
+        if (d->tensor) tensor_group_take(d->tensor, NULL, NULL); /* not an evaluation's */
         double start = dt_now();
         be->timer_record(ctx, MARK_START);
         load_batch(d, &pf, it, x, labels, &r);

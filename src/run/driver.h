@@ -17,6 +17,7 @@
  *             parallelism), update: the optimizer step; total: data to update.
  *   pipe_*    (pipelines, K > 1; 0 with one stage) where the stage's time went: compute, send,
  *             receive, idle (the bubble), bytes sent; see src/run/driver_stage.c.
+ *   tp_*      (--parallel tensor) the tensor group's allreduces inside forward and backward.
  * A stop request (a signal, or --target-acc reached) is a vote: it travels through the pipeline
  * in the message headers and then through the exchange, so every rank stops after the same
  * iteration (lock-step strategies; see exchange.h for the others). */
@@ -72,6 +73,8 @@ typedef struct {
      * ExchangeStep.grad_scale, folded into eps; 0: none yet). */
     int64_t *optim_steps;
     double adamw_scale;
+    struct TensorGroup *tensor; /* --parallel tensor: the group's allreduces, recorded as
+                                   tp_comm and tp_bytes (tensor_group.h); NULL: none */
 } Driver;
 
 typedef struct {

@@ -307,6 +307,8 @@ void stage_evaluate(Driver *d, StageRun *s, double *accuracy, double *loss) {
         }
     }
     free(x), free(labels);
+    if (p->tp_rank > 0) /* a tensor group's ranks evaluated the same samples: counted once */
+        sums[0] = sums[1] = 0.0;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, comm));
     *accuracy = sums[0] / ((double)ds->ntest * (double)ls); /* of every position predicted */
     *loss = sums[1] / (double)ds->ntest;

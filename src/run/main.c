@@ -12,6 +12,7 @@
 #include "prefetch.h"   /* defines: prefetch_why_not (--prefetch) */
 #include "profile.h"    /* defines: profile_create (--profile-layers) */
 #include "step_graph.h" /* defines: step_graphs_parts (--graphs) */
+#include "tensor_group.h" /* defines: tensor_group_create (--parallel tensor) */
 #include "registry.h"
 #include "run.h"
 #include "run_limits.h"
@@ -184,9 +185,11 @@ static void build(Run *r) {
                           o->conv_algo,
                           resolve_act_layout(o, p, &r->plan_model, &act)};
     if (p->be->init(&bcfg, &r->ctx) != 0) check_fail(__FILE__, __LINE__, "backend init", o->device);
-    model_build_part(&r->model, r->md, ds->c, ds->h, ds->w, ds->classes, r->batch,
-                     r->pipe.microbatches, r->pipe.first[r->pipe.stage],
-                     r->pipe.first[r->pipe.stage + 1], p->be, r->ctx, (uint64_t)o->seed);
+    ModelTensor tp = {0}; /* --parallel tensor: the group's allreduce */
+    if (r->pipe.tp > 1) r->tensor = tensor_group_create(r->pipe.tp_comm, p->be, r->ctx, &tp);
+    model_build_tensor(&r->model, r->md, ds->c, ds->h, ds->w, ds->classes, r->batch,
+                       r->pipe.microbatches, r->pipe.first[r->pipe.stage],
+                       r->pipe.first[r->pipe.stage + 1], p->be, r->ctx, (uint64_t)o->seed, &tp);
     /* the optimizer's state: the driver's, or a sharding exchange's (for its shard, at create) */
     if (!p->xops->shards_optimizer)
         model_use_optimizer(&r->model, o->optimizer == OPTIMIZER_ADAMW);
@@ -274,6 +277,7 @@ static TrainResult train(Run *r) {
             .straggler = r->plan.straggler,
             .profile = profile_create(&r->model, o->warmup, o->profile_layers),
             .optim_steps = &r->optim_steps,
+            .tensor = r->tensor,
         };
         d.set.prefetch = r->prefetch, d.set.graph_parts = r->graph_parts;
         d.set.loader_threads = r->prefetch ? r->loader_threads : 0;
@@ -340,6 +344,7 @@ static void finish(Run *r, const TrainResult *res) {
 static void release(Run *r) {
     r->plan.xops->destroy(r->xstate);
     model_free(&r->model);
+    tensor_group_free(r->tensor);
     free(r->decay);
     model_free(&r->plan_model);
     pipeline_free(&r->pipe);

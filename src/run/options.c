@@ -180,9 +180,18 @@ static const OptSpec SPECS[] = {
     {"parallel", T_ENUM, F(parallel), PARALLEL_NAMES, 0, 0,
      "data: every rank trains the whole model on its share of the batch; model: the layers are "
      "split into --stages consecutive stages, one per rank, a pipeline; hybrid: data-parallel "
-     "replicas of such a pipeline"},
+     "replicas of such a pipeline; tensor: each transformer block's matrices split over a group "
+     "of --tp ranks (Megatron-LM), with --stages a pipeline of such groups (3D), data-parallel "
+     "replicas on the other ranks"},
+    {"tp", T_INT, F(tp), NULL, 0, 0,
+     "with --parallel tensor: ranks per tensor group, consecutive ranks (0: every rank). The "
+     "QKV projection and the MLP's first fc are split by columns (heads / N each), the output "
+     "projections by rows, with one allreduce of activations per split pair in forward and one "
+     "of input gradients in backward (so are fc-ReLU-fc pairs: FCN-5/8, LeNet's classifier); "
+     "embeddings, layer norms, the tied head and every other row are replicated on every rank "
+     "of the group"},
     {"stages", T_INT, F(stages), NULL, 0, 0,
-     "pipeline stages (0: one per rank with --parallel model, 2 with hybrid)"},
+     "pipeline stages (0: one per rank with --parallel model, 2 with hybrid, 1 with tensor)"},
     {"split", T_STRING, F(split), NULL, 0, 0,
      "first layer of stages 2..K as --dry-run numbers the layers, comma-separated (\"\": "
      "balanced by FLOPs)"},

@@ -13,8 +13,8 @@
 #include <stddef.h>
 
 /* --parallel (src/run/pipeline.h), named in the enum's order (base/names.h). */
-typedef enum { PARALLEL_DATA, PARALLEL_MODEL, PARALLEL_HYBRID } ParallelMode;
-#define PARALLEL_NAMES "data,model,hybrid"
+typedef enum { PARALLEL_DATA, PARALLEL_MODEL, PARALLEL_HYBRID, PARALLEL_TENSOR } ParallelMode;
+#define PARALLEL_NAMES "data,model,hybrid,tensor"
 
 /* --prefetch and --graphs: where the backend and the run allow it, always (refused where it
  * cannot), or never. */
@@ -71,6 +71,7 @@ typedef struct {
     /* model parallelism (src/run/pipeline.h) */
     ParallelMode parallel; /* data | model | hybrid */
     int stages;       /* pipeline stages; 0 = model: one per rank, hybrid: 2 */
+    int tp;           /* tensor: ranks per tensor group; 0 = every rank */
     char *split;      /* first layer of stages 2..K, comma-separated; "" = balanced by FLOPs */
     int microbatches; /* per replica batch, pipelined */
     char *schedule;   /* data | gpipe | 1f1b (src/run/schedule.h) */

@@ -6,13 +6,43 @@
 #include "model_sync.h"
 #include "partition.h"
 #include "pipeline_p2p.h"
+#include "names.h"
 #include "alloc.h" /* defines: xcalloc, xmalloc */
+#include "fail.h"  /* defines: check_fail */
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- configuration -------------------------------------------------------------------------- */
+
+/* --parallel tensor: --tp N (0: every rank) against the model and the ranks; groups of N
+ * consecutive ranks, the replicas of a group on the rest. */
+static void tensor_layout(Pipeline *p, const Options *opt, const Model *plan, const Topology *topo,
+                          int dry_run) {
+    const int nranks = topo->nranks, n = opt->tp ? opt->tp : nranks;
+    char why[256] = "", sizes[128] = "";
+    model_tensor_sizes(plan, 64, sizes, sizeof sizes);
+    usage_check_all(sizes[0] || opt->tp,
+                    "--parallel: 'tensor' is not accepted with --model %s: %s; expected data, "
+                    "model or hybrid",
+                    plan->desc->name, model_tensor_problem(plan, 2, why, sizeof why));
+    usage_check_all(n >= 2 || !sizes[0],
+                    "--tp: %d is not accepted with --parallel tensor%s: a group needs 2 or more "
+                    "ranks; expected one of %s",
+                    n, opt->tp ? "" : " on 1 rank", sizes);
+    usage_check_all(!model_tensor_problem(plan, n, why, sizeof why),
+                    "--tp: %d is not accepted with --model %s: %s; expected %s%s", n,
+                    plan->desc->name, why,
+                    sizes[0] ? "one of " : "--parallel data, model or hybrid", sizes);
+    if (dry_run != 1)
+        usage_check_all(nranks % n == 0,
+                        "--tp: %d is not accepted on %d ranks: the ranks must be a multiple of "
+                        "the group (groups x replicas)",
+                        n, nranks);
+    p->tp = n, p->tp_rank = topo->rank % n;
+    p->replicas = nranks % n == 0 ? nranks / n : 1, p->replica = topo->rank / n;
+}
 
 void pipeline_setup(Pipeline *p, const Options *opt, ParallelMode mode, const Model *plan,
                     const Topology *topo, int dry_run) {
@@ -22,21 +52,29 @@ void pipeline_setup(Pipeline *p, const Options *opt, ParallelMode mode, const Mo
     p->mode = mode;
     p->microbatches = opt->microbatches;
 
-    if (p->mode == PARALLEL_DATA) {
+    usage_check_all(p->mode == PARALLEL_TENSOR || !options_given(opt, "tp"),
+                    "--tp: %d is not accepted with --parallel %s: a tensor group needs "
+                    "--parallel tensor",
+                    opt->tp, NAME_OF(PARALLEL_NAMES, p->mode));
+    p->tp = 1, p->tp_comm = MPI_COMM_NULL;
+    const int tensor = p->mode == PARALLEL_TENSOR, piped_tensor = tensor && opt->stages > 1;
+    if (p->mode == PARALLEL_DATA || (tensor && !piped_tensor)) {
+        const char *mode = NAME_OF(PARALLEL_NAMES, p->mode);
         usage_check_all(opt->stages <= 1,
-                        "--stages: %d is not accepted with --parallel data (pipeline stages need "
-                        "--parallel model or hybrid)",
-                        opt->stages);
+                        "--stages: %d is not accepted with --parallel %s (pipeline stages need "
+                        "--parallel model, hybrid, or tensor with --stages 2 or more)",
+                        opt->stages, mode);
         usage_check_all(!opt->split[0],
-                        "--split: '%s' is not accepted with --parallel data (it places pipeline "
-                        "stages: --parallel model or hybrid)",
-                        opt->split);
+                        "--split: '%s' is not accepted with --parallel %s (it places pipeline "
+                        "stages: --parallel model, hybrid, or tensor with --stages)",
+                        opt->split, mode);
         usage_check_all(opt->microbatches == 1,
-                        "--microbatches: %d is not accepted with --parallel data (micro-batches "
-                        "are pipelined: --parallel model or hybrid)",
-                        opt->microbatches);
+                        "--microbatches: %d is not accepted with --parallel %s (micro-batches "
+                        "are pipelined: --parallel model, hybrid, or tensor with --stages)",
+                        opt->microbatches, mode);
         p->stages = 1;
         p->replicas = nranks, p->replica = topo->rank;
+        if (p->mode == PARALLEL_TENSOR) tensor_layout(p, opt, plan, topo, dry_run);
     } else {
         int K = opt->stages ? opt->stages : (p->mode == PARALLEL_MODEL ? nranks : 2);
         p->stages = K;
@@ -61,8 +99,20 @@ void pipeline_setup(Pipeline *p, const Options *opt, ParallelMode mode, const Mo
                             "--stages: %d is not accepted with --parallel hybrid on %d ranks: the "
                             "ranks must be a multiple of the stages (replicas x stages)",
                             K, nranks);
-        p->replicas = dry_run == 1 ? (nranks % K == 0 ? nranks / K : 1) : nranks / K;
-        p->stage = topo->rank % K, p->replica = topo->rank / K;
+        if (tensor) { /* 3D: rank = (replica x K + stage) x tp + tp_rank */
+            tensor_layout(p, opt, plan, topo, dry_run);
+            const int g = K * p->tp;
+            if (dry_run != 1)
+                usage_check_all(nranks % g == 0,
+                                "--stages: %d is not accepted with --parallel tensor --tp %d on %d "
+                                "ranks: the ranks must be a multiple of tp x stages (%d)",
+                                K, p->tp, nranks, g);
+            p->replicas = nranks % g == 0 ? nranks / g : 1;
+            p->stage = (topo->rank / p->tp) % K, p->replica = topo->rank / g;
+        } else {
+            p->replicas = dry_run == 1 ? (nranks % K == 0 ? nranks / K : 1) : nranks / K;
+            p->stage = topo->rank % K, p->replica = topo->rank / K;
+        }
     }
     const int K = p->stages, R = p->replicas, M = p->microbatches;
     usage_check_all(M <= P2P_MAX_MICROBATCHES, "--microbatches: %d is not accepted: at most %d", M,
@@ -98,14 +148,21 @@ void pipeline_setup(Pipeline *p, const Options *opt, ParallelMode mode, const Mo
         p->stage_comm = MPI_COMM_WORLD;
         return;
     }
-    MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, p->replica, p->stage, &p->pipe_comm));
-    MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, p->stage, p->replica, &p->stage_comm));
+    const int N = p->tp, t = p->tp_rank; /* 1 and 0 without a tensor group */
+    if (tensor) { /* the group: the ranks of one stage of one replica */
+        MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, p->replica * K + p->stage, t, &p->tp_comm));
+        MPI_CHECK(MPI_Comm_set_errhandler(p->tp_comm, MPI_ERRORS_RETURN));
+    }
+    /* a replica's stages (of one group rank) */
+    MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, p->replica * N + t, p->stage, &p->pipe_comm));
     MPI_CHECK(MPI_Comm_set_errhandler(p->pipe_comm, MPI_ERRORS_RETURN));
+    MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, p->stage * N + t, p->replica, &p->stage_comm));
     MPI_CHECK(MPI_Comm_set_errhandler(p->stage_comm, MPI_ERRORS_RETURN));
 }
 
 void pipeline_free(Pipeline *p) {
     if (p->pipe_comm != MPI_COMM_NULL) MPI_CHECK(MPI_Comm_free(&p->pipe_comm));
+    if (p->tp_comm != MPI_COMM_NULL) MPI_CHECK(MPI_Comm_free(&p->tp_comm));
     if (p->stage_comm != MPI_COMM_NULL && p->stage_comm != MPI_COMM_WORLD)
         MPI_CHECK(MPI_Comm_free(&p->stage_comm));
     free(p->first);
@@ -114,6 +171,13 @@ void pipeline_free(Pipeline *p) {
 
 void pipeline_print(const Pipeline *p, const Model *plan, FILE *out) {
     double total = model_flops_per_sample(plan);
+    if (p->mode == PARALLEL_TENSOR) {
+        fprintf(out,
+                "tensor: groups of %d ranks x %d stage(s) x %d replica(s) (%d ranks); the "
+                "blocks' projections split over each group, the rest replicated\n",
+                p->tp, p->stages, p->replicas, p->tp * p->stages * p->replicas);
+        if (p->stages == 1) return;
+    }
     fprintf(out,
             "pipeline: %d stages x %d replicas (%d ranks), %d micro-batches per replica batch\n",
             p->stages, p->replicas, p->stages * p->replicas, p->microbatches);
@@ -131,7 +195,56 @@ void pipeline_print(const Pipeline *p, const Model *plan, FILE *out) {
 
 /* ---- parameters --------------------------------------------------------- */
 
+/* Replica 0 of --parallel tensor: each stage's group gathers its slices to its rank 0, which
+ * assembles the stage's unsplit part after checking that the replicated rows agree (they are
+ * never averaged: the same inputs and the same sums give the same values on every rank); the
+ * stages' group ranks 0 then gather the parts to rank 0, which writes the unsplit model. */
+static int save_tensor(const Pipeline *p, const Model *m, const char *path) {
+    const int n = p->tp, K = p->stages, count = (int)m->nparams;
+    const size_t part_count = model_tensor_whole_count(m, m->first, m->last);
+    float *mine = xmalloc((m->nparams + 1) * sizeof(float)), *all = NULL, *part = NULL;
+    m->be->download(m->ctx, mine, m->params, m->nparams * sizeof(float));
+    if (p->tp_rank == 0) all = xmalloc((size_t)n * m->nparams * sizeof(float) + 1);
+    MPI_CHECK(MPI_Gather(mine, count, MPI_FLOAT, all, count, MPI_FLOAT, 0, p->tp_comm));
+    free(mine);
+    if (p->tp_rank != 0) return 0;
+    const float **ranks = xcalloc((size_t)n, sizeof *ranks);
+    for (int r = 0; r < n; r++)
+        ranks[r] = all + (size_t)r * m->nparams;
+    part = xmalloc((part_count + 1) * sizeof(float));
+    int bad = model_tensor_gather(m, ranks, part);
+    if (bad >= 0)
+        check_fail(__FILE__, __LINE__, "tensor group: replicated parameters differ",
+                   m->layers[bad].d.name);
+    free(ranks), free(all);
+    float *whole = part;
+    if (K > 1) { /* the stages' parts, in layer order */
+        int *counts = NULL, *displs = NULL;
+        whole = NULL;
+        if (p->stage == 0) {
+            counts = xcalloc((size_t)K, sizeof(int)), displs = xcalloc((size_t)K, sizeof(int));
+            whole = xmalloc((m->tp.whole_params + 1) * sizeof(float));
+            for (int s = 0; s < K; s++) {
+                displs[s] = (int)model_tensor_whole_count(m, 0, p->first[s]);
+                counts[s] = (int)model_tensor_whole_count(m, p->first[s], p->first[s + 1]);
+            }
+        }
+        MPI_CHECK(MPI_Gatherv(part, (int)part_count, MPI_FLOAT, whole, counts, displs, MPI_FLOAT, 0,
+                              p->pipe_comm));
+        free(part), free(counts), free(displs);
+    }
+    int rc = 0;
+    if (p->stage == 0) {
+        Model unsplit = *m; /* the file's header: the whole model's count */
+        unsplit.total_params = m->tp.whole_params;
+        rc = model_save_params(&unsplit, whole, path);
+    }
+    free(whole);
+    return rc;
+}
+
 int pipeline_save_model(const Pipeline *p, const Model *m, const char *path) {
+    if (p->mode == PARALLEL_TENSOR) return p->replica == 0 ? save_tensor(p, m, path) : 0;
     if (p->mode == PARALLEL_DATA) {
         if (p->replica != 0) return 0;
         return model_save(m, path);

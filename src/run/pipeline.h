@@ -34,6 +34,11 @@ typedef struct {
     char split_text[256];  /* first[0..K-1], comma-separated (result file) */
     MPI_Comm pipe_comm;    /* this replica's stages; rank in it = stage */
     MPI_Comm stage_comm;   /* the replicas' ranks holding this stage: the exchange's communicator */
+    /* --parallel tensor: groups of tp consecutive ranks (rank = replica * tp + tp_rank), each
+     * holding the whole model split (ModelTensor); stage_comm then joins the ranks of the same
+     * tp_rank over the replicas. tp 1, tp_comm MPI_COMM_NULL: no tensor group. */
+    int tp, tp_rank;
+    MPI_Comm tp_comm;
 } Pipeline;
 
 /* Checks --parallel, --stages, --split, --microbatches and --batch against the model `plan` and
@@ -48,8 +53,9 @@ void pipeline_free(Pipeline *p);
 /* The stages: layers, parameters, share of the FLOPs (for --dry-run and the start-up lines). */
 void pipeline_print(const Pipeline *p, const Model *plan, FILE *out);
 
-/* Collective. Rank 0 writes the whole model's parameters of replica 0, gathered from its stages,
- * as model_save does (which reports its own failure). Returns 0. */
+/* Collective. Rank 0 writes the whole model's parameters of replica 0, gathered from its stages
+ * (or its tensor group's slices, in the unsplit layout), as model_save does (which reports its
+ * own failure). Returns 0. */
 int pipeline_save_model(const Pipeline *p, const Model *m, const char *path);
 
 #endif

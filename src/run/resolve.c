@@ -76,6 +76,8 @@ static int all_readers(const Options *o, const RunPlan *p, Reader *r, int *nchos
     n = add_modes(o, 1, r, n);
     if (p->sched->pipeline)
         snprintf(r[n].label, sizeof r[n].label, "--schedule %s", p->sched->name);
+    else if (p->mode == PARALLEL_TENSOR)
+        snprintf(r[n].label, sizeof r[n].label, "--parallel tensor without --stages");
     else
         snprintf(r[n].label, sizeof r[n].label, "--parallel data");
     r[n++].reads = p->sched->reads;
@@ -217,12 +219,14 @@ static void choose(Options *opt, RunPlan *p) {
     p->rops = registry_recorder("hdf5");
     p->mode = opt->parallel;
     const ScheduleOps *named = registry_schedule(opt->schedule);
-    if (p->mode == PARALLEL_DATA) {
+    /* one stage: data parallelism, and tensor groups without --stages */
+    if (p->mode == PARALLEL_DATA || (p->mode == PARALLEL_TENSOR && opt->stages <= 1)) {
         p->sched = registry_schedule("data");
         usage_check_all(!options_given(opt, "schedule") || named == p->sched,
-                        "--schedule: '%s' is not accepted with --parallel data: expected data "
-                        "(pipeline schedules need --parallel model or hybrid)",
-                        opt->schedule);
+                        "--schedule: '%s' is not accepted with --parallel %s: expected data "
+                        "(pipeline schedules need --parallel model, hybrid, or tensor with "
+                        "--stages)",
+                        opt->schedule, NAME_OF(PARALLEL_NAMES, opt->parallel));
         opt->schedule = (char *)p->sched->name;
     } else {
         p->sched = named;
@@ -246,6 +250,10 @@ static void check_precision(const Options *opt, RunPlan *p) {
               p->be->precision_ok(p->precision, opt->threads, why, sizeof why));
     usage_check_all(ok, "--precision: '%s' is not accepted with --device %s: %s",
                     PRECISION_NAME(opt->precision), opt->device, why);
+    usage_check_all(p->precision == PRECISION_FP32 || p->mode != PARALLEL_TENSOR,
+                    "--precision: '%s' is not accepted with --parallel tensor: its group sums "
+                    "fp32 activations; expected fp32",
+                    PRECISION_NAME(opt->precision));
     usage_check_all(p->precision != PRECISION_FP16 ||
                         (p->xops->same_update && p->mode == PARALLEL_DATA),
                     "--precision: 'fp16' is not accepted with --exchange %s --parallel %s: its "
@@ -291,7 +299,7 @@ ActLayout resolve_act_layout(const Options *opt, const RunPlan *p, const Model *
     const int piped = p->mode != PARALLEL_DATA;
     usage_check_all(!piped || opt->act_layout != ACT_LAYOUT_NHWC,
                     "--act-layout: 'nhwc' is not accepted with --parallel %s: pipeline stages "
-                    "exchange fp32 NCHW activations; expected auto or nchw",
+                    "and tensor groups exchange fp32 NCHW activations; expected auto or nchw",
                     NAME_OF(PARALLEL_NAMES, opt->parallel));
     const int ok =
         model_choose_layout(plan, p->be, p->precision, piped ? ACT_LAYOUT_NCHW : opt->act_layout,
@@ -364,9 +372,13 @@ static void check_combination(const Options *opt, const Topology *topo, const Ru
     const BackendOps *be = p->be;
     const ExchangeOps *x = p->xops;
     usage_check_all(p->mode == PARALLEL_DATA || x->pipeline_ok,
-                    "--exchange: '%s' is not accepted with --parallel %s: the stage replicas of a "
-                    "pipeline exchange with %s",
+                    "--exchange: '%s' is not accepted with --parallel %s: the replicas of a "
+                    "pipeline stage or tensor group exchange with %s",
                     opt->exchange, NAME_OF(PARALLEL_NAMES, opt->parallel), pipeline_exchanges());
+    usage_check_all(!be->device_memory || p->mode != PARALLEL_TENSOR,
+                    "--parallel: 'tensor' is not accepted with --device %s yet: the tensor "
+                    "group sums host buffers; expected --device cpu",
+                    opt->device);
     usage_check_all(!be->device_memory || p->sched->device_memory,
                     "--parallel: '%s' is not accepted with --device %s yet: pipeline stages pass "
                     "host buffers; expected data",

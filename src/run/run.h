@@ -32,6 +32,7 @@ typedef struct {
     Pipeline pipe;
     BackendCtx *ctx;
     Model model; /* this rank's stage (the whole model in data parallelism) */
+    struct TensorGroup *tensor; /* --parallel tensor: this rank's group (tensor_group.h) */
     /* The optimizer's updates applied to model (Driver.optim_steps, ExchangeConfig.steps), and
      * its weight decay's runs (model_decay_ranges, for ExchangeConfig.optim) */
     int64_t optim_steps;

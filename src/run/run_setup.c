@@ -134,7 +134,7 @@ static void print_start(const Run *r, const char *backend_info) {
     options_visit(o, print_option, NULL);
     printf("model %s: %zu parameters, %.3f GFLOP forward per sample; data %s [%d,%d,%d], "
            "%zu training samples\n",
-           r->md->name, r->model.total_params, model_flops_per_sample(&r->model) / 1e9,
+           r->md->name, r->plan_model.total_params, model_flops_per_sample(&r->plan_model) / 1e9,
            r->data.name, r->data.c, r->data.h, r->data.w, r->data.ntrain);
     if (r->pipe.mode != PARALLEL_DATA) pipeline_print(&r->pipe, &r->plan_model, stdout);
     const int parts = r->graph_parts;
@@ -416,7 +416,7 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_INT("iters", o->iters),
         RUN_INT("batch_global", o->batch),
         RUN_INT("batch_per_rank", r->batch),
-        RUN_INT("param_count", (long long)r->model.total_params),
+        RUN_INT("param_count", (long long)r->plan_model.total_params), /* the whole model's */
         RUN_INT("tokens_per_sample", r->md->vocab > 0 ? r->plan_model.label_size : 0),
         RUN_REAL("train_flops_per_sample", model_train_flops_per_sample(&r->plan_model)),
         RUN_REAL("peak_flops", peak_flops),
@@ -434,6 +434,7 @@ static void create_recorder(Run *r, const DeviceInfo *dev, const char *backend_i
         RUN_TEXT("parallel", NAME_OF(PARALLEL_NAMES, o->parallel)),
         RUN_INT("stages", r->pipe.stages),
         RUN_INT("replicas", r->pipe.replicas),
+        RUN_INT("tp", r->pipe.tp), /* ranks per tensor group, 1: none */
         RUN_INT("microbatches", r->pipe.microbatches),
         RUN_TEXT("stage_first_layers", r->pipe.split_text),
         RUN_INT("calibration_iters", r->calibration.iters),

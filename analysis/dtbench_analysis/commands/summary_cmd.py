@@ -249,9 +249,11 @@ def _per_rank_lines(s: Summary) -> List[str]:
     rows = s.per_rank
     if len(rows) < 2:
         return []
-    extra = [k for k in ("wait_median_ms", "staleness_median", "power_median_w",
-                         "memory_max_mib", "utilization_median") if k in rows[0]]
-    heads = {"wait_median_ms": "wait ms", "staleness_median": "stale",
+    extra = [k for k in ("wait_median_ms", "tensor_median_ms", "bubble_median_ms",
+                         "staleness_median", "power_median_w", "memory_max_mib",
+                         "utilization_median") if k in rows[0]]
+    heads = {"wait_median_ms": "wait ms", "tensor_median_ms": "tensor ms",
+             "bubble_median_ms": "bubble ms", "staleness_median": "stale",
              "power_median_w": "power W", "memory_max_mib": "mem MiB",
              "utilization_median": "util"}
     shown = rows
