@@ -115,7 +115,7 @@ need() { # EXCHANGE: the GB per rank the refusal names
     local out
     out=$(run_refused 2 --model gpt2 --seq-len 64 --batch 1048576 --optimizer adamw \
         --exchange "$1" --output bad.h5 2>&1 || true)
-    sed -n 's/.*needs about \([0-9.]*\) GB.*/\1/p' <<<"$out" | head -1
+    sed -n '/needs about [0-9.]* GB/{s/.*needs about \([0-9.]*\) GB.*/\1/p;q}' <<<"$out"
 }
 n=$("$DTBENCH" --model gpt2 --dry-run | sed -n 's/.*total parameters: \([0-9]*\).*/\1/p')
 s=$(need sync) z=$(need zero1)
@@ -126,7 +126,8 @@ pass "memory estimate: zero1 on 2 ranks $z GB per rank, sync $s GB (2 x $n float
 
 # 4. Refusals.
 bad="--model lenet --dataset synthetic --batch 8 --iters 1 --output bad.h5"
-if "$DTBENCH" --help | grep -q 'transport {.*nccl'; then
+"$DTBENCH" --help >help.txt
+if grep -q 'transport {.*nccl' help.txt; then
     expect_bad 0 "--transport: 'nccl' is not accepted with --exchange zero1: expected mpi,hier" \
         $bad --exchange zero1 --transport nccl
 fi
