@@ -32,8 +32,11 @@ pass "killed run: file readable, completed blocks intact, reported incomplete"
 # is never blocked by what the killed one left.
 # A delay is counted from the start of mpirun, or (file+D) from the moment the file appears (the
 # ranks are then creating it: the window where a kill left an unreadable file).
-delays="0 0.01 0.05 file+0 file+0.002 file+0.005 file+0.01 file+0.02 file+0.03 file+0.05"
-for i in 1 2 3 4; do delays="$delays $("$PYTHON" -c "import random; random.seed($i); print(round(random.uniform(0.05, 2.5), 3))")"; done
+# The quick suite: 4 of these and 1 random; the long checks all of them and 4 random.
+delays="0.01 file+0 file+0.005 file+0.02" kills="1"
+long_part "6 more fixed delays, 3 more at random" &&
+    delays="0 0.01 0.05 file+0 file+0.002 file+0.005 file+0.01 file+0.02 file+0.03 file+0.05" kills="1 2 3 4"
+for i in $kills; do delays="$delays $("$PYTHON" -c "import random; random.seed($i); print(round(random.uniform(0.05, 2.5), 3))")"; done
 cd "$WORK"
 for d in $delays; do
     rm -f k.h5 .k.h5.*.partial
