@@ -9,7 +9,9 @@
 TOL=2e-5
 FMNIST_SMALL=$(fmnist_small)
 
-for model in lenet fcn5; do
+models=lenet # the quick suite; FCN-5 (118M parameters) with --long
+long_part "FCN-5 on 1, 2 and 4 ranks" && models="lenet fcn5"
+for model in $models; do
     common="--model $model --dataset fashion-mnist --data-dir $FMNIST_SMALL --batch 16 --iters 8 --warmup 0 --lr 0.05 --seed 11"
     for np in 1 2 4; do
         run_np "$np" $common --output "$WORK/$model-$np.h5" --save-model "$WORK/$model-$np.params" >/dev/null

@@ -60,7 +60,11 @@ pass "SIGUSR1 to one rank: all ranks stopped after the same iteration, exit 0"
 
 # 3. Every other strategy, 4 ranks: SIGTERM to every rank ends the run without a hang, each rank
 #    closes the file as stopped early, and all end with one model (servers and rings drained).
-for spec in "ssp:--staleness 2" "async:--ps-ranks 1 --staleness 3" "mixed:--ranks-per-node 2"; do
+specs="async:--ps-ranks 1 --staleness 3" # the quick suite; ssp and mixed with --long
+long_part "SIGTERM to ssp and mixed" &&
+    specs="ssp:--staleness 2|$specs|mixed:--ranks-per-node 2"
+IFS='|' read -ra specs <<<"$specs"
+for spec in "${specs[@]}"; do
     x=${spec%%:*}
     start_run "$WORK/$x.h5" 4 --exchange $x ${spec#*:}
     term_ranks "$WORK/$x.h5"
