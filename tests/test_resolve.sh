@@ -29,7 +29,7 @@ expect_bad 0 "--act-layout: 'chw' is not accepted" --act-layout chw $O
 # Schedules: pipeline schedules need a pipeline, a pipeline needs a pipeline schedule.
 expect_bad 0 "--schedule: '1f1b' is not accepted with --parallel data: expected data" --schedule 1f1b $O
 expect_bad 0 "--schedule: 'data' is not accepted with --parallel model: expected a pipeline schedule (gpipe or 1f1b)" --parallel model --schedule data $O
-expect_bad 0 "--exchange: 'ssp' is not accepted with --parallel model: the stage replicas of a pipeline exchange with sync" --parallel model --exchange ssp $O
+expect_bad 0 "--exchange: 'ssp' is not accepted with --parallel model: the replicas of a pipeline stage or tensor group exchange with sync" --parallel model --exchange ssp $O
 expect_bad 0 "--microbatches: 1 is not accepted with --parallel data" --microbatches 1 $O
 # Synthetic data have no test split: nothing to evaluate, no target to reach.
 expect_bad 0 "--target-acc: 0.5 is not accepted with --dataset synthetic (no test split): expected fashion-mnist, mnist or cifar10" --target-acc 0.5 $O

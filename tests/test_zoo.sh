@@ -45,7 +45,7 @@ expect_bad 2 "--split: '3,5' is not accepted: 2 stages take 1 indices" --paralle
 expect_bad 0 "--split: '3' is not accepted: 1 stages take 0 indices" --parallel model --split 3 $O
 expect_bad 0 "--split: 'abc' is not accepted" --parallel model --stages 2 --dry-run --split abc $O
 expect_bad 0 "--split: 'x' is not accepted with --parallel data" --split x $O
-expect_bad 0 "--parallel: 'tensor' is not accepted: expected one of data,model,hybrid" --parallel tensor $O
+expect_bad 0 "--parallel: 'bogus' is not accepted: expected one of data,model,hybrid,tensor" --parallel bogus $O
 expect_bad 0 "--dataset: 'mnist' is not accepted with lstm32, a language model" --model lstm32 --dataset mnist $O
 expect_bad 0 "--model: vgg16 does not fit the input \[1,28,28\]: maxpool pool5 would have an empty output" --model vgg16 $O
 
