@@ -37,11 +37,16 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import nnls
 
 from .coll import (EAGER_BYTES, NPARAMS, collective_terms,  # noqa: F401
                    exchange_terms, hier_terms, tuned_allreduce)
 from ..runfile import Run
+
+
+def nnls(*args, **kwargs):
+    """scipy.optimize.nnls, imported on use: keeps the command line quick to start."""
+    from scipy.optimize import nnls as scipy_nnls
+    return scipy_nnls(*args, **kwargs)
 
 LEVELS = ("intra", "inter")
 PARAMS = ("alpha_intra", "beta_intra", "alpha_inter", "beta_inter", "beta_inter_rndv")
