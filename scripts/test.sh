@@ -3,9 +3,9 @@
 # --runtime: docs/building.md), and runs the whole test suite:
 #   make check      C kernel/model tests and the MPI + HDF5 shell tests (2 and 4 ranks)
 #   pytest          the analysis package (analysis/tests) and the campaign tool (jobs/tests)
-#   make distcheck  the release tarball, configured --without-cuda (so CI builds both the tree's
-#                   configuration and the CPU-only one), builds and passes the quick tests
-#                   (with --full: all tests)
+#   make distcheck  with --long: the release tarball, configured --without-cuda (so CI builds
+#                   both the tree's configuration and the CPU-only one), builds and passes the
+#                   quick tests (with --full: all tests)
 #   make check-sanitize-ci   with --sanitize (what CI runs): the tests again in an ASan/UBSan
 #                   build, CPU-only, in sanitize/ (Makefile.am says which)
 #   the scaling study with --study (what CI runs): tests/test_slurm_study.sh, 16 emulated nodes
@@ -117,20 +117,23 @@ longest=$(sed -n 's/^run_test.sh: \(.*\) took \([0-9.]*\) s$/\2 \1/p' tests/*.lo
     sort -rn | awk 'NR <= 8 { printf "%s%s %s s", (NR > 1 ? ", " : ""), $2, $1 }')
 [ -z "$longest" ] || echo "longest tests: $longest"
 
-# make distcheck runs beside pytest (much of pytest's time is waiting); its result is read after.
+# make distcheck (with --long) runs beside pytest (much of pytest's time is waiting); its result
+# is read after.
 t_dist=$(date +%s)
 # (not test_bad_input.sh, 80 s under load: make check ran it on this same source just before)
 quick="tests/test_cpu_conv tests/test_cpu_pool tests/test_model tests/test_cli.sh"
 [ "$full" = 1 ] && quick=""
 rm -f distcheck.rc
-(
-    make -j"$jobs" distcheck ${quick:+TESTS="$quick"} >distcheck.out 2>&1
-    echo $? >distcheck.rc
-    echo $(($(date +%s) - t_dist)) >distcheck.took
-) &
-dist_pid=$!
+if [ "$long" = 1 ]; then
+    (
+        make -j"$jobs" distcheck ${quick:+TESTS="$quick"} >distcheck.out 2>&1
+        echo $? >distcheck.rc
+        echo $(($(date +%s) - t_dist)) >distcheck.took
+    ) &
+    dist_pid=$!
+fi
 
-echo "== pytest analysis/tests jobs/tests (make distcheck beside it)"
+echo "== pytest analysis/tests jobs/tests$([ "$long" = 1 ] && echo ' (make distcheck beside it)')"
 t=$(date +%s)
 # Two pytest workers per core (pytest-xdist), each test file whole on one worker (its module
 # fixtures, real dtbench runs among them, made once). Much of their time is waiting (the emulated
@@ -160,17 +163,19 @@ failed=$((failed + py_fail + py_err))
 [ "$py_tests" -gt 0 ] || count "pytest ran no test" fail
 took pytest "$t"
 
-echo "== make distcheck (the release tarball, --without-cuda)"
-t=$(date +%s)
-wait "$dist_pid"
-if [ "$(cat distcheck.rc 2>/dev/null)" = 0 ]; then
-    count "make distcheck" pass
-else
-    tail -30 distcheck.out
-    count "make distcheck" fail
+if [ "$long" = 1 ]; then
+    echo "== make distcheck (the release tarball, --without-cuda)"
+    t=$(date +%s)
+    wait "$dist_pid"
+    if [ "$(cat distcheck.rc 2>/dev/null)" = 0 ]; then
+        count "make distcheck" pass
+    else
+        tail -30 distcheck.out
+        count "make distcheck" fail
+    fi
+    echo "make distcheck took $(cat distcheck.took 2>/dev/null || echo '?') s, beside pytest"
+    took "distcheck (left after pytest)" "$t"
 fi
-echo "make distcheck took $(cat distcheck.took 2>/dev/null || echo '?') s, beside pytest"
-took "distcheck (left after pytest)" "$t"
 
 # The long checks (Makefile.am: LONG_TESTS): gpt2 against PyTorch (make check's
 # tests/test_vs_torch.sh checks nanogpt-char, the same layer kinds at a tenth of the size), and
