@@ -66,7 +66,12 @@ if eoa > len(raw):  # below it: killed inside an extension, its new chunks past 
              f"size {len(raw)}")
 if sys.argv[2:3] == ["--cut-last"]:
     out, last = sys.argv[3], max(starts)
-    open(out, "wb").write(raw)
+    # A kill inside an extension's flush can leave chunks past the superblock's EOA; opened for
+    # writing, HDF5 would cut the file back to that EOA on close. The whole file allocated first:
+    # the write then neither cuts nor grows it.
+    whole = bytearray(raw)
+    whole[where:where + 8] = struct.pack("<Q", len(raw))
+    open(out, "wb").write(whole)
     with h5py.File(out, "r+") as f:  # raw data in place: no allocation, the same layout
         f["ranks/completed"][:] = np.minimum(f["ranks/completed"][:], last)
     cut = bytearray(open(out, "rb").read())
