@@ -23,14 +23,16 @@ awk -v s="$said" -v p="$per_iter" 'BEGIN { e = 200000 * p / 1e6; exit !(s > 32 &
     fail "the refusal says $said MB; 200000 iterations of $per_iter bytes each are $(awk -v p="$per_iter" 'BEGIN { print 200000 * p / 1e6 }') MB"
 pass "a growing file that cannot reach its full size is refused before the start"
 
-# 2. 60000 iterations fit (20 MB); steps of 2000 iterations (0.7 MB). Once the run has written
+# 2. N iterations fit (20 MB: N from the bytes an iteration takes, counted above, a multiple of
+#    2000); steps of 2000 iterations (about 1 MB). Once the run has written
 #    its first blocks, another process fills the disk: what was reserved at creation is written,
 #    the first extension that needs more is refused. The creation reserves the first extent plus
 #    4 MB for metadata (about 10000 iterations more: 2 minutes on an idle 2-core machine, over 5
 #    with the suite's other ranks sharing its cores); this run keeps 1 MB instead
 #    (DTBENCH_TEST_META_BYTES), so the refusal comes within the first few thousand iterations.
+N=$(awk -v p="$per_iter" 'BEGIN { print int(20e6 / p / 2000) * 2000 }')
 DTBENCH_TEST_META_BYTES=1048576 DTBENCH_TEST_GROW_STEP=2000 spawn timeout -k 10 600 "$MPIRUN" \
-    -np 2 "$DTBENCH" $S --iters 60000 \
+    -np 2 "$DTBENCH" $S --iters "$N" \
     --output disk/r.h5 >run.log 2>err.log
 job=$SPAWNED
 wait_completed disk/r.h5 10 60 || { kill -9 $job; fail "run did not start writing: $(cat err.log)"; }
@@ -43,7 +45,7 @@ lines=$(grep -c "^dtbench: error: rank 0: extending disk/r.h5 (/iterations) to i
 # every rank completed up to the extent, which is short of the run; closed within seconds of the
 # refusal (stop_latency_s: from the refusal to the file's last write)
 pycheck run marks disk/r.h5 --attr finished=1 --attr stop_reason=write_error \
-    --detail-has "errno 28" --detail-has disk/r.h5 --to-extent --ranks "completed<60000" --whole \
+    --detail-has "errno 28" --detail-has disk/r.h5 --to-extent --ranks "completed<$N" --whole \
     --max-latency 5
 pass "a step that cannot be reserved stops the run through the write-error path"
 
@@ -55,7 +57,7 @@ pass "a step that cannot be reserved stops the run through the write-error path"
 #    kept on every rank, exit 1, within seconds.
 rm -f disk/fill disk/r.h5
 DTBENCH_TEST_NO_RESERVE=1 DTBENCH_TEST_GROW_STEP=200 timeout -k 10 300 "$MPIRUN" -np 2 \
-    "$DTBENCH" $S --iters 60000 --output disk/r.h5 >run.log 2>err.log &
+    "$DTBENCH" $S --iters "$N" --output disk/r.h5 >run.log 2>err.log &
 job=$!
 wait_completed disk/r.h5 10 60 || { kill -9 $job; fail "run did not start writing: $(cat err.log)"; }
 dd if=/dev/zero of=disk/fill bs=64k 2>/dev/null || true # until the disk is full,
