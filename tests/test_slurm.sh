@@ -132,9 +132,10 @@ EOF
 }
 # file_of NAME : the result file of the campaign's only run.
 file_of() { ls "$WORK"/results/"$1"/runs/*.a1.h5 2>/dev/null; }
-# wait_iterations NAME N : until every rank has written N iterations.
+# wait_iterations NAME N : until every rank has written N iterations (the four jobs share two
+# nodes: one may wait in the queue for the time-limit job's minute, and start under load).
 wait_iterations() {
-    wait_h5 "$WORK/results/$1/runs" "$2" --all-ranks --poll 0.3 ||
+    wait_h5 "$WORK/results/$1/runs" "$2" --all-ranks --poll 0.3 --timeout 300 ||
         fail "$1: the run did not write $2 iterations in time"
 }
 # Time limit 1 min, warning 50 s before: Slurm checks limits about every 30 s, so the warning
