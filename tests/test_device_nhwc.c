@@ -220,6 +220,13 @@ static void test_elementwise(void) {
 
 /* ---- concatenation: concat_kernel and concat_back_kernel, every unit played --------------- */
 
+/* aligned_alloc wants a size that is a multiple of the alignment (ASan returns NULL otherwise) */
+static void *alloc16(size_t bytes) {
+    void *p = aligned_alloc(16, (bytes + 15) / 16 * 16);
+    if (!p) abort();
+    return p;
+}
+
 /* rows rows of n inputs of sizes[i] values of eb bytes; input `skip` without a gradient (-1:
  * none); offset: bytes the inputs' buffers start past 16-byte alignment. The expected unit. */
 static void test_concat(int n, const size_t *sizes, size_t eb, size_t rows, int skip,
@@ -228,13 +235,13 @@ static void test_concat(int n, const size_t *sizes, size_t eb, size_t rows, int 
     for (int i = 0; i < n; i++)
         total += sizes[i];
     const size_t yb = rows * total * eb;
-    unsigned char *y = aligned_alloc(16, yb + 16), *ref = malloc(yb), *parts[DT_CONCAT_MAX];
+    unsigned char *y = alloc16(yb + 16), *ref = malloc(yb), *parts[DT_CONCAT_MAX];
     unsigned char *back[DT_CONCAT_MAX], *bref[DT_CONCAT_MAX];
     void *ps[DT_CONCAT_MAX], *bs[DT_CONCAT_MAX];
     for (int i = 0; i < n; i++) {
         const size_t b = rows * sizes[i] * eb;
-        parts[i] = (unsigned char *)aligned_alloc(16, b + 32) + offset;
-        back[i] = (unsigned char *)aligned_alloc(16, b + 32) + offset;
+        parts[i] = (unsigned char *)alloc16(b + 32) + offset;
+        back[i] = (unsigned char *)alloc16(b + 32) + offset;
         bref[i] = malloc(b);
         for (size_t k = 0; k < b; k++)
             parts[i][k] = (unsigned char)rand(), back[i][k] = bref[i][k] = 0xa5;
