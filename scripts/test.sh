@@ -113,8 +113,12 @@ done
 grep -q '^# TOTAL' check.out || count "make check (did not run: see check.out)" fail
 # The longest tests (the last line tests/run_test.sh writes into each log): Makefile.am starts
 # the shell tests longest first.
-longest=$(sed -n 's/^run_test.sh: \(.*\) took \([0-9.]*\) s$/\2 \1/p' tests/*.log bench/*.log 2>/dev/null |
-    sort -rn | awk 'NR <= 8 { printf "%s%s %s s", (NR > 1 ? ", " : ""), $2, $1 }')
+longest=$(sed -n 's/^run_test.sh: \(.*\) took \([0-9.]*\) s, cpu \([0-9.]*\) s$/\2 \1 \3/p' \
+    tests/*.log bench/*.log 2>/dev/null |
+    sort -rn | awk 'NR <= 8 { printf "%s%s %s s (cpu %s s)", (NR > 1 ? ", " : ""), $2, $1, $3 }')
+cpu_sum=$(sed -n 's/^run_test.sh: .* took [0-9.]* s, cpu \([0-9.]*\) s$/\1/p' tests/*.log 2>/dev/null |
+    awk '{ s += $1 } END { printf "%.0f", s }')
+[ -z "$cpu_sum" ] || echo "make check: the tests' CPU time ${cpu_sum} s in all"
 [ -z "$longest" ] || echo "longest tests: $longest"
 
 # make distcheck (with --long) runs beside pytest (much of pytest's time is waiting); its result
