@@ -2,7 +2,7 @@
  *   dtbench: rank R on HOST: file.c:LINE: <call>: <message>
  * and ends the job: through MPI_Abort when the program is an MPI one (comm/mpi_check.c provides
  * that hook), else exit(1). The library checks build on it: MPI_CHECK in comm/mpi_check.h,
- * H5_CHECK in src/results/h5_check.h, CUDA_CHECK and friends in kernels/cuda_check.h. */
+ * H5_CHECK in src/results/h5_check.h, CUDA_CHECK and friends in kernels/cuda/cuda_check.h. */
 #ifndef DTBENCH_FAIL_H
 #define DTBENCH_FAIL_H
 

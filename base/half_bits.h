@@ -1,10 +1,10 @@
 /* half_bits.h - fp32 <-> bf16/fp16 on bit patterns, written once for every place dtbench rounds to
  * a 2-byte type: as plain static inline C by comm/grad_cast.c (--grad-dtype, MPI's wire type) and
- * kernels/cpu_bf16.c (--precision bf16 on the CPU), and as __host__ __device__ functions by nvcc
- * in comm/grad_cast_cuda.cu (NCCL's wire type) and kernels/cuda_precision_kernels.cu (--precision
- * bf16/fp16 on the GPU), so a value is rounded the same way wherever it is rounded. Integer
- * arithmetic, but for two exact or default-rounded float operations on fp16 subnormals (with
- * flush-to-zero they still give the right result: the operands are normal). Round to nearest
+ * kernels/cpu/cpu_bf16.c (--precision bf16 on the CPU), and as __host__ __device__ functions by
+ * nvcc in comm/grad_cast_cuda.cu (NCCL's wire type) and kernels/cuda/cuda_precision_kernels.cu
+ * (--precision bf16/fp16 on the GPU), so a value is rounded the same way wherever it is rounded.
+ * Integer arithmetic, but for two exact or default-rounded float operations on fp16 subnormals
+ * (with flush-to-zero they still give the right result: the operands are normal). Round to nearest
  * even; fp16 overflows (|x| >= 65520) to inf, NaN stays a quiet NaN with its sign. Checked
  * against a naive reference on every pattern by tests/test_grad_cast.c. */
 #ifndef DTBENCH_HALF_BITS_H

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # blas_cpu.sh - the OpenBLAS kernels of dtbench's CPU runs and what they are worth (bench/README.md
 # "OpenBLAS kernels"). Per model, ROUNDS alternating runs of one rank, one thread:
-#   installed  dtbench with nothing exported (it chooses OpenBLAS's core itself: kernels/cpu_blas.c)
+#   installed  dtbench with nothing exported (it chooses OpenBLAS's core itself,
+#              kernels/cpu/cpu_blas.c)
 #   exported   dtbench with OPENBLAS_CORETYPE=<the core installed chose> exported
 #   own        dtbench with OPENBLAS_CORETYPE=<OpenBLAS's own detection> exported: what every run
 #              measured before dtbench chose the core (Prescott on CPUs newer than the OpenBLAS)

@@ -1,7 +1,7 @@
-/* gemm_bf16.c - bf16 GEMM (kernels/cpu_bf16.c, the engine --precision bf16 uses) against OpenBLAS
- * sgemm on the same shapes, in the same run: rounds alternate between the two, each timing is the
- * median of the rounds, and the ratio is what to read (bench/README.md). One thread each (the
- * bf16 engine is created with 1 thread; OpenBLAS is set to 1 thread).
+/* gemm_bf16.c - bf16 GEMM (kernels/cpu/cpu_bf16.c, the engine --precision bf16 uses) against
+ * OpenBLAS sgemm on the same shapes, in the same run: rounds alternate between the two, each timing
+ * is the median of the rounds, and the ratio is what to read (bench/README.md). One thread each
+ * (the bf16 engine is created with 1 thread; OpenBLAS is set to 1 thread).
  *   bench/gemm_bf16 [rounds]          prints: shape, GFLOP/s of each, bf16/fp32 ratio */
 #define _POSIX_C_SOURCE 200809L
 #include "cpu_bf16.h"

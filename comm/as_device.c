@@ -1,5 +1,6 @@
 /* as_device.c - the CPU backend posing as a device (see as_device.h): two configurations of the
- * fake device (kernels/fake_device.h) over the CPU backend, whose hook counts the bytes moved. */
+ * fake device (kernels/fake/fake_device.h) over the CPU backend, whose hook counts the bytes
+ * moved. */
 #include "as_device.h"
 #include "fake_device.h" /* defines: FakeDevice, FAKE_ARGS */
 

@@ -1,5 +1,5 @@
 /* nccl_check.h - NCCL_CHECK for the NCCL parts of comm/ (coll_nccl.c), built only with NCCL: the
- * same pattern as CUDA_CHECK in kernels/cuda_check.h (rank, host, file:line, the library's
+ * same pattern as CUDA_CHECK in kernels/cuda/cuda_check.h (rank, host, file:line, the library's
  * message, then the job ends through check_fail). */
 #ifndef DTBENCH_NCCL_CHECK_H
 #define DTBENCH_NCCL_CHECK_H

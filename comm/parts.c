@@ -24,7 +24,7 @@
 #define DTBENCH_PKGLIBDIR "/usr/local/lib/dtbench"
 #endif
 
-/* kernels/cuda.c's reads: the module is refused when they differ */
+/* kernels/cuda/cuda.c's reads: the module is refused when they differ */
 #define CUDA_READS "gpus-per-node,conv-algo,act-layout"
 
 /* The GPU module's rows before it is loaded: no functions (init, create NULL); what the resolver

@@ -42,8 +42,8 @@ typedef struct {
 } RegistryUnbuilt;
 const RegistryUnbuilt *registry_unbuilt(void);
 
-/* What this rank computes on (kernels/devinfo.h): the GPU and its libraries for a device backend,
- * the processor's model name otherwise. */
+/* What this rank computes on (kernels/common/devinfo.h): the GPU and its libraries for a device
+ * backend, the processor's model name otherwise. */
 void registry_device_info(const BackendOps *be, BackendCtx *ctx, DeviceInfo *info);
 
 /* Comma-separated names, for --help and error messages. */

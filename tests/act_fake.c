@@ -1,5 +1,5 @@
 /* act_fake.c - the fake activation-format backend of act_fake.h: a configuration of the fake
- * device (kernels/fake_device.h) whose hook runs the CPU backend's layer kernels on fp32 NCHW
+ * device (kernels/fake/fake_device.h) whose hook runs the CPU backend's layer kernels on fp32 NCHW
  * copies of their activations, converted from the declared format and back. */
 #include "act_fake.h"
 #include "fake_device.h" /* defines: FakeDevice, FAKE_ARGS, fake_device_run */

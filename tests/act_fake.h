@@ -2,11 +2,11 @@
  * tests of the model's side of the format seam (tests/test_act_format.c, test_act_observe.c): it
  * runs each layer by converting its inputs to NCHW fp32, calling the CPU backend and converting
  * its outputs back, as a real NHWC or 16-bit backend must behave: a fully connected layer on a
- * flattened NHWC input multiplies the NHWC features with the weights mapped by kernels/layout.h,
- * dropout on an NHWC image maps its elements to the NCHW mask (DropoutShape.c, hw), global
- * average pooling reads NHWC with its channel count. Optionally it also has the fused operations
- * (bn_act_*, conv_relu_forward) made of its unfused calls in the unfused order
- * (tests/fused_rows.h), so that the model fuses rows on it as on the GPU. */
+ * flattened NHWC input multiplies the NHWC features with the weights mapped by
+ * kernels/common/layout.h, dropout on an NHWC image maps its elements to the NCHW mask
+ * (DropoutShape.c, hw), global average pooling reads NHWC with its channel count. Optionally it
+ * also has the fused operations (bn_act_*, conv_relu_forward) made of its unfused calls in the
+ * unfused order (tests/fused_rows.h), so that the model fuses rows on it as on the GPU. */
 #ifndef DTBENCH_ACT_FAKE_H
 #define DTBENCH_ACT_FAKE_H
 

@@ -2,15 +2,15 @@
 
 Usage: check_kernel_choices.py FILE.h5...
 
-Reads /ranks/kernel_choices (kernels/cuda.c's describe_kernels: a first line naming cuBLAS's and
+Reads /ranks/kernel_choices (kernels/cuda/cuda.c's describe_kernels: a first line naming cuBLAS's and
 cuDNN's mode, then one line per convolution shape with its forward, backward-data and
 backward-filter algorithm, number, name and math type) of each rank and checks it against the
 file's `precision` attribute:
   fp32: cuBLAS in its default math (no TF32), every convolution algorithm under FMA math and a
-        direct sum (no FFT or Winograd: strict fp32, kernels/cuda_plan.h), no plan made in a step;
+        direct sum (no FFT or Winograd: strict fp32, kernels/cuda/cuda_plan.h), no plan made in a step;
   bf16, fp16: every convolution algorithm a deterministic direct sum, any math type (no FFT or
         Winograd, no atomic backward-data ALGO_0 or backward-filter ALGO_0 or ALGO_3: the 16-bit
-        rule, kernels/cuda_plan.h);
+        rule, kernels/cuda/cuda_plan.h);
   tf32, bf16, fp16: the first line names that precision.
 Prints one line per file and exits 1 if any file fails (a file without kernel choices, i.e. a CPU
 run, fails too: this checks GPU runs)."""

@@ -111,7 +111,8 @@ def campaign(a):
             expect((f["ranks/completed"][:] == at["iters_total"]).all(),
                    f"{r['file']}: completed {f['ranks/completed'][:]} of {at['iters_total']}")
             # every rank loads OpenBLAS with a core that fits the CPU, whatever the launcher
-            # (kernels/cpu_blas.c: nothing exported): on an AVX-512 host never the generic kernels
+            # (kernels/cpu/cpu_blas.c: nothing exported): on an AVX-512 host never the
+            # generic kernels
             for kc in f["ranks/kernel_choices"][:]:
                 core = kc.decode().splitlines()[1].split(": ")[1]
                 expect(not a.avx512 or core.lower() not in ("prescott", "nehalem", "core2"),

@@ -1,6 +1,6 @@
 /* conv_check.h - a convolution measured against its exact value, for the tests of strict fp32
- * (kernels/cuda_plan.h): the float64 reference of each direction with the bound of every output,
- * threaded over the cores; the two input sets; the worst error and error/bound of a result.
+ * (kernels/cuda/cuda_plan.h): the float64 reference of each direction with the bound of every
+ * output, threaded over the cores; the two input sets; the worst error and error/bound of a result.
  * Used by the GPU tests (tests/test_cuda_kernels.c, tests/test_cuda_algos.c) and, on the CPU
  * backend's convolutions, by tests/test_cuda_plan.c, so that the measurement itself runs in CI. */
 #ifndef DTBENCH_CONV_CHECK_H

@@ -1,7 +1,7 @@
 /* dev_transformer.c - the launches of the CUDA transformer kernels
- * (kernels/cuda_transformer_kernels.cu) and of the attention's cuBLAS calls, played on the CPU with
- * the functions the device runs (kernels/cuda_transformer.h): every block, warp and lane in the
- * kernel's order, the warp's xor butterfly lane by lane, cuBLAS's column-major calls through
+ * (kernels/cuda/cuda_transformer_kernels.cu) and of the attention's cuBLAS calls, played on the CPU
+ * with the functions the device runs (kernels/cuda/cuda_transformer.h): every block, warp and lane
+ * in the kernel's order, the warp's xor butterfly lane by lane, cuBLAS's column-major calls through
  * cblas_sgemm(CblasColMajor). Used by tests/test_device_transformer.c. */
 #include "dev_transformer.h"
 #include "harness.h"

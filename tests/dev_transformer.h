@@ -1,6 +1,6 @@
 /* dev_transformer.h - the CUDA transformer kernels' launches played on the CPU
  * (tests/dev_transformer.c), for tests/test_device_transformer.c. Same arguments as the launchers
- * of kernels/cuda_kernels.h; outputs overwritten. */
+ * of kernels/cuda/cuda_kernels.h; outputs overwritten. */
 #ifndef DTBENCH_TESTS_DEV_TRANSFORMER_H
 #define DTBENCH_TESTS_DEV_TRANSFORMER_H
 

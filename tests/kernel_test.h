@@ -1,6 +1,6 @@
 /* kernel_test.h - set-up shared by the CPU kernel tests (tests/test_cpu_*.c): the backend under
  * test on one thread, and its memory. Each of those programs compares the kernels of one
- * kernels/cpu_*.c file with the naive references (tests/ref_*.c) and checks their backward
+ * kernels/cpu/cpu_*.c file with the naive references (tests/ref_*.c) and checks their backward
  * passes by finite differences (tests/gradcheck.h); checks and random inputs: tests/harness.h. */
 #ifndef DTBENCH_TESTS_KERNEL_TEST_H
 #define DTBENCH_TESTS_KERNEL_TEST_H

@@ -6,7 +6,7 @@ tests of the programs that read them (docs/hdf5-layout.md).
       (dtbench --finalize) reads of a run's file
   kernel-choices PATH PRECISION TEXT
       the root attribute precision, and TEXT as /ranks/kernel_choices of 2 ranks (none when TEXT
-      is empty), as kernels/cuda.c records the math its convolutions and GEMMs used
+      is empty), as kernels/cuda/cuda.c records the math its convolutions and GEMMs used
 """
 import os
 import time

@@ -1,4 +1,4 @@
-/* ref_conv.c - naive reference kernels: the convolution (kernels/cpu_conv.c, cpu_im2col.c,
+/* ref_conv.c - naive reference kernels: the convolution (kernels/cpu/cpu_conv.c, cpu_im2col.c,
  * cpu_winograd.c). Textbook definitions as nested loops with double accumulators; backward passes
  * written as gathers, sharing no structure with the backends' GEMM/im2col formulation
  * (ref_kernels.h). */

@@ -1,5 +1,5 @@
 /* ref_elementwise.c - naive reference kernels: ReLU, concatenation, residual add, dropout
- * (kernels/cpu_elementwise.c). Textbook definitions as nested loops with double accumulators;
+ * (kernels/cpu/cpu_elementwise.c). Textbook definitions as nested loops with double accumulators;
  * backward passes written as gathers, sharing no structure with the backends' GEMM/im2col
  * formulation (ref_kernels.h). */
 #include "ref_kernels.h"

@@ -1,4 +1,4 @@
-/* ref_gemm.c - naive reference kernels: the fully connected layer (kernels/cpu_gemm.c).
+/* ref_gemm.c - naive reference kernels: the fully connected layer (kernels/cpu/cpu_gemm.c).
  * Textbook definitions as nested loops with double accumulators; backward passes written as
  * gathers, sharing no structure with the backends' GEMM/im2col formulation (ref_kernels.h). */
 #include "ref_kernels.h"

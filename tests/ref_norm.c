@@ -1,4 +1,4 @@
-/* ref_norm.c - naive reference kernels: LRN and batch normalisation (kernels/cpu_norm.c).
+/* ref_norm.c - naive reference kernels: LRN and batch normalisation (kernels/cpu/cpu_norm.c).
  * Textbook definitions as nested loops with double accumulators; backward passes written as
  * gathers, sharing no structure with the backends' GEMM/im2col formulation (ref_kernels.h). */
 #include "ref_kernels.h"

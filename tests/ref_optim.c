@@ -1,7 +1,7 @@
 /* ref_optim.c - naive reference kernels: softmax cross-entropy, the SGD step and the AdamW step
- * (kernels/cpu_optim.c). Textbook definitions as nested loops with double accumulators; backward
- * passes written as gathers, sharing no structure with the backends' GEMM/im2col formulation
- * (ref_kernels.h). */
+ * (kernels/cpu/cpu_optim.c). Textbook definitions as nested loops with double accumulators;
+ * backward passes written as gathers, sharing no structure with the backends' GEMM/im2col
+ * formulation (ref_kernels.h). */
 #include "ref_kernels.h"
 
 #include <math.h>

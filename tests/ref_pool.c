@@ -1,5 +1,5 @@
 /* ref_pool.c - naive reference kernels: max pooling (padding 0 or not), average and global average
- * pooling (kernels/cpu_pool.c). Textbook definitions as nested loops with double accumulators;
+ * pooling (kernels/cpu/cpu_pool.c). Textbook definitions as nested loops with double accumulators;
  * backward passes written as gathers, sharing no structure with the backends' GEMM/im2col
  * formulation (ref_kernels.h). */
 #include "ref_kernels.h"

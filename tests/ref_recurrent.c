@@ -1,5 +1,5 @@
 /* ref_recurrent.c - naive reference kernels: embedding and the LSTM layer
- * (kernels/cpu_recurrent.c). Textbook definitions as nested loops with double accumulators;
+ * (kernels/cpu/cpu_recurrent.c). Textbook definitions as nested loops with double accumulators;
  * backward passes written as gathers, sharing no structure with the backends' GEMM/im2col
  * formulation (ref_kernels.h). */
 #include "ref_kernels.h"

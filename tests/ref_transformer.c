@@ -1,5 +1,5 @@
 /* ref_transformer.c - naive reference kernels: layer normalisation, GELU (tanh approximation),
- * token and position embedding, causal multi-head self-attention (kernels/cpu_transformer.c).
+ * token and position embedding, causal multi-head self-attention (kernels/cpu/cpu_transformer.c).
  * Textbook definitions (backend.h) as nested loops with double accumulators; backward passes
  * written as gathers from the chain rule, recomputing what the forward made, sharing no structure
  * with the backend's GEMM formulation (ref_kernels.h). */

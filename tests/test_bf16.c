@@ -1,4 +1,4 @@
-/* test_bf16.c - the CPU backend's bf16 products (--precision bf16, kernels/cpu_bf16.c) against
+/* test_bf16.c - the CPU backend's bf16 products (--precision bf16, kernels/cpu/cpu_bf16.c) against
  * naive references.
  *
  * Each product C = op(A) op(B) (every transpose, odd sizes, k across the engine's blocks, alpha,

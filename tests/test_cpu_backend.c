@@ -1,4 +1,4 @@
-/* test_cpu_backend.c - the CPU backend's table and lifetime (kernels/cpu.c): its name, memory
+/* test_cpu_backend.c - the CPU backend's table and lifetime (kernels/cpu/cpu.c): its name, memory
  * (64-byte aligned and zeroed, sizes 0 to 1 MiB), upload/download round trip, zero, the phase timer
  * (positive, antisymmetric) and describe() naming OpenBLAS. The kernels are checked per file by
  * tests/test_cpu_*.c. */

@@ -1,4 +1,4 @@
-/* test_cpu_conv.c - the CPU backend's convolution (kernels/cpu_conv.c, cpu_im2col.c,
+/* test_cpu_conv.c - the CPU backend's convolution (kernels/cpu/cpu_conv.c, cpu_im2col.c,
  * cpu_winograd.c): forward and backward against the naive reference (tests/ref_conv.c) with and
  * without bias and input gradient, output buffers pre-filled with NaN, the workspace size and its
  * bounds (a guard past it must stay untouched); the shapes cover LeNet, stride 2/3, padding, "same"

@@ -1,9 +1,9 @@
-/* test_cpu_elementwise.c - the CPU backend's element-wise kernels (kernels/cpu_elementwise.c) and
- * their math (kernels/elem_math.h): ReLU (exact zeros, in place), concatenation (a branch without
- * gradient), residual add (in place), dropout (the mask as the reference defines it, 1-rate kept
- * within 3 sigma, the same mask for samples split across calls), axpy and scale against the naive
- * references (tests/ref_elementwise.c), outputs pre-filled with NaN; dt_expf, dt_tanhf and
- * dt_sigmoidf against libm in double; then the backward passes against finite differences
+/* test_cpu_elementwise.c - the CPU backend's element-wise kernels (kernels/cpu/cpu_elementwise.c)
+ * and their math (kernels/common/elem_math.h): ReLU (exact zeros, in place), concatenation (a
+ * branch without gradient), residual add (in place), dropout (the mask as the reference defines it,
+ * 1-rate kept within 3 sigma, the same mask for samples split across calls), axpy and scale against
+ * the naive references (tests/ref_elementwise.c), outputs pre-filled with NaN; dt_expf, dt_tanhf
+ * and dt_sigmoidf against libm in double; then the backward passes against finite differences
  * (tests/gradcheck.h; ReLU inputs kept 0.05 away from the kink; dropout with a fixed mask is
  * linear in x). */
 #include "elem_math.h" /* dt_expf, dt_sigmoidf, dt_tanhf: tested directly */

@@ -1,4 +1,4 @@
-/* test_cpu_gemm.c - the CPU backend's fully connected layer (kernels/cpu_gemm.c): forward and
+/* test_cpu_gemm.c - the CPU backend's fully connected layer (kernels/cpu/cpu_gemm.c): forward and
  * backward against the naive reference (tests/ref_gemm.c) on LeNet's sizes, batch 1, odd sizes,
  * with and without bias and input gradient, output buffers pre-filled with NaN; then the backward
  * against finite differences of the forward (tests/gradcheck.h). Tolerance 1e-4 relative to

@@ -1,4 +1,4 @@
-/* test_cpu_norm.c - the CPU backend's normalisation layers (kernels/cpu_norm.c): LRN (AlexNet's
+/* test_cpu_norm.c - the CPU backend's normalisation layers (kernels/cpu/cpu_norm.c): LRN (AlexNet's
  * constants, strong normalisation, an even window with another beta: the powf path, a window of
  * one channel) and batch normalisation (after a conv, after an fc with a shifted mean; training
  * forward with its batch statistics and running averages, inference, backward) against the naive

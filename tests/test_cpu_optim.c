@@ -1,11 +1,11 @@
-/* test_cpu_optim.c - the CPU backend's loss and optimizer (kernels/cpu_optim.c): softmax
+/* test_cpu_optim.c - the CPU backend's loss and optimizer (kernels/cpu/cpu_optim.c): softmax
  * cross-entropy (loss, correct count and logit gradients; one class, extreme logits where exp()
  * would overflow without subtracting the max, FCN-5's 26752 classes; with and without dlogits)
  * and the SGD step over several steps with and without momentum, and the AdamW step over several
  * steps with and without weight decay, against the naive references (tests/ref_optim.c) and, for
  * AdamW, against PyTorch's values written out (torch.optim.AdamW); AdamW over a shard of a layout
- * with runs that decay and runs that do not (kernels/optimizer.c, what the parameter servers run);
- * then the logit gradient against finite differences of the loss (tests/gradcheck.h). */
+ * with runs that decay and runs that do not (kernels/common/optimizer.c, what the parameter servers
+ * run); then the logit gradient against finite differences of the loss (tests/gradcheck.h). */
 #include "gradcheck.h"
 #include "kernel_test.h"
 #include "optimizer.h" /* defines: optimizer_adamw_ranges */

@@ -1,4 +1,4 @@
-/* test_cpu_pool.c - the CPU backend's pooling (kernels/cpu_pool.c): max and average pooling
+/* test_cpu_pool.c - the CPU backend's pooling (kernels/cpu/cpu_pool.c): max and average pooling
  * through the one interface, unpadded (LeNet's pools, odd sizes, overlapping windows, stride 1,
  * ties where the first maximum must win) and padded as in GoogLeNet and ResNet (all-negative
  * inputs: a padding zero must never win), and global average pooling, forward (values and argmax

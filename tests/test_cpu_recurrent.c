@@ -1,4 +1,4 @@
-/* test_cpu_recurrent.c - the CPU backend's language-model layers (kernels/cpu_recurrent.c):
+/* test_cpu_recurrent.c - the CPU backend's language-model layers (kernels/cpu/cpu_recurrent.c):
  * embedding (repeated ids accumulate in the weight gradient) and the LSTM layer (forward, and
  * back-propagation through time for dx, dW, db, with and without dx) against the naive references
  * (tests/ref_recurrent.c), outputs pre-filled with NaN; then their backward passes against finite

@@ -1,6 +1,6 @@
-/* test_cpu_transformer.c - the CPU backend's transformer layers (kernels/cpu_transformer.c): token
- * and position embedding (repeated ids accumulate, ids out of range ignored, wpe rows past seq
- * untouched), layer norm (and its saved mean and rstd), GELU (extreme inputs, in place), causal
+/* test_cpu_transformer.c - the CPU backend's transformer layers (kernels/cpu/cpu_transformer.c):
+ * token and position embedding (repeated ids accumulate, ids out of range ignored, wpe rows past
+ * seq untouched), layer norm (and its saved mean and rstd), GELU (extreme inputs, in place), causal
  * self-attention (one and several blocks of rows, 1 and 3 heads, peaked probabilities), against the
  * naive references (tests/ref_transformer.c) with outputs pre-filled with NaN, on 1, 2 and 3
  * threads (shapes large enough that the kernels split them; every thread count must give the
@@ -227,7 +227,7 @@ static void test_attention(int batch, int seq, int heads, int head_dim, float ra
     free(ry), free(rdqkv), free(one_y), free(one_d);
 }
 
-/* ---- softmax cross-entropy in place (kernels/cpu_optim.c; a language model's logits) ---- */
+/* ---- softmax cross-entropy in place (kernels/cpu/cpu_optim.c; a language model's logits) ---- */
 
 static void test_xent_in_place(int n, int c, float range) {
     char shape[96];

@@ -1,4 +1,5 @@
-/* test_cpuid.c - the CPU's features and OpenBLAS's core (kernels/cpu_cpuid.c, kernels/cpu_blas.c):
+/* test_cpuid.c - the CPU's features and OpenBLAS's core (kernels/cpu/cpu_cpuid.c,
+ * kernels/cpu/cpu_blas.c):
  *   1. the table: which core fits which features, and when OpenBLAS's own choice is replaced;
  *   2. cpuid on this machine agrees with the kernel's /proc/cpuinfo flags;
  *   3. the loader, each case in a child process (OpenBLAS is loaded once per process, and this

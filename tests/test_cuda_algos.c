@@ -1,6 +1,6 @@
 /* test_cuda_algos.c - every cuDNN convolution algorithm, in every direction, on LeNet's and
  * ResNet-50's convolution shapes, measured against the float64 result (tests/conv_check.c): the
- * measurement behind strict fp32's rule (kernels/cuda_plan.h), brought back by a GPU session.
+ * measurement behind strict fp32's rule (kernels/cuda/cuda_plan.h), brought back by a GPU session.
  *
  * For each shape (from the model tables: LeNet at batch 64, ResNet-50 at 224x224 and --batch,
  * default 8, each distinct shape once), direction (fwd, bwd_data, bwd_filter) and algorithm
@@ -8,7 +8,7 @@
  *   the algorithm, whether cuDNN runs it here, its workspace, its rank in cuDNN's heuristics,
  *   its largest error on uniform and on graded inputs (conv_inputs) as a share of the strict fp32
  *   bound, gamma(K) * sum|products| of each output, and whether the rule admits it;
- * then the algorithm the chooser (pick_algo, as kernels/cuda.c plans) takes for the direction,
+ * then the algorithm the chooser (pick_algo, as kernels/cuda/cuda.c plans) takes for the direction,
  * and the one the old math-type-only rule would have taken. A line ends FAIL when an admitted
  * algorithm exceeds the bound on either input set, or the chooser takes one the rule refuses;
  * refused algorithms are reported, never failed. Each line is a check counted by tests/harness.h.
@@ -31,7 +31,7 @@
 extern const ModelDesc model_lenet, model_resnet50; /* src/model/models.c */
 
 #define WS_CAP    ((size_t)8 << 30)   /* larger workspaces are reported, not run */
-#define WS_LIMIT  ((size_t)512 << 20) /* the chooser's limit (kernels/cuda_ctx.h CONV_WS_LIMIT) */
+#define WS_LIMIT  ((size_t)512 << 20) /* the chooser's limit (kernels/cuda/cuda_ctx.h CONV_WS_LIMIT) */
 #define MAX_ALGOS 8
 
 static int lines;
@@ -82,7 +82,7 @@ static cudnnStatus_t run_algo(const Sweep *w, ConvDir dir, int a, void *ws, size
                                           w->w, w->out[dir]);
 }
 
-/* cuDNN's heuristic ranking of direction dir under FMA math, as AlgoPerf (kernels/cuda.c) */
+/* cuDNN's heuristic ranking of direction dir under FMA math, as AlgoPerf (kernels/cuda/cuda.c) */
 static int heuristics(const Sweep *w, ConvDir dir, AlgoPerf *ap) {
     int got = 0;
     if (dir == CONV_FWD) {
@@ -307,7 +307,7 @@ int main(int argc, char **argv) {
     CUDA_CHECK(cudaSetDevice(0));
     CUDNN_CHECK(cudnnCreate(&dnn));
     printf("cuDNN %zu; every algorithm under CUDNN_FMA_MATH against float64; bound gamma(K) * "
-           "sum|products| per output (kernels/cuda_plan.h)\n",
+           "sum|products| per output (kernels/cuda/cuda_plan.h)\n",
            cudnnGetVersion());
     if (!only || !strcmp(only, "lenet")) sweep_model(&model_lenet, 1, 28, 28, 64);
     if (!only || !strcmp(only, "resnet50")) sweep_model(&model_resnet50, 3, 224, 224, batch);

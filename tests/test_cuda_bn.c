@@ -1,4 +1,4 @@
-/* test_cuda_bn.c - batch norm at memory speed on the GPU (kernels/cuda_batchnorm_kernels.cu)
+/* test_cuda_bn.c - batch norm at memory speed on the GPU (kernels/cuda/cuda_batchnorm_kernels.cu)
  * against the CPU backend, through the CUDA backend's table: the plain rows and the fused
  * BN -> ReLU and BN -> add -> ReLU operations (bn_act_*) against the CPU's unfused rows (batch
  * norm, residual add, ReLU in place; backward: ReLU in place, the add's gradient copied, batch

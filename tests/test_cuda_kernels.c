@@ -5,7 +5,7 @@
  * element i passes when |got - ref| <= rtol * max(floor, |ref|); NaN never passes; outputs are
  * pre-filled with NaN on the device so a forgotten element fails. Tolerances (fp32 throughout):
  *   fc (cuBLAS + our bias kernels)        1e-4 * max(1, |ref|)   like the CPU backend
- *   conv (cuDNN, the algorithm strict fp32 admits: kernels/cuda_plan.h), against the float64
+ *   conv (cuDNN, the algorithm strict fp32 admits: kernels/cuda/cuda_plan.h), against the float64
  *   result (tests/conv_check.c): every element within gamma(K) * sum|products|, the error bound
  *   of a direct fp32 sum of its K products (relative to the size of the products, not of the
  *   result: a gradient summing to near zero is held to its terms' rounding, no looser)
@@ -124,8 +124,8 @@ static void test_fc(int n, int in, int out) {
 /* ---- convolution: against the float64 result, within the strict fp32 bound ---- */
 
 /* Direction dir of shape s computed on the device (got_dev) against conv_exact: every element
- * within gamma(K) * sum|products| (kernels/cuda_plan.h); b (forward only) is added after the sum,
- * one more rounding: bound' = bound (1 + u) + u |exact + b|. */
+ * within gamma(K) * sum|products| (kernels/cuda/cuda_plan.h); b (forward only) is added after the
+ * sum, one more rounding: bound' = bound (1 + u) + u |exact + b|. */
 static void check_conv(ConvDir dir, const char *shape, const ConvShape *s, const float *got_dev,
                        const float *x, const float *w, const float *b, const float *dy) {
     const size_t n = conv_result_count(dir, s), plane = (size_t)s->h_out * s->w_out;

@@ -1,4 +1,5 @@
-/* test_cuda_plan.c - the CUDA backend's GPU-free arithmetic (kernels/cuda_plan.c), run on the CPU.
+/* test_cuda_plan.c - the CUDA backend's GPU-free arithmetic (kernels/cuda/cuda_plan.c), run on
+ * the CPU.
  *
  * 1. The three column-major GEMMs of a fully connected layer: each ColGemm is executed with
  *    cblas_sgemm(CblasColMajor, ...), which takes the same (trans, m, n, k, lda, ldb, ldc) as

@@ -1,9 +1,9 @@
 /* test_cuda_precision.c - the CUDA backend's tf32, bf16 and fp16 products
- * (kernels/cuda_precision.c) against the naive fp32 references (tests/ref_kernels.c), and
+ * (kernels/cuda/cuda_precision.c) against the naive fp32 references (tests/ref_kernels.c), and
  * all_finite. Exits 77 (skipped) when no GPU is visible. Inputs in [-1, 1), NCHW fp32 activations
  * (16-bit copies at each product); S_i = the reference on absolute values (sum |a||b| (+ |bias|)).
  *
- * bf16, fp16 (u = 2^-8, 2^-11): every element within prec16_bound (kernels/cuda_plan.h), the
+ * bf16, fp16 (u = 2^-8, 2^-11): every element within prec16_bound (kernels/cuda/cuda_plan.h), the
  * bound of what the 16-bit rule admits: inputs rounded to 16 bits, K products summed in fp32 in
  * any order, a convolution's output (y before its fp32 bias, dx, dW) rounded to 16 bits, GEMM
  * outputs fp32; K = the products of an output, plus one for a bias. No slack: an FFT or Winograd

@@ -1,12 +1,12 @@
 /* test_device_arith.c - the CUDA kernels' arithmetic, checked on the CPU (no GPU needed, runs in
- * CI). kernels/cuda_elem.h holds each kernel's per-element arithmetic as functions nvcc compiles
- * for the device and this test compiles as plain C; here they are driven in the same loops as
- * the GPU kernels (one "thread" per output or input element, the same summation order) and the
- * results are compared BIT FOR BIT with the CPU backend (cpu_backend, kernels/cpu*.c) where the
+ * CI). kernels/cuda/cuda_elem.h holds each kernel's per-element arithmetic as functions nvcc
+ * compiles for the device and this test compiles as plain C; here they are driven in the same loops
+ * as the GPU kernels (one "thread" per output or input element, the same summation order) and the
+ * results are compared BIT FOR BIT with the CPU backend (cpu_backend, kernels/cpu/) where the
  * kernel adds the same terms in the same order: SGD, AdamW, dropout mask and values, padded max
  * pooling forward and its gathering backward, average pooling, global average pooling, LRN forward
  * and backward, batch-norm inference and normalisation, embedding, the LSTM cell and its recurrence
- * (exp, sigmoid and tanh are one definition for both, kernels/elem_math.h, whose accuracy
+ * (exp, sigmoid and tanh are one definition for both, kernels/common/elem_math.h, whose accuracy
  * tests/test_cpu_elementwise checks against libm). Batch-norm backward (reductions in another
  * order) is checked within 1e-5 relative. Also the row-major to column-major GEMM mapping of the
  * LSTM's cuBLAS calls (against cblas row-major) and the NCCL collective's pure logic

@@ -1,5 +1,5 @@
-/* test_device_bn.c - the fast batch-norm kernels (kernels/cuda_batchnorm_kernels.cu) run on the
- * CPU, no GPU needed: what decides their results is plain C shared with the device code, their
+/* test_device_bn.c - the fast batch-norm kernels (kernels/cuda/cuda_batchnorm_kernels.cu) run on
+ * the CPU, no GPU needed: what decides their results is plain C shared with the device code, their
  * grid (cuda_plan.c's bn_grid), the walk of each block over its slice of a channel and the
  * statistics and per-element arithmetic (cuda_elem.h's DtWalk, dt_bn_stats, dt_bn_back_factors,
  * dt_bn_coeffs, dt_bn_affine, dt_bn_back). Here every block and thread of a launch is played in

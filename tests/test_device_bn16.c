@@ -1,8 +1,8 @@
 /* test_device_bn16.c - the CUDA backend's NHWC 16-bit batch-norm and channel-sum kernels
- * (kernels/cuda_bn16_kernels.cu) run on the CPU, no GPU needed: every block and thread of each
- * launch is played with the functions it runs (kernels/cuda_bn16.h, shared with the device code)
- * over the grid cuda_act16.c makes (nhwc_grid: up to 8 channels a thread forward, 4 backward), on
- * random bf16 and fp16 values, against the CPU backend's unfused rows on the widened values:
+ * (kernels/cuda/cuda_bn16_kernels.cu) run on the CPU, no GPU needed: every block and thread of each
+ * launch is played with the functions it runs (kernels/cuda/cuda_bn16.h, shared with the device
+ * code) over the grid cuda_act16.c makes (nhwc_grid: up to 8 channels a thread forward, 4
+ * backward), on random bf16 and fp16 values, against the CPU backend's unfused rows on the widened values:
  *   - nhwc_grid: the channels a thread takes as c and the caller allow, 64-channel tiles, every
  *     row in one block, within the scratch, the GPU filled; ResNet-50's and GoogLeNet's shapes and
  *     odd ones; its refusals;

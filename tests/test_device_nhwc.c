@@ -1,8 +1,9 @@
 /* test_device_nhwc.c - the CUDA backend's NHWC 16-bit kernels but batch norm
- * (kernels/cuda_act16_kernels.cu; batch norm: tests/test_device_bn16.c) run on the CPU, no GPU needed: every thread of a launch is played with
- * the functions it runs (kernels/cuda_elem16.h, shared with the device code) over the same grid,
- * on random bf16 and fp16 values, and the result is compared with the CPU backend run on the
- * widened values in NCHW (kernels/layout.h's maps), rounded once:
+ * (kernels/cuda/cuda_act16_kernels.cu; batch norm: tests/test_device_bn16.c) run on the CPU, no GPU
+ * needed: every thread of a launch is played with the functions it runs
+ * (kernels/cuda/cuda_elem16.h, shared with the device code) over the same grid, on random bf16 and
+ * fp16 values, and the result is compared with the CPU backend run on the
+ * widened values in NCHW (kernels/common/layout.h's maps), rounded once:
  *   - the index maps NCHW <-> NHWC against layout.h, the input conversion, the 16-bit transposes
  *     of a flattened fc's input, the filters' KRSC copies with their biases (weights_ready) and
  *     the filter gradient widened back, bit for bit;

@@ -1,13 +1,14 @@
 /* test_device_transformer.c - the CUDA backend's transformer kernels and AdamW played on the CPU,
- * no GPU needed: every block, warp and lane of each launch of kernels/cuda_transformer_kernels.cu
- * (and of adamw_update's grid) runs the functions it runs on the device
- * (kernels/cuda_transformer.h, cuda_elem.h: compiled here as plain C), and the attention's cuBLAS
- * calls (att_gemm, kernels/cuda_transformer_plan.c) run through cblas_sgemm(CblasColMajor), which
- * takes cuBLAS's arguments, against the float64 references of tests/ref_transformer.c and tests/gpt_ref.c. Tolerances (|got -
- * ref| <= max(atol, rtol |ref|), fp32 against float64): layer norm: mean, rstd 1e-5; y 1e-5 (1 +
- * |y|) (1 + |mean| rstd), dx 2e-5 rstd (1 + |mean| rstd): a float mean is off by half an ulp of
- * |mean|, which xhat carries times rstd; dgamma 1e-5 sum_rows |dy| (1 + |mean| rstd), dbeta 1e-5;
- * on dy = 1, dbeta exactly the row count (each row summed once by the grid) GELU: 1e-6 absolute,
+ * no GPU needed: every block, warp and lane of each launch of
+ * kernels/cuda/cuda_transformer_kernels.cu (and of adamw_update's grid) runs the functions it runs
+ * on the device (kernels/cuda/cuda_transformer.h, cuda_elem.h: compiled here as plain C), and the
+ * attention's cuBLAS calls (att_gemm, kernels/cuda/cuda_transformer_plan.c) run through
+ * cblas_sgemm(CblasColMajor), which takes cuBLAS's arguments, against the float64 references of
+ * tests/ref_transformer.c and tests/gpt_ref.c. Tolerances (|got - ref| <= max(atol, rtol |ref|),
+ * fp32 against float64): layer norm: mean, rstd 1e-5; y 1e-5 (1 + |y|) (1 + |mean| rstd), dx 2e-5
+ * rstd (1 + |mean| rstd): a float mean is off by half an ulp of |mean|, which xhat carries times
+ * rstd; dgamma 1e-5 sum_rows |dy| (1 + |mean| rstd), dbeta 1e-5; on dy = 1, dbeta exactly the row
+ * count (each row summed once by the grid) GELU: 1e-6 absolute,
  * 1e-5 relative (dt_expf within 2 ulp) causal softmax rows: 1e-6 relative to the row's largest p,
  * exact zeros above the diagonal; its backward 1e-5 of the row's largest p (|dP| + |rowsum(dP P)|)
  * scale attention through the GEMM plan: y 2e-5, dqkv 5e-5 (absolute, inputs in [-1, 1)) tokpos: y,

@@ -6,7 +6,7 @@
  *   - the fusions chosen for the zoo's models: ResNet-50 33 BN->ReLU and 16 BN->add->ReLU,
  *     ResNet-8 4 and 3, none in LeNet, GoogLeNet, LSTM-32 (no batch norm; FCN, AlexNet and VGG16
  *     have none either and are left out for their size); the same on the CPU backend (whose
- *     table has them: kernels/cpu_norm.c), none on its table without them; every fused ReLU and
+ *     table has them: kernels/cpu/cpu_norm.c), none on its table without them; every fused ReLU and
  *     add skipped;
  *   - the CPU backend's own fused operations against the fake's, bit for bit, forward (training
  *     and inference) and backward, with and without the add, on random data;

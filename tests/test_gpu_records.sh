@@ -1,7 +1,7 @@
 # test_gpu_records.sh - what the result file records about the GPU's kernel choices, checked on
 # the CPU (no GPU needed): /ranks/kernel_choices (BackendOps.describe_kernels: cuDNN algorithms and
 # math modes per convolution shape) is documented in docs/hdf5-layout.md; on a CPU run it names
-# the BLAS each rank loaded, its core and why (kernels/cpu_blas.c), and that core fits the CPU
+# the BLAS each rank loaded, its core and why (kernels/cpu/cpu_blas.c), and that core fits the CPU
 # (the tests no longer export OPENBLAS_CORETYPE: dtbench chooses it). With a GPU,
 # tests/test_gpu_train.sh's runs carry the cuDNN choices.
 . "$(dirname "$0")/lib.sh"

@@ -3,15 +3,15 @@
 # tests/test_count_device.sh.
 #   1. LeNet, ResNet-8 and LSTM-32 in fp32, LeNet in bf16 and fp16, AlexNet (dropout: its
 #      kernels read the step's sample origin from device memory) in fp32 and bf16, and the
-#      transformer nanogpt-char in fp32 and bf16 (no convolutions: its plans list is empty): 6 iterations
-#      with the prefetch and graphs on (the defaults) against both off; the file says what ran
-#      (prefetch on, graphs forward,backward). fp32: the parameters agree within 1e-5 (AlexNet's
-#      61 million: 1e-4; strict fp32 admits cuDNN's atomic algorithms: two runs differ by fp32
+#      transformer nanogpt-char in fp32 and bf16 (no convolutions: its plans list is empty): 6
+#      iterations with the prefetch and graphs on (the defaults) against both off; the file says
+#      what ran (prefetch on, graphs forward,backward). fp32: the parameters agree within 1e-5
+#      (AlexNet's 61 million: 1e-4; strict fp32 admits cuDNN's atomic algorithms: two runs differ by fp32
 #      rounding, 2.2e-8 on an H200). bf16 and fp16: bit for bit. Their rule admits only
-#      deterministic algorithms (kernels/cuda_plan.h) and both runs choose by cuDNN's heuristics
-#      (--conv-algo heuristic: timing could choose differently in each), so any difference is
-#      the prefetch's or the graphs'; the two runs' choices are compared, and printed on a
-#      failure. With atomic algorithms an H200 run ended 0.00193 apart in bf16: a 16-bit result
+#      deterministic algorithms (kernels/cuda/cuda_plan.h) and both runs choose by cuDNN's
+#      heuristics (--conv-algo heuristic: timing could choose differently in each), so any
+#      difference is the prefetch's or the graphs'; the two runs' choices are compared, and printed
+#      on a failure. With atomic algorithms an H200 run ended 0.00193 apart in bf16: a 16-bit result
 #      rounded from partial sums in another order moves by a whole 16-bit unit, which 6 steps
 #      carry to the parameters;
 #   2. the same with evaluations on Fashion-MNIST (the last test chunk smaller): the accuracies

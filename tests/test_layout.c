@@ -1,6 +1,6 @@
-/* test_layout.c - kernels/layout.h's NHWC (channels-last) index maps and permutations against
- * NCHW, on the CPU (no GPU needed): what a backend storing activations NHWC computes must be what
- * the NCHW reference (tests/ref_kernels.c) computes, permuted.
+/* test_layout.c - kernels/common/layout.h's NHWC (channels-last) index maps and permutations
+ * against NCHW, on the CPU (no GPU needed): what a backend storing activations NHWC computes must
+ * be what the NCHW reference (tests/ref_kernels.c) computes, permuted.
  *   - layout_nchw / layout_nhwc are bijections onto the tensor, and the two conversions are each
  *     other's inverse;
  *   - a convolution read through layout_nhwc with the filter in KRSC order (filter_to_krsc) gives

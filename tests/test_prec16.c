@@ -1,6 +1,6 @@
-/* test_prec16.c - the 16-bit precisions' error bound (prec16_bound, kernels/cuda_plan.c), which
- * tests/test_cuda_precision.c holds the GPU's bf16 and fp16 convolutions to, checked on the CPU
- * against models of the arithmetic cuDNN may do, on that test's own inputs (its generator and
+/* test_prec16.c - the 16-bit precisions' error bound (prec16_bound, kernels/cuda/cuda_plan.c),
+ * which tests/test_cuda_precision.c holds the GPU's bf16 and fp16 convolutions to, checked on the
+ * CPU against models of the arithmetic cuDNN may do, on that test's own inputs (its generator and
  * order of draws, replayed here): the input gradients of its three convolutions. Errors are
  * printed as that test prints them, max |err| / S (S: an element's sum of |products|):
  *   1. what the 16-bit rule admits (cuda_plan.h conv_algo_16bit): inputs rounded to 16 bits,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_tf32_checks.sh - the GPU session's two TF32 checks, on inputs made here:
 #   1. tests/check_kernel_choices.py, the math every convolution and GEMM of a run used
-#      (/ranks/kernel_choices in the layout kernels/cuda.c writes): strict fp32 with direct-sum
+#      (/ranks/kernel_choices in the layout kernels/cuda/cuda.c writes): strict fp32 with direct-sum
 #      algorithms under FMA passes (also with the times --conv-algo find measured and a fused
 #      conv+bias+ReLU noted); an FFT or Winograd algorithm, a TENSOR_OP or DEFAULT math
 #      type, cuBLAS in TF32 mode, a plan made inside a step or a file without kernel choices (a

@@ -5,7 +5,7 @@
  * offset, so model_missing_op is generic). Rows live in src/model/layer_*.c by concern;
  * src/model/layer_kinds.c lists them. Adding a layer kind: a LayerKind value (model.h), a row in a
  * layer_*.c file, its entry in layer_kinds.c, and its kernels behind BackendOps
- * (kernels/backend.h). Internal to src/model/: the rest of the program uses model.h. */
+ * (kernels/common/backend.h). Internal to src/model/: the rest of the program uses model.h. */
 #ifndef DTBENCH_LAYERS_H
 #define DTBENCH_LAYERS_H
 

@@ -3,7 +3,7 @@
  *   dtbench: rank R on HOST: file.c:LINE: <call>: <library message>
  * and aborts the whole job with MPI_Abort, so no rank is left hanging (check_fail, base/fail.h).
  * The rest of src/ checks MPI with comm/mpi_check.h, kernels/ its calls with base/fail.h alone;
- * CUDA, cuBLAS, cuDNN and NCCL checks follow the same pattern in kernels/cuda_check.h. */
+ * CUDA, cuBLAS, cuDNN and NCCL checks follow the same pattern in kernels/cuda/cuda_check.h. */
 #ifndef DTBENCH_H5_CHECK_H
 #define DTBENCH_H5_CHECK_H
 

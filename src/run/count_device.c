@@ -1,6 +1,6 @@
 /* count_device.c - the counting fake device (see count_device.h): a configuration of the fake
- * device (kernels/fake_device.h) over the CPU backend. Its hook counts each call into the current
- * iteration and appends a kernel's trace (its name and arguments folded) to the graph being
+ * device (kernels/fake/fake_device.h) over the CPU backend. Its hook counts each call into the
+ * current iteration and appends a kernel's trace (its name and arguments folded) to the graph being
  * captured, where the kernel does not run, or checks it against the graph being replayed. The
  * batch prefetch and the graphs are its own, played on the CPU. Its timer reads as a GPU's does:
  * each elapsed time rounded to float milliseconds (cudaEventElapsedTime).

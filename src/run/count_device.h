@@ -1,9 +1,9 @@
 /* count_device.h - a counting fake device, for tests on a CPU (tests/test_count_device.sh):
  * DTBENCH_COUNT_DEVICE=FILE with --device cpu makes dtbench train on the CPU backend's kernels
- * through a fake device (kernels/fake_device.h) that declares device memory (so every device path
- * runs: the driver's synchronisation, host staging, the batch prefetch, step replay) and counts,
- * per iteration, into FILE what a GPU step must keep small: allocations, host synchronisations,
- * 16-bit weight casts (weights_ready), launches, prefetched uploads and whether they overlap queued
+ * through a fake device (kernels/fake/fake_device.h) that declares device memory (so every device
+ * path runs: the driver's synchronisation, host staging, the batch prefetch, step replay) and
+ * counts, per iteration, into FILE what a GPU step must keep small: allocations, host
+ * synchronisations, 16-bit weight casts (weights_ready), launches, prefetched uploads and whether they overlap queued
  * work, graph captures and replays. It checks as it runs, ending the job with a message on the
  * first breach:
  *   - prefetch order: a copy into a slot the compute stream may still read (no release since
