@@ -16,9 +16,11 @@
 #                   then LONG_TESTS below, tests whose subject make check covers more cheaply
 #                   (Makefile.am: LONG_TESTS)
 # and ends with the time each part took and the total, then one line "N passed, N failed,
-# N skipped" over all of them. Tests run side by side, one more than there are cores (many of them
-# spend their time waiting: MPI start-up, timeouts, Slurm; TEST_JOBS=N sets how many; Makefile.am
-# says which tests run alone or one at a time: tests/run_test.sh).
+# N skipped" over all of them. Tests run side by side, twice as many as there are cores, plus one
+# (much of their time is waiting: MPI start-up, timeouts, Slurm; measured on 2 cores, the quick
+# tests' processes kept the cores busy about half the time with one more than the cores);
+# TEST_JOBS=N sets how many; Makefile.am says which tests run one at a time: tests/run_test.sh).
+# pytest runs beside make check, a worker per core, for the same reason.
 # Every skip is printed with its reason. A skip counts as a failure unless this machine cannot run
 # the test: only the GPU tests (GPU_TESTS below) may skip, and only where no GPU is visible
 # (nvidia-smi -L fails), and the CPU bf16 tests (BF16_TESTS) only where /proc/cpuinfo lacks
@@ -43,8 +45,8 @@ took() {
     timings="$timings${timings:+, }$1 $((s / 60)) min $((s % 60)) s"
 }
 cores=$(nproc 2>/dev/null || echo 2)
-jobs=${TEST_JOBS:-$((cores + 1))}
-[ "$jobs" -ge 1 ] 2>/dev/null || jobs=3
+jobs=${TEST_JOBS:-$((2 * cores + 1))}
+[ "$jobs" -ge 1 ] 2>/dev/null || jobs=5
 t=$(date +%s)
 scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
 took setup "$t"
@@ -85,6 +87,20 @@ count() { # count NAME STATUS
     esac
 }
 
+# pytest (analysis/tests, jobs/tests) beside make check: pytest-xdist, a worker per core, each
+# test file whole on one worker (its module fixtures, real dtbench runs among them, made once).
+# Much of its time is waiting (Chromium, dtbench starting MPI), and so is much of make check's.
+# The tests marked long (real runs across emulated nodes, a report of real runs) run with --long,
+# after make check: their emulated nodes and make check's Slurm tests' would share one network.
+t_py=$(date +%s)
+rm -f pytest.took
+(
+    .venv/bin/python -m pytest -q -rfEsx -p no:cacheprovider -n "$cores" --dist loadfile \
+        -m "not long" analysis/tests jobs/tests --junitxml=pytest.xml >pytest.out 2>&1
+    echo $(($(date +%s) - t_py)) >pytest.took
+) &
+py_pid=$!
+
 echo "== make -j$jobs check"
 # Build the test programs, then run the tests side by side (tests/run_test.sh keeps the Slurm
 # clusters one at a time); each test's own time is in its .log's mtime order, its output in .log.
@@ -121,8 +137,8 @@ cpu_sum=$(sed -n 's/^run_test.sh: .* took [0-9.]* s, cpu \([0-9.]*\) s$/\1/p' te
 [ -z "$cpu_sum" ] || echo "make check: the tests' CPU time ${cpu_sum} s in all"
 [ -z "$longest" ] || echo "longest tests: $longest"
 
-# make distcheck (with --long) runs beside pytest (much of pytest's time is waiting); its result
-# is read after.
+# make distcheck (with --long) runs beside what is left of pytest and the long checks; its result
+# is read after them.
 t_dist=$(date +%s)
 # (not test_bad_input.sh, 80 s under load: make check ran it on this same source just before)
 quick="tests/test_cpu_conv tests/test_cpu_pool tests/test_model tests/test_cli.sh"
@@ -137,49 +153,44 @@ if [ "$long" = 1 ]; then
     dist_pid=$!
 fi
 
-echo "== pytest analysis/tests jobs/tests$([ "$long" = 1 ] && echo ' (make distcheck beside it)')"
-t=$(date +%s)
-# Two pytest workers per core (pytest-xdist), each test file whole on one worker (its module
-# fixtures, real dtbench runs among them, made once). Much of their time is waiting (the emulated
-# nodes' links, Chromium, dtbench starting MPI), so on 2 cores: 3 min 50 s in one process,
-# 2 min 30 s with a worker per core, 2 min 5 s with two.
-# The tests marked long (real runs across emulated nodes, a report of real runs) only with --long.
-marks="not long"
-[ "$long" = 1 ] && marks=""
-.venv/bin/python -m pytest -q -rfEsx -p no:cacheprovider -n "$((2 * cores))" --dist loadfile \
-    -m "$marks" analysis/tests jobs/tests --junitxml=pytest.xml >pytest.out 2>&1
-grep -E "^(SKIPPED|FAILED|ERROR|XFAIL)" pytest.out # -rfEsx: each failure, error, skip and expected failure, with its reason
-tail -1 pytest.out
-read -r py_tests py_fail py_err py_skip < <(.venv/bin/python - <<'PY'
+# pytest_results OUT XML: pytest's failures, errors and skips with their reasons, its summary
+# line, and its counts added to the totals. No pytest test needs a GPU or anything
+# scripts/setup.sh does not install: a skip is a failure.
+pytest_results() {
+    local tests fails errs skips
+    grep -E "^(SKIPPED|FAILED|ERROR|XFAIL)" "$1" # -rfEsx: each with its reason
+    tail -1 "$1"
+    read -r tests fails errs skips < <(.venv/bin/python - "$2" <<'PY'
+import sys
 import xml.etree.ElementTree as ET
 try:
-    root = ET.parse("pytest.xml").getroot()
+    root = ET.parse(sys.argv[1]).getroot()
     s = root if root.tag == "testsuite" else root.find("testsuite")
     print(s.get("tests"), s.get("failures"), s.get("errors"), s.get("skipped"))
 except Exception:
     print(0, 1, 0, 0)
 PY
 )
-passed=$((passed + py_tests - py_fail - py_err - py_skip))
-failed=$((failed + py_fail + py_err))
-# No pytest test needs a GPU or anything scripts/setup.sh does not install: a skip is a failure.
-[ "$py_skip" = 0 ] || count "pytest: $py_skip skipped (unexpected: see SKIPPED above)" fail
-[ "$py_tests" -gt 0 ] || count "pytest ran no test" fail
-took pytest "$t"
-
+    passed=$((passed + tests - fails - errs - skips))
+    failed=$((failed + fails + errs))
+    [ "$skips" = 0 ] || count "pytest: $skips skipped (unexpected: see SKIPPED above)" fail
+    [ "$tests" -gt 0 ] || count "pytest ($2) ran no test" fail
+}
+echo "== pytest analysis/tests jobs/tests (beside make check)"
+t=$(date +%s)
+wait "$py_pid"
+pytest_results pytest.out pytest.xml
+echo "pytest took $(cat pytest.took 2>/dev/null || echo '?') s, beside make check"
+took "pytest (left after make check)" "$t"
 if [ "$long" = 1 ]; then
-    echo "== make distcheck (the release tarball, --without-cuda)"
+    echo "== pytest -m long (make distcheck beside it)"
     t=$(date +%s)
-    wait "$dist_pid"
-    if [ "$(cat distcheck.rc 2>/dev/null)" = 0 ]; then
-        count "make distcheck" pass
-    else
-        tail -30 distcheck.out
-        count "make distcheck" fail
-    fi
-    echo "make distcheck took $(cat distcheck.took 2>/dev/null || echo '?') s, beside pytest"
-    took "distcheck (left after pytest)" "$t"
+    .venv/bin/python -m pytest -q -rfEsx -p no:cacheprovider -n "$((2 * cores))" --dist loadfile \
+        -m long analysis/tests jobs/tests --junitxml=pytest-long.xml >pytest-long.out 2>&1
+    pytest_results pytest-long.out pytest-long.xml
+    took "pytest -m long" "$t"
 fi
+
 
 # The long checks (Makefile.am: LONG_TESTS): gpt2 against PyTorch (make check's
 # tests/test_vs_torch.sh checks nanogpt-char, the same layer kinds at a tenth of the size), and
@@ -205,6 +216,20 @@ if [ "$long" = 1 ]; then
         fi
     done
     took long "$t_long"
+fi
+
+if [ "$long" = 1 ]; then
+    echo "== make distcheck (the release tarball, --without-cuda)"
+    t=$(date +%s)
+    wait "$dist_pid"
+    if [ "$(cat distcheck.rc 2>/dev/null)" = 0 ]; then
+        count "make distcheck" pass
+    else
+        tail -30 distcheck.out
+        count "make distcheck" fail
+    fi
+    echo "make distcheck took $(cat distcheck.took 2>/dev/null || echo '?') s, beside pytest and the long checks"
+    took "distcheck (left after the long checks)" "$t"
 fi
 
 if [ "$study" = 1 ]; then
