@@ -103,6 +103,16 @@ def screenshot(page: str, workdir: str, width: int, height: int) -> str:
     return shot
 
 
+def unfolded(page: str, workdir: str) -> str:
+    """A copy of ``page`` with every ``<details>`` open (a folded section is laid out and
+    painted, so its figures can be measured): the copy's path."""
+    text = open(page, encoding="utf-8").read()
+    path = os.path.join(workdir, "unfolded.html")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(re.sub(r"<details(?![^>]*\bopen\b)", "<details open", text))
+    return path
+
+
 def ink(image, box, background=1.0, tolerance=0.1) -> float:
     """Fraction of the pixels inside ``box`` (CSS pixels = image pixels) that differ from the
     white background by more than ``tolerance`` in any channel."""
