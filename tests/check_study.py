@@ -503,9 +503,45 @@ def cmd_fault(path: str, state: str, node: str, killed_at: str, closed_at: str) 
 
 
 # ---- the page ------------------------------------------------------------------------------------
+#: the first screen of the report (CSS px): the study's figure must start on it
+FIRST_SCREEN = (1280, 900)
+
+
+def check_first_screen(page: str, outdir: str) -> None:
+    """The study leads: the first section is the study, its time figure starts and shows ink on
+    the first screen, every per-run section (all but the study and the scaling table) is
+    folded; the first screen is kept as report-first-screen.png."""
+    import shutil
+    import browser
+    from matplotlib.image import imread
+    n0 = len(PROBLEMS)
+    width, height = FIRST_SCREEN
+    lay = browser.layout(page, outdir, width)
+    sections = [s["id"] for s in lay["sections"]]
+    folded = [s["id"] for s in lay["sections"] if s["folded"]]
+    if sections[:2] != ["study", "scaling"]:
+        problem(f"report: the page opens with {sections[:2]}, not the study and its table")
+    if folded != sections[2:] or not folded:
+        problem(f"report: folded sections {folded}, not the per-run ones {sections[2:]}")
+    if lay["images"] and lay["images"][0]["id"] != "fig-study-time":
+        problem(f"report: the first figure is {lay['images'][0]['id']}, not the study's")
+    figs = lay["sections"][0]["figs"] if lay["sections"] else None
+    if not figs or figs["top"] > height / 2:
+        problem(f"report: the study's figures do not start on the first screen ({figs})")
+        return
+    shot = browser.screenshot(page, outdir, width, height)
+    seen = browser.ink(imread(shot), dict(figs, height=height - figs["top"]))
+    if seen < 0.05:
+        problem(f"report: the study's figure on the first screen has {seen:.1%} ink")
+    shutil.copy(shot, os.path.join(outdir, "report-first-screen.png"))
+    ok(n0, f"report: the study first ({seen:.0%} ink on the first screen), {len(folded)} "
+           f"per-run sections folded")
+
+
 def cmd_page(page: str, outdir: str) -> int:
-    """The report in headless Chromium: every image decodes, no section's figures are blank at
-    1280 px, and the screenshot is kept in OUTDIR (to be looked at)."""
+    """The report in headless Chromium: every image decodes, the study's figure is on the first
+    screen and the per-run sections are folded, no section's figures are blank at 1280 px once
+    unfolded, and the screenshots are kept in OUTDIR (to be looked at)."""
     import shutil
     import browser
     os.makedirs(outdir, exist_ok=True)
@@ -513,13 +549,15 @@ def cmd_page(page: str, outdir: str) -> int:
     broken = [i["id"] for i in seen["images"] if not i["width"]]
     if broken or seen["errors"]:
         problem(f"report: broken images {broken}, errors {seen['errors']}")
-    blank, inks, lay = browser.blank_sections(page, outdir, 1280)
+    check_first_screen(page, outdir)
+    opened = browser.unfolded(page, outdir)
+    blank, inks, lay = browser.blank_sections(opened, outdir, 1280)
     if blank:
         problem(f"report: sections without ink at 1280 px: {blank} ({inks})")
-    shot = browser.screenshot(page, outdir, 1280, int(lay["height"]) + 10)
+    shot = browser.screenshot(opened, outdir, 1280, int(lay["height"]) + 10)
     shutil.copy(shot, os.path.join(outdir, "report-1280.png"))
     print(f"ok: report: {len(seen['images'])} images, sections {sorted(inks)}; screenshot "
-          f"{os.path.join(outdir, 'report-1280.png')} ({lay['height']} px high)")
+          f"{os.path.join(outdir, 'report-1280.png')} ({lay['height']} px high, unfolded)")
     return done()
 
 

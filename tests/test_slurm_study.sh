@@ -15,7 +15,8 @@
 #      (one parameter server per node): the survivors close the file within seconds,
 #      failed_nodes names exactly that node, every rank keeps every iteration it completed,
 #      `dtbench-campaign status` says "node failed", and no process is left on any node.
-#   5. the report rendered in headless Chromium at 1280 px: every figure drawn, the screenshot
+#   5. the report rendered in headless Chromium at 1280 px: the study's figures on the first
+#      screen, the per-run sections folded, every figure drawn once unfolded; the screenshots
 #      kept when STUDY_KEEP names a folder (also for the runs, the report and the logs).
 # STUDY_RUNS=DIR takes the collected runs of an earlier study instead of running part 1.
 # Not in make check (it takes STUDY minutes): scripts/test.sh --study runs it, and CI does.
@@ -180,6 +181,6 @@ pass "async, 16 nodes x 2, n12 (two parameter servers) killed: the same"
 
 # ---- 5. the page ---------------------------------------------------------------------------------
 pycheck study page "$WORK/report.html" "$WORK/page" || fail "the report does not render"
-keep "$WORK/page/report-1280.png"
-pass "the report in headless Chromium: every figure drawn"
+keep "$WORK/page/report-1280.png" "$WORK/page/report-first-screen.png"
+pass "the report in headless Chromium: the study first, every figure drawn"
 echo "test_slurm_study: $(since "$t_begin") s in all, the campaign $t_campaign s"

@@ -14,13 +14,14 @@ import browser  # noqa: E402
 
 from dtbench_analysis.plotting import plt  # noqa: E402
 
-SHOWN = ("time", "scaling", "ranks", "strategies", "pipelines", "resources")
+SHOWN = ("study", "time", "scaling", "ranks", "strategies", "pipelines", "resources")
 MAX_HEIGHT = 1300      # CSS pixels of a section kept (long sections are cut)
 
 
 def main(page: str, folder: str, width: int = 1280) -> None:
     work = os.path.join(folder, ".work")
     os.makedirs(work, exist_ok=True)
+    page = browser.unfolded(page, work)          # folded sections are shown too
     lay = browser.layout(page, work, width)
     image = plt.imread(browser.screenshot(page, work, width, int(lay["height"]) + 10))[..., :3]
     for s in lay["sections"]:

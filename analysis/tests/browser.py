@@ -66,7 +66,8 @@ LAYOUT = ("<script>addEventListener('load',function(){var y=window.scrollY;"
           "return {top:r.top+y,left:r.left,width:r.width,height:r.height};};"
           "var s=[].map.call(document.querySelectorAll('section'),function(e){"
           "return {id:e.id,box:box(e),figs:box(e.querySelector('.figs')),"
-          "images:e.querySelectorAll('img').length};});"
+          "images:e.querySelectorAll('img').length,"
+          "folded:!!e.closest('details:not([open])')};});"
           "var im=[].map.call(document.images,function(i){return {id:i.id,"
           "width:(i.complete&&i.naturalWidth)||0,height:i.naturalHeight||0};});"
           "document.body.setAttribute('data-layout',JSON.stringify({sections:s,images:im,"
@@ -77,8 +78,9 @@ LAYOUT = ("<script>addEventListener('load',function(){var y=window.scrollY;"
 
 def layout(page: str, workdir: str, width: int) -> Dict[str, object]:
     """Where each <section> (and its figures block, ``.figs``) lies on the page at a window
-    ``width`` pixels wide, in CSS pixels from the top of the page; the page's height; every
-    image's decoded size and the load errors (as ``render``)."""
+    ``width`` pixels wide, in CSS pixels from the top of the page, and whether it is inside a
+    closed ``<details>`` (``folded``); the page's height; every image's decoded size and the
+    load errors (as ``render``)."""
     text = open(page, encoding="utf-8").read()
     probe = os.path.join(workdir, f"layout{width}.html")
     with open(probe, "w", encoding="utf-8") as f:
@@ -99,6 +101,16 @@ def screenshot(page: str, workdir: str, width: int, height: int) -> str:
     if not os.path.exists(shot):
         raise AssertionError(f"Chromium wrote no screenshot of {page} at width {width}")
     return shot
+
+
+def unfolded(page: str, workdir: str) -> str:
+    """A copy of ``page`` with every ``<details>`` open (a folded section is laid out and
+    painted, so its figures can be measured): the copy's path."""
+    text = open(page, encoding="utf-8").read()
+    path = os.path.join(workdir, "unfolded.html")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(re.sub(r"<details(?![^>]*\bopen\b)", "<details open", text))
+    return path
 
 
 def ink(image, box, background=1.0, tolerance=0.1) -> float:

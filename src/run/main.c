@@ -152,6 +152,31 @@ static void check_test_split(const Options *o, const Dataset *ds) {
 /* Data (every rank reads; a missing or malformed file is bad input), the model for its shape,
  * this rank's stage of it on the backend, and the exchange among the stage's replicas. A language
  * model's samples are p->in_w tokens long (--seq-len, resolve.c). */
+/* The calibration figures the file records, each taken at its maximum over the ranks (the
+ * slowest exchanging group's, so that the attributes are the same on every rank): all doubles,
+ * reduced in one message. */
+typedef struct {
+    double seconds, seconds_lo, seconds_hi;
+    double bytes, bucket_bytes, busbw_factor;
+    double iters;
+} CalibrationMax;
+_Static_assert(sizeof(CalibrationMax) == 7 * sizeof(double), "CalibrationMax: doubles only");
+
+static void calibration_max(ExchangeCalibration *cal) {
+    CalibrationMax v = {.seconds = cal->seconds,
+                        .seconds_lo = cal->seconds_lo,
+                        .seconds_hi = cal->seconds_hi,
+                        .bytes = cal->bytes,
+                        .bucket_bytes = cal->bucket_bytes,
+                        .busbw_factor = cal->busbw_factor,
+                        .iters = cal->iters};
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &v, (int)(sizeof v / sizeof(double)), MPI_DOUBLE,
+                            MPI_MAX, MPI_COMM_WORLD));
+    cal->seconds = v.seconds, cal->seconds_lo = v.seconds_lo, cal->seconds_hi = v.seconds_hi;
+    cal->bytes = v.bytes, cal->bucket_bytes = v.bucket_bytes, cal->busbw_factor = v.busbw_factor;
+    cal->iters = (int)v.iters;
+}
+
 static void build(Run *r) {
     const Options *o = &r->opt;
     const RunPlan *p = &r->plan;
@@ -177,13 +202,15 @@ static void build(Run *r) {
                     "%s", err); /* memory, before any allocation (run_limits.h) */
 
     ActFormat act;
-    BackendConfig bcfg = {o->threads,
-                          r->topo.host_local_rank,
-                          o->gpus_per_node,
-                          r->topo.rank == 0,
-                          p->precision,
-                          o->conv_algo,
-                          resolve_act_layout(o, p, &r->plan_model, &act)};
+    BackendConfig bcfg = {
+        .threads = o->threads,
+        .local_rank = r->topo.host_local_rank,
+        .gpus_per_node = o->gpus_per_node,
+        .verbose = r->topo.rank == 0,
+        .precision = p->precision,
+        .conv_algo = o->conv_algo,
+        .act_layout = resolve_act_layout(o, p, &r->plan_model, &act),
+    };
     if (p->be->init(&bcfg, &r->ctx) != 0) check_fail(__FILE__, __LINE__, "backend init", o->device);
     ModelTensor tp = {0}; /* --parallel tensor: the group's allreduce */
     if (r->pipe.tp > 1) r->tensor = tensor_group_create(r->pipe.tp_comm, p->be, r->ctx, &tp);
@@ -231,12 +258,7 @@ static void build(Run *r) {
     ExchangeCalibration *cal = &r->calibration;
     if (p->xops->calibrate)
         p->xops->calibrate(r->xstate, r->model.grads, o->calibrate_iters, cal);
-    double calv[7] = {cal->seconds, cal->bytes,        cal->bucket_bytes, cal->busbw_factor,
-                      cal->iters,   cal->seconds_lo, cal->seconds_hi};
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, calv, 7, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-    cal->seconds = calv[0], cal->bytes = calv[1], cal->bucket_bytes = calv[2];
-    cal->busbw_factor = calv[3], cal->iters = (int)calv[4];
-    cal->seconds_lo = calv[5], cal->seconds_hi = calv[6];
+    calibration_max(cal);
     setup_stop_point(r);
     r->worker_index = 0, r->worker_count = 1;
     r->role = p->xops->role(r->xstate, &r->worker_index, &r->worker_count);

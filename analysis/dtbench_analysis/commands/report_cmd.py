@@ -7,6 +7,10 @@ series), ranks x iterations (heat maps and a Gantt chart of a window), strategie
 accuracy against time and iterations, time to target), pipelines (per-stage compute, send,
 receive, idle; bubble fraction against micro-batches), power and memory (sampler), comparisons
 (only between runs that differ in one factor: grouping.py), then the runs and the text summaries.
+A folder with scaling series opens with the study (plot/study_fig.py: per series, time per
+iteration split into compute and exchange, then speedup and efficiency, as small multiples);
+with more than FOLD_RUNS runs the scaling table follows and every per-run section is folded
+into one closed ``<details>`` element.
 Figures are PNG images embedded as base64 ``data:`` URIs, the style sheet is inline, there are
 no scripts: the page needs no other file and no network. Written atomically. The same tables
 are DataFrames from ``dtbench_analysis.load`` (api.py).
@@ -49,6 +53,8 @@ tr.incomplete td { background: #fff3e0; }
          font-size: 0.8em; }
 pre { background: #f8f8f8; padding: 0.6em; white-space: pre-wrap; font-size: 0.75em; }
 .note { color: #555; font-size: 0.9em; }
+details.per-run > summary { font-size: 1.2em; font-weight: bold; margin-top: 1.6em;
+                            cursor: pointer; }
 """
 
 BADGE = '<span class="badge">INCOMPLETE</span>'
@@ -57,6 +63,10 @@ SECTIONS = (("time", "Where the time goes"), ("scaling", "Scaling"),
             ("ranks", "Ranks x iterations"), ("strategies", "Strategies"),
             ("pipelines", "Pipelines"), ("resources", "Power and memory"),
             ("comparisons", "Comparisons"), ("runs", "Runs"), ("details", "Details"))
+#: the section a folder with scaling series opens with
+STUDY = ("study", "Scaling study")
+#: a study of more runs than this folds its per-run sections (a small report stays as it is)
+FOLD_RUNS = 12
 MAX_HEATMAPS = 3
 MAX_STRATEGY_FIGURES = 3
 
@@ -150,6 +160,25 @@ def _section_scaling(res: Results) -> List[str]:
                   f"iterations of the exchange's share of the ranks' time. Against {unit}"
                   + (" (every series keeps its ranks per node)." if unit == "nodes" else ".")),
             html_table(pts, "table-scaling")]
+
+
+def _section_study(res: Results) -> List[str]:
+    from ..plot import study_fig
+    pts = res.scaling
+    unit = figures.scaling_unit(pts)
+    return ['<div class="figs">',
+            _img(study_fig.time_panels(pts, unit), "fig-study-time",
+                 f"time per iteration, compute and exchange, against {unit}, per series"),
+            _img(study_fig.speedup_panels(pts, unit), "fig-study-speedup",
+                 f"speedup and efficiency against {unit}, per series"), "</div>",
+            _note(f"One panel per scaling series (numbered as in the Scaling table), each "
+                  f"strategy's strong series (global batch fixed) beside its weak one (per-rank "
+                  f"batch fixed); every panel on the same axes. Time: the median time per "
+                  f"iteration (repeats pooled; bar: 95% confidence interval), split by the "
+                  f"median exchange share into exchange and compute (everything else: data, "
+                  f"forward, backward, update), as dtbench-analyze scaling prints them. "
+                  f"Speedup: throughput over the series' base case (dotted: ideal); "
+                  f"efficiency E = S p_base / p (dotted: 1). Against {unit}.")]
 
 
 def _section_ranks(res: Results, names, window) -> List[str]:
@@ -268,7 +297,10 @@ def build(runs: Sequence[Run], sources: Sequence[str], ignore: Sequence[str] = (
         "comparisons": lambda: _section_comparisons(res, runs),
         "runs": lambda: _section_runs(res, names),
         "details": lambda: _section_details(res, names),
+        "study": lambda: _section_study(res),
     }
+    order, folded = page_order(len(runs), not res.scaling.empty)
+    rest = order[[i for i, _ in order].index(folded):] if folded else []
     parts: List[str] = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -278,13 +310,32 @@ def build(runs: Sequence[Run], sources: Sequence[str], ignore: Sequence[str] = (
         f'{_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}. '
         f"{_e(conventions.warmup_statement(runs))}; iterations killed runs never wrote are "
         "excluded and such runs are marked INCOMPLETE (*) everywhere.</p>",
-        "<nav>" + "".join(f'<a href="#{i}">{_e(h)}</a>' for i, h in SECTIONS) + "</nav>"]
-    for ident, heading in SECTIONS:
+        "<nav>" + "".join(f'<a href="#{i}">{_e(h)}</a>' for i, h in order) + "</nav>"]
+    for ident, heading in order:
+        if ident == folded:
+            parts.append(f'<details class="per-run" id="per-run"><summary>Per-run detail: '
+                         f'{len(runs)} runs ({_e(", ".join(h.lower() for _, h in rest))})'
+                         f'</summary>')
         parts.append(f'<section id="{ident}"><h2>{_e(heading)}</h2>')
         parts += body[ident]()
         parts.append("</section>")
+    if folded:
+        parts.append("</details>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def page_order(nruns: int, series: bool) -> Tuple[List[Tuple[str, str]], Optional[str]]:
+    """The sections in page order and the first one folded (None: nothing folded). Without
+    scaling series, SECTIONS; with them the study first; beyond FOLD_RUNS runs the scaling
+    table follows it and the per-run sections after that are folded."""
+    if not series:
+        return list(SECTIONS), None
+    if nruns <= FOLD_RUNS:
+        return [STUDY, *SECTIONS], None
+    scaling = [x for x in SECTIONS if x[0] == "scaling"]
+    rest = [x for x in SECTIONS if x[0] != "scaling"]
+    return [STUDY, *scaling, *rest], rest[0][0]
 
 
 def _section_runs(res: Results, names) -> List[str]:
