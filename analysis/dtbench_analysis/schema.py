@@ -35,7 +35,7 @@ RANK_FIELDS = (
 #: update counts of the exchange, and the hash of the final parameters.
 OPTIONAL_RANK_FIELDS = ("role", "updates_pushed", "updates_applied", "iterations_done",
                         "param_hash", "sample_source", "device_name", "memory_params",
-                        "memory_grads", "memory_optimizer")
+                        "memory_grads", "memory_optimizer", "memory_peak_resident")
 EVAL_FIELDS = ("iteration", "time", "accuracy", "loss")
 #: Optional per-iteration datasets written by newer dtbench versions (used when present).
 OPTIONAL_ITERATION_FIELDS = ("staleness", "version", "bytes_recv", "exchange_wait",
