@@ -185,7 +185,7 @@ static void zero3_held_floats(ExchangeState *st, size_t *params, size_t *grads) 
 
 const ExchangeOps zero3_exchange = {
     .name = "zero3",
-    .reads = "transport,bucket-mb,grad-dtype",
+    .reads = "transport,overlap,bucket-mb,grad-dtype", /* overlap: implied (grads_ready) */
     .transports = "mpi,hier",
     .shards_optimizer = 1,
     .shards_params = 1,

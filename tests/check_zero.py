@@ -30,6 +30,11 @@ zero3; tests/test_zero.sh). Exit 0 when the check holds, 1 with one line.
 
   evals ZERO SYNC
       both ran the same evaluations (/eval), with the same accuracies and losses within 1e-4.
+
+  peak LESS MORE
+      the measured peak resident memory (/ranks/memory_peak_resident) of every rank of LESS (a
+      zero3 run) is below that of every rank of MORE (the same run with a stage that holds the
+      whole parameters and gradients): the pages zero3 releases are really given back.
 """
 import numpy as np
 
@@ -150,8 +155,24 @@ def evals(a):
           f"as sync's")
 
 
+def peak(a):
+    """See the module's description."""
+    got = []
+    for path in (a.less, a.more):
+        with h5(path) as f:
+            got.append(f["ranks/memory_peak_resident"][:] / 2**20)
+    less, more = got
+    expect(np.isfinite(less).all() and np.isfinite(more).all(),
+           f"{a.less}, {a.more}: peak resident memory not measured: {less}, {more}")
+    expect(less.max() < more.min(),
+           f"{a.less}: peak resident {less.round(1)} MiB, not below {a.more}'s {more.round(1)}")
+    print(f"ok: {a.less}: peak resident {less.min():.1f}-{less.max():.1f} MiB per rank, "
+          f"{a.more}: {more.min():.1f}-{more.max():.1f} MiB")
+
+
 if __name__ == "__main__":
     ap, sub = parser(__doc__)
     command(sub, records, ("zero",), ("sync",), ("--stage", {"type": int, "default": 1}))
     command(sub, evals, ("zero",), ("sync",))
+    command(sub, peak, ("less",), ("more",))
     main(ap)
