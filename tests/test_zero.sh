@@ -19,7 +19,8 @@
 #      on 2 ranks: zero1, zero2 and zero3 train sync's parameters bit for bit (long: zero3 on 4
 #      ranks and over hier); over --transport hier (sharded in a node, replicated across nodes)
 #      on 2 nodes of 2 and 4 of 1 (zero1, zero3: long), LeNet trains the parameters of sync over
-#      hier; FCN-5 (long) with zero3 on 2 and 4 ranks;
+#      hier; FCN-5 (long) with zero3 on 2 and 4 ranks; (long) ResNet-8, GoogLeNet and LSTM-32
+#      with zero3 on 2 ranks, bit for bit;
 #   3. the records (tests/check_zero.py records): bytes and times of the reduce-scatters and the
 #      all-gathers (zero3's of forward and backward too), the memory per rank (the optimizer's
 #      state 1/P of sync's, balanced within one parameter; zero3's parameters and gradients its
@@ -112,6 +113,13 @@ if long_part "zero3: nanogpt-char on 4 ranks and over hier, FCN-5 on 2 and 4 ran
     pycheck zero records fcn4-zero3.h5 fcn4-sync.h5 --stage 3
     pass "zero3: nanogpt-char on 4 ranks (and over hier 2 x 2), FCN-5 on 2 and 4 ranks = sync"
 fi
+if long_part "zero3 on ResNet-8 (fused rows), LSTM-32 and GoogLeNet (joins)"; then
+    small="--batch 4 --warmup 0 --iters 2 --seed 7 --sample-hz 0 --bucket-mb 0.5"
+    fm="--dataset fashion-mnist --data-dir $(fmnist_small 16)"
+    for m in resnet8 googlenet; do lenet="--model $m $fm $small" ZERO=zero3 same $m 2 0; done
+    lenet="--model lstm32 --dataset synthetic --seq-len 8 $small" ZERO=zero3 same lstm32 2 0
+    pass "zero3 = sync bit for bit on 2 ranks: resnet8, googlenet, lstm32"
+fi
 
 # 2b. Sharded inside a node, replicated across nodes (--transport hier, FSDP's HYBRID_SHARD): 2
 # nodes of 2 (and zero1 on 4 nodes of 1), the sums those of sync over hier (a reduce-scatter in
@@ -131,7 +139,7 @@ pycheck zero records hier2-zero2.h5 hier2-sync.h5 --stage 2
 pycheck zero records adamw4-zero3.h5 adamw4-sync.h5 --stage 3
 pycheck zero records gpt-zero3.h5 gpt-sync.h5 --stage 3
 pycheck zero records hier2-zero3.h5 hier2-sync.h5 --stage 3
-pycheck zero peak gpt-zero3.h5 gpt-zero2.h5 # the plan 33 MiB less a rank; measured 17-34, of ~200
+pycheck zero peak gpt-zero3.h5 gpt-zero2.h5 # the plan 33 MiB less a rank; measured ~20, of ~200
 if [ "${DTBENCH_TEST_LONG:-0}" = 1 ]; then # the long checks' runs (above)
     pycheck zero records bf16-zero2.h5 bf16-sync.h5 --stage 2
     pycheck zero records hier1-zero1.h5 hier1-sync.h5 --stage 1
