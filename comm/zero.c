@@ -1,7 +1,8 @@
 /* zero.c - sharded data parallelism: ZeRO's stages 1 and 2 (DeepSpeed's numbers), --exchange zero1
  * (the optimizer's state sharded) and zero2 (also the reduced gradients: PyTorch FSDP's
  * SHARD_GRAD_OP). Every rank holds the whole parameters; each updates only its shard of them, with
- * its shard of the optimizer's state, which only it holds.
+ * its shard of the optimizer's state, which only it holds. Stage 3 (zero3.c) shares the state
+ * (zero.h), the buckets and the steps below.
  *
  * Shards: the gradient buffer is cut into buckets from its END, as sync cuts it (backward produces
  * the last layers' gradients first), of --bucket-mb rounded down to a multiple of the P ranks (at

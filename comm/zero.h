@@ -42,7 +42,6 @@ struct ExchangeState {
     unsigned char *held;
     int pinned;
     double t_ag, t_rs, ag_bytes, rs_bytes;
-    int gathers;
     size_t page;
 };
 

@@ -52,7 +52,8 @@
 static void release_range(const ExchangeState *st, float *buf, size_t lo, size_t hi) {
     if (hi <= lo) return;
     const uintptr_t pg = (uintptr_t)st->page;
-    uintptr_t a = ((uintptr_t)(buf + lo) + pg - 1) & ~(pg - 1), e = (uintptr_t)(buf + hi) & ~(pg - 1);
+    uintptr_t a = ((uintptr_t)(buf + lo) + pg - 1) & ~(pg - 1),
+              e = (uintptr_t)(buf + hi) & ~(pg - 1);
     if (e > a) (void)madvise((void *)a, e - a, MADV_DONTNEED); /* failed: the pages stay */
 }
 
@@ -68,7 +69,6 @@ static void gather(ExchangeState *st, float *params, int k) {
     zero_gather_bucket(st, params, k);
     st->held[k] = 1;
     st->ag_bytes += ((double)(b->n - b->tail) + (b->tail ? (double)st->P : 0.0)) * sizeof(float);
-    st->gathers++;
 }
 
 static ExchangeState *zero3_create(const ExchangeConfig *cfg, char *err, size_t errlen) {
@@ -107,10 +107,9 @@ static void zero3_params_hold(ExchangeState *st, float *params, int hold) {
     st->pinned = 0;
     if (!hold) return;
     const double t = st->t_ag, bytes = st->ag_bytes;
-    const int g = st->gathers;
     for (int k = st->nb - 1; k >= 0; k--)
         if (!st->held[k]) gather(st, params, k);
-    st->t_ag = t, st->ag_bytes = bytes, st->gathers = g; /* not the iteration's */
+    st->t_ag = t, st->ag_bytes = bytes; /* not the iteration's */
     st->pinned = 1;
 }
 
@@ -124,9 +123,8 @@ static void reduce_scatter_from(ExchangeState *st, float *grads, size_t first) {
         zero_start_bucket(st, grads, k);
         if (st->last_rs >= 0) OPS->wait(st->rs, st->last_rs);
         release_bucket(st, grads, k);
-        st->rs_bytes +=
-            ((double)(b->n - b->tail) + (b->tail ? (double)st->P : 0.0)) *
-            (double)grad_dtype_size(st->cfg.grad_dtype);
+        st->rs_bytes += ((double)(b->n - b->tail) + (b->tail ? (double)st->P : 0.0)) *
+                        (double)grad_dtype_size(st->cfg.grad_dtype);
     }
     st->t_rs += dt_now() - t;
 }
@@ -156,7 +154,6 @@ static int zero3_step(ExchangeState *st, float *params, float *grads, ExchangeSt
     step->allgather_bytes = st->ag_bytes;
     step->bytes_sent = step->bytes_recv = st->rs_bytes + st->bytes_ar + st->ag_bytes;
     st->t_rs = st->t_ag = st->rs_bytes = st->ag_bytes = 0.0;
-    st->gathers = 0;
     step->staleness = 0;
     step->version = (double)++st->updates;
     step->grad_scale = 1.0;
