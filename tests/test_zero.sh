@@ -165,6 +165,12 @@ s=$(need sync) z=$(need zero1)
 awk -v s="$s" -v z="$z" -v n="$n" 'BEGIN { d = s - z - 2 * 4 * n / 1e9; exit !(d < 0.11 && d > -0.11) }' ||
     fail "memory estimate: sync $s GB, zero1 $z GB per rank; expected 2 x $n floats less"
 pass "memory estimate: zero1 on 2 ranks $z GB per rank, sync $s GB (2 x $n floats less)"
+# zero3 on 2 ranks: half the parameters and gradients (one copy less than zero1) and a bucket of
+# each (--bucket-mb 25, the default: 2 x 26.2 MB)
+z3=$(need zero3)
+awk -v z="$z" -v t="$z3" -v n="$n" 'BEGIN { d = z - t - 4 * n / 1e9 + 0.0524; exit !(d < 0.11 && d > -0.11) }' ||
+    fail "memory estimate: zero1 $z GB, zero3 $z3 GB per rank; expected $n floats less, 2 buckets more"
+pass "memory estimate: zero3 on 2 ranks $z3 GB per rank ($n floats less than zero1, 2 buckets more)"
 
 # 4. Refusals.
 bad="--model lenet --dataset synthetic --batch 8 --iters 1 --output bad.h5"
