@@ -2,7 +2,8 @@
  * one file each in comm/: sync.c (allreduce every iteration), ssp.c (stale-synchronous
  * allreduce), async_ps.c (Downpour parameter server), mixed.c (sync inside a node, asynchronous
  * elastic averaging across nodes), zero.c (ZeRO stages 1 and 2: reduce-scatter, an update of this
- * rank's shard with its shard of the optimizer's state, all-gather).
+ * rank's shard with its shard of the optimizer's state, all-gather), zero3.c (stage 3: the
+ * parameters sharded too, gathered layer by layer).
  *
  * After the backward pass the driver hands the strategy the rank's parameters and gradients
  * (one contiguous buffer each, on the backend's device). The strategy either leaves averaged
@@ -148,6 +149,17 @@ typedef struct ExchangeOps {
     /* Optional, for a strategy that shards the optimizer's state (shards_optimizer): the
      * parameters this rank updates, whose state (SGD's momentum, AdamW's two moments) it holds. */
     size_t (*shard_size)(ExchangeState *st);
+    /* Optional, for a strategy that shards the parameters themselves between uses (zero3,
+     * shards_params): params_needed is called before each layer's forward and backward with the
+     * n ranges [lo, hi) of params (offsets, lo < hi) that the layer reads; it gathers them (a
+     * collective: every rank calls it for the same layers in the same order) and may release
+     * others. params_hold(st, params, 1) gathers every parameter and keeps them until
+     * params_hold(st, params, 0) (an evaluation, whose batches differ between ranks); finish()
+     * leaves them all gathered. held_floats: the parameters and gradients a rank holds at most
+     * (the plan, for /ranks/memory_params and memory_grads). */
+    void (*params_needed)(ExchangeState *st, float *params, const size_t *lohi, int n);
+    void (*params_hold)(ExchangeState *st, float *params, int hold);
+    void (*held_floats)(ExchangeState *st, size_t *params, size_t *grads);
     /* For the resolver (src/run/resolve.c). reads: the long options the strategy reads
      * (comma-separated; given explicitly with a strategy that does not read them, they are
      * refused; "overlap" needs grads_ready). pipeline_ok: 1 when it can average the gradients of
@@ -170,6 +182,7 @@ typedef struct ExchangeOps {
     int overlaps;
     const char *transports;
     int shards_optimizer;
+    int shards_params; /* params_needed above; host memory only (refused on a device) */
 } ExchangeOps;
 
 /* For the strategies (comm/transport.c): the bucket engine that averages over `comm` (cfg->comm,

@@ -44,6 +44,7 @@ extern const ExchangeOps async_exchange; /* comm/async_ps.c */
 extern const ExchangeOps mixed_exchange; /* comm/mixed.c */
 extern const ExchangeOps zero1_exchange; /* comm/zero.c */
 extern const ExchangeOps zero2_exchange; /* comm/zero.c */
+extern const ExchangeOps zero3_exchange; /* comm/zero3.c */
 
 static const BackendOps *const BACKENDS[] = {
     &cpu_backend,
@@ -52,7 +53,8 @@ static const BackendOps *const BACKENDS[] = {
 #endif
 };
 static const ExchangeOps *const EXCHANGES[] = {&sync_exchange,  &async_exchange, &ssp_exchange,
-                                               &mixed_exchange, &zero1_exchange, &zero2_exchange};
+                                               &mixed_exchange, &zero1_exchange, &zero2_exchange,
+                                               &zero3_exchange};
 static const TransportOps *const TRANSPORTS[] = {
     &mpi_transport,
 #ifdef DTBENCH_NCCL

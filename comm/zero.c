@@ -1,7 +1,8 @@
 /* zero.c - sharded data parallelism: ZeRO's stages 1 and 2 (DeepSpeed's numbers), --exchange zero1
  * (the optimizer's state sharded) and zero2 (also the reduced gradients: PyTorch FSDP's
  * SHARD_GRAD_OP). Every rank holds the whole parameters; each updates only its shard of them, with
- * its shard of the optimizer's state, which only it holds.
+ * its shard of the optimizer's state, which only it holds. Stage 3 (zero3.c) shares the state
+ * (zero.h), the buckets and the steps below.
  *
  * Shards: the gradient buffer is cut into buckets from its END, as sync cuts it (backward produces
  * the last layers' gradients first), of --bucket-mb rounded down to a multiple of the P ranks (at
@@ -53,43 +54,16 @@
 #include "communicator.h"
 #include "exchange.h"
 #include "grad_cast.h"
+#include "zero.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    size_t lo, n; /* the bucket: grads[lo .. lo + n) */
-    size_t tail;  /* its first `tail` (< P) floats go through the scratch (the lowest bucket) */
-    size_t shard; /* its blocks' length: (n - tail) / P */
-    size_t own;   /* this rank's block: [own, own + shard) */
-    size_t soff;  /* where the block's state begins in m[] and v[] */
-    size_t tsoff; /* where this rank's tail element's state is (rank < tail) */
-} ZBucket;
-
-struct ExchangeState {
-    ExchangeConfig cfg;
-    int stage; /* 1 or 2 */
-    Communicator comm;
-    int world;     /* the ranks exchanging (cfg->comm) */
-    int P, rank;   /* the ranks a bucket is sharded over (all, or a node's: hier), this one's */
-    Coll *rs, *ag; /* reduce-scatters (wire type) and all-gathers (fp32); NULL when P is 1 */
-    Coll *x;       /* hier: the shards' allreduce across the nodes (wire type); NULL: one node */
-    ZBucket *b;    /* b[0] the highest: the order the reduce-scatters are started in */
-    int nb;
-    int started; /* buckets whose reduce-scatter was started this iteration */
-    int last_rs; /* the last reduce-scatter's ticket this iteration (-1: none) */
-    size_t shard_floats;
-    float *m, *v;    /* the optimizer's state for this rank's shard (v: AdamW's second moment) */
-    float *scratch;  /* [P] the tail's reduce-scatter and all-gather */
-    int64_t updates; /* this strategy's own count when cfg->steps is NULL */
-    double bytes_rs, bytes_ag, bytes_ar;
-};
-
-static const CollOps *const OPS = &coll_mpi;
+#define OPS ZERO_OPS
 
 /* Buckets of B floats (a multiple of P) cut from the end; the lowest takes the rest. */
-static void plan_shards(ExchangeState *st) {
+void zero_plan_shards(ExchangeState *st) {
     const size_t N = st->cfg.nparams, P = (size_t)st->P;
     size_t B = st->cfg.bucket_floats / P * P;
     if (B < P) B = P;
@@ -134,9 +108,7 @@ static int hybrid_comms(ExchangeState *st, MPI_Comm *shard_comm, MPI_Comm *cross
     return 0;
 }
 
-static void zero_destroy(ExchangeState *st);
-
-static ExchangeState *zero_create(const ExchangeConfig *cfg, int stage, char *err, size_t errlen) {
+ExchangeState *zero_create(const ExchangeConfig *cfg, int stage, char *err, size_t errlen) {
     const char *tname = cfg->transport ? cfg->transport->name : "mpi";
     const int hybrid = !strcmp(tname, "hier");
     if (!hybrid && strcmp(tname, "mpi") != 0) {
@@ -177,9 +149,9 @@ static ExchangeState *zero_create(const ExchangeConfig *cfg, int stage, char *er
         tc.grad_dtype = 0;
         st->ag = transport_coll(OPS, shard_comm, &tc, be->device_memory);
         OPS->set_blocking(st->ag, 1);
-        if (stage == 1) OPS->set_blocking(st->rs, 1);
+        if (stage != 2) OPS->set_blocking(st->rs, 1); /* zero3: zero3.c */
     }
-    plan_shards(st);
+    zero_plan_shards(st);
     size_t bytes = (st->shard_floats ? st->shard_floats : 1) * sizeof(float);
     st->m = be->alloc(cfg->ctx, bytes); /* zeroed */
     if (cfg->optim.kind == OPTIMIZER_ADAMW) st->v = be->alloc(cfg->ctx, bytes);
@@ -197,14 +169,14 @@ static ExchangeState *zero2_create(const ExchangeConfig *cfg, char *err, size_t 
     return zero_create(cfg, 2, err, errlen);
 }
 
-static int zero_role(ExchangeState *st, int *index, int *count) {
+int zero_role(ExchangeState *st, int *index, int *count) {
     *index = st->comm.rank; /* the batch is split over every rank, whatever the shards */
     *count = st->world;
     return EXCHANGE_WORKER;
 }
 
 /* Bucket k's reduce-scatter: its blocks in place, its tail through the scratch. */
-static void start_bucket(ExchangeState *st, float *grads, int k) {
+void zero_start_bucket(ExchangeState *st, float *grads, int k) {
     const ZBucket *b = &st->b[k];
     if (b->shard)
         st->last_rs = OPS->reduce_scatter(st->rs, grads + b->lo + b->tail, b->shard, 1.0f);
@@ -221,7 +193,7 @@ static void start_bucket(ExchangeState *st, float *grads, int k) {
 static void zero_grads_ready(ExchangeState *st, float *grads, size_t first) {
     if (!st->rs || first == 0) return; /* the rest starts in exchange(), blocking */
     while (st->started < st->nb && st->b[st->started].lo >= first)
-        start_bucket(st, grads, st->started++);
+        zero_start_bucket(st, grads, st->started++);
     if (st->last_rs >= 0) (void)OPS->done(st->rs, st->last_rs); /* progress */
 }
 
@@ -231,14 +203,14 @@ static void reduce_scatter_all(ExchangeState *st, float *grads) {
     if (st->last_rs >= 0) OPS->wait(st->rs, st->last_rs);
     if (st->stage == 2) OPS->set_blocking(st->rs, 1);
     while (st->started < st->nb)
-        start_bucket(st, grads, st->started++);
+        zero_start_bucket(st, grads, st->started++);
     if (st->last_rs >= 0) OPS->wait(st->rs, st->last_rs);
     if (st->stage == 2) OPS->set_blocking(st->rs, 0);
 }
 
 /* hier: each of this rank's blocks (and its tail element) summed with its replicas on the other
  * nodes, blocking. Every rank of the cross communicator has this local rank, hence these blocks. */
-static void allreduce_shards(ExchangeState *st, float *grads) {
+void zero_allreduce_shards(ExchangeState *st, float *grads) {
     int last = -1;
     for (int k = 0; k < st->nb; k++) {
         const ZBucket *b = &st->b[k];
@@ -250,7 +222,7 @@ static void allreduce_shards(ExchangeState *st, float *grads) {
 }
 
 /* The optimizer's step on this rank's blocks, with the sums' 1/world folded in (driver.c). */
-static void update_shard(ExchangeState *st, float *params, float *grads) {
+void zero_update_shard(ExchangeState *st, float *params, float *grads) {
     const ExchangeConfig *c = &st->cfg;
     Optimizer o = c->optim;
     const double gs = st->world > 1 ? (double)(1.0f / (float)st->world) : 1.0; /* sync's */
@@ -273,13 +245,12 @@ static void update_shard(ExchangeState *st, float *params, float *grads) {
     }
 }
 
-/* Every rank's updated blocks to all, fp32, blocking. */
-static void allgather_all(ExchangeState *st, float *params) {
+/* Bucket k's blocks (and its tail) from every rank to all, fp32, blocking. */
+void zero_gather_bucket(ExchangeState *st, float *params, int k) {
+    const ZBucket *b = &st->b[k];
     int last = -1;
-    for (int k = 0; k < st->nb; k++) {
-        const ZBucket *b = &st->b[k];
-        if (b->shard) last = OPS->allgather(st->ag, params + b->lo + b->tail, b->shard);
-        if (!b->tail) continue;
+    if (b->shard) last = OPS->allgather(st->ag, params + b->lo + b->tail, b->shard);
+    if (b->tail) {
         if ((size_t)st->rank < b->tail)
             OPS->copy(st->ag, st->scratch + st->rank, params + b->lo + st->rank, 1, COLL_WITHIN);
         last = OPS->allgather(st->ag, st->scratch, 1);
@@ -289,15 +260,21 @@ static void allgather_all(ExchangeState *st, float *params) {
     if (last >= 0) OPS->wait(st->ag, last);
 }
 
+/* Every rank's updated blocks to all. */
+static void allgather_all(ExchangeState *st, float *params) {
+    for (int k = 0; k < st->nb; k++)
+        zero_gather_bucket(st, params, k);
+}
+
 static int zero_exchange(ExchangeState *st, float *params, float *grads, ExchangeStep *step) {
     if (st->rs) OPS->mark_backward_end(st->rs);
     step->wait = communicator_vote(st->cfg.comm, step->stop_requested, &step->stop);
     double t0 = dt_now();
     if (st->rs) reduce_scatter_all(st, grads);
     double t1 = dt_now();
-    if (st->x) allreduce_shards(st, grads);
+    if (st->x) zero_allreduce_shards(st, grads);
     double t2 = dt_now();
-    update_shard(st, params, grads);
+    zero_update_shard(st, params, grads);
     if (st->world > 1 && st->cfg.be->device_memory) st->cfg.be->synchronize(st->cfg.ctx);
     double t3 = dt_now();
     if (st->ag) allgather_all(st, params);
@@ -330,15 +307,15 @@ static void zero_finish(ExchangeState *st, float *params) {
     (void)st, (void)params; /* every collective completes within its iteration */
 }
 
-static void zero_counts(ExchangeState *st, int64_t *pushed, int64_t *applied) {
+void zero_counts(ExchangeState *st, int64_t *pushed, int64_t *applied) {
     *pushed = *applied = st->updates;
 }
 
-static size_t zero_shard_size(ExchangeState *st) {
+size_t zero_shard_size(ExchangeState *st) {
     return st->shard_floats;
 }
 
-static void zero_destroy(ExchangeState *st) {
+void zero_destroy(ExchangeState *st) {
     const BackendOps *be = st->cfg.be;
     if (st->rs) OPS->destroy(st->rs), OPS->destroy(st->ag);
     if (st->x) OPS->destroy(st->x);
@@ -346,7 +323,7 @@ static void zero_destroy(ExchangeState *st) {
     for (int i = 0; i < 3; i++)
         if (bufs[i]) be->free(st->cfg.ctx, bufs[i]);
     communicator_free(&st->comm);
-    free(st->b);
+    free(st->b), free(st->held);
     free(st);
 }
 

@@ -9,7 +9,7 @@ MODELS=lenet,fcn5,fcn8,alexnet,vgg16,googlenet,resnet50,lstm32,lstm64
 expect_bad 0 "--model: 'resnet9' is not accepted: expected one of $MODELS" --model resnet9 $O
 expect_bad 2 "--model: 'resnet9' is not accepted: expected one of $MODELS" --model resnet9 $O
 expect_bad 0 "--dataset: 'cifar' is not accepted: expected one of synthetic,fashion-mnist,mnist,cifar10" --dataset cifar $O
-expect_bad 0 "--exchange: 'allgather' is not accepted: expected one of sync,async,ssp,mixed,zero1,zero2" --exchange allgather $O
+expect_bad 0 "--exchange: 'allgather' is not accepted: expected one of sync,async,ssp,mixed,zero1,zero2,zero3" --exchange allgather $O
 expect_bad 0 "--device: 'tpu' is not accepted" --device tpu $O
 expect_bad 0 "--bogus: unknown option" --bogus $O
 expect_bad 0 "--iters: a value is required" $O --iters

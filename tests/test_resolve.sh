@@ -14,7 +14,7 @@ expect_bad 0 "--staleness: 2 is not accepted with --exchange sync (read only by 
 expect_bad 0 "--ps-ranks: 1 is not accepted with --exchange ssp (read only by --exchange async)" --exchange ssp --ps-ranks 1 $O
 expect_bad 0 "--sync-period: 3 is not accepted with --exchange sync (read only by --exchange mixed)" --sync-period 3 $O
 expect_bad 0 "--bucket-mb: 1 is not accepted with --exchange async" --exchange async --bucket-mb 1 $O
-expect_bad 0 "--overlap: not accepted with --exchange ssp (read only by --exchange sync, --exchange zero2)" --exchange ssp --overlap $O
+expect_bad 0 "--overlap: not accepted with --exchange ssp (read only by --exchange sync, --exchange zero2, --exchange zero3)" --exchange ssp --overlap $O
 # --progress thread: only where a collective is in flight while compute runs.
 expect_bad 0 "--progress: 'thread' is not accepted with --exchange sync without --overlap: no collective is in flight while compute runs; expected poll" --progress thread $O
 expect_bad 0 "--progress: 'thread' is not accepted with --exchange ssp --staleness 0" --exchange ssp --staleness 0 --progress thread $O

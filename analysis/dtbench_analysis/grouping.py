@@ -53,7 +53,7 @@ FACTORS: "OrderedDict[str, Tuple[str, ...]]" = OrderedDict([
 PRIMARY_KEYS = {"precision": 2}
 
 #: order of the exchange strategies in a comparison (the first present is the baseline)
-EXCHANGE_ORDER = ("sync", "ssp", "async", "mixed", "zero1", "zero2")
+EXCHANGE_ORDER = ("sync", "ssp", "async", "mixed", "zero1", "zero2", "zero3")
 #: order of precisions (compute, then wire type): fp32, the strict one, is the baseline
 PRECISION_ORDER = ("fp32", "tf32", "bf16", "fp16")
 

@@ -35,7 +35,7 @@ RANK_FIELDS = (
 #: update counts of the exchange, and the hash of the final parameters.
 OPTIONAL_RANK_FIELDS = ("role", "updates_pushed", "updates_applied", "iterations_done",
                         "param_hash", "sample_source", "device_name", "memory_params",
-                        "memory_grads", "memory_optimizer")
+                        "memory_grads", "memory_optimizer", "memory_peak_resident")
 EVAL_FIELDS = ("iteration", "time", "accuracy", "loss")
 #: Optional per-iteration datasets written by newer dtbench versions (used when present).
 OPTIONAL_ITERATION_FIELDS = ("staleness", "version", "bytes_recv", "exchange_wait",
@@ -53,7 +53,7 @@ PROFILE_AMOUNTS = ("forward_flop", "backward_flop", "forward_bytes", "backward_b
 PROFILE_PEAKS, PROFILE_PEAK_METHODS = ("peak_bandwidth", "peak_flops"), \
     ("peak_bandwidth_method", "peak_flops_method")
 #: Exchange strategies whose ranks advance in lockstep (an iteration ends for all ranks together).
-LOCKSTEP_EXCHANGES = ("sync", "ssp", "zero1", "zero2")
+LOCKSTEP_EXCHANGES = ("sync", "ssp", "zero1", "zero2", "zero3")
 #: Meaning of /ranks/status values.
 STATUS_NAMES = {0: "not finished", 1: "completed", 2: "stopped early", 3: "error"}
 #: The main factors of a run (root attributes), as shown by every command.

@@ -48,11 +48,12 @@ DEFINITIONS = {
                            "those on the wire (half of fp32's with --grad-dtype bf16/fp16)",
     "memory": "per rank, the bytes of the model's parameters, gradients and optimizer state "
               "(/ranks/memory_*: the plan's, from the buffers dtbench allocated; the optimizer's "
-              "state of the rank's shard with --exchange zero1 or zero2), the largest over the "
+              "state of the rank's shard with --exchange zero1 or zero2; zero3 also shards the "
+              "parameters and gradients: its shard and one bucket), the largest over the "
               "ranks, MiB",
     "collectives": "--exchange zero1, zero2: medians over the measured rank-iterations of the "
                    "reduce-scatters completed after backward and of the all-gathers (both "
-                   "inside exchange), and of their payloads (bytes_reduce_scatter, "
+                   "inside exchange; zero3: all of them, inside forward and backward), and of their payloads (bytes_reduce_scatter, "
                    "bytes_allgather); with --transport hier also the shards' allreduce across "
                    "the nodes (exchange_allreduce, bytes_allreduce)",
     "oversubscribed": "dtbench found more ranks x threads (--threads, plus a --progress thread) on "

@@ -163,6 +163,7 @@ typedef struct {
     int64_t updates_pushed;  /* gradient updates this rank sent to the exchange */
     int64_t updates_applied; /* updates this rank applied (servers: pushes it applied) */
     double signal_time;      /* dt_now() when this rank got SIGTERM/SIGUSR1, 0 if it did not */
+    double peak_resident;    /* bytes: the process's peak resident memory (ru_maxrss) */
 } RunEnd;
 
 typedef struct Recorder Recorder;

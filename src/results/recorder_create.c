@@ -46,7 +46,10 @@ static const struct {
     {"memory_grads", "bytes of gradients this rank holds (the model's gradient buffer)"},
     {"memory_optimizer",
      "bytes of optimizer state this rank holds (SGD's momentum, AdamW's two moments): the "
-     "whole model's, or its shard's with --exchange zero1 or zero2"},
+     "whole model's, or its shard's with --exchange zero1, zero2 or zero3"},
+    {"memory_peak_resident",
+     "bytes: the process's peak resident memory (getrusage's ru_maxrss) at the end of the run, "
+     "measured: everything the rank touched, libraries and buffers included"},
 };
 
 static const struct {
@@ -224,7 +227,7 @@ static void create_rank_sets(Recorder *r, hid_t file, const RecorderConfig *c) {
                         H5T_STD_I64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE,
                         H5T_STD_I64LE, H5T_STD_I32LE,  H5T_STD_U64LE,  H5T_STD_I32LE,
                         H5T_STD_I64LE, H5T_STD_I64LE,  H5T_STD_I64LE,  H5T_STD_I64LE,
-                        H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE};
+                        H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE, H5T_IEEE_F64LE};
     hid_t g = H5_CHECK(H5Gcreate2(file, "ranks", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     for (int i = 0; i < R_N; i++) {
         const void *fill = H5Tequal(types[i], H5T_IEEE_F64LE) > 0 ? (const void *)&nan : NULL;

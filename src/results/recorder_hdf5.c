@@ -212,6 +212,7 @@ static void hdf5_close(Recorder *r, const RunEnd *end) {
     long long pushed = end->updates_pushed, applied = end->updates_applied;
     rec_write_rank_value(r, R_PUSHED, H5T_NATIVE_LLONG, &pushed);
     rec_write_rank_value(r, R_APPLIED, H5T_NATIVE_LLONG, &applied);
+    rec_write_rank_value(r, R_MEM_PEAK, H5T_NATIVE_DOUBLE, &end->peak_resident);
 
     /* Collective from here (every rank reaches close): a write error anywhere, agreed here, is
      * the run's stop reason, with the first failing rank's file and errno. */

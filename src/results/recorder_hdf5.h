@@ -33,6 +33,7 @@ enum {
     R_MEM_PARAMS,
     R_MEM_GRADS,
     R_MEM_OPTIM,
+    R_MEM_PEAK,
     R_N
 };
 

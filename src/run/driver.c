@@ -14,6 +14,7 @@
 #include "clock.h"      /* defines: dt_now */
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,10 +127,44 @@ static int update(Driver *d, LossScaler *scaler, int done, const ExchangeStep *x
     return skip;
 }
 
+/* A layer's parameter ranges in the buffer: its rows' (a fused group's: first..last), and the
+ * table a tied head multiplies by. Returns how many (0 to 2) went to lohi. */
+static int layer_ranges(const Model *m, const LayerEvent *e, size_t *lohi) {
+    size_t lo = SIZE_MAX, hi = 0;
+    for (int i = e->layer; i <= e->last; i++) {
+        const Layer *L = &m->layers[i];
+        if (!L->nparams) continue;
+        const size_t a = L->w_off - m->param_base;
+        if (a < lo) lo = a;
+        if (a + L->nparams > hi) hi = a + L->nparams;
+    }
+    int n = 0;
+    if (lo < hi) lohi[0] = lo, lohi[1] = hi, n = 1;
+    const Layer *L = &m->layers[e->layer];
+    if (L->tied >= m->first && L->tied < m->last) {
+        const Layer *T = &m->layers[L->tied];
+        lohi[2 * n] = T->w_off - m->param_base, lohi[2 * n + 1] = lohi[2 * n] + T->nw, n++;
+    }
+    return n;
+}
+
+/* A strategy that shards the parameters (zero3): each layer's are gathered before its forward
+ * and its backward (the model's observer, the one hook before each layer). */
+static void gather_for_layer(void *user, const Model *m, const LayerEvent *e) {
+    if (e->kind != LAYER_FORWARD_BEGIN && e->kind != LAYER_BACKWARD_BEGIN) return;
+    Driver *d = user;
+    size_t lohi[4];
+    const int n = layer_ranges(m, e, lohi);
+    if (n) d->xops->params_needed(d->xstate, d->model->params, lohi, n);
+}
+
 /* Evaluation number n, after iteration it, recorded by rank 0; returns the test accuracy. */
 static double evaluate(Driver *d, StageRun *s, int64_t it, int n) {
     double acc, eloss;
+    /* sharded parameters: all held, the ranks' evaluations running different batch counts */
+    if (d->xops->params_hold) d->xops->params_hold(d->xstate, d->model->params, 1);
     stage_evaluate(d, s, &acc, &eloss);
+    if (d->xops->params_hold) d->xops->params_hold(d->xstate, d->model->params, 0);
     EvalRecord e = {(double)(it + 1), dt_now() - d->clock_offset - d->t0, acc, eloss};
     if (d->topo->rank == 0) d->rops->record_eval(d->rec, n, &e);
     return acc;
@@ -159,6 +194,8 @@ TrainResult driver_run(Driver *d) {
     Prefetch pf;
     prefetch_init(&pf, d);
     d->graphs = step_graphs_create(m, o->graph_parts);
+    LayerObserver gather = {gather_for_layer, d};
+    if (d->xops->params_needed) model_set_observer(m, &gather);
     double recorded = dt_now(); /* the previous record handed over (IterRecord.wall) */
 
     for (int64_t it = 0; it < total; it++) {
@@ -246,6 +283,7 @@ TrainResult driver_run(Driver *d) {
         }
     }
     d->xops->finish(d->xstate, m->params);
+    if (d->xops->params_needed) model_set_observer(m, NULL);
     prefetch_free(&pf, d);
     step_graphs_free(d->graphs);
     d->graphs = NULL;

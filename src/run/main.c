@@ -24,12 +24,21 @@
 #include "watchdog.h"
 #include "watchdog_witness.h" /* defines: witness_exec_main */
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 /* The model for a data set's shape (a small-image variant where there is one), planned; bad input
  * when the input does not fit it, or when the backend lacks a function one of its layers needs. */
+/* The process's peak resident memory so far, bytes (Linux counts ru_maxrss in KiB); NaN when
+ * getrusage fails. */
+static double peak_resident_bytes(void) {
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) == 0 ? (double)u.ru_maxrss * 1024.0 : NAN;
+}
+
 static const ModelDesc *plan_model(Model *plan, const ModelDesc *md, const BackendOps *be,
                                    int microbatches, int c, int h, int w, int classes) {
     md = model_for_input(md, c, h, w);
@@ -331,7 +340,8 @@ static void finish(Run *r, const TrainResult *res) {
                   model_param_hash(&r->model),
                   pushed,
                   applied,
-                  signals_time()};
+                  signals_time(),
+                  peak_resident_bytes()};
     r->plan.rops->close(r->rec, &end);
     if (r->sampler && sampler_dropped(r->sampler) > 0)
         fprintf(stderr,

@@ -59,11 +59,12 @@ static const OptSpec SPECS[] = {
     {"device", T_CHOICE, F(device), NULL, 0, 0,
      "compute backend (cuda: one GPU per rank, see --gpus-per-node)"},
     {"exchange", T_CHOICE, F(exchange), NULL, 0, 0,
-     "gradient exchange strategy: sync (allreduce), ssp, async, mixed; zero1 and zero2, ZeRO's "
-     "stages: zero1 shards the optimizer's state (reduce-scatter, update of the rank's shard, "
-     "all-gather), zero2 also the reduced gradients, reduce-scattered during backward (FSDP's "
-     "SHARD_GRAD_OP; stage 3, FULL_SHARD, is not built); with --transport hier both shard inside "
-     "a node and replicate across nodes (HYBRID_SHARD)"},
+     "gradient exchange strategy: sync (allreduce), ssp, async, mixed; zero1, zero2 and zero3, "
+     "ZeRO's stages: zero1 shards the optimizer's state (reduce-scatter, update of the rank's "
+     "shard, all-gather), zero2 also the reduced gradients, reduce-scattered during backward "
+     "(FSDP's SHARD_GRAD_OP), zero3 also the parameters, gathered before each layer's forward and "
+     "backward and released after (FSDP's FULL_SHARD; CPU only); with --transport hier they "
+     "shard inside a node and replicate across nodes (HYBRID_SHARD)"},
     {"transport", T_CHOICE, F(transport), NULL, 0, 0,
      "how gradients are averaged: mpi (MPI_Allreduce; GPU buffers staged through the host), "
      "nccl (ncclAllReduce on the GPUs), hier (reduce-scatter inside each node, allreduce across "

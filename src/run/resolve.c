@@ -396,6 +396,17 @@ static void check_combination(const Options *opt, const Topology *topo, const Ru
     usage_check_all(!opt->overlap || x->grads_ready != NULL,
                     "--overlap: the %s exchange cannot start buckets during backward",
                     opt->exchange);
+    /* zero3 gathers each layer's parameters from the model's per-layer observer and releases
+     * host pages between uses (comm/zero3.c) */
+    usage_check_all(!x->shards_params || !be->device_memory,
+                    "--exchange: '%s' is not accepted with --device %s yet: it releases the host "
+                    "pages of the parameters it does not hold, and this backend's are device "
+                    "memory; expected --device cpu",
+                    opt->exchange, opt->device);
+    usage_check_all(!x->shards_params || opt->profile_layers == 0,
+                    "--profile-layers: not accepted with --exchange %s (its parameters are "
+                    "gathered from the per-layer hook the profile would take)",
+                    opt->exchange);
 }
 
 /* A strategy that always starts its buckets during backward (ExchangeOps.overlaps): --overlap

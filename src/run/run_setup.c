@@ -320,10 +320,11 @@ static void open_file(Run *r, const RunAttr *attrs, int nattrs, const DeviceInfo
     DriverSettings set = run_driver_settings(o);
     /* the memory held for the model's parameters, gradients and optimizer state: the state of
      * this rank's shard where the exchange shards it */
-    const double pbytes = (double)r->model.nparams * sizeof(float);
     const double moments = o->optimizer == OPTIMIZER_ADAMW ? 2.0 : 1.0;
     const double updated =
         p->xops->shard_size ? (double)p->xops->shard_size(r->xstate) : (double)r->model.nparams;
+    size_t held_p = r->model.nparams, held_g = r->model.nparams; /* zero3: the shard and a group */
+    if (p->xops->held_floats) p->xops->held_floats(r->xstate, &held_p, &held_g);
     RecorderConfig rcfg = {
         .path = o->output,
         .overwrite = o->overwrite,
@@ -346,8 +347,8 @@ static void open_file(Run *r, const RunAttr *attrs, int nattrs, const DeviceInfo
         .pid = (long long)getpid(),
         .clock_offset_start = r->off.offset,
         .clock_rtt = r->off.rtt,
-        .memory_params = pbytes,
-        .memory_grads = pbytes,
+        .memory_params = (double)held_p * sizeof(float),
+        .memory_grads = (double)held_g * sizeof(float),
         .memory_optimizer = moments * updated * sizeof(float),
         .rank_text = rank_text,
         .nrank_text = (int)(sizeof rank_text / sizeof rank_text[0]),
