@@ -48,12 +48,12 @@ pass "nanogpt-char, SGD: groups of 2 and 3 ranks train the parameters of 1 rank"
 run adamw1 1 $adamw
 run adamw-2x2 4 $adamw --parallel tensor --tp 2 --transport hier --ranks-per-node 2 --overlap
 two=""
-if long_part "AdamW on one group of 2"; then
-    run adamw-tp2 2 $adamw --parallel tensor --tp 2
+if long_part "AdamW on one group of 2 across 2 nodes (--tp-across-nodes)"; then
+    run adamw-tp2 2 $adamw --parallel tensor --tp 2 --ranks-per-node 1 --tp-across-nodes
     two=adamw-tp2.params
 fi
 "$PYTHON" "$TESTS_SRCDIR/compare_params.py" "$TOL" adamw1.params adamw-2x2.params $two
-pass "nanogpt-char, AdamW: a group of 2, and 2 replicas of it, train the parameters of 1 rank"
+pass "nanogpt-char, AdamW: a group of 2 (the long checks: across 2 nodes), and 2 replicas of it, train the parameters of 1 rank"
 run pipe-tp 4 $sgd --parallel tensor --tp 2 --stages 2 --microbatches 2
 threed=""
 if long_part "3D: 2 replicas x 2 stages x groups of 2 on 8 ranks"; then
@@ -105,4 +105,7 @@ expect_bad 0 "--stages: 2 is not accepted with --parallel tensor --tp 2 on 6 ran
     $common --parallel tensor --tp 2 --stages 2 --dry-run --ranks 6 $O
 expect_bad 0 "--microbatches: 2 is not accepted with --parallel tensor without --stages" \
     $common --parallel tensor --tp 2 --microbatches 2 --dry-run --ranks 2 $O
+expect_bad 2 "--tp: 2 is not accepted on nodes of 1 rank: the tensor group of ranks 0-1 spans nodes 0 to 1.*--tp-across-nodes" \
+    $common --parallel tensor --tp 2 --ranks-per-node 1 $O
+expect_bad 0 "--tp-across-nodes: not accepted with --parallel data" $common --tp-across-nodes $O
 pass "tensor groups that cannot be are refused in one line"

@@ -191,6 +191,9 @@ static const OptSpec SPECS[] = {
      "of input gradients in backward (so are fc-ReLU-fc pairs: FCN-5/8, LeNet's classifier); "
      "embeddings, layer norms, the tied head and every other row are replicated on every rank "
      "of the group"},
+    {"tp-across-nodes", T_FLAG, F(tp_across_nodes), NULL, 0, 0,
+     "with --parallel tensor: let a tensor group span nodes (refused otherwise: its allreduces "
+     "sit on the critical path and would cross the network; users place a group inside a node)"},
     {"stages", T_INT, F(stages), NULL, 0, 0,
      "pipeline stages (0: one per rank with --parallel model, 2 with hybrid, 1 with tensor)"},
     {"split", T_STRING, F(split), NULL, 0, 0,

@@ -72,6 +72,7 @@ typedef struct {
     ParallelMode parallel; /* data | model | hybrid */
     int stages;       /* pipeline stages; 0 = model: one per rank, hybrid: 2 */
     int tp;           /* tensor: ranks per tensor group; 0 = every rank */
+    int tp_across_nodes; /* tensor: a group may span nodes */
     char *split;      /* first layer of stages 2..K, comma-separated; "" = balanced by FLOPs */
     int microbatches; /* per replica batch, pipelined */
     char *schedule;   /* data | gpipe | 1f1b (src/run/schedule.h) */

@@ -44,6 +44,21 @@ static void tensor_layout(Pipeline *p, const Options *opt, const Model *plan, co
     p->replicas = nranks % n == 0 ? nranks / n : 1, p->replica = topo->rank / n;
 }
 
+/* A tensor group inside one node, as users place it (its allreduces sit on the critical path),
+ * unless --tp-across-nodes asks for it. Collective. */
+static void check_group_nodes(const Pipeline *p, const Options *opt, const Topology *topo) {
+    int span[2] = {topo->node, -topo->node}; /* the group's highest and lowest node */
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, span, 2, MPI_INT, MPI_MAX, p->tp_comm));
+    const int first = topo->rank - p->tp_rank;
+    usage_check_all(span[0] == -span[1] || opt->tp_across_nodes,
+                    "--tp: %d is not accepted on nodes of %d rank%s: the tensor group of ranks "
+                    "%d-%d spans nodes %d to %d, and its allreduces, on the critical path, would "
+                    "cross the network; give every node a multiple of %d ranks (--ranks-per-node "
+                    "groups them on one host), or --tp-across-nodes to measure that",
+                    p->tp, topo->local_size, topo->local_size == 1 ? "" : "s", first,
+                    first + p->tp - 1, -span[1], span[0], p->tp);
+}
+
 void pipeline_setup(Pipeline *p, const Options *opt, ParallelMode mode, const Model *plan,
                     const Topology *topo, int dry_run) {
     memset(p, 0, sizeof *p);
@@ -56,6 +71,10 @@ void pipeline_setup(Pipeline *p, const Options *opt, ParallelMode mode, const Mo
                     "--tp: %d is not accepted with --parallel %s: a tensor group needs "
                     "--parallel tensor",
                     opt->tp, NAME_OF(PARALLEL_NAMES, p->mode));
+    usage_check_all(p->mode == PARALLEL_TENSOR || !opt->tp_across_nodes,
+                    "--tp-across-nodes: not accepted with --parallel %s: a tensor group needs "
+                    "--parallel tensor",
+                    NAME_OF(PARALLEL_NAMES, p->mode));
     p->tp = 1, p->tp_comm = MPI_COMM_NULL;
     const int tensor = p->mode == PARALLEL_TENSOR, piped_tensor = tensor && opt->stages > 1;
     if (p->mode == PARALLEL_DATA || (tensor && !piped_tensor)) {
@@ -152,6 +171,7 @@ void pipeline_setup(Pipeline *p, const Options *opt, ParallelMode mode, const Mo
     if (tensor) { /* the group: the ranks of one stage of one replica */
         MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, p->replica * K + p->stage, t, &p->tp_comm));
         MPI_CHECK(MPI_Comm_set_errhandler(p->tp_comm, MPI_ERRORS_RETURN));
+        check_group_nodes(p, opt, topo);
     }
     /* a replica's stages (of one group rank) */
     MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, p->replica * N + t, p->stage, &p->pipe_comm));
