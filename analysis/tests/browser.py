@@ -124,14 +124,24 @@ def ink(image, box, background=1.0, tolerance=0.1) -> float:
     return float((np.abs(region - background) > tolerance).any(axis=2).mean())
 
 
-def blank_sections(page: str, workdir: str, width: int, minimum: float = 0.03):
+def blank_sections(page: str, workdir: str, width: int, minimum: float = 0.03,
+                   through_figures: bool = False):
     """Render ``page`` at ``width`` and return (sections whose figures block has less than
     ``minimum`` ink, {section: ink}, layout). Sections without figures are measured over the
-    whole section (heading included)."""
+    whole section (heading included). ``through_figures``: the screenshot ends 200 px below the
+    last figures block (a tall page of tables below its figures costs minutes to paint), and the
+    sections that start below it are not measured (absent from the inks); the screenshot is
+    ``shot{width}.png`` in ``workdir``."""
     from matplotlib.image import imread
     lay = layout(page, workdir, width)
-    image = imread(screenshot(page, workdir, width, int(lay["height"]) + 10))
+    height = int(lay["height"]) + 10
+    bottoms = [s["figs"]["top"] + s["figs"]["height"] for s in lay["sections"] if s["figs"]]
+    if through_figures and bottoms:
+        height = min(height, int(max(bottoms)) + 200)
+    image = imread(screenshot(page, workdir, width, height))
     inks = {}
     for s in lay["sections"]:
-        inks[s["id"]] = ink(image, s["figs"] or s["box"])
+        box = s["figs"] or s["box"]
+        if box["top"] < height:
+            inks[s["id"]] = ink(image, box)
     return [k for k, v in inks.items() if v < minimum], inks, lay
