@@ -88,6 +88,11 @@ class Results:
     def samples(self) -> pd.DataFrame:
         return tables.samples(self.runs)
 
+    @cached_property
+    def memory(self) -> pd.DataFrame:
+        """Memory per rank against time per iteration, one row per run that records memory."""
+        return tables.memory_time(self.runs)
+
     def rank_iteration(self, which: Union[int, str, Run] = 0, field: str = "total") \
             -> pd.DataFrame:
         """ms per rank x iteration of ``field`` ("total", "wait", "busy" or any
