@@ -199,8 +199,9 @@ def _section_memory(res: Results, names) -> List[str]:
                   "(/ranks/memory_peak_resident, ru_maxrss: libraries, MPI's buffers and "
                   "activations included) where the file records it, else the plan's "
                   "parameters, gradients and optimizer state (/ranks/memory_*; hollow "
-                  "marker), whose bar sits below a measured point. Colour and marker: the "
-                  "exchange strategy (zero1/zero2 shard the optimizer's state, zero3 the "
+                  "marker), whose bar sits below a measured point. Colour: the exchange "
+                  "strategy; marker: the strategy, or the model where the runs hold several "
+                  "(zero1/zero2 shard the optimizer's state, zero3 the "
                   "parameters and gradients too). Collectives: medians per rank and "
                   "iteration (zero1, zero2 inside the exchange; zero3 inside forward and "
                   "backward)."),
