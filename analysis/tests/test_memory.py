@@ -267,3 +267,14 @@ def test_bad_memory_fields_are_one_line(write, tmp_path, capsys, bad):
     assert main(["report", str(folder), "-o", str(out)]) == 0
     assert "fig-memory" in out.read_text()      # sync's peak, zero1's peak or plan
     capsys.readouterr()
+
+
+def test_figure_command_draws_it(stages, tmp_path, capsys):
+    out = tmp_path / "m.svg"
+    assert main(["figure", "memory", str(stages), "-o", str(out)]) == 0
+    capsys.readouterr()
+    data = out.read_bytes()
+    assert b"<svg" in data[:2000] and data.count(b"<path") > 20
+    # no run records memory: the axes say so instead of drawing nothing
+    fig = memory_fig.memory_time(tables.memory_time([]))
+    assert "no run records its memory per rank" in [t.get_text() for t in fig.axes[0].texts]
