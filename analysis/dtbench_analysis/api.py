@@ -6,7 +6,7 @@
     res.figure("phases")                # the same figure as the report / --plot
 
 Every table is a DataFrame built by tables.py (times in ms), computed on first use and kept.
-Figures are matplotlib figures (plot/time.py, plot/training.py); save one with
+Figures are matplotlib figures (plot/time.py, plot/training.py, plot/memory_fig.py); save one with
 ``dtbench_analysis.plotting.save(fig, "x.svg")`` (PNG or SVG by the name's suffix).
 """
 
@@ -22,7 +22,8 @@ from .runfile import Run, RunFileError, load_run
 from .summary import Summary
 
 #: figure names accepted by Results.figure
-FIGURES = ("phases", "scaling", "heatmap", "gantt", "strategies", "pipelines", "samples")
+FIGURES = ("phases", "scaling", "heatmap", "gantt", "strategies", "pipelines", "samples",
+           "memory")
 
 
 class Results:
@@ -88,6 +89,11 @@ class Results:
     def samples(self) -> pd.DataFrame:
         return tables.samples(self.runs)
 
+    @cached_property
+    def memory(self) -> pd.DataFrame:
+        """Memory per rank against time per iteration, one row per run that records memory."""
+        return tables.memory_time(self.runs)
+
     def rank_iteration(self, which: Union[int, str, Run] = 0, field: str = "total") \
             -> pd.DataFrame:
         """ms per rank x iteration of ``field`` ("total", "wait", "busy" or any
@@ -115,6 +121,9 @@ class Results:
             return training.pipeline(self.pipelines)
         if name == "samples":
             return training.samples(self.runs)
+        if name == "memory":
+            from .plot import memory_fig
+            return memory_fig.memory_time(self.memory)
         raise ValueError(f"unknown figure {name!r}; accepted: {', '.join(FIGURES)}")
 
 

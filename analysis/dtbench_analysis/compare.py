@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from . import configs, metrics, stats, work
+from . import configs, memory, metrics, stats, work
 from .records import Record, absent, internal, record
 from .runfile import Run
 
@@ -50,6 +50,11 @@ class ConfigGroup(Record):
     # work.group_rates at the throughput's median and bounds, where the files record them
     tokens_per_s: Dict[str, Optional[float]] = absent()
     mfu: Dict[str, Optional[float]] = absent()
+    # where the groups differ in the exchange among sync and zero1-3 (memory.SHARDING) and a
+    # file records memory per rank: the plan's (the largest rank of any repeat) and the measured
+    # peak resident (the median over the repeats of each one's largest rank), MiB
+    memory_plan_mib: Optional[float] = absent()
+    memory_peak_mib: Optional[float] = absent()
     times: np.ndarray = internal()
 
 
@@ -128,6 +133,22 @@ def _group_stats(runs: List[Run], confidence: float, target: Optional[float]) ->
     return group
 
 
+def _memory(groups: List[ConfigGroup], members: List[List[Run]]) -> None:
+    """Memory per rank beside the time of every group, where the groups differ in the exchange
+    among memory.SHARDING (sync, zero1-3) and some file records memory; else nothing."""
+    if len({g.exchange for g in groups} & set(memory.SHARDING)) < 2:
+        return
+    found = [[m for m in map(memory.memory_per_rank, runs) if m is not None] for runs in members]
+    if not any(found):
+        return
+    for g, mems in zip(groups, found):
+        plan = [m.total_mib for m in mems if m.total_mib is not None]
+        peak = [m.peak_resident_max_mib for m in mems
+                if m.get("peak_resident_max_mib") is not None]
+        g.memory_plan_mib = max(plan) if plan else None
+        g.memory_peak_mib = float(np.median(peak)) if peak else None
+
+
 def compare(runs: Sequence[Run], ignore: Sequence[str] = (), baseline: int = 1,
             alpha: float = stats.DEFAULT_ALPHA, confidence: float = stats.DEFAULT_CONFIDENCE,
             target: Optional[float] = None) -> Comparison:
@@ -146,5 +167,6 @@ def compare(runs: Sequence[Run], ignore: Sequence[str] = (), baseline: int = 1,
     for i, g in enumerate(out_groups):
         g.test = None if i == base_index else \
             stats.compare_samples(out_groups[base_index].times, g.times, level)
+    _memory(out_groups, list(groups.values()))
     unlike = [k for k in ("model", "dataset") if any(k in d for d in differing)]
     return Comparison(common, unlike, out_groups, baseline, alpha, level, confidence, target)

@@ -328,7 +328,7 @@ def _read(f: h5py.File, path: str, fields: Optional[Sequence[str]]) -> Run:
     config = config_of(attrs, config_attrs, path, warnings)
 
     nranks, iters_total = attrs["nranks"], attrs["iters_total"]
-    ranks_df = read_ranks(require(f, "ranks", path), path, nranks)
+    ranks_df = read_ranks(require(f, "ranks", path), path, nranks, warnings)
     completed = np.clip(np.nan_to_num(ranks_df["completed"].to_numpy(dtype=np.float64)),
                         0, iters_total).astype(np.int64)
     ranks_df["measured"] = np.clip(completed - attrs["warmup"], 0, None)

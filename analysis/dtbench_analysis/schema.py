@@ -36,6 +36,9 @@ RANK_FIELDS = (
 OPTIONAL_RANK_FIELDS = ("role", "updates_pushed", "updates_applied", "iterations_done",
                         "param_hash", "sample_source", "device_name", "memory_params",
                         "memory_grads", "memory_optimizer", "memory_peak_resident")
+#: the optional per-rank memory datasets (bytes, float64): the plan's and the measured peak
+MEMORY_RANK_FIELDS = ("memory_params", "memory_grads", "memory_optimizer",
+                      "memory_peak_resident")
 EVAL_FIELDS = ("iteration", "time", "accuracy", "loss")
 #: Optional per-iteration datasets written by newer dtbench versions (used when present).
 OPTIONAL_ITERATION_FIELDS = ("staleness", "version", "bytes_recv", "exchange_wait",
@@ -228,8 +231,11 @@ def numeric(ds, path: str, name: str, columns: Optional[int] = None) -> np.ndarr
     return values
 
 
-def read_ranks(group: h5py.Group, path: str, nranks: int) -> pd.DataFrame:
-    """/ranks: RANK_FIELDS (required) and the OPTIONAL_RANK_FIELDS present, one row per rank."""
+def read_ranks(group: h5py.Group, path: str, nranks: int,
+               warnings: Optional[List[str]] = None) -> pd.DataFrame:
+    """/ranks: RANK_FIELDS (required) and the OPTIONAL_RANK_FIELDS present, one row per rank.
+    A memory dataset (MEMORY_RANK_FIELDS) that is not one number per rank is left out, with a
+    line in ``warnings``; its non-finite or negative values read as not recorded (NaN)."""
     ranks = {}
     for name in RANK_FIELDS:
         data = require(group, name, path)[()]
@@ -244,11 +250,39 @@ def read_ranks(group: h5py.Group, path: str, nranks: int) -> pd.DataFrame:
         ranks[name] = decode_strings(data)
     ranks["host"] = np.array([str(h) for h in ranks["host"]], dtype=object)
     for name in OPTIONAL_RANK_FIELDS:
+        if name in MEMORY_RANK_FIELDS:
+            values = memory_values(group, name, nranks, warnings if warnings is not None else [])
+            if values is not None:
+                ranks[name] = values
+            continue
         if name in group and group[name].shape == (nranks,):
             data = group[name][()]
             ranks[name] = integers(data, path, f"/ranks/{name}") \
                 if name in COUNT_RANK_FIELDS else decode_strings(data)
     return pd.DataFrame(ranks)
+
+
+def memory_values(group: h5py.Group, name: str, nranks: int,
+                  warnings: List[str]) -> Optional[np.ndarray]:
+    """/ranks/``name`` (bytes per rank) as float64, NaN where not a finite number >= 0; None,
+    with one warning line, when it is not a dataset of ``nranks`` numbers (None alone when
+    absent: older files)."""
+    if name not in group:
+        return None
+    ds = group[name]
+    if not isinstance(ds, h5py.Dataset) or ds.shape != (nranks,) or ds.dtype.kind not in "iuf":
+        what = f"{ds.dtype} values of shape {ds.shape}" if isinstance(ds, h5py.Dataset) \
+            else "a group"
+        warnings.append(f"/ranks/{name} holds {what}, expected ({nranks},) numbers: memory "
+                        f"per rank read as not recorded")
+        return None
+    values = ds[()].astype(np.float64)
+    bad = ~np.isfinite(values) | (values < 0)
+    if (bad & ~np.isnan(values)).any():
+        warnings.append(f"/ranks/{name} holds {int((bad & ~np.isnan(values)).sum())} values "
+                        f"that are not bytes (negative or infinite): read as not recorded")
+    values[bad] = np.nan
+    return values
 
 
 def read_eval(f: h5py.File, path: str, warnings: List[str]) -> pd.DataFrame:

@@ -13,7 +13,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from . import configs, energy, metrics, roofline, work
+from . import configs, energy, memory, metrics, roofline, work
+from .memory import MemoryPerRank, memory_per_rank
 from .records import Record, absent, record
 from .runfile import PHASES, STATUS_NAMES, Run
 from .units import MS, to_ms
@@ -46,11 +47,7 @@ DEFINITIONS = {
                            "busbw: median bytes_sent / median (exchange - exchange_wait) x "
                            "calibration_busbw_factor (nccl-tests' bus bandwidth); bytes are "
                            "those on the wire (half of fp32's with --grad-dtype bf16/fp16)",
-    "memory": "per rank, the bytes of the model's parameters, gradients and optimizer state "
-              "(/ranks/memory_*: the plan's, from the buffers dtbench allocated; the optimizer's "
-              "state of the rank's shard with --exchange zero1 or zero2; zero3 also shards the "
-              "parameters and gradients: its shard and one bucket), the largest over the "
-              "ranks, MiB",
+    "memory": memory.DEFINITION,
     "collectives": "--exchange zero1, zero2: medians over the measured rank-iterations of the "
                    "reduce-scatters completed after backward and of the all-gathers (both "
                    "inside exchange; zero3: all of them, inside forward and backward), and of their payloads (bytes_reduce_scatter, "
@@ -196,17 +193,6 @@ class LayerProfile(Record):
 
 
 @record
-class MemoryPerRank(Record):
-    """What each rank holds for the model (/ranks/memory_*: the plan's bytes, from the buffers
-    dtbench allocated, not a measurement), the largest over the ranks, MiB: with --exchange zero1
-    or zero2 the optimizer's state is the rank's shard of it."""
-    params_mib: float
-    grads_mib: float
-    optimizer_mib: float
-    total_mib: float
-
-
-@record
 class Collectives(Record):
     """A sharded exchange's collectives per iteration (--exchange zero1, zero2): medians over the
     measured rank-iterations of the time after backward and the payload of each."""
@@ -247,18 +233,8 @@ class Summary(Record):
     definitions: Dict[str, str]
     layers: Optional[LayerProfile] = None       # with --profile-layers
     loading: Optional[Loading] = None           # files that record load and load_wait
-    memory: Optional[MemoryPerRank] = None      # files that record /ranks/memory_*
+    memory: Optional[MemoryPerRank] = None      # files that record /ranks/memory_* (memory.py)
     collectives: Optional[Collectives] = None   # sharded exchanges (zero1, zero2)
-
-
-def memory_per_rank(run: Run) -> Optional[MemoryPerRank]:
-    """/ranks/memory_* as MemoryPerRank; None in files without them."""
-    keys = ("memory_params", "memory_grads", "memory_optimizer")
-    if not all(k in run.ranks for k in keys):
-        return None
-    largest = [float(np.nanmax(run.ranks[k].to_numpy(dtype=float))) / 2**20 for k in keys]
-    total = float(np.nanmax(sum(run.ranks[k].to_numpy(dtype=float) for k in keys))) / 2**20
-    return MemoryPerRank(*largest, total)
 
 
 def collectives(run: Run) -> Optional[Collectives]:

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from . import calibration, configs, energy, grouping, metrics, scaling, summary, work
+from . import calibration, configs, energy, grouping, memory, metrics, scaling, summary, work
 from .runfile import Run
 
 MS = 1e3
@@ -89,13 +89,15 @@ def runs_table(runs: Sequence[Run], names=None, summaries=None) -> pd.DataFrame:
                     "MFU": work.mfu(run, tp["samples_per_s"]),
                     "exchange share": metrics.exchange_share(run)["median"],
                     "exchange efficiency": calibration.efficiency(run, s)})
-        mem = summary.memory_per_rank(run)  # the stages side by side: memory against time
-        row["memory/rank MiB"] = mem.total_mib if mem else np.nan
+        mem = memory.memory_per_rank(run)  # the stages side by side: memory against time
+        row["memory/rank MiB"] = _f(mem.total_mib if mem else None)
+        row["peak resident MiB"] = _f(mem.get("peak_resident_max_mib") if mem else None)
         rows.append(row)
     table = pd.DataFrame(rows)
     # tokens/s, MFU and memory only where some file records what they need (work.py)
-    return table.drop(columns=[c for c in ("tokens/s", "MFU", "memory/rank MiB") if c in table
-                               and table[c].isna().all()])
+    return table.drop(columns=[c for c in ("tokens/s", "MFU", "memory/rank MiB",
+                                           "peak resident MiB")
+                               if c in table and table[c].isna().all()])
 
 
 def phases(runs: Sequence[Run], names=None, summaries=None) -> pd.DataFrame:
@@ -284,6 +286,39 @@ def samples(runs: Sequence[Run], names=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: the columns of memory_time, in order
+MEMORY_COLUMNS = ("run", "file", "model", "exchange", "ranks", "time/iter ms", "exchange ms",
+                  "reduce-scatter ms", "all-gather ms", "allreduce ms", "plan MiB",
+                  "peak resident MiB", "peak resident min MiB", "memory/rank MiB", "basis")
+
+
+def memory_time(runs: Sequence[Run], names=None) -> pd.DataFrame:
+    """Memory per rank against time per iteration (memory.py), one row per run that records a
+    memory per rank: the median time per iteration and exchange (ms), the sharded exchange's
+    collectives (summary.collectives: medians per rank-iteration, NaN where the run has none),
+    the plan's memory per rank (the largest rank), the measured peak resident (the largest and
+    the smallest rank) and ``memory/rank MiB``, the one the report's figure draws (``basis``:
+    the measured peak where recorded, else the plan)."""
+    rows = []
+    for run in runs:
+        mem = memory.memory_per_rank(run)
+        if mem is None or mem.shown_mib is None:
+            continue
+        coll = summary.collectives(run)
+        rows.append({"run": run_name(run, names), "file": run.path,
+                     "model": run.attrs.get("model"), "exchange": run.exchange,
+                     "ranks": run.nranks, "time/iter ms": _f(mem.time_per_iteration_ms),
+                     "exchange ms": _median(run.measured("exchange")) * MS,
+                     "reduce-scatter ms": _f(coll.reduce_scatter_ms if coll else None),
+                     "all-gather ms": _f(coll.allgather_ms if coll else None),
+                     "allreduce ms": _f(coll.get("allreduce_ms") if coll else None),
+                     "plan MiB": _f(mem.total_mib),
+                     "peak resident MiB": _f(mem.get("peak_resident_max_mib")),
+                     "peak resident min MiB": _f(mem.get("peak_resident_min_mib")),
+                     "memory/rank MiB": mem.shown_mib, "basis": mem.basis})
+    return pd.DataFrame(rows, columns=list(MEMORY_COLUMNS))
+
+
 def comparison_groups(runs: Sequence[Run], ignore: Sequence[str] = (),
                       target: Optional[float] = None) -> List[Dict[str, object]]:
     """grouping.comparisons with compare.compare's statistics inside each."""
@@ -299,8 +334,9 @@ def comparison_groups(runs: Sequence[Run], ignore: Sequence[str] = (),
 def comparisons(runs: Sequence[Run], ignore: Sequence[str] = (), target=None,
                 groups=None) -> pd.DataFrame:
     """One row per configuration inside each comparison: factor, label, time per iteration
-    (median, CI), throughput, exchange share, ratio to the comparison's baseline and the
-    Mann-Whitney p value."""
+    (median, CI), the memory per rank where the groups differ in the exchange's sharding
+    (compare._memory: the plan's and the measured peak; columns absent elsewhere), throughput,
+    exchange share, ratio to the comparison's baseline and the Mann-Whitney p value."""
     rows = []
     for i, c in enumerate(groups if groups is not None else
                           comparison_groups(runs, ignore, target), 1):
@@ -312,15 +348,20 @@ def comparisons(runs: Sequence[Run], ignore: Sequence[str] = (), target=None,
                          "configuration": g["label"], "repeats": g["repeats"],
                          "time/iter ms": _f(t["median"]) * MS, "lo": _f(t["lo"]) * MS,
                          "hi": _f(t["hi"]) * MS,
+                         # where the comparison's groups differ in the exchange's sharding
+                         "memory/rank MiB": _f(g.get("memory_plan_mib")),
+                         "peak resident MiB": _f(g.get("memory_peak_mib")),
                          "samples/s": _f(g["throughput"]["median"]),
                          "exchange share": _f(g["exchange_share"]),
                          "ratio to baseline": 1.0 if test is None else
                          _f(test.get("median_ratio")),
                          "p": np.nan if test is None else _f(test.get("p")),
                          "significant": None if test is None else test.get("significant")})
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    return table.drop(columns=[c for c in ("memory/rank MiB", "peak resident MiB")
+                               if c in table and table[c].isna().all()])
 
 
 __all__ = ["runs_table", "phases", "scaling_points", "rank_iteration", "progress",
            "strategies", "pipeline", "samples", "comparisons", "comparison_groups", "label",
-           "precision", "per_rank"]
+           "precision", "per_rank", "memory_time"]

@@ -15,7 +15,8 @@ after ``completed`` (its completion was never recorded), which a reader must ign
 Newer, optional content: ``overrides`` may add per-iteration fields that are not in the default
 set (staleness, exchange_wait, straggler_delay, ...); ``samples`` writes a /samples group and
 /ranks/samples_written; ``attrs`` adds or replaces root attributes (e.g. target_accuracy);
-``config`` adds or replaces options in config_json and /config (e.g. seed, tag).
+``config`` adds or replaces options in config_json and /config (e.g. seed, tag); ``memory``
+writes the per-rank memory datasets (the plan's and the measured peak resident).
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ BATCH_GLOBAL = 64
 BYTES_SENT = 4_000_000.0
 RECORD_MS, RECORD_FLUSH_MS = 0.1, 5.0
 TIMER_OVERHEAD_S = 25e-9
+
+#: /ranks/memory_<key> datasets (docs/hdf5-layout.md): the plan's bytes and the measured peak
+MEMORY_KEYS = ("params", "grads", "optimizer", "peak_resident")
 
 UNITS = {"start": "s", "data": "s", "forward": "s", "backward": "s", "exchange": "s",
          "update": "s", "total": "s", "loss": "-", "bytes_sent": "bytes", "record": "s"}
@@ -73,11 +77,14 @@ def write_run(path, *, nranks: int = 4, nnodes: int = 2, warmup: int = 2, iters:
               exchange: str = "sync", tag: str = "test", config: Optional[Dict] = None,
               attrs: Optional[Dict] = None,
               samples: Optional[Dict[str, np.ndarray]] = None,
-              samples_written: Optional[Sequence[int]] = None) -> str:
+              samples_written: Optional[Sequence[int]] = None,
+              memory: Optional[Dict[str, Sequence[float]]] = None) -> str:
     """Write one result file; returns its path as str. ``overrides`` replaces whole
     (nranks, iters_total) arrays (seconds); ``evals`` is a list of (iteration, accuracy, loss)
     (default: three evaluations, the last at iters_total with accuracy 0.9; one slot left NaN);
-    ``drop`` names root attributes or objects (e.g. "iterations/total") to leave out."""
+    ``drop`` names root attributes or objects (e.g. "iterations/total") to leave out;
+    ``memory`` writes /ranks/memory_<key> (bytes per rank, float64) for keys of MEMORY_KEYS
+    (none by default, as older files)."""
     iters_total = warmup + iters
     completed = np.array([iters_total] * nranks if completed is None else completed, np.int64)
     if status is None:
@@ -141,6 +148,9 @@ def write_run(path, *, nranks: int = 4, nnodes: int = 2, warmup: int = 2, iters:
         r["clock_rtt"] = np.full(nranks, 2e-6)
         r["completed"] = completed
         r["status"] = np.array(status, dtype=np.int32)
+        for key, values in (memory or {}).items():
+            assert key in MEMORY_KEYS, key
+            r[f"memory_{key}"] = np.asarray(values, dtype=np.float64)
 
         g = f.create_group("iterations")
         g.attrs["warmup"] = np.int32(warmup)

@@ -32,7 +32,7 @@ DATASETS = ("iterations/total", "iterations/exchange", "iterations/start", "iter
             "ranks/node", "ranks/role", "eval/accuracy", "eval/iteration", "samples/power_w",
             "ranks/samples_written", "iterations/exchange_wait", "iterations/staleness",
             "ranks/iterations_done", "profile/forward", "profile/backward", "profile/layer",
-            "iterations/profile_cost")
+            "iterations/profile_cost", "ranks/memory_params", "ranks/memory_peak_resident")
 GROUPS = ("config", "eval", "samples", "iterations", "ranks", "profile")
 
 scalars = st.one_of(
@@ -110,7 +110,9 @@ atexit.register(shutil.rmtree, WORK, ignore_errors=True)
 BASE = synthetic.add_profile(synthetic.write_run(os.path.join(WORK, "base.h5"), samples={
     "time": np.tile(np.linspace(0, 1, 8), (4, 1)), "power_w": np.full((4, 8), 80.0)},
     overrides={"exchange_wait": np.full((4, 12), 0.001), "staleness": np.zeros((4, 12)),
-               "profile_cost": np.full((4, 12), 1e-5)}),
+               "profile_cost": np.full((4, 12), 1e-5)},
+    memory={"params": [4e6] * 4, "grads": [4e6] * 4, "optimizer": [2e6] * 4,
+            "peak_resident": [5e7, 5.2e7, 5.1e7, 5e7]}),
     np.full((4, 3, 2), 1e-3), np.full((4, 3, 2), 2e-3), ["conv1", "fc1"], ["conv", "fc"])
 
 

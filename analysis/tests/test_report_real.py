@@ -27,7 +27,7 @@ WIDTHS = (1280, 760)
 #: the part of the run folder each figure command draws (the whole folder works too, slower)
 FIGURE_INPUT = {"phases": "scale", "scaling": "scale", "heatmap": "scale/r4.h5",
                 "gantt": "scale/r4.h5", "strategies": "strategies", "pipelines": "pipe",
-                "samples": "strategies/sync.h5"}
+                "samples": "strategies/sync.h5", "memory": "strategies"}
 
 
 @pytest.fixture(scope="module")

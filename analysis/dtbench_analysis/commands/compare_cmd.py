@@ -58,6 +58,12 @@ def format_text(result: Comparison, runs: Sequence[Run]) -> str:
              f" p95 over the pooled iterations"]
     lines += [f"  {name}: {work.DEFINITIONS[key]}" for key, name in
               (("tokens_per_s", "tokens/s"), ("mfu", "MFU")) if any(key in g for g in groups)]
+    if any("memory_plan_mib" in g for g in groups):
+        lines.append("  memory per rank (the groups differ in the exchange's sharding): planned "
+                     "= /ranks/memory_params + memory_grads + memory_optimizer, the largest rank "
+                     "of any repeat; measured peak resident = /ranks/memory_peak_resident "
+                     "(ru_maxrss), the median over the repeats of the largest rank; n/a: not "
+                     "in the files")
     for i, g in enumerate(groups, 1):
         mark = conventions.INCOMPLETE_MARK if g.incomplete else ""
         t, tp = g.time_s, g.throughput
@@ -70,6 +76,10 @@ def format_text(result: Comparison, runs: Sequence[Run]) -> str:
                          ", ".join(ms(x) for x in g.repeat_medians_s))
         lines.append(f"    time per iteration: median {ms(t['median'])} ms "
                      f"[{ms(t['lo'])}, {ms(t['hi'])}], p95 {ms(t['p95'])} ms")
+        if "memory_plan_mib" in g:
+            lines.append(f"    memory per rank: {num(g.memory_plan_mib, '.1f')} MiB planned, "
+                         f"{num(g.memory_peak_mib, '.1f')} MiB measured peak resident, at "
+                         f"{ms(t['median'])} ms per iteration")
         ci = "" if tp["lo"] is None else f" [{tp['lo']:.1f}, {tp['hi']:.1f}]"
         tpm = "n/a" if tp["median"] is None else f"{tp['median']:.1f}"
         lines.append(f"    throughput: {tpm} samples/s{ci}" + _work_text(g))

@@ -9,6 +9,9 @@ receive, idle; bubble fraction against micro-batches), power and memory (sampler
 (only between runs that differ in one factor: grouping.py), then the runs and the text summaries.
 A folder with scaling series opens with the study (plot/study_fig.py: per series, time per
 iteration split into compute and exchange, then speedup and efficiency, as small multiples);
+runs recording their memory per rank under two exchange strategies or more (sync, zero1-3) get
+"Memory and time" (plot/memory_fig.py: one point per run, memory per rank against time per
+iteration) after where the time goes;
 with more than FOLD_RUNS runs the scaling table follows and every per-run section is folded
 into one closed ``<details>`` element.
 Figures are PNG images embedded as base64 ``data:`` URIs, the style sheet is inline, there are
@@ -65,6 +68,9 @@ SECTIONS = (("time", "Where the time goes"), ("scaling", "Scaling"),
             ("comparisons", "Comparisons"), ("runs", "Runs"), ("details", "Details"))
 #: the section a folder with scaling series opens with
 STUDY = ("study", "Scaling study")
+#: after "Where the time goes" where the runs that record memory per rank hold two exchange
+#: strategies or more (sync beside zero1-3): memory per rank against time per iteration
+MEMORY = ("memory", "Memory and time")
 #: a study of more runs than this folds its per-run sections (a small report stays as it is)
 FOLD_RUNS = 12
 MAX_HEATMAPS = 3
@@ -179,6 +185,27 @@ def _section_study(res: Results) -> List[str]:
                   f"forward, backward, update), as dtbench-analyze scaling prints them. "
                   f"Speedup: throughput over the series' base case (dotted: ideal); "
                   f"efficiency E = S p_base / p (dotted: 1). Against {unit}.")]
+
+
+def _section_memory(res: Results, names) -> List[str]:
+    from ..plot import memory_fig
+    pts = res.memory.assign(run=[names.get(f, f) for f in res.memory["file"]])
+    return ['<div class="figs">',
+            _img(memory_fig.memory_time(pts), "fig-memory",
+                 "memory per rank against time per iteration, one point per run"), "</div>",
+            _note("One point per run: the median time per iteration (critical path for "
+                  "lockstep runs, as everywhere in this report) against the memory per rank "
+                  "of the largest rank: the measured peak resident memory "
+                  "(/ranks/memory_peak_resident, ru_maxrss: libraries, MPI's buffers and "
+                  "activations included) where the file records it, else the plan's "
+                  "parameters, gradients and optimizer state (/ranks/memory_*; hollow "
+                  "marker), whose bar sits below a measured point. Colour: the exchange "
+                  "strategy; marker: the strategy, or the model where the runs hold several "
+                  "(zero1/zero2 shard the optimizer's state, zero3 the "
+                  "parameters and gradients too). Collectives: medians per rank and "
+                  "iteration (zero1, zero2 inside the exchange; zero3 inside forward and "
+                  "backward)."),
+            html_table(pts.dropna(axis=1, how="all"), "table-memory")]
 
 
 def _section_ranks(res: Results, names, window) -> List[str]:
@@ -298,8 +325,10 @@ def build(runs: Sequence[Run], sources: Sequence[str], ignore: Sequence[str] = (
         "runs": lambda: _section_runs(res, names),
         "details": lambda: _section_details(res, names),
         "study": lambda: _section_study(res),
+        "memory": lambda: _section_memory(res, names),
     }
-    order, folded = page_order(len(runs), not res.scaling.empty)
+    order, folded = page_order(len(runs), not res.scaling.empty,
+                               res.memory["exchange"].nunique() >= 2)
     rest = order[[i for i, _ in order].index(folded):] if folded else []
     parts: List[str] = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -325,17 +354,22 @@ def build(runs: Sequence[Run], sources: Sequence[str], ignore: Sequence[str] = (
     return "\n".join(parts) + "\n"
 
 
-def page_order(nruns: int, series: bool) -> Tuple[List[Tuple[str, str]], Optional[str]]:
+def page_order(nruns: int, series: bool, memory: bool = False) \
+        -> Tuple[List[Tuple[str, str]], Optional[str]]:
     """The sections in page order and the first one folded (None: nothing folded). Without
     scaling series, SECTIONS; with them the study first; beyond FOLD_RUNS runs the scaling
-    table follows it and the per-run sections after that are folded."""
+    table follows it and the per-run sections after that are folded. ``memory``: MEMORY after
+    "Where the time goes", or, folded, before the folded sections (it is about every run)."""
+    sections = list(SECTIONS)
+    if memory:
+        sections.insert([i for i, _ in sections].index("time") + 1, MEMORY)
     if not series:
-        return list(SECTIONS), None
+        return sections, None
     if nruns <= FOLD_RUNS:
-        return [STUDY, *SECTIONS], None
+        return [STUDY, *sections], None
     scaling = [x for x in SECTIONS if x[0] == "scaling"]
     rest = [x for x in SECTIONS if x[0] != "scaling"]
-    return [STUDY, *scaling, *rest], rest[0][0]
+    return [STUDY, *scaling, *([MEMORY] if memory else []), *rest], rest[0][0]
 
 
 def _section_runs(res: Results, names) -> List[str]:

@@ -8,8 +8,7 @@ from typing import List, Optional
 from .. import inputs, jsonout
 from ..runfile import PHASES
 from ..summary import (OVERHEAD_OF_ITERATION, WAIT_FLOOR_S, WAIT_SHARE, ExchangeEfficiency,
-                       LayerProfile, Loading, Summary,
-                       summarize)
+                       LayerProfile, Loading, MemoryPerRank, Summary, summarize)
 from ..units import num
 from . import common
 
@@ -112,17 +111,15 @@ def format_text(s: Summary) -> str:
                  f"(median bytes_sent; gradients in {wire} on the wire)")
     if s.collectives:
         c = s.collectives
+        where = "forward and backward" if f["exchange"] == "zero3" else "exchange"
         across = "" if "allreduce_ms" not in c else \
             f", allreduce across nodes {num(c.allreduce_ms)} ms ({_bytes(c.allreduce_bytes)})"
         lines.append(f"  collectives: reduce-scatter {num(c.reduce_scatter_ms)} ms "
                      f"({_bytes(c.reduce_scatter_bytes)}), all-gather {num(c.allgather_ms)} ms "
                      f"({_bytes(c.allgather_bytes)}){across} per rank per iteration (medians; "
-                     f"inside exchange)")
+                     f"inside {where})")
     if s.memory:
-        m = s.memory
-        lines.append(f"  memory per rank: parameters {num(m.params_mib, '.1f')} MiB, gradients "
-                     f"{num(m.grads_mib, '.1f')} MiB, optimizer state {num(m.optimizer_mib, '.1f')}"
-                     f" MiB, {num(m.total_mib, '.1f')} MiB in all (the plan's; the largest rank)")
+        lines += _memory_lines(s.memory)
     if s.loading:
         lines.append(_loading_line(s.loading))
     ev = s.final_eval
@@ -149,6 +146,25 @@ def format_text(s: Summary) -> str:
                  f"mean {num(rec.record_mean_ms, '.4f')} ms per iteration (not in total); "
                  f"timer overhead {_duration(rec.timer_overhead_s)} per timestamp")
     return "\n".join(lines)
+
+
+def _memory_lines(m: MemoryPerRank) -> List[str]:
+    """The plan's memory per rank, the measured peak where the file has it, and what the
+    report's memory figure draws: memory per rank against the median time per iteration."""
+    plan = "the plan's: not in this file" if all(
+        x is None for x in (m.params_mib, m.grads_mib, m.optimizer_mib)) else (
+        f"parameters {num(m.params_mib, '.1f')} MiB, gradients {num(m.grads_mib, '.1f')} MiB, "
+        f"optimizer state {num(m.optimizer_mib, '.1f')} MiB, {num(m.total_mib, '.1f')} MiB in "
+        f"all (the plan's; the largest rank)")
+    if "peak_resident_max_mib" in m:
+        peak = (f"measured peak resident {num(m.peak_resident_max_mib, '.1f')} MiB (the largest "
+                f"rank; ranks {num(m.peak_resident_min_mib, '.1f')}-"
+                f"{num(m.peak_resident_max_mib, '.1f')} MiB)")
+    else:
+        peak = "measured peak: not in this file (an older dtbench)"
+    return [f"  memory per rank: {plan}; {peak}",
+            f"  memory against time: {num(m.shown_mib, '.1f')} MiB per rank ({m.basis or 'n/a'}) "
+            f"at {num(m.time_per_iteration_ms)} ms per iteration (median)"]
 
 
 def _work_lines(tp) -> List[str]:
