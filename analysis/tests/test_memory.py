@@ -123,10 +123,15 @@ def test_report_section_after_the_time(stages, tmp_path, capsys):
 
 
 def test_no_section_without_memory_of_two_strategies(write, tmp_path, capsys):
-    """One strategy with memory, or two without (older files): no section, no figure."""
+    """One strategy with memory, two without (older files), or two with memory but none of them
+    sharded (sync and ssp, as a scaling study of the unsharded strategies): no section."""
     one = tmp_path / "one"
     two_old = tmp_path / "old"
-    one.mkdir(), two_old.mkdir()
+    unsharded = tmp_path / "unsharded"
+    one.mkdir(), two_old.mkdir(), unsharded.mkdir()
+    for exchange in ("sync", "ssp"):
+        p = stage_run(write, exchange, 40.0, 8e6, [6e7] * 4, tag=exchange)
+        (unsharded / f"{exchange}.h5").write_bytes(open(p, "rb").read())
     for i, (total, peak) in enumerate(((40.0, [6e7] * 4), (41.0, [6.2e7] * 4))):
         p = stage_run(write, "sync", total, 8e6, peak, tag=f"t{i}")
         (one / f"sync{i}.h5").write_bytes(open(p, "rb").read())
@@ -135,7 +140,7 @@ def test_no_section_without_memory_of_two_strategies(write, tmp_path, capsys):
     for exchange in ("sync", "zero1"):
         p = stage_run(write, exchange, 40.0, 8e6, None, plan=False)
         (two_old / f"{exchange}.h5").write_bytes(open(p, "rb").read())
-    for folder in (one, two_old):
+    for folder in (one, two_old, unsharded):
         out = tmp_path / f"{folder.name}.html"
         assert main(["report", str(folder), "-o", str(out)]) == 0
         page = out.read_text()
@@ -143,6 +148,7 @@ def test_no_section_without_memory_of_two_strategies(write, tmp_path, capsys):
         assert section_ids(page) == [s for s, _ in report_cmd.SECTIONS]
     assert len(dtbench_analysis.load(one).memory) == 2
     assert dtbench_analysis.load(two_old).memory.empty
+    assert set(dtbench_analysis.load(unsharded).memory["exchange"]) == {"sync", "ssp"}
     assert "error" not in capsys.readouterr().err
 
 

@@ -9,9 +9,9 @@ receive, idle; bubble fraction against micro-batches), power and memory (sampler
 (only between runs that differ in one factor: grouping.py), then the runs and the text summaries.
 A folder with scaling series opens with the study (plot/study_fig.py: per series, time per
 iteration split into compute and exchange, then speedup and efficiency, as small multiples);
-runs recording their memory per rank under two exchange strategies or more (sync, zero1-3) get
-"Memory and time" (plot/memory_fig.py: one point per run, memory per rank against time per
-iteration) after where the time goes;
+runs recording their memory per rank under two exchange strategies or more, a sharded one
+(zero1-3) among them, get "Memory and time" (plot/memory_fig.py: one point per run, memory per
+rank against time per iteration) after where the time goes;
 with more than FOLD_RUNS runs the scaling table follows and every per-run section is folded
 into one closed ``<details>`` element.
 Figures are PNG images embedded as base64 ``data:`` URIs, the style sheet is inline, there are
@@ -69,7 +69,8 @@ SECTIONS = (("time", "Where the time goes"), ("scaling", "Scaling"),
 #: the section a folder with scaling series opens with
 STUDY = ("study", "Scaling study")
 #: after "Where the time goes" where the runs that record memory per rank hold two exchange
-#: strategies or more (sync beside zero1-3): memory per rank against time per iteration
+#: strategies or more, one of them sharded (zero1-3, beside sync or each other): memory per rank
+#: against time per iteration
 MEMORY = ("memory", "Memory and time")
 #: a study of more runs than this folds its per-run sections (a small report stays as it is)
 FOLD_RUNS = 12
@@ -327,8 +328,9 @@ def build(runs: Sequence[Run], sources: Sequence[str], ignore: Sequence[str] = (
         "study": lambda: _section_study(res),
         "memory": lambda: _section_memory(res, names),
     }
+    strategies = set(res.memory["exchange"])
     order, folded = page_order(len(runs), not res.scaling.empty,
-                               res.memory["exchange"].nunique() >= 2)
+                               len(strategies) >= 2 and any(x.startswith("zero") for x in strategies))
     rest = order[[i for i, _ in order].index(folded):] if folded else []
     parts: List[str] = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
