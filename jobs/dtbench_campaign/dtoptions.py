@@ -1,11 +1,13 @@
-"""dtbench's own options, learnt from the program: ``dtbench --help`` gives every option with its
-kind and accepted choices, ``dtbench --dry-run`` says whether one run's options are accepted.
+"""dtbench's own options, learnt from the program: ``dtbench --options-json`` gives every option
+with its kind and accepted choices (a dtbench older than that option: ``--help``, parsed),
+``dtbench --dry-run`` says whether one run's options are accepted.
 Nothing about dtbench's options is written down here, so the campaign tool follows dtbench as it
 grows (new models, exchange strategies, devices).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -23,6 +25,7 @@ RESERVED = {
     "ranks": "the ranks are nodes x tasks_per_node",
     "help": "not an option for a run",
     "version": "not an option for a run",
+    "options-json": "not an option for a run",
 }
 
 HELP_LINE = re.compile(r"^  --([a-z0-9][a-z0-9-]*)(?: (\{[^}]*\}|TEXT|N|X))?\s*$")
@@ -80,7 +83,34 @@ def _run(cmd: List[str], timeout: int = 60) -> subprocess.CompletedProcess:
                           stdin=subprocess.DEVNULL)
 
 
+def parse_options_json(text: str) -> Dict[str, Option]:
+    """Options from ``dtbench --options-json``: a JSON array of {name, type, choices, ...}
+    (type int, float, text, choice or flag). Empty when the text is not that."""
+    try:
+        table = json.loads(text)
+    except ValueError:
+        return {}
+    opts: Dict[str, Option] = {}
+    if not isinstance(table, list):
+        return {}
+    for o in table:
+        if not isinstance(o, dict) or not isinstance(o.get("name"), str) or \
+                o.get("type") not in ("int", "float", "text", "choice", "flag"):
+            return {}
+        choices = tuple(str(c) for c in o.get("choices") or ())
+        opts[o["name"]] = Option(o["name"], o["type"], choices if o["type"] == "choice" else ())
+    return opts
+
+
 def query_help(dtbench: str) -> Dict[str, Option]:
+    """dtbench's options: from --options-json, else (an older dtbench) from --help."""
+    try:
+        p = _run([dtbench, "--options-json"])
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise SpecError(f"campaign.dtbench: {dtbench} --options-json failed: {e}") from None
+    opts = parse_options_json(p.stdout) if p.returncode == 0 else {}
+    if opts:
+        return opts
     try:
         p = _run([dtbench, "--help"])
     except (OSError, subprocess.TimeoutExpired) as e:

@@ -28,9 +28,9 @@ def real_dtbench() -> str:
     return REAL_DTBENCH
 
 
-def real_help() -> str:
+def real_help(flag: str = "--help") -> str:
     import subprocess
-    return subprocess.run([real_dtbench(), "--help"], capture_output=True, text=True,
+    return subprocess.run([real_dtbench(), flag], capture_output=True, text=True,
                           check=True).stdout
 
 

@@ -86,6 +86,20 @@ def test_parse_help_reads_kinds_and_choices():
     assert "help" in opts and "Usage" not in opts
 
 
+def test_options_json_reads_what_help_shows():
+    """--options-json (what the tool asks first) and --help describe the same options, kinds
+    and choices; an older dtbench without --options-json is read from --help."""
+    table = dtoptions.parse_options_json(real_help("--options-json"))
+    assert table["exchange"].kind == "choice" and "zero3" in table["exchange"].choices
+    assert table["batch"].kind == "int" and table["lr"].kind == "float"
+    assert table["tag"].kind == "text" and table["overwrite"].kind == "flag"
+    helped = {k: v for k, v in dtoptions.parse_help(real_help()).items()
+              if k not in ("help", "version", "options-json")}
+    assert table == helped
+    assert dtoptions.parse_options_json("dtbench: error: --options-json: unknown option") == {}
+    assert dtoptions.parse_options_json('[{"name": "x", "type": "colour"}]') == {}
+
+
 @pytest.mark.parametrize("options,message", [
     ({"modle": ["lenet"]}, "options.modle: not a dtbench option; accepted: model, dataset"),
     ({"exchange": ["nosuch"]}, "options.exchange: 'nosuch' is not accepted; accepted: sync, async"),

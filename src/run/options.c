@@ -337,7 +337,8 @@ static void print_help(const Options *defaults) {
         printf("  --%s%s\n      %s [%s]\n", s->name, arg, s->help, val);
     }
     printf("  --help\n      print this help and exit\n  --version\n      print the version and "
-           "exit\n");
+           "exit\n  --options-json\n      print this table as JSON (name, type, choices, default, "
+           "bounds, help) and exit\n");
 }
 
 /* Returns NULL when fine, else an error text in err. */
@@ -407,26 +408,28 @@ static const char *set_value(Options *o, const OptSpec *s, const char *arg, char
 }
 
 /* getopt_long's table: option i of SPECS returns 1000 + i. */
-static void long_options(struct option longopts[NSPECS + 3]) {
+static void long_options(struct option longopts[NSPECS + 4]) {
     for (int i = 0; i < NSPECS; i++)
         longopts[i] = (struct option){SPECS[i].name,
                                       SPECS[i].type == T_FLAG ? no_argument : required_argument,
                                       NULL, 1000 + i};
     longopts[NSPECS] = (struct option){"help", no_argument, NULL, 'h'};
     longopts[NSPECS + 1] = (struct option){"version", no_argument, NULL, 'V'};
-    longopts[NSPECS + 2] = (struct option){0, 0, 0, 0};
+    longopts[NSPECS + 2] = (struct option){"options-json", no_argument, NULL, 'J'};
+    longopts[NSPECS + 3] = (struct option){0, 0, 0, 0};
 }
 
-/* One pass over argv with the table: fills o; stops at --help or --version ('h' or 'V'
- * returned), or at the first bad option (-1, the reason in err); 0 when every option is good. */
+/* One pass over argv with the table: fills o; stops at --help, --version or --options-json ('h',
+ * 'V' or 'J' returned), or at the first bad option (-1, the reason in err); 0 when every option
+ * is good. */
 static int scan(int argc, char **argv, Options *o, char *err, size_t len) {
-    struct option longopts[NSPECS + 3];
+    struct option longopts[NSPECS + 4];
     long_options(longopts);
     int c;
     opterr = 0; /* we print our own, one line, from one rank */
     optind = 0; /* a fresh scan (GNU) */
     while ((c = getopt_long(argc, argv, ":hV", longopts, NULL)) != -1) {
-        if (c == 'h' || c == 'V') return c;
+        if (c == 'h' || c == 'V' || c == 'J') return c;
         if (c >= 1000 && c < 1000 + NSPECS) {
             o->given |= 1ULL << (c - 1000);
             if (set_value(o, &SPECS[c - 1000], optarg, err, len)) return -1;
@@ -469,6 +472,8 @@ static long launcher_rank(void) {
 static void print_info(int c, const Options *defaults) {
     if (c == 'h')
         print_help(defaults);
+    else if (c == 'J')
+        options_print_json(stdout);
     else
         printf("dtbench %s (%s)\n", PACKAGE_VERSION, DTBENCH_GIT_COMMIT);
 }
@@ -486,7 +491,7 @@ int options_info(int argc, char **argv) {
     set_defaults(&defaults), o = defaults;
     char err[512];
     int c = scan(argc, argv, &o, err, sizeof err);
-    if (c != 'h' && c != 'V') return 0;
+    if (c != 'h' && c != 'V' && c != 'J') return 0;
     if (launcher_rank() == 0) print_info(c, &defaults);
     return 1;
 }
@@ -498,7 +503,7 @@ void options_parse(int argc, char **argv, Options *o) {
     Options defaults = *o;
     char err[512] = "";
     int c = scan(argc, argv, o, err, sizeof err);
-    if (c == 'h' || c == 'V') { /* main answers these before MPI_Init (options_info) */
+    if (c == 'h' || c == 'V' || c == 'J') { /* main answers these before MPI_Init (options_info) */
         if (rank == 0) print_info(c, &defaults);
         MPI_Finalize();
         exit(0);
@@ -547,49 +552,37 @@ void options_visit(const Options *o, OptionVisitor fn, void *user) {
     }
 }
 
-typedef struct {
-    char *buf;
-    size_t len, cap;
-} StrBuf;
-
-static void sb_add(StrBuf *b, const char *s) {
-    size_t n = strlen(s);
-    if (b->len + n + 1 > b->cap) {
-        b->cap = 2 * (b->len + n + 1);
-        b->buf = realloc(b->buf, b->cap);
-        if (!b->buf) abort();
+static const char *type_name(OptType t) {
+    switch (t) {
+    case T_INT:
+    case T_LONG:
+        return "int";
+    case T_DOUBLE:
+        return "float";
+    case T_STRING:
+        return "text";
+    case T_FLAG:
+        return "flag";
+    default:
+        return "choice";
     }
-    memcpy(b->buf + b->len, s, n + 1);
-    b->len += n;
 }
 
-static void json_string(StrBuf *b, const char *s) {
-    char esc[8];
-    sb_add(b, "\"");
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            snprintf(esc, sizeof esc, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            snprintf(esc, sizeof esc, "\\u%04x", *s);
-        else
-            snprintf(esc, sizeof esc, "%c", *s);
-        sb_add(b, esc);
+void options_describe(OptionDescriber fn, void *user) {
+    Options defaults;
+    set_defaults(&defaults);
+    char val[512];
+    for (int i = 0; i < NSPECS; i++) {
+        const OptSpec *s = &SPECS[i];
+        value_text(&defaults, s, val, sizeof val);
+        const int choice = s->type == T_CHOICE || s->type == T_ENUM;
+        const OptionInfo info = {.name = s->name,
+                                 .type = type_name(s->type),
+                                 .choices = choice ? options_choices(s->name) : "",
+                                 .default_text = val,
+                                 .min = s->min,
+                                 .max = s->max,
+                                 .help = s->help};
+        fn(&info, user);
     }
-    sb_add(b, "\"");
-}
-
-static void json_member(const char *key, const char *value, void *user) {
-    StrBuf *b = user;
-    if (b->len > 1) sb_add(b, ", ");
-    json_string(b, key);
-    sb_add(b, ": ");
-    json_string(b, value);
-}
-
-char *options_to_json(const Options *o) {
-    StrBuf b = {0};
-    sb_add(&b, "{");
-    options_visit(o, json_member, &b);
-    sb_add(&b, "}");
-    return b.buf;
 }

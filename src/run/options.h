@@ -11,6 +11,7 @@
 #include "transport.h" /* defines: ProgressMode, PROGRESS_NAMES */
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* --parallel (src/run/pipeline.h), named in the enum's order (base/names.h). */
 typedef enum { PARALLEL_DATA, PARALLEL_MODEL, PARALLEL_HYBRID, PARALLEL_TENSOR } ParallelMode;
@@ -101,8 +102,23 @@ int options_thread_level(int argc, char **argv);
 typedef void (*OptionVisitor)(const char *key, const char *value, void *user);
 void options_visit(const Options *opts, OptionVisitor fn, void *user);
 
-/* The resolved configuration as a JSON object (malloc'd). */
+/* The resolved configuration as a JSON object (malloc'd; options_json.c). */
 char *options_to_json(const Options *opts);
+
+/* One option of the table, as --help and --options-json describe it: type "int", "float",
+ * "text", "choice" (choices: comma-separated) or "flag"; its default as the printed configuration
+ * shows it; min and max its bounds (numbers; max 0: none). */
+typedef struct {
+    const char *name, *type, *choices, *default_text, *help;
+    double min, max;
+} OptionInfo;
+typedef void (*OptionDescriber)(const OptionInfo *info, void *user);
+/* Calls fn for every option of the table, in order. */
+void options_describe(OptionDescriber fn, void *user);
+
+/* --options-json: the table as a JSON array of objects, one per option (options_json.c), for
+ * tools that build dtbench command lines (the campaign tool). */
+void options_print_json(FILE *out);
 
 /* 1 when the option `key` (long name) was given on the command line. */
 int options_given(const Options *opts, const char *key);
