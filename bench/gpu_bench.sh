@@ -115,7 +115,15 @@ left=$((BUDGET - ($(date +%s) - START)))
 left=$((BUDGET - ($(date +%s) - START)))
 if [ "$NGPUS" -ge 2 ] && [ "$left" -ge 60 ] && [ -x "$BUSBW" ]; then
     echo "== NCCL allreduce at the gradient sizes ($NGPUS ranks, one per GPU)"
-    timeout $((left / 2)) mpirun -np "$NGPUS" "$BUSBW" --json --iters 20 >"$OUT/nccl_busbw.txt" 2>&1 ||
+    # each model's gradient: its parameter count as dtbench itself prints it
+    sizes=()
+    for m in lenet googlenet lstm32 resnet50 alexnet fcn5 fcn8 vgg16 nanogpt-char gpt2 gpt2-medium; do
+        n=$("$DTBENCH" --model "$m" --dry-run 2>/dev/null |
+            sed -n 's/.*total parameters: \([0-9]*\).*/\1/p') || true
+        [ -z "$n" ] || sizes+=("$m=$n")
+    done
+    timeout $((left / 2)) mpirun -np "$NGPUS" "$BUSBW" --json --iters 20 "${sizes[@]}" \
+        >"$OUT/nccl_busbw.txt" 2>&1 ||
         echo "nccl_busbw failed or timed out (see $OUT/nccl_busbw.txt)"
     for m in lenet fcn5; do
         f="$OUT/raw/nccl-$m.h5"

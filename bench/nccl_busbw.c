@@ -7,9 +7,9 @@
  *
  *   mpirun -np NGPUS bench/nccl_busbw [--warmup 5] [--iters 20] [--bucket-mb 25]
  *                                     [NAME=FLOATS ...]
- * Without NAME=FLOATS: the parameter counts of the zoo (lenet, googlenet, lstm32/64, resnet50,
- * alexnet, fcn5, fcn8, vgg16, as `dtbench --dry-run` prints them),
- * and bucket=FLOATS of --bucket-mb (dtbench's default bucket). For each model size it also times
+ * NAME=FLOATS: a model's gradient (bench/gpu_bench.sh passes every model's parameter count as
+ * `dtbench --dry-run` prints it); always also bucket=FLOATS of --bucket-mb (dtbench's default
+ * bucket), the only size without NAME=FLOATS. For each model size it also times
  * the whole gradient cut into --bucket-mb buckets, one allreduce each, as dtbench's exchange does.
  * One line per size (rank 0), then the same as JSON lines when --json is given.
  * Built with the CUDA backend and NCCL (bench/README.md); needs one GPU per rank. */
@@ -178,13 +178,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     size_t bucket = (size_t)(b.bucket_mb * 1048576.0 / sizeof(float));
-    if (nsizes == 0) {
-        Size d[] = {{"lenet", 431080},        {"googlenet", 6998552}, {"lstm", 6180624},
-                    {"resnet50", 25557032}, {"alexnet", 61100840},  {"fcn5", 117997696},
-                    {"fcn8", 130586752},    {"vgg16", 138357544},   {"bucket", bucket}};
-        memcpy(sizes, d, sizeof d);
-        nsizes = (int)(sizeof d / sizeof d[0]);
-    }
+    if (nsizes < (int)(sizeof sizes / sizeof sizes[0])) sizes[nsizes++] = (Size){"bucket", bucket};
 
     MPI_Comm node;
     if (start_nccl(&b, &node)) {
