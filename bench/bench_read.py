@@ -26,6 +26,11 @@ stderr and exit status 2.
   backend-info FILE        the root attribute backend_info ("?" when absent)
   grow-cost DIR ROUNDS     grow_cost.sh's table of DIR/whole<r>.h5 against DIR/grow<r>.h5
   records-cost DIR ROUNDS  records_cost.sh's table of DIR/off<r>.h5 against DIR/on<r>.h5
+  total-stats FILE...      "median_s count" of /iterations/total over the measured iterations of
+                           every rank of every file (vs_pytorch.sh; EXPECT_MODEL, EXPECT_BATCH
+                           in the environment are checked against the files' attributes)
+  torch-stats FILE...      "median_s count" over the step_times_s of torch_peer.py JSON outputs
+  torch-blas FILE          the BLAS a torch_peer.py JSON output names, one line
 """
 
 import argparse
@@ -203,6 +208,73 @@ def cmd_records_cost(a):
           f"{m[5]:>6.3f}")
 
 
+# ---- vs_pytorch.sh -----------------------------------------------------------------------------
+def cmd_total_stats(a):
+    """Read with h5py, not the package: vs_pytorch.sh --parse takes files of partial layouts too
+    (its test, bench/test_vs_pytorch_parse.sh, writes only the datasets it reads, warm-up on
+    the /iterations group, /ranks/completed optional), which load_run refuses as not schema 1.
+    The same cells as Run.measured: rank r's columns warmup .. completed[r]-1, NaNs dropped."""
+    import h5py
+    import numpy as np
+
+    def s(v):
+        return v.decode() if isinstance(v, bytes) else str(v)
+    vals = []
+    for fn in a.files:
+        with h5py.File(fn, "r") as f:
+            at = f.attrs
+            w = int(at["warmup"]) if "warmup" in at else int(f["/iterations"].attrs["warmup"])
+            tot = f["/iterations/total"]
+            nranks, ncols = tot.shape
+            comp = f["/ranks/completed"][:] if "/ranks/completed" in f \
+                else np.full(nranks, ncols)
+            for r in range(nranks):
+                end = min(int(comp[r]), ncols)
+                row = np.asarray(tot[r, w:end], dtype=np.float64) if end > w else np.empty(0)
+                vals.append(row[np.isfinite(row)])
+            if "finished" not in at:
+                print(f"vs_pytorch: warning: {fn}: no 'finished' attribute (run killed?)",
+                      file=sys.stderr)
+            if "stop_reason" in at and s(at["stop_reason"]) != "completed":
+                print(f"vs_pytorch: warning: {fn}: stop_reason={s(at['stop_reason'])}",
+                      file=sys.stderr)
+            em, eb = os.environ.get("EXPECT_MODEL"), os.environ.get("EXPECT_BATCH")
+            if em and "model" in at and s(at["model"]) != em:
+                sys.exit(f"vs_pytorch: {fn}: model is {s(at['model'])}, expected {em}")
+            if eb and "batch_per_rank" in at and int(at["batch_per_rank"]) != int(eb):
+                sys.exit(f"vs_pytorch: {fn}: batch_per_rank is {int(at['batch_per_rank'])}, "
+                         f"expected {eb}")
+    v = np.concatenate(vals) if vals else np.empty(0)
+    if v.size == 0:
+        sys.exit("vs_pytorch: no measured iteration in " + " ".join(a.files))
+    print(f"{np.median(v):.9g} {v.size}")
+
+
+def cmd_torch_stats(a):
+    import json
+    import numpy as np
+    v = []
+    for fn in a.files:
+        with open(fn) as f:
+            v += json.load(f)["step_times_s"]
+    if not v:
+        sys.exit("vs_pytorch: no torch step times in " + " ".join(a.files))
+    print(f"{np.median(v):.9g} {len(v)}")
+
+
+def cmd_torch_blas(a):
+    import json
+    with open(a.file) as f:
+        d = json.load(f)
+    print(d.get("openblas_config") or d.get("blas_libraries"), "| corename",
+          d.get("openblas_corename"), "| threads", d.get("openblas_threads"), "| oneDNN",
+          d.get("mkldnn_enabled"))
+
+
+#: subcommands that read no file with dtbench_analysis (they run without pandas)
+NO_PACKAGE = ("total-stats", "torch-stats", "torch-blas")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="bench_read.py",
                                  description="figures the bench/ scripts read from result files")
@@ -233,8 +305,16 @@ def main(argv=None):
         p.add_argument("dir")
         p.add_argument("rounds", type=int)
         p.set_defaults(fn=fn)
+    for name, fn in (("total-stats", cmd_total_stats), ("torch-stats", cmd_torch_stats)):
+        p = sub.add_parser(name)
+        p.add_argument("files", nargs="+")
+        p.set_defaults(fn=fn)
+    p = sub.add_parser("torch-blas")
+    p.add_argument("file")
+    p.set_defaults(fn=cmd_torch_blas)
     a = ap.parse_args(argv)
-    analysis()
+    if a.cmd not in NO_PACKAGE:
+        analysis()
     a.fn(a)
 
 
