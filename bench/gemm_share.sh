@@ -37,7 +37,10 @@ die() { echo "gemm_share: error: $*" >&2; exit 2; }
 PY=${H5_PYTHON:-}
 if [ -z "$PY" ]; then
     for p in python3 .venv/bin/python /usr/bin/python3; do
-        if command -v "$p" >/dev/null && "$p" -c "import h5py, numpy, pandas" 2>/dev/null; then PY=$p; break; fi
+        if command -v "$p" >/dev/null && "$p" -c "import h5py, numpy, pandas" 2>/dev/null; then
+            PY=$p
+            break
+        fi
     done
 fi
 [ -n "$PY" ] || die "no Python imports h5py, numpy and pandas (set H5_PYTHON)"

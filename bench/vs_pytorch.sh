@@ -313,7 +313,8 @@ for m in $MODELS; do
             read -r med n < <(json_stats "$f")
             log "    pytorch median $(ms "$med") ms/step ($n steps)"
             if ((r == 1)); then  # which BLAS kernels each side got
-                log "    dtbench BLAS: $("$H5_PYTHON" "$SCRIPT_DIR/bench_read.py" backend-info "${dt_files[0]}" 2>&1)"
+                blas=$("$H5_PYTHON" "$SCRIPT_DIR/bench_read.py" backend-info "${dt_files[0]}" 2>&1) || true
+                log "    dtbench BLAS: $blas"
                 log "    pytorch BLAS: $("$H5_PYTHON" "$SCRIPT_DIR/bench_read.py" torch-blas "$f")"
             fi
         done
