@@ -276,8 +276,8 @@ NO_PACKAGE = ("total-stats", "torch-stats", "torch-blas")
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="bench_read.py",
-                                 description="figures the bench/ scripts read from result files")
+    ap = argparse.ArgumentParser(prog="bench_read.py", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     for name, fn in (("exchange-vs-mpi", cmd_exchange_vs_mpi), ("grad-dtype", cmd_grad_dtype),
                      ("overlap", cmd_overlap), ("backend-info", cmd_backend_info)):
