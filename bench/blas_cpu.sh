@@ -43,8 +43,7 @@ dtbench_run() {
         >>"$out/$file"
 }
 core_of() { # the 'blas core' line of a dtbench file
-    "$h5_py" -c 'import sys, h5py
-print(h5py.File(sys.argv[1], "r")["ranks/kernel_choices"][0].decode().splitlines()[1])' "$1"
+    "$h5_py" bench/bench_read.py kernel-choices --line 1 "$1"
 }
 
 echo "OpenBLAS's own detection on this CPU: $own"

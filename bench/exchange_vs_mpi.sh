@@ -62,19 +62,7 @@ iters_for() { case $1 in fcn5) echo $((ITERS < 6 ? ITERS : 6)) ;; *) echo "$ITER
 
 # h5 FILE: prints "exch_ms wait_ms xfer_ms calib_ms nparams compute_ms total_ms" (pooled medians)
 h5() {
-    "$PYTHON" - "$1" <<'PY'
-import sys, h5py, numpy as np
-with h5py.File(sys.argv[1], "r") as f:
-    it = f["iterations"]
-    w = int(f.attrs.get("warmup", 0)) if "warmup" in f.attrs else 0
-    x = it["exchange"][:, w:]
-    wait = it["exchange_wait"][:, w:]
-    comp = sum(it[k][:, w:] for k in ("data", "forward", "backward", "update"))
-    print("%.4f %.4f %.4f %.4f %d %.3f %.4f" % (np.median(x) * 1e3, np.median(wait) * 1e3,
-          np.median(x - wait) * 1e3,
-          float(f.attrs.get("calibration_exchange_s", float("nan"))) * 1e3,
-          int(f.attrs["param_count"]), np.median(comp) * 1e3, np.median(it["total"][:, w:]) * 1e3))
-PY
+    "$PYTHON" "$here/bench_read.py" exchange-vs-mpi "$1"
 }
 
 med() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR % 2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }

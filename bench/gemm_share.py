@@ -13,13 +13,14 @@ together; here also each apart). Prints every fully connected (fc) layer's share
 then for the fc layers and for all GEMM layers (--kinds: fc, the attention's batched products
 with their softmax, the tied head): the FLOP-weighted mean of the layers' shares (sum of
 FLOPs x share over the sum of FLOPs) and the aggregate (their FLOPs over their time, over the
-peak; lower than the weighted mean when slow layers carry many FLOPs). Needs h5py and numpy.
+peak; lower than the weighted mean when slow layers carry many FLOPs). Reads the file with
+dtbench_analysis (Run.profile): needs h5py, numpy and pandas.
 """
 import argparse
 import json
+import os
 import sys
 
-import h5py
 import numpy as np
 
 
@@ -31,29 +32,43 @@ def mean_cells(values):
     return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
-def text(v):
-    return v.decode() if isinstance(v, bytes) else str(v)
+def analysis():
+    """dtbench_analysis: the installed package, else analysis/ beside bench/."""
+    try:
+        import dtbench_analysis
+    except ImportError:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                        "analysis"))
+        try:
+            import dtbench_analysis
+        except ImportError as e:
+            sys.exit(f"gemm_share: cannot import dtbench_analysis ({e}); it needs h5py, numpy "
+                     "and pandas")
+    return dtbench_analysis
 
 
 def layers_of(path):
     """Per layer: name, kind, forward and backward FLOPs and mean seconds; the run's peak."""
-    with h5py.File(path, "r") as f:
-        if "profile" not in f or "peak_flops" not in f["profile"]:
-            sys.exit(f"gemm_share: {path}: no /profile with peaks (run dtbench with "
-                     "--profile-layers N)")
-        p = f["profile"]
-        fwd_t, bwd_t = mean_cells(p["forward"][...]), mean_cells(p["backward"][...])
-        fwd_f = np.nanmean(p["forward_flop"][...], axis=0)
-        bwd_f = np.nanmean(p["backward_flop"][...], axis=0)
-        peak = float(np.nanmedian(p["peak_flops"][...]))
-        method = text(p["peak_flops_method"][0])
-        names, kinds = [text(x) for x in p["layer"][...]], [text(x) for x in p["kind"][...]]
-        run = {k: text(f.attrs[k]) if k in f.attrs else "?"
-               for k in ("model", "batch_per_rank", "precision")}
-        cfg = f["config"].attrs if "config" in f else {}
-        run.update({k.replace("-", "_"): text(cfg[k]) if k in cfg else "?"
-                    for k in ("seq-len", "threads", "optimizer")})
-        run["profiled_iterations"] = int(p["forward"].shape[1])
+    dta = analysis()
+    try:
+        r = dta.load_run(path, fields=())
+    except dta.RunFileError as e:
+        sys.exit(f"gemm_share: {e}")
+    p = r.profile
+    if "peak_flops" not in p:
+        sys.exit(f"gemm_share: {path}: no /profile with peaks (run dtbench with "
+                 "--profile-layers N)")
+    fwd_t, bwd_t = mean_cells(p["forward"]), mean_cells(p["backward"])
+    fwd_f = np.nanmean(p["forward_flop"], axis=0)
+    bwd_f = np.nanmean(p["backward_flop"], axis=0)
+    peak = float(np.nanmedian(p["peak_flops"]))
+    method = str(p["peak_flops_method"][0])
+    names, kinds = [str(x) for x in p["layer"]], [str(x) for x in p["kind"]]
+    run = {k: str(r.attrs[k]) if k in r.attrs else "?"
+           for k in ("model", "batch_per_rank", "precision")}
+    run.update({k.replace("-", "_"): r.config_attrs.get(k, "?")
+                for k in ("seq-len", "threads", "optimizer")})
+    run["profiled_iterations"] = int(p["forward"].shape[1])
     rows = [{"layer": names[j], "kind": kinds[j], "fwd_flop": float(fwd_f[j]),
              "bwd_flop": float(bwd_f[j]), "fwd_s": float(fwd_t[j]), "bwd_s": float(bwd_t[j])}
             for j in range(len(names))]

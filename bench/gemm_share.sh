@@ -10,8 +10,9 @@
 # 0.1 (as bench/vs_pytorch.sh runs it), 4 measured iterations, 3 of them profiled. Without --out
 # the file goes to a temporary folder, removed at the end. For figures, a quiet machine with
 # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (env -u ...). dtbench-analyze summary FILE.h5 shows
-# the same rates for every layer (GFLOP/s, %FLOP). Python with h5py and numpy: H5_PYTHON, else the
-# first of python3, .venv/bin/python, /usr/bin/python3 that imports them.
+# the same rates for every layer (GFLOP/s, %FLOP). Python with h5py, numpy and pandas (the file is
+# read with dtbench_analysis): H5_PYTHON, else the first of python3, .venv/bin/python,
+# /usr/bin/python3 that imports them.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 DTBENCH=${DTBENCH:-src/dtbench}
@@ -36,10 +37,13 @@ die() { echo "gemm_share: error: $*" >&2; exit 2; }
 PY=${H5_PYTHON:-}
 if [ -z "$PY" ]; then
     for p in python3 .venv/bin/python /usr/bin/python3; do
-        if command -v "$p" >/dev/null && "$p" -c "import h5py, numpy" 2>/dev/null; then PY=$p; break; fi
+        if command -v "$p" >/dev/null && "$p" -c "import h5py, numpy, pandas" 2>/dev/null; then
+            PY=$p
+            break
+        fi
     done
 fi
-[ -n "$PY" ] || die "no Python imports h5py and numpy (set H5_PYTHON)"
+[ -n "$PY" ] || die "no Python imports h5py, numpy and pandas (set H5_PYTHON)"
 if [ -z "$OUT" ]; then
     TMP=$(mktemp -d "${TMPDIR:-/tmp}/gemm_share.XXXXXX")
     trap 'rm -rf "$TMP"' EXIT

@@ -26,7 +26,9 @@
 # measures nothing. With 2 GPUs or more and budget left: NCCL's allreduce bus bandwidth at the
 # models' gradient sizes (bench/nccl_busbw) and dtbench's own NCCL exchange (nccl_*.txt).
 # Interpreters: TORCH_PYTHON (default: the first of python3, /usr/bin/python3 with torch),
-# H5_PYTHON (the first of python3, .venv/bin/python, /usr/bin/python3 with h5py and numpy).
+# H5_PYTHON (the first of python3, .venv/bin/python, /usr/bin/python3 with h5py, numpy and
+# pandas, else with h5py and numpy: the NCCL lines read with dtbench_analysis, which needs pandas;
+# without it nccl_exchange.txt says so in one line).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 DTBENCH=${DTBENCH:-src/dtbench}
@@ -69,7 +71,9 @@ first_with() { # first_with MODULES PYTHON...: the first interpreter that has MO
     done
     return 1
 }
-H5_PYTHON=${H5_PYTHON:-$(first_with "h5py numpy" python3 .venv/bin/python /usr/bin/python3)} ||
+h5_candidates=(python3 .venv/bin/python /usr/bin/python3)
+H5_PYTHON=${H5_PYTHON:-$(first_with "h5py numpy pandas" "${h5_candidates[@]}" ||
+    first_with "h5py numpy" "${h5_candidates[@]}")} ||
     die "no Python imports h5py and numpy (set H5_PYTHON)"
 if [ -n "$TABLE" ]; then
     exec "$H5_PYTHON" "$HERE/gpu_bench_table.py" "$TABLE"
@@ -131,17 +135,8 @@ if [ "$NGPUS" -ge 2 ] && [ "$left" -ge 60 ] && [ -x "$BUSBW" ]; then
             --batch $((64 * NGPUS)) --iters 50 --warmup 10 --device cuda --transport nccl --overlap \
             --output "$f" --overwrite >"$f.log" 2>&1 || echo "dtbench $m nccl failed (see $f.log)"
     done
-    "$H5_PYTHON" - "$OUT"/raw/nccl-*.h5 <<'PY' >"$OUT/nccl_exchange.txt" 2>&1 || true
-import sys, h5py, numpy as np
-for fn in sys.argv[1:]:
-    with h5py.File(fn, "r") as f:
-        w, p = int(f.attrs["warmup"]), int(f.attrs["nranks"])
-        it = f["iterations"]
-        ex, tot = np.median(it["exchange"][:, w:]), np.median(it["total"][:, w:])
-        bus = 4.0 * f.attrs["param_count"] / ex * 2 * (p - 1) / p / 1e9 if ex > 0 else float("nan")
-        print(f"{fn.split('/')[-1]}: {p} GPUs, total {tot*1e3:.2f} ms, exposed exchange "
-              f"{ex*1e3:.2f} ms (effective busbw {bus:.1f} GB/s)")
-PY
+    "$H5_PYTHON" "$HERE/bench_read.py" nccl-exchange "$OUT"/raw/nccl-*.h5 \
+        >"$OUT/nccl_exchange.txt" 2>&1 || true
     cat "$OUT/nccl_exchange.txt"
     cat "$OUT/table.txt" # last again, after NCCL's figures
 fi

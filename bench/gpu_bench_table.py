@@ -64,7 +64,11 @@ def parse_cell(name):
 
 
 def read_dtbench(path):
-    """A dtbench result file of ONE rank: its measured steps, and the phases' checks."""
+    """A dtbench result file of ONE rank: its measured steps, and the phases' checks.
+    Read with h5py and numpy alone, not dtbench_analysis: the table is made on the GPU machine
+    by the Python bench/gpu_bench.sh picks, where the pack guarantees only h5py (its wheel) and
+    numpy, and the package needs pandas; the cells are Run.measured's (rank 0's columns
+    warmup .. completed-1, NaN dropped), the phases' check also over the warm-up."""
     import h5py
     import numpy as np
     with h5py.File(path, "r") as f:

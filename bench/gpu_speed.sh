@@ -19,6 +19,7 @@
 # Prints the table last. --device cpu runs the same steps on LeNet at batch 8 on the CPU (no GPU
 # checks): a smoke test of the script itself, not a measurement.
 set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 DTBENCH=${DTBENCH:-src/dtbench}
 PYTHON=${PYTHON:-$(command -v python3)}
 ANALYZE=${ANALYZE:-$(command -v dtbench-analyze || echo .venv/bin/dtbench-analyze)}
@@ -67,16 +68,7 @@ fi
 
 # The medians of one result file's measured iterations, one line.
 medians() {
-    "$PYTHON" - "$1" "$2" "$BATCH" <<'PY'
-import sys, h5py, numpy as np
-path, name, batch = sys.argv[1], sys.argv[2], int(sys.argv[3])
-with h5py.File(path, "r") as f:
-    it = f["iterations"]
-    w = int(it.attrs["warmup"])
-    med = {p: 1e3 * float(np.median(it[p][0, w:])) for p in ("data", "forward", "backward", "update", "total")}
-print(f"{name:16s} {batch / med['total'] * 1e3:9.1f} {med['data']:8.2f} {med['forward']:9.2f} "
-      f"{med['backward']:9.2f} {med['update']:7.2f} {med['total']:8.2f}", end="")
-PY
+    "$PYTHON" "$HERE/bench_read.py" gpu-speed "$1" "$2" "$BATCH"
 }
 
 echo "== $model batch $BATCH on $DEVICE, 10 warm-up + $ITERS iterations per run"
@@ -98,8 +90,8 @@ for c in $configs; do
         'BEGIN { printf "%.1f", b - a - n * t / 1000 }')
     printf '%s %8s\n' "$line" "$setup" >>"$table"
     if [ "$DEVICE" = cuda ]; then
-        "$PYTHON" -c 'import sys, h5py; print(h5py.File(sys.argv[1], "r")["ranks/kernel_choices"][0].decode())' \
-            "$OUT/$name.h5" >"$OUT/$name.kernel_choices.txt"
+        "$PYTHON" "$HERE/bench_read.py" kernel-choices "$OUT/$name.h5" \
+            >"$OUT/$name.kernel_choices.txt"
     fi
 done
 

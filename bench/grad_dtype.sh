@@ -34,16 +34,7 @@ iters_for() { case $1 in fcn5) echo $((ITERS < 6 ? ITERS : 6)) ;; *) echo "$ITER
 
 # h5 FILE: prints "xfer_ms calib_ms bytes_sent"
 h5() {
-    "$PYTHON" - "$1" <<'PY'
-import sys, h5py, numpy as np
-with h5py.File(sys.argv[1], "r") as f:
-    it = f["iterations"]
-    w = int(f.attrs["warmup"]) if "warmup" in f.attrs else 1
-    x = it["exchange"][:, w:] - it["exchange_wait"][:, w:]
-    print("%.4f %.4f %.0f" % (np.median(x) * 1e3,
-          float(f.attrs.get("calibration_exchange_s", float("nan"))) * 1e3,
-          np.median(it["bytes_sent"][:, w:])))
-PY
+    "$PYTHON" "$here/bench_read.py" grad-dtype "$1"
 }
 
 med() { tr ' ' '\n' | sort -g | awk '{a[NR]=$1} END {print (NR % 2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }

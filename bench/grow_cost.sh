@@ -40,35 +40,4 @@ for r in $(seq 1 "$ROUNDS"); do
     run "$WORK/whole$r.h5" 0
     run "$WORK/grow$r.h5" "$STEP"
 done
-"$PYTHON" - "$WORK" "$ROUNDS" <<'PY'
-import sys, h5py, numpy as np
-work, rounds = sys.argv[1], int(sys.argv[2])
-def load(path):
-    with h5py.File(path, "r") as f:
-        w = int(f.attrs["warmup"])
-        it = f["iterations"]
-        rec, tot = it["record"][:, w:], it["total"][:, w:]
-        step = int(it.attrs.get("grow_step", 0))
-        ext = float(it.attrs.get("extension_s_median", np.nan))
-        n_ext = int(it.attrs.get("extensions", 0))
-        # the extension at iteration k (k = step, 2 step, ...) is in the record of k + 1
-        after = [k + 1 - w for k in range(step, rec.shape[1] + w - 1, step)] if step else []
-        ext_rec = np.median(rec[:, after]) if after else np.nan
-        rest = np.delete(rec, after, axis=1)
-        return dict(rec=np.nanmean(rec), rest=np.nanmean(rest), tot=np.nanmedian(tot), ext=ext, n=n_ext, step=step,
-                    ext_rec=ext_rec, extent=it["total"].shape[1])
-rows = []
-print("round  step  extensions  ext_ms  ext_rec_ms  rec_us(whole  grow  ratio  grow_other)  "
-      "iter_ms(whole  grow)")
-for r in range(1, rounds + 1):
-    a, b = load(f"{work}/whole{r}.h5"), load(f"{work}/grow{r}.h5")
-    row = (b["ext"] * 1e3, b["ext_rec"] * 1e3, a["rec"] * 1e6, b["rec"] * 1e6,
-           b["rec"] / a["rec"], b["rest"] * 1e6, a["tot"] * 1e3, b["tot"] * 1e3)
-    rows.append(row)
-    print(f"{r:5d}  {b['step']:5d}  {b['n']:10d}  {row[0]:6.2f}  {row[1]:10.2f}  "
-          f"{row[2]:12.1f}  {row[3]:5.1f}  {row[4]:5.2f}  {row[5]:10.1f}  {row[6]:13.3f}  "
-          f"{row[7]:5.3f}")
-m = np.median(np.array(rows), axis=0)
-print(f"median                         {m[0]:6.2f}  {m[1]:10.2f}  {m[2]:12.1f}  {m[3]:5.1f}  "
-      f"{m[4]:5.2f}  {m[5]:10.1f}  {m[6]:13.3f}  {m[7]:5.3f}")
-PY
+"$PYTHON" "$here/bench_read.py" grow-cost "$WORK" "$ROUNDS"

@@ -37,13 +37,7 @@ trap 'rm -rf "$WORK"' EXIT
 
 # h5 FILE: "backward exposed hidden total" (ms, pooled medians over ranks x measured iterations)
 h5() {
-    "$PYTHON" - "$1" <<'PY'
-import sys, h5py, numpy as np
-with h5py.File(sys.argv[1], "r") as f:
-    it, w = f["iterations"], int(f.attrs.get("warmup", 0))
-    m = lambda k: np.nanmedian(it[k][:, w:]) * 1e3
-    print("%.3f %.3f %.3f %.3f" % (m("backward"), m("exchange"), m("exchange_hidden"), m("total")))
-PY
+    "$PYTHON" "$here/bench_read.py" overlap "$1"
 }
 med() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR % 2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 

@@ -41,7 +41,7 @@ for model in $MODELS; do
     [ "$model" = fcn5 ] && iters=4
     mpirun -np "$NP" "$DTBENCH" --model "$model" --dataset synthetic --batch $((8 * NP)) \
         --iters $iters --warmup 1 --calibrate-iters 0 --sample-hz 0 --output "$WORK/b.h5" >/dev/null
-    bwd=$("$PYTHON" -c "import h5py, numpy as np; f = h5py.File('$WORK/b.h5', 'r'); print('%.3f' % (np.median(f['iterations/backward'][:, 1:]) * 1e3))")
+    bwd=$("$PYTHON" "$here/bench_read.py" median-ms "$WORK/b.h5" backward)
     rm -f "$WORK/b.h5"
     reps=15
     [ "$model" = fcn5 ] && reps=3

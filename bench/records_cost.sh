@@ -34,21 +34,4 @@ for r in $(seq 1 "$ROUNDS"); do
     run "$WORK/off$r.h5" 0
     run "$WORK/on$r.h5" 10
 done
-"$PYTHON" - "$WORK" "$ROUNDS" <<'PY'
-import sys, h5py, numpy as np
-work, rounds = sys.argv[1], int(sys.argv[2])
-def stats(path):
-    with h5py.File(path, "r") as f:
-        w = int(f.attrs["warmup"])
-        rec = f["iterations/record"][:, w:]
-        tot = f["iterations/total"][:, w:]
-    return np.nanmean(rec) * 1e6, np.nanmedian(tot) * 1e3
-rows = []
-print(f"{'round':>5} {'rec_us off':>10} {'on':>8} {'on-off':>8} {'iter_ms off':>11} {'on':>8} {'ratio':>6}")
-for r in range(1, rounds + 1):
-    (ro, io), (rn, i_n) = stats(f"{work}/off{r}.h5"), stats(f"{work}/on{r}.h5")
-    rows.append((ro, rn, rn - ro, io, i_n, i_n / io))
-    print(f"{r:>5} {ro:>10.1f} {rn:>8.1f} {rn - ro:>8.1f} {io:>11.3f} {i_n:>8.3f} {i_n / io:>6.3f}")
-m = np.median(np.array(rows), axis=0)
-print(f"{'median':>6} {m[0]:>9.1f} {m[1]:>8.1f} {m[2]:>8.1f} {m[3]:>11.3f} {m[4]:>8.3f} {m[5]:>6.3f}")
-PY
+"$PYTHON" "$here/bench_read.py" records-cost "$WORK" "$ROUNDS"

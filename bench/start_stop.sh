@@ -46,12 +46,7 @@ held_ms() { # PROGRAM
 
 version_ms() { # PROGRAM
     for _ in $(seq "$RUNS"); do
-        python3 - "$1" <<'PY'
-import subprocess, sys, time
-t = time.perf_counter()
-subprocess.run([sys.argv[1], "--version"], stdout=subprocess.DEVNULL, check=True)
-print(f"{(time.perf_counter() - t) * 1000:.3f}")
-PY
+        python3 "$here/bench/proc_time.py" version-ms "$1"
     done | median
 }
 
@@ -67,18 +62,7 @@ stop_s() { # PROGRAM
 setup_s() { # PROGRAM
     for i in $(seq "$STOPS"); do
         rm -f "$tmp/u$i.h5"
-        python3 - "$1" "$tmp/u$i.h5" "${FCN5[@]}" <<'PY'
-import subprocess, sys, time
-t = time.perf_counter()
-p = subprocess.Popen([sys.argv[1]] + sys.argv[3:] + ["--output", sys.argv[2]],
-                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-for line in p.stdout:
-    if line.startswith("model fcn5:"):
-        print(f"{time.perf_counter() - t:.3f}")
-        break
-p.kill()
-p.wait()
-PY
+        python3 "$here/bench/proc_time.py" setup-s "$1" "$tmp/u$i.h5" "${FCN5[@]}"
     done | median
 }
 

@@ -91,7 +91,8 @@ usage: $0 [options]
   --torch-python PATH   interpreter with torch (default: first of /usr/bin/python3, python3,
                         python that imports torch)
   --h5-python PATH      interpreter with h5py + numpy (default: first of python3,
-                        /usr/bin/python3 that imports them)
+                        /usr/bin/python3 that imports them); the log's "dtbench BLAS" line
+                        reads with dtbench_analysis, which needs pandas too
   --openblas-coretype NAME  set OPENBLAS_CORETYPE=NAME for both sides (e.g. SkylakeX): OpenBLAS
                         builds with DYNAMIC_ARCH fall back to slow Prescott kernels on CPUs they
                         do not recognise (default: unset, the library's own detection)
@@ -193,54 +194,12 @@ fi
 # dropped), following docs/hdf5-layout.md. Warnings (killed run, stop_reason) go to stderr.
 # EXPECT_MODEL / EXPECT_BATCH in the environment are checked against the file's attributes.
 h5_stats() {
-    "$H5_PYTHON" - "$@" <<'PYEOF'
-import os, sys
-import h5py, numpy as np
-
-def s(v):
-    return v.decode() if isinstance(v, bytes) else str(v)
-
-vals = []
-for fn in sys.argv[1:]:
-    with h5py.File(fn, "r") as f:
-        a = f.attrs
-        w = int(a["warmup"]) if "warmup" in a else int(f["/iterations"].attrs["warmup"])
-        tot = f["/iterations/total"]
-        nranks, ncols = tot.shape
-        comp = f["/ranks/completed"][:] if "/ranks/completed" in f else np.full(nranks, ncols)
-        for r in range(nranks):
-            end = min(int(comp[r]), ncols)
-            row = np.asarray(tot[r, w:end], dtype=np.float64) if end > w else np.empty(0)
-            vals.append(row[np.isfinite(row)])
-        if "finished" not in a:
-            print(f"vs_pytorch: warning: {fn}: no 'finished' attribute (run killed?)", file=sys.stderr)
-        if "stop_reason" in a and s(a["stop_reason"]) != "completed":
-            print(f"vs_pytorch: warning: {fn}: stop_reason={s(a['stop_reason'])}", file=sys.stderr)
-        em, eb = os.environ.get("EXPECT_MODEL"), os.environ.get("EXPECT_BATCH")
-        if em and "model" in a and s(a["model"]) != em:
-            sys.exit(f"vs_pytorch: {fn}: model is {s(a['model'])}, expected {em}")
-        if eb and "batch_per_rank" in a and int(a["batch_per_rank"]) != int(eb):
-            sys.exit(f"vs_pytorch: {fn}: batch_per_rank is {int(a['batch_per_rank'])}, expected {eb}")
-v = np.concatenate(vals) if vals else np.empty(0)
-if v.size == 0:
-    sys.exit("vs_pytorch: no measured iteration in " + " ".join(sys.argv[1:]))
-print(f"{np.median(v):.9g} {v.size}")
-PYEOF
+    "$H5_PYTHON" "$SCRIPT_DIR/bench_read.py" total-stats "$@"
 }
 
 # json_stats FILE... -> "median_s count" over the step_times_s of torch_peer JSON outputs
 json_stats() {
-    "$H5_PYTHON" - "$@" <<'PYEOF'
-import json, sys
-import numpy as np
-v = []
-for fn in sys.argv[1:]:
-    with open(fn) as f:
-        v += json.load(f)["step_times_s"]
-if not v:
-    sys.exit("vs_pytorch: no torch step times in " + " ".join(sys.argv[1:]))
-print(f"{np.median(v):.9g} {len(v)}")
-PYEOF
+    "$H5_PYTHON" "$SCRIPT_DIR/bench_read.py" torch-stats "$@"
 }
 
 if ((${#PARSE_FILES[@]})); then
@@ -354,8 +313,9 @@ for m in $MODELS; do
             read -r med n < <(json_stats "$f")
             log "    pytorch median $(ms "$med") ms/step ($n steps)"
             if ((r == 1)); then  # which BLAS kernels each side got
-                log "    dtbench BLAS: $("$H5_PYTHON" -c 'import h5py, sys; v = h5py.File(sys.argv[1], "r").attrs.get("backend_info", "?"); print(v.decode() if isinstance(v, bytes) else v)' "${dt_files[0]}")"
-                log "    pytorch BLAS: $("$H5_PYTHON" -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d.get("openblas_config") or d.get("blas_libraries"), "| corename", d.get("openblas_corename"), "| threads", d.get("openblas_threads"), "| oneDNN", d.get("mkldnn_enabled"))' "$f")"
+                blas=$("$H5_PYTHON" "$SCRIPT_DIR/bench_read.py" backend-info "${dt_files[0]}" 2>&1) || true
+                log "    dtbench BLAS: $blas"
+                log "    pytorch BLAS: $("$H5_PYTHON" "$SCRIPT_DIR/bench_read.py" torch-blas "$f")"
             fi
         done
         read -r dt_med dt_n < <(EXPECT_MODEL=$m EXPECT_BATCH=${BATCHES[$m]} h5_stats "${dt_files[@]}")
