@@ -16,11 +16,12 @@
 #                   then LONG_TESTS below, tests whose subject make check covers more cheaply
 #                   (Makefile.am: LONG_TESTS)
 # and ends with the time each part took and the total, then one line "N passed, N failed,
-# N skipped" over all of them. Tests run side by side, twice as many as there are cores, plus one
-# (much of their time is waiting: MPI start-up, timeouts, Slurm; measured on 2 cores, the quick
-# tests' processes kept the cores busy about half the time with one more than the cores);
-# TEST_JOBS=N sets how many; Makefile.am says which tests run one at a time: tests/run_test.sh).
-# pytest runs beside make check, a worker per core, for the same reason.
+# N skipped" over all of them. Tests run side by side, two more than there are cores (much of
+# their time is waiting: MPI start-up, timeouts, Slurm; measured on 2 cores, the quick tests'
+# processes kept the cores busy about half the time with one more than the cores, and with twice
+# as many plus pytest beside them the cores were busy all the time but spent a quarter more CPU
+# time on the same tests); TEST_JOBS=N sets how many; Makefile.am says which tests run one at a
+# time: tests/run_test.sh). pytest runs beside make check, a worker per two cores.
 # Every skip is printed with its reason. A skip counts as a failure unless this machine cannot run
 # the test: only the GPU tests (GPU_TESTS below) may skip, and only where no GPU is visible
 # (nvidia-smi -L fails), and the CPU bf16 tests (BF16_TESTS) only where /proc/cpuinfo lacks
@@ -45,8 +46,8 @@ took() {
     timings="$timings${timings:+, }$1 $((s / 60)) min $((s % 60)) s"
 }
 cores=$(nproc 2>/dev/null || echo 2)
-jobs=${TEST_JOBS:-$((2 * cores + 1))}
-[ "$jobs" -ge 1 ] 2>/dev/null || jobs=5
+jobs=${TEST_JOBS:-$((cores + 2))}
+[ "$jobs" -ge 1 ] 2>/dev/null || jobs=4
 t=$(date +%s)
 scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
 took setup "$t"
@@ -87,7 +88,7 @@ count() { # count NAME STATUS
     esac
 }
 
-# pytest (analysis/tests, jobs/tests) beside make check: pytest-xdist, a worker per core, each
+# pytest (analysis/tests, jobs/tests) beside make check: pytest-xdist, a worker per two cores, each
 # test file whole on one worker (its module fixtures, real dtbench runs among them, made once).
 # Much of its time is waiting (Chromium, dtbench starting MPI), and so is much of make check's.
 # The tests marked long (real runs across emulated nodes, a report of real runs) run with --long,
@@ -95,8 +96,8 @@ count() { # count NAME STATUS
 t_py=$(date +%s)
 rm -f pytest.took
 (
-    .venv/bin/python -m pytest -q -rfEsx -p no:cacheprovider -n "$cores" --dist loadfile \
-        -m "not long" analysis/tests jobs/tests --junitxml=pytest.xml >pytest.out 2>&1
+    .venv/bin/python -m pytest -q -rfEsx -p no:cacheprovider -n "$(((cores + 1) / 2))" \
+        --dist loadfile -m "not long" analysis/tests jobs/tests --junitxml=pytest.xml >pytest.out 2>&1
     echo $(($(date +%s) - t_py)) >pytest.took
 ) &
 py_pid=$!

