@@ -30,8 +30,6 @@
 #include <string.h>
 #include <sys/resource.h>
 
-/* The model for a data set's shape (a small-image variant where there is one), planned; bad input
- * when the input does not fit it, or when the backend lacks a function one of its layers needs. */
 /* The process's peak resident memory so far, bytes (Linux counts ru_maxrss in KiB); NaN when
  * getrusage fails. */
 static double peak_resident_bytes(void) {
@@ -39,6 +37,8 @@ static double peak_resident_bytes(void) {
     return getrusage(RUSAGE_SELF, &u) == 0 ? (double)u.ru_maxrss * 1024.0 : NAN;
 }
 
+/* The model for a data set's shape (a small-image variant where there is one), planned; bad input
+ * when the input does not fit it, or when the backend lacks a function one of its layers needs. */
 static const ModelDesc *plan_model(Model *plan, const ModelDesc *md, const BackendOps *be,
                                    int microbatches, int c, int h, int w, int classes) {
     md = model_for_input(md, c, h, w);
@@ -158,9 +158,6 @@ static void check_test_split(const Options *o, const Dataset *ds) {
                     o->target_acc, name, dir, why);
 }
 
-/* Data (every rank reads; a missing or malformed file is bad input), the model for its shape,
- * this rank's stage of it on the backend, and the exchange among the stage's replicas. A language
- * model's samples are p->in_w tokens long (--seq-len, resolve.c). */
 /* The calibration figures the file records, each taken at its maximum over the ranks (the
  * slowest exchanging group's, so that the attributes are the same on every rank): all doubles,
  * reduced in one message. */
@@ -186,6 +183,9 @@ static void calibration_max(ExchangeCalibration *cal) {
     cal->iters = (int)v.iters;
 }
 
+/* Data (every rank reads; a missing or malformed file is bad input), the model for its shape,
+ * this rank's stage of it on the backend, and the exchange among the stage's replicas. A language
+ * model's samples are p->in_w tokens long (--seq-len, resolve.c). */
 static void build(Run *r) {
     const Options *o = &r->opt;
     const RunPlan *p = &r->plan;
