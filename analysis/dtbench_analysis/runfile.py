@@ -312,6 +312,25 @@ def load_run(path, fields: Optional[Sequence[str]] = None) -> Run:
         raise RunFileError(f"{path}: cannot read: {text}") from None
 
 
+def iteration_values(ds, path: str, name: str, nranks: int, extent: int, read_columns: int,
+                     warnings: List[str]) -> np.ndarray:
+    """One /iterations dataset as (nranks, extent) float64. A growing file extends its datasets
+    one after another, so a run killed between two extensions leaves some datasets narrower than
+    the others: read them as far as they go (NaN beyond, with a line in ``warnings``); any other
+    shape is refused."""
+    shape = ds.shape
+    if shape == (nranks, extent):
+        return numeric(ds, path, f"/iterations/{name}", read_columns)
+    if len(shape) != 2 or shape[0] != nranks or shape[1] >= extent:
+        raise RunFileError(f"{path}: /iterations/{name} has shape {shape}, "
+                           f"expected ({nranks}, {extent}) as the other datasets")
+    warnings.append(f"/iterations/{name} holds {shape[1]} iterations, the other datasets "
+                    f"{extent} (the run ended while its file grew): read as far as it goes")
+    values = np.full((nranks, extent), np.nan)
+    values[:, :shape[1]] = numeric(ds, path, f"/iterations/{name}", min(read_columns, shape[1]))
+    return values
+
+
 def _read(f: h5py.File, path: str, fields: Optional[Sequence[str]]) -> Run:
     warnings: List[str] = []
     attrs = {k: decode(v) for k, v in f.attrs.items()}
@@ -346,10 +365,8 @@ def _read(f: h5py.File, path: str, fields: Optional[Sequence[str]]) -> Run:
     iterations, units, descriptions = {}, {}, {}
     for name in names:
         ds = group[name]
-        if ds.shape != (nranks, extent):
-            raise RunFileError(f"{path}: /iterations/{name} has shape {ds.shape}, "
-                               f"expected ({nranks}, {extent}) as the other datasets")
-        values = np.where(valid, numeric(ds, path, f"/iterations/{name}", read_columns), np.nan)
+        values = iteration_values(ds, path, name, nranks, extent, read_columns, warnings)
+        values = np.where(valid, values, np.nan)
         infinite = np.isinf(values)
         if infinite.any():
             warnings.append(f"/iterations/{name} holds {int(infinite.sum())} infinite values: "
@@ -359,6 +376,7 @@ def _read(f: h5py.File, path: str, fields: Optional[Sequence[str]]) -> Run:
         units[name] = str(decode(ds.attrs.get("units", "")))
         descriptions[name] = str(decode(ds.attrs.get("description", "")))
     # a rank-iteration whose start, phases and arrival wait are not all numbers was not measured
+    # (nor one beyond a dataset that a kill left narrower than the others)
     for name in ("start",) + PHASES + ("exchange_wait",):
         if name in iterations:
             valid &= np.isfinite(iterations[name])

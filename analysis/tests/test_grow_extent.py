@@ -108,3 +108,29 @@ def test_chunks_past_the_recorded_end_are_not_read(write):
     assert after.extent == 12
     np.testing.assert_array_equal(after.measured("total")[:, :8], before.measured("total"))
     assert main(["summary", path]) == 0
+
+
+def test_a_kill_between_two_extensions_reads_as_far_as_each_goes(write, capsys):
+    # The writer extends its datasets one after another: a kill between two leaves the ones it
+    # had not reached narrower than the rest. Every completed iteration is in all of them.
+    path = shrink(write(iters=20, killed=True, completed=STOPPED), 12, 22)
+    with h5py.File(path, "r+") as f:
+        for name in ("backward", "wall"):
+            if name in f["iterations"]:
+                f["iterations"][name].resize((4, 8))
+    run = load_run(path)
+    assert run.extent == 12 and list(run.completed) == STOPPED
+    assert int(run.measured_mask.sum()) == 4 * 6
+    assert any("/iterations/backward holds 8 iterations" in w for w in run.warnings)
+    assert main(["summary", path]) == 0
+    assert "8/22" in capsys.readouterr().out
+
+
+def test_a_dataset_of_other_ranks_is_refused(write):
+    path = shrink(write(iters=20, killed=True, completed=STOPPED), 12, 22)
+    with h5py.File(path, "r+") as f:
+        g = f["iterations"]
+        del g["backward"]
+        g.create_dataset("backward", data=np.zeros((3, 8)), maxshape=(None, 22))
+    with pytest.raises(RunFileError, match=r"/iterations/backward has shape \(3, 8\)"):
+        load_run(path)
