@@ -7,9 +7,9 @@
 #      (check_h5.py finished), each batch records the loader's 30 ms (load), the step waits for
 #      it (load_wait > 0, in most iterations) inside the data phase (data >= load_wait), and the
 #      iterations take about a batch's making (the loader limits the step, and the file says so);
-#   2. a loader faster than the step (1 ms a batch, a LeNet step of batch 64): most batches are
-#      made and their uploads queued during the previous step (load_wait 0), and the data phase
-#      is then short;
+#   2. (a loader faster than a short step, LeNet at batch 64, used to be checked here: at the lowest
+#      priority (part 5) the loader runs only on an idle core, and under a test suite's load it
+#      was late in 12 of 20 steps; part 3 checks the same with a step that leaves it room);
 #   3. a device step longer than a batch's making, the host queueing it in no time (a graphed GPU
 #      step: DTBENCH_COUNT_DEVICE_STEP, the fake device's queued work done 400 ms after the
 #      iteration's start; batches of 40 ms): each batch is made while the host waits for the
@@ -57,10 +57,6 @@ loads() {
 DTBENCH_COUNT_DEVICE="$WORK/slow.count" run slow 0.03 8 --batch 8
 loads slow --prefetch --min-load 0.03 --late most
 pass "a slow loader: its time in data and load_wait, none in the exchange"
-
-DTBENCH_COUNT_DEVICE="$WORK/fast.count" run fast 0.001 20 --batch 64
-loads fast --prefetch --min-load 0.001 --late few
-pass "a fast loader: batches made and uploaded during the previous step"
 
 # (a step 10 times a batch's making: the loader thread keeps up even on a machine whose cores
 # other tests share)
