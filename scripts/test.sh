@@ -138,21 +138,6 @@ cpu_sum=$(sed -n 's/^run_test.sh: .* took [0-9.]* s, cpu \([0-9.]*\) s$/\1/p' te
 [ -z "$cpu_sum" ] || echo "make check: the tests' CPU time ${cpu_sum} s in all"
 [ -z "$longest" ] || echo "longest tests: $longest"
 
-# make distcheck (with --long) runs beside what is left of pytest and the long checks; its result
-# is read after them.
-t_dist=$(date +%s)
-# (not test_bad_input.sh, 80 s under load: make check ran it on this same source just before)
-quick="tests/test_cpu_conv tests/test_cpu_pool tests/test_model tests/test_cli.sh"
-[ "$full" = 1 ] && quick=""
-rm -f distcheck.rc
-if [ "$long" = 1 ]; then
-    (
-        make -j"$jobs" distcheck ${quick:+TESTS="$quick"} >distcheck.out 2>&1
-        echo $? >distcheck.rc
-        echo $(($(date +%s) - t_dist)) >distcheck.took
-    ) &
-    dist_pid=$!
-fi
 
 # pytest_results OUT XML: pytest's failures, errors and skips with their reasons, its summary
 # line, and its counts added to the totals. No pytest test needs a GPU or anything
@@ -184,12 +169,28 @@ pytest_results pytest.out pytest.xml
 echo "pytest took $(cat pytest.took 2>/dev/null || echo '?') s, beside make check"
 took "pytest (left after make check)" "$t"
 if [ "$long" = 1 ]; then
-    echo "== pytest -m long (make distcheck beside it)"
+    echo "== pytest -m long"
     t=$(date +%s)
     .venv/bin/python -m pytest -q -rfEsx -p no:cacheprovider -n "$((2 * cores))" --dist loadfile \
         -m long analysis/tests jobs/tests --junitxml=pytest-long.xml >pytest-long.out 2>&1
     pytest_results pytest-long.out pytest-long.xml
     took "pytest -m long" "$t"
+fi
+
+# make distcheck (with --long) runs beside the long checks (not beside pytest -m long, whose
+# prediction check times emulated nodes on these cores); its result is read after them.
+t_dist=$(date +%s)
+# (not test_bad_input.sh, 80 s under load: make check ran it on this same source just before)
+quick="tests/test_cpu_conv tests/test_cpu_pool tests/test_model tests/test_cli.sh"
+[ "$full" = 1 ] && quick=""
+rm -f distcheck.rc
+if [ "$long" = 1 ]; then
+    (
+        make -j"$jobs" distcheck ${quick:+TESTS="$quick"} >distcheck.out 2>&1
+        echo $? >distcheck.rc
+        echo $(($(date +%s) - t_dist)) >distcheck.took
+    ) &
+    dist_pid=$!
 fi
 
 
@@ -199,7 +200,7 @@ fi
 LONG_TESTS=$(make -s print-long-tests 2>/dev/null) || LONG_TESTS=""
 [ -n "$LONG_TESTS" ] || count "make print-long-tests (no list of the long checks)" fail
 if [ "$long" = 1 ]; then
-    echo "== make check TESTS=\"$LONG_TESTS\" (the long checks)"
+    echo "== make check TESTS=\"$LONG_TESTS\" (the long checks; make distcheck beside them)"
     t_long=$(date +%s)
     make -j"$jobs" check TESTS="$LONG_TESTS" >long.out 2>&1
     grep -E '^(PASS|FAIL|SKIP|XFAIL|XPASS|ERROR):' long.out
