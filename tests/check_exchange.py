@@ -153,7 +153,9 @@ def straggler(a):
         if np.median(wait[1]) > 0.25 * d:
             die(f"{path}: the straggler itself waited {np.median(wait[1]):.3f} s")
         own = bwd[0] - delay[0]
-        if (hidden[0] > own + 0.005).any() or np.median(hidden[0]) > 0.25 * d:
+        # (a wait counted as hidden adds the straggler's d to it; the backward of a few ms here
+        # can take 0.1-0.17 s under a test suite's load, hiding as much exchange honestly)
+        if (hidden[0] > own + 0.005).any() or np.median(hidden[0]) > 0.75 * d:
             die(f"{path}: rank 0 hid {hidden[0].tolist()} s of exchange behind a backward of "
                 f"{own.tolist()} s: the wait counted as hidden")
         print(f"ok: {path}: rank 0 waited {w0 * 1e3:.0f} ms for a {ms} ms straggler; hidden "
