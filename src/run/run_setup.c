@@ -20,6 +20,7 @@
 #include "fail.h"  /* defines: dt_hostname */
 
 #include <hdf5.h>
+#include <limits.h>
 #include <math.h>
 #include <sched.h>
 #include <stdio.h>
@@ -244,18 +245,47 @@ static double *roofline_config(const Run *r) {
 
 /* This rank's device peaks (roofline.h), found before training where the table does not know the
  * device (a fraction of a second): both with --profile-layers (its roofline), else the compute
- * alone (the root attribute peak_flops, for MFU); NaN on a parameter server (it computes no
- * step). */
-static void device_peak(const Run *r, const DeviceInfo *dev, RooflinePeak *peak) {
-    if (r->role == EXCHANGE_SERVER) {
-        memset(peak, 0, sizeof *peak);
-        peak->bandwidth = peak->flops = NAN;
-        snprintf(peak->flops_how, ROOFLINE_HOW_LEN, "unknown: a parameter server");
-        snprintf(peak->bandwidth_how, ROOFLINE_HOW_LEN, "unknown: a parameter server");
-    } else if (r->opt.profile_layers > 0)
+ * alone (the root attribute peak_flops, for MFU). */
+static void measure_peak(const Run *r, const DeviceInfo *dev, RooflinePeak *peak) {
+    if (r->opt.profile_layers > 0)
         roofline_peak(r->plan.be, r->ctx, dev->name, r->plan.precision, r->model.act, peak);
     else
         roofline_peak_flops(r->plan.be, r->ctx, dev->name, r->plan.precision, r->model.act, peak);
+}
+
+/* device_peak for every rank of the node: a GPU rank finds its own device's; the host ranks
+ * (CPU backend) share one measurement, made by the node's first such rank while the others wait,
+ * so that it is neither repeated nor slowed by the others measuring on the same cores at once; a
+ * parameter server computes no step: NaN. Collective over the node. */
+static void device_peak(const Run *r, const DeviceInfo *dev, RooflinePeak *peak) {
+    const int worker = r->role != EXCHANGE_SERVER, host = worker && !r->plan.be->device_memory;
+    MPI_Comm node = r->topo.node_comm;
+    int mine = host ? r->topo.local_rank : INT_MAX, measurer, hosts = host;
+    MPI_CHECK(MPI_Allreduce(&mine, &measurer, 1, MPI_INT, MPI_MIN, node));
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &hosts, 1, MPI_INT, MPI_SUM, node));
+    memset(peak, 0, sizeof *peak);
+    peak->bandwidth = peak->flops = NAN;
+    if (worker && !host) measure_peak(r, dev, peak);
+    if (!worker) {
+        snprintf(peak->flops_how, ROOFLINE_HOW_LEN, "unknown: a parameter server");
+        snprintf(peak->bandwidth_how, ROOFLINE_HOW_LEN, "unknown: a parameter server");
+    }
+    if (measurer == INT_MAX) return;
+    RooflinePeak shared;
+    if (r->topo.local_rank == measurer) {
+        measure_peak(r, dev, &shared);
+        if (hosts > 1) {
+            char *hows[2] = {shared.flops_how, shared.bandwidth_how};
+            for (int i = 0; i < 2; i++)
+                if (!strncmp(hows[i], "measured", 8)) {
+                    size_t n = strlen(hows[i]);
+                    snprintf(hows[i] + n, ROOFLINE_HOW_LEN - n,
+                             "; once for the node's %d ranks, by its rank %d", hosts, measurer);
+                }
+        }
+    }
+    MPI_CHECK(MPI_Bcast(&shared, (int)sizeof shared, MPI_BYTE, measurer, node));
+    if (host) *peak = shared;
 }
 
 /* The root attribute peak_flops: the mean over the ranks that compute (all but parameter servers)
