@@ -111,6 +111,8 @@ AC_DEFUN([DTBENCH_CHECK_CUDA], [
     dtbench_extra_backends=" (cuda needs cuDNN: not built)"
   ])
   AS_IF([test $dtbench_have_cuda = yes], [AC_DEFINE([HAVE_CUDA], [1], [CUDA backend built])])
+  AS_IF([test $dtbench_have_cuda = yes], [AC_DEFINE_UNQUOTED([DTBENCH_CUDA_ARCHS], ["$CUDA_ARCHS"],
+    [GPU architectures the CUDA kernels are compiled for (PTX of the last)])])
   AS_IF([test $dtbench_have_cudnn = yes], [AC_DEFINE([HAVE_CUDNN], [1], [cuDNN found])])
   AS_IF([test $dtbench_have_nccl = yes], [AC_DEFINE([HAVE_NCCL], [1], [NCCL found])])
   AM_CONDITIONAL([HAVE_CUDA], [test $dtbench_have_cuda = yes])

@@ -14,7 +14,8 @@
 # python3-torch (the tests against PyTorch). A machine set up with --runtime gets the rest from
 # a later run without it; nothing is rebuilt for that.
 # Idempotent: a second run only rebuilds what changed. CONFIGURE_FLAGS passes extra configure
-# options (e.g. --without-cuda).
+# options (e.g. --without-cuda); CUDA_ARCHS the GPU architectures (default: this machine's GPUs',
+# or 90 alone when it has none).
 set -euo pipefail
 runtime=0
 for a in "$@"; do
@@ -96,9 +97,27 @@ if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt Mak
     echo "setup: autoreconf"
     autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
 fi
-if [ ! -f Makefile ] || [ configure -nt config.status ] || [ -n "${CONFIGURE_FLAGS:-}" ]; then
-    echo "setup: configure ${CONFIGURE_FLAGS:-}"
-    ./configure PYTHON="$PWD/.venv/bin/python" ${CONFIGURE_FLAGS:-} >config.out 2>&1 || {
+# The GPU architectures the CUDA kernels are compiled for: CUDA_ARCHS if set, else this machine's
+# GPUs' (nvidia-smi), else, with no GPU visible, one (90): the CUDA code is then only checked to
+# build, and dtbench refuses in one line on a GPU it was not built for. To build here for a
+# cluster's GPUs: CUDA_ARCHS="80 90 100" scripts/setup.sh (configure's own default).
+if [ -z "${CUDA_ARCHS:-}" ]; then
+    caps=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d '. ' |
+        grep -E '^[0-9]+$' | sort -u | paste -sd' ' -) || caps=""
+    CUDA_ARCHS=${caps:-90}
+    [ -n "$caps" ] || echo "setup: no GPU visible: CUDA kernels for sm_90 only" \
+        "(CUDA_ARCHS=\"80 90 100\" scripts/setup.sh builds for a cluster's GPUs)"
+fi
+# (a build for other architectures: nvcc's objects go, make does not see a change of flags)
+if grep -q '^#define HAVE_CUDA 1' config.h 2>/dev/null &&
+    ! grep -qF "#define DTBENCH_CUDA_ARCHS \"$CUDA_ARCHS\"" config.h; then
+    rm -f config.status kernels/cuda/*_kernels.o
+fi
+if [ ! -f Makefile ] || [ ! -f config.status ] || [ configure -nt config.status ] ||
+    [ -n "${CONFIGURE_FLAGS:-}" ]; then
+    echo "setup: configure ${CONFIGURE_FLAGS:-} CUDA_ARCHS=\"$CUDA_ARCHS\""
+    ./configure PYTHON="$PWD/.venv/bin/python" CUDA_ARCHS="$CUDA_ARCHS" ${CONFIGURE_FLAGS:-} \
+        >config.out 2>&1 || {
         cat config.out
         python_done
         exit 1

@@ -20,6 +20,7 @@
 #include <config.h>
 #include "cuda.h"
 #include "cuda_check.h"     /* defines: CUDA_CHECK, CUBLAS_CHECK, CUDNN_CHECK */
+#include "cuda_kernels.h"   /* defines: dtk_image_check */
 #include "cuda_ctx.h"       /* defines: struct BackendCtx */
 #include "cuda_ops.h"       /* defines: the operations of the table */
 #include "cuda_ops16.h"     /* defines: the activation format (cuda_act16.c) */
@@ -52,6 +53,30 @@ int cuda_backend_device(BackendCtx *ctx) {
 
 /* ---- lifetime ------------------------------------------------------------------------------ */
 
+/* Whether dtbench's own kernels have an image for `device` (CUDA_ARCHS at configure time); one line
+ * saying how to rebuild when not, rather than a failed launch in the first step. */
+static int kernels_run_here(int device) {
+    cudaError_t e = dtk_image_check();
+    if (e == cudaSuccess) return 1;
+    if (e != cudaErrorInvalidDeviceFunction && e != cudaErrorNoKernelImageForDevice)
+        CUDA_CHECK(e);
+    (void)cudaGetLastError(); /* not sticky: clear it */
+    int major = 0, minor = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+#ifdef DTBENCH_CUDA_ARCHS
+    const char *built = DTBENCH_CUDA_ARCHS;
+#else
+    const char *built = "?";
+#endif
+    fprintf(stderr,
+            "dtbench: --device cuda: this GPU is sm_%d%d, and dtbench's CUDA kernels were built for "
+            "CUDA_ARCHS=\"%s\" only: rebuild with CUDA_ARCHS=\"%d%d\" ./configure (or "
+            "CUDA_ARCHS=\"%d%d\" scripts/setup.sh)\n",
+            major, minor, built, major, minor, major, minor);
+    return 0;
+}
+
 static int cuda_init(const BackendConfig *cfg, BackendCtx **out) {
     if (!out) return -1;
     *out = NULL;
@@ -77,6 +102,10 @@ static int cuda_init(const BackendConfig *cfg, BackendCtx **out) {
     if (!ctx) return -1;
     ctx->device = local % per_node;
     CUDA_CHECK(cudaSetDevice(ctx->device));
+    if (!kernels_run_here(ctx->device)) {
+        free(ctx);
+        return -1;
+    }
     CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
     CUBLAS_CHECK(cublasCreate(&ctx->cublas));
     CUBLAS_CHECK(cublasSetStream(ctx->cublas, ctx->stream));

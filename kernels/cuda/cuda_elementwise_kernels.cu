@@ -12,6 +12,14 @@ __global__ void scale_kernel(size_t n, float *x, float s)
     GRID_LOOP(i, n) x[i] *= s;
 }
 
+/* cudaErrorInvalidDeviceFunction or cudaErrorNoKernelImageForDevice when none of the
+ * architectures this file was compiled for (CUDA_ARCHS) runs on the current device. */
+extern "C" cudaError_t dtk_image_check(void)
+{
+    cudaFuncAttributes a;
+    return cudaFuncGetAttributes(&a, scale_kernel);
+}
+
 extern "C" cudaError_t dtk_scale(cudaStream_t st, size_t n, float *x, float s)
 {
     if (n == 0) return cudaSuccess;

@@ -42,6 +42,7 @@ cudaError_t dtk_adamw_update(cudaStream_t st, size_t n, float *p, const float *g
                              float *v, const AdamWStep *a);
 
 /* ---- element-wise (cuda_elementwise_kernels.cu) -------------------------------------------- */
+cudaError_t dtk_image_check(void); /* do our kernels run on the current device? */
 cudaError_t dtk_scale(cudaStream_t st, size_t n, float *x, float s); /* x[n] *= s */
 /* x[n] *= s * f[0], f device memory read when the kernel runs */
 cudaError_t dtk_scale_by(cudaStream_t st, size_t n, float *x, float s, const float *f);
