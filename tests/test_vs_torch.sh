@@ -4,7 +4,7 @@
 # data train 10 SGD steps with momentum in dtbench (1 rank) and in PyTorch (tests/torch_ref.py:
 # torch.nn modules, torch.optim.SGD), starting from the parameters dtbench initialised (saved by a
 # run with --lr 0). The transformer nanogpt-char likewise on a text (tests/torch_gpt.py): 10 SGD
-# steps and 5 AdamW steps (nanoGPT's betas and weight decay); gpt2 itself, the same layers at
+# steps (in the long checks) and 5 AdamW steps (nanoGPT's betas and weight decay); gpt2 itself, the same layers at
 # GPT-2's size, is tests/test_vs_torch_gpt2.sh (scripts/test.sh --long). The loss of every step
 # and the final parameters must agree with PyTorch's float64 run within LOSS_TOL / PARAM_TOL, or
 # 10x PyTorch's own float32 error where that is larger (a step where rounding decides the sign of a
@@ -39,6 +39,9 @@ mkdir -p cifar
 "$PYTHON" "$TESTS_SRCDIR/make_cifar10.py" cifar 16 16
 vs_torch resnet8 resnet8 cifar10 cifar 16 0.05
 
-# nanogpt-char: every layer kind of GPT-2 (tests/torch_lib.sh: vs_torch_gpt).
-vs_torch_gpt nanogpt-sgd nanogpt-char 32 4 10 sgd 0.01
+# nanogpt-char: every layer kind of GPT-2 (tests/torch_lib.sh: vs_torch_gpt), with AdamW (the
+# transformers' default); with SGD too in the long checks.
 vs_torch_gpt nanogpt-adamw nanogpt-char 32 4 5 adamw 0.001 --adamw
+if long_part "nanogpt-char with SGD against PyTorch"; then
+    vs_torch_gpt nanogpt-sgd nanogpt-char 32 4 10 sgd 0.01
+fi

@@ -239,7 +239,8 @@ def test_compare_without_sharding_shows_no_memory(write, capsys):
     assert "memory/rank MiB" not in tables.comparisons([load_run(a), load_run(b)]).columns
 
 
-@pytest.mark.parametrize("bad", ["strings", "shape", "negative", "group"])
+@pytest.mark.parametrize("bad", ["strings"] + [pytest.param(b, marks=pytest.mark.long)
+                                              for b in ("shape", "negative", "group")])
 def test_bad_memory_fields_are_one_line(write, tmp_path, capsys, bad):
     """A memory dataset that is not bytes per rank: one warning line, the rest of the run
     analysed, the report without it; never a traceback."""

@@ -76,6 +76,7 @@ def test_report_renders_in_chromium(capsys, campaign, tmp_path, chromium):
     assert shot.shape[1] == 1280 and shot[..., :3].std() > 0.05      # not a blank page
 
 
+@pytest.mark.long  # (test_report_renders_in_chromium paints a campaign in the quick suite)
 def test_mixed_campaign_renders_in_chromium(capsys, write, tmp_path, chromium):
     """A folder of runs of different strategies, rank counts and launchers (test_report_like's
     mixed_folder): the page renders with every figure, the ranks view is the 2-rank sync run's,
@@ -177,6 +178,7 @@ def test_precision_and_calibration_shown_when_present(capsys, write, tmp_path):
     assert rt["exchange efficiency"].iloc[0] == pytest.approx(0.0015 / median)
 
 
+@pytest.mark.long  # the probe's own check: Chromium again, in the long checks
 def test_probe_detects_a_broken_figure(capsys, campaign, tmp_path, chromium):
     """The rendering check can fail: a corrupted embedded PNG is reported as broken."""
     out, _ = build(capsys, campaign, tmp_path)

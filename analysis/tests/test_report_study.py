@@ -124,6 +124,7 @@ def test_study_report_leads_with_the_study_and_folds_the_runs(study, tmp_path, c
     assert re.findall(r'href="#([^"]+)"', nav) == ids
 
 
+@pytest.mark.long  # (the folded study's sections are checked in the quick suite)
 def test_small_study_keeps_its_sections_open(study, tmp_path, capsys):
     """12 runs or fewer: the study leads, nothing is folded, the sections keep their order."""
     for p in sorted(study.glob("ssp-*.h5")):

@@ -205,8 +205,11 @@ EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 KNOWN_REFUSALS: dict = {}
 
 
-#: the studies of 94 runs: planned by the long checks (scripts/test.sh --long, what CI runs)
-LONG_EXAMPLES = {"scaling-study.toml", "transformer-scaling.toml"}
+#: the examples planned by the long checks only (scripts/test.sh --long, what CI runs): the
+#: studies of 94 runs, and the sweeps (the quick suite plans lenet-smoke.toml)
+LONG_EXAMPLES = {"scaling-study.toml", "transformer-scaling.toml", "exchange-comparison.toml",
+                 "cpu-threads-sweep.toml", "batch-size-sweep.toml",
+                 "resnet50-strong-scaling.toml"}
 
 
 @pytest.mark.parametrize("name", [
