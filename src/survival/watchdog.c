@@ -9,14 +9,13 @@
 #include "alloc.h"   /* defines: xcalloc */
 #include "fail.h"    /* defines: check_fail, dt_hostname */
 #include "outputs.h" /* defines: dt_exit_status */
+#include "watchdog_host.h"
 #include "watchdog_records.h"
 #include "watchdog_wire.h"
 #include "watchdog_witness.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <limits.h>
 #include <linux/errqueue.h>
 #include <netinet/in.h>
@@ -28,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -111,27 +109,6 @@ static double mono(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* This host's IPv4 addresses on interfaces that are up, loopback last (used only towards ranks on
- * the same host). */
-static void local_addresses(PeerInfo *me) {
-    struct ifaddrs *list = NULL;
-    int n = 0;
-    if (getifaddrs(&list) != 0) return;
-    for (int pass = 0; pass < 2; pass++)
-        for (struct ifaddrs *i = list; i && n < WD_ADDRS; i = i->ifa_next) {
-            if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP))
-                continue;
-            uint32_t a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
-            int loop = (ntohl(a) >> 24) == 127;
-            if (loop == pass) me->addr[n++] = a;
-        }
-    freeifaddrs(list);
-}
-
-static int is_loopback(uint32_t a) {
-    return (ntohl(a) >> 24) == 127;
-}
-
 static int same_host(int peer) {
     return !strcmp(wd.peers[peer].host, wd.peers[wd.rank].host);
 }
@@ -140,7 +117,7 @@ static int same_host(int peer) {
 static void send_to(int peer, uint32_t port, const Packet *p) {
     const PeerInfo *q = &wd.peers[peer];
     for (int a = 0; a < WD_ADDRS && q->addr[a]; a++) {
-        if (is_loopback(q->addr[a]) && !same_host(peer)) continue;
+        if (ipv4_is_loopback(q->addr[a]) && !same_host(peer)) continue;
         struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = (in_port_t)port};
         to.sin_addr.s_addr = q->addr[a];
         (void)sendto(wd.fd, p, sizeof *p, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&to,
@@ -239,39 +216,13 @@ static void read_errors(void) {
     }
 }
 
-/* Field 22 of /proc/PID/stat (start time, clock ticks after boot) and the state letter; 0 and
- * '?' when there is no such process. */
-static uint64_t start_time(pid_t pid, char *state) {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    *state = '?';
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
-    unsigned long long t = 0;
-    if (!p || sscanf(p + 2,
-                     "%c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-                     "%*s %*s %llu",
-                     state, &t) != 2)
-        return 0;
-    return (uint64_t)t;
-}
-
-static uint64_t pid_namespace(void) {
-    struct stat st;
-    return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
-}
-
 /* A neighbour on this host, in this pid namespace, whose process no longer exists: no such pid,
  * another process under it, or a zombie waiting for its parent. */
 static int process_gone(const PeerInfo *q) {
     const PeerInfo *me = &wd.peers[wd.rank];
     if (strcmp(q->host, me->host) != 0 || !q->pidns || q->pidns != me->pidns || !q->start) return 0;
     char state;
-    uint64_t t = start_time(q->pid, &state);
+    uint64_t t = proc_start_time(q->pid, &state);
     if (t == 0) return kill(q->pid, 0) != 0 && errno == ESRCH;
     return t != q->start || state == 'Z' || state == 'X';
 }
@@ -473,7 +424,7 @@ static void start_records(void) {
     uint32_t addrs[WD_ADDRS];
     int n = 0;
     for (int a = 0; a < WD_ADDRS && q->addr[a]; a++)
-        if (!is_loopback(q->addr[a]) || same_host(keeper)) addrs[n++] = q->addr[a];
+        if (!ipv4_is_loopback(q->addr[a]) || same_host(keeper)) addrs[n++] = q->addr[a];
     records_init(wd.fd, wd.token, wd.rank, wd.nranks, keeper, addrs, n, q->port);
 }
 
@@ -524,10 +475,10 @@ int watchdog_start(MPI_Comm comm, double timeout, const char *result_path, char 
     wd.mute = mute && atoi(mute) == wd.rank;
     wd.over = -1;
     char state;
-    PeerInfo me = {.pid = (int32_t)getpid(), .pidns = pid_namespace()};
-    me.start = start_time(getpid(), &state);
+    PeerInfo me = {.pid = (int32_t)getpid(), .pidns = proc_pid_namespace()};
+    me.start = proc_start_time(getpid(), &state);
     snprintf(me.host, sizeof me.host, "%s", dt_hostname());
-    local_addresses(&me);
+    host_ipv4_addresses(me.addr, WD_ADDRS);
     int ok = open_socket(&me, err, errlen) == 0, all = 0;
     MPI_CHECK(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm));
     if (!all) {
