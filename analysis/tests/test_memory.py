@@ -122,6 +122,7 @@ def test_report_section_after_the_time(stages, tmp_path, capsys):
     assert f"<td>{from_file(stages / 'zero3.h5')[1]:.3f}</td>" in section
 
 
+@pytest.mark.long  # three reports; the quick suite checks the section where it belongs
 def test_no_section_without_memory_of_two_strategies(write, tmp_path, capsys):
     """One strategy with memory, two without (older files), or two with memory but none of them
     sharded (sync and ssp, as a scaling study of the unsharded strategies): no section."""

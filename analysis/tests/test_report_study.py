@@ -148,6 +148,7 @@ def test_folder_without_series_is_unchanged(write, tmp_path, capsys):
     assert re.search(r'<img id="([^"]+)"', page).group(1) == "fig-phases"
 
 
+@pytest.mark.long  # Chromium: the quick suite paints one report (test_report.py)
 def test_first_screen_shows_the_study(study, tmp_path, capsys, chromium):
     """In headless Chromium at 1280 x 900: the study figure starts on the first screen and
     fills it with ink; the folded sections take no room; every image decodes."""
