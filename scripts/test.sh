@@ -21,7 +21,7 @@
 # processes kept the cores busy about half the time with one more than the cores, and with twice
 # as many plus pytest beside them the cores were busy all the time but spent a quarter more CPU
 # time on the same tests); TEST_JOBS=N sets how many; Makefile.am says which tests run one at a
-# time: tests/run_test.sh). pytest runs beside make check, a worker per two cores.
+# time: tests/run_test.sh). pytest runs beside make check, a worker per core.
 # Every skip is printed with its reason. A skip counts as a failure unless this machine cannot run
 # the test: only the GPU tests (GPU_TESTS below) may skip, and only where no GPU is visible
 # (nvidia-smi -L fails), and the CPU bf16 tests (BF16_TESTS) only where /proc/cpuinfo lacks
@@ -91,7 +91,7 @@ count() { # count NAME STATUS
     esac
 }
 
-# pytest (analysis/tests, jobs/tests) beside make check: pytest-xdist, a worker per two cores, each
+# pytest (analysis/tests, jobs/tests) beside make check: pytest-xdist, a worker per core, each
 # test file whole on one worker (its module fixtures, real dtbench runs among them, made once).
 # Much of its time is waiting (Chromium, dtbench starting MPI), and so is much of make check's.
 # The tests marked long (real runs across emulated nodes, a report of real runs) run with --long,
@@ -99,7 +99,7 @@ count() { # count NAME STATUS
 t_py=$(date +%s)
 rm -f pytest.took
 (
-    .venv/bin/python -m pytest -q -rfEsx -p no:cacheprovider -n "$(((cores + 1) / 2))" \
+    .venv/bin/python -m pytest -q -rfEsx -p no:cacheprovider -n "$cores" \
         --dist loadfile -m "not long" analysis/tests jobs/tests --junitxml=pytest.xml >pytest.out 2>&1
     echo $(($(date +%s) - t_py)) >pytest.took
 ) &
