@@ -15,20 +15,21 @@ CHECK=${GRAD_DTYPE_CHECK:-$(dirname "$DTBENCH")/../tests/grad_dtype_check}
 # chk NRANKS ARGS... : grad_dtype_check on NRANKS ranks; fails the test on any wrong exchange.
 chk() { run_check 120 "$1" "$CHECK" "${@:2}"; }
 
-# The quick suite: every case in bf16, three in fp16 (the conversions are the same code with
-# another format: tests/test_grad_cast); the long checks every case in both.
-fp16_all=0
-long_part "the other six exchanges in fp16" && fp16_all=1
+# The quick suite: five cases in bf16 (each strategy, flat and through the hierarchy), three in
+# fp16 (the conversions are the same code with another format: tests/test_grad_cast); the long
+# checks every case in both.
+every=0
+long_part "the other three exchanges in bf16 and six in fp16" && every=1
 for dt in ${GRAD_DTYPES-bf16 fp16}; do # GRAD_DTYPES="": whole runs only
-    all=$([ $dt = bf16 ] || [ $fp16_all = 1 ] && echo 1 || echo 0)
+    some=$([ $dt = bf16 ] || [ $every = 1 ] && echo 1 || echo 0)
     chk 2 sync mpi $dt 2
-    [ $all = 1 ] && chk 2 sync hier $dt 1 --overlap # 2 nodes of 1: exact through the hierarchy
-    [ $all = 1 ] && chk 4 sync mpi $dt 4 --overlap
+    [ $every = 1 ] && chk 2 sync hier $dt 1 --overlap # 2 nodes of 1: exact through the hierarchy
+    [ $every = 1 ] && chk 4 sync mpi $dt 4 --overlap
     chk 4 sync hier $dt 2 --bucket 333       # tails through the scratch
-    [ $all = 1 ] && chk 3 sync hier $dt 3 --nparams 20 --bucket 2
-    [ $all = 1 ] && chk 2 ssp mpi $dt 2
-    [ $all = 1 ] && chk 4 ssp hier $dt 2
-    [ $all = 1 ] && chk 4 mixed mpi $dt 2     # 2 nodes of 2: the node's average, exact
+    [ $every = 1 ] && chk 3 sync hier $dt 3 --nparams 20 --bucket 2
+    [ $every = 1 ] && chk 2 ssp mpi $dt 2
+    [ $some = 1 ] && chk 4 ssp hier $dt 2
+    [ $some = 1 ] && chk 4 mixed mpi $dt 2    # 2 nodes of 2: the node's average, exact
     chk 3 async mpi $dt 3                     # 2 workers, 1 server
 done
 pass "exchange in bf16 and fp16: sync, ssp, mixed, async over mpi and hier as rounding predicts"
@@ -68,10 +69,10 @@ pair() { # NAME NRANKS ARGS... : the same run in fp32 and bf16
 }
 pairs=()
 pair sync-mpi 2 --calibrate-iters 2 --bucket-mb 0.2
-pair sync-hier 4 --transport hier --ranks-per-node 2 --calibrate-iters 2
 pair async 3 --exchange async --ps-ranks 1
 pair hybrid 4 --parallel hybrid --stages 2
-if long_part "bytes_sent of ssp and mixed in bf16"; then
+if long_part "bytes_sent of sync over hier, ssp and mixed in bf16"; then
+    pair sync-hier 4 --transport hier --ranks-per-node 2 --calibrate-iters 2
     pair ssp 2 --exchange ssp
     pair mixed 2 --exchange mixed --ranks-per-node 2
 fi

@@ -86,6 +86,7 @@ def test_configuration_includes_new_factors(async_file):
     assert c["target_accuracy"] == "0.6" and "seed" not in c and "iters" not in c
 
 
+@pytest.mark.long  # a slower case: the long checks (CI)
 def test_run_killed_during_warmup_everywhere(capsys, write, complete_file, tmp_path):
     """Nothing measured: every command still answers (n/a), without numpy warnings."""
     early = write(killed=True, completed=[1, 2, 0, 1], tag="early")

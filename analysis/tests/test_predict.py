@@ -197,6 +197,7 @@ def test_simulation_shows_stragglers(tmp_path, capsys):
     assert "P(some rank slow in an iteration)" in capsys.readouterr().out
 
 
+@pytest.mark.long  # a slower case: the long checks (CI)
 def test_plot_png_and_svg(tmp_path, capsys):
     files = measured_set(tmp_path)
     for name in ("p.png", "p.svg"):

@@ -141,6 +141,7 @@ def test_comparisons_stay_inside_a_model(write, tmp_path):
     assert table["factor"].tolist() == ["exchange"] * 4
 
 
+@pytest.mark.long  # a slower case: the long checks (CI)
 def test_precision_and_calibration_shown_when_present(capsys, write, tmp_path):
     """Fields newer writers add: precision/grad_dtype in the configuration appear in the runs
     table and labels; a calibration record gives the exchange efficiency."""

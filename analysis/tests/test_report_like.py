@@ -7,6 +7,7 @@ import shutil
 
 import h5py
 import numpy as np
+import pytest
 
 import dtbench_analysis
 from dtbench_analysis import configs, grouping, load_run, tables
@@ -48,6 +49,7 @@ def mixed_folder(write, tmp_path):
     return folder, paths
 
 
+@pytest.mark.long  # a slower case: the long checks (CI)
 def test_rank_view_uses_most_workers_of_a_lockstep_run(capsys, write, tmp_path):
     """Old report: the first file of the most ranks by name, the async run with one worker
     and an empty parameter-server row ("no rank was slower")."""

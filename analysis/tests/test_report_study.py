@@ -134,6 +134,7 @@ def test_small_study_keeps_its_sections_open(study, tmp_path, capsys):
     assert section_ids(page) == ["study"] + [s for s, _ in report_cmd.SECTIONS]
 
 
+@pytest.mark.long  # a slower case: the long checks (CI)
 def test_folder_without_series_is_unchanged(write, tmp_path, capsys):
     """Many runs, no two at another scale of one configuration: no study, nothing folded, the
     sections as they were."""

@@ -150,6 +150,7 @@ def fake_slurm(tmp_path, monkeypatch):
     return read
 
 
+@pytest.mark.long  # a slower case: the long checks (CI)
 def test_submit_arrays_then_nothing_then_retry(tmp_path, fake_slurm, capsys):
     spec_path = write_spec(tmp_path, BASIC)
     assert cli.main(["submit", spec_path]) == 0
