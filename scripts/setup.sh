@@ -103,10 +103,14 @@ if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt Mak
     echo "setup: autoreconf"
     autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
 fi
-# The GPU architectures the CUDA kernels are compiled for: CUDA_ARCHS if set, else this machine's
-# GPUs' (nvidia-smi), else, with no GPU visible, one (90): the CUDA code is then only checked to
-# build, and dtbench refuses in one line on a GPU it was not built for. To build here for a
-# cluster's GPUs: CUDA_ARCHS="80 90 100" scripts/setup.sh (configure's own default).
+# The GPU architectures the CUDA kernels are compiled for: CUDA_ARCHS if set, else those of the
+# build already configured here (so that a set-up never undoes a choice, nor rebuilds for
+# nothing), else this machine's GPUs' (nvidia-smi), else, with no GPU visible, one (90): the CUDA
+# code is then only checked to build, and dtbench refuses in one line on a GPU it was not built
+# for. To build here for a cluster's GPUs: CUDA_ARCHS="80 90 100" scripts/setup.sh (configure's
+# own default).
+[ -n "${CUDA_ARCHS:-}" ] || [ ! -f config.h ] ||
+    CUDA_ARCHS=$(sed -n 's/^#define DTBENCH_CUDA_ARCHS "\(.*\)"$/\1/p' config.h)
 if [ -z "${CUDA_ARCHS:-}" ]; then
     caps=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d '. ' |
         grep -E '^[0-9]+$' | sort -u | paste -sd' ' -) || caps=""

@@ -72,22 +72,26 @@ run_refused() {
     OMPI_MCA_odls_base_sigkill_timeout=0 run_np "$@"
 }
 
-# The Python helpers below run with one BLAS thread: NumPy's OpenBLAS otherwise starts a thread
-# per core at import, a tenth of a second of CPU in each of the hundreds of short checks a suite
-# starts (the checks multiply small arrays, if at all).
+# py ARGS... : $PYTHON with one BLAS thread, for the Python helpers below: NumPy's OpenBLAS
+# otherwise starts a thread per core at import, a tenth of a second of CPU in each of the
+# hundreds of short checks a suite starts (the checks multiply small arrays, if at all).
+py() {
+    OPENBLAS_NUM_THREADS=1 "$PYTHON" "$@"
+}
+
 # h5check CHECK FILE... [OPTIONS] : tests/check_h5.py, assertions on results files.
 h5check() {
-    OPENBLAS_NUM_THREADS=1 "$PYTHON" "$TESTS_SRCDIR/check_h5.py" "$@"
+    py "$TESTS_SRCDIR/check_h5.py" "$@"
 }
 
 # pycheck NAME CHECK ARGS... : tests/check_NAME.py CHECK ARGS...; one line, status 1 on a failure.
 pycheck() {
-    OPENBLAS_NUM_THREADS=1 "$PYTHON" "$TESTS_SRCDIR/check_$1.py" "${@:2}"
+    py "$TESTS_SRCDIR/check_$1.py" "${@:2}"
 }
 
 # make_data WHAT ARGS... : tests/make_data.py (IDX files, a Fashion-MNIST subset, zeros).
 make_data() {
-    OPENBLAS_NUM_THREADS=1 "$PYTHON" "$TESTS_SRCDIR/make_data.py" "$@"
+    py "$TESTS_SRCDIR/make_data.py" "$@"
 }
 
 # same_loss TOLERANCE REFERENCE.h5 OTHER.h5... : every stage of each OTHER records the loss of the
@@ -100,8 +104,7 @@ same_loss() {
 }
 
 analyze() {
-    OPENBLAS_NUM_THREADS=1 PYTHONPATH="$ANALYSIS_DIR${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" \
-        -m dtbench_analysis "$@"
+    PYTHONPATH="$ANALYSIS_DIR${PYTHONPATH:+:$PYTHONPATH}" py -m dtbench_analysis "$@"
 }
 
 # find_torch_python: sets TORCH_PYTHON (if unset) to the first of "$PYTHON" and /usr/bin/python3

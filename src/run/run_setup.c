@@ -280,7 +280,7 @@ static void device_peak(const Run *r, const DeviceInfo *dev, RooflinePeak *peak)
                 if (!strncmp(hows[i], "measured", 8)) {
                     size_t n = strlen(hows[i]);
                     snprintf(hows[i] + n, ROOFLINE_HOW_LEN - n,
-                             "; once for the node's %d ranks, by its rank %d", hosts, measurer);
+                             "; once for the node's %d ranks, by its local rank %d", hosts, measurer);
                 }
         }
     }
@@ -305,7 +305,7 @@ static double run_peak_flops(const Run *r, const RooflinePeak *peak, char *how, 
         MPI_CHECK(MPI_Bcast(text, sizeof text, MPI_CHAR, first, MPI_COMM_WORLD));
     const int n = (int)all[2], known = (int)all[1];
     if (n > 1)
-        snprintf(how, len, "rank %d: %s; the mean of %d ranks' own%s", first, text, n,
+        snprintf(how, len, "rank %d: %s; the mean over %d ranks%s", first, text, n,
                  known < n ? " (some unknown)" : "");
     else
         snprintf(how, len, "%s", text);
