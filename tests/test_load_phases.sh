@@ -7,9 +7,9 @@
 #      (check_h5.py finished), each batch records the loader's 30 ms (load), the step waits for
 #      it (load_wait > 0, in most iterations) inside the data phase (data >= load_wait), and the
 #      iterations take about a batch's making (the loader limits the step, and the file says so);
-#   2. (a loader faster than a short step, LeNet at batch 64, used to be checked here: at the lowest
-#      priority (part 5) the loader runs only on an idle core, and under a test suite's load it
-#      was late in 12 of 20 steps; part 3 checks the same with a step that leaves it room);
+#   2. (no loader faster than a short step: at the lowest priority (part 5) the loader runs only
+#      on an idle core, and under a test suite's load a 1 ms batch was late for 12 of 20 LeNet
+#      steps; part 3 checks the same overlap with a step that leaves it room);
 #   3. a device step longer than a batch's making, the host queueing it in no time (a graphed GPU
 #      step: DTBENCH_COUNT_DEVICE_STEP, the fake device's queued work done 400 ms after the
 #      iteration's start; batches of 40 ms): each batch is made while the host waits for the
