@@ -4,7 +4,7 @@
 # the bf16 GEMM that ran; LeNet trained on Fashion-MNIST in bf16 reaches the fp32 run's test
 # accuracy within 1 point (same seed, same data order; the runs differ only in the rounding of the
 # GEMM and convolution inputs to bf16); --threads 2 gives the --threads 1 result bit for bit on
-# dtbench's own engine, within 1e-4 on oneDNN's.
+# dtbench's own engine, within 1e-4 on oneDNN's. The accuracy runs are a long check (long_part).
 # Skips (exit 77, saying why) where dtbench refuses bf16: a CPU without AVX512-BF16 and an
 # OpenBLAS without cblas_sbgemm (scripts/test.sh accepts that skip only when /proc/cpuinfo has no
 # avx512_bf16).
@@ -37,8 +37,11 @@ run_np 2 --model lenet --dataset synthetic --batch 16 --iters 3 --warmup 0 --sam
 grep -Eq '^  precision +bf16$' short.log || fail "the printed configuration lacks precision bf16"
 pycheck precision recorded short.h5
 
+# The accuracy over one epoch is a long check (two runs of ~1 min on an idle core, ~40 s of CPU):
+# the quick suite's bf16 arithmetic is checked against PyTorch's by test_precision_torch.sh.
+long_part "bf16 LeNet trained for an epoch against fp32's accuracy" || exit 0
 [ -e "$FMNIST_DIR/train-images-idx3-ubyte.gz" ] || fail "no Fashion-MNIST in $FMNIST_DIR"
-# One epoch at batch 64 on one rank (~1 min for both runs on an idle core).
+# One epoch at batch 64 on one rank.
 args=(--model lenet --dataset fashion-mnist --data-dir "$FMNIST_DIR" --batch 64 --iters 900
     --warmup 0 --sample-hz 0 --calibrate-iters 0 --flush-every 100)
 run_np 1 "${args[@]}" --precision fp32 --output fp32.h5 >fp32.log
