@@ -1,6 +1,7 @@
 /* fail.c - check_fail and the host name (see fail.h). MPI-free: the MPI layer, when a program has
- * one, supplies the rank and the job-wide abort through two weak references, so that the kernels
- * and their tests link without MPI while dtbench aborts every rank. */
+ * one, hands over the rank and the job-wide abort once MPI has started (fail_set_handlers, called
+ * by comm/mpi_check.c's mpi_check_start), so that the kernels and their tests link without MPI
+ * while dtbench aborts every rank. */
 #define _GNU_SOURCE
 #include "fail.h"
 
@@ -9,9 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Defined by comm/mpi_check.c in MPI programs; NULL in programs without it. */
-extern int dt_rank(void) __attribute__((weak));       /* rank in MPI_COMM_WORLD, or -1 */
-extern void dt_abort_job(void) __attribute__((weak)); /* MPI_Abort when MPI is up */
+/* Set by fail_set_handlers (MPI programs, once MPI is up); NULL until then and without MPI. */
+static int (*report_rank)(void); /* rank in MPI_COMM_WORLD, or -1 */
+static void (*abort_job)(void);  /* MPI_Abort when MPI is up */
+
+void fail_set_handlers(int (*rank_fn)(void), void (*abort_fn)(void)) {
+    report_rank = rank_fn;
+    abort_job = abort_fn;
+}
 
 const char *dt_hostname(void) {
     static char host[256];
@@ -20,9 +26,9 @@ const char *dt_hostname(void) {
 }
 
 _Noreturn void check_fail(const char *file, int line, const char *what, const char *msg) {
-    fprintf(stderr, "dtbench: rank %d on %s: %s:%d: %s: %s\n", dt_rank ? dt_rank() : -1,
+    fprintf(stderr, "dtbench: rank %d on %s: %s:%d: %s: %s\n", report_rank ? report_rank() : -1,
             dt_hostname(), file, line, what, msg);
     fflush(stderr);
-    if (dt_abort_job) dt_abort_job();
+    if (abort_job) abort_job();
     exit(1);
 }

@@ -167,7 +167,7 @@ static void measure_size(const Bench *b, const Size *size, size_t bucket) {
 
 int main(int argc, char **argv) {
     MPI_CHECK(MPI_Init(&argc, &argv));
-    MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    mpi_check_start();
     Bench b = {.warmup = 5, .iters = 20, .bucket_mb = 25.0};
     MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &b.rank));
     MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &b.n));

@@ -22,16 +22,25 @@ int dt_rank(void) {
     return rank;
 }
 
-void (*dt_fatal_hook)(void) = NULL;
+void mpi_check_start(void) {
+    MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    fail_set_handlers(dt_rank, dt_abort_job);
+}
 
-static void run_fatal_hook(void) {
-    void (*hook)(void) = dt_fatal_hook;
-    dt_fatal_hook = NULL; /* once, even if the hook itself fails */
+static void (*fatal_hook)(void) = NULL;
+
+void fatal_hook_set(void (*hook)(void)) {
+    fatal_hook = hook;
+}
+
+void fatal_hook_run(void) {
+    void (*hook)(void) = fatal_hook;
+    fatal_hook = NULL; /* once, even if the hook itself fails */
     if (hook) hook();
 }
 
 void dt_abort_job(void) {
-    run_fatal_hook(); /* check_fail (base/fail.c) calls this before it exits */
+    fatal_hook_run(); /* check_fail (base/fail.c) calls this before it exits */
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
@@ -54,7 +63,7 @@ void usage_check_all(int ok, const char *fmt, ...) {
         va_end(ap);
         fflush(stderr);
     }
-    run_fatal_hook();
+    fatal_hook_run();
     MPI_Finalize();
     exit(2);
 }

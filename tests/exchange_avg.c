@@ -267,7 +267,7 @@ int main(int argc, char **argv) {
     Topology topo;
     Run r = {.device = "cpu", .iters = 3, .nparams = 10007, .bucket = 1000, .topo = &topo};
     if (start_mpi(&argc, &argv, &r.thread)) return 77;
-    MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    mpi_check_start();
     if (argc < 3) {
         fprintf(stderr, "usage: exchange_avg TRANSPORT RANKS_PER_NODE [options]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);

@@ -181,7 +181,7 @@ static Args parse(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     MPI_CHECK(MPI_Init(&argc, &argv));
-    MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    mpi_check_start();
     Args a = parse(argc, argv);
     const ExchangeOps *x = a.x;
     const GradDtype dt = a.dt;

@@ -112,6 +112,7 @@ static void run(const ExchangeOps *x, const BackendOps *be, const Topology *topo
 
 int main(int argc, char **argv) {
     MPI_CHECK(MPI_Init(&argc, &argv));
+    mpi_check_start();
     if (argc < 3)
         fprintf(stderr, "usage: staged_check STRATEGY RANKS_PER_NODE [ITERS [sgd|adamw]]\n"),
             exit(2);

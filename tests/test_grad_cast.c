@@ -179,6 +179,7 @@ static void test_format(const Format *f) {
 
 int main(int argc, char **argv) {
     MPI_CHECK(MPI_Init(&argc, &argv));
+    mpi_check_start();
     for (int i = 0; i < 2; i++)
         test_format(&FORMATS[i]);
     EXPECT(grad_dtype_parse("bf16") == GRAD_BF16 && grad_dtype_parse("fp16") == GRAD_FP16 &&

@@ -10,7 +10,7 @@
  * only what it created itself, by name and inode. */
 #define _GNU_SOURCE
 #include "outputs.h"
-#include "mpi_check.h" /* defines: dt_fatal_hook */
+#include "mpi_check.h" /* defines: fatal_hook_set */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -189,7 +189,7 @@ int outputs_claim(const char *output, const char *save_model, int overwrite, cha
         (claim_existing(OUT_MODEL, "--save-model", model_real, save_model, err, errlen) ||
          claim_hidden(OUT_MODEL_TMP, "--save-model", model_real, save_model, "tmp", err, errlen)))
         goto fail;
-    dt_fatal_hook = outputs_abandon;
+    fatal_hook_set(outputs_abandon);
     return 0;
 fail:
     outputs_abandon();

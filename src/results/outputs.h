@@ -17,7 +17,7 @@ extern int dt_exit_status;
  * overwrite; a file another running job holds). Creates the hidden files ".NAME.XXXXXX.partial"
  * (results) and ".NAME.XXXXXX.tmp" (model) beside the files named, exclusively; locks them and
  * the existing files to be replaced until the process ends; installs outputs_abandon as
- * dt_fatal_hook. */
+ * the fatal hook (fatal_hook_set, comm/mpi_check.h). */
 int outputs_claim(const char *output, const char *save_model, int overwrite, char *err,
                   size_t errlen);
 

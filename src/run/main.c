@@ -129,16 +129,14 @@ static int dry_run(Run *r) {
 /* A stop asked for while the run sets up, on any rank (one small allreduce at the end of each
  * phase; the long loops inside a phase look at the signals themselves: dataset_interrupted,
  * model_interrupted, calibrate_interrupted): nothing has been recorded yet, so every rank removes
- * what the run created (dt_fatal_hook: outputs_abandon) and exits 0. */
+ * what the run created (fatal_hook_run: outputs_abandon) and exits 0. */
 static void setup_stop_point(const Run *r) {
     int stop = signals_stop_requested() != 0;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &stop, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
     if (!stop) return;
     if (r->topo.rank == 0)
         printf("stopped during set-up (signal): nothing was recorded and no file was created\n");
-    void (*hook)(void) = dt_fatal_hook;
-    dt_fatal_hook = NULL;
-    if (hook) hook();
+    fatal_hook_run();
     MPI_Finalize();
     exit(0);
 }
@@ -397,7 +395,7 @@ int main(int argc, char **argv) {
     (void)run_launcher();                   /* read before MPI_Init adds to the environment */
     int provided; /* MPI_THREAD_MULTIPLE only where asked for (--progress thread): it costs */
     MPI_CHECK(MPI_Init_thread(&argc, &argv, options_thread_level(argc, argv), &provided));
-    MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    mpi_check_start();
     static Run run; /* large; zeroed */
     Run *r = &run;
     r->argc = argc, r->argv = argv;
