@@ -105,12 +105,30 @@ static int all_readers(const Options *o, const RunPlan *p, Reader *r, int *nchos
     return n;
 }
 
+/* Every name in every reads list is an option of the table: a misspelt one would silently switch
+ * off that option's refusal, so it ends the run as a defect of the build. */
+static void check_reads_exist(const Reader *r, int n) {
+    for (int i = 0; i < n; i++)
+        for (const char *q = r[i].reads; q && *q;) {
+            char key[64];
+            size_t len = strcspn(q, ",");
+            snprintf(key, sizeof key, "%.*s", (int)len, q);
+            q += len + (q[len] == ',');
+            if (!options_exists(key)) {
+                char what[160];
+                snprintf(what, sizeof what, "%s's list of options read", r[i].label);
+                check_fail(__FILE__, __LINE__, what, "names an option the table lacks");
+            }
+        }
+}
+
 /* Every option in some component's reads list that was given explicitly must be read by a
  * chosen component: "--staleness: 2 is not accepted with --exchange sync (read by --exchange
  * async, --exchange ssp)". */
 static void check_reads(const Options *opt, const RunPlan *p) {
     Reader r[MAX_READERS];
     int nchosen, n = all_readers(opt, p, r, &nchosen);
+    check_reads_exist(r, n);
     for (int i = nchosen; i < n; i++) {
         for (const char *q = r[i].reads; q && *q;) {
             char key[64];
