@@ -13,7 +13,8 @@
 #      slices that differ within a group; none without a group;
 #   3. refusals in one line (exit 2, no file): a group the heads do not divide, a model without
 #      pairs of fully connected rows (ResNet-50), --tp outside --parallel tensor, ranks that are not whole groups (or
-#      groups x stages), micro-batches without stages.
+#      groups x stages), micro-batches without stages;
+#   4. the memory estimate per rank counts the rank's slices of the split rows.
 . "$(dirname "$0")/lib.sh"
 cd "$WORK"
 
@@ -109,3 +110,13 @@ expect_bad 2 "--tp: 2 is not accepted on nodes of 1 rank: the tensor group of ra
     $common --parallel tensor --tp 2 --ranks-per-node 1 $O
 expect_bad 0 "--tp-across-nodes: not accepted with --parallel data" $common --tp-across-nodes $O
 pass "tensor groups that cannot be are refused in one line"
+
+# 4. The memory estimate that refuses impossible runs counts this rank's slices of the split rows:
+#    the same samples per rank need less on a group of 2 than on one process.
+huge="--model nanogpt-char --dataset synthetic --batch 4000000 --iters 1 $O"
+expect_bad 1 "--batch: this run needs about [0-9.]* GB of memory per rank" $huge
+one=$(sed -n 's/.*needs about \([0-9.]*\) GB.*/\1/p' err.txt)
+expect_bad 2 "--batch: this run needs about [0-9.]* GB of memory per rank" $huge --parallel tensor --tp 2
+two=$(sed -n 's/.*needs about \([0-9.]*\) GB.*/\1/p' err.txt)
+below "$two" "$one" || fail "the memory estimate of a group of 2 ($two GB) is not below one process's ($one GB)"
+pass "memory estimate per rank: $one GB on one process, $two GB on a tensor group of 2 (the same samples per rank)"

@@ -202,11 +202,18 @@ static void build(Run *r) {
     pipeline_setup(&r->pipe, o, p->mode, &r->plan_model, &r->topo, 0);
     decide_step(r, &r->plan_model, &r->pipe);
     r->batch = o->batch / (r->pipe.mode == PARALLEL_DATA ? p->nworkers : r->pipe.replicas);
-    usage_check_all(limits_check(o, p->xops, &r->plan_model, r->pipe.first[r->pipe.stage],
-                                 r->pipe.first[r->pipe.stage + 1], r->batch,
+    /* memory, before any allocation (run_limits.h): of this rank's slice of the split rows
+     * under --parallel tensor (planned as model_build_tensor builds them) */
+    Model split = {0};
+    const ModelTensor part = {.size = r->pipe.tp, .rank = r->pipe.tp_rank};
+    if (r->pipe.tp > 1) model_plan_tensor(&split, r->md, ds->c, ds->h, ds->w, ds->classes, 1, &part);
+    usage_check_all(limits_check(o, p->xops, r->pipe.tp > 1 ? &split : &r->plan_model,
+                                 r->pipe.first[r->pipe.stage], r->pipe.first[r->pipe.stage + 1],
+                                 r->batch,
                                  r->pipe.mode == PARALLEL_DATA ? p->nworkers : r->pipe.replicas,
                                  r->topo.local_size, err, sizeof err) == 0,
-                    "%s", err); /* memory, before any allocation (run_limits.h) */
+                    "%s", err);
+    if (r->pipe.tp > 1) model_free(&split);
 
     ActFormat act;
     BackendConfig bcfg = {
