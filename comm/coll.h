@@ -38,14 +38,34 @@ typedef struct {
     BackendCtx *ctx;
 } Coll;
 
+/* How a Coll is made: fixed for its life (CollOps.create). */
+typedef struct CollSettings {
+    /* 1: the buffers given to this Coll are the backend's device memory (an MPI Coll then stages
+     * them through host memory) */
+    int device_memory;
+    /* the collectives' wire type (GradDtype of comm/grad_cast.h, --grad-dtype; 0: fp32, the only
+     * one where CollOps.wire_types is 0): buffers stay fp32; allreduce and reduce_scatter sum
+     * in the wire type, and every value a collective delivers, the rank's own block included, is
+     * rounded to it, so every rank holds the same values */
+    int wire;
+    /* 1 (--progress thread; only where CollOps.progress_thread is 1): a thread of this Coll runs
+     * the non-blocking operations as they are issued; 0: they advance inside done()/wait()
+     * (polling). Needs MPI_THREAD_MULTIPLE. */
+    int progress_thread;
+} CollSettings;
+
 /* copy: from this Coll's memory to host memory (from be->host_alloc), back, or within it. */
 typedef enum { COLL_TO_HOST, COLL_FROM_HOST, COLL_WITHIN } CollCopy;
 
 typedef struct CollOps {
     const char *name;
-    /* Collective over comm. device_memory: the buffers given to this Coll are the backend's
-     * device memory (an MPI Coll then stages them through host memory). */
-    Coll *(*create)(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, int device_memory);
+    /* What CollSettings may ask beyond fp32 and the library's own progress. wire_types 1: the
+     * bf16 and fp16 wires; progress_thread 1: a progress thread of its own (0: the library
+     * progresses its operations itself, e.g. NCCL's stream). */
+    int wire_types, progress_thread;
+    /* Collective over comm, as s says (transport_coll, comm/transport.c, checks s against the
+     * capabilities above first). */
+    Coll *(*create)(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, const CollSettings *s);
     void (*destroy)(Coll *c);
 
     /* buf[n] = scale * sum over ranks of buf[n] */
@@ -78,16 +98,6 @@ typedef struct CollOps {
     double (*hidden)(Coll *c); /* may wait for the device; resets the iteration's intervals */
     /* Optional: the library's version ("2.27.3"), for /ranks/nccl_version (comm/parts.c). */
     void (*version)(char *buf, size_t len);
-    /* Optional (NULL: fp32 only). The wire type of the collectives from now on (GradDtype of
-     * comm/grad_cast.h, --grad-dtype): buffers stay fp32; allreduce and reduce_scatter sum in
-     * the wire type, and every value a collective delivers, the rank's own block included, is
-     * rounded to it, so every rank holds the same values. */
-    void (*set_wire)(Coll *c, int grad_dtype);
-    /* Optional (NULL: the library progresses its operations itself, e.g. NCCL's stream).
-     * thread 1 (--progress thread): a thread of this Coll runs the non-blocking operations as
-     * they are issued; 0: they advance inside done()/wait() (polling). Needs
-     * MPI_THREAD_MULTIPLE. */
-    void (*set_progress)(Coll *c, int thread);
 } CollOps;
 
 extern const CollOps coll_mpi; /* comm/coll_mpi.c */

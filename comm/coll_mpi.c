@@ -15,11 +15,11 @@
  * Operations of an iteration are numbered by their tickets; their slots, with the staging
  * buffers, are kept and reused by the next iteration (hidden() starts it).
  *
- * --grad-dtype bf16/fp16 (set_wire): each collective packs its fp32 input into a 2-byte wire
+ * --grad-dtype bf16/fp16 (CollSettings.wire): each collective packs its fp32 input into a 2-byte wire
  * copy kept per slot, runs on it with grad_cast.c's MPI type and sum, and unpacks (and scales)
  * on completion; on device memory the cast is done on the host copy.
  *
- * --progress thread (set_progress): the non-blocking operations are not MPI_I* requests that
+ * --progress thread (CollSettings.progress_thread): the non-blocking operations are not MPI_I* requests that
  * only advance inside later MPI calls (polling); a progress thread of this Coll runs each one's
  * BLOCKING collective (Open MPI's tuned algorithms) as soon as it is issued, in issue order,
  * while the caller computes (Horovod's background thread). The caller still prepares the input
@@ -80,20 +80,25 @@ typedef struct {
     double bwd_end;
     int bwd_marked;
     int blocking; /* set_blocking */
-    int wire;     /* GradDtype (set_wire); 0: fp32 */
-    Progress pt;  /* set_progress */
+    int wire;     /* GradDtype (CollSettings.wire); 0: fp32 */
+    Progress pt;  /* CollSettings.progress_thread */
 } MpiColl;
 
 static MpiColl *M(Coll *c) {
     return (MpiColl *)c;
 }
 
-static Coll *mpi_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, int device_memory) {
+static void progress_start(MpiColl *c);
+
+static Coll *mpi_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx,
+                        const CollSettings *s) {
     MpiColl *c = xcalloc(1, sizeof *c);
     MPI_CHECK(MPI_Comm_dup(comm, &c->comm));
     MPI_CHECK(MPI_Comm_rank(c->comm, &c->pub.rank));
     MPI_CHECK(MPI_Comm_size(c->comm, &c->pub.size));
-    c->pub.be = be, c->pub.ctx = ctx, c->device = device_memory;
+    c->pub.be = be, c->pub.ctx = ctx, c->device = s->device_memory;
+    c->wire = s->wire;
+    if (s->progress_thread) progress_start(c); /* --progress thread; else polling */
     return &c->pub;
 }
 
@@ -397,17 +402,6 @@ static void mpi_set_blocking(Coll *c, int blocking) {
     M(c)->blocking = blocking;
 }
 
-static void mpi_set_wire(Coll *c, int grad_dtype) {
-    M(c)->wire = grad_dtype;
-}
-
-/* 1: a progress thread runs the non-blocking operations (--progress thread); 0: polling. */
-static void mpi_set_progress(Coll *coll, int thread) {
-    MpiColl *c = M(coll);
-    if (thread && !c->pt.on) progress_start(c);
-    if (!thread) progress_stop(c);
-}
-
 static void mpi_mark_backward_end(Coll *coll) {
     MpiColl *c = M(coll);
     c->bwd_end = dt_now();
@@ -440,6 +434,8 @@ static double mpi_hidden(Coll *coll) {
 
 const CollOps coll_mpi = {
     .name = "mpi",
+    .wire_types = 1,
+    .progress_thread = 1,
     .create = mpi_create,
     .destroy = mpi_destroy,
     .allreduce = mpi_allreduce,
@@ -451,6 +447,4 @@ const CollOps coll_mpi = {
     .set_blocking = mpi_set_blocking,
     .mark_backward_end = mpi_mark_backward_end,
     .hidden = mpi_hidden,
-    .set_wire = mpi_set_wire,
-    .set_progress = mpi_set_progress,
 };

@@ -16,7 +16,7 @@
  * operator (destroyed as soon as the call that uses it has returned, as NCCL allows); the choice,
  * the hidden-interval union and the duplicate-GPU check are plain C in coll_nccl_plan.c.
  *
- * --grad-dtype bf16/fp16 (set_wire): each collective casts its fp32 input into a device wire
+ * --grad-dtype bf16/fp16 (CollSettings.wire): each collective casts its fp32 input into a device wire
  * buffer (grad_cast_cuda.cu), reduces it with ncclSum in ncclBfloat16/ncclFloat16, and casts the
  * result back applying the scale in fp32, all on this Coll's stream (so one wire buffer serves
  * every operation in turn).
@@ -56,7 +56,7 @@ typedef struct {
     cudaEvent_t gate, join; /* after_compute / before_compute */
     cudaEvent_t bwd;        /* end of backward, on the compute stream */
     int have_origin, bwd_marked;
-    int wire;       /* GradDtype (set_wire): 1 bf16, 2 fp16; 0 fp32 */
+    int wire;       /* GradDtype (CollSettings.wire): 1 bf16, 2 fp16; 0 fp32 */
     uint16_t *wbuf; /* the device wire buffer, wcap values */
     size_t wcap;
 } NcclColl;
@@ -84,9 +84,11 @@ static void refuse_shared_gpu(MPI_Comm comm, int size, int device) {
                     first, second, uuid);
 }
 
-static Coll *nccl_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx, int device_memory) {
-    (void)device_memory; /* always device memory */
+static Coll *nccl_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx,
+                         const CollSettings *s) {
+    /* always device memory; progressed by its stream */
     NcclColl *c = xcalloc(1, sizeof *c);
+    c->wire = s->wire;
     MPI_CHECK(MPI_Comm_rank(comm, &c->pub.rank));
     MPI_CHECK(MPI_Comm_size(comm, &c->pub.size));
     c->pub.on_device = 1, c->pub.be = be, c->pub.ctx = ctx;
@@ -358,12 +360,9 @@ static void nccl_version(char *buf, size_t len) {
         snprintf(buf, len, "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
 }
 
-static void nccl_set_wire(Coll *c, int grad_dtype) {
-    N(c)->wire = grad_dtype;
-}
-
 const CollOps coll_nccl = {
     .name = "nccl",
+    .wire_types = 1,
     .version = nccl_version,
     .create = nccl_create,
     .destroy = nccl_destroy,
@@ -377,5 +376,4 @@ const CollOps coll_nccl = {
     .before_compute = nccl_before_compute,
     .mark_backward_end = nccl_mark_backward_end,
     .hidden = nccl_hidden,
-    .set_wire = nccl_set_wire,
 };

@@ -135,12 +135,11 @@ MPI_Op grad_mpi_sum(GradDtype dt) {
     return ops[dt];
 }
 
-void grad_wire_set(const CollOps *ops, Coll *c, int dt) {
+void grad_wire_check(const CollOps *ops, int dt) {
     if (dt == GRAD_FP32) return;
-    usage_check_all(ops->set_wire != NULL,
+    usage_check_all(ops->wire_types,
                     "--grad-dtype: '%s' is not accepted by the %s collectives (accepted: fp32)",
                     grad_dtype_name((GradDtype)dt), ops->name);
-    ops->set_wire(c, dt);
 }
 
 uint16_t *grad_wire_reserve(GradWire *w, size_t n) {

@@ -52,9 +52,9 @@ void grad_round(GradDtype dt, float *x, size_t n);
 MPI_Datatype grad_mpi_type(GradDtype dt);
 MPI_Op grad_mpi_sum(GradDtype dt);
 
-/* c's collectives in wire type dt from now on (CollOps.set_wire); a usage error (exit 2 on every
- * rank) when ops cannot. Nothing for fp32. */
-void grad_wire_set(const CollOps *ops, Coll *c, int dt);
+/* A usage error (exit 2 on every rank) when ops' collectives cannot use wire type dt
+ * (CollOps.wire_types); nothing for fp32. */
+void grad_wire_check(const CollOps *ops, int dt);
 
 /* A wire buffer that grows (kept across iterations by its owner). */
 typedef struct {

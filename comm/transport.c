@@ -8,10 +8,11 @@
 
 Coll *transport_coll(const CollOps *ops, MPI_Comm comm, const TransportConfig *cfg,
                      int device_memory) {
-    Coll *c = ops->create(comm, cfg->be, cfg->ctx, device_memory);
-    grad_wire_set(ops, c, cfg->grad_dtype);
-    if (cfg->progress_thread && ops->set_progress) ops->set_progress(c, 1);
-    return c;
+    grad_wire_check(ops, cfg->grad_dtype);
+    const CollSettings s = {.device_memory = device_memory,
+                            .wire = cfg->grad_dtype,
+                            .progress_thread = cfg->progress_thread && ops->progress_thread};
+    return ops->create(comm, cfg->be, cfg->ctx, &s);
 }
 
 /* Who scales by 1/P: where the collectives average for free (NCCL's ncclAvg), they do; else a

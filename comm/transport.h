@@ -44,7 +44,7 @@ typedef struct {
     /* --grad-dtype (GradDtype, comm/grad_cast.h): the collectives' wire type; 0: fp32 */
     int grad_dtype;
     /* --progress thread: the MPI collectives' non-blocking operations run on a progress thread
-     * (CollOps.set_progress); 0: polled */
+     * (CollSettings.progress_thread); 0: polled */
     int progress_thread;
 } TransportConfig;
 

@@ -25,7 +25,7 @@ static void group_allreduce(void *user, float *buf, size_t count) {
 TensorGroup *tensor_group_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx,
                                  ModelTensor *tp) {
     TensorGroup *g = xcalloc(1, sizeof *g);
-    g->coll = coll_mpi.create(comm, be, ctx, be->device_memory);
+    g->coll = coll_mpi.create(comm, be, ctx, &(CollSettings){.device_memory = be->device_memory});
     if (coll_mpi.set_blocking) coll_mpi.set_blocking(g->coll, 1);
     *tp = (ModelTensor){
         .size = g->coll->size, .rank = g->coll->rank, .allreduce = group_allreduce, .user = g};
