@@ -22,7 +22,8 @@
 #      hier; FCN-5 (long) with zero3 on 2 and 4 ranks; (long) ResNet-8, GoogLeNet and LSTM-32
 #      with zero3 on 2 ranks, bit for bit; zero3 --param-prefetch off (each group gathered when
 #      its layer starts) trains the same parameters as on (the default) bit for bit, nanogpt-char
-#      on 2 ranks (long: on 4 ranks and over hier 2 x 2): a gather moves bits, in any order;
+#      on 2 ranks (long: on 4 ranks, over hier 2 x 2, and on 7, where the prefetch gathers the
+#      lowest bucket's tail for the tied head): a gather moves bits, in any order;
 #   3. the records (tests/check_zero.py records): bytes and times of the reduce-scatters and the
 #      all-gathers (zero3's of forward and backward too), the memory per rank (the optimizer's
 #      state 1/P of sync's, balanced within one parameter; zero3's parameters and gradients its
@@ -132,11 +133,19 @@ if long_part "zero3: nanogpt-char on 4 ranks and over hier, FCN-5 on 2 and 4 ran
     }
     off4 gpt4 --bucket-mb 1 --weight-decay 0.1 --eps 1e-4
     off4 gpth --bucket-mb 1 --weight-decay 0.1 --transport hier --ranks-per-node 2
+    # 7 ranks: the lowest bucket's tail (the token table's first 5 floats, which 7 does not
+    # divide) is prefetched for the tied head through a scratch of its own; the head reads it
+    gpt7="--model nanogpt-char --seq-len 8 --batch 7 --warmup 1 --iters 2 --seed 3 --sample-hz 0"
+    for p in on off; do
+        run_np 7 $gpt7 --bucket-mb 4 --exchange zero3 --param-prefetch $p --output gpt7-$p.h5 \
+            --save-model gpt7-$p.params >/dev/null
+    done
+    cmp -s gpt7-on.params gpt7-off.params || fail "gpt7: zero3 prefetch on != off (the tail)"
     pycheck zero records gpt4-zero3.h5 gpt4-sync.h5 --stage 3
     pycheck zero records gpt4-off.h5 gpt4-sync.h5 --stage 3
     pycheck zero records gpth-zero3.h5 gpth-sync.h5 --stage 3
     pycheck zero records fcn4-zero3.h5 fcn4-sync.h5 --stage 3
-    pass "zero3: nanogpt-char on 4 ranks (and over hier 2 x 2; prefetch off = on), FCN-5 on 2 and 4 ranks = sync"
+    pass "zero3: nanogpt-char on 4 ranks (and over hier 2 x 2; prefetch off = on, also on 7), FCN-5 on 2 and 4 ranks = sync"
 fi
 if long_part "zero3 on ResNet-8 (fused rows), LSTM-32 and GoogLeNet (joins)"; then
     small="--batch 4 --warmup 0 --iters 2 --seed 7 --sample-hz 0 --bucket-mb 0.5"
