@@ -38,6 +38,7 @@ typedef struct {
     const CollOps *device_coll;    /* collectives on device memory (NCCL) or NULL (registry) */
     int overlap;                   /* --overlap: buckets start while backward still runs */
     int progress_thread;           /* --progress thread (TransportConfig.progress_thread) */
+    int param_prefetch;            /* --param-prefetch on: zero3 gathers the next group ahead */
     /* The optimizer, for strategies that apply updates themselves (the driver's: SGD, or AdamW
      * with the decaying runs of this layout, optim.ranges), and its state: */
     Optimizer optim;
@@ -69,7 +70,8 @@ typedef struct {
     double version;    /* version of the parameters this rank holds after the exchange */
     double wait;       /* s of the exchange spent waiting for other ranks (arrival imbalance,
                           a staleness bound, a busy server), the rest being transfer */
-    double hidden;     /* exchange work done while backward still ran, s (set by report()) */
+    double hidden;     /* exchange work done while backward still ran, s (set by report());
+                          zero3: its all-gathers prefetched while a layer computed */
     /* Sharding strategies (zero.c; 0 elsewhere): the parts of the exchange spent completing the
      * gradients' reduce-scatters after backward and in the parameters' all-gathers, s (the
      * optimizer's step on the shard lies between them), and the payload handed to each, bytes

@@ -324,6 +324,7 @@ void zero_destroy(ExchangeState *st) {
         if (bufs[i]) be->free(st->cfg.ctx, bufs[i]);
     communicator_free(&st->comm);
     free(st->b), free(st->held);
+    free(st->trace), free(st->need), free(st->gscratch);
     free(st);
 }
 

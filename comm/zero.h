@@ -39,10 +39,21 @@ struct ExchangeState {
     /* zero3 (zero3.c): each bucket's parameters gathered now (held[k]), all of them held while
      * `pinned` (an evaluation, the end), the collectives' time and payload since the last
      * exchange, and the page size the released pages are counted in */
-    unsigned char *held;
+    unsigned char *held; /* 0: released, 1: gathered, 2: its prefetch in flight */
     int pinned;
     double t_ag, t_rs, ag_bytes, rs_bytes;
     size_t page;
+    /* zero3's prefetch (--param-prefetch on): the groups the first iteration's calls read, in
+     * call order (trace[call * nb + k]: call reads bucket k), 1 once recorded (0: recording; -1:
+     * an iteration ran other calls: no prefetch from then on); this iteration's call; the
+     * prefetch in flight (its last ticket, -1: none; the tail through gscratch), when it was
+     * issued and when its completion was first seen; the in-flight time hidden behind compute
+     * since the last exchange, and the last iteration's (ExchangeStep.hidden) */
+    int prefetch;
+    unsigned char *trace, *need, *next;
+    int ncalls, traced, call, pf_last, pf_tail;
+    double pf_issue, pf_seen, t_hidden, hidden;
+    float *gscratch;
 };
 
 #define ZERO_OPS (&coll_mpi)

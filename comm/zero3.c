@@ -7,17 +7,28 @@
  * group gathered for a layer is every bucket its parameters touch. Per iteration:
  *   forward:  before each layer (the driver's observer calls params_needed with the layer's
  *             ranges: its weights and bias, and the table a tied head multiplies by), the
- *             buckets it reads are all-gathered (blocking, in forward order), and the gathered
- *             buckets it does not read are released;
+ *             buckets it reads are gathered (waited for where prefetched, else all-gathered,
+ *             blocking, in forward order), and the gathered buckets it does not read are
+ *             released, but the next group;
  *   backward: the same before each layer's backward (in backward order); as soon as backward has
  *             produced all of a bucket's gradients (grads_ready), the bucket is reduce-scattered
  *             (blocking) and its gradients outside this rank's block released;
  *   exchange: the rest of the reduce-scatters, hier's allreduce of the shards across the nodes,
  *             the optimizer's step on this rank's blocks (zero.c), then every bucket's parameters
  *             outside this rank's block released. No all-gather here: the next forward gathers.
- * The gathers are blocking and run in order: the next bucket's gather is not prefetched while a
- * layer computes (not built; it would need a non-blocking all-gather driven during the layer's
- * compute, and a second bucket held).
+ *
+ * Prefetch (--param-prefetch on, the default: FSDP's forward_prefetch with backward_prefetch
+ * BACKWARD_PRE): the first iteration records the group each call reads, in call order (forward
+ * order, then backward order: FSDP records its execution order the same way). From the second
+ * on, once a layer's group is gathered, the next group (the first later call's that reads a
+ * bucket this one does not) is all-gathered without waiting (MPI_Iallgather on the all-gathers'
+ * communicator; its tail through a scratch of its own) while the layer computes, and waited for
+ * when a call needs one of its buckets or another gather must be issued (one prefetch in flight:
+ * at most the current group and the next one held). It progresses inside MPI calls: the wait,
+ * and a test between backward's layers (grads_ready). An iteration whose calls are not the
+ * first's (none in the driver) stops the prefetch for the run; the gathers still happen on
+ * demand. The same bits are gathered, only earlier: the parameters are the same, on or off.
+ * off: each group all-gathered when its layer starts, blocking (zero3 before the prefetch).
  *
  * Release: the model keeps its one flat parameter buffer and its gradient buffer (every layer's
  * pointers into them stay valid); a bucket's pages outside this rank's block are handed back to
@@ -32,9 +43,12 @@
  * parameter gathered around one (params_hold), as finish() leaves them at the end.
  *
  * Records: ExchangeStep.allgather and allgather_bytes count the gathers since the last exchange
- * (the forward's and the backward's, which lie inside those phases), reduce_scatter and its bytes
- * every reduce-scatter of the iteration (during backward and after it). */
-#include "alloc.h" /* defines: xcalloc */
+ * (the forward's and the backward's, which lie inside those phases: the time the rank spent in
+ * them, issuing, waiting or gathering on demand), reduce_scatter and its bytes every
+ * reduce-scatter of the iteration (during backward and after it); hidden the prefetches' time in
+ * flight while compute ran: from issue to the completion seen by a test, or to the wait for it
+ * (polled, an upper bound, as coll.h's hidden()); 0 without prefetch. */
+#include "alloc.h" /* defines: xcalloc, xrealloc */
 #include "clock.h" /* defines: dt_now */
 #include "communicator.h"
 #include "exchange.h"
@@ -43,6 +57,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -64,11 +79,48 @@ static void release_bucket(const ExchangeState *st, float *buf, int k) {
     release_range(st, buf, b->own + b->shard, b->lo + b->n);
 }
 
-static void gather(ExchangeState *st, float *params, int k) {
+static double payload(const ExchangeState *st, int k) {
     const ZBucket *b = &st->b[k];
+    return ((double)(b->n - b->tail) + (b->tail ? (double)st->P : 0.0)) * sizeof(float);
+}
+
+static void gather(ExchangeState *st, float *params, int k) {
     zero_gather_bucket(st, params, k);
     st->held[k] = 1;
-    st->ag_bytes += ((double)(b->n - b->tail) + (b->tail ? (double)st->P : 0.0)) * sizeof(float);
+    st->ag_bytes += payload(st, k);
+}
+
+/* Issues bucket k's all-gather without waiting (its tail through gscratch, copied back when
+ * waited for: prefetch_wait). */
+static void prefetch_issue(ExchangeState *st, float *params, int k) {
+    const ZBucket *b = &st->b[k];
+    OPS->set_blocking(st->ag, 0);
+    if (b->shard) st->pf_last = OPS->allgather(st->ag, params + b->lo + b->tail, b->shard);
+    if (b->tail) {
+        if ((size_t)st->rank < b->tail) st->gscratch[st->rank] = params[b->lo + (size_t)st->rank];
+        st->pf_last = OPS->allgather(st->ag, st->gscratch, 1);
+        st->pf_tail = k + 1;
+    }
+    OPS->set_blocking(st->ag, 1);
+    st->held[k] = 2;
+    st->ag_bytes += payload(st, k);
+}
+
+/* Completes the prefetch in flight; the time from its issue to its completion seen, or to this
+ * wait if not seen before, counts as hidden (polled: an upper bound, as coll.h's hidden()). */
+static void prefetch_wait(ExchangeState *st, float *params) {
+    if (st->pf_last < 0) return;
+    const double t = dt_now(), seen = st->pf_seen > 0 && st->pf_seen < t ? st->pf_seen : t;
+    OPS->wait(st->ag, st->pf_last);
+    if (st->pf_tail) {
+        const ZBucket *b = &st->b[st->pf_tail - 1];
+        for (size_t i = 0; i < b->tail; i++)
+            params[b->lo + i] = st->gscratch[i];
+    }
+    for (int k = 0; k < st->nb; k++)
+        if (st->held[k] == 2) st->held[k] = 1;
+    st->t_hidden += seen - st->pf_issue;
+    st->pf_last = -1, st->pf_tail = 0, st->pf_seen = 0.0;
 }
 
 static ExchangeState *zero3_create(const ExchangeConfig *cfg, char *err, size_t errlen) {
@@ -79,6 +131,10 @@ static ExchangeState *zero3_create(const ExchangeConfig *cfg, char *err, size_t 
         st->held[k] = 1; /* every rank starts with the same whole parameters */
     long pg = sysconf(_SC_PAGESIZE);
     st->page = pg > 0 ? (size_t)pg : 4096;
+    st->prefetch = cfg->param_prefetch && st->ag;
+    st->need = xcalloc(2 * (size_t)st->nb + 1, 1), st->next = st->need + st->nb;
+    st->gscratch = xcalloc((size_t)st->P, sizeof(float));
+    st->pf_last = -1;
     return st;
 }
 
@@ -88,17 +144,56 @@ static int overlaps(const ZBucket *b, const size_t *lohi, int n) {
     return 0;
 }
 
-/* Gathers the buckets the layer reads (lowest first: forward order), releases the others held. */
+/* The first iteration records each call's group (need); the later ones check that they make the
+ * same calls, and find the next group to prefetch: the first later call's that reads a bucket
+ * the current one does not. Returns 1 with it in st->next, 0 when there is none. */
+static int next_group(ExchangeState *st) {
+    const size_t nb = (size_t)st->nb;
+    const int i = st->call++;
+    if (!st->prefetch || st->traced < 0) return 0;
+    if (!st->traced) {
+        st->trace = xrealloc(st->trace, (size_t)(i + 1) * nb + 1);
+        memcpy(st->trace + (size_t)i * nb, st->need, nb);
+        st->ncalls = i + 1;
+        return 0;
+    }
+    if (i >= st->ncalls || memcmp(st->trace + (size_t)i * nb, st->need, nb) != 0)
+        return st->traced = -1, 0; /* not the first iteration's calls: prefetch no more */
+    for (int j = i + 1; j < st->ncalls; j++) {
+        const unsigned char *g = st->trace + (size_t)j * nb;
+        for (size_t k = 0; k < nb; k++)
+            if (g[k] && !st->need[k]) return memcpy(st->next, g, nb), 1;
+    }
+    return 0;
+}
+
+/* Gathers the buckets the layer reads (lowest first: forward order), waiting for them where
+ * their prefetch is in flight; releases the others held but the next group, and issues that
+ * group's gathers without waiting (--param-prefetch on). */
 static void zero3_params_needed(ExchangeState *st, float *params, const size_t *lohi, int n) {
     if (!st->ag || st->pinned) return; /* one rank per shard: nothing is ever released */
+    double t = dt_now();
     for (int k = 0; k < st->nb; k++)
-        if (st->held[k] && !overlaps(&st->b[k], lohi, n)) {
+        st->need[k] = (unsigned char)overlaps(&st->b[k], lohi, n);
+    const int ahead = next_group(st);
+    int issue = 0;
+    for (int k = 0; k < st->nb; k++) {
+        if (!ahead) st->next[k] = 0;
+        issue |= (st->need[k] && st->held[k] != 1) || (st->next[k] && !st->held[k]);
+    }
+    if (issue) prefetch_wait(st, params); /* ag's operations complete in issue order */
+    for (int k = 0; k < st->nb; k++)
+        if (st->held[k] == 1 && !st->need[k] && !st->next[k]) {
             release_bucket(st, params, k);
             st->held[k] = 0;
         }
-    double t = dt_now();
     for (int k = st->nb - 1; k >= 0; k--)
-        if (!st->held[k] && overlaps(&st->b[k], lohi, n)) gather(st, params, k);
+        if (!st->held[k] && st->need[k]) gather(st, params, k);
+    if (ahead && st->pf_last < 0) {
+        for (int k = st->nb - 1; k >= 0; k--)
+            if (st->next[k] && !st->held[k]) prefetch_issue(st, params, k);
+        st->pf_issue = dt_now(); /* in flight from here while the layer computes */
+    }
     st->t_ag += dt_now() - t;
 }
 
@@ -106,6 +201,7 @@ static void zero3_params_hold(ExchangeState *st, float *params, int hold) {
     if (!st->ag) return;
     st->pinned = 0;
     if (!hold) return;
+    prefetch_wait(st, params);
     const double t = st->t_ag, bytes = st->ag_bytes;
     for (int k = st->nb - 1; k >= 0; k--)
         if (!st->held[k]) gather(st, params, k);
@@ -131,11 +227,16 @@ static void reduce_scatter_from(ExchangeState *st, float *grads, size_t first) {
 
 static void zero3_grads_ready(ExchangeState *st, float *grads, size_t first) {
     if (st->rs) reduce_scatter_from(st, grads, first);
+    if (st->pf_last >= 0 && st->pf_seen <= 0 && OPS->done(st->ag, st->pf_last))
+        st->pf_seen = dt_now(); /* polled between layers: progress, and a tighter bound */
 }
 
 static int zero3_step(ExchangeState *st, float *params, float *grads, ExchangeStep *step) {
     step->wait = communicator_vote(st->cfg.comm, step->stop_requested, &step->stop);
     if (st->rs) reduce_scatter_from(st, grads, 0);
+    prefetch_wait(st, params); /* none in flight when the iteration ran the traced calls */
+    if (st->prefetch && !st->traced && st->ncalls) st->traced = 1;
+    st->call = 0;
     double t1 = dt_now();
     if (st->x) zero_allreduce_shards(st, grads);
     double t2 = dt_now();
@@ -149,6 +250,7 @@ static int zero3_step(ExchangeState *st, float *params, float *grads, ExchangeSt
     step->reduce_scatter = st->t_rs;
     step->allreduce = st->x ? t2 - t1 : 0.0;
     step->allgather = st->t_ag;
+    st->hidden = st->t_hidden, st->t_hidden = 0.0;
     step->reduce_scatter_bytes = st->rs_bytes;
     step->allreduce_bytes = st->bytes_ar;
     step->allgather_bytes = st->ag_bytes;
@@ -161,7 +263,7 @@ static int zero3_step(ExchangeState *st, float *params, float *grads, ExchangeSt
 }
 
 static void zero3_report(ExchangeState *st, ExchangeStep *step) {
-    step->hidden = 0.0; /* every collective blocks the compute it lies in */
+    step->hidden = st->hidden; /* the prefetches' (the other collectives block) */
     if (st->x) (void)OPS->hidden(st->x);
     if (st->rs) (void)OPS->hidden(st->rs), (void)OPS->hidden(st->ag);
     st->last_rs = -1;
@@ -172,17 +274,22 @@ static void zero3_finish(ExchangeState *st, float *params) {
 }
 
 /* The shard, and at most the largest bucket gathered beside it (a layer straddling buckets reads
- * two or more: the plan counts the largest one, as FSDP counts its largest unit). */
+ * two or more: the plan counts the largest one, as FSDP counts its largest unit); with prefetch
+ * the parameters of the second largest too, the next group. */
 static void zero3_held_floats(ExchangeState *st, size_t *params, size_t *grads) {
-    size_t big = 0;
+    size_t big = 0, second = 0;
     for (int k = 0; k < st->nb; k++)
-        if (st->b[k].n > big) big = st->b[k].n;
+        if (st->b[k].n > big)
+            second = big, big = st->b[k].n;
+        else if (st->b[k].n > second)
+            second = st->b[k].n;
     *params = *grads = st->ag ? st->shard_floats + big : st->cfg.nparams;
+    if (st->prefetch) *params += second; /* the prefetched group beside it */
 }
 
 const ExchangeOps zero3_exchange = {
     .name = "zero3",
-    .reads = "transport,overlap,bucket-mb,grad-dtype", /* overlap: implied (grads_ready) */
+    .reads = "transport,overlap,bucket-mb,grad-dtype,param-prefetch", /* overlap: implied */
     .transports = "mpi,hier",
     .shards_optimizer = 1,
     .shards_params = 1,

@@ -36,8 +36,9 @@ from .runfile import Run
 #: factor -> the configuration keys that vary with it (options that only make sense with a
 #: factor's value, e.g. ``--staleness`` with ``--exchange ssp``, vary together with it)
 FACTORS: "OrderedDict[str, Tuple[str, ...]]" = OrderedDict([
-    ("exchange", ("exchange", "staleness", "ps-ranks", "sync-period", "staleness_bound",
-                  "ps_ranks", "sync_period", "nranks", "nnodes", "ranks-per-node")),
+    ("exchange", ("exchange", "staleness", "ps-ranks", "sync-period", "param-prefetch",
+                  "staleness_bound", "ps_ranks", "sync_period", "nranks", "nnodes",
+                  "ranks-per-node")),
     ("transport", ("transport", "bucket-mb", "overlap")),
     ("ranks", ("nranks", "nnodes", "ranks-per-node", "gpus-per-node")),
     ("batch", ("batch", "batch_global", "batch_per_rank")),
@@ -110,8 +111,8 @@ def comparisons(runs: Sequence[Run], ignore: Sequence[str] = (),
 
 
 #: keys that may differ between the runs of one strategies figure (the report's Strategies)
-STRATEGY_KEYS = ("exchange", "staleness", "ps-ranks", "sync-period", "nranks", "nnodes",
-                 "ranks-per-node",
+STRATEGY_KEYS = ("exchange", "staleness", "ps-ranks", "sync-period", "param-prefetch", "nranks",
+                 "nnodes", "ranks-per-node",
                  "tag", "target_accuracy", "target-acc", "eval-every")
 
 

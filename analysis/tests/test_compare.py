@@ -217,3 +217,18 @@ def test_precision_comparison_on_wire_type_alone(write):
     assert len(prec) == 1, comps
     assert prec[0]["runs"] == [f32, b16]
     assert [v["grad-dtype"] for v in prec[0]["values"]] == ["fp32", "bf16"]
+
+
+
+def test_param_prefetch_goes_with_the_exchange(write):
+    """report's comparisons: --param-prefetch (zero3's option; every file records it) varies with
+    the strategy: sync beside zero3 without prefetch is one 'exchange' comparison, and the
+    option alone is not a factor."""
+    from dtbench_analysis import grouping
+    sync = load_run(write(config={"exchange": "sync", "param-prefetch": "on"}))
+    off = load_run(write(config={"exchange": "zero3", "param-prefetch": "off"}))
+    on = load_run(write(config={"exchange": "zero3", "param-prefetch": "on"}))
+    comps = grouping.comparisons([off, sync])
+    ex = [c for c in comps if c["factor"] == "exchange"]
+    assert len(ex) == 1 and ex[0]["runs"] == [sync, off], comps
+    assert grouping.comparisons([on, off]) == []

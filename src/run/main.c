@@ -260,6 +260,7 @@ static void build(Run *r) {
         .device_coll = registry_coll("nccl"),
         .overlap = o->overlap,
         .progress_thread = o->progress == PROGRESS_THREAD,
+        .param_prefetch = o->param_prefetch == PARAM_PREFETCH_ON,
         .grad_dtype = o->grad_dtype,
     };
     r->xstate = p->xops->create(&xcfg, err, sizeof err);

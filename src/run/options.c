@@ -77,6 +77,12 @@ static const OptSpec SPECS[] = {
      "1): poll (non-blocking collectives, tested between layers) or thread (a progress thread "
      "per communicator runs each bucket's blocking collective as it is started; "
      "MPI_THREAD_MULTIPLE)"},
+    {"param-prefetch", T_ENUM, F(param_prefetch), PARAM_PREFETCH_NAMES, 0, 0,
+     "--exchange zero3: on (FSDP's forward_prefetch and backward_prefetch BACKWARD_PRE): while "
+     "a layer computes, the next group of parameters (forward order in forward, backward order "
+     "in backward; the order the first iteration ran) is all-gathered without waiting, one group "
+     "held beside the current one; the time it was in flight is exchange_hidden. off: each "
+     "group gathered when its layer starts, blocking"},
     {"gpus-per-node", T_INT, F(gpus_per_node), NULL, 0, 0,
      "GPUs to use per node with --device cuda: a rank takes GPU (local rank mod N) among those "
      "CUDA_VISIBLE_DEVICES shows (0: all of them)"},
@@ -261,6 +267,7 @@ static void set_defaults(Options *o) {
     o->graphs = TOGGLE_AUTO;
     o->overlap = 0;
     o->progress = PROGRESS_POLL;
+    o->param_prefetch = PARAM_PREFETCH_ON;
     o->sample_hz = 10.0;
     o->sample_max_s = 3600.0;
     o->lr = 0.01;

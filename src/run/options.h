@@ -22,6 +22,11 @@ typedef enum { PARALLEL_DATA, PARALLEL_MODEL, PARALLEL_HYBRID, PARALLEL_TENSOR }
 typedef enum { TOGGLE_AUTO = 0, TOGGLE_ON, TOGGLE_OFF } Toggle;
 #define TOGGLE_NAMES "auto,on,off"
 
+/* --param-prefetch (--exchange zero3, comm/zero3.c): the next group's all-gather issued while
+ * the current layer computes, or each group gathered when its layer starts. */
+typedef enum { PARAM_PREFETCH_ON = 0, PARAM_PREFETCH_OFF } ParamPrefetch;
+#define PARAM_PREFETCH_NAMES "on,off"
+
 /* A choice among fixed names is held as its enum (the row's names in the enum's order); a choice
  * among the registry's components (model, device, exchange, transport, schedule) by its name. */
 typedef struct {
@@ -57,6 +62,8 @@ typedef struct {
     Toggle graphs;              /* auto | on | off: steps replayed from captured graphs */
     int overlap;                /* exchange buckets while backward runs */
     ProgressMode progress;      /* poll | thread: how in-flight MPI collectives advance */
+    /* on | off: zero3 all-gathers the next group of parameters while a layer computes */
+    ParamPrefetch param_prefetch;
     double sample_hz;    /* sampler rate, 0 = off */
     double sample_max_s; /* sampler capacity in seconds of run */
     OptimizerKind optimizer; /* sgd | adamw | auto (the model's; resolve.c sets sgd or adamw) */

@@ -21,16 +21,18 @@ int limits_check(const Options *o, const ExchangeOps *x, const Model *plan, int 
     /* parameters, gradients, exchange; momentum (AdamW's first moment) and AdamW's second
      * moment, 1/replicas of them where the exchange shards them (ZeRO: comm/zero.c, which needs
      * no exchange copy either: it works in place; zero3, comm/zero3.c, shards the parameters and
-     * gradients too, and holds one bucket of each gathered) */
+     * gradients too, and holds one bucket of each gathered, and a second of parameters with
+     * --param-prefetch on) */
     double state = o->optimizer == OPTIMIZER_ADAMW ? 2.0 : 1.0;
     double copies = 3.0 + state;
     const double R = replicas > 0 ? replicas : 1;
     if (x->shards_optimizer) copies = 2.0 + state / R;
     if (x->shards_params) copies = (2.0 + state) / R; /* zero3: and a bucket of each, below */
     double weights = copies * params * sizeof(float);
-    if (x->shards_params) {
-        const double bucket = o->bucket_mb * 1048576.0;
-        weights += 2.0 * (bucket < params * sizeof(float) ? bucket : params * sizeof(float));
+    if (x->shards_params) { /* --param-prefetch on: a second group of parameters, gathered ahead */
+        const double bucket = o->bucket_mb * 1048576.0,
+                     held = o->param_prefetch == PARAM_PREFETCH_ON ? 3.0 : 2.0;
+        weights += held * (bucket < params * sizeof(float) ? bucket : params * sizeof(float));
     }
     double delayed = x->delays_grads ? ((double)o->staleness + 1) * params * sizeof(float) : 0;
     double timings = 2.0 * ((double)o->iters + o->warmup) * sizeof(double);
