@@ -144,7 +144,7 @@ def test_layouts_table_and_figure(write):
     labels = [t.get_text() for t in ax.get_yticklabels()]
     # the bars, part after part (layout.PARTS), one per run in the figure's order: the tensor
     # part of the tp2 x dp4 bar starts where its compute ends
-    row = labels.index(next(x for x in labels if x.startswith("tp2 x dp4 ")))
+    row = labels.index(next(x for x in labels if x.startswith("tp2 x dp4: ")))
     tensor = ax.patches[len(runs) * layout.PARTS.index("tensor") + row]
     assert tensor.get_width() == approx(4) and tensor.get_x() == approx(26)
 

@@ -33,13 +33,12 @@ def layouts(frame: pd.DataFrame):
     for y, total in enumerate(rows["total"]):
         ax.text(left[y], y, f" {total:.1f} ms", va="center", fontsize=8)
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([f"{lay} ({n} ranks): {run}" for lay, n, run in
-                        zip(rows["layout"], rows["nranks"], rows["run"])], fontsize=8)
+    ax.set_yticklabels([f"{lay}: {run}" for lay, run in zip(rows["layout"], rows["run"])],
+                       fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, max(left) * 1.15 if max(left) > 0 else 1)
     ax.set(xlabel="ms per iteration (mean over ranks, median over measured iterations)",
-           title="Layouts: where an iteration goes (tp: tensor group, pp: pipeline stages, "
-                 "dp: data-parallel replicas)")
+           title="Layouts (tp: tensor group, pp: pipeline stages, dp: replicas)")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     legend_below(fig, [ax], ncol=3, fontsize=8)
