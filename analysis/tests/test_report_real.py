@@ -26,8 +26,8 @@ EXPECTED = {"time": ["fig-phases"], "scaling": ["fig-scaling"],
 WIDTHS = (1280, 760)
 #: the part of the run folder each figure command draws (the whole folder works too, slower)
 FIGURE_INPUT = {"phases": "scale", "scaling": "scale", "heatmap": "scale/r4.h5",
-                "gantt": "scale/r4.h5", "strategies": "strategies", "pipelines": "pipe", "layouts": "pipe",
-                "samples": "strategies/sync.h5", "memory": "strategies"}
+                "gantt": "scale/r4.h5", "strategies": "strategies", "pipelines": "pipe",
+                "layouts": "pipe", "samples": "strategies/sync.h5", "memory": "strategies"}
 
 
 @pytest.fixture(scope="module")
