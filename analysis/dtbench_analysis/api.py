@@ -22,8 +22,8 @@ from .runfile import Run, RunFileError, load_run
 from .summary import Summary
 
 #: figure names accepted by Results.figure
-FIGURES = ("phases", "scaling", "heatmap", "gantt", "strategies", "pipelines", "samples",
-           "memory")
+FIGURES = ("phases", "scaling", "heatmap", "gantt", "strategies", "pipelines", "layouts",
+           "samples", "memory")
 
 
 class Results:
@@ -86,6 +86,12 @@ class Results:
         return tables.pipeline(self.runs)
 
     @cached_property
+    def layouts(self) -> pd.DataFrame:
+        """Per run its layout (tp x pp x dp) and ms per iteration of compute, tensor-group
+        allreduces, bubble, pipeline transfer, data-parallel exchange and the rest."""
+        return tables.layouts(self.runs)
+
+    @cached_property
     def samples(self) -> pd.DataFrame:
         return tables.samples(self.runs)
 
@@ -119,6 +125,9 @@ class Results:
             return training.strategies(groups[0] if groups else self.runs, self.target)
         if name == "pipelines":
             return training.pipeline(self.pipelines)
+        if name == "layouts":
+            from .plot import layout_fig
+            return layout_fig.layouts(self.layouts)
         if name == "samples":
             return training.samples(self.runs)
         if name == "memory":

@@ -16,6 +16,7 @@ from typing import Dict, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from . import layout
 from .runfile import PHASES, Run
 
 
@@ -173,7 +174,9 @@ def per_rank_table(run: Run) -> pd.DataFrame:
     """One row per rank: rank, host, node, measured, and the median (and p95 of total) of its
     measured iterations, in seconds: total, busy (total minus waiting), exchange, and the
     optional ``exchange_wait``/``staleness`` when recorded, and the tensor group's allreduces
-    (``tp_comm``) and the pipeline bubble (``pipe_idle``) when not all 0."""
+    (``tp_comm``) and the pipeline bubble (``pipe_idle``) when not all 0; in a model-parallel run
+    (layout.py) also its place (``place``: replica, stage, tensor rank) and the median of its
+    compute (``compute_median``: forward and backward less those and the pipeline transfer)."""
     cols = {
         "total_median": run.measured("total"),
         "busy_median": busy(run),
@@ -184,11 +187,20 @@ def per_rank_table(run: Run) -> pd.DataFrame:
     if run.has("staleness"):
         cols["staleness_median"] = staleness(run)
     # model parallelism's own communication beside the exchange, where the run has it: a tensor
-    # group's allreduces (--parallel tensor) and a pipeline stage's bubble
+    # group's allreduces (--parallel tensor) and a pipeline stage's bubble, and the compute left
+    # of forward and backward without them (layout.split), side by side
+    model_parallel = layout.layout(run).model_parallel
+    parts = layout.split(run) if model_parallel else {}
     for name, field in (("tensor_median", "tp_comm"), ("bubble_median", "pipe_idle")):
         if run.has(field) and np.nan_to_num(run.measured(field)).any():
             cols[name] = run.measured(field)
+    if model_parallel:
+        cols = {"total_median": cols.pop("total_median"),
+                "compute_median": np.where(run.measured_mask, parts["compute"], np.nan),
+                **cols}
     out = run.ranks[["rank", "host", "node", "measured"]].copy().reset_index(drop=True)
+    if model_parallel:
+        out["place"] = layout.places(run)
     with np.errstate(all="ignore"):
         for name, values in cols.items():
             out[name] = pd.DataFrame(values.T).median(axis=0, skipna=True).to_numpy()

@@ -35,7 +35,10 @@ DEFINITIONS = {
     **work.DEFINITIONS,
     "slowest_rank": "rank with the highest median total, vs the median of the per-rank medians",
     "per_rank": "per rank, over its measured iterations: median and p95 of total, median of busy "
-                "(total minus exchange_wait when recorded, else minus exchange) and of exchange",
+                "(total minus exchange_wait when recorded, else minus exchange) and of exchange; "
+                "model-parallel runs: its place (replica r, stage s, tensor rank t) and the "
+                "medians of compute (forward + backward less tp_comm and pipe_send, pipe_recv, "
+                "pipe_idle), tp_comm (tensor) and pipe_idle (bubble)",
     "exchange_efficiency": "calibration_exchange_s (the transport's collectives timed alone on the "
                            "run's buckets before training, as calibration_method says) / median "
                            "recorded transfer (exchange - exchange_wait: the arrival wait is load "
@@ -75,7 +78,7 @@ DEFINITIONS = {
 
 #: per-rank columns of metrics.per_rank_table in seconds (reported in ms, suffix _ms)
 TIME_COLUMNS = ("total_median", "total_p95", "busy_median", "exchange_median", "wait_median",
-                "tensor_median", "bubble_median")
+                "tensor_median", "bubble_median", "compute_median")
 #: the exchange's overhead over the library (transfer - calibration) is material, and warned
 #: about, from this share of the median iteration on, and only where the transfer also lies
 #: outside the calibration's own spread: less changes no conclusion drawn from the run, and a
@@ -447,6 +450,9 @@ def _per_rank(run: Run) -> List[Dict[str, object]]:
                  "measured": int(row["measured"])}
         for k, v in row.items():
             if k in entry:
+                continue
+            if k == "place":
+                entry[k] = str(v)
                 continue
             v = None if v is None or not np.isfinite(v) else float(v)
             if k in TIME_COLUMNS:

@@ -15,7 +15,8 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from . import calibration, configs, energy, grouping, memory, metrics, scaling, summary, work
+from . import (calibration, configs, energy, grouping, layout, memory, metrics, scaling, summary,
+               work)
 from .runfile import Run
 
 MS = 1e3
@@ -60,9 +61,10 @@ def label(run: Run, names: Optional[Dict[str, str]] = None) -> str:
     extra = precision_text(run)
     par = str(run.attrs.get("parallel") or "data")
     sched = run.config.get("schedule")
+    tp = f" tp={run.attrs.get('tp')}" if par == "tensor" else ""
     shape = f"{run.nranks}r" if par == "data" else \
-        f"{run.nranks}r {par} K={run.attrs.get('stages')} M={run.attrs.get('microbatches')}" + \
-        (f" {sched}" if sched else "")
+        f"{run.nranks}r {par}{tp} K={run.attrs.get('stages')} " \
+        f"M={run.attrs.get('microbatches')}" + (f" {sched}" if sched else "")
     text = f"{run_name(run, names)}: {run.attrs.get('model')} {run.exchange} {shape}"
     return text + (f" {extra}" if extra else "") + ("" if run.is_complete else " *")
 
@@ -243,7 +245,7 @@ def pipeline(runs: Sequence[Run], names=None) -> pd.DataFrame:
             continue
         k = int(run.attrs.get("stages") or 1)
         mb = int(run.attrs.get("microbatches") or 1)
-        stage_of = np.arange(run.nranks) % k
+        stage_of = layout.coords(run)["stage"].to_numpy()
         for stage in range(k):
             sel = stage_of == stage
             row = {"run": label(run, names), "file": run.path, **precision(run), "stages": k,
@@ -257,6 +259,32 @@ def pipeline(runs: Sequence[Run], names=None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["run", "file", "stages", "microbatches", "stage",
                                        "compute", "send", "recv", "idle", "bubble fraction",
                                        "ideal bubble"])
+
+
+def layouts(runs: Sequence[Run], names=None) -> pd.DataFrame:
+    """Per run: its layout (tp x pp x dp, layout.py) and the ms per iteration of each part of
+    layout.split (median over measured iterations of the mean over ranks; they add up to the
+    mean rank's iteration, ``total``)."""
+    rows = []
+    for run in runs:
+        lay = layout.layout(run)
+        parts = layout.split_per_iteration(run)
+        row = {"run": label(run, names), "file": run.path, "model": run.attrs.get("model"),
+               "nranks": run.nranks, "layout": lay.name(), "tp": lay.tp, "stages": lay.stages,
+               "replicas": lay.replicas,
+               "microbatches": int(run.attrs.get("microbatches") or 1)}
+        row.update({p: parts[p] * MS for p in layout.PARTS})
+        row["total"] = sum(row[p] for p in layout.PARTS)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["run", "file", "model", "nranks", "layout", "tp",
+                                       "stages", "replicas", "microbatches", *layout.PARTS,
+                                       "total"])
+
+
+def compares_layouts(frame: pd.DataFrame) -> bool:
+    """Whether ``layouts(runs)`` holds two layouts or more, one of them model-parallel."""
+    return frame["layout"].nunique() >= 2 and bool(((frame["tp"] > 1) |
+                                                     (frame["stages"] > 1)).any())
 
 
 def samples(runs: Sequence[Run], names=None) -> pd.DataFrame:

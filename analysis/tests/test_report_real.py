@@ -21,13 +21,13 @@ pytestmark = pytest.mark.long
 #: every section that must show figures for this folder, and the figures it must have
 EXPECTED = {"time": ["fig-phases"], "scaling": ["fig-scaling"],
             "ranks": ["fig-heatmap-1", "fig-heatmap-2", "fig-heatmap-3", "fig-gantt"],
-            "strategies": ["fig-strategies-1"], "pipelines": ["fig-pipelines"],
+            "strategies": ["fig-strategies-1"], "pipelines": ["fig-layouts", "fig-pipelines"],
             "resources": ["fig-resources"]}
 WIDTHS = (1280, 760)
 #: the part of the run folder each figure command draws (the whole folder works too, slower)
 FIGURE_INPUT = {"phases": "scale", "scaling": "scale", "heatmap": "scale/r4.h5",
                 "gantt": "scale/r4.h5", "strategies": "strategies", "pipelines": "pipe",
-                "samples": "strategies/sync.h5", "memory": "strategies"}
+                "layouts": "pipe", "samples": "strategies/sync.h5", "memory": "strategies"}
 
 
 @pytest.fixture(scope="module")

@@ -377,3 +377,25 @@ def test_transformer_scaling_example_is_the_study_its_header_describes(tmp_path)
             assert per_rank == {series[strategy, "strong"][8][0][1]}, (strategy, per_rank)
     assert {r.options["batch"] for r in runs if r.nodes == 16 and r.sweep.startswith("weak")} == {64}
     assert len(runs) == 2 * (5 * 5 + 5 * 4 + 2)
+
+
+def test_layouts_example_holds_the_ranks_and_varies_the_layout(tmp_path):
+    """jobs/examples/layouts.toml: nanogpt-char on 2 nodes x 4 ranks in every run, the global
+    batch fixed, two repeats of each layout (dp8, tp2 x dp4, pp2 x dp4, tp2 x pp2 x dp2), a
+    tensor group never across a node, and the run and array counts its header's plan line gives."""
+    path = os.path.join(EXAMPLES, "layouts.toml")
+    spec = load(path, cwd=str(tmp_path))
+    runs = plan.expand(spec)
+    header = [line for line in open(path) if line.startswith("#   dtbench-campaign plan ")]
+    assert len(header) == 1 and header[0].split("#")[2].strip() == \
+        f"{len(runs)} runs in {len(_jobs(spec))} job array" == "8 runs in 1 job array"
+    layouts = {}
+    for r in runs:
+        assert (r.nodes, r.tasks_per_node, r.ranks) == (2, 4, 8), r.id
+        assert {k: r.options[k] for k in ("model", "seq-len", "batch")} == \
+            {"model": "nanogpt-char", "seq-len": 64, "batch": 32}
+        tp, k = r.options.get("tp", 1), r.options.get("stages", 1)
+        assert r.tasks_per_node % tp == 0, r.id
+        layouts.setdefault((tp, k, r.ranks // (tp * k)), []).append(r.repeat)
+    assert {x: sorted(v) for x, v in layouts.items()} == \
+        {(1, 1, 8): [0, 1], (2, 1, 4): [0, 1], (1, 2, 4): [0, 1], (2, 2, 2): [0, 1]}

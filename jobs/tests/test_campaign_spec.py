@@ -206,10 +206,10 @@ KNOWN_REFUSALS: dict = {}
 
 
 #: the examples planned by the long checks only (scripts/test.sh --long, what CI runs): the
-#: studies of 40 to 94 runs, and the sweeps (the quick suite plans lenet-smoke.toml)
+#: studies of 40 to 94 runs, the sweeps and the layouts (the quick suite plans lenet-smoke.toml)
 LONG_EXAMPLES = {"scaling-study.toml", "transformer-scaling.toml", "exchange-comparison.toml",
                  "cpu-threads-sweep.toml", "batch-size-sweep.toml",
-                 "resnet50-strong-scaling.toml", "zero-stages.toml"}
+                 "resnet50-strong-scaling.toml", "zero-stages.toml", "layouts.toml"}
 
 
 @pytest.mark.parametrize("name", [

@@ -1,8 +1,8 @@
 """The ``figure`` command: any figure of the report, alone, as PNG or SVG.
 
 ``dtbench-analyze figure NAME FILES|DIR -o OUT.svg`` draws one of api.FIGURES (phases, scaling,
-heatmap, gantt, strategies, pipelines, samples, memory) from the same tables as the report and
-``dtbench_analysis.load``. ``--run FILE`` picks the run of heatmap/gantt (default: the one with
+heatmap, gantt, strategies, pipelines, layouts, samples, memory) from the same tables as the
+report and ``dtbench_analysis.load``. ``--run FILE`` picks the run of heatmap/gantt (default: the one with
 the most ranks), ``--iters A:B`` the window of gantt.
 """
 

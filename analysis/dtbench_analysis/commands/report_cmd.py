@@ -4,8 +4,11 @@ of runs, figures first.
 Sections, each with its figures first and its table second: where the time goes (stacked phases
 per run, exchange share and efficiency), scaling (speedup and efficiency with intervals per
 series), ranks x iterations (heat maps and a Gantt chart of a window), strategies (loss and
-accuracy against time and iterations, time to target), pipelines (per-stage compute, send,
-receive, idle; bubble fraction against micro-batches), power and memory (sampler), comparisons
+accuracy against time and iterations, time to target), pipelines and layouts (where the runs
+hold two layouts, one model-parallel, plot/layout_fig.py: each run's time per iteration split
+into compute, tensor-group allreduces, bubble, pipeline transfer and data-parallel exchange;
+per-stage compute, send, receive, idle; bubble fraction against micro-batches), power and
+memory (sampler), comparisons
 (only between runs that differ in one factor: grouping.py), then the runs and the text summaries.
 A folder with scaling series opens with the study (plot/study_fig.py: per series, time per
 iteration split into compute and exchange, then speedup and efficiency, as small multiples);
@@ -32,7 +35,7 @@ import pandas as pd
 from .. import configs, conventions, grouping, outputs, stragglers, tables, timeline
 from ..api import Results
 from ..plot import time as figures
-from ..plot import training
+from ..plot import layout_fig, training
 from ..runfile import Run
 from . import common
 from . import compare_cmd as compare_text
@@ -64,7 +67,7 @@ BADGE = '<span class="badge">INCOMPLETE</span>'
 #: sections of the page, in order: (id, heading)
 SECTIONS = (("time", "Where the time goes"), ("scaling", "Scaling"),
             ("ranks", "Ranks x iterations"), ("strategies", "Strategies"),
-            ("pipelines", "Pipelines"), ("resources", "Power and memory"),
+            ("pipelines", "Pipelines and layouts"), ("resources", "Power and memory"),
             ("comparisons", "Comparisons"), ("runs", "Runs"), ("details", "Details"))
 #: the section a folder with scaling series opens with
 STUDY = ("study", "Scaling study")
@@ -259,12 +262,30 @@ def _section_strategies(res: Results, names) -> List[str]:
     return parts
 
 
+def _layouts(res: Results, names) -> List[str]:
+    """The layouts figure and table where the runs hold two layouts, one model-parallel."""
+    lay = res.layouts
+    if lay.empty or not tables.compares_layouts(lay):
+        return []
+    lay = lay.assign(run=[names.get(f, f) for f in lay["file"]])
+    return ['<div class="figs">', _img(layout_fig.layouts(lay), "fig-layouts",
+                                       "time per iteration of each layout, split"), "</div>",
+            _note("Per run, ms per iteration of its mean rank (median over measured "
+                  "iterations): compute (forward and backward less the parts that follow), "
+                  "tensor (tp_comm: the tensor group's allreduces), bubble (pipe_idle), "
+                  "pipe_transfer (pipe_send + pipe_recv), exchange (data-parallel, among the "
+                  "replicas) and other (data, update, recording)."),
+            html_table(lay, "table-layouts")]
+
+
 def _section_pipelines(res: Results, names) -> List[str]:
     pipe = res.pipelines
     if pipe.empty:
-        return [_note("No pipeline runs (dtbench --parallel model or hybrid).")]
+        return _layouts(res, names) + [
+            _note("No pipeline runs (dtbench --parallel model, hybrid, or tensor with --stages).")]
     pipe = pipe.assign(run=[names.get(f, f) for f in pipe["file"]])
-    return ['<div class="figs">', _img(training.pipeline(pipe), "fig-pipelines",
+    return _layouts(res, names) + [
+            '<div class="figs">', _img(training.pipeline(pipe), "fig-pipelines",
                                        "pipeline stages and bubble fraction"), "</div>",
             _note("From the pipe_* fields: compute (forward, loss, backward of the stage's "
                   "rows), send, receive (transfer after the sender started) and idle (waiting "

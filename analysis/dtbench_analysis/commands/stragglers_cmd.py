@@ -29,11 +29,20 @@ def format_text(a: StragglerAnalysis, run: Run, top: int = 10) -> str:
                  f"iteration's median over ranks; excess = its busy minus that median")
     if a.wait_source:
         lines.append(f"  waiting caused = {a.wait_source}")
+    grouped = "layout" in a
+    if grouped:
+        lines.append(f"  layout {a.layout} (place: replica r, stage s, tensor rank t): each rank "
+                     f"compared with its peers, {a.peers}; the median above is theirs"
+                     + (" and the waiting caused is theirs" if a.wait_source and
+                        not a.wait_source.startswith("recorded") else ""))
     lines.append("")
-    lines.append(f"  {'rank':>5} {'node':>5} {'host':<14}{'slowest':>12} {'median excess ms':>17}"
-                 f" {'total excess s':>15} {'wait caused s':>14} {'median busy ms':>15}")
+    place = f"{'place':<10}" if grouped else ""
+    lines.append(f"  {'rank':>5} {place}{'node':>5} {'host':<14}{'slowest':>12} "
+                 f"{'median excess ms':>17} {'total excess s':>15} {'wait caused s':>14} "
+                 f"{'median busy ms':>15}")
     for r in a.ranks[:top]:
-        lines.append(f"  {r.rank:>5} {r.node:>5} {r.host[:13]:<14}"
+        where = f"{r.place:<10}" if grouped else ""
+        lines.append(f"  {r.rank:>5} {where}{r.node:>5} {r.host[:13]:<14}"
                      f"{r.slowest_count:>6}/{a.iterations:<5}"
                      f" {ms(r.median_excess_s):>17} {num(r.total_excess_s):>15}"
                      f" {num(r.wait_caused_s):>14} {ms(r.busy_median_s):>15}")
@@ -48,6 +57,11 @@ def format_text(a: StragglerAnalysis, run: Run, top: int = 10) -> str:
                          f"{n.slowest_count:>6}/{a.iterations:<5}"
                          f" {num(n.total_excess_s):>15} {num(n.wait_caused_s):>14}"
                          f" {ms(n.busy_median_s):>15}")
+    if grouped and a.stages:
+        lines.append("")
+        lines.append("  per stage, median busy ms of its ranks (the pipeline's balance, not a "
+                     "straggler): " + ", ".join(f"stage {st['stage']} {ms(st['busy_median_s'])}"
+                                                for st in a.stages))
     lines.append("")
     lines.append("  load imbalance (max / mean over ranks, per iteration):  median    p95")
     for name, v in a.imbalance.items():
@@ -67,7 +81,8 @@ def verdict(a: StragglerAnalysis) -> str:
     r = a.ranks[0]
     caused = "" if r.wait_caused_s is None else \
         f"; the others waited {r.wait_caused_s:.3f} s for it"
-    return (f"slowest: rank {r.rank} (node {r.node}, {r.host}) in {r.slowest_count} "
+    where = f"{r.place}, " if "place" in r else ""
+    return (f"slowest: rank {r.rank} ({where}node {r.node}, {r.host}) in {r.slowest_count} "
             f"of {a.iterations} iterations ({r.slowest_share:.0%}), by "
             f"{r.median_excess_s * 1e3:.3f} ms (median){caused}")
 

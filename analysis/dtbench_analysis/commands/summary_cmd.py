@@ -265,6 +265,8 @@ def _per_rank_lines(s: Summary) -> List[str]:
     rows = s.per_rank
     if len(rows) < 2:
         return []
+    if "compute_median_ms" in rows[0]:
+        return _model_parallel_lines(rows)
     extra = [k for k in ("wait_median_ms", "tensor_median_ms", "bubble_median_ms",
                          "staleness_median", "power_median_w", "memory_max_mib",
                          "utilization_median") if k in rows[0]]
@@ -288,6 +290,26 @@ def _per_rank_lines(s: Summary) -> List[str]:
                    "".join(f"{num(r[k], '.1f'):>10}" for k in extra))
     if note:
         out.append(note)
+    return out
+
+
+def _model_parallel_lines(rows) -> List[str]:
+    """A model-parallel run's per-rank table: its place and where its iteration goes, side by
+    side (all ranks: the place matters more than the order)."""
+    heads = [("compute_median_ms", "compute"), ("tensor_median_ms", "tensor"),
+             ("bubble_median_ms", "bubble"), ("exchange_median_ms", "exchange")]
+    heads = [(k, h) for k, h in heads if k in rows[0]]
+    out = ["", "  per rank, median ms over its measured iterations (place: replica r, stage s, "
+               "tensor rank t; compute = forward + backward less the tensor group's allreduces "
+               "and the pipeline's transfer and bubble; exchange: among the replicas):",
+           f"  {'rank':>5} {'place':<10}{'node':>5} {'host':<14}{'iters':>6}{'total':>10}" +
+           "".join(f"{h:>10}" for _, h in heads)]
+    for r in rows[:MAX_RANK_ROWS]:
+        out.append(f"  {r['rank']:>5} {r['place']:<10}{r['node']:>5} {r['host'][:13]:<14}"
+                   f"{r['measured']:>6}{num(r['total_median_ms']):>10}" +
+                   "".join(f"{num(r[k]):>10}" for k, _ in heads))
+    if len(rows) > MAX_RANK_ROWS:
+        out.append(f"  ... {len(rows) - MAX_RANK_ROWS} more ranks (--json: all)")
     return out
 
 

@@ -5,7 +5,9 @@ Each rank is one row; each iteration's phases are drawn back to back from the it
 ``start`` on the aligned clock (rank 0's clock, corrected per rank by the measured offset) in the
 order the trainer runs them: data, forward, backward, exchange, update. Any remainder of ``total``
 is left blank. When the file records ``exchange_wait``, the waiting part of the exchange is
-hatched. Warm-up iterations are drawn faded and labelled. With several runs, one panel per run.
+hatched. In a model-parallel run each rank is labelled with its place (layout.labels: replica,
+stage, tensor rank). Warm-up iterations are drawn faded and labelled. With several runs, one
+panel per run.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Sequence, Tuple
 import numpy as np
 
 from ..conventions import INCOMPLETE_MARK
+from .. import layout
 from ..runfile import Run
 
 ORDER = ("data", "forward", "backward", "exchange", "update")
@@ -27,7 +30,7 @@ def draw(ax, run: Run, lo: int, hi: int) -> int:
     start = run.iterations["start"]
     wait = run.iterations.get("exchange_wait")
     drawn = 0
-    labels = run.ranks["rank"].to_numpy()
+    labels = layout.labels(run)
     for row in range(run.nranks):
         y = row
         for it in range(lo, hi):
@@ -52,7 +55,7 @@ def draw(ax, run: Run, lo: int, hi: int) -> int:
                 tag = f"{it}" + (" (warm-up)" if it < run.warmup else "")
                 ax.text(t, -0.55, tag, fontsize=7, va="bottom")
     ax.set_yticks(range(run.nranks))
-    ax.set_yticklabels([f"rank {r}" for r in labels])
+    ax.set_yticklabels(labels)
     ax.set_ylim(run.nranks - 0.5, -0.9)
     ax.set_xlabel("aligned clock: s since rank 0's start")
     ax.grid(axis="x", alpha=0.3)
