@@ -24,12 +24,16 @@ from test_predict_vcluster import RATE, _skip_reason
 
 pytestmark = pytest.mark.long
 
-#: |relative error| allowed on a held-out collective kind. Measured on this 2-core machine
-#: under the other jobs' load, three sets of runs: zero1's all-gather -22, -24, -22 % and
-#: reduce-scatter -6, -1, -3 %; zero3's all-gather 0, -15, -14 % and reduce-scatter -36, -21,
-#: -20 % (the iteration -27 to -37 %: not bounded here). The model is biased low, not noisy:
-#: the bound leaves 14 points above the worst seen
-KIND_BOUND = 0.5
+#: |relative error| allowed on a held-out collective kind and on the iteration. Measured on
+#: this 2-core machine under the other jobs' load, four sets of runs: zero1's iteration -3.9,
+#: +7.9, -3.7, -12.3 %, all-gather -35, -33, -33, -34 % and reduce-scatter -6, +12, -1, -22 %;
+#: zero3's iteration -6.6, -11.9, -10.2, -9.5 %, all-gather -14, -25, -23, -12 % and
+#: reduce-scatter -44, -43, -43, -47 %. Each
+#: kind is biased low (its max over ranks holds the skew between the ranks' arrivals, which the
+#: alpha-beta terms fitted on 2 nodes do not grow), hence a looser bound on the kinds than on
+#: the iteration (the bound of predict's own refusal, --max-error 25 %)
+KIND_BOUND = 0.6
+ITERATION_BOUND = 0.25
 REPO = realruns.REPO
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "vcluster_runs.sh")
@@ -71,6 +75,8 @@ def _misses(result):
             misses.append(f"{name}: collectives checked {sorted(errors)}")
         misses += [f"{name} {k}: {100 * e:+.1f}%" for k, e in errors.items()
                    if abs(e) >= KIND_BOUND]
+        if abs(c["error"]) >= ITERATION_BOUND:
+            misses.append(f"{name} iteration: {100 * c['error']:+.1f}%")
     return misses
 
 
