@@ -9,9 +9,9 @@ factor (x the scenario's core share where the ranks share a machine's cores); th
 is the fitted collective cost times a measured iteration factor.
 
 Per strategy, one iteration:
-- sync / hier / zero1-3: max over the p ranks of compute, then the collectives (zero:
-  shard.py's reduce-scatters, all-gathers and hier's allreduce of the shards) (everybody waits for the
-  slowest: the max of p draws grows with p);
+- sync / hier / zero1-3: max over the p ranks of compute, then the collectives (everybody
+  waits for the slowest: the max of p draws grows with p; zero: shard.py's reduce-scatters,
+  all-gathers and hier's allreduce of the shards);
 - ssp (bound S): rank r's iteration i ends at max(own compute end, completion of allreduce i-S);
   allreduces run one after another, each starting when the last rank finished that iteration;
 - async (parameter servers, fixed count): each worker alone, compute + a round trip of the
