@@ -77,6 +77,13 @@ def format_text(result: Dict, simulate_mode: bool) -> str:
                      + (")" if te is not None else "")
                      + "".join(f"; {k} {100 * e:+.1f}%"
                                for k, e in (v.get("collective_errors") or {}).items()))
+    for t in result.get("tensor") or []:
+        lines.append(f"   tensor group of {t['tp']} ({t['calls']:.0f} allreduces of "
+                     f"{t['bytes_per_call'] / 1e3:.1f} kB per iteration): measured "
+                     f"{_ms(t['measured_s'])} ms, predicted "
+                     + (f"{_ms(t['predicted_s'])} ms: error {100 * t['error']:+.1f}%"
+                        if t["error"] is not None else "-: intra-node terms unknown")
+                     + f"  {t['file']}")
     if result["worst_error"] is not None:
         lines.append(f"   worst |error| {100 * result['worst_error']:.1f}% (bound --max-error "
                      f"{100 * result['max_error']:.0f}%)")
@@ -226,7 +233,9 @@ def run_command(args, report_error) -> int:
         return 2
     result = build(runs, nodes, strategies, args.algorithm, args.ranks_per_node,
                    args.batch_per_rank, args.batch_global, args.max_error, args.seed,
-                   shared_cores=args.shared_cores)
+                   shared_cores=args.shared_cores,
+                   tensor_runs=[r for r, _ in left_out
+                                if str(r.attrs.get("parallel") or "") == "tensor"])
     refuse = result["refused"] and not args.force
     if refuse:
         result["predictions"], result["curve"] = [], []

@@ -24,6 +24,7 @@ from ..runfile import Run
 from .fit import (PARAMS, CommFit, Observation, core_share, exchange_terms, fit_comm,
                   fit_compute, observe, transfer_factors)
 from .shard import ZERO, scales_for, zero_terms
+from .tensor import check as tensor_check
 from .sim import SLOW_FACTOR, STRATEGIES, Scenario, needs, simulate, summarise
 
 DEFAULT_MAX_ERROR = 0.25
@@ -304,8 +305,9 @@ def build(runs: Sequence[Run], nodes: Sequence[int], strategies: Sequence[str] =
           algorithm: str = "auto", per_node: Optional[int] = None,
           batch_per_rank: Optional[int] = None, batch_global: Optional[int] = None,
           max_error: float = DEFAULT_MAX_ERROR, seed: int = 1, draws: int = 48,
-          shared_cores: Optional[int] = None) -> Dict:
-    """The whole prediction as a dict (see the module doc)."""
+          shared_cores: Optional[int] = None, tensor_runs: Sequence[Run] = ()) -> Dict:
+    """The whole prediction as a dict (see the module doc); ``tensor_runs`` (left out of the
+    fit): their tensor groups' allreduces against the model (tensor.check)."""
     rng = np.random.default_rng(seed)
     obs = [observe(r, shared_cores) for r in runs]
     ref = max(obs, key=lambda o: (o.nnodes, o.nranks, o.batch_per_rank))
@@ -346,6 +348,7 @@ def build(runs: Sequence[Run], nodes: Sequence[int], strategies: Sequence[str] =
         "predictions": predictions,
         "curve": _curve(model, predictions, nodes),
         "shared_cores": shared_cores,
+        "tensor": tensor_check(list(tensor_runs), comm),
         "assumptions": ([SHARED_CORES_ASSUMPTION.format(cores=shared_cores)] + ASSUMPTIONS[1:]
                         if shared_cores else ASSUMPTIONS),
     })
