@@ -41,6 +41,13 @@ def records(a):
     expect((by_stage.sum(axis=1) == want).all(),
            f"tp_bytes summed over the stages {sorted(set(by_stage.sum(axis=1).ravel()))}, "
            f"expected {want:.0f}")
+    # four allreduces per block and micro-batch, each of [micro-batch, tokens, C] floats (what
+    # predict costs one by one)
+    micro = max(1, int(f.attrs.get("microbatches", 1)))
+    calls = it["tp_calls"][:].reshape(p // (n * k), k, n, iters).sum(axis=1)
+    expect((calls == 4 * a.blocks * micro).all(),
+           f"tp_calls summed over the stages {sorted(set(calls.ravel()))}, expected "
+           f"{4 * a.blocks * micro} (4 per block and micro-batch)")
     if p > n * k:  # the replicas exchange the rank's slice: less than the whole model's gradient
         xs = it["bytes_sent"][:]
         expect(((xs > 0) & (xs < 4 * int(f.attrs["param_count"]))).all(),
@@ -66,8 +73,8 @@ def none(a):
     """A run without a tensor group records no tensor-group time or bytes."""
     f = h5(a.file)
     it = f["iterations"]
-    if (it["tp_comm"][:] != 0).any() or (it["tp_bytes"][:] != 0).any():
-        die(f"{a.file}: tp_comm or tp_bytes recorded without a tensor group")
+    if any((it[k][:] != 0).any() for k in ("tp_comm", "tp_bytes", "tp_calls")):
+        die(f"{a.file}: tp_comm, tp_bytes or tp_calls recorded without a tensor group")
     print(f"ok: {a.file}: no tensor-group records")
 
 

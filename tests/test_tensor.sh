@@ -8,7 +8,7 @@
 #      (2 replicas x 2 stages x groups of 2 on 8 ranks, 1F1B);
 #      FCN-5 (fc-ReLU-fc pairs) and LeNet (its classifier split, its convolutions replicated) on
 #      Fashion-MNIST train on a group of 2 to the parameters of 1 rank and evaluate as it does;
-#   2. the records: each rank's tensor-group allreduces (tp_comm, tp_bytes: 4 per block and
+#   2. the records: each rank's tensor-group allreduces (tp_comm, tp_bytes, tp_calls: 4 per block and
 #      iteration), one loss per group, one set of parameters per group rank over the replicas,
 #      slices that differ within a group; none without a group;
 #   3. refusals in one line (exit 2, no file): a group the heads do not divide, a model without

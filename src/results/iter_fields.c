@@ -65,5 +65,6 @@ const IterField ITER_FIELDS[] = {
           "tensor group: its allreduces of activations and gradients (--parallel tensor), "
           "included in forward and backward, not in exchange"),
     FIELD(tp_bytes, "bytes", "tensor group: payload this rank handed to its allreduces"),
+    FIELD(tp_calls, "-", "tensor group: how many allreduces this rank made (0 elsewhere)"),
 };
 const int ITER_NFIELDS = (int)(sizeof ITER_FIELDS / sizeof ITER_FIELDS[0]);

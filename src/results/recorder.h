@@ -44,8 +44,8 @@ typedef struct {
      * one's, evaluations left out: total and the host's time outside it (see iter_fields.c) */
     double wall;
     /* tensor parallelism (--parallel tensor; 0 otherwise): the tensor group's allreduces inside
-     * forward and backward, s, and their payload, bytes */
-    double tp_comm, tp_bytes;
+     * forward and backward, s, their payload, bytes, and how many there were */
+    double tp_comm, tp_bytes, tp_calls;
 } IterRecord;
 
 typedef struct {

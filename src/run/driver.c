@@ -87,7 +87,7 @@ static void fill_record(Driver *d, const StageRun *s, ExchangeStep *xs, double s
         r->pipe_compute = s->st.compute, r->pipe_send = s->st.send, r->pipe_recv = s->st.recv;
         r->pipe_idle = s->st.idle, r->pipe_bytes = s->st.bytes;
     }
-    if (d->tensor) tensor_group_take(d->tensor, &r->tp_comm, &r->tp_bytes);
+    if (d->tensor) tensor_group_take(d->tensor, &r->tp_comm, &r->tp_bytes, &r->tp_calls);
 }
 
 /* The optimizer step on gradients that still need the factor gs (ExchangeStep.grad_scale: sync
@@ -202,7 +202,7 @@ TrainResult driver_run(Driver *d) {
         IterRecord r;
         memset(&r, 0, sizeof r);
         profile_begin(d->profile, it); /* marks each layer when `it` is profiled */
-        if (d->tensor) tensor_group_take(d->tensor, NULL, NULL); /* not an evaluation's */
+        if (d->tensor) tensor_group_take(d->tensor, NULL, NULL, NULL); /* not an evaluation's */
         double start = dt_now();
         be->timer_record(ctx, MARK_START);
         load_batch(d, &pf, it, x, labels, &r);

@@ -10,7 +10,7 @@
 
 struct TensorGroup {
     Coll *coll;
-    double seconds, bytes; /* since the last tensor_group_take */
+    double seconds, bytes, calls; /* since the last tensor_group_take */
 };
 
 /* ModelTensor.allreduce: buf[count] summed over the group, in place. */
@@ -20,6 +20,7 @@ static void group_allreduce(void *user, float *buf, size_t count) {
     coll_mpi.wait(g->coll, coll_mpi.allreduce(g->coll, buf, count, 1.0f));
     g->seconds += dt_now() - t;
     g->bytes += (double)count * sizeof(float);
+    g->calls += 1.0;
 }
 
 TensorGroup *tensor_group_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx,
@@ -32,10 +33,11 @@ TensorGroup *tensor_group_create(MPI_Comm comm, const BackendOps *be, BackendCtx
     return g;
 }
 
-void tensor_group_take(TensorGroup *g, double *seconds, double *bytes) {
+void tensor_group_take(TensorGroup *g, double *seconds, double *bytes, double *calls) {
     if (seconds) *seconds = g->seconds;
     if (bytes) *bytes = g->bytes;
-    g->seconds = g->bytes = 0.0;
+    if (calls) *calls = g->calls;
+    g->seconds = g->bytes = g->calls = 0.0;
     (void)coll_mpi.hidden(g->coll); /* forgets the operations kept for the iteration */
 }
 

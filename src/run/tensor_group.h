@@ -16,9 +16,9 @@ typedef struct TensorGroup TensorGroup;
  * model_build_tensor: its size, this rank's place and the allreduce. */
 TensorGroup *tensor_group_create(MPI_Comm comm, const BackendOps *be, BackendCtx *ctx,
                                  ModelTensor *tp);
-/* The seconds and bytes of the allreduces since the last call (either pointer may be NULL: the
+/* The seconds, bytes and number of the allreduces since the last call (any pointer may be NULL: the
  * counts are dropped), then starts counting anew. */
-void tensor_group_take(TensorGroup *g, double *seconds, double *bytes);
+void tensor_group_take(TensorGroup *g, double *seconds, double *bytes, double *calls);
 void tensor_group_free(TensorGroup *g);
 
 #endif

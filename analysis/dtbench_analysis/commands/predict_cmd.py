@@ -9,6 +9,7 @@ from .. import jsonout
 from ..predict import build
 from ..predict.fit import ALGORITHM_HELP, ALGORITHMS, PARAMS
 from ..predict.model import DEFAULT_MAX_ERROR, unusable
+from ..predict.shard import ZERO
 from ..predict.sim import SLOW_FACTOR, STRATEGIES
 from ..units import ms as _ms
 from ..units import num
@@ -73,7 +74,16 @@ def format_text(result: Dict, simulate_mode: bool) -> str:
                      f"error {100 * v['error']:+.1f}%"
                      + (f" (exchange transfer {100 * te:+.1f}%" if te is not None else "")
                      + (f"; collectives alone {100 * ce:+.1f}%" if ce is not None else "")
-                     + (")" if te is not None else ""))
+                     + (")" if te is not None else "")
+                     + "".join(f"; {k} {100 * e:+.1f}%"
+                               for k, e in (v.get("collective_errors") or {}).items()))
+    for t in result.get("tensor") or []:
+        lines.append(f"   tensor group of {t['tp']} ({t['calls']:.0f} allreduces of "
+                     f"{t['bytes_per_call'] / 1e3:.1f} kB per iteration): measured "
+                     f"{_ms(t['measured_s'])} ms, predicted "
+                     + (f"{_ms(t['predicted_s'])} ms: error {100 * t['error']:+.1f}%"
+                        if t["error"] is not None else "-: intra-node terms unknown")
+                     + f"  {t['file']}")
     if result["worst_error"] is not None:
         lines.append(f"   worst |error| {100 * result['worst_error']:.1f}% (bound --max-error "
                      f"{100 * result['max_error']:.0f}%)")
@@ -149,7 +159,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--nodes", required=True, metavar="N,N,...",
                    help="node counts to predict, e.g. 32,64,128,256,512,1024")
     p.add_argument("--strategies", default=",".join(STRATEGIES), metavar="S,S,...",
-                   help=f"strategies to predict, of {','.join(STRATEGIES)} [all]")
+                   help=f"strategies to predict, of {','.join(STRATEGIES + ZERO)} "
+                        f"[{','.join(STRATEGIES)}]")
     p.add_argument("--algorithm", choices=ALGORITHMS, default="auto",
                    help="allreduce algorithm of the communication model: "
                         + "; ".join(f"{k}: {v}" for k, v in ALGORITHM_HELP.items())
@@ -193,10 +204,10 @@ def run_command(args, report_error) -> int:
                      f"e.g. 32,64,128")
         return 2
     strategies = [s for s in args.strategies.split(",") if s]
-    bad = [s for s in strategies if s not in STRATEGIES]
+    bad = [s for s in strategies if s not in STRATEGIES + ZERO]
     if bad or not strategies:
         report_error(f"--strategies {args.strategies}: accepted: comma-separated, of "
-                     f"{','.join(STRATEGIES)}")
+                     f"{','.join(STRATEGIES + ZERO)}")
         return 2
     for opt, value in (("--ranks-per-node", args.ranks_per_node),
                        ("--batch-per-rank", args.batch_per_rank),
@@ -222,7 +233,9 @@ def run_command(args, report_error) -> int:
         return 2
     result = build(runs, nodes, strategies, args.algorithm, args.ranks_per_node,
                    args.batch_per_rank, args.batch_global, args.max_error, args.seed,
-                   shared_cores=args.shared_cores)
+                   shared_cores=args.shared_cores,
+                   tensor_runs=[r for r, _ in left_out
+                                if str(r.attrs.get("parallel") or "") == "tensor"])
     refuse = result["refused"] and not args.force
     if refuse:
         result["predictions"], result["curve"] = [], []

@@ -40,6 +40,7 @@ import pandas as pd
 
 from .coll import (EAGER_BYTES, NPARAMS, collective_terms,  # noqa: F401
                    exchange_terms, hier_terms, tuned_allreduce)
+from .shard import KINDS, ZERO, zero_terms
 from ..runfile import Run
 
 
@@ -91,6 +92,9 @@ class Observation:
     overlap: bool = False
     threads: int = 1                     # --threads of each rank
     share: float = 1.0                   # the core share its compute was divided by
+    hier: bool = False                   # --transport hier
+    kinds: Optional[Dict[str, float]] = None   # zero: median s per iteration per collective
+    scales: Optional[Dict[str, float]] = None  # zero: shard.zero_terms's scale per kind
 
     def hint_for(self, strategy: str, staleness: int) -> str:
         """The algorithm ``auto`` means for ``strategy`` run as this run was (library, overlap)."""
@@ -110,8 +114,7 @@ class Observation:
 def strategy_of(run: Run) -> str:
     """sync with --transport hier is the strategy ``hier``; the others are the exchange."""
     exchange = run.exchange
-    transport = str(run.attrs.get("transport") or run.config.get("transport") or "mpi")
-    if exchange == "sync" and transport == "hier":
+    if exchange == "sync" and _transport(run) == "hier":
         return "hier"
     return exchange
 
@@ -134,7 +137,10 @@ def overlap_of(run: Run) -> bool:
 def blocking_exchange(overlap: bool, strategy: str, staleness: int) -> bool:
     """Whether an exchange calls the blocking collectives: sync, hier and mixed switch to
     MPI_Allreduce when nothing was started during backward (no --overlap); ssp only with
-    staleness 0; async has no collective."""
+    staleness 0; async has no collective; ZeRO's blocking (zero2's reduce-scatters started in
+    backward are left out of its terms)."""
+    if strategy in ZERO:
+        return True
     if strategy in ("sync", "hier", "mixed"):
         return not overlap
     return strategy == "ssp" and staleness == 0
@@ -168,6 +174,9 @@ def observe(run: Run, shared_cores: Optional[int] = None) -> Observation:
     threads = max(1, _option(run, "threads", 1))
     share = core_share(run.nranks, threads, shared_cores)
     compute = (total - exchange) / share
+    kinds = scales = None
+    if strategy_of(run) in ZERO:
+        compute, kinds, scales = zero_parts(run, total, share)
     wait = run.measured("exchange_wait")[train] if run.has("exchange_wait") else None
     transfer = np.array([])
     every = run.measured_by_all
@@ -206,7 +215,47 @@ def observe(run: Run, shared_cores: Optional[int] = None) -> Observation:
         compute=compute, transfer=transfer, iteration=iteration_times(run),
         wait=(wait[np.isfinite(wait)] if wait is not None else np.array([])),
         calibration=read_calibration(run), calibration_hint=auto_algorithm(library, True),
-        mpi_library=library, overlap=overlap_of(run), threads=threads, share=share)
+        mpi_library=library, overlap=overlap_of(run), threads=threads, share=share,
+        hier=_transport(run) == "hier", kinds=kinds, scales=scales)
+
+
+def _transport(run: Run) -> str:
+    return str(run.attrs.get("transport") or run.config.get("transport") or "mpi")
+
+
+def zero_parts(run: Run, total: np.ndarray, share: float):
+    """A ZeRO run's compute (total less its collectives and the stop vote's wait: zero3's
+    gathers lie inside forward and backward, the shard's update stays in), and per collective
+    kind the median over iterations of the max over ranks (as sync's transfer: the rank the
+    collectives complete last on; the min over ranks predicted real 4-node zero1 and zero3
+    iterations 27-37 % short, the max within 12 %) and shard.zero_terms's scale from the
+    recorded payloads."""
+    train = run.trains
+    busy = total.copy()
+    if run.has("exchange_wait"):
+        busy = busy - np.nan_to_num(run.measured("exchange_wait")[train])
+    params = float(run.attrs.get("param_count") or 0) * 4.0
+    nnodes = max(1, run.nnodes)
+    per_node = max(1, run.nranks // nnodes)
+    every = run.measured_by_all
+    kinds, scales = {}, {}
+    for kind in KINDS:
+        if not run.has(f"exchange_{kind}"):
+            continue
+        t = run.measured(f"exchange_{kind}")[train]
+        busy = busy - np.nan_to_num(t)
+        if run.nranks > 1 and every.any():
+            last = np.max(t[:, every], axis=0)
+            last = last[np.isfinite(last)]
+            if last.size and np.median(last) > 0:
+                kinds[kind] = float(np.median(last))
+        if params > 0 and run.has(f"bytes_{kind}"):
+            b = run.measured(f"bytes_{kind}")
+            b = b[np.isfinite(b) & (b > 0)]
+            if b.size:
+                scales[kind] = float(np.median(b)) / params * (per_node if kind == "allreduce"
+                                                               else 1)
+    return busy / share, kinds, scales
 
 
 def read_calibration(run: Run) -> Optional[float]:
@@ -235,12 +284,28 @@ def rows_of(obs: Observation, algorithm: str) -> List[Tuple[np.ndarray, float, s
         # nonblocking); its broadcast every sync_period iterations is left in the noise
         terms = exchange_terms("sync", algo, 1, obs.per_node, obs.grad_bytes, obs.bucket_bytes)
         rows.append((terms, float(np.median(obs.transfer)), "exchange"))
+    elif obs.strategy in ZERO:
+        rows.extend(zero_rows(obs, algorithm))
     elif obs.strategy == "ssp" and obs.nranks > 1 and obs.calibration:
         # the calibration runs the blocking collectives whatever the strategy
         cal = obs.calibration_hint if algorithm == "auto" else algorithm
         terms = exchange_terms("sync", cal, obs.nnodes, obs.per_node, obs.grad_bytes,
                                obs.bucket_bytes)
         rows.append((terms, obs.calibration, "calibration"))
+    return rows
+
+
+def zero_rows(obs: Observation, algorithm: str) -> List[Tuple[np.ndarray, float, str]]:
+    """A ZeRO run's rows: each collective kind's median time per iteration against its terms
+    (zero2's reduce-scatters are left out: backward hides most of them)."""
+    rows = []
+    for kind, secs in sorted((obs.kinds or {}).items()):
+        if obs.strategy == "zero2" and kind == "reduce_scatter":
+            continue
+        terms = zero_terms(kind, obs.hier, algorithm, obs.nnodes, obs.per_node,
+                           obs.grad_bytes, obs.bucket_bytes, (obs.scales or {}).get(kind, 1.0))
+        if terms.any():
+            rows.append((terms, secs, kind))
     return rows
 
 

@@ -23,6 +23,8 @@ from .. import metrics
 from ..runfile import Run
 from .fit import (PARAMS, CommFit, Observation, core_share, exchange_terms, fit_comm,
                   fit_compute, observe, transfer_factors)
+from .shard import ZERO, scales_for, zero_terms
+from .tensor import check as tensor_check
 from .sim import SLOW_FACTOR, STRATEGIES, Scenario, needs, simulate, summarise
 
 DEFAULT_MAX_ERROR = 0.25
@@ -90,7 +92,9 @@ def scenario_for(o: Observation, strategy: str, nnodes: int, per_node: int, batc
                                if algorithm == "auto" else algorithm),
                     staleness=o.staleness, sync_period=max(1, o.sync_period),
                     ps_ranks=max(1, o.ps_ranks),
-                    compute_share=core_share(nnodes * per_node, o.threads, shared_cores))
+                    compute_share=core_share(nnodes * per_node, o.threads, shared_cores),
+                    hier=o.hier, scales=scales_for(strategy, o.scales if o.strategy == strategy
+                                                   else None))
 
 
 def _run_scenario(s: Scenario, key, models: CommModels, compute, tf, rng, draws, widen=0.0):
@@ -122,6 +126,25 @@ def _calibration_error(o: Observation, strategy: str, models: CommModels,
     return comm.time(terms) / o.calibration - 1.0
 
 
+def collective_errors(o: Observation, models: CommModels, algorithm: str) -> Optional[Dict]:
+    """A held-out ZeRO run: per collective kind its measured median time per iteration
+    predicted by the fit (shard.zero_terms), relative error; None for other strategies."""
+    if o.strategy not in ZERO or not o.kinds:
+        return None
+    level = "inter" if o.nnodes > 1 else "intra"
+    _, comm = models.for_strategy(o.strategy, level)
+    if not comm.level_known(level):
+        return None
+    algo = o.algorithm_hint if algorithm == "auto" else algorithm
+    out = {}
+    for kind, secs in sorted(o.kinds.items()):
+        terms = zero_terms(kind, o.hier, algo, o.nnodes, o.per_node, o.grad_bytes,
+                           o.bucket_bytes, (o.scales or {}).get(kind, 1.0))
+        if terms.any() and not (o.strategy == "zero2" and kind == "reduce_scatter"):
+            out[kind] = comm.time(terms) / secs - 1.0
+    return out or None
+
+
 def validate(observations: List[Observation], algorithm: str, rng, draws: int,
              shared_cores: Optional[int] = None) -> List[Dict]:
     out = []
@@ -146,8 +169,10 @@ def validate(observations: List[Observation], algorithm: str, rng, draws: int,
             if pred is not None and measured > 0:
                 row["error"] = pred["iteration_s"]["value"] / measured - 1.0
                 row["transfer_error"] = (pred["comm_model_s"] / row["measured_transfer_s"] - 1.0
-                                         if row["measured_transfer_s"] else None)
+                                         if row["measured_transfer_s"] and strategy not in ZERO
+                                         else None)
                 row["calibration_error"] = _calibration_error(o, strategy, comm, algorithm)
+                row["collective_errors"] = collective_errors(o, comm, algorithm)
             out.append(row)
     return out
 
@@ -170,6 +195,10 @@ class Fitted:
                 widen: float = 0.0, draws: Optional[int] = None):
         s = scenario_for(self.ref, strategy, nnodes, per_node or self.per_node, batch,
                          self.algorithm, self.shared_cores)
+        own = [o for o in self.obs if o.strategy == strategy and o.key == self.ref.key]
+        if strategy in ZERO and own:
+            top = max(own, key=_scale)
+            s.scales, s.hier = scales_for(strategy, top.scales), top.hier
         s.staleness = _setting(self.obs, "ssp", "staleness", 1)
         s.sync_period = _setting(self.obs, "mixed", "sync_period", 1)
         s.ps_ranks = _setting(self.obs, "async", "ps_ranks", 1)
@@ -276,8 +305,9 @@ def build(runs: Sequence[Run], nodes: Sequence[int], strategies: Sequence[str] =
           algorithm: str = "auto", per_node: Optional[int] = None,
           batch_per_rank: Optional[int] = None, batch_global: Optional[int] = None,
           max_error: float = DEFAULT_MAX_ERROR, seed: int = 1, draws: int = 48,
-          shared_cores: Optional[int] = None) -> Dict:
-    """The whole prediction as a dict (see the module doc)."""
+          shared_cores: Optional[int] = None, tensor_runs: Sequence[Run] = ()) -> Dict:
+    """The whole prediction as a dict (see the module doc); ``tensor_runs`` (left out of the
+    fit): their tensor groups' allreduces against the model (tensor.check)."""
     rng = np.random.default_rng(seed)
     obs = [observe(r, shared_cores) for r in runs]
     ref = max(obs, key=lambda o: (o.nnodes, o.nranks, o.batch_per_rank))
@@ -318,6 +348,7 @@ def build(runs: Sequence[Run], nodes: Sequence[int], strategies: Sequence[str] =
         "predictions": predictions,
         "curve": _curve(model, predictions, nodes),
         "shared_cores": shared_cores,
+        "tensor": tensor_check(list(tensor_runs), comm),
         "assumptions": ([SHARED_CORES_ASSUMPTION.format(cores=shared_cores)] + ASSUMPTIONS[1:]
                         if shared_cores else ASSUMPTIONS),
     })

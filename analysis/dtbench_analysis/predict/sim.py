@@ -9,8 +9,9 @@ factor (x the scenario's core share where the ranks share a machine's cores); th
 is the fitted collective cost times a measured iteration factor.
 
 Per strategy, one iteration:
-- sync / hier: max over the p ranks of compute, then the allreduce (everybody waits for the
-  slowest: the max of p draws grows with p);
+- sync / hier / zero1-3: max over the p ranks of compute, then the collectives (everybody
+  waits for the slowest: the max of p draws grows with p; zero: shard.py's reduce-scatters,
+  all-gathers and hier's allreduce of the shards);
 - ssp (bound S): rank r's iteration i ends at max(own compute end, completion of allreduce i-S);
   allreduces run one after another, each starting when the last rank finished that iteration;
 - async (parameter servers, fixed count): each worker alone, compute + a round trip of the
@@ -31,6 +32,7 @@ import numpy as np
 
 from .coll import EAGER_BYTES, NPARAMS, collective_terms, exchange_terms
 from .fit import CommFit, ComputeFit
+from .shard import ZERO, zero_exchange_terms
 
 STRATEGIES = ("sync", "hier", "ssp", "async", "mixed")
 #: an iteration of a rank is "slow" when its compute exceeds this multiple of the median
@@ -52,6 +54,8 @@ class Scenario:
     sync_period: int = 1
     ps_ranks: int = 1
     compute_share: float = 1.0  # fit.core_share at this scale: 1 on nodes of their own
+    hier: bool = False          # zero: --transport hier (HYBRID_SHARD)
+    scales: Optional[Dict[str, float]] = None  # zero: shard.zero_terms's scale per kind
 
     @property
     def ranks(self) -> int:
@@ -75,6 +79,9 @@ def needs(s: Scenario) -> Optional[str]:
 
 def comm_terms(s: Scenario) -> np.ndarray:
     """Collective-cost terms (see fit.PARAMS) of the exchange of one iteration."""
+    if s.strategy in ZERO:
+        return zero_exchange_terms(s.strategy, s.hier, s.algorithm, s.nnodes, s.per_node,
+                                   s.grad_bytes, s.bucket_bytes, s.scales or {})
     if s.strategy in ("sync", "ssp"):
         return exchange_terms("sync", s.algorithm, s.nnodes, s.per_node, s.grad_bytes,
                               s.bucket_bytes)
@@ -141,7 +148,7 @@ def simulate(s: Scenario, comm: CommFit, compute: ComputeFit, tfactors: np.ndarr
         "comm_model_s": float(terms @ np.nan_to_num(comm.params)),
         "compute_model_s": float(c_mid),
     }
-    if s.strategy in ("sync", "hier"):
+    if s.strategy in ("sync", "hier") + ZERO:
         busy = c.max(axis=2)
         t_iter = busy + comm_i
         exch = comm_i
