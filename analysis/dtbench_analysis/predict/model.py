@@ -90,7 +90,8 @@ def scenario_for(o: Observation, strategy: str, nnodes: int, per_node: int, batc
                                if algorithm == "auto" else algorithm),
                     staleness=o.staleness, sync_period=max(1, o.sync_period),
                     ps_ranks=max(1, o.ps_ranks),
-                    compute_share=core_share(nnodes * per_node, o.threads, shared_cores))
+                    compute_share=core_share(nnodes * per_node, o.threads, shared_cores),
+                    cores=shared_cores)
 
 
 def _run_scenario(s: Scenario, key, models: CommModels, compute, tf, rng, draws, widen=0.0):
@@ -118,7 +119,8 @@ def _calibration_error(o: Observation, strategy: str, models: CommModels,
     if not comm.level_known(level):
         return None
     algo = o.calibration_hint if algorithm == "auto" else algorithm
-    terms = exchange_terms(strategy, algo, o.nnodes, o.per_node, o.grad_bytes, o.bucket_bytes)
+    terms = exchange_terms(strategy, algo, o.nnodes, o.per_node, o.grad_bytes, o.bucket_bytes,
+                           o.cores)
     return comm.time(terms) / o.calibration - 1.0
 
 
