@@ -9,8 +9,8 @@
 #      the report's scaling figure and table, compare's pooled repeats and the stragglers' busy
 #      times are those of the files.
 #   3. predict, fitted on the sync and hier runs of 1-4 nodes (--shared-cores: the emulated nodes
-#      share this machine's cores), predicts the 8- and 16-node runs: iteration within 30%,
-#      transfer within 25% (why: check_study.py and docs/scaling-study.md).
+#      share this machine's cores), predicts the 8- and 16-node runs: iteration -40%/+60%,
+#      collectives alone 40%, transfer 50% (why: check_study.py and docs/scaling-study.md).
 #   4. every process of one node killed during a 16-node sync run and during a 16-node async run
 #      (one parameter server per node): the survivors close the file within seconds,
 #      failed_nodes names exactly that node, every rank keeps every iteration it completed,

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from dtbench_analysis import cli, predict
-from dtbench_analysis.predict.coll import tuned_allreduce
+from dtbench_analysis.predict.coll import SHARED, tuned_allreduce
 from dtbench_analysis.predict.fit import collective_terms, exchange_terms, fit_comm, observe
 from dtbench_analysis.runfile import load_run
 
@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import synthetic  # noqa: E402
 
 TRUE = {"alpha_intra": 20e-6, "beta_intra": 0.5e-9, "alpha_inter": 80e-6, "beta_inter": 10e-9,
-        "beta_inter_rndv": 20e-9}
+        "beta_inter_rndv": 20e-9, "beta_inter_shared": 0.0}
 C0, C1 = 1e-3, 0.5e-3            # s, s per sample
 PARAMS = 2_500_000               # 10 MB of float gradients
 NOISE = 0.03                     # lognormal sd of iteration and transfer factors
@@ -35,11 +35,12 @@ TOL_BETA, TOL_ALPHA, TOL_COMPUTE, TOL_HELDOUT = 0.05, 0.15, 0.05, 0.08
 
 
 def make_run(path, nnodes, per_node, batch, bucket_mb=25.0, iters=40, seed=0, slow_p=0.0,
-             inflate=1.0, exchange="sync", calibrate=False):
+             inflate=1.0, exchange="sync", calibrate=False, surcharge=0.0):
     """A sync run generated from TRUE, C0, C1. ``slow_p``: each rank-iteration is a hiccup
     (compute x 3) with this probability. ``inflate`` multiplies the transfer (a model that no
     longer holds). ``calibrate``: root attributes of the collectives timed alone (the exchange
-    calibration), the model's transfer time exactly."""
+    calibration), the model's transfer time exactly. ``surcharge``: seconds per byte across nodes
+    added where the ranks outnumber 2 shared cores (beta_inter_shared)."""
     rng = np.random.default_rng(seed)
     nranks, warmup = nnodes * per_node, 2
     total_iters = warmup + iters
@@ -48,8 +49,9 @@ def make_run(path, nnodes, per_node, batch, bucket_mb=25.0, iters=40, seed=0, sl
     c = (C0 + C1 * batch) * rank_f * np.exp(rng.normal(0, NOISE, shape))
     c = np.where(rng.random(shape) < slow_p, 3 * c, c)
     # no --overlap in the file: dtbench's sync ran blocking MPI_Allreduce (tuned's rules)
-    terms = exchange_terms("sync", "tuned", nnodes, per_node, 4.0 * PARAMS, bucket_mb * 2 ** 20)
-    t_x = terms @ np.array(list(TRUE.values()))
+    terms = exchange_terms("sync", "tuned", nnodes, per_node, 4.0 * PARAMS, bucket_mb * 2 ** 20,
+                           cores=2)
+    t_x = terms @ np.array(list(TRUE.values())) + surcharge * terms[SHARED]
     transfer = inflate * t_x * np.exp(rng.normal(0, NOISE, total_iters))
     wait = c.max(axis=0, keepdims=True) - c if nranks > 1 else np.zeros(shape)
     exch = (wait + transfer[None, :]) if nranks > 1 else np.zeros(shape)
@@ -89,19 +91,19 @@ def test_terms_of_the_algorithms():
     # rank 0 to ranks 1, 2 then rank 1 to 3 inside (3); rabenseifner (Open MPI: distance 1
     # first): halves of s/2 and s/4 inside the node, s/8 across, each way and back.
     s = 1000.0
-    assert collective_terms("ring", 2, 4, s).tolist() == [0, 0, 14, 2 * 7 / 8 * s, 0]
-    assert collective_terms("tree", 2, 4, s).tolist() == [4, 5 * s, 2, 5 * s, 0]
+    assert collective_terms("ring", 2, 4, s).tolist() == [0, 0, 14, 2 * 7 / 8 * s, 0, 0]
+    assert collective_terms("tree", 2, 4, s).tolist() == [4, 5 * s, 2, 5 * s, 0, 0]
     # 4 nodes of 1: reduce 2 rounds, broadcast 0 -> {1, 2} at once (2), then 1 -> 3 (1)
-    assert collective_terms("tree", 4, 1, s).tolist() == [0, 0, 4, 5 * s, 0]
-    assert collective_terms("tree", 4, 1, s, pipelined=True).tolist() == [0, 0, 4, 2 * s, 0]
-    assert collective_terms("rabenseifner", 2, 4, s).tolist() == [4, 1.5 * s, 2, 0.25 * s, 0]
+    assert collective_terms("tree", 4, 1, s).tolist() == [0, 0, 4, 5 * s, 0, 0]
+    assert collective_terms("tree", 4, 1, s, pipelined=True).tolist() == [0, 0, 4, 2 * s, 0, 0]
+    assert collective_terms("rabenseifner", 2, 4, s).tolist() == [4, 1.5 * s, 2, 0.25 * s, 0, 0]
     # 3 ranks: the third hands its whole vector over and gets the result back, then 1 exchange
-    assert collective_terms("recursive_doubling", 3, 1, s).tolist() == [0, 0, 3, 3 * s, 0]
+    assert collective_terms("recursive_doubling", 3, 1, s).tolist() == [0, 0, 3, 3 * s, 0, 0]
     assert not collective_terms("tree", 1, 1, s).any()
     # messages across nodes above the 64 KiB eager limit count in beta_inter_rndv
     big = 1e6
-    assert collective_terms("tree", 4, 1, big).tolist() == [0, 0, 4, 0, 5 * big]
-    assert collective_terms("ring", 4, 1, big).tolist() == [0, 0, 6, 0, 1.5 * big]
+    assert collective_terms("tree", 4, 1, big).tolist() == [0, 0, 4, 0, 5 * big, 0]
+    assert collective_terms("ring", 4, 1, big).tolist() == [0, 0, 6, 0, 1.5 * big, 0]
     assert collective_terms("ring", 32, 1, big)[3] == pytest.approx(2 * 31 / 32 * big)
 
 
@@ -245,8 +247,8 @@ def test_one_scale_is_not_validated(tmp_path, capsys):
 
 def _fits(beta_inter, compute_s, iter_factors=(1.0,)):
     from dtbench_analysis.predict.fit import CommFit, ComputeFit
-    params = np.array([0.0, 1e-10, 0.0, beta_inter, beta_inter])
-    comm = CommFit("tree", params, np.zeros((5, 5)), {k: True for k in TRUE}, [], 4, 0.0)
+    params = np.array([0.0, 1e-10, 0.0, beta_inter, beta_inter, 0.0])
+    comm = CommFit("tree", params, np.zeros((6, 6)), {k: True for k in TRUE}, [], 4, 0.0)
     comp = ComputeFit(("m", "d", "cpu"), 0.0, compute_s / 8, (0, 0), [8], np.ones(1),
                       np.array(iter_factors, dtype=float), 0.0)
     return comm, comp
@@ -334,3 +336,22 @@ def test_pipelines_are_left_out(tmp_path, capsys):
     assert cli.main(["predict", pipe, "--nodes", "16"]) == 2
     err = capsys.readouterr().err
     assert "data parallelism only" in err and len(err.strip().splitlines()) == 1
+
+
+def test_surcharge_beyond_the_shared_cores(tmp_path):
+    # nodes emulated on 2 cores: once the ranks outnumber them, every byte across nodes costs
+    # SURCHARGE more. Fitted with --shared-cores 2 on 1-4 nodes (2 ranks alone on the cores, 4
+    # not) it is found, and the 16-node exchange predicted; without, it is predicted low.
+    surcharge = 15e-9
+    files = [make_run(tmp_path / f"s{n}_{mb}.h5", n, 1, 8, mb, seed=n, surcharge=surcharge)
+             for n, mb in ((1, 25.0), (2, 25.0), (2, 0.05), (4, 25.0), (4, 0.05))]
+    runs = [load_run(f) for f in files]
+    comm = fit_comm([observe(r, 2) for r in runs], "auto")
+    assert comm.params[SHARED] == pytest.approx(surcharge, rel=0.25)
+    terms = exchange_terms("sync", "tuned", 16, 1, 4.0 * PARAMS, 25 * 2 ** 20, cores=2)
+    truth = terms @ np.array(list(TRUE.values())) + surcharge * terms[SHARED]
+    shared = predict.build(runs, [16], ["sync"], shared_cores=2, draws=8, per_node=1)
+    assert shared["predictions"][0]["prediction"]["comm_model_s"] == pytest.approx(truth, rel=0.08)
+    alone = predict.build(runs, [16], ["sync"], draws=8, per_node=1)
+    assert alone["predictions"][0]["prediction"]["comm_model_s"] < 0.85 * truth
+    assert not any(c["params"]["beta_inter_shared"] for c in alone["comm"].values())

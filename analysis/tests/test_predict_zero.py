@@ -44,20 +44,20 @@ def test_tuned_rules_of_open_mpi_4_1():
 def test_terms_of_reduce_scatter_and_allgather():
     s = 8000.0
     # 2 nodes of 2, recursive halving: distance 2 (across) with s/2, then distance 1 with s/4
-    assert reduce_scatter_terms("recursive_halving", 2, 2, s).tolist() == [1, s / 4, 1, s / 2, 0]
+    assert reduce_scatter_terms("recursive_halving", 2, 2, s).tolist() == [1, s / 4, 1, s / 2, 0, 0]
     # the butterfly goes the other way: distance 1 first
-    assert reduce_scatter_terms("butterfly", 2, 2, s).tolist() == [1, s / 2, 1, s / 4, 0]
+    assert reduce_scatter_terms("butterfly", 2, 2, s).tolist() == [1, s / 2, 1, s / 4, 0, 0]
     # linear on 2 ranks (2 nodes): the whole bucket to rank 0, then rank 0 sends back half
-    assert reduce_scatter_terms("linear", 2, 1, s).tolist() == [0, 0, 2, 1.5 * s, 0]
+    assert reduce_scatter_terms("linear", 2, 1, s).tolist() == [0, 0, 2, 1.5 * s, 0, 0]
     # all-gather by recursive doubling, 2 nodes of 2: one block inside, two blocks across
-    assert allgather_terms("recursive_doubling", 2, 2, s).tolist() == [1, s / 4, 1, s / 2, 0]
+    assert allgather_terms("recursive_doubling", 2, 2, s).tolist() == [1, s / 4, 1, s / 2, 0, 0]
     # 3 ranks: Open MPI's recursive doubling needs a power of two and runs Bruck's instead
     assert allgather_terms("recursive_doubling", 3, 1, 3000.0).tolist() == \
-        allgather_terms("bruck", 3, 1, 3000.0).tolist() == [0, 0, 2, 2000.0, 0]
-    assert allgather_terms("ring", 4, 1, s).tolist() == [0, 0, 3, 0.75 * s, 0]
+        allgather_terms("bruck", 3, 1, 3000.0).tolist() == [0, 0, 2, 2000.0, 0, 0]
+    assert allgather_terms("ring", 4, 1, s).tolist() == [0, 0, 3, 0.75 * s, 0, 0]
     # hier: inside the node only; the shards' allreduce across nodes carries L times a shard
     inside = zero_terms("allgather", True, "tuned", 4, 2, 2 * s, s)
-    assert inside[2:].tolist() == [0, 0, 0] and inside[1] == 2 * s / 2
+    assert inside[2:].tolist() == [0, 0, 0, 0] and inside[1] == 2 * s / 2
     across = zero_terms("allreduce", True, "ring", 4, 2, s, s)
     assert across[:2].tolist() == [0, 0] and across[3] == pytest.approx(2 * 2 * 3 / 4 * s / 2)
     assert not zero_terms("allreduce", False, "tuned", 4, 2, s, s).any()

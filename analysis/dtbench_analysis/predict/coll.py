@@ -2,7 +2,9 @@
 
 A collective's time is ``terms . PARAMS`` (fit.PARAMS: alpha and beta per topology
 level, and across nodes a separate beta for messages above the eager limit, which the transport
-sends with the rendezvous protocol). Which algorithm runs depends on how dtbench called MPI:
+sends with the rendezvous protocol; where the nodes share one machine's cores, a surcharge on
+the bytes across nodes once the ranks outnumber the cores: ``SHARED``). Which algorithm runs
+depends on how dtbench called MPI:
 - blocking ``MPI_Allreduce`` (sync, hier and mixed without ``--overlap``, and every calibration):
   Open MPI's ``tuned`` component picks per call from the communicator size and the message size
   (``tuned_allreduce``: ``ompi_coll_tuned_allreduce_intra_dec_fixed`` of Open MPI 4.1, the
@@ -16,11 +18,17 @@ smaller than the ranks per node.
 from __future__ import annotations
 
 import math
-from typing import List
+from typing import List, Optional
 
 import numpy as np
 
-NPARAMS = 5
+NPARAMS = 6
+#: the column of beta_inter_shared: where every node's ranks share the same C cores
+#: (--shared-cores: nodes emulated on one machine) and the ranks outnumber them, a byte across
+#: nodes costs that much more (a rank's socket is served only while the rank holds a core; with
+#: a core per rank, its TCP work runs beside the link). Its coefficient: the bytes across nodes
+#: of the link terms when ranks > C, else 0.
+SHARED = 5
 #: Open MPI's TCP BTL eager limit (btl_tcp_eager_limit): larger messages across nodes take the
 #: rendezvous protocol, whose per-byte cost is fitted apart (beta_inter_rndv)
 EAGER_BYTES = 65536
@@ -150,17 +158,26 @@ def bucket_sizes(grad_bytes: float, bucket_bytes: float) -> List[float]:
 
 
 def exchange_terms(strategy: str, algorithm: str, nnodes: int, per_node: int,
-                   grad_bytes: float, bucket_bytes: float) -> np.ndarray:
+                   grad_bytes: float, bucket_bytes: float,
+                   cores: Optional[int] = None) -> np.ndarray:
     """Terms of one iteration's gradient exchange, one allreduce per bucket. ``tuned`` (blocking
     MPI_Allreduce): the buckets one after the other, each with the algorithm of its size. Other
     algorithms (MPI_Iallreduce): all in flight at once, the largest bucket pays the whole
-    critical path, the others stream behind it at the rate of the busiest link."""
+    critical path, the others stream behind it at the rate of the busiest link. ``cores``: every
+    node's ranks share these cores (the ``SHARED`` term)."""
     sizes = bucket_sizes(grad_bytes, bucket_bytes)
     fn = hier_terms if strategy == "hier" else collective_terms
     if algorithm == "tuned":
-        return sum((fn(algorithm, nnodes, per_node, x) for x in sizes), np.zeros(NPARAMS))
-    first = fn(algorithm, nnodes, per_node, max(sizes))
-    others = sizes[:]
-    others.remove(max(sizes))
-    return first + sum((fn(algorithm, nnodes, per_node, x, True) for x in others),
-                       np.zeros(NPARAMS))
+        t = sum((fn(algorithm, nnodes, per_node, x) for x in sizes), np.zeros(NPARAMS))
+    else:
+        others = sizes[:]
+        others.remove(max(sizes))
+        t = fn(algorithm, nnodes, per_node, max(sizes)) + sum(
+            (fn(algorithm, nnodes, per_node, x, True) for x in others), np.zeros(NPARAMS))
+    return with_shared(t, nnodes * per_node, cores)
+
+
+def with_shared(t: np.ndarray, ranks: int, cores: Optional[int]) -> np.ndarray:
+    """``t`` with its SHARED term: its bytes across nodes where ``ranks`` outnumber ``cores``."""
+    t[SHARED] = float(t[3] + t[4]) if cores and ranks > cores else 0.0
+    return t

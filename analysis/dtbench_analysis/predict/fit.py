@@ -20,6 +20,8 @@ Three parts, each from the runs' per-rank, per-iteration records (measured cells
   ``a*alpha + b*s*beta`` summed over the levels its steps cross, for the algorithm the run used
   (coll.py: Open MPI tuned's rules for the blocking exchange, libnbc's tree for
   MPI_Iallreduce); across nodes, bytes in messages above the eager limit have their own beta.
+  With ``shared_cores`` C, a run of more than C ranks pays beta_inter_shared more per byte
+  across nodes (coll.SHARED), fitted where some multi-node runs had C ranks or fewer.
   A calibration in the file (root attributes ``calibration_exchange_s``: the transport's
   collectives alone on the run's buckets, median over ``calibration_iters`` repetitions) stands
   in for the transfer time of ssp runs, whose exchange time hides the allreduce; for sync and
@@ -38,7 +40,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
-from .coll import (EAGER_BYTES, NPARAMS, collective_terms,  # noqa: F401
+from .coll import (EAGER_BYTES, NPARAMS, SHARED, collective_terms,  # noqa: F401
                    exchange_terms, hier_terms, tuned_allreduce)
 from .shard import KINDS, ZERO, zero_terms
 from ..runfile import Run
@@ -50,7 +52,8 @@ def nnls(*args, **kwargs):
     return scipy_nnls(*args, **kwargs)
 
 LEVELS = ("intra", "inter")
-PARAMS = ("alpha_intra", "beta_intra", "alpha_inter", "beta_inter", "beta_inter_rndv")
+PARAMS = ("alpha_intra", "beta_intra", "alpha_inter", "beta_inter", "beta_inter_rndv",
+          "beta_inter_shared")
 ALGORITHMS = ("auto", "tuned", "tree", "ring", "recursive_doubling", "rabenseifner")
 ALGORITHM_HELP = {
     "tuned": "Open MPI 4.1 tuned's fixed decision (ompi_coll_tuned_allreduce_intra_dec_fixed) "
@@ -95,6 +98,7 @@ class Observation:
     hier: bool = False                   # --transport hier
     kinds: Optional[Dict[str, float]] = None   # zero: median s per iteration per collective
     scales: Optional[Dict[str, float]] = None  # zero: shard.zero_terms's scale per kind
+    cores: Optional[int] = None          # --shared-cores: every node's ranks on these cores
 
     def hint_for(self, strategy: str, staleness: int) -> str:
         """The algorithm ``auto`` means for ``strategy`` run as this run was (library, overlap)."""
@@ -216,7 +220,8 @@ def observe(run: Run, shared_cores: Optional[int] = None) -> Observation:
         wait=(wait[np.isfinite(wait)] if wait is not None else np.array([])),
         calibration=read_calibration(run), calibration_hint=auto_algorithm(library, True),
         mpi_library=library, overlap=overlap_of(run), threads=threads, share=share,
-        hier=_transport(run) == "hier", kinds=kinds, scales=scales)
+        hier=_transport(run) == "hier", kinds=kinds, scales=scales,
+        cores=shared_cores)
 
 
 def _transport(run: Run) -> str:
@@ -277,7 +282,7 @@ def rows_of(obs: Observation, algorithm: str) -> List[Tuple[np.ndarray, float, s
     rows = []
     if obs.nranks > 1 and obs.strategy in ("sync", "hier") and obs.transfer.size:
         terms = exchange_terms(obs.strategy, algo, obs.nnodes, obs.per_node, obs.grad_bytes,
-                               obs.bucket_bytes)
+                               obs.bucket_bytes, obs.cores)
         rows.append((terms, float(np.median(obs.transfer)), "exchange"))
     elif obs.strategy == "mixed" and obs.per_node > 1 and obs.transfer.size:
         # mixed: every iteration an allreduce inside the node (the ring across nodes is
@@ -290,7 +295,7 @@ def rows_of(obs: Observation, algorithm: str) -> List[Tuple[np.ndarray, float, s
         # the calibration runs the blocking collectives whatever the strategy
         cal = obs.calibration_hint if algorithm == "auto" else algorithm
         terms = exchange_terms("sync", cal, obs.nnodes, obs.per_node, obs.grad_bytes,
-                               obs.bucket_bytes)
+                               obs.bucket_bytes, obs.cores)
         rows.append((terms, obs.calibration, "calibration"))
     return rows
 
@@ -351,6 +356,14 @@ def fit_comm(observations: Sequence[Observation], algorithm: str) -> CommFit:
     y = np.array([r[1] for r in rows])
     w = 1.0 / np.maximum(y, 1e-9)
     cols = [c for c in range(NPARAMS) if np.any(X[:, c] > 0)]
+    # the surcharge is known when some multi-node runs had more ranks than the shared cores and
+    # some not: its column then is no combination of the bytes across nodes
+    if SHARED in cols and _rank(X[:, [3, 4]] * w[:, None]) == \
+            _rank(X[:, [3, 4, SHARED]] * w[:, None]):
+        cols.remove(SHARED)
+        notes.append("beta_inter_shared not separable from the links' terms (the ranks "
+                     "outnumber the shared cores in all or none of the multi-node runs): taken "
+                     "as 0")
     # Drop what the rows cannot separate, least informative first: alpha inside, alpha across,
     # then beta inside (one multi-node pattern cannot split its time between the two levels).
     for c, why in ((0, "alpha_intra not separable from the other terms (one message pattern "
@@ -373,6 +386,8 @@ def fit_comm(observations: Sequence[Observation], algorithm: str) -> CommFit:
     for c in (0, 2):
         if determined[PARAMS[c + 1]] and not determined[PARAMS[c]]:
             params[c] = 0.0
+    if not determined[PARAMS[SHARED]]:
+        params[SHARED] = 0.0
     _share_regimes(params, cov, determined, notes)
     resid = b - A @ coef
     dof = max(1, len(b) - len(cols))

@@ -94,7 +94,8 @@ def scenario_for(o: Observation, strategy: str, nnodes: int, per_node: int, batc
                     ps_ranks=max(1, o.ps_ranks),
                     compute_share=core_share(nnodes * per_node, o.threads, shared_cores),
                     hier=o.hier, scales=scales_for(strategy, o.scales if o.strategy == strategy
-                                                   else None))
+                                                   else None),
+                    cores=shared_cores)
 
 
 def _run_scenario(s: Scenario, key, models: CommModels, compute, tf, rng, draws, widen=0.0):
@@ -122,7 +123,8 @@ def _calibration_error(o: Observation, strategy: str, models: CommModels,
     if not comm.level_known(level):
         return None
     algo = o.calibration_hint if algorithm == "auto" else algorithm
-    terms = exchange_terms(strategy, algo, o.nnodes, o.per_node, o.grad_bytes, o.bucket_bytes)
+    terms = exchange_terms(strategy, algo, o.nnodes, o.per_node, o.grad_bytes, o.bucket_bytes,
+                           o.cores)
     return comm.time(terms) / o.calibration - 1.0
 
 

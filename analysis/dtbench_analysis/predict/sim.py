@@ -56,6 +56,7 @@ class Scenario:
     compute_share: float = 1.0  # fit.core_share at this scale: 1 on nodes of their own
     hier: bool = False          # zero: --transport hier (HYBRID_SHARD)
     scales: Optional[Dict[str, float]] = None  # zero: shard.zero_terms's scale per kind
+    cores: Optional[int] = None  # --shared-cores: the host term counts (coll.HOST)
 
     @property
     def ranks(self) -> int:
@@ -84,10 +85,10 @@ def comm_terms(s: Scenario) -> np.ndarray:
                                    s.grad_bytes, s.bucket_bytes, s.scales or {})
     if s.strategy in ("sync", "ssp"):
         return exchange_terms("sync", s.algorithm, s.nnodes, s.per_node, s.grad_bytes,
-                              s.bucket_bytes)
+                              s.bucket_bytes, s.cores)
     if s.strategy == "hier":
         return exchange_terms("hier", s.algorithm, s.nnodes, s.per_node, s.grad_bytes,
-                              s.bucket_bytes)
+                              s.bucket_bytes, s.cores)
     if s.strategy == "mixed":
         inside = exchange_terms("sync", s.algorithm, 1, s.per_node, s.grad_bytes, s.bucket_bytes)
         bcast = collective_terms("tree", 1, s.per_node, s.grad_bytes) / 2.0  # half a reduce+bcast
