@@ -20,5 +20,5 @@ for mode in mpi check; do
     check) want="^dtbench: rank 1 on $host: [^ ]*tests/fail_report.c:[0-9]+: probe: the message of the library$" ;;
     esac
     grep -Eq "$want" "$WORK/$mode.err" || { cat "$WORK/$mode.err"; fail "$mode: no report of rank 1's failure"; }
-    pass "$mode: $(grep -E "$want" "$WORK/$mode.err" | head -1 | cut -c1-140); job ended with $rc"
+    pass "$mode: $(grep -m1 -E "$want" "$WORK/$mode.err" | cut -c1-140); job ended with $rc"
 done
