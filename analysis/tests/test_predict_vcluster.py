@@ -56,36 +56,10 @@ def _skip_reason():
     return None
 
 
-SCRIPT = r"""
-. "$TESTS_SRCDIR/lib.sh"
-. "$TESTS_SRCDIR/vcluster.sh"
-vc_require tc
-vc_nodes_up 4
-for n in $VC_NODES; do
-    ip -n "$(vc_ns "$n")" link set fe0 txqueuelen 1000
-    tc -n "$(vc_ns "$n")" qdisc replace dev fe0 root tbf rate "$RATE" burst 128kb latency 100ms
-done
-export OMPI_MCA_plm_rsh_agent="$VC/agent" OMPI_MCA_plm_rsh_no_tree_spawn=1
-# run NAME NODES RANKS_PER_NODE BUCKET_MB [ARGS...] : dtbench on emulated nodes, from n1
-run() {
-    local name=$1 nodes=$2 per=$3 mb=$4
-    shift 4
-    local hosts=$(seq -f "n%g:$per" 1 "$nodes" | paste -sd, -)
-    vc_on n1 "$MPIRUN" -np $((nodes * per)) --host "$hosts" "$DTBENCH" --model lenet \
-        --dataset synthetic --batch $((8 * nodes * per)) --iters "$ITERS" --warmup 3 \
-        --bucket-mb "$mb" --flush-every 50 --output "$OUT/$name.h5" "$@" >"$OUT/$name.log" 2>&1 ||
-        { cat "$OUT/$name.log"; exit 1; }
-}
-run n1 1 1 25
-run n2 2 1 25
-run n2s 2 1 0.05
-run n2t 2 1 0.02
-run n4 4 1 25
-run h1 1 2 25 --transport hier
-run h2 2 2 25 --transport hier
-run h2s 2 2 0.05 --transport hier
-run h4 4 2 25 --transport hier
-"""
+SCRIPT = os.path.join(os.path.dirname(__file__), "vcluster_runs.sh")
+#: NAME:NODES:RANKS_PER_NODE:BUCKET_MB[:ARGS, + for spaces] (vcluster_runs.sh)
+RUNS = ("n1:1:1:25 n2:2:1:25 n2s:2:1:0.05 n2t:2:1:0.02 n4:4:1:25 h1:1:2:25:--transport+hier "
+        "h2:2:2:25:--transport+hier h2s:2:2:0.05:--transport+hier h4:4:2:25:--transport+hier")
 
 
 def _measure_and_predict(tmp_path, attempt):
@@ -96,8 +70,8 @@ def _measure_and_predict(tmp_path, attempt):
     env = realruns.environment(str(tmp_path))
     env.update({"TESTS_SRCDIR": os.path.join(REPO, "tests"), "DTBENCH": realruns.dtbench_path(),
                 "MPIRUN": os.environ.get("MPIRUN", "mpirun"), "OUT": str(out), "RATE": RATE,
-                "ITERS": "16", "PYTHON": shutil.which("python3") or "python3"})
-    proc = subprocess.run(["bash", "-c", SCRIPT], env=env, capture_output=True, text=True,
+                "ITERS": "16", "RUNS": RUNS})
+    proc = subprocess.run(["bash", SCRIPT], env=env, capture_output=True, text=True,
                           timeout=240)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     if os.environ.get("DTBENCH_PREDICT_KEEP"):  # keep the runs (e.g. for analysis/README.md's example)

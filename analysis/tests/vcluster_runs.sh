@@ -1,4 +1,5 @@
-# Runs dtbench on emulated nodes (tests/vcluster.sh) for analysis/tests/test_predict_zero_vcluster.py:
+# Runs dtbench on emulated nodes (tests/vcluster.sh) for analysis/tests/test_predict_vcluster.py and
+# test_predict_zero_vcluster.py:
 # RUNS is a list of NAME:NODES:RANKS_PER_NODE:BUCKET_MB[:ARGS, + for spaces]; RATE limits each link.
 . "$TESTS_SRCDIR/lib.sh"
 . "$TESTS_SRCDIR/vcluster.sh"
