@@ -62,21 +62,27 @@ RUNS = ("n1:1:1:25 n2:2:1:25 n2s:2:1:0.05 n2t:2:1:0.02 n4:4:1:25 h1:1:2:25:--tra
         "h2:2:2:25:--transport+hier h2s:2:2:0.05:--transport+hier h4:4:2:25:--transport+hier")
 
 
-def _measure_and_predict(tmp_path, attempt):
-    """Runs the emulated cluster's nine runs into a fresh folder and predicts from them: the
-    predict command's exit status and the files."""
+def emulated_runs(tmp_path, attempt: int, runs: str, timeout: int):
+    """Runs ``runs`` (vcluster_runs.sh's RUNS) on the emulated nodes into a fresh folder: the
+    folder and its files."""
     out = tmp_path / f"runs{attempt}"
     out.mkdir()
     env = realruns.environment(str(tmp_path))
     env.update({"TESTS_SRCDIR": os.path.join(REPO, "tests"), "DTBENCH": realruns.dtbench_path(),
                 "MPIRUN": os.environ.get("MPIRUN", "mpirun"), "OUT": str(out), "RATE": RATE,
-                "ITERS": "16", "RUNS": RUNS})
+                "ITERS": "16", "RUNS": runs})
     proc = subprocess.run(["bash", SCRIPT], env=env, capture_output=True, text=True,
-                          timeout=240)
+                          timeout=timeout)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return out, sorted(str(p) for p in out.glob("*.h5"))
+
+
+def _measure_and_predict(tmp_path, attempt):
+    """Runs the emulated cluster's nine runs into a fresh folder and predicts from them: the
+    predict command's exit status and the files."""
+    out, files = emulated_runs(tmp_path, attempt, RUNS, 240)
     if os.environ.get("DTBENCH_PREDICT_KEEP"):  # keep the runs (e.g. for analysis/README.md's example)
         shutil.copytree(out, os.environ["DTBENCH_PREDICT_KEEP"], dirs_exist_ok=True)
-    files = sorted(str(p) for p in out.glob("*.h5"))
     assert len(files) == 9
     # the emulated nodes share this machine's cores: at 4 nodes of 2 ranks, 8 ranks compute on
     # them at once (without --shared-cores hier's compute was predicted 14-18% low quietly, and

@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 
 import pytest
 
-import realruns
 from dtbench_analysis import cli
-from test_predict_vcluster import RATE, _skip_reason
+from test_predict_vcluster import RATE, _skip_reason, emulated_runs
 
 pytestmark = pytest.mark.long
 
@@ -34,25 +31,14 @@ pytestmark = pytest.mark.long
 #: the iteration (the bound of predict's own refusal, --max-error 25 %)
 KIND_BOUND = 0.6
 ITERATION_BOUND = 0.25
-REPO = realruns.REPO
 
-SCRIPT = os.path.join(os.path.dirname(__file__), "vcluster_runs.sh")
 RUNS = ("n1:1:1:25 n2:2:1:25 n2s:2:1:0.05 z1a:2:1:25:--exchange+zero1 "
         "z1s:2:1:0.05:--exchange+zero1 z1b:4:1:25:--exchange+zero1 "
         "z3a:2:1:25:--exchange+zero3 z3b:4:1:25:--exchange+zero3")
 
 
 def _measure(tmp_path, attempt):
-    out = tmp_path / f"runs{attempt}"
-    out.mkdir()
-    env = realruns.environment(str(tmp_path))
-    env.update({"TESTS_SRCDIR": os.path.join(REPO, "tests"), "DTBENCH": realruns.dtbench_path(),
-                "MPIRUN": os.environ.get("MPIRUN", "mpirun"), "OUT": str(out), "RATE": RATE,
-                "ITERS": "16", "RUNS": RUNS})
-    proc = subprocess.run(["bash", SCRIPT], env=env, capture_output=True, text=True,
-                          timeout=400)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    files = sorted(str(p) for p in out.glob("*.h5"))
+    _, files = emulated_runs(tmp_path, attempt, RUNS, 400)
     assert len(files) == 8
     cores = len(os.sched_getaffinity(0))
     cli.main(["predict", *files, "--nodes", "8,16", "--strategies", "zero1,zero3",

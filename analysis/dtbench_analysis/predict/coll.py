@@ -69,12 +69,19 @@ def tuned_allreduce(p: int, nbytes: float) -> str:
     ]
     names = {"rd": "recursive_doubling", "rab": "rabenseifner", "ring": "ring",
              "nonoverlapping": "tree"}
+    return names[pick_rule(rules, p, nbytes)]
+
+
+def pick_rule(rules, p: int, nbytes: float) -> str:
+    """An Open MPI fixed decision table: ``rules`` lists (communicator size below, [(bytes
+    below, algorithm)], algorithm beyond), the last with size None; the algorithm for ``p``
+    ranks and ``nbytes``."""
     for below, table, beyond in rules:
         if below is None or p < below:
             for limit, algo in table:
                 if nbytes < limit:
-                    return names[algo]
-            return names[beyond]
+                    return algo
+            return beyond
     raise AssertionError("unreachable")
 
 

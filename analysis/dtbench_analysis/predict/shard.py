@@ -21,7 +21,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from .coll import NPARAMS, _add, _log2, bucket_sizes, collective_terms
+from .coll import NPARAMS, _add, _log2, bucket_sizes, collective_terms, pick_rule
 
 KINDS = ("reduce_scatter", "allgather", "allreduce")
 ZERO = ("zero1", "zero2", "zero3")
@@ -49,13 +49,7 @@ def tuned_reduce_scatter_block(p: int, block: float) -> str:
     ]
     names = {"rd": "recursive_doubling", "rh": "recursive_halving", "bf": "butterfly",
              "lin": "linear"}
-    for below, table, beyond in rules:
-        if below is None or p < below:
-            for limit, algo in table:
-                if block < limit:
-                    return names[algo]
-            return names[beyond]
-    raise AssertionError("unreachable")
+    return names[pick_rule(rules, p, block)]
 
 
 def tuned_allgather(p: int, block: float) -> str:
